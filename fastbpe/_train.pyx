@@ -1,0 +1,384 @@
+# distutils: language = c++
+"""Incremental BPE merge learning: the compiled twin of ``fastbpe.reference.learn``.
+
+Data layout (ids, never Python objects, in the loop):
+
+* The word table is one flat array of symbol ids, ``sym``, words laid out in table order. Each
+  position is linked to its live neighbours inside its word by ``prev``/``nxt`` (-1 at a word's
+  edge). Merging ``(a, b)`` at position ``p`` writes the new id at ``p`` and kills ``nxt[p]``
+  (``sym == DEAD``); a symbol therefore always lives at the position of its first base symbol.
+* Pairs get dense ids through an open-addressing table keyed on ``left << 32 | right``. Per pair:
+  its exact weighted count, a lower bound on its first position, and the positions where it was
+  created (entries go stale when a neighbour merges; they are re-checked when read).
+* A binary heap of (count, first position, pair) with lazy revalidation picks the next merge.
+
+The tie rule, as the reference states it: highest count, then the pair seen first when scanning
+the words in table order, left to right. Scanning order is exactly ascending flat position, so
+the key is (count descending, first live position ascending). Invariant kept for every pair with a
+positive count: the heap holds an entry whose key is at least as good as the pair's true key.
+Keys only improve through a count increase (or a new, earlier occurrence, which comes with one),
+and every increase pushes a fresh entry at the end of the merge step; decreases push nothing. A
+popped entry is accepted only when its count and first position are the pair's true current ones;
+otherwise it is re-pushed with the true (worse) key. The accepted entry is then the true best.
+
+Tokens are deduplicated by content, as in the reference where a symbol is its string: when a
+merge produces bytes that an existing token already has, the existing id is reused.
+"""
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uint8_t
+from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+from libcpp.algorithm cimport sort
+
+import numpy as np
+
+cdef extern from *:
+    """
+    static inline void fastbpe_prefetch(const void *p) { __builtin_prefetch(p, 1, 1); }
+    """
+    void prefetch "fastbpe_prefetch"(const void *p) noexcept nogil
+
+# How many occurrences ahead to prefetch: merging is bound by cache misses on random positions.
+cdef size_t PREFETCH_AHEAD = 16
+
+cdef int32_t DEAD = -1
+cdef uint64_t EMPTY_KEY = 0xFFFFFFFFFFFFFFFFULL
+
+
+cdef struct Node:
+    # One symbol position; the four fields share a cache line, read together when merging.
+    int32_t sym     # token id, or DEAD once merged into its left neighbour
+    int32_t prev    # previous live position in the word, -1 at the word's start
+    int32_t nxt     # next live position in the word, -1 at the word's end
+    int32_t word    # index of the word, for its count
+
+
+cdef struct HeapEntry:
+    int64_t count
+    int64_t first
+    int32_t pair
+
+
+cdef inline bint ranks_before(const HeapEntry& x, const HeapEntry& y) noexcept nogil:
+    """The merge order: higher count first; among equal counts, the earlier first position."""
+    return x.count > y.count or (x.count == y.count and x.first < y.first)
+
+
+cdef class MergeLearner:
+    """Learns merges over a flat word table; one instance per training run.
+
+    ``symbols``: int32 ids of every base symbol, words concatenated in table order.
+    ``word_starts``: int64, ``len(words) + 1`` offsets into ``symbols``.
+    ``word_counts``: int64 count of each word (positive).
+    ``token_bytes``: the content of each base id as bytes (UTF-8 for ``str`` symbols), used only
+    to recognise when a merge recreates an existing token.
+    """
+
+    cdef vector[Node] node
+    cdef vector[int64_t] word_count
+    # pair table
+    cdef vector[uint64_t] slot_key
+    cdef vector[int32_t] slot_pair
+    cdef uint64_t slot_mask
+    cdef vector[int32_t] pair_left, pair_right
+    cdef vector[int64_t] pair_count, pair_first
+    cdef vector[vector[int32_t]] pair_where
+    cdef vector[uint8_t] pair_touched
+    cdef vector[int32_t] touched
+    cdef vector[HeapEntry] heap
+    # tokens
+    cdef vector[string] token
+    cdef unordered_map[string, int32_t] token_id
+    # results
+    cdef vector[int32_t] out_left, out_right, out_new
+    cdef vector[int64_t] out_count
+
+    def __init__(self, const int32_t[::1] symbols, const int64_t[::1] word_starts,
+                 const int64_t[::1] word_counts, list token_bytes):
+        cdef Py_ssize_t n = symbols.shape[0]
+        cdef Py_ssize_t num_words = word_counts.shape[0]
+        cdef Py_ssize_t w, p, start, end
+        cdef bytes content
+        if word_starts.shape[0] != num_words + 1:
+            raise ValueError("word_starts must have len(word_counts) + 1 entries")
+        if n >= 0x7FFFFFFF:
+            raise OverflowError("the word table holds more than 2**31 - 1 symbols")
+        for content in token_bytes:
+            self.token_id[content] = <int32_t>self.token.size()
+            self.token.push_back(content)
+        self.node.resize(n)
+        self.word_count.resize(num_words)
+        self._init_slots(1024)
+        with nogil:
+            for p in range(n):
+                self.node[p].sym = symbols[p]
+            for w in range(num_words):
+                self.word_count[w] = word_counts[w]
+                start = word_starts[w]
+                end = word_starts[w + 1]
+                for p in range(start, end):
+                    self.node[p].word = <int32_t>w
+                    self.node[p].prev = <int32_t>(p - 1) if p > start else -1
+                    self.node[p].nxt = <int32_t>(p + 1) if p + 1 < end else -1
+            # Step 0: count every adjacent pair once, in scan order, so that each pair's first
+            # recorded position is exact and the heap starts with one true entry per pair.
+            for p in range(n):
+                if self.node[p].nxt >= 0:
+                    self._add(self.node[p].sym, self.node[self.node[p].nxt].sym, self.word_count[self.node[p].word],
+                              <int32_t>p)
+            self._push_touched()
+
+    # ---- pair table -------------------------------------------------------------------------
+
+    cdef void _init_slots(self, size_t capacity) noexcept nogil:
+        self.slot_key.assign(capacity, EMPTY_KEY)
+        self.slot_pair.assign(capacity, -1)
+        self.slot_mask = capacity - 1
+
+    cdef inline size_t _slot(self, uint64_t key) noexcept nogil:
+        cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> 20) & self.slot_mask
+        while self.slot_key[i] != key and self.slot_key[i] != EMPTY_KEY:
+            i = (i + 1) & self.slot_mask
+        return i
+
+    cdef void _grow(self) noexcept nogil:
+        cdef vector[uint64_t] old_key = self.slot_key
+        cdef vector[int32_t] old_pair = self.slot_pair
+        cdef size_t i, j
+        self._init_slots(2 * old_key.size())
+        for i in range(old_key.size()):
+            if old_key[i] != EMPTY_KEY:
+                j = self._slot(old_key[i])
+                self.slot_key[j] = old_key[i]
+                self.slot_pair[j] = old_pair[i]
+
+    cdef int32_t _pair_id(self, int32_t left, int32_t right) noexcept nogil:
+        """The id of pair (left, right), created with count 0 if new."""
+        cdef uint64_t key = (<uint64_t>left << 32) | <uint32_t>right
+        cdef size_t i = self._slot(key)
+        cdef int32_t pid
+        if self.slot_key[i] == key:
+            return self.slot_pair[i]
+        pid = <int32_t>self.pair_count.size()
+        self.slot_key[i] = key
+        self.slot_pair[i] = pid
+        self.pair_left.push_back(left)
+        self.pair_right.push_back(right)
+        self.pair_count.push_back(0)
+        self.pair_first.push_back(0x7FFFFFFFFFFFFFFF)
+        self.pair_where.push_back(vector[int32_t]())
+        self.pair_touched.push_back(0)
+        if 2 * self.pair_count.size() > self.slot_key.size():
+            self._grow()
+        return pid
+
+    cdef inline void _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) noexcept nogil:
+        """A new occurrence of (left, right) at ``pos``: the pair's key may improve."""
+        cdef int32_t pid = self._pair_id(left, right)
+        self.pair_count[pid] += count
+        self.pair_where[pid].push_back(pos)
+        if pos < self.pair_first[pid]:
+            self.pair_first[pid] = pos
+        if not self.pair_touched[pid]:
+            self.pair_touched[pid] = 1
+            self.touched.push_back(pid)
+
+    cdef inline void _remove(self, int32_t left, int32_t right, int64_t count) noexcept nogil:
+        """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
+        Its entry in ``pair_where`` goes stale and is dropped when next read."""
+        cdef uint64_t key = (<uint64_t>left << 32) | <uint32_t>right
+        self.pair_count[self.slot_pair[self._slot(key)]] -= count
+
+    # ---- heap -------------------------------------------------------------------------------
+
+    cdef void _heap_push(self, HeapEntry e) noexcept nogil:
+        cdef size_t i = self.heap.size()
+        cdef size_t parent
+        self.heap.push_back(e)
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not ranks_before(e, self.heap[parent]):
+                break
+            self.heap[i] = self.heap[parent]
+            i = parent
+        self.heap[i] = e
+
+    cdef HeapEntry _heap_pop(self) noexcept nogil:
+        cdef HeapEntry top = self.heap[0]
+        cdef HeapEntry last = self.heap.back()
+        cdef size_t n, i, child
+        self.heap.pop_back()
+        n = self.heap.size()
+        if n:
+            i = 0
+            while True:
+                child = 2 * i + 1
+                if child >= n:
+                    break
+                if child + 1 < n and ranks_before(self.heap[child + 1], self.heap[child]):
+                    child += 1
+                if not ranks_before(self.heap[child], last):
+                    break
+                self.heap[i] = self.heap[child]
+                i = child
+            self.heap[i] = last
+        return top
+
+    cdef void _push_touched(self) noexcept nogil:
+        cdef int32_t pid
+        cdef HeapEntry e
+        for pid in self.touched:
+            self.pair_touched[pid] = 0
+            if self.pair_count[pid] > 0:
+                e.count = self.pair_count[pid]
+                e.first = self.pair_first[pid]
+                e.pair = pid
+                self._heap_push(e)
+        self.touched.clear()
+
+    # ---- merging ----------------------------------------------------------------------------
+
+    cdef inline bint _occurs_at(self, int32_t pid, int32_t p) noexcept nogil:
+        cdef int32_t q
+        if self.node[p].sym != self.pair_left[pid]:
+            return False
+        q = self.node[p].nxt
+        return q >= 0 and self.node[q].sym == self.pair_right[pid]
+
+    cdef int64_t _true_first(self, int32_t pid) noexcept nogil:
+        """Drop stale positions of ``pid`` and return its first live position (exact)."""
+        cdef vector[int32_t]* where = &self.pair_where[pid]
+        cdef size_t i, kept = 0
+        cdef int32_t p
+        cdef int64_t first = 0x7FFFFFFFFFFFFFFF
+        cdef size_t n = where.size()
+        for i in range(n):
+            if i + PREFETCH_AHEAD < n:
+                prefetch(&self.node[where[0][i + PREFETCH_AHEAD]])
+            p = where[0][i]
+            if self._occurs_at(pid, p):
+                where[0][kept] = p
+                kept += 1
+                if p < first:
+                    first = p
+        where.resize(kept)
+        self.pair_first[pid] = first
+        return first
+
+    cdef int32_t _pop_best(self) noexcept nogil:
+        """The pair to merge next, or -1 when no pair is left."""
+        cdef HeapEntry e
+        cdef int64_t first
+        while self.heap.size():
+            e = self._heap_pop()
+            if self.pair_count[e.pair] <= 0:
+                continue
+            if self.pair_count[e.pair] != e.count:
+                # The count fell since this entry was pushed; queue the true (worse) key.
+                e.count = self.pair_count[e.pair]
+                e.first = self.pair_first[e.pair]
+                self._heap_push(e)
+                continue
+            if self.heap.size() == 0 or self.heap[0].count < e.count:
+                # Every other entry's count bounds its pair's count from above, so this pair
+                # is strictly the most frequent: its first position cannot matter.
+                return e.pair
+            first = self._true_first(e.pair)
+            if first != e.first:
+                e.first = first
+                self._heap_push(e)
+                continue
+            return e.pair
+        return -1
+
+    cdef int32_t _token_for(self, int32_t left, int32_t right) noexcept nogil:
+        """The id of the concatenation of two tokens, reusing an existing id for equal bytes."""
+        cdef string content = self.token[left] + self.token[right]
+        cdef int32_t tid
+        if self.token_id.count(content):
+            return self.token_id[content]
+        tid = <int32_t>self.token.size()
+        self.token_id[content] = tid
+        self.token.push_back(content)
+        return tid
+
+    cdef void _merge(self, int32_t pid, int32_t new_id) noexcept nogil:
+        """Replace every occurrence of pair ``pid`` by ``new_id``, left to right within each
+        word, never overlapping, adjusting the counts of the neighbouring pairs."""
+        cdef int32_t a = self.pair_left[pid], b = self.pair_right[pid]
+        cdef vector[int32_t] where
+        cdef int32_t p, q, left, right
+        cdef int64_t count
+        where.swap(self.pair_where[pid])
+        if a == b:
+            # Only (a, a) can overlap; ascending positions give the reference's left-to-right
+            # scan (``aaa`` -> ``aa a``). For a != b, occurrences never share a symbol.
+            sort(where.begin(), where.end())
+        cdef size_t i, n = where.size()
+        for i in range(n):
+            if i + PREFETCH_AHEAD < n:
+                prefetch(&self.node[where[i + PREFETCH_AHEAD]])
+            p = where[i]
+            if not self._occurs_at(pid, p):
+                continue  # consumed by an overlapping occurrence just merged
+            q = self.node[p].nxt
+            count = self.word_count[self.node[p].word]
+            left = self.node[p].prev
+            right = self.node[q].nxt
+            self.pair_count[pid] -= count
+            if left >= 0:
+                self._remove(self.node[left].sym, a, count)
+            if right >= 0:
+                self._remove(b, self.node[right].sym, count)
+            self.node[p].sym = new_id
+            self.node[q].sym = DEAD
+            self.node[p].nxt = right
+            if right >= 0:
+                self.node[right].prev = p
+            if left >= 0:
+                self._add(self.node[left].sym, new_id, count, left)
+            if right >= 0:
+                self._add(new_id, self.node[right].sym, count, p)
+        self._push_touched()
+
+    def run(self, int64_t num_merges, int64_t min_frequency=1, progress=None,
+            int64_t progress_every=512):
+        """Learn up to ``num_merges`` merges. Returns ``(merges, counts, tokens)``: an int32
+        array of rows (left id, right id, new id), the count of each merge when chosen, and the
+        content of every token id (base ids first)."""
+        cdef int64_t done = 0, batch_end
+        cdef int32_t pid, new_id
+        cdef bint exhausted = False
+        while done < num_merges and not exhausted:
+            batch_end = min(num_merges, done + progress_every)
+            with nogil:
+                while done < batch_end:
+                    # 1. the best pair under the tie rule (lazy revalidation, see module doc)
+                    pid = self._pop_best()
+                    if pid < 0 or self.pair_count[pid] < min_frequency:
+                        exhausted = True
+                        break
+                    # 2. its token: the concatenation, an existing id when the bytes exist
+                    new_id = self._token_for(self.pair_left[pid], self.pair_right[pid])
+                    # 3. record, then 4. merge every occurrence and update neighbour counts
+                    self.out_left.push_back(self.pair_left[pid])
+                    self.out_right.push_back(self.pair_right[pid])
+                    self.out_new.push_back(new_id)
+                    self.out_count.push_back(self.pair_count[pid])
+                    self._merge(pid, new_id)
+                    done += 1
+            if progress is not None:
+                progress(done, self.out_count.back() if done else 0)
+        k = self.out_left.size()
+        merges = np.empty((k, 3), dtype=np.int32)
+        counts = np.empty(k, dtype=np.int64)
+        cdef int32_t[:, ::1] mv = merges
+        cdef int64_t[::1] cv = counts
+        cdef size_t i
+        for i in range(k):
+            mv[i, 0] = self.out_left[i]
+            mv[i, 1] = self.out_right[i]
+            mv[i, 2] = self.out_new[i]
+            cv[i] = self.out_count[i]
+        tokens = [self.token[i] for i in range(self.token.size())]
+        return merges, counts, tokens
