@@ -1,5 +1,25 @@
-"""fastbpe: byte-pair-encoding tokenizers trained and used at corpus scale on CPU."""
+"""fastbpe: byte-pair-encoding tokenizers trained and used at corpus scale on CPU.
+
+>>> import fastbpe
+>>> tok = fastbpe.train("the cat sat on the mat " * 50, vocab_size=270, progress=False)
+>>> tok.decode(tok.encode("the cat"))
+'the cat'
+"""
 from . import reference
+from .counting import count_words
+from .pretokenize import pretokenize
+from .tokenizer import Tokenizer
+from .training import learn_from_table, train, train_words
+from .wordtable import WordTable
 
 __version__ = "0.1.0"
-__all__ = ["reference"]
+__all__ = [
+    "reference",
+    "train",
+    "train_words",
+    "learn_from_table",
+    "Tokenizer",
+    "WordTable",
+    "count_words",
+    "pretokenize",
+]

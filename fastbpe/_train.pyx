@@ -341,11 +341,12 @@ cdef class MergeLearner:
                 self._add(new_id, self.node[right].sym, count, p)
         self._push_touched()
 
-    def run(self, int64_t num_merges, int64_t min_frequency=1, progress=None,
-            int64_t progress_every=512):
-        """Learn up to ``num_merges`` merges. Returns ``(merges, counts, tokens)``: an int32
-        array of rows (left id, right id, new id), the count of each merge when chosen, and the
-        content of every token id (base ids first)."""
+    def run(self, int64_t num_merges, int64_t min_frequency=1, int64_t max_tokens=-1,
+            progress=None, int64_t progress_every=512):
+        """Learn up to ``num_merges`` merges, stopping early when the vocabulary reaches
+        ``max_tokens`` tokens (if >= 0; a merge that recreates an existing token adds none).
+        Returns ``(merges, counts, tokens)``: an int32 array of rows (left id, right id,
+        new id), the count of each merge when chosen, and the bytes of every token id."""
         cdef int64_t done = 0, batch_end
         cdef int32_t pid, new_id
         cdef bint exhausted = False
@@ -353,6 +354,9 @@ cdef class MergeLearner:
             batch_end = min(num_merges, done + progress_every)
             with nogil:
                 while done < batch_end:
+                    if max_tokens >= 0 and <int64_t>self.token.size() >= max_tokens:
+                        exhausted = True
+                        break
                     # 1. the best pair under the tie rule (lazy revalidation, see module doc)
                     pid = self._pop_best()
                     if pid < 0 or self.pair_count[pid] < min_frequency:

@@ -9,6 +9,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 import numpy as np
 
 from . import reference
+from .progress import merge_progress
 from ._train import MergeLearner
 from .wordtable import WordTable
 
@@ -16,7 +17,7 @@ Symbol = Union[str, bytes]
 Pair = Tuple[Symbol, Symbol]
 ProgressCallback = Callable[[int, int], None]
 
-__all__ = ["train_words", "learn_from_table", "BACKENDS"]
+__all__ = ["train", "train_words", "learn_from_table", "BACKENDS"]
 
 BACKENDS = ("fast", "reference")
 
@@ -80,9 +81,10 @@ def _run_learner(
     num_merges: int,
     min_frequency: int,
     progress: Optional[ProgressCallback],
+    max_tokens: int = -1,
 ) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
     learner = MergeLearner(symbols, word_starts, counts, base_tokens)
-    return learner.run(int(num_merges), int(min_frequency), progress)
+    return learner.run(int(num_merges), int(min_frequency), int(max_tokens), progress)
 
 
 def train_words(
@@ -133,27 +135,120 @@ def train_words(
     return (merges, counts) if with_counts else merges
 
 
+def _table_symbols(table: WordTable, unit: str, word_start: str, word_end: str):
+    """Flat base-symbol ids of a table's chunks: the 256 byte values, or the characters in
+    first-seen order. Returns ``(symbols, word_starts, base_tokens)``."""
+    if unit == "bytes" and not word_start and not word_end:
+        # The common case stays vectorised: a chunk's bytes are already its base ids.
+        return table.data.astype(np.int32), table.offsets, [bytes([b]) for b in range(256)]
+    start, end = word_start.encode("utf-8"), word_end.encode("utf-8")
+    base_ids: Dict[bytes, int] = {}
+    if unit == "bytes":
+        base_ids = {bytes([b]): b for b in range(256)}
+    flat: List[int] = []
+    starts = [0]
+    for i, (chunk, _) in enumerate(table.items()):
+        if unit == "bytes":
+            flat.extend(start + chunk + end)
+        else:
+            try:
+                text = word_start + chunk.decode("utf-8") + word_end
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"chunk {i} is not valid UTF-8 ({exc}); use unit='bytes'") from None
+            for char in text:
+                flat.append(base_ids.setdefault(char.encode("utf-8"), len(base_ids)))
+        starts.append(len(flat))
+    return np.asarray(flat, dtype=np.int32), np.asarray(starts, dtype=np.int64), list(base_ids)
+
+
 def learn_from_table(
     table: WordTable,
     num_merges: int,
     *,
+    unit: str = "bytes",
+    word_start: str = "",
+    word_end: str = "",
     min_frequency: int = 1,
+    max_tokens: int = -1,
     progress: Optional[ProgressCallback] = None,
 ) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
-    """Byte-level merges from a :class:`WordTable`, all in flat arrays.
+    """Merges from a :class:`WordTable`, all in flat arrays.
 
-    Base ids are the 256 byte values (every byte is in the vocabulary, so any input encodes).
+    Byte-level base ids are the 256 byte values (every byte is in the vocabulary, so any input
+    encodes); character-level base ids are the table's characters in first-seen order.
     Returns ``(merges, counts, tokens)``: int32 rows ``(left, right, new)``, each merge's count,
-    and the bytes of every token id.
+    and the bytes of every token id (UTF-8 for characters).
     """
     _check_num_merges(num_merges, min_frequency)
-    base_tokens = [bytes([b]) for b in range(256)]
-    return _run_learner(
-        table.data.astype(np.int32),
-        table.offsets,
-        table.counts,
-        base_tokens,
-        num_merges,
-        min_frequency,
-        progress,
+    if unit not in ("bytes", "chars"):
+        raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
+    symbols, starts, base_tokens = _table_symbols(table, unit, word_start, word_end)
+    return _run_learner(symbols, starts, table.counts, base_tokens, num_merges, min_frequency,
+                        progress, max_tokens)
+
+
+def train(
+    corpus,
+    vocab_size: Optional[int] = None,
+    *,
+    num_merges: Optional[int] = None,
+    unit: str = "bytes",
+    pretokenizer: str = "gpt2",
+    word_start: Optional[str] = None,
+    word_end: Optional[str] = None,
+    min_frequency: int = 2,
+    special_tokens: Sequence[str] = (),
+    progress=None,
+    workers: Optional[int] = None,
+    cluster=None,
+):
+    """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.tokenizer.Tokenizer`.
+
+    ``corpus``: text (``str``), a path (``pathlib.Path``; a ``str`` naming an existing file
+    counts too), a list of those, an iterable of ``str``, or a :class:`WordTable` already
+    counted with :func:`fastbpe.count_words`. ``vocab_size`` counts base symbols, merged tokens
+    and special tokens; ``num_merges`` caps the merges instead. Byte-level with the GPT-2 split
+    is the default for real use; ``pretokenizer="whitespace", unit="chars", word_start="_"``
+    reproduces the seed pages' examples. Training stops early when no pair is left or the best
+    count falls below ``min_frequency``.
+    """
+    from .counting import count_words
+    from .tokenizer import Tokenizer
+
+    if vocab_size is None and num_merges is None:
+        raise ValueError("give vocab_size or num_merges")
+    special_tokens = list(special_tokens)
+    if len(set(special_tokens)) != len(special_tokens):
+        raise ValueError("special_tokens has duplicates")
+    if isinstance(corpus, WordTable):
+        table = corpus
+    else:
+        kwargs = {"pretokenizer": pretokenizer, "workers": workers, "progress": progress}
+        if cluster is not None:
+            kwargs["cluster"] = cluster
+        table = count_words(corpus, **kwargs)
+    symbols, starts, base_tokens = _table_symbols(table, unit, word_start or "", word_end or "")
+    max_tokens = -1
+    if vocab_size is not None:
+        max_tokens = vocab_size - len(special_tokens)
+        if max_tokens < len(base_tokens):
+            raise ValueError(
+                f"vocab_size={vocab_size} is smaller than the {len(base_tokens)} base symbols "
+                f"plus {len(special_tokens)} special tokens")
+        if num_merges is None:
+            num_merges = max_tokens - len(base_tokens)
+    _check_num_merges(num_merges, min_frequency)
+    with merge_progress(progress, num_merges) as callback:
+        merge_ids, counts, tokens = _run_learner(
+            symbols, starts, table.counts, base_tokens, num_merges, min_frequency, callback,
+            max_tokens)
+    return Tokenizer(
+        tokens,
+        merge_ids[:, :2],
+        unit=unit,
+        pattern=pretokenizer,
+        word_start=word_start,
+        word_end=word_end,
+        special_tokens=special_tokens,
+        merge_counts=counts,
     )
