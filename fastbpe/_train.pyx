@@ -341,6 +341,17 @@ cdef class MergeLearner:
                 self._add(new_id, self.node[right].sym, count, p)
         self._push_touched()
 
+    def corpus_tokens(self):
+        """Tokens of the whole corpus as currently merged: each word's live symbols times its
+        count. After ``run`` this is the corpus's encoded length, with no encoding pass."""
+        cdef int64_t total = 0
+        cdef size_t p
+        with nogil:
+            for p in range(self.node.size()):
+                if self.node[p].sym != DEAD:
+                    total += self.word_count[self.node[p].word]
+        return total
+
     def run(self, int64_t num_merges, int64_t min_frequency=1, int64_t max_tokens=-1,
             progress=None, int64_t progress_every=512):
         """Learn up to ``num_merges`` merges, stopping early when the vocabulary reaches

@@ -4,6 +4,7 @@
 corpus-scale path that feeds a :class:`~fastbpe.wordtable.WordTable` to the compiled learner
 without building Python tuples.
 """
+import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -201,16 +202,18 @@ def train(
     progress=None,
     workers: Optional[int] = None,
     cluster=None,
+    errors: str = "strict",
 ):
     """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.tokenizer.Tokenizer`.
 
     ``corpus``: text (``str``), a path (``pathlib.Path``; a ``str`` naming an existing file
     counts too), a list of those, an iterable of ``str``, or a :class:`WordTable` already
-    counted with :func:`fastbpe.count_words`. ``vocab_size`` counts base symbols, merged tokens
-    and special tokens; ``num_merges`` caps the merges instead. Byte-level with the GPT-2 split
-    is the default for real use; ``pretokenizer="whitespace", unit="chars", word_start="_"``
-    reproduces the seed pages' examples. Training stops early when no pair is left or the best
-    count falls below ``min_frequency``.
+    counted with :func:`fastbpe.count_words` (counting once, training many times).
+    ``vocab_size`` counts base symbols, merged tokens and special tokens; ``num_merges`` caps
+    the merges instead. Byte-level with the GPT-2 split is the default for real use;
+    ``pretokenizer="whitespace", unit="chars", word_start="_"`` reproduces the seed pages'
+    examples. Training stops early when no pair is left or the best count falls below
+    ``min_frequency``. The returned tokenizer's ``training_stats`` says what each phase took.
     """
     from .counting import count_words
     from .tokenizer import Tokenizer
@@ -220,13 +223,18 @@ def train(
     special_tokens = list(special_tokens)
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError("special_tokens has duplicates")
+    if unit not in ("bytes", "chars"):
+        raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
+    started = time.perf_counter()
     if isinstance(corpus, WordTable):
         table = corpus
     else:
-        kwargs = {"pretokenizer": pretokenizer, "workers": workers, "progress": progress}
+        kwargs = {"pretokenizer": pretokenizer, "workers": workers, "progress": progress,
+                  "errors": errors}
         if cluster is not None:
             kwargs["cluster"] = cluster
         table = count_words(corpus, **kwargs)
+    counted = time.perf_counter()
     symbols, starts, base_tokens = _table_symbols(table, unit, word_start or "", word_end or "")
     max_tokens = -1
     if vocab_size is not None:
@@ -238,11 +246,12 @@ def train(
         if num_merges is None:
             num_merges = max_tokens - len(base_tokens)
     _check_num_merges(num_merges, min_frequency)
+    learner = MergeLearner(symbols, starts, table.counts, base_tokens)
+    prepared = time.perf_counter()
     with merge_progress(progress, num_merges) as callback:
-        merge_ids, counts, tokens = _run_learner(
-            symbols, starts, table.counts, base_tokens, num_merges, min_frequency, callback,
-            max_tokens)
-    return Tokenizer(
+        merge_ids, counts, tokens = learner.run(num_merges, min_frequency, max_tokens, callback)
+    merged = time.perf_counter()
+    tokenizer = Tokenizer(
         tokens,
         merge_ids[:, :2],
         unit=unit,
@@ -252,3 +261,15 @@ def train(
         special_tokens=special_tokens,
         merge_counts=counts,
     )
+    tokenizer.training_stats = {
+        "input_bytes": table.total_bytes,
+        "input_chunks": table.total_count,
+        "unique_chunks": len(table),
+        "base_symbols": len(base_tokens),
+        "merges": len(merge_ids),
+        "corpus_tokens": learner.corpus_tokens(),
+        "seconds_count": counted - started,
+        "seconds_prepare": prepared - counted,
+        "seconds_merge": merged - prepared,
+    }
+    return tokenizer

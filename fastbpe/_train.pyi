@@ -1,0 +1,24 @@
+from typing import Callable, List, Optional, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+class MergeLearner:
+    """Incremental BPE merge learner over a flat word table (see ``_train.pyx``)."""
+
+    def __init__(
+        self,
+        symbols: npt.NDArray[np.int32],
+        word_starts: npt.NDArray[np.int64],
+        word_counts: npt.NDArray[np.int64],
+        token_bytes: List[bytes],
+    ) -> None: ...
+    def corpus_tokens(self) -> int: ...
+    def run(
+        self,
+        num_merges: int,
+        min_frequency: int = 1,
+        max_tokens: int = -1,
+        progress: Optional[Callable[[int, int], None]] = None,
+        progress_every: int = 512,
+    ) -> Tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], List[bytes]]: ...
