@@ -79,7 +79,8 @@ cdef class MergeLearner:
     # pair table
     cdef vector[uint64_t] slot_key
     cdef vector[int32_t] slot_pair
-    cdef uint64_t slot_mask
+    cdef uint64_t slot_mask   # capacity - 1; capacity is a power of two
+    cdef int slot_shift       # 64 - log2(capacity)
     cdef vector[int32_t] pair_left, pair_right
     cdef vector[int64_t] pair_count, pair_first
     cdef vector[vector[int32_t]] pair_where
@@ -130,18 +131,24 @@ cdef class MergeLearner:
 
     # ---- pair table -------------------------------------------------------------------------
 
-    cdef void _init_slots(self, size_t capacity) noexcept nogil:
+    cdef int _init_slots(self, size_t capacity) except -1 nogil:
         self.slot_key.assign(capacity, EMPTY_KEY)
         self.slot_pair.assign(capacity, -1)
         self.slot_mask = capacity - 1
+        self.slot_shift = 64
+        while capacity > 1:
+            capacity >>= 1
+            self.slot_shift -= 1
+        return 0
 
     cdef inline size_t _slot(self, uint64_t key) noexcept nogil:
-        cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> 20) & self.slot_mask
+        # Fibonacci hashing: the top bits of the product depend on every bit of the key.
+        cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> self.slot_shift)
         while self.slot_key[i] != key and self.slot_key[i] != EMPTY_KEY:
             i = (i + 1) & self.slot_mask
         return i
 
-    cdef void _grow(self) noexcept nogil:
+    cdef int _grow(self) except -1 nogil:
         cdef vector[uint64_t] old_key = self.slot_key
         cdef vector[int32_t] old_pair = self.slot_pair
         cdef size_t i, j
@@ -151,8 +158,9 @@ cdef class MergeLearner:
                 j = self._slot(old_key[i])
                 self.slot_key[j] = old_key[i]
                 self.slot_pair[j] = old_pair[i]
+        return 0
 
-    cdef int32_t _pair_id(self, int32_t left, int32_t right) noexcept nogil:
+    cdef int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
         """The id of pair (left, right), created with count 0 if new."""
         cdef uint64_t key = (<uint64_t>left << 32) | <uint32_t>right
         cdef size_t i = self._slot(key)
@@ -172,7 +180,7 @@ cdef class MergeLearner:
             self._grow()
         return pid
 
-    cdef inline void _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) noexcept nogil:
+    cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
         """A new occurrence of (left, right) at ``pos``: the pair's key may improve."""
         cdef int32_t pid = self._pair_id(left, right)
         self.pair_count[pid] += count
@@ -182,6 +190,7 @@ cdef class MergeLearner:
         if not self.pair_touched[pid]:
             self.pair_touched[pid] = 1
             self.touched.push_back(pid)
+        return 0
 
     cdef inline void _remove(self, int32_t left, int32_t right, int64_t count) noexcept nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
@@ -191,7 +200,7 @@ cdef class MergeLearner:
 
     # ---- heap -------------------------------------------------------------------------------
 
-    cdef void _heap_push(self, HeapEntry e) noexcept nogil:
+    cdef int _heap_push(self, HeapEntry e) except -1 nogil:
         cdef size_t i = self.heap.size()
         cdef size_t parent
         self.heap.push_back(e)
@@ -202,6 +211,7 @@ cdef class MergeLearner:
             self.heap[i] = self.heap[parent]
             i = parent
         self.heap[i] = e
+        return 0
 
     cdef HeapEntry _heap_pop(self) noexcept nogil:
         cdef HeapEntry top = self.heap[0]
@@ -224,7 +234,7 @@ cdef class MergeLearner:
             self.heap[i] = last
         return top
 
-    cdef void _push_touched(self) noexcept nogil:
+    cdef int _push_touched(self) except -1 nogil:
         cdef int32_t pid
         cdef HeapEntry e
         for pid in self.touched:
@@ -235,6 +245,7 @@ cdef class MergeLearner:
                 e.pair = pid
                 self._heap_push(e)
         self.touched.clear()
+        return 0
 
     # ---- merging ----------------------------------------------------------------------------
 
@@ -245,7 +256,7 @@ cdef class MergeLearner:
         q = self.node[p].nxt
         return q >= 0 and self.node[q].sym == self.pair_right[pid]
 
-    cdef int64_t _true_first(self, int32_t pid) noexcept nogil:
+    cdef int64_t _true_first(self, int32_t pid) except -1 nogil:
         """Drop stale positions of ``pid`` and return its first live position (exact)."""
         cdef vector[int32_t]* where = &self.pair_where[pid]
         cdef size_t i, kept = 0
@@ -265,7 +276,7 @@ cdef class MergeLearner:
         self.pair_first[pid] = first
         return first
 
-    cdef int32_t _pop_best(self) noexcept nogil:
+    cdef int32_t _pop_best(self) except -2 nogil:
         """The pair to merge next, or -1 when no pair is left."""
         cdef HeapEntry e
         cdef int64_t first
@@ -291,7 +302,7 @@ cdef class MergeLearner:
             return e.pair
         return -1
 
-    cdef int32_t _token_for(self, int32_t left, int32_t right) noexcept nogil:
+    cdef int32_t _token_for(self, int32_t left, int32_t right) except -1 nogil:
         """The id of the concatenation of two tokens, reusing an existing id for equal bytes."""
         cdef string content = self.token[left] + self.token[right]
         cdef int32_t tid
@@ -302,7 +313,7 @@ cdef class MergeLearner:
         self.token.push_back(content)
         return tid
 
-    cdef void _merge(self, int32_t pid, int32_t new_id) noexcept nogil:
+    cdef int _merge(self, int32_t pid, int32_t new_id) except -1 nogil:
         """Replace every occurrence of pair ``pid`` by ``new_id``, left to right within each
         word, never overlapping, adjusting the counts of the neighbouring pairs."""
         cdef int32_t a = self.pair_left[pid], b = self.pair_right[pid]
@@ -340,6 +351,7 @@ cdef class MergeLearner:
             if right >= 0:
                 self._add(new_id, self.node[right].sym, count, p)
         self._push_touched()
+        return 0
 
     def corpus_tokens(self):
         """Tokens of the whole corpus as currently merged: each word's live symbols times its
