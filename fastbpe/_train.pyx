@@ -29,6 +29,7 @@ from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 from libcpp.algorithm cimport sort
+from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
 
@@ -394,6 +395,7 @@ cdef class MergeLearner:
                     self.out_count.push_back(self.pair_count[pid])
                     self._merge(pid, new_id)
                     done += 1
+            PyErr_CheckSignals()  # Ctrl-C lands between batches, with the state consistent
             if progress is not None:
                 progress(done, self.out_count.back() if done else 0)
         k = self.out_left.size()
