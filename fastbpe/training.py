@@ -43,6 +43,7 @@ def _validate_words(words: Mapping) -> Optional[type]:
     if not isinstance(words, Mapping):
         raise TypeError(f"words must be a mapping of symbol tuples to counts, got {type(words).__name__}")
     kind = None
+    pair_weight = 0  # bounds every pair count; the compiled counters are 64-bit
     for i, (word, count) in enumerate(words.items()):
         if not isinstance(word, tuple):
             raise TypeError(f"word {i} must be a tuple of symbols, got {type(word).__name__}")
@@ -63,6 +64,9 @@ def _validate_words(words: Mapping) -> Optional[type]:
             raise ValueError(f"word {i}: count must be positive, got {count}")
         if count >= 2**63:
             raise OverflowError(f"word {i}: count {count} does not fit in 64 bits")
+        pair_weight += count * (len(word) - 1)
+    if pair_weight >= 2**63:
+        raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
     return kind
 
 
@@ -72,6 +76,16 @@ def _encode_symbol(symbol: Symbol) -> bytes:
 
 def _decode_symbol(content: bytes, kind: type) -> Symbol:
     return content.decode("utf-8", "surrogatepass") if kind is str else content
+
+
+def _make_learner(symbols, word_starts, counts, base_tokens) -> MergeLearner:
+    # A pair's count is at most the sum over words of count * (length - 1); refuse tables
+    # where that could pass 2**63 rather than let a 64-bit counter wrap (float64 is plenty
+    # precise for a bound).
+    pair_weight = float(np.dot(counts.astype(np.float64), np.diff(word_starts) - 1)) if len(counts) else 0.0
+    if pair_weight >= 2.0**63:
+        raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
+    return MergeLearner(symbols, word_starts, counts, base_tokens)
 
 
 def _run_learner(
@@ -84,7 +98,7 @@ def _run_learner(
     progress: Optional[ProgressCallback],
     max_tokens: int = -1,
 ) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
-    learner = MergeLearner(symbols, word_starts, counts, base_tokens)
+    learner = _make_learner(symbols, word_starts, counts, base_tokens)
     return learner.run(int(num_merges), int(min_frequency), int(max_tokens), progress)
 
 
@@ -246,7 +260,7 @@ def train(
         if num_merges is None:
             num_merges = max_tokens - len(base_tokens)
     _check_num_merges(num_merges, min_frequency)
-    learner = MergeLearner(symbols, starts, table.counts, base_tokens)
+    learner = _make_learner(symbols, starts, table.counts, base_tokens)
     prepared = time.perf_counter()
     with merge_progress(progress, num_merges) as callback:
         merge_ids, counts, tokens = learner.run(num_merges, min_frequency, max_tokens, callback)

@@ -123,6 +123,7 @@ def test_fast_equals_reference(words, num_merges, min_frequency):
         ({("a", "b"): 1}, -1, ValueError),
         ({("a", "b"): 1}, 1.0, TypeError),
         ({("a", "b"): 2**64}, 1, OverflowError),
+        ({("a", "b", "a"): 2**62, ("b", "a", "b"): 2**62}, 1, OverflowError),
     ],
 )
 def test_bad_input(impl, words, num_merges, error):
