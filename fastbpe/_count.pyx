@@ -18,10 +18,11 @@ cdef class ChunkCounter:
     """Counts chunks of documents into one table, in first-appearance order.
 
     >>> c = ChunkCounter()
-    >>> c.add_documents(b"the cat the", np.array([11], dtype=np.int64), 1, 0)
+    >>> c.add_documents(b"the the thethe", np.array([11, 14], dtype=np.int64), 1, 0)
     -1
-    >>> c.arrays()[2].tolist()
-    [2, 1]
+    >>> data, offsets, counts = c.arrays()
+    >>> data.tobytes(), offsets.tolist(), counts.tolist()
+    (b'the the', [0, 3, 7], [2, 2])
     """
     cdef ChunkTable* table
     cdef public int64_t bad_offset

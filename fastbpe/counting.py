@@ -1,0 +1,623 @@
+"""Corpus-scale word counting: pre-tokenize a corpus and count its unique chunks.
+
+``count_words(corpus, pretokenizer="gpt2")`` streams files (plain, ``.gz``, ``.xz``, ``.bz2``,
+``.zst`` when the ``zstandard`` module is importable), directories (recursively, sorted), glob
+patterns, or an iterable of str / bytes documents, in bounded memory, and returns a
+:class:`~fastbpe.wordtable.WordTable`: unique chunks in first-appearance order with 64-bit counts.
+Training on that table gives the merges the reference gives on the same text.
+
+What is one text. Each file is one text and each item of an iterable is one text: chunks never
+span two files or two items (the pattern sees the end of the text at the end of each). A file is
+*not* split into lines: ``"a\\n\\nb"`` chunks as a whole.
+
+Blocks and why cutting is exact. Text is read in blocks of about ``block_size`` bytes, and a
+block ends only at a *safe cut*: a position i where the chunks of the text T equal the chunks of
+T[:i] followed by the chunks of T[i:]. The named patterns are leftmost-first alternations with no
+look-behind, so a match starting at p depends on T[p:] only; a cut at i is safe when a chunk of T
+ends exactly at i and no match attempt starting before i reads T[i] differently from reading the
+end of the text. The rules (x = the character before i, y = the character at i; all
+deciding characters are ASCII or fully decoded, so a cut is never inside a UTF-8 sequence):
+
+* R1 (all patterns): y is ``' '`` or ``'\\t'`` and x is not whitespace. No alternative of any
+  named pattern takes a space or tab *after* a non-space (the only optional space is a leading
+  ``' ?'``; the trailing classes ``[\\r\\n]*`` / ``[\\r\\n/]*`` exclude it), and every alternative
+  that reads y after x stops there, exactly as at the end of the text; whitespace alternatives
+  (``\\s+(?!\\S)``, ``\\s++$``) cannot start before i and reach i because x is not whitespace.
+* R2 (all patterns): y is ``'\\n'`` or ``'\\r'`` and x is a letter or digit (\\p{L} / \\p{N}).
+  Letter and digit runs stop at a newline as at the end; a newline only ever joins a chunk that
+  ends in punctuation (cl100k/o200k ``[\\r\\n]*``) or whitespace, which x is not.
+* R3 (cl100k, o200k, llama3): x is ``'\\n'`` and y is not whitespace and not ``'/'``. Let W be the
+  whitespace run that ends at i (it ends with the newline). In T the next character y is not
+  whitespace; at the end of T[:i] there is none. cl100k: a punctuation chunk before W takes W's
+  leading newlines in both; the rest of W is taken whole by ``\\s*[\\r\\n]`` in T (it ends at W's last
+  newline = i) and by ``\\s++$`` in T[:i]. o200k/llama3: ``\\s*[\\r\\n]+`` takes the rest of W up to
+  its last newline = i in both. ``'/'`` is excluded because o200k's ``[\\r\\n/]*`` would join it.
+* gpt2 uses R4 = R1 and R2 widened: y is any of ``' \\t\\n\\r'`` and x is not whitespace (gpt2's
+  non-space chunks never take trailing whitespace). R3 is NOT safe for gpt2: T = "a\\n\\nb" chunks
+  the run as "\\n", "\\n" while T[:i] = "a\\n\\n" ends in the single chunk "\\n\\n".
+* whitespace (``\\S+``): any ASCII whitespace character at i.
+* A user regex gets R1 and R2, which hold for patterns whose matches never join a non-space
+  character to a following space/tab, nor a letter/digit to a following newline, and which use
+  no look-behind (``\\w+|[^\\w\\s]+`` and ``\\S+`` qualify). Pass ``block_size=None`` to read each
+  text whole when unsure.
+
+A stretch with no safe cut (a multi-megabyte "word", Chinese text without spaces or letter-ended
+lines) makes a block longer than ``block_size``: memory grows with the longest such stretch,
+linearly; time stays linear (the cut search never re-reads bytes).
+
+Invalid UTF-8: ``errors="strict"`` (default) raises :class:`CorpusDecodeError` naming the file
+(or item) and the byte offset (in the decompressed stream); ``"replace"`` counts the text
+``bytes.decode("utf-8", "replace")`` gives; ``"bytes"`` chunks each valid stretch between invalid
+bytes as its own text and counts every invalid byte as a one-byte chunk.
+
+Parallelism: ``workers=N`` processes on one machine count partitions (byte ranges of plain files,
+blocks read by the parent for compressed files and iterables) independently; their tables are
+combined in partition order, so the result is identical to ``workers=1``, order included.
+``cluster=`` does the same on a Dask cluster (see :func:`count_words`).
+"""
+import bz2
+import glob
+import gzip
+import io
+import lzma
+import os
+import sys
+from collections import deque
+from typing import Any, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _pretok
+from ._count import ChunkCounter
+from .pretokenize import PATTERNS, compiled_regex, pattern_id, regex_pretokenize_bytes
+from .wordtable import WordTable
+
+__all__ = ["count_words", "count_words_reference", "CorpusDecodeError", "iter_corpus_files"]
+
+DEFAULT_BLOCK_SIZE = 8 << 20
+_CUSTOM = 5  # _pretok_scan.h PAT_CUSTOM: the cut rules for user regexes
+_COMPRESSED = (".gz", ".xz", ".lzma", ".bz2", ".zst")
+
+
+class CorpusDecodeError(ValueError):
+    """Invalid UTF-8 in the corpus under errors="strict"."""
+
+
+# ------------------------------------------------------------------------------ corpus sources
+
+
+def iter_corpus_files(paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
+    """Expand paths, directories (recursive, sorted) and globs into absolute file paths, in order.
+
+    >>> iter_corpus_files([]) == []
+    True
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: List[str] = []
+    for entry in paths:
+        path = os.fspath(entry)
+        if os.path.isdir(path):
+            for root, dirs, names in os.walk(path):
+                dirs.sort()
+                files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+        elif os.path.exists(path):
+            files.append(path)
+        elif glob.has_magic(path):
+            matched = sorted(glob.glob(path, recursive=True))
+            if not matched:
+                raise FileNotFoundError(f"no file matches the glob {path!r}")
+            files.extend(iter_corpus_files(matched))
+        else:
+            raise FileNotFoundError(
+                f"no such file or directory: {path[:200]!r} (to count texts rather than files, "
+                "pass an iterator of str/bytes, e.g. iter(texts))"
+            )
+    return [os.path.abspath(f) for f in files]
+
+
+def _is_compressed(path: str) -> bool:
+    return path.lower().endswith(_COMPRESSED)
+
+
+def _open_decompressed(path: str):
+    """(binary reader of the decompressed bytes, raw file for progress positions)."""
+    raw = open(path, "rb")
+    lower = path.lower()
+    try:
+        if lower.endswith(".gz"):
+            return gzip.GzipFile(fileobj=raw, mode="rb"), raw
+        if lower.endswith((".xz", ".lzma")):
+            return lzma.LZMAFile(raw), raw
+        if lower.endswith(".bz2"):
+            return bz2.BZ2File(raw), raw
+        if lower.endswith(".zst"):
+            try:
+                import zstandard
+            except ImportError:
+                raise ImportError(f"{path}: reading .zst needs the 'zstandard' module (pip install zstandard)") from None
+            return zstandard.ZstdDecompressor().stream_reader(raw), raw
+    except BaseException:
+        raw.close()
+        raise
+    return raw, raw
+
+
+# ------------------------------------------------------------------------------ blocks
+
+
+class Block(NamedTuple):
+    """Documents packed into one buffer: ``data[ends[k-1]:ends[k]]`` is document k.
+
+    ``names[k]`` / ``starts[k]`` say where document k came from (file or item, and the byte offset
+    of its first byte there) for error messages; ``raw`` is the input bytes it stands for (for
+    progress: compressed bytes for compressed files).
+    """
+
+    data: bytes
+    ends: np.ndarray
+    names: Tuple[str, ...]
+    starts: Tuple[int, ...]
+    raw: int
+
+
+class _BlockBuilder:
+    """Packs consecutive documents into blocks of about ``block_size`` bytes."""
+
+    def __init__(self, block_size: int):
+        self.block_size = block_size
+        self._reset()
+
+    def _reset(self):
+        self.parts: List[bytes] = []
+        self.ends: List[int] = []
+        self.names: List[str] = []
+        self.starts: List[int] = []
+        self.size = 0
+        self.raw = 0
+
+    def add(self, data: bytes, name: str, start: int, raw: int) -> Optional[Block]:
+        self.parts.append(data)
+        self.size += len(data)
+        self.ends.append(self.size)
+        self.names.append(name)
+        self.starts.append(start)
+        self.raw += raw
+        return self.take() if self.size >= self.block_size else None
+
+    def take(self) -> Optional[Block]:
+        if not self.parts:
+            return None
+        block = Block(b"".join(self.parts), np.array(self.ends, dtype=np.int64), tuple(self.names),
+                      tuple(self.starts), self.raw)
+        self._reset()
+        return block
+
+
+def cut_stream(pieces: Iterable[bytes], pid: int, block_size: Optional[int]) -> Iterator[Tuple[bytes, int]]:
+    """Re-cut a stream of byte pieces (one text) at safe cuts into segments of >= block_size
+    bytes (the last may be shorter). Yields (segment, offset of its first byte in the text).
+
+    Each byte is examined by the cut search once, and the buffer is compacted only when more
+    than half of it is consumed, so time and copying stay linear in the text.
+
+    >>> list(cut_stream([b"aaa bbb ", b"ccc"], _pretok.PATTERN_IDS["gpt2"], 2))
+    [(b'aaa', 0), (b' bbb', 3), (b' ccc', 7)]
+    """
+    buf = bytearray()
+    pos = 0  # start of the pending segment in buf
+    offset = 0  # its offset in the text
+    search = 0  # next position (relative to pos) not yet ruled out as a cut
+    cut_pid = pid if pid >= 0 else _CUSTOM
+    for piece in pieces:
+        buf += piece
+        if block_size is None:
+            continue
+        while len(buf) - pos > block_size:
+            view = memoryview(buf)[pos:]
+            i = _pretok.find_cut(view, max(search, block_size), cut_pid)
+            view.release()
+            if i < 0:
+                search = max(block_size, len(buf) - pos - 4)  # deciding bytes may be beyond
+                break
+            yield bytes(buf[pos : pos + i]), offset
+            pos += i
+            offset += i
+            search = 0
+            if pos > len(buf) // 2:
+                del buf[:pos]
+                pos = 0
+    if len(buf) > pos:
+        yield bytes(buf[pos:]), offset
+
+
+def _read_pieces(reader, size: int, progress_raw=None) -> Iterator[bytes]:
+    while True:
+        piece = reader.read(size)
+        if not piece:
+            return
+        yield piece
+
+
+def _file_cut_at_or_after(f, pos: int, file_size: int, pid: int) -> int:
+    """First safe cut at or after ``pos`` in a seekable plain file (file_size if none)."""
+    if pos <= 0:
+        return 0
+    if pos >= file_size:
+        return file_size
+    base = max(0, pos - 4)
+    f.seek(base)
+    buf = bytearray()
+    search = pos - base
+    cut_pid = pid if pid >= 0 else _CUSTOM
+    while True:
+        piece = f.read(1 << 16)
+        if not piece:
+            return file_size
+        buf += piece
+        i = _pretok.find_cut(buf, search, cut_pid)
+        if i >= 0:
+            return base + i
+        search = max(search, len(buf) - 4)
+
+
+class _Range(NamedTuple):
+    """Task: the bytes of a plain file between the first safe cuts at or after start and end."""
+
+    path: str
+    start: int
+    end: int
+
+
+def _range_blocks(task: _Range, pid: int, block_size: Optional[int]) -> Iterator[Block]:
+    size = os.path.getsize(task.path)
+    with open(task.path, "rb") as f:
+        lo = _file_cut_at_or_after(f, task.start, size, pid)
+        hi = _file_cut_at_or_after(f, task.end, size, pid)
+        f.seek(lo)
+        remaining = hi - lo
+
+        def pieces():
+            nonlocal remaining
+            while remaining > 0:
+                piece = f.read(min(remaining, block_size or remaining))
+                if not piece:
+                    return
+                remaining -= len(piece)
+                yield piece
+
+        for segment, offset in cut_stream(pieces(), pid, block_size):
+            yield Block(segment, np.array([len(segment)], dtype=np.int64), (task.path,), (lo + offset,),
+                        len(segment))
+
+
+def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Optional[int]) -> Iterator[Any]:
+    """The corpus as an ordered stream of tasks: Block (data in hand) or _Range (a worker reads).
+
+    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size (so a
+    worker reads them itself); everything else is read here and packed into Blocks.
+    """
+    builder = _BlockBuilder(block_size or (1 << 62))
+    if isinstance(corpus, (str, os.PathLike)) or (
+        isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
+        and not isinstance(corpus, (bytes, bytearray))
+    ):
+        for path in iter_corpus_files(corpus):
+            compressed = _is_compressed(path)
+            size = os.path.getsize(path)
+            if not compressed and split_plain is not None and size > split_plain:
+                block = builder.take()
+                if block is not None:
+                    yield block
+                for start in range(0, size, split_plain):
+                    yield _Range(path, start, min(start + split_plain, size))
+                continue
+            reader, raw = _open_decompressed(path)
+            with reader, raw:
+                last_raw = 0
+                for segment, offset in cut_stream(_read_pieces(reader, block_size or (1 << 24)), pid, block_size):
+                    now = raw.tell()
+                    block = builder.add(segment, path, offset, now - last_raw)
+                    last_raw = now
+                    if block is not None:
+                        yield block
+    else:
+        if isinstance(corpus, (bytes, bytearray)):
+            raise TypeError("corpus is bytes: pass an iterable of documents, e.g. [data]")
+        for index, item in enumerate(corpus):
+            if isinstance(item, str):
+                data = item.encode("utf-8", "surrogatepass")
+            elif isinstance(item, (bytes, bytearray, memoryview)):
+                data = bytes(item)
+            else:
+                raise TypeError(f"corpus item #{index} is {type(item).__name__}, expected str or bytes")
+            name = f"item #{index}"
+            if block_size is not None and len(data) > block_size:
+                for segment, offset in cut_stream([data], pid, block_size):
+                    block = builder.add(segment, name, offset, len(segment))
+                    if block is not None:
+                        yield block
+            else:
+                block = builder.add(data, name, 0, len(data))
+                if block is not None:
+                    yield block
+    block = builder.take()
+    if block is not None:
+        yield block
+
+
+# ------------------------------------------------------------------------------ counting one task
+
+
+def _decode_error(block: Block, doc: int, offset: int) -> CorpusDecodeError:
+    start = 0 if doc == 0 else int(block.ends[doc - 1])
+    bad = block.data[start + offset : start + offset + 1]
+    where = block.names[doc]
+    at = block.starts[doc] + offset
+    kind = " (offset in the decompressed stream)" if _is_compressed(where) else ""
+    return CorpusDecodeError(
+        f"{where}: invalid UTF-8 at byte offset {at}{kind} (byte 0x{bad.hex()}); "
+        "pass errors='replace' to replace invalid bytes by U+FFFD, or errors='bytes' to count them as bytes"
+    )
+
+
+def _count_block_regex(counter: ChunkCounter, block: Block, pattern: str, errors: str) -> None:
+    """The user-regex path (pure Python): count with regex.findall semantics per document."""
+    counts = {}
+    start = 0
+    for doc, end in enumerate(block.ends.tolist()):
+        data = block.data[start:end]
+        try:
+            chunks = regex_pretokenize_bytes(data, pattern, errors)
+        except _pretok.InvalidUTF8 as exc:
+            raise _decode_error(block, doc, exc.offset) from None
+        for chunk in chunks:
+            key = chunk.encode("utf-8", "surrogateescape")
+            if key:
+                counts[key] = counts.get(key, 0) + 1
+        start = end
+    if counts:
+        table = WordTable.from_counts(counts)
+        counter.add_table(table.data, table.offsets, table.counts)
+
+
+def _count_block(counter: ChunkCounter, block: Block, pattern: str, pid: int, errors: str) -> None:
+    if pid < 0:
+        _count_block_regex(counter, block, pattern, errors)
+        return
+    doc = counter.add_documents(block.data, block.ends, pid, _pretok.ERRORS_IDS[errors])
+    if doc >= 0:
+        raise _decode_error(block, doc, counter.bad_offset)
+
+
+def _task_blocks(task, pid: int, block_size: Optional[int]) -> Iterator[Block]:
+    if isinstance(task, _Range):
+        return _range_blocks(task, pid, block_size)
+    return iter([task])
+
+
+def count_task(task, pattern: str, errors: str, block_size: Optional[int]):
+    """Count one task (a Block or a _Range) into a fresh table; returns its three arrays.
+
+    This is what runs in worker processes and on Dask workers.
+    """
+    pid = pattern_id(pattern)
+    counter = ChunkCounter()
+    for block in _task_blocks(task, pid, block_size):
+        _count_block(counter, block, pattern, pid, errors)
+    return counter.arrays()
+
+
+def _task_raw(task) -> int:
+    return task.end - task.start if isinstance(task, _Range) else task.raw
+
+
+# ------------------------------------------------------------------------------ public API
+
+
+def count_words_reference(texts: Iterable[Union[str, bytes]], pretokenizer: str = "gpt2",
+                          errors: str = "strict") -> WordTable:
+    """The reference of :func:`count_words` for in-memory texts: ``regex`` on each whole text.
+
+    >>> list(count_words_reference(["a b a"]).items())
+    [(b'a', 1), (b' b', 1), (b' a', 1)]
+    """
+    counts = {}
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        for chunk in regex_pretokenize_bytes(data, pretokenizer, errors):
+            key = chunk.encode("utf-8", "surrogateescape")
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        raise ValueError("the corpus is empty: it holds no chunk to count")
+    return WordTable.from_counts(counts)
+
+
+
+def _progress_bar(progress, total: Optional[int]):
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="counting", smoothing=0.1)
+
+
+def _total_size(corpus) -> Optional[int]:
+    if isinstance(corpus, (str, os.PathLike)) or (
+        isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
+    ):
+        try:
+            return sum(os.path.getsize(p) for p in iter_corpus_files(corpus))
+        except OSError:
+            return None
+    return None
+
+
+def _default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def count_words(
+    corpus,
+    pretokenizer: str = "gpt2",
+    workers: Optional[int] = None,
+    errors: str = "strict",
+    progress: Optional[bool] = None,
+    cluster=None,
+    block_size: Optional[int] = DEFAULT_BLOCK_SIZE,
+    partition_size: Optional[int] = None,
+) -> WordTable:
+    """Pre-tokenize a corpus and count its unique chunks, in bounded memory.
+
+    corpus
+        A path (file, directory, glob) or a list/tuple of them; files may be plain, ``.gz``,
+        ``.xz``/``.lzma``, ``.bz2`` or ``.zst`` (with ``zstandard``). Or any other iterable (an
+        iterator, generator, or a list of bytes) of str / bytes documents; to count a list of str
+        texts pass ``iter(texts)`` (a list of str means paths).
+    pretokenizer
+        A name of :data:`fastbpe.pretokenize.PATTERNS` (compiled scanner) or a regex string
+        (``regex`` module, pure Python: slow).
+    workers
+        Processes on this machine (default: all cores available). The table is identical for
+        any number of workers.
+    errors
+        ``"strict"``, ``"replace"`` or ``"bytes"``: see the module docstring.
+    progress
+        tqdm bar with bytes read, MB/s and ETA. Default: only when stderr is a terminal.
+    cluster
+        A ``dask.distributed.Client``, or a scheduler address (``"tcp://host:8786"``) to connect
+        to. Partitions are counted on the Dask workers and only their tables come back; they
+        are combined here in partition order (the same table as one local worker). Files are
+        opened *by the workers*: the paths (made absolute here) must be readable on every worker
+        (a shared filesystem or the same copy everywhere). Iterables and compressed files are
+        read here and shipped to the workers block by block.
+    block_size
+        Bytes per block (default 8 MiB); ``None`` reads each text whole (no cutting).
+    partition_size
+        Bytes per partition of a plain file handed to a worker (default: spread over 2x the
+        workers, between 16 MiB and 256 MiB).
+
+    Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts).
+    Raises ValueError when the corpus holds no chunk at all.
+
+    >>> table = count_words(iter(["the cat", "the dog"]), workers=1)
+    >>> list(table.items())
+    [(b'the', 2), (b' cat', 1), (b' dog', 1)]
+    """
+    if errors not in _pretok.ERRORS_IDS:
+        raise ValueError(f"errors must be one of {sorted(_pretok.ERRORS_IDS)}, got {errors!r}")
+    pid = pattern_id(pretokenizer)
+    if pid < 0:
+        compiled_regex(pretokenizer)  # raises ValueError for a bad pattern now, not in a worker
+    if block_size is not None and block_size < 1:
+        raise ValueError("block_size must be a positive number of bytes or None")
+    if workers is None:
+        workers = _default_workers()
+    if workers < 1:
+        raise ValueError("workers must be >= 1")
+
+    total = _total_size(corpus)
+    if partition_size is None:
+        spread = max(1, 2 * (workers if cluster is None else 8))
+        partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // spread)))
+    split_plain = partition_size if (workers > 1 or cluster is not None) and block_size is not None else None
+    tasks = _source_tasks(corpus, pid, block_size, split_plain)
+    bar = _progress_bar(progress, total)
+    try:
+        if cluster is not None:
+            counter = _count_dask(tasks, cluster, pretokenizer, errors, block_size, bar)
+        elif workers > 1:
+            counter = _count_local_parallel(tasks, workers, pretokenizer, errors, block_size, bar)
+        else:
+            counter = ChunkCounter()
+            for task in tasks:
+                for block in _task_blocks(task, pid, block_size):
+                    _count_block(counter, block, pretokenizer, pid, errors)
+                    if bar is not None:
+                        bar.update(block.raw)
+    finally:
+        if bar is not None:
+            bar.close()
+    if len(counter) == 0:
+        raise ValueError("the corpus is empty: it holds no chunk to count")
+    return WordTable(*counter.arrays())
+
+
+def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:
+    counter = ChunkCounter()
+    for arrays, raw in results:
+        counter.add_table(*arrays)
+        if bar is not None:
+            bar.update(raw)
+    return counter
+
+
+def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar) -> ChunkCounter:
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    first = next(tasks, None)
+    second = next(tasks, None)
+    if first is None:
+        return ChunkCounter()
+    if second is None:  # a single task: no pool to start
+        return _merge_in_order(iter([(count_task(first, pattern, errors, block_size), _task_raw(first))]), bar)
+
+    def all_tasks():
+        yield first
+        yield second
+        yield from tasks
+
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method)) as pool:
+        def results():
+            pending = deque()
+            for task in all_tasks():
+                pending.append((pool.submit(count_task, task, pattern, errors, block_size), _task_raw(task)))
+                while len(pending) >= 2 * workers:  # bound the blocks in flight
+                    future, raw = pending.popleft()
+                    yield future.result(), raw
+            while pending:
+                future, raw = pending.popleft()
+                yield future.result(), raw
+
+        try:
+            return _merge_in_order(results(), bar)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _count_dask(tasks, cluster, pattern, errors, block_size, bar) -> ChunkCounter:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ImportError("cluster= needs dask.distributed (pip install 'dask[distributed]')") from None
+    own = not isinstance(cluster, Client)
+    client = Client(cluster) if own else cluster
+    try:
+        inflight = 2 * max(1, sum(client.nthreads().values()))
+
+        def results():
+            pending = deque()
+            for task in tasks:
+                future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
+                pending.append((future, _task_raw(task)))
+                while len(pending) >= inflight:
+                    future, raw = pending.popleft()
+                    yield future.result(), raw
+                    future.release()
+            while pending:
+                future, raw = pending.popleft()
+                yield future.result(), raw
+                future.release()
+
+        return _merge_in_order(results(), bar)
+    finally:
+        if own:
+            client.close()
