@@ -346,11 +346,13 @@ class Scanner {
 };
 
 // Adapts a sink taking (pointer, length) to the Scanner's (start, end) offsets.
+// The byte sink also gets the end of the buffer holding the chunk (it may read up to there).
 template <class ByteSink>
 struct OffsetSink {
     const uint8_t* base;
+    const uint8_t* limit;
     ByteSink* out;
-    inline void operator()(size_t a, size_t b) { (*out)(base + a, b - a); }
+    inline void operator()(size_t a, size_t b) { (*out)(base + a, b - a, limit); }
 };
 
 // Pre-tokenize one document (an independent text) and hand every chunk's bytes to sink.
@@ -365,7 +367,7 @@ int64_t scan_document(const uint8_t* s, size_t n, int pattern, int errors, ByteS
     size_t bad_len;
     size_t bad = utf8_first_error(s, n, 0, &bad_len);
     if (bad == n) {
-        OffsetSink<ByteSink> os{s, &sink};
+        OffsetSink<ByteSink> os{s, s + n, &sink};
         Scanner(s, n).scan(pattern, os);
         return -1;
     }
@@ -373,10 +375,10 @@ int64_t scan_document(const uint8_t* s, size_t n, int pattern, int errors, ByteS
     if (errors == ERR_BYTES) {
         size_t p = 0;
         while (true) {
-            OffsetSink<ByteSink> os{s + p, &sink};
+            OffsetSink<ByteSink> os{s + p, s + n, &sink};
             Scanner(s + p, bad - p).scan(pattern, os);
             if (bad >= n) break;
-            for (size_t k = 0; k < bad_len; ++k) sink(s + bad + k, 1);
+            for (size_t k = 0; k < bad_len; ++k) sink(s + bad + k, 1, s + n);
             p = bad + bad_len;
             bad = utf8_first_error(s, n, p, &bad_len);
         }
@@ -393,7 +395,7 @@ int64_t scan_document(const uint8_t* s, size_t n, int pattern, int errors, ByteS
         bad = utf8_first_error(s, n, p, &bad_len);
     }
     const uint8_t* t = (const uint8_t*)scratch.data();
-    OffsetSink<ByteSink> os{t, &sink};
+    OffsetSink<ByteSink> os{t, t + scratch.size(), &sink};
     Scanner(t, scratch.size()).scan(pattern, os);
     return -1;
 }
