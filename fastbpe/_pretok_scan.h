@@ -31,7 +31,7 @@ struct Ch {
 };
 
 // Decode the character at p of VALID UTF-8 (p < n).
-static inline Ch decode_valid(const uint8_t* s, size_t p) {
+__attribute__((always_inline)) static inline Ch decode_valid(const uint8_t* s, size_t p) {
     uint8_t b = s[p];
     if (b < 0x80) return Ch{b, FB_STAGE2[b], 1};  // block 0 of stage 2 is code points 0..255
     uint32_t cp;
@@ -100,7 +100,7 @@ class Scanner {
   public:
     Scanner(const uint8_t* s, size_t n) : s_(s), n_(n) {}
 
-    inline Ch at(size_t p) const {
+    __attribute__((always_inline)) inline Ch at(size_t p) const {
         if (p >= n_) return Ch{0xFFFFFFFFu, 0, 0};
         return decode_valid(s_, p);
     }

@@ -220,7 +220,9 @@ def cut_stream(pieces: Iterable[bytes], pid: int, block_size: Optional[int]) -> 
             if i < 0:
                 search = max(block_size, len(buf) - pos - 4)  # deciding bytes may be beyond
                 break
-            yield bytes(buf[pos : pos + i]), offset
+            with memoryview(buf) as whole:
+                segment = bytes(whole[pos : pos + i])
+            yield segment, offset
             pos += i
             offset += i
             search = 0
