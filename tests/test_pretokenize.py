@@ -129,7 +129,7 @@ def test_user_regex_and_errors():
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("errors", ["strict", "replace", "bytes"])
-@FAST
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(st.one_of(special_text.map(lambda t: t.encode("utf-8")), st.binary(max_size=6)), max_size=6))
 def test_invalid_utf8_modes_equal_reference(name, errors, parts):
     data = b"".join(parts)
