@@ -48,6 +48,44 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+class TreeSampler:
+    """Samples the RSS of every descendant process (worker pools are grandchildren via the
+    forkserver, invisible to RUSAGE_CHILDREN) and remembers their last CPU times."""
+
+    def __init__(self, interval: float = 0.02):
+        import threading
+
+        import psutil
+
+        self.psutil = psutil
+        self.me = psutil.Process()
+        self.peak_kids_rss = 0
+        self.kid_cpu = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, args=(interval,), daemon=True)
+
+    def run(self, interval):
+        while not self.stop.is_set():
+            total = 0
+            for kid in self.me.children(recursive=True):
+                try:
+                    total += kid.memory_info().rss
+                    t = kid.cpu_times()
+                    self.kid_cpu[kid.pid] = t.user + t.system
+                except self.psutil.Error:
+                    pass
+            self.peak_kids_rss = max(self.peak_kids_rss, total)
+            self.stop.wait(interval)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 def measure_one(path: str, pattern: str, workers: int, mode: str, slice_mb: int) -> dict:
     sys.path.insert(0, ROOT)
     size = os.path.getsize(path)
@@ -69,12 +107,21 @@ def measure_one(path: str, pattern: str, workers: int, mode: str, slice_mb: int)
     else:
         import fastbpe
 
-        t0, c0 = time.perf_counter(), cpu_seconds()
-        table = fastbpe.count_words(path, pattern, workers=workers, progress=False)
+        with TreeSampler() as sampler:
+            t0, c0 = time.perf_counter(), cpu_seconds()
+            table = fastbpe.count_words(path, pattern, workers=workers, progress=False)
+            wall = time.perf_counter() - t0
         unique = len(table)
-    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    if mode == "regex":
+        wall = time.perf_counter() - t0
+    cpu = cpu_seconds() - c0
+    rss_kids = 0.0
+    if mode != "regex":
+        # the sampler misses a worker's last few ms: CPU figures for workers>1 are a lower bound
+        cpu = max(cpu, resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(
+            resource.RUSAGE_SELF).ru_stime - c0 + sum(sampler.kid_cpu.values()))
+        rss_kids = sampler.peak_kids_rss / 2**20
     rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    rss_kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"mode": mode, "pattern": pattern, "workers": workers, "mb": size / 1e6, "wall_s": wall,
             "cpu_s": cpu, "mb_s": size / 1e6 / wall, "cpu_mb_s": size / 1e6 / cpu, "unique": unique,
             "peak_rss_mb": rss_self, "peak_rss_worker_mb": rss_kids}
@@ -96,7 +143,7 @@ def main() -> None:
     path = prepare(args.file, args.mb)
     print(f"input: {path} ({os.path.getsize(path) / 1e6:.1f} MB), python {sys.version.split()[0]}, "
           f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}")
-    header = f"{'what':<22}{'pattern':<8}{'MB':>7}{'wall s':>8}{'MB/s':>8}{'cpu MB/s':>10}{'unique':>10}{'peak RSS MB':>13}{'worker RSS':>12}"
+    header = f"{'what':<22}{'pattern':<8}{'MB':>7}{'wall s':>8}{'MB/s':>8}{'cpu MB/s':>10}{'unique':>10}{'peak RSS MB':>13}{'workers RSS':>12}"
     print(header)
     runs = [(p, w, "fastbpe") for p in args.patterns for w in args.workers]
     if args.regex_mb:

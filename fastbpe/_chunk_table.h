@@ -101,8 +101,9 @@ class ChunkTable {
 
     size_t size() const { return counts.size(); }
 
-    // Add `count` occurrences of a chunk.
+    // Add `count` occurrences of a chunk, now (not through the queue of the hot path).
     inline void add(const uint8_t* p, size_t len, int64_t count) {
+        flush();
         Key k = make_key(p, len, p + len);
         counts[find_or_insert(k, p)] += count;
     }
@@ -112,37 +113,48 @@ class ChunkTable {
     // enter and they are counted when they leave, so the memory latency of one chunk overlaps
     // the scanning of the next ones. FIFO order keeps first-appearance order. `drain()` before
     // the buffer holding the queued chunks goes away.
-    inline void operator()(const uint8_t* p, size_t len, const uint8_t* limit) {
+    inline void operator()(const uint8_t* p, size_t len, const uint8_t* limit) { push(p, len, limit, 1); }
+
+    inline void push(const uint8_t* p, size_t len, const uint8_t* limit, int64_t count) {
         Key k = make_key(p, len, limit);
         __builtin_prefetch(&cache_[k.hash & (CACHE_SIZE - 1)]);
         __builtin_prefetch(&slots_[k.hash & mask_]);
         Pending& slot = pipe_[(head_ + queued_) & (PIPE - 1)];
         if (queued_ == PIPE) {
-            count_one(slot.key, slot.p);  // the oldest (slot == pipe_[head_] when full)
-            slot = Pending{k, p};
+            // halfway down the queue the cache entry has arrived: if that chunk will evict it,
+            // fetch the count the eviction will update
+            const Pending& mid = pipe_[(head_ + PIPE / 2) & (PIPE - 1)];
+            if (mid.key.len <= 16) {
+                const CacheEntry& e = cache_[mid.key.hash & (CACHE_SIZE - 1)];
+                if (e.len && (e.k0 != mid.key.k0 || e.k1 != mid.key.k1 || e.len != mid.key.len))
+                    __builtin_prefetch(&counts[e.index]);
+            }
+            count_one(slot.key, slot.p, slot.count);  // the oldest (slot == pipe_[head_] when full)
+            slot = Pending{k, p, count};
             head_ = (head_ + 1) & (PIPE - 1);
         } else {
-            slot = Pending{k, p};
+            slot = Pending{k, p, count};
             ++queued_;
         }
     }
 
     void drain() {
         while (queued_) {
-            count_one(pipe_[head_].key, pipe_[head_].p);
+            count_one(pipe_[head_].key, pipe_[head_].p, pipe_[head_].count);
             head_ = (head_ + 1) & (PIPE - 1);
             --queued_;
         }
     }
 
-    inline void count_one(const Key& k, const uint8_t* p) {
+    inline void count_one(const Key& k, const uint8_t* p, int64_t count) {
         if (k.len > 16) {
-            counts[find_or_insert(k, p)] += 1;
+            counts[find_or_insert(k, p)] += count;
             return;
         }
         CacheEntry& e = cache_[k.hash & (CACHE_SIZE - 1)];
         if (e.len == k.len && e.k0 == k.k0 && e.k1 == k.k1) {
-            if (e.pending++ == 0) dirty_.push_back((uint32_t)(&e - cache_.data()));
+            if (e.pending == 0) dirty_.push_back((uint32_t)(&e - cache_.data()));
+            e.pending += count;
             return;
         }
         if (e.len) counts[e.index] += e.pending;  // evict: hand its occurrences to the table
@@ -150,7 +162,7 @@ class ChunkTable {
         e.k0 = k.k0;
         e.k1 = k.k1;
         e.len = k.len;
-        e.pending = 1;
+        e.pending = count;
         dirty_.push_back((uint32_t)(&e - cache_.data()));
     }
 
@@ -187,8 +199,9 @@ class ChunkTable {
 
     // Add another table's chunks in its order (counting consecutive parts of a corpus).
     void add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) {
+        const uint8_t* end = d + offs[n];
+        for (size_t k = 0; k < n; ++k) push(d + offs[k], (size_t)(offs[k + 1] - offs[k]), end, cnts[k]);
         flush();
-        for (size_t k = 0; k < n; ++k) add(d + offs[k], (size_t)(offs[k + 1] - offs[k]), cnts[k]);
     }
 
   private:
@@ -198,13 +211,14 @@ class ChunkTable {
         uint32_t index;    // its index in the table
         int64_t pending;   // occurrences not yet in counts[index]
     };
-    static const size_t CACHE_SIZE = 1 << 14;  // 16K x 32 B = 512 KiB
+    static const size_t CACHE_SIZE = 1 << 15;  // 32K x 32 B = 1 MiB
     std::vector<CacheEntry> cache_;
     std::vector<uint32_t> dirty_;  // cache entries whose pending may be non-zero
 
     struct Pending {
         Key key;
         const uint8_t* p;
+        int64_t count;
     };
     static const size_t PIPE = 16;
     Pending pipe_[PIPE];

@@ -107,15 +107,26 @@ class Scanner {
     static inline bool is_other(const Ch& c) {  // [^\s\p{L}\p{N}], and not past the end
         return c.len && !(c.fl & (FB_L | FB_N | FB_WS));
     }
+    // Runs of a class. ASCII bytes (most of most corpora) are classified by one table lookup
+    // in a tight loop; other characters are decoded.
     inline size_t run_flags(size_t p, uint16_t mask) const {
-        Ch c = at(p);
-        while (c.fl & mask) { p += c.len; c = at(p); }
-        return p;
+        while (true) {
+            while (p < n_ && s_[p] < 0x80 && (FB_STAGE2[s_[p]] & mask)) ++p;
+            if (p >= n_ || s_[p] < 0x80) return p;
+            Ch c = decode_valid(s_, p);
+            if (!(c.fl & mask)) return p;
+            p += c.len;
+        }
     }
     inline size_t run_other(size_t p) const {
-        Ch c = at(p);
-        while (is_other(c)) { p += c.len; c = at(p); }
-        return p;
+        const uint16_t not_other = FB_L | FB_N | FB_WS;
+        while (true) {
+            while (p < n_ && s_[p] < 0x80 && !(FB_STAGE2[s_[p]] & not_other)) ++p;
+            if (p >= n_ || s_[p] < 0x80) return p;
+            Ch c = decode_valid(s_, p);
+            if (!is_other(c)) return p;
+            p += c.len;
+        }
     }
 
     // A whitespace run starting at p (the character at p is whitespace).

@@ -486,7 +486,8 @@ def count_words(
         (``regex`` module, pure Python: slow).
     workers
         Processes on this machine (default: all cores available). The table is identical for
-        any number of workers.
+        any number of workers. Workers start by the forkserver method, which re-imports the
+        main module: in a script, call count_words under ``if __name__ == "__main__":``.
     errors
         ``"strict"``, ``"replace"`` or ``"bytes"``: see the module docstring.
     progress
@@ -575,8 +576,14 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar) -> C
         yield second
         yield from tasks
 
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method)) as pool:
+    # forkserver (spawn where absent): safe with threads, unlike fork; the server imports
+    # fastbpe once and every worker is forked from it ready to count
+    if "forkserver" in mp.get_all_start_methods():
+        context = mp.get_context("forkserver")
+        context.set_forkserver_preload(["fastbpe.counting"])
+    else:
+        context = mp.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         def results():
             pending = deque()
             for task in all_tasks():
@@ -590,6 +597,13 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar) -> C
 
         try:
             return _merge_in_order(results(), bar)
+        except cf.process.BrokenProcessPool as exc:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise RuntimeError(
+                "a worker process of count_words died. If count_words(workers>1) runs at the top "
+                "level of a script, put that code under `if __name__ == '__main__':` (workers "
+                "start by re-importing the main module), or pass workers=1"
+            ) from exc
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
