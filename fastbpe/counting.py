@@ -293,11 +293,30 @@ def _range_blocks(task: _Range, pid: int, block_size: Optional[int]) -> Iterator
                         len(segment))
 
 
-def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Optional[int]) -> Iterator[Any]:
-    """The corpus as an ordered stream of tasks: Block (data in hand) or _Range (a worker reads).
+class _File(NamedTuple):
+    """Task: a whole (compressed) file, read and decompressed by the worker."""
 
-    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size (so a
-    worker reads them itself); everything else is read here and packed into Blocks.
+    path: str
+
+
+def _file_blocks(task: _File, pid: int, block_size: Optional[int]) -> Iterator[Block]:
+    reader, raw = _open_decompressed(task.path)
+    with reader, raw:
+        last_raw = 0
+        for segment, offset in cut_stream(_read_pieces(reader, block_size or (1 << 24)), pid, block_size):
+            now = raw.tell()
+            yield Block(segment, np.array([len(segment)], dtype=np.int64), (task.path,), (offset,), now - last_raw)
+            last_raw = now
+
+
+def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Optional[int],
+                  compressed_to_workers: bool = False) -> Iterator[Any]:
+    """The corpus as an ordered stream of tasks: Block (data in hand), _Range or _File (a worker
+    reads the file itself).
+
+    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size;
+    compressed files become _File tasks when ``compressed_to_workers``; everything else is read
+    here and packed into Blocks.
     """
     builder = _BlockBuilder(block_size or (1 << 62))
     if isinstance(corpus, (str, os.PathLike)) or (
@@ -313,6 +332,12 @@ def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Opti
                     yield block
                 for start in range(0, size, split_plain):
                     yield _Range(path, start, min(start + split_plain, size))
+                continue
+            if compressed and compressed_to_workers:
+                block = builder.take()
+                if block is not None:
+                    yield block
+                yield _File(path)
                 continue
             reader, raw = _open_decompressed(path)
             with reader, raw:
@@ -395,6 +420,8 @@ def _count_block(counter: ChunkCounter, block: Block, pattern: str, pid: int, er
 def _task_blocks(task, pid: int, block_size: Optional[int]) -> Iterator[Block]:
     if isinstance(task, _Range):
         return _range_blocks(task, pid, block_size)
+    if isinstance(task, _File):
+        return _file_blocks(task, pid, block_size)
     return iter([task])
 
 
@@ -411,7 +438,11 @@ def count_task(task, pattern: str, errors: str, block_size: Optional[int]):
 
 
 def _task_raw(task) -> int:
-    return task.end - task.start if isinstance(task, _Range) else task.raw
+    if isinstance(task, _Range):
+        return task.end - task.start
+    if isinstance(task, _File):
+        return os.path.getsize(task.path)
+    return task.raw
 
 
 # ------------------------------------------------------------------------------ public API
@@ -444,17 +475,6 @@ def _progress_bar(progress, total: Optional[int]):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="counting", smoothing=0.1)
-
-
-def _total_size(corpus) -> Optional[int]:
-    if isinstance(corpus, (str, os.PathLike)) or (
-        isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
-    ):
-        try:
-            return sum(os.path.getsize(p) for p in iter_corpus_files(corpus))
-        except OSError:
-            return None
-    return None
 
 
 def _default_workers() -> int:
@@ -524,16 +544,48 @@ def count_words(
     if workers < 1:
         raise ValueError("workers must be >= 1")
 
-    total = _total_size(corpus)
-    if partition_size is None:
-        spread = max(1, 2 * (workers if cluster is None else 8))
-        partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // spread)))
-    split_plain = partition_size if (workers > 1 or cluster is not None) and block_size is not None else None
-    tasks = _source_tasks(corpus, pid, block_size, split_plain)
+    client, own_client = _dask_client(cluster) if cluster is not None else (None, False)
+    try:
+        parallelism = workers if client is None else max(1, sum(client.nthreads().values()))
+        files = _corpus_files_or_none(corpus)
+        total = sum(os.path.getsize(f) for f in files) if files is not None else None
+        if partition_size is None:
+            partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // (2 * parallelism))))
+        split_plain = partition_size if parallelism > 1 and block_size is not None else None
+        # compressed files are read by the workers on a cluster (spreading the decompression);
+        # locally too when there are enough of them to keep every worker busy
+        many_compressed = files is not None and sum(map(_is_compressed, files)) >= 2 * parallelism
+        to_workers = client is not None or (parallelism > 1 and many_compressed)
+        tasks = _source_tasks(corpus, pid, block_size, split_plain, to_workers)
+        return _count_tasks(tasks, client, workers, pretokenizer, pid, errors, block_size, progress, total)
+    finally:
+        if own_client:
+            client.close()
+
+
+def _corpus_files_or_none(corpus) -> Optional[List[str]]:
+    if isinstance(corpus, (str, os.PathLike)) or (
+        isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
+    ):
+        return iter_corpus_files(corpus)
+    return None
+
+
+def _dask_client(cluster):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ImportError("cluster= needs dask.distributed (pip install 'dask[distributed]')") from None
+    if isinstance(cluster, Client):
+        return cluster, False
+    return Client(cluster), True
+
+
+def _count_tasks(tasks, client, workers, pretokenizer, pid, errors, block_size, progress, total) -> WordTable:
     bar = _progress_bar(progress, total)
     try:
-        if cluster is not None:
-            counter = _count_dask(tasks, cluster, pretokenizer, errors, block_size, bar)
+        if client is not None:
+            counter = _count_dask(tasks, client, pretokenizer, errors, block_size, bar)
         elif workers > 1:
             counter = _count_local_parallel(tasks, workers, pretokenizer, errors, block_size, bar)
         else:
@@ -609,31 +661,22 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar) -> C
             raise
 
 
-def _count_dask(tasks, cluster, pattern, errors, block_size, bar) -> ChunkCounter:
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ImportError("cluster= needs dask.distributed (pip install 'dask[distributed]')") from None
-    own = not isinstance(cluster, Client)
-    client = Client(cluster) if own else cluster
-    try:
-        inflight = 2 * max(1, sum(client.nthreads().values()))
+def _count_dask(tasks, client, pattern, errors, block_size, bar) -> ChunkCounter:
+    """Submit tasks to the Dask workers (a bounded window in flight) and merge in task order."""
+    inflight = 2 * max(1, sum(client.nthreads().values()))
 
-        def results():
-            pending = deque()
-            for task in tasks:
-                future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
-                pending.append((future, _task_raw(task)))
-                while len(pending) >= inflight:
-                    future, raw = pending.popleft()
-                    yield future.result(), raw
-                    future.release()
-            while pending:
+    def results():
+        pending = deque()
+        for task in tasks:
+            future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
+            pending.append((future, _task_raw(task)))
+            while len(pending) >= inflight:
                 future, raw = pending.popleft()
                 yield future.result(), raw
                 future.release()
+        while pending:
+            future, raw = pending.popleft()
+            yield future.result(), raw
+            future.release()
 
-        return _merge_in_order(results(), bar)
-    finally:
-        if own:
-            client.close()
+    return _merge_in_order(results(), bar)

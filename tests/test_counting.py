@@ -136,6 +136,14 @@ def test_one_vs_two_workers_identical(tmp_path, english_bytes, multi_bytes):
     items = [english_bytes[i : i + 30_000] for i in range(0, 150_000, 30_000)]
     assert count_words(iter(items), "o200k", workers=2, block_size=40_000, progress=False) == \
         count_words_reference(items, "o200k")
+    # many compressed shards: each worker reads and decompresses whole files
+    shards = []
+    for k in range(5):
+        shard = tmp_path / f"shard{k}.txt.gz"
+        _write(str(shard), items[k])
+        shards.append(str(shard))
+    assert count_words(shards, "cl100k", workers=2, block_size=7_000, progress=False) == \
+        count_words(shards, "cl100k", workers=1, progress=False) == count_words_reference(items, "cl100k")
 
 
 def test_invalid_utf8(tmp_path):
