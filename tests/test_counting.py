@@ -244,3 +244,16 @@ def test_dask_cluster_matches_local(tmp_path, english_bytes, multi_bytes):
         items = [english_bytes[i : i + 20_000] for i in range(0, 100_000, 20_000)]
         assert count_words(iter(items), "gpt2", cluster=client, block_size=25_000, progress=False) == \
             count_words_reference(items, "gpt2")
+
+
+@SETTINGS
+@given(parts=st.lists(st.dictionaries(st.binary(min_size=1, max_size=20), st.integers(1, 2**40), max_size=30),
+                      max_size=4))
+def test_wordtable_concat_compiled_equals_dict_merge(parts):
+    tables = [WordTable.from_counts(p) for p in parts]
+    merged = {}
+    for p in parts:
+        for chunk, count in p.items():
+            merged[chunk] = merged.get(chunk, 0) + count
+    got = WordTable.concat(tables)
+    assert got.to_dict() == merged and list(got.to_dict()) == list(merged)
