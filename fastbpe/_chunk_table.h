@@ -109,26 +109,28 @@ class ChunkTable {
     }
 
     // The hot path: one occurrence of a chunk, `limit` the end of the buffer holding it.
-    // Chunks go through a short FIFO: their cache entry and table slot are prefetched when they
-    // enter and they are counted when they leave, so the memory latency of one chunk overlaps
-    // the scanning of the next ones. FIFO order keeps first-appearance order. `drain()` before
-    // the buffer holding the queued chunks goes away.
     inline void operator()(const uint8_t* p, size_t len, const uint8_t* limit) { push(p, len, limit, 1); }
 
+    // `count` occurrences of a chunk. A chunk found in the front cache is counted at once.
+    // Otherwise it joins a short FIFO: its table slot (and the count the cache eviction will
+    // update) are prefetched now and it is counted PIPE chunks later, so its memory latency
+    // overlaps the scanning of the next chunks. Only FIFO chunks can be new, and the FIFO keeps
+    // their order, so first-appearance order holds. `drain()` before the buffer holding the
+    // queued chunks goes away.
     inline void push(const uint8_t* p, size_t len, const uint8_t* limit, int64_t count) {
         Key k = make_key(p, len, limit);
-        __builtin_prefetch(&cache_[k.hash & (CACHE_SIZE - 1)]);
+        if (len <= 16) {
+            CacheEntry& e = cache_[k.hash & (CACHE_SIZE - 1)];
+            if (e.len == k.len && e.k0 == k.k0 && e.k1 == k.k1) {
+                if (e.pending == 0) dirty_.push_back((uint32_t)(&e - cache_.data()));
+                e.pending += count;
+                return;
+            }
+            if (e.len) __builtin_prefetch(&counts[e.index]);
+        }
         __builtin_prefetch(&slots_[k.hash & mask_]);
         Pending& slot = pipe_[(head_ + queued_) & (PIPE - 1)];
         if (queued_ == PIPE) {
-            // halfway down the queue the cache entry has arrived: if that chunk will evict it,
-            // fetch the count the eviction will update
-            const Pending& mid = pipe_[(head_ + PIPE / 2) & (PIPE - 1)];
-            if (mid.key.len <= 16) {
-                const CacheEntry& e = cache_[mid.key.hash & (CACHE_SIZE - 1)];
-                if (e.len && (e.k0 != mid.key.k0 || e.k1 != mid.key.k1 || e.len != mid.key.len))
-                    __builtin_prefetch(&counts[e.index]);
-            }
             count_one(slot.key, slot.p, slot.count);  // the oldest (slot == pipe_[head_] when full)
             slot = Pending{k, p, count};
             head_ = (head_ + 1) & (PIPE - 1);
