@@ -87,7 +87,8 @@ class CorpusDecodeError(ValueError):
 
 
 def iter_corpus_files(paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
-    """Expand paths, directories (recursive, sorted) and globs into absolute file paths, in order.
+    """Expand paths, directories (recursive, sorted, hidden files skipped) and globs (``**``
+    allowed) into absolute file paths, in order.
 
     >>> iter_corpus_files([]) == []
     True
@@ -500,7 +501,8 @@ def count_words(
         A path (file, directory, glob) or a list/tuple of them; files may be plain, ``.gz``,
         ``.xz``/``.lzma``, ``.bz2`` or ``.zst`` (with ``zstandard``). Or any other iterable (an
         iterator, generator, or a list of bytes) of str / bytes documents; to count a list of str
-        texts pass ``iter(texts)`` (a list of str means paths).
+        texts pass ``iter(texts)`` (a list of str means paths). A str item holding lone
+        surrogates is taken as its ``surrogatepass`` UTF-8, i.e. as invalid UTF-8 (see errors).
     pretokenizer
         A name of :data:`fastbpe.pretokenize.PATTERNS` (compiled scanner) or a regex string
         (``regex`` module, pure Python: slow).
@@ -517,8 +519,10 @@ def count_words(
         to. Partitions are counted on the Dask workers and only their tables come back; they
         are combined here in partition order (the same table as one local worker). Files are
         opened *by the workers*: the paths (made absolute here) must be readable on every worker
-        (a shared filesystem or the same copy everywhere). Iterables and compressed files are
-        read here and shipped to the workers block by block.
+        under the same path (a shared filesystem, or the same copy everywhere), and fastbpe (the
+        same version) must be installed there. Plain files are split into byte ranges, each
+        compressed file is one task; iterables are read here and shipped block by block. A
+        client you pass stays open; an address is connected to and closed again.
     block_size
         Bytes per block (default 8 MiB); ``None`` reads each text whole (no cutting).
     partition_size

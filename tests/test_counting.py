@@ -158,6 +158,15 @@ def test_invalid_utf8(tmp_path):
         for name in NAMES + [USER_REGEX]:
             assert count_words(str(path), name, workers=1, errors=errors, progress=False) == \
                 count_words_reference([data], name, errors=errors)
+    # raised in a worker process, for a byte range far into the file: same message and offset
+    big = tmp_path / "big_bad.txt"
+    big.write_bytes(b"word " * 40_000 + b"x\xc3(" + b" word" * 1000)
+    with pytest.raises(CorpusDecodeError, match=r"big_bad\.txt: invalid UTF-8 at byte offset 200001 \(byte 0xc3\)"):
+        count_words(str(big), workers=2, block_size=10_000, partition_size=50_000, progress=False)
+    gz = tmp_path / "bad.txt.gz"
+    _write(str(gz), data)
+    with pytest.raises(CorpusDecodeError, match=r"bad\.txt\.gz: invalid UTF-8 at byte offset 24 \(offset in the decompressed"):
+        count_words(str(gz), workers=1, progress=False)
     table = count_words(str(path), workers=1, errors="bytes", progress=False).to_dict()
     assert table[b"\xff"] == 1 and table[b"\xe2"] == 1 and table[b"\x82"] == 1
     with pytest.raises(CorpusDecodeError, match=r"item #1: invalid UTF-8 at byte offset 1"):
