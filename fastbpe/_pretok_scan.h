@@ -423,12 +423,36 @@ int64_t scan_document(const uint8_t* s, size_t n, int pattern, int errors, ByteS
 //   R3  T[i-1] is '\n' and the character at i is not whitespace and not '/';   (cl100k, o200k, llama3)
 //   R4  T[i] is ' ', '\t', '\n' or '\r' and the character before i is not whitespace; (gpt2)
 //   R5  T[i] is ' ', '\t', '\n' or '\r';                                         (whitespace)
+//   R6  the character before i is a letter or digit and the character at i is none of letter,
+//       digit, whitespace, mark (\p{M}) or '\'' (apostrophe): letter/digit runs end there and
+//       no alternative puts a letter or digit before punctuation in one chunk (contractions,
+//       the only exception, start with '\'').   (gpt2, cl100k, o200k, llama3; CJK text has few
+//       spaces or newlines but many such places, e.g. before '\u3002')
 // Invalid bytes count as "not whitespace, not a letter or digit" (what U+FFFD is under
 // errors="replace"; under errors="bytes" they are hard boundaries already).
 static inline uint16_t flags_before_or_other(const uint8_t* s, size_t i) {
     uint16_t fl;
     if (!flags_before(s, i, &fl)) return 0;
     return fl;
+}
+
+// R6: a letter or digit before i, and at i a valid character that is not a letter, digit,
+// whitespace, mark or apostrophe.
+static inline bool letter_then_punct(const uint8_t* s, size_t n, size_t i) {
+    uint8_t b = s[i];
+    uint16_t fl;
+    if (b < 0x80) {
+        if (b == '\'') return false;
+        fl = FB_STAGE2[b];
+    } else {
+        if ((b & 0xC0) == 0x80) return false;  // not a character start
+        size_t bad;
+        size_t end = i + 4 < n ? i + 4 : n;
+        if (utf8_first_error(s, end, i, &bad) == i) return false;  // invalid or cut off
+        fl = decode_valid(s, i).fl;
+    }
+    if (fl & (FB_L | FB_N | FB_WS | FB_M)) return false;
+    return (flags_before_or_other(s, i) & (FB_L | FB_N)) != 0;
 }
 
 // First safe cut i with from <= i < n (and i >= 1), or NPOS. Only positions whose deciding
@@ -446,12 +470,14 @@ static inline size_t find_cut(const uint8_t* s, size_t n, size_t from, int patte
                 break;
             case PAT_GPT2:
                 if ((space_tab || newline) && !(flags_before_or_other(s, i) & FB_WS)) return i;
+                if (letter_then_punct(s, n, i)) return i;
                 break;
             case PAT_CL100K:
             case PAT_O200K:
             case PAT_LLAMA3: {
                 if (space_tab && !(flags_before_or_other(s, i) & FB_WS)) return i;
                 if (newline && (flags_before_or_other(s, i) & (FB_L | FB_N))) return i;
+                if (letter_then_punct(s, n, i)) return i;
                 if (s[i - 1] == '\n' && b != '/') {
                     if (b < 0x80) {
                         if (!(FB_STAGE2[b] & FB_WS)) return i;

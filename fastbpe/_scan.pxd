@@ -5,6 +5,14 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 
+# Named so that cythonize rebuilds when any of the headers changes (it tracks extern headers,
+# not the headers they include).
+cdef extern from "_unicode_tables.h":
+    pass
+cdef extern from "_pretok_scan.h":
+    pass
+
+
 cdef extern from "_chunk_table.h" namespace "fbpt" nogil:
     cdef enum Pattern:
         PAT_WHITESPACE
