@@ -266,3 +266,17 @@ def test_wordtable_concat_compiled_equals_dict_merge(parts):
             merged[chunk] = merged.get(chunk, 0) + count
     got = WordTable.concat(tables)
     assert got.to_dict() == merged and list(got.to_dict()) == list(merged)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3"])
+def test_cjk_without_spaces_or_newlines_is_cut(name, multi_bytes):
+    """Chinese with no space and no newline still gets block boundaries (rule R6), exactly."""
+    from fastbpe import _pretok
+
+    rows = multi_bytes.decode("utf-8").split("\n")[1:400]
+    zh = "".join(r.split("\t")[6] for r in rows if r.count("\t") >= 10)
+    zh = "".join(c for c in zh if not c.isspace() and c != "\\").encode("utf-8")
+    segments = list(cut_stream([zh], _pretok.PATTERN_IDS[name], 64))
+    assert len(segments) > 20
+    assert count_words(iter([zh]), name, workers=1, block_size=64, progress=False) == \
+        count_words_reference([zh], name)
