@@ -199,39 +199,37 @@ def cut_stream(pieces: Iterable[bytes], pid: int, block_size: Optional[int]) -> 
     """Re-cut a stream of byte pieces (one text) at safe cuts into segments of >= block_size
     bytes (the last may be shorter). Yields (segment, offset of its first byte in the text).
 
-    Each byte is examined by the cut search once, and the buffer is compacted only when more
-    than half of it is consumed, so time and copying stay linear in the text.
+    Pieces are held as views, not concatenated, until a segment is cut: each segment costs one
+    copy. The cut search looks at each byte once (a cut within 4 bytes after a piece boundary
+    is not considered: its deciding bytes straddle two pieces; skipping a cut is always safe),
+    so time stays linear however long a stretch without a cut is.
 
     >>> list(cut_stream([b"aaa bbb ", b"ccc"], _pretok.PATTERN_IDS["gpt2"], 2))
     [(b'aaa', 0), (b' bbb', 3), (b' ccc', 7)]
     """
-    buf = bytearray()
-    pos = 0  # start of the pending segment in buf
-    offset = 0  # its offset in the text
-    search = 0  # next position (relative to pos) not yet ruled out as a cut
+    pending: List[memoryview] = []  # views of the text after the last cut
+    pending_len = 0
+    offset = 0  # offset in the text of the first pending byte
     cut_pid = pid if pid >= 0 else _CUSTOM
     for piece in pieces:
-        buf += piece
-        if block_size is None:
-            continue
-        while len(buf) - pos > block_size:
-            view = memoryview(buf)[pos:]
-            i = _pretok.find_cut(view, max(search, block_size), cut_pid)
-            view.release()
+        view = memoryview(piece)
+        start = 0  # bytes of this piece before `start` are already handed out
+        while block_size is not None and pending_len + len(view) - start > block_size:
+            # the segment must reach block_size; positions near the piece start need bytes of
+            # the previous piece to decide, so they are skipped when there is one
+            lo = max(start + block_size - pending_len, start + (4 if pending else 1))
+            i = _pretok.find_cut(view, lo, cut_pid) if lo < len(view) else -1
             if i < 0:
-                search = max(block_size, len(buf) - pos - 4)  # deciding bytes may be beyond
                 break
-            with memoryview(buf) as whole:
-                segment = bytes(whole[pos : pos + i])
+            segment = b"".join(pending + [view[start:i]])
             yield segment, offset
-            pos += i
-            offset += i
-            search = 0
-            if pos > len(buf) // 2:
-                del buf[:pos]
-                pos = 0
-    if len(buf) > pos:
-        yield bytes(buf[pos:]), offset
+            offset += len(segment)
+            pending, pending_len, start = [], 0, i
+        if start < len(view):
+            pending.append(view[start:])
+            pending_len += len(view) - start
+    if pending:
+        yield b"".join(pending), offset
 
 
 def _read_pieces(reader, size: int, progress_raw=None) -> Iterator[bytes]:
