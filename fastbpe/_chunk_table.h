@@ -104,6 +104,7 @@ class ChunkTable {
     // Add `count` occurrences of a chunk, now (not through the queue of the hot path).
     inline void add(const uint8_t* p, size_t len, int64_t count) {
         flush();
+        if (len == 0) return;
         Key k = make_key(p, len, p + len);
         counts[find_or_insert(k, p)] += count;
     }
@@ -118,6 +119,7 @@ class ChunkTable {
     // their order, so first-appearance order holds. `drain()` before the buffer holding the
     // queued chunks goes away.
     inline void push(const uint8_t* p, size_t len, const uint8_t* limit, int64_t count) {
+        if (len == 0) return;  // never produced by the scanners; len 0 marks an empty slot
         Key k = make_key(p, len, limit);
         if (len <= 16) {
             CacheEntry& e = cache_[k.hash & (CACHE_SIZE - 1)];

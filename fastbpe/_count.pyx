@@ -48,6 +48,8 @@ cdef class ChunkCounter:
         cdef const uint8_t* base
         cdef uint8_t empty = 0
         cdef Py_ssize_t k
+        if not 0 <= pattern <= 4 or not 0 <= errors <= 2:
+            raise ValueError(f"unknown pattern id {pattern} or errors id {errors}")
         if ndocs == 0:
             return -1
         if ends[ndocs - 1] > buf.shape[0] or ends[0] < 0:
@@ -68,8 +70,12 @@ cdef class ChunkCounter:
         cdef const int64_t[::1] c = np.ascontiguousarray(counts, dtype=np.int64)
         cdef size_t n = c.shape[0]
         cdef uint8_t empty = 0
+        cdef size_t k
         if <size_t>o.shape[0] != n + 1 or o[0] != 0 or o[n] != d.shape[0]:
             raise ValueError("inconsistent table arrays")
+        for k in range(n):
+            if o[k + 1] <= o[k]:  # also keeps every read inside data
+                raise ValueError("table chunks must be non-empty (offsets strictly increasing)")
         if n == 0:
             return
         with nogil:

@@ -35,6 +35,8 @@ cdef _split(const uint8_t[::1] data, int pattern, int errors, ChunkList* out):
     cdef size_t n = data.shape[0]
     cdef int64_t bad = -1
     cdef string scratch
+    if not 0 <= pattern <= 4 or not 0 <= errors <= 2:
+        raise ValueError(f"unknown pattern id {pattern} or errors id {errors}")
     if n == 0:
         return
     with nogil:
