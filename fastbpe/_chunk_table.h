@@ -10,7 +10,7 @@
 //  * the slot array is 2 MiB aligned and advised for transparent huge pages (fewer TLB misses);
 //  * in front sits a small direct-mapped cache (L2-sized) of recent short chunks with their
 //    not-yet-added occurrences, so the frequent chunks never touch the big table at all.
-// Open addressing, linear probing, capacity a power of two kept at most half full.
+// Open addressing, linear probing, capacity a power of two kept at most 70% full.
 #pragma once
 #include <sys/mman.h>
 
@@ -250,7 +250,7 @@ class ChunkTable {
         while (true) {
             Slot& s = slots_[i];
             if (s.len == 0) {
-                if ((counts.size() + 1) * 2 > capacity_) {
+                if ((counts.size() + 1) * 10 > capacity_ * 7) {  // load <= 0.7
                     if (counts.size() + 1 >= MAX_CHUNKS) throw std::length_error("more than 2^32 - 16 unique chunks");
                     rehash(capacity_ * 2);
                     return find_or_insert(k, p);
