@@ -212,3 +212,12 @@ def test_parallel_multi_rows(name):
     # and all rows as one text (rows joined by newlines and tabs, as in the file)
     whole = "\n".join("\t".join(row) for row in rows)
     assert pretokenize(whole, name) == regex_pretokenize(whole, name)
+
+
+def test_every_code_point_is_classified_as_regex_does():
+    """Each code point (surrogates aside) after a letter, before a mark and a digit, with spaces:
+    the tables agree with regex on every class the patterns use."""
+    cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    text = " ".join("a" + chr(c) + "\u0301" + chr(c) + "1" for c in cps)
+    for name in ("o200k", "gpt2"):  # between them every class of the tables is used
+        assert pretokenize(text, name) == regex_pretokenize(text, name), name
