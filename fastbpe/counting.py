@@ -58,7 +58,6 @@ combined in partition order, so the result is identical to ``workers=1``, order 
 import bz2
 import glob
 import gzip
-import io
 import lzma
 import os
 import sys
@@ -69,7 +68,7 @@ import numpy as np
 
 from . import _pretok
 from ._count import ChunkCounter
-from .pretokenize import PATTERNS, compiled_regex, pattern_id, regex_pretokenize_bytes
+from .pretokenize import compiled_regex, pattern_id, regex_pretokenize_bytes
 from .wordtable import WordTable
 
 __all__ = ["count_words", "count_words_reference", "CorpusDecodeError", "iter_corpus_files"]
@@ -232,7 +231,7 @@ def cut_stream(pieces: Iterable[bytes], pid: int, block_size: Optional[int]) -> 
         yield b"".join(pending), offset
 
 
-def _read_pieces(reader, size: int, progress_raw=None) -> Iterator[bytes]:
+def _read_pieces(reader, size: int) -> Iterator[bytes]:
     while True:
         piece = reader.read(size)
         if not piece:
