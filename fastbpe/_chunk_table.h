@@ -189,7 +189,7 @@ class ChunkTable {
         int64_t start = 0;
         for (size_t k = 0; k < ndocs; ++k) {
             int64_t r = scan_document(buf + start, (size_t)(ends[k] - start), pattern, errors, *this, scratch_);
-            drain();  // the queued chunks may point into scratch_
+            if (errors == ERR_REPLACE) drain();  // queued chunks may point into scratch_, reused next
             if (r >= 0) {
                 flush();
                 *bad_offset = r;

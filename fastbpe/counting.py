@@ -149,7 +149,7 @@ def _open_decompressed(path: str):
 class Block(NamedTuple):
     """Documents packed into one buffer: ``data[ends[k-1]:ends[k]]`` is document k.
 
-    ``names[k]`` / ``starts[k]`` say where document k came from (file or item, and the byte offset
+    ``names[k]`` / ``starts[k]`` say where document k came from (file path or item index, and the byte offset
     of its first byte there) for error messages; ``raw`` is the input bytes it stands for (for
     progress: compressed bytes for compressed files).
     """
@@ -171,19 +171,19 @@ class _BlockBuilder:
     def _reset(self):
         self.parts: List[bytes] = []
         self.ends: List[int] = []
-        self.names: List[str] = []
+        self.names: List[Union[str, int]] = []
         self.starts: List[int] = []
         self.size = 0
         self.raw = 0
 
-    def add(self, data: bytes, name: str, start: int, raw: int) -> Optional[Block]:
+    def add(self, data: bytes, name: Union[str, int], start: int, raw: int) -> Optional[Block]:
         self.parts.append(data)
-        self.size += len(data)
-        self.ends.append(self.size)
+        size = self.size = self.size + len(data)
+        self.ends.append(size)
         self.names.append(name)
         self.starts.append(start)
         self.raw += raw
-        return self.take() if self.size >= self.block_size else None
+        return self.take() if size >= self.block_size else None
 
     def take(self) -> Optional[Block]:
         if not self.parts:
@@ -349,21 +349,26 @@ def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Opti
     else:
         if isinstance(corpus, (bytes, bytearray)):
             raise TypeError("corpus is bytes: pass an iterable of documents, e.g. [data]")
+        # the per-item path is the hot loop for corpora of many short texts: keep it lean
+        # (an item's name is its index, formatted only for an error message)
+        limit = block_size if block_size is not None else 1 << 62
         for index, item in enumerate(corpus):
-            if isinstance(item, str):
+            kind = type(item)
+            if kind is bytes:
+                data = item
+            elif kind is str or isinstance(item, str):
                 data = item.encode("utf-8", "surrogatepass")
             elif isinstance(item, (bytes, bytearray, memoryview)):
                 data = bytes(item)
             else:
                 raise TypeError(f"corpus item #{index} is {type(item).__name__}, expected str or bytes")
-            name = f"item #{index}"
-            if block_size is not None and len(data) > block_size:
+            if len(data) > limit:
                 for segment, offset in cut_stream([data], pid, block_size):
-                    block = builder.add(segment, name, offset, len(segment))
+                    block = builder.add(segment, index, offset, len(segment))
                     if block is not None:
                         yield block
             else:
-                block = builder.add(data, name, 0, len(data))
+                block = builder.add(data, index, 0, len(data))
                 if block is not None:
                     yield block
     block = builder.take()
@@ -378,6 +383,7 @@ def _decode_error(block: Block, doc: int, offset: int) -> CorpusDecodeError:
     start = 0 if doc == 0 else int(block.ends[doc - 1])
     bad = block.data[start + offset : start + offset + 1]
     where = block.names[doc]
+    where = f"item #{where}" if isinstance(where, int) else where
     at = block.starts[doc] + offset
     kind = " (offset in the decompressed stream)" if _is_compressed(where) else ""
     return CorpusDecodeError(
