@@ -58,6 +58,7 @@ combined in partition order, so the result is identical to ``workers=1``, order 
 import bz2
 import glob
 import gzip
+import itertools
 import lzma
 import os
 import sys
@@ -184,6 +185,20 @@ class _BlockBuilder:
         self.starts.append(start)
         self.raw += raw
         return self.take() if size >= self.block_size else None
+
+    def add_many(self, datas: List[bytes], first_index: int) -> Iterator[Block]:
+        """Add consecutive items first_index, first_index + 1, ... (each a whole text)."""
+        if not datas:
+            return
+        before = self.size
+        self.parts.extend(datas)
+        self.ends.extend(itertools.islice(itertools.accumulate(map(len, datas), initial=before), 1, None))
+        self.size = self.ends[-1]
+        self.names.extend(range(first_index, first_index + len(datas)))
+        self.starts.extend(itertools.repeat(0, len(datas)))
+        self.raw += self.size - before
+        if self.size >= self.block_size:
+            yield self.take()
 
     def take(self) -> Optional[Block]:
         if not self.parts:
@@ -349,31 +364,52 @@ def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Opti
     else:
         if isinstance(corpus, (bytes, bytearray)):
             raise TypeError("corpus is bytes: pass an iterable of documents, e.g. [data]")
-        # the per-item path is the hot loop for corpora of many short texts: keep it lean
-        # (an item's name is its index, formatted only for an error message)
+        # the per-item path is the hot loop for corpora of many short texts: items are taken in
+        # batches and added to the block builder a batch at a time (an item's name is its
+        # index, formatted only for an error message)
         limit = block_size if block_size is not None else 1 << 62
-        for index, item in enumerate(corpus):
-            kind = type(item)
-            if kind is bytes:
-                data = item
-            elif kind is str or isinstance(item, str):
-                data = item.encode("utf-8", "surrogatepass")
-            elif isinstance(item, (bytes, bytearray, memoryview)):
-                data = bytes(item)
+        items = iter(corpus)
+        first = 0
+        while True:
+            batch = list(itertools.islice(items, 1024))
+            if not batch:
+                break
+            kinds = set(map(type, batch))
+            if kinds == {bytes}:
+                datas = batch
+            elif kinds == {str}:
+                datas = [item.encode("utf-8", "surrogatepass") for item in batch]
             else:
-                raise TypeError(f"corpus item #{index} is {type(item).__name__}, expected str or bytes")
-            if len(data) > limit:
-                for segment, offset in cut_stream([data], pid, block_size):
-                    block = builder.add(segment, index, offset, len(segment))
-                    if block is not None:
-                        yield block
-            else:
-                block = builder.add(data, index, 0, len(data))
-                if block is not None:
-                    yield block
+                datas = [_item_bytes(item, first + k) for k, item in enumerate(batch)]
+            if max(map(len, datas)) <= limit:  # the common case: no long item
+                yield from builder.add_many(datas, first)
+                first += len(batch)
+                continue
+            lo = 0
+            for k, data in enumerate(datas):
+                if len(data) > limit:  # a long item: cut it like a file
+                    yield from builder.add_many(datas[lo:k], first + lo)
+                    for segment, offset in cut_stream([data], pid, block_size):
+                        block = builder.add(segment, first + k, offset, len(segment))
+                        if block is not None:
+                            yield block
+                    lo = k + 1
+            yield from builder.add_many(datas[lo:], first + lo)
+            first += len(batch)
     block = builder.take()
     if block is not None:
         yield block
+
+
+def _item_bytes(item, index: int) -> bytes:
+    kind = type(item)
+    if kind is bytes:
+        return item
+    if kind is str or isinstance(item, str):
+        return item.encode("utf-8", "surrogatepass")
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    raise TypeError(f"corpus item #{index} is {type(item).__name__}, expected str or bytes")
 
 
 # ------------------------------------------------------------------------------ counting one task
