@@ -63,6 +63,13 @@ def test_compiled_equals_regex(name, text):
     assert pretokenize(text, name) == regex_pretokenize(text, name)
 
 
+@FAST
+@given(text=st.one_of(special_text, ascii_text, spaces_text, any_text))
+def test_gpt2_equals_the_original_release_spelling(text):
+    """GPT-2's encoder.py spelling (the issue's) and tiktoken's give the same chunks."""
+    assert pretokenize(text, "gpt2") == regex.findall(GPT2_ORIGINAL_PATTERN, text)
+
+
 @pytest.mark.parametrize("name", NAMES)
 @FAST
 @given(text=st.one_of(special_text, any_text))
