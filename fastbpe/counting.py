@@ -565,8 +565,8 @@ def count_words(
     block_size
         Bytes per block (default 8 MiB); ``None`` reads each text whole (no cutting).
     partition_size
-        Bytes per partition of a plain file handed to a worker (default: spread over 2x the
-        workers, between 16 MiB and 256 MiB).
+        Bytes per partition of a plain file handed to a worker (default: the corpus size over
+        the number of workers, between 16 MiB and 256 MiB).
 
     Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts).
     Raises ValueError when the corpus holds no chunk at all.
@@ -593,7 +593,9 @@ def count_words(
         files = _corpus_files_or_none(corpus)
         total = sum(os.path.getsize(f) for f in files) if files is not None else None
         if partition_size is None:
-            partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // (2 * parallelism))))
+            # one partition per worker when the corpus allows: every partition builds its own
+            # table, so more partitions cost more duplicated work than they gain in balance
+            partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // parallelism)))
         split_plain = partition_size if parallelism > 1 and block_size is not None else None
         # compressed files are read by the workers on a cluster (spreading the decompression);
         # locally too when there are enough of them to keep every worker busy
