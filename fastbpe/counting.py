@@ -150,14 +150,14 @@ def _open_decompressed(path: str):
 class Block(NamedTuple):
     """Documents packed into one buffer: ``data[ends[k-1]:ends[k]]`` is document k.
 
-    ``names[k]`` / ``starts[k]`` say where document k came from (file path or item index, and the byte offset
-    of its first byte there) for error messages; ``raw`` is the input bytes it stands for (for
-    progress: compressed bytes for compressed files).
+    ``names[k]`` / ``starts[k]`` say where document k came from (file path or item index, and
+    the byte offset of its first byte there) for error messages; ``raw`` is the input bytes it
+    stands for (for progress: compressed bytes for compressed files).
     """
 
     data: bytes
     ends: np.ndarray
-    names: Tuple[str, ...]
+    names: Tuple[Union[str, int], ...]
     starts: Tuple[int, ...]
     raw: int
 
@@ -323,20 +323,19 @@ def _file_blocks(task: _File, pid: int, block_size: Optional[int]) -> Iterator[B
 
 
 def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Optional[int],
-                  compressed_to_workers: bool = False) -> Iterator[Any]:
+                  compressed_to_workers: bool = False, files: Optional[List[str]] = None) -> Iterator[Any]:
     """The corpus as an ordered stream of tasks: Block (data in hand), _Range or _File (a worker
     reads the file itself).
 
     Plain files of more than ``split_plain`` bytes become _Range tasks of about that size;
     compressed files become _File tasks when ``compressed_to_workers``; everything else is read
-    here and packed into Blocks.
+    here and packed into Blocks. ``files``: the corpus's files if already expanded.
     """
     builder = _BlockBuilder(block_size or (1 << 62))
-    if isinstance(corpus, (str, os.PathLike)) or (
-        isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
-        and not isinstance(corpus, (bytes, bytearray))
-    ):
-        for path in iter_corpus_files(corpus):
+    if files is None:
+        files = _corpus_files_or_none(corpus)
+    if files is not None:
+        for path in files:
             compressed = _is_compressed(path)
             size = os.path.getsize(path)
             if not compressed and split_plain is not None and size > split_plain:
@@ -601,7 +600,7 @@ def count_words(
         # locally too when there are enough of them to keep every worker busy
         many_compressed = files is not None and sum(map(_is_compressed, files)) >= 2 * parallelism
         to_workers = client is not None or (parallelism > 1 and many_compressed)
-        tasks = _source_tasks(corpus, pid, block_size, split_plain, to_workers)
+        tasks = _source_tasks(corpus, pid, block_size, split_plain, to_workers, files)
         return _count_tasks(tasks, client, workers, pretokenizer, pid, errors, block_size, progress, total)
     finally:
         if own_client:
