@@ -557,8 +557,9 @@ def count_words(
         (``regex`` module, pure Python: slow).
     workers
         Processes on this machine (default: all cores available). The table is identical for
-        any number of workers. Workers start by the forkserver method, which re-imports the
-        main module: in a script, call count_words under ``if __name__ == "__main__":``.
+        any number of workers. Workers are forked (Linux, single-threaded caller) or started by
+        the forkserver method, which re-imports the main module: in a script, call count_words
+        under ``if __name__ == "__main__":``.
     errors
         ``"strict"``, ``"replace"`` or ``"bytes"``: see the module docstring.
     progress
@@ -637,12 +638,13 @@ def _dask_client(cluster):
 
 
 def _count_tasks(tasks, client, workers, pretokenizer, pid, errors, block_size, progress, total) -> WordTable:
+    context = _pool_context() if client is None and workers > 1 else None  # before tqdm's thread
     bar = _progress_bar(progress, total)
     try:
         if client is not None:
             counter = _count_dask(tasks, client, pretokenizer, errors, block_size, bar)
         elif workers > 1:
-            counter = _count_local_parallel(tasks, workers, pretokenizer, errors, block_size, bar)
+            counter = _count_local_parallel(tasks, workers, pretokenizer, errors, block_size, bar, context)
         else:
             counter = ChunkCounter()
             for task in tasks:
@@ -667,7 +669,29 @@ def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:
     return counter
 
 
-def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar) -> ChunkCounter:
+def _pool_context():
+    """How worker processes start.
+
+    fork (Linux) when this process runs a single Python thread: instant, and nothing is
+    re-imported. Otherwise forkserver (fork is unsafe with threads): the server imports
+    fastbpe once and every worker is forked from it, but the server costs a few tenths of a
+    second to start and workers re-import the main module (hence the __main__ guard); spawn where
+    neither exists.
+    """
+    import multiprocessing as mp
+    import threading
+
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and sys.platform.startswith("linux") and threading.active_count() == 1:
+        return mp.get_context("fork")
+    if "forkserver" in methods:
+        context = mp.get_context("forkserver")
+        context.set_forkserver_preload(["fastbpe.counting"])
+        return context
+    return mp.get_context("spawn")
+
+
+def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context=None) -> ChunkCounter:
     import concurrent.futures as cf
     import multiprocessing as mp
 
@@ -683,13 +707,7 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar) -> C
         yield second
         yield from tasks
 
-    # forkserver (spawn where absent): safe with threads, unlike fork; the server imports
-    # fastbpe once and every worker is forked from it ready to count
-    if "forkserver" in mp.get_all_start_methods():
-        context = mp.get_context("forkserver")
-        context.set_forkserver_preload(["fastbpe.counting"])
-    else:
-        context = mp.get_context("spawn")
+    context = context or _pool_context()
     with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         def results():
             pending = deque()

@@ -146,6 +146,23 @@ def test_one_vs_two_workers_identical(tmp_path, english_bytes, multi_bytes):
         count_words(shards, "cl100k", workers=1, progress=False) == count_words_reference(items, "cl100k")
 
 
+def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
+    """With another thread alive, workers start by forkserver instead of fork: same table."""
+    import threading
+
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(english_bytes)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        two = count_words(str(plain), "o200k", workers=2, block_size=20_000, partition_size=60_000, progress=False)
+    finally:
+        stop.set()
+        thread.join()
+    assert two == count_words_reference([english_bytes], "o200k")
+
+
 def test_invalid_utf8(tmp_path):
     path = tmp_path / "bad.txt"
     path.write_bytes(b"good text here\nand then \xff\xfe bad \xe2\x82\n")
