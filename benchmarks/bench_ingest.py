@@ -61,42 +61,42 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+SAMPLER = r"""
+import json, sys, psutil, select
+root, me = psutil.Process(int(sys.argv[1])), psutil.Process()
+peak, cpu = 0, {}
+while not select.select([sys.stdin], [], [], 0.02)[0]:
+    total = 0
+    for kid in root.children(recursive=True):
+        if kid.pid == me.pid:
+            continue
+        try:
+            total += kid.memory_info().rss
+            t = kid.cpu_times()
+            cpu[kid.pid] = t.user + t.system
+        except psutil.Error:
+            pass
+    peak = max(peak, total)
+print(json.dumps({"peak": peak, "cpu": sum(cpu.values())}))
+"""
+
+
 class TreeSampler:
-    """Samples the RSS of every descendant process (worker pools are grandchildren via the
-    forkserver, invisible to RUSAGE_CHILDREN) and remembers their last CPU times."""
-
-    def __init__(self, interval: float = 0.02):
-        import threading
-
-        import psutil
-
-        self.psutil = psutil
-        self.me = psutil.Process()
-        self.peak_kids_rss = 0
-        self.kid_cpu = {}
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, args=(interval,), daemon=True)
-
-    def run(self, interval):
-        while not self.stop.is_set():
-            total = 0
-            for kid in self.me.children(recursive=True):
-                try:
-                    total += kid.memory_info().rss
-                    t = kid.cpu_times()
-                    self.kid_cpu[kid.pid] = t.user + t.system
-                except self.psutil.Error:
-                    pass
-            self.peak_kids_rss = max(self.peak_kids_rss, total)
-            self.stop.wait(interval)
+    """Samples the summed RSS of every descendant process (worker pools, the forkserver) every
+    20 ms and remembers their last CPU times. It runs as a separate process, not a thread: a
+    thread in this process would change how count_words starts its workers (fork needs a
+    single-threaded caller)."""
 
     def __enter__(self):
-        self.thread.start()
+        self.proc = subprocess.Popen([sys.executable, "-c", SAMPLER, str(os.getpid())], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        time.sleep(0.1)  # let it start (import psutil) before the measured work
         return self
 
     def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
+        out, _ = self.proc.communicate("stop\n")
+        result = json.loads(out)
+        self.peak_kids_rss, self.kids_cpu = result["peak"], result["cpu"]
 
 
 def measure_one(path: str, pattern: str, workers: int, mode: str, slice_mb: int) -> dict:
@@ -131,8 +131,8 @@ def measure_one(path: str, pattern: str, workers: int, mode: str, slice_mb: int)
     rss_kids = 0.0
     if mode != "regex":
         # the sampler misses a worker's last few ms: CPU figures for workers>1 are a lower bound
-        cpu = max(cpu, resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(
-            resource.RUSAGE_SELF).ru_stime - c0 + sum(sampler.kid_cpu.values()))
+        self_cpu = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = max(cpu, self_cpu.ru_utime + self_cpu.ru_stime - c0 + sampler.kids_cpu)
         rss_kids = sampler.peak_kids_rss / 2**20
     rss_self = peak_rss_mb()
     return {"mode": mode, "pattern": pattern, "workers": workers, "mb": size / 1e6, "wall_s": wall,
