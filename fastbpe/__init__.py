@@ -6,8 +6,8 @@
 'the cat'
 """
 from . import reference
-from .counting import count_words
-from .pretokenize import pretokenize
+from .counting import CorpusDecodeError, count_words
+from .pretokenize import PATTERNS, pretokenize, pretokenize_bytes
 from .tokenizer import Tokenizer
 from .training import learn_from_table, train, train_words
 from .wordtable import WordTable
@@ -21,5 +21,8 @@ __all__ = [
     "Tokenizer",
     "WordTable",
     "count_words",
+    "CorpusDecodeError",
     "pretokenize",
+    "pretokenize_bytes",
+    "PATTERNS",
 ]

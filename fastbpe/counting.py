@@ -1,50 +1,755 @@
-"""Counting chunks of a corpus into a WordTable.
+"""Corpus-scale word counting: pre-tokenize a corpus and count its unique chunks.
 
-(Minimal version: the ``regex`` module, one process. The compiled, streaming, parallel counter
-replaces the implementation, keeping this API.)
+``count_words(corpus, pretokenizer="gpt2")`` streams files (plain, ``.gz``, ``.xz``, ``.bz2``,
+``.zst`` when the ``zstandard`` module is importable), directories (recursively, sorted), glob
+patterns, or an iterable of str / bytes documents, in bounded memory, and returns a
+:class:`~fastbpe.wordtable.WordTable`: unique chunks in first-appearance order with 64-bit counts.
+Training on that table gives the merges the reference gives on the same text.
+
+What is one text. Each file is one text and each item of an iterable is one text: chunks never
+span two files or two items (the pattern sees the end of the text at the end of each). A file is
+*not* split into lines: ``"a\\n\\nb"`` chunks as a whole.
+
+Blocks and why cutting is exact. Text is read in blocks of about ``block_size`` bytes, and a
+block ends only at a *safe cut*: a position i where the chunks of the text T equal the chunks of
+T[:i] followed by the chunks of T[i:]. The named patterns are leftmost-first alternations with no
+look-behind, so a match starting at p depends on T[p:] only; a cut at i is safe when a chunk of T
+ends exactly at i and no match attempt starting before i reads T[i] differently from reading the
+end of the text. The rules (x = the character before i, y = the character at i; all
+deciding characters are ASCII or fully decoded, so a cut is never inside a UTF-8 sequence):
+
+* R1 (all patterns): y is ``' '`` or ``'\\t'`` and x is not whitespace. No alternative of any
+  named pattern takes a space or tab *after* a non-space (the only optional space is a leading
+  ``' ?'``; the trailing classes ``[\\r\\n]*`` / ``[\\r\\n/]*`` exclude it), and every alternative
+  that reads y after x stops there, exactly as at the end of the text; whitespace alternatives
+  (``\\s+(?!\\S)``, ``\\s++$``) cannot start before i and reach i because x is not whitespace.
+* R2 (all patterns): y is ``'\\n'`` or ``'\\r'`` and x is a letter or digit (\\p{L} / \\p{N}).
+  Letter and digit runs stop at a newline as at the end; a newline only ever joins a chunk that
+  ends in punctuation (cl100k/o200k ``[\\r\\n]*``) or whitespace, which x is not.
+* R3 (cl100k, o200k, llama3): x is ``'\\n'`` and y is not whitespace and not ``'/'``. Let W be the
+  whitespace run that ends at i (it ends with the newline). In T the next character y is not
+  whitespace; at the end of T[:i] there is none. cl100k: a punctuation chunk before W takes W's
+  leading newlines in both; the rest of W is taken whole by ``\\s*[\\r\\n]`` in T (it ends at W's last
+  newline = i) and by ``\\s++$`` in T[:i]. o200k/llama3: ``\\s*[\\r\\n]+`` takes the rest of W up to
+  its last newline = i in both. ``'/'`` is excluded because o200k's ``[\\r\\n/]*`` would join it.
+* R6 (gpt2, cl100k, o200k, llama3): x is a letter or digit and y is none of letter, digit,
+  whitespace, mark (\\p{M}) or ``'``. Letter and digit runs end at y as at the end of the text;
+  no alternative puts a letter or digit and a following punctuation character in one chunk
+  (contractions, the one exception, start with ``'``; marks are excluded because o200k's words
+  take them). This is what gives Chinese or Thai text, with few spaces and newlines, its cuts.
+* gpt2 uses R4 = R1 and R2 widened: y is any of ``' \\t\\n\\r'`` and x is not whitespace (gpt2's
+  non-space chunks never take trailing whitespace). R3 is NOT safe for gpt2: T = "a\\n\\nb" chunks
+  the run as "\\n", "\\n" while T[:i] = "a\\n\\n" ends in the single chunk "\\n\\n".
+* whitespace (``\\S+``): any ASCII whitespace character at i.
+* A user regex gets R1 and R2, which hold for patterns whose matches never join a non-space
+  character to a following space/tab, nor a letter/digit to a following newline, and which use
+  no look-behind (``\\w+|[^\\w\\s]+`` and ``\\S+`` qualify). Pass ``block_size=None`` to read each
+  text whole when unsure.
+
+Every rule is decided by the characters at i-1 and i alone, so the cut search is a linear scan.
+tests/test_counting.py checks the whole claim by counting with block sizes of 1, 2, 3, 5 and 7
+bytes (a cut at nearly every safe place) against the reference on the whole text, over generated
+text (hypothesis) and real text in nine scripts.
+
+A stretch with no safe cut (a multi-megabyte "word") makes a block longer than ``block_size``:
+memory grows with the longest such stretch, linearly; time stays linear (the cut search never
+re-reads bytes).
+
+Invalid UTF-8: ``errors="strict"`` (default) raises :class:`CorpusDecodeError` naming the file
+(or item) and the byte offset (in the decompressed stream); ``"replace"`` counts the text
+``bytes.decode("utf-8", "replace")`` gives; ``"bytes"`` chunks each valid stretch between invalid
+bytes as its own text and counts every invalid byte as a one-byte chunk.
+
+Parallelism: ``workers=N`` processes on one machine count partitions independently (byte ranges
+of plain files and, when there are at least 2N of them, whole compressed files, all read by the
+workers; otherwise blocks read here: a few compressed files, iterables); their tables are
+combined in partition order, so the result is identical to ``workers=1``, order included.
+``cluster=`` does the same on a Dask cluster (see :func:`count_words`).
 """
+import bz2
+import glob
 import gzip
+import itertools
+import lzma
 import os
-from pathlib import Path
-from typing import Dict, Iterable, Iterator, Union
+import sys
+from collections import deque
+from typing import Any, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-import regex
+import numpy as np
 
-from .pretokenize import resolve_pattern
+from . import _pretok
+from ._count import ChunkCounter
+from .pretokenize import compiled_regex, pattern_id, regex_pretokenize_bytes
 from .wordtable import WordTable
 
-__all__ = ["count_words", "iter_texts"]
+__all__ = ["count_words", "count_words_reference", "CorpusDecodeError", "iter_corpus_files"]
 
-Corpus = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
-
-
-def _open_text(path: Path, errors: str):
-    opener = gzip.open if path.suffix == ".gz" else open
-    return opener(path, "rt", encoding="utf-8", errors=errors)
+DEFAULT_BLOCK_SIZE = 8 << 20
+_CUSTOM = 5  # _pretok_scan.h PAT_CUSTOM: the cut rules for user regexes
+_COMPRESSED = (".gz", ".xz", ".lzma", ".bz2", ".zst")
 
 
-def iter_texts(corpus: Corpus, errors: str = "strict", block_size: int = 1 << 22) -> Iterator[str]:
-    """Texts of a corpus: a str is text (a path if such a file exists), a path-like is a file;
-    iterables of either."""
-    if isinstance(corpus, os.PathLike) or (isinstance(corpus, str) and "\n" not in corpus
-                                           and len(corpus) < 4096 and os.path.isfile(corpus)):
-        with _open_text(Path(corpus), errors) as f:
-            yield from iter(lambda: f.read(block_size), "")
-    elif isinstance(corpus, str):
-        yield corpus
+class CorpusDecodeError(ValueError):
+    """Invalid UTF-8 in the corpus under errors="strict"."""
+
+
+# ------------------------------------------------------------------------------ corpus sources
+
+
+def iter_corpus_files(paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
+    """Expand paths, directories (recursive, sorted, hidden files skipped) and globs (``**``
+    allowed) into absolute file paths, in order.
+
+    >>> iter_corpus_files([]) == []
+    True
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: List[str] = []
+    for entry in paths:
+        path = os.fspath(entry)
+        if os.path.isdir(path):
+            for root, dirs, names in os.walk(path):
+                dirs.sort()
+                files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+        elif os.path.exists(path):
+            files.append(path)
+        elif glob.has_magic(path):
+            matched = sorted(glob.glob(path, recursive=True))
+            if not matched:
+                raise FileNotFoundError(f"no file matches the glob {path!r}")
+            files.extend(iter_corpus_files(matched))
+        else:
+            raise FileNotFoundError(
+                f"no such file or directory: {path[:200]!r} (to count texts rather than files, "
+                "pass an iterator of str/bytes, e.g. iter(texts))"
+            )
+    return [os.path.abspath(f) for f in files]
+
+
+def _is_compressed(path: str) -> bool:
+    return path.lower().endswith(_COMPRESSED)
+
+
+def _open_decompressed(path: str):
+    """(binary reader of the decompressed bytes, raw file for progress positions)."""
+    raw = open(path, "rb")
+    lower = path.lower()
+    try:
+        if lower.endswith(".gz"):
+            return gzip.GzipFile(fileobj=raw, mode="rb"), raw
+        if lower.endswith((".xz", ".lzma")):
+            return lzma.LZMAFile(raw), raw
+        if lower.endswith(".bz2"):
+            return bz2.BZ2File(raw), raw
+        if lower.endswith(".zst"):
+            try:
+                import zstandard
+            except ImportError:
+                raise ImportError(f"{path}: reading .zst needs the 'zstandard' module (pip install zstandard)") from None
+            return zstandard.ZstdDecompressor().stream_reader(raw), raw
+    except BaseException:
+        raw.close()
+        raise
+    return raw, raw
+
+
+# ------------------------------------------------------------------------------ blocks
+
+
+class Block(NamedTuple):
+    """Documents packed into one buffer: ``data[ends[k-1]:ends[k]]`` is document k.
+
+    ``names[k]`` / ``starts[k]`` say where document k came from (file path or item index, and
+    the byte offset of its first byte there) for error messages; ``raw`` is the input bytes it
+    stands for (for progress: compressed bytes for compressed files).
+    """
+
+    data: bytes
+    ends: np.ndarray
+    names: Tuple[Union[str, int], ...]
+    starts: Tuple[int, ...]
+    raw: int
+
+
+class _BlockBuilder:
+    """Packs consecutive documents into blocks of about ``block_size`` bytes."""
+
+    def __init__(self, block_size: int):
+        self.block_size = block_size
+        self._reset()
+
+    def _reset(self):
+        self.parts: List[bytes] = []
+        self.ends: List[int] = []
+        self.names: List[Union[str, int]] = []
+        self.starts: List[int] = []
+        self.size = 0
+        self.raw = 0
+
+    def add(self, data: bytes, name: Union[str, int], start: int, raw: int) -> Optional[Block]:
+        self.parts.append(data)
+        size = self.size = self.size + len(data)
+        self.ends.append(size)
+        self.names.append(name)
+        self.starts.append(start)
+        self.raw += raw
+        return self.take() if size >= self.block_size else None
+
+    def add_many(self, datas: List[bytes], first_index: int) -> Iterator[Block]:
+        """Add consecutive items first_index, first_index + 1, ... (each a whole text)."""
+        if not datas:
+            return
+        before = self.size
+        self.parts.extend(datas)
+        self.ends.extend(itertools.islice(itertools.accumulate(map(len, datas), initial=before), 1, None))
+        self.size = self.ends[-1]
+        self.names.extend(range(first_index, first_index + len(datas)))
+        self.starts.extend(itertools.repeat(0, len(datas)))
+        self.raw += self.size - before
+        if self.size >= self.block_size:
+            yield self.take()
+
+    def take(self) -> Optional[Block]:
+        if not self.parts:
+            return None
+        block = Block(b"".join(self.parts), np.array(self.ends, dtype=np.int64), tuple(self.names),
+                      tuple(self.starts), self.raw)
+        self._reset()
+        return block
+
+
+def cut_stream(pieces: Iterable[bytes], pid: int, block_size: Optional[int]) -> Iterator[Tuple[bytes, int]]:
+    """Re-cut a stream of byte pieces (one text) at safe cuts into segments of >= block_size
+    bytes (the last may be shorter). Yields (segment, offset of its first byte in the text).
+
+    Pieces are held as views, not concatenated, until a segment is cut: each segment costs one
+    copy. The cut search looks at each byte once (a cut within 4 bytes after a piece boundary
+    is not considered: its deciding bytes straddle two pieces; skipping a cut is always safe),
+    so time stays linear however long a stretch without a cut is.
+
+    >>> list(cut_stream([b"aaa bbb ", b"ccc"], _pretok.PATTERN_IDS["gpt2"], 2))
+    [(b'aaa', 0), (b' bbb', 3), (b' ccc', 7)]
+    """
+    pending: List[memoryview] = []  # views of the text after the last cut
+    pending_len = 0
+    offset = 0  # offset in the text of the first pending byte
+    cut_pid = pid if pid >= 0 else _CUSTOM
+    for piece in pieces:
+        view = memoryview(piece)
+        start = 0  # bytes of this piece before `start` are already handed out
+        while block_size is not None and pending_len + len(view) - start > block_size:
+            # the segment must reach block_size; positions near the piece start need bytes of
+            # the previous piece to decide, so they are skipped when there is one
+            lo = max(start + block_size - pending_len, start + (4 if pending else 1))
+            i = _pretok.find_cut(view, lo, cut_pid) if lo < len(view) else -1
+            if i < 0:
+                break
+            segment = b"".join(pending + [view[start:i]])
+            yield segment, offset
+            offset += len(segment)
+            pending, pending_len, start = [], 0, i
+        if start < len(view):
+            pending.append(view[start:])
+            pending_len += len(view) - start
+    if pending:
+        yield b"".join(pending), offset
+
+
+def _read_pieces(reader, size: int) -> Iterator[bytes]:
+    while True:
+        piece = reader.read(size)
+        if not piece:
+            return
+        yield piece
+
+
+def _file_cut_at_or_after(f, pos: int, file_size: int, pid: int) -> int:
+    """First safe cut at or after ``pos`` in a seekable plain file (file_size if none)."""
+    if pos <= 0:
+        return 0
+    if pos >= file_size:
+        return file_size
+    base = max(0, pos - 4)
+    f.seek(base)
+    buf = bytearray()
+    search = pos - base
+    cut_pid = pid if pid >= 0 else _CUSTOM
+    while True:
+        piece = f.read(1 << 16)
+        if not piece:
+            return file_size
+        buf += piece
+        i = _pretok.find_cut(buf, search, cut_pid)
+        if i >= 0:
+            return base + i
+        search = max(search, len(buf) - 4)
+
+
+class _Range(NamedTuple):
+    """Task: the bytes of a plain file between the first safe cuts at or after start and end."""
+
+    path: str
+    start: int
+    end: int
+
+
+def _range_blocks(task: _Range, pid: int, block_size: Optional[int]) -> Iterator[Block]:
+    size = os.path.getsize(task.path)
+    with open(task.path, "rb") as f:
+        lo = _file_cut_at_or_after(f, task.start, size, pid)
+        hi = _file_cut_at_or_after(f, task.end, size, pid)
+        f.seek(lo)
+        remaining = hi - lo
+
+        def pieces():
+            nonlocal remaining
+            while remaining > 0:
+                piece = f.read(min(remaining, block_size or remaining))
+                if not piece:
+                    return
+                remaining -= len(piece)
+                yield piece
+
+        for segment, offset in cut_stream(pieces(), pid, block_size):
+            yield Block(segment, np.array([len(segment)], dtype=np.int64), (task.path,), (lo + offset,),
+                        len(segment))
+
+
+class _File(NamedTuple):
+    """Task: a whole (compressed) file, read and decompressed by the worker."""
+
+    path: str
+
+
+def _file_blocks(task: _File, pid: int, block_size: Optional[int]) -> Iterator[Block]:
+    reader, raw = _open_decompressed(task.path)
+    with reader, raw:
+        last_raw = 0
+        for segment, offset in cut_stream(_read_pieces(reader, block_size or (1 << 24)), pid, block_size):
+            now = raw.tell()
+            yield Block(segment, np.array([len(segment)], dtype=np.int64), (task.path,), (offset,), now - last_raw)
+            last_raw = now
+
+
+def _source_tasks(corpus, pid: int, block_size: Optional[int], split_plain: Optional[int],
+                  compressed_to_workers: bool = False, files: Optional[List[str]] = None) -> Iterator[Any]:
+    """The corpus as an ordered stream of tasks: Block (data in hand), _Range or _File (a worker
+    reads the file itself).
+
+    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size;
+    compressed files become _File tasks when ``compressed_to_workers``; everything else is read
+    here and packed into Blocks. ``files``: the corpus's files if already expanded.
+    """
+    builder = _BlockBuilder(block_size or (1 << 62))
+    if files is None:
+        files = _corpus_files_or_none(corpus)
+    if files is not None:
+        for path in files:
+            compressed = _is_compressed(path)
+            size = os.path.getsize(path)
+            if not compressed and split_plain is not None and size > split_plain:
+                block = builder.take()
+                if block is not None:
+                    yield block
+                for start in range(0, size, split_plain):
+                    yield _Range(path, start, min(start + split_plain, size))
+                continue
+            if compressed and compressed_to_workers:
+                block = builder.take()
+                if block is not None:
+                    yield block
+                yield _File(path)
+                continue
+            reader, raw = _open_decompressed(path)
+            with reader, raw:
+                last_raw = 0
+                for segment, offset in cut_stream(_read_pieces(reader, block_size or (1 << 24)), pid, block_size):
+                    now = raw.tell()
+                    block = builder.add(segment, path, offset, now - last_raw)
+                    last_raw = now
+                    if block is not None:
+                        yield block
     else:
-        for item in corpus:
-            yield from iter_texts(item, errors, block_size)
+        if isinstance(corpus, (bytes, bytearray)):
+            raise TypeError("corpus is bytes: pass an iterable of documents, e.g. [data]")
+        # the per-item path is the hot loop for corpora of many short texts: items are taken in
+        # batches and added to the block builder a batch at a time (an item's name is its
+        # index, formatted only for an error message)
+        limit = block_size if block_size is not None else 1 << 62
+        items = iter(corpus)
+        first = 0
+        while True:
+            batch = list(itertools.islice(items, 1024))
+            if not batch:
+                break
+            kinds = set(map(type, batch))
+            if kinds == {bytes}:
+                datas = batch
+            elif kinds == {str}:
+                datas = [item.encode("utf-8", "surrogatepass") for item in batch]
+            else:
+                datas = [_item_bytes(item, first + k) for k, item in enumerate(batch)]
+            if max(map(len, datas)) <= limit:  # the common case: no long item
+                yield from builder.add_many(datas, first)
+                first += len(batch)
+                continue
+            lo = 0
+            for k, data in enumerate(datas):
+                if len(data) > limit:  # a long item: cut it like a file
+                    yield from builder.add_many(datas[lo:k], first + lo)
+                    for segment, offset in cut_stream([data], pid, block_size):
+                        block = builder.add(segment, first + k, offset, len(segment))
+                        if block is not None:
+                            yield block
+                    lo = k + 1
+            yield from builder.add_many(datas[lo:], first + lo)
+            first += len(batch)
+    block = builder.take()
+    if block is not None:
+        yield block
 
 
-def count_words(corpus: Corpus, pretokenizer: str = "gpt2", workers=None, progress=None,
-                errors: str = "strict") -> WordTable:
-    pattern = regex.compile(resolve_pattern(pretokenizer))
-    counts: Dict[bytes, int] = {}
-    for text in iter_texts(corpus, errors):
-        for chunk in pattern.findall(text):
-            key = chunk.encode("utf-8")
+def _item_bytes(item, index: int) -> bytes:
+    kind = type(item)
+    if kind is bytes:
+        return item
+    if kind is str or isinstance(item, str):
+        return item.encode("utf-8", "surrogatepass")
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    raise TypeError(f"corpus item #{index} is {type(item).__name__}, expected str or bytes")
+
+
+# ------------------------------------------------------------------------------ counting one task
+
+
+def _decode_error(block: Block, doc: int, offset: int) -> CorpusDecodeError:
+    start = 0 if doc == 0 else int(block.ends[doc - 1])
+    bad = block.data[start + offset : start + offset + 1]
+    where = block.names[doc]
+    where = f"item #{where}" if isinstance(where, int) else where
+    at = block.starts[doc] + offset
+    kind = " (offset in the decompressed stream)" if _is_compressed(where) else ""
+    return CorpusDecodeError(
+        f"{where}: invalid UTF-8 at byte offset {at}{kind} (byte 0x{bad.hex()}); "
+        "pass errors='replace' to replace invalid bytes by U+FFFD, or errors='bytes' to count them as bytes"
+    )
+
+
+def _count_block_regex(counter: ChunkCounter, block: Block, pattern: str, errors: str) -> None:
+    """The user-regex path (pure Python): count with regex.findall semantics per document."""
+    counts = {}
+    start = 0
+    for doc, end in enumerate(block.ends.tolist()):
+        data = block.data[start:end]
+        try:
+            chunks = regex_pretokenize_bytes(data, pattern, errors)
+        except _pretok.InvalidUTF8 as exc:
+            raise _decode_error(block, doc, exc.offset) from None
+        for chunk in chunks:
+            key = chunk.encode("utf-8", "surrogateescape")
+            if key:
+                counts[key] = counts.get(key, 0) + 1
+        start = end
+    if counts:
+        table = WordTable.from_counts(counts)
+        counter.add_table(table.data, table.offsets, table.counts)
+
+
+def _count_block(counter: ChunkCounter, block: Block, pattern: str, pid: int, errors: str) -> None:
+    if pid < 0:
+        _count_block_regex(counter, block, pattern, errors)
+        return
+    doc = counter.add_documents(block.data, block.ends, pid, _pretok.ERRORS_IDS[errors])
+    if doc >= 0:
+        raise _decode_error(block, doc, counter.bad_offset)
+
+
+def _task_blocks(task, pid: int, block_size: Optional[int]) -> Iterator[Block]:
+    if isinstance(task, _Range):
+        return _range_blocks(task, pid, block_size)
+    if isinstance(task, _File):
+        return _file_blocks(task, pid, block_size)
+    return iter([task])
+
+
+def count_task(task, pattern: str, errors: str, block_size: Optional[int]):
+    """Count one task (a Block or a _Range) into a fresh table; returns its three arrays.
+
+    This is what runs in worker processes and on Dask workers.
+    """
+    pid = pattern_id(pattern)
+    counter = ChunkCounter()
+    for block in _task_blocks(task, pid, block_size):
+        _count_block(counter, block, pattern, pid, errors)
+    return counter.arrays()
+
+
+def _task_raw(task) -> int:
+    if isinstance(task, _Range):
+        return task.end - task.start
+    if isinstance(task, _File):
+        return os.path.getsize(task.path)
+    return task.raw
+
+
+# ------------------------------------------------------------------------------ public API
+
+
+def count_words_reference(texts: Iterable[Union[str, bytes]], pretokenizer: str = "gpt2",
+                          errors: str = "strict") -> WordTable:
+    """The reference of :func:`count_words` for in-memory texts: ``regex`` on each whole text.
+
+    >>> list(count_words_reference(["a b a"]).items())
+    [(b'a', 1), (b' b', 1), (b' a', 1)]
+    """
+    counts = {}
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        for chunk in regex_pretokenize_bytes(data, pretokenizer, errors):
+            key = chunk.encode("utf-8", "surrogateescape")
             counts[key] = counts.get(key, 0) + 1
     if not counts:
-        raise ValueError("the corpus is empty: no chunk to count")
+        raise ValueError("the corpus is empty: it holds no chunk to count")
     return WordTable.from_counts(counts)
+
+
+
+def _progress_bar(progress, total: Optional[int]):
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="counting", smoothing=0.1)
+
+
+def _default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def count_words(
+    corpus,
+    pretokenizer: str = "gpt2",
+    workers: Optional[int] = None,
+    errors: str = "strict",
+    progress: Optional[bool] = None,
+    cluster=None,
+    block_size: Optional[int] = DEFAULT_BLOCK_SIZE,
+    partition_size: Optional[int] = None,
+) -> WordTable:
+    """Pre-tokenize a corpus and count its unique chunks, in bounded memory.
+
+    corpus
+        A path (file, directory, glob) or a list/tuple of them; files may be plain, ``.gz``,
+        ``.xz``/``.lzma``, ``.bz2`` or ``.zst`` (with ``zstandard``). Or any other iterable (an
+        iterator, generator, or a list of bytes) of str / bytes documents; to count a list of str
+        texts pass ``iter(texts)`` (a list of str means paths). A str item holding lone
+        surrogates is taken as its ``surrogatepass`` UTF-8, i.e. as invalid UTF-8 (see errors).
+    pretokenizer
+        A name of :data:`fastbpe.pretokenize.PATTERNS` (compiled scanner) or a regex string
+        (``regex`` module, pure Python: slow).
+    workers
+        Processes on this machine (default: all cores available). The table is identical for
+        any number of workers. Workers are forked (Linux, single-threaded caller) or started by
+        the forkserver method, which re-imports the main module: in a script, call count_words
+        under ``if __name__ == "__main__":``.
+    errors
+        ``"strict"``, ``"replace"`` or ``"bytes"``: see the module docstring.
+    progress
+        tqdm bar with bytes read, MB/s and ETA. Default: only when stderr is a terminal.
+    cluster
+        A ``dask.distributed.Client``, or a scheduler address (``"tcp://host:8786"``) to connect
+        to. Partitions are counted on the Dask workers and only their tables come back; they
+        are combined here in partition order (the same table as one local worker). Files are
+        opened *by the workers*: the paths (made absolute here) must be readable on every worker
+        under the same path (a shared filesystem, or the same copy everywhere), and fastbpe (the
+        same version) must be installed there. Plain files are split into byte ranges, each
+        compressed file is one task; iterables are read here and shipped block by block. A
+        client you pass stays open; an address is connected to and closed again.
+    block_size
+        Bytes per block (default 8 MiB); ``None`` reads each text whole (no cutting).
+    partition_size
+        Bytes per partition of a plain file handed to a worker (default: the corpus size over
+        the number of workers, between 16 MiB and 256 MiB).
+
+    Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts).
+    Raises ValueError when the corpus holds no chunk at all.
+
+    >>> table = count_words(iter(["the cat", "the dog"]), workers=1)
+    >>> list(table.items())
+    [(b'the', 2), (b' cat', 1), (b' dog', 1)]
+    """
+    if errors not in _pretok.ERRORS_IDS:
+        raise ValueError(f"errors must be one of {sorted(_pretok.ERRORS_IDS)}, got {errors!r}")
+    pid = pattern_id(pretokenizer)
+    if pid < 0:
+        compiled_regex(pretokenizer)  # raises ValueError for a bad pattern now, not in a worker
+    if block_size is not None and block_size < 1:
+        raise ValueError("block_size must be a positive number of bytes or None")
+    if workers is None:
+        workers = _default_workers()
+    if workers < 1:
+        raise ValueError("workers must be >= 1")
+
+    client, own_client = _dask_client(cluster) if cluster is not None else (None, False)
+    try:
+        parallelism = workers if client is None else max(1, sum(client.nthreads().values()))
+        files = _corpus_files_or_none(corpus)
+        total = sum(os.path.getsize(f) for f in files) if files is not None else None
+        if partition_size is None:
+            # one partition per worker when the corpus allows: every partition builds its own
+            # table, so more partitions cost more duplicated work than they gain in balance
+            partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // parallelism)))
+        split_plain = partition_size if parallelism > 1 and block_size is not None else None
+        # compressed files are read by the workers on a cluster (spreading the decompression);
+        # locally too when there are enough of them to keep every worker busy
+        many_compressed = files is not None and sum(map(_is_compressed, files)) >= 2 * parallelism
+        to_workers = client is not None or (parallelism > 1 and many_compressed)
+        tasks = _source_tasks(corpus, pid, block_size, split_plain, to_workers, files)
+        return _count_tasks(tasks, client, workers, pretokenizer, pid, errors, block_size, progress, total)
+    finally:
+        if own_client:
+            client.close()
+
+
+def _corpus_files_or_none(corpus) -> Optional[List[str]]:
+    if isinstance(corpus, (str, os.PathLike)) or (
+        isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
+    ):
+        return iter_corpus_files(corpus)
+    return None
+
+
+def _dask_client(cluster):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ImportError("cluster= needs dask.distributed (pip install 'dask[distributed]')") from None
+    if isinstance(cluster, Client):
+        return cluster, False
+    return Client(cluster), True
+
+
+def _count_tasks(tasks, client, workers, pretokenizer, pid, errors, block_size, progress, total) -> WordTable:
+    context = _pool_context() if client is None and workers > 1 else None  # before tqdm's thread
+    bar = _progress_bar(progress, total)
+    try:
+        if client is not None:
+            counter = _count_dask(tasks, client, pretokenizer, errors, block_size, bar)
+        elif workers > 1:
+            counter = _count_local_parallel(tasks, workers, pretokenizer, errors, block_size, bar, context)
+        else:
+            counter = ChunkCounter()
+            for task in tasks:
+                for block in _task_blocks(task, pid, block_size):
+                    _count_block(counter, block, pretokenizer, pid, errors)
+                    if bar is not None:
+                        bar.update(block.raw)
+    finally:
+        if bar is not None:
+            bar.close()
+    if len(counter) == 0:
+        raise ValueError("the corpus is empty: it holds no chunk to count")
+    return WordTable(*counter.arrays())
+
+
+def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:
+    counter = ChunkCounter()
+    for arrays, raw in results:
+        counter.add_table(*arrays)
+        if bar is not None:
+            bar.update(raw)
+    return counter
+
+
+def _pool_context():
+    """How worker processes start.
+
+    fork (Linux) when this process runs a single Python thread: instant, and nothing is
+    re-imported. Otherwise forkserver (fork is unsafe with threads): the server imports
+    fastbpe once and every worker is forked from it, but the server costs a few tenths of a
+    second to start and workers re-import the main module (hence the __main__ guard); spawn where
+    neither exists.
+    """
+    import multiprocessing as mp
+    import threading
+
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and sys.platform.startswith("linux") and threading.active_count() == 1:
+        return mp.get_context("fork")
+    if "forkserver" in methods:
+        context = mp.get_context("forkserver")
+        context.set_forkserver_preload(["fastbpe.counting"])
+        return context
+    return mp.get_context("spawn")
+
+
+def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context=None) -> ChunkCounter:
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    first = next(tasks, None)
+    second = next(tasks, None)
+    if first is None:
+        return ChunkCounter()
+    if second is None:  # a single task: no pool to start
+        return _merge_in_order(iter([(count_task(first, pattern, errors, block_size), _task_raw(first))]), bar)
+
+    def all_tasks():
+        yield first
+        yield second
+        yield from tasks
+
+    context = context or _pool_context()
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        def results():
+            pending = deque()
+            for task in all_tasks():
+                pending.append((pool.submit(count_task, task, pattern, errors, block_size), _task_raw(task)))
+                while len(pending) >= 2 * workers:  # bound the blocks in flight
+                    future, raw = pending.popleft()
+                    yield future.result(), raw
+            while pending:
+                future, raw = pending.popleft()
+                yield future.result(), raw
+
+        try:
+            return _merge_in_order(results(), bar)
+        except cf.process.BrokenProcessPool as exc:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise RuntimeError(
+                "a worker process of count_words died. If count_words(workers>1) runs at the top "
+                "level of a script, put that code under `if __name__ == '__main__':` (workers "
+                "start by re-importing the main module), or pass workers=1"
+            ) from exc
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _count_dask(tasks, client, pattern, errors, block_size, bar) -> ChunkCounter:
+    """Submit tasks to the Dask workers (a bounded window in flight) and merge in task order."""
+    inflight = 2 * max(1, sum(client.nthreads().values()))
+
+    def results():
+        pending = deque()
+        for task in tasks:
+            future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
+            pending.append((future, _task_raw(task)))
+            while len(pending) >= inflight:
+                future, raw = pending.popleft()
+                yield future.result(), raw
+                future.release()
+        while pending:
+            future, raw = pending.popleft()
+            yield future.result(), raw
+            future.release()
+
+    return _merge_in_order(results(), bar)

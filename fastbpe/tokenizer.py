@@ -11,7 +11,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Uni
 import numpy as np
 
 from .fileio import write_atomic
-from .pretokenize import pretokenize, resolve_pattern
+from .pretokenize import compiled_regex, pretokenize
 
 __all__ = ["Tokenizer", "FORMAT_NAME", "FORMAT_VERSION", "bytes_to_unicode"]
 
@@ -84,8 +84,8 @@ class Tokenizer:
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         self.unit = unit
+        compiled_regex(pattern)  # a bad pattern fails here, not at the first encode
         self.pattern = pattern
-        self._regex = resolve_pattern(pattern)
         self.word_start = word_start or ""
         self.word_end = word_end or ""
         self.token_bytes: List[bytes] = [bytes(t) for t in tokens]
@@ -188,7 +188,7 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         out: List[int] = []
-        for chunk in pretokenize(text, self._regex):
+        for chunk in pretokenize(text, self.pattern):
             out.extend(self._encode_chunk(chunk))
         return out
 

@@ -4,6 +4,8 @@
 corpus-scale path that feeds a :class:`~fastbpe.wordtable.WordTable` to the compiled learner
 without building Python tuples.
 """
+import glob
+import os
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -202,6 +204,17 @@ def learn_from_table(
                         progress, max_tokens)
 
 
+def _names_a_path(text: str) -> bool:
+    """Whether a ``str`` corpus names files: an existing path, or a glob that matches.
+
+    >>> _names_a_path("the cat sat on the mat")
+    False
+    """
+    if "\n" in text or len(text) > 4096:
+        return False
+    return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
+
+
 def train(
     corpus,
     vocab_size: Optional[int] = None,
@@ -220,9 +233,10 @@ def train(
 ):
     """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.tokenizer.Tokenizer`.
 
-    ``corpus``: text (``str``), a path (``pathlib.Path``; a ``str`` naming an existing file
-    counts too), a list of those, an iterable of ``str``, or a :class:`WordTable` already
-    counted with :func:`fastbpe.count_words` (counting once, training many times).
+    ``corpus``: a path (``pathlib.Path``, or a ``str`` naming an existing file, directory or
+    matching glob), a list of paths, text (any other ``str``), an iterator of ``str``/``bytes``
+    texts, or a :class:`WordTable` already counted with :func:`fastbpe.count_words` (count
+    once, train many times). ``workers`` and ``cluster`` are passed to ``count_words``.
     ``vocab_size`` counts base symbols, merged tokens and special tokens; ``num_merges`` caps
     the merges instead. Byte-level with the GPT-2 split is the default for real use;
     ``pretokenizer="whitespace", unit="chars", word_start="_"`` reproduces the seed pages'
@@ -243,6 +257,8 @@ def train(
     if isinstance(corpus, WordTable):
         table = corpus
     else:
+        if isinstance(corpus, str) and not _names_a_path(corpus):
+            corpus = iter([corpus])  # text, not a path (count_words takes a str as a path)
         kwargs = {"pretokenizer": pretokenizer, "workers": workers, "progress": progress,
                   "errors": errors}
         if cluster is not None:
