@@ -1,0 +1,319 @@
+"""Jitted bodies of the embedding kernels (Numba). Callers validate; these trust their inputs.
+
+Every body here is plain Python over NumPy arrays and is compiled twice by :func:`serial_and_parallel`:
+once with ``parallel=False`` (``prange`` is then an ordinary ``range``) and once with
+``parallel=True``. Both compiles share one source, so they compute the same thing; the public layer
+in :mod:`fastbpe.kernels` picks one by problem size and thread count.
+
+Determinism invariant: no body lets two threads write the same output element, and no body's
+arithmetic depends on how iterations are split between threads. Each output row is produced by
+exactly one iteration, which sums its sources in increasing position order. Results are therefore
+bit-identical for any thread count and equal to the serial compile.
+
+Preconditions the callers guarantee (a kernel that is handed anything else may read or write out
+of bounds): arrays are C-contiguous with the dtypes of the signatures, every id is in range, and
+output arrays have the documented shapes and do not overlap the inputs.
+"""
+import types
+
+import numba
+import numpy as np
+from numba import prange
+
+__all__ = ["serial_and_parallel"]
+
+_CACHE = True  # a second process loads machine code from __pycache__ instead of recompiling
+
+
+class KernelPair:
+    """One Python body, jitted lazily as a serial and as a parallel Numba dispatcher.
+
+    Compilation happens on first use of each variant (explicit signatures, so a variant
+    compiles all its signatures at once and never again in this process; ``cache=True`` so the
+    next process loads them from disk).
+
+    Numba's on-disk cache is keyed by the function's qualified name, not by its compile flags, so
+    the two variants are jitted from *clones* of the body with distinct qualified names;
+    otherwise the parallel build could be loaded from the cache as the serial one or vice versa.
+    """
+
+    def __init__(self, pyfunc, signatures):
+        self.py_func = pyfunc
+        self.signatures = signatures
+        self._dispatchers = {}
+
+    def _clone(self, suffix):
+        f = self.py_func
+        clone = types.FunctionType(f.__code__, f.__globals__, f.__name__ + suffix,
+                                   f.__defaults__, f.__closure__)
+        clone.__qualname__ = f.__qualname__ + suffix
+        clone.__module__ = f.__module__
+        clone.__doc__ = f.__doc__
+        return clone
+
+    def variant(self, parallel: bool):
+        """The dispatcher compiled with ``parallel=parallel`` (compiled on first request)."""
+        dispatcher = self._dispatchers.get(parallel)
+        if dispatcher is None:
+            suffix = "__parallel" if parallel else "__serial"
+            dispatcher = numba.njit(self.signatures, parallel=parallel, cache=_CACHE,
+                                    nogil=True)(self._clone(suffix))
+            self._dispatchers[parallel] = dispatcher
+        return dispatcher
+
+    def __call__(self, *args, parallel: bool):
+        return self.variant(parallel)(*args)
+
+
+def serial_and_parallel(signatures):
+    """Decorator: turn a body using ``prange`` into a :class:`KernelPair`."""
+    def wrap(pyfunc):
+        return KernelPair(pyfunc, signatures)
+    return wrap
+
+
+_F = (numba.float32, numba.float64)
+
+
+def _sigs(build):
+    return [build(f) for f in _F]
+
+
+# --- gather ------------------------------------------------------------------------------------
+
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[::1], f[:, ::1])))
+def gather_rows(table, ids, out):
+    """``out[i] = table[ids[i]]``; each output row is written by one iteration."""
+    d = table.shape[1]
+    for i in prange(ids.shape[0]):
+        src = table[ids[i]]
+        dst = out[i]
+        for j in range(d):
+            dst[j] = src[j]
+
+
+# --- scatter-add: bucket positions by destination row, then one owner per row -----------------
+
+@numba.njit(numba.types.Tuple((numba.int64[::1], numba.int64[::1]))(numba.int64[::1], numba.int64),
+            cache=_CACHE, nogil=True)
+def bucket_by_row(ids, num_rows):
+    """Stable counting sort of positions by id.
+
+    Returns ``(starts, order)``: the positions holding id ``r`` are
+    ``order[starts[r]:starts[r + 1]]``, in increasing position order (the order in which
+    ``np.add.at`` would add them).
+    """
+    n = ids.shape[0]
+    starts = np.zeros(num_rows + 1, dtype=np.int64)
+    for p in range(n):
+        starts[ids[p] + 1] += 1
+    for r in range(num_rows):
+        starts[r + 1] += starts[r]
+    fill = starts[:num_rows].copy()
+    order = np.empty(n, dtype=np.int64)
+    for p in range(n):
+        r = ids[p]
+        order[fill[r]] = p
+        fill[r] += 1
+    return starts, order
+
+
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[::1], numba.int64[::1],
+                                                 numba.int64[::1], f[:, ::1])))
+def sum_buckets(grad, order, starts, chunk_bounds, out):
+    """``out[b] = sum(grad[order[p]] for p in starts[b]..starts[b+1]-1)``, summed left to right.
+
+    Work is split into chunks of whole buckets (``chunk_bounds``), so every output row has one
+    owner; a row with an empty bucket is written as zeros. Each row starts at 0 and adds its
+    sources in position order, exactly as ``np.add.at`` on a zeroed array does, so the result is
+    bit-identical to it whatever the chunking or thread count.
+    """
+    d = grad.shape[1]
+    for c in prange(chunk_bounds.shape[0] - 1):
+        for b in range(chunk_bounds[c], chunk_bounds[c + 1]):
+            dst = out[b]
+            for j in range(d):
+                dst[j] = 0
+            for p in range(starts[b], starts[b + 1]):
+                src = grad[order[p]]
+                for j in range(d):
+                    dst[j] += src[j]
+
+
+# --- cosine: row normalisation and blocked top-k selection ---------------------------------------
+
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], f[:, ::1])))
+def normalize_rows(a, out):
+    """``out[i] = a[i] / ||a[i]||``; a zero row stays zero (so its cosines are 0, never NaN).
+
+    The sum of squares is accumulated in float64 for every input dtype; the scaled row is stored
+    in the input dtype. Non-finite entries give a non-finite norm and a NaN/0 row, as in NumPy.
+    """
+    d = a.shape[1]
+    for i in prange(a.shape[0]):
+        row = a[i]
+        ss = 0.0
+        for j in range(d):
+            x = np.float64(row[j])
+            ss += x * x
+        dst = out[i]
+        if ss == 0.0:
+            for j in range(d):
+                dst[j] = 0
+        else:
+            inv = 1.0 / np.sqrt(ss)
+            for j in range(d):
+                dst[j] = row[j] * inv
+
+
+@numba.njit(inline="always")
+def _ranks_below(s1, i1, s2, i2):
+    """Whether candidate (s1, i1) ranks below (s2, i2): lower score, NaN lowest, ties -> larger id."""
+    if s1 != s1:
+        if s2 != s2:
+            return i1 > i2
+        return True
+    if s2 != s2:
+        return False
+    if s1 < s2:
+        return True
+    if s1 > s2:
+        return False
+    return i1 > i2
+
+
+@numba.njit(inline="always")
+def _sift_down(hs, hi, start, size):
+    """Restore the heap (worst candidate at the root) below ``start`` in ``hs/hi[:size]``."""
+    pos = start
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and _ranks_below(hs[right], hi[right], hs[child], hi[child]):
+            child = right
+        if _ranks_below(hs[child], hi[child], hs[pos], hi[pos]):
+            ts = hs[pos]
+            hs[pos] = hs[child]
+            hs[child] = ts
+            ti = hi[pos]
+            hi[pos] = hi[child]
+            hi[child] = ti
+            pos = child
+        else:
+            break
+
+
+@serial_and_parallel(_sigs(lambda f: numba.void(
+    f[:, ::1], numba.int64, numba.int64, numba.int64[:, ::1],
+    f[:, ::1], numba.int64[:, ::1], numba.int64[::1])))
+def topk_update(tile, row0, col0, exclude, heap_scores, heap_ids, heap_size):
+    """Offer every score of ``tile`` to the running top-k heaps of rows ``row0..``.
+
+    ``tile[r, c]`` is the score of global row ``row0 + r`` against column ``col0 + c``;
+    ``exclude[row0 + r]`` lists columns (padded with -1) that row must never select. Each row's
+    heap lives in ``heap_scores/heap_ids[row0 + r, :heap_size[row0 + r]]`` with its worst entry
+    at index 0, so the common case (score below the current k-th best) costs one comparison.
+    Rows are independent and each is updated by one iteration: deterministic.
+    """
+    k = heap_scores.shape[1]
+    n_excl = exclude.shape[1]
+    for r in prange(tile.shape[0]):
+        g = row0 + r
+        hs = heap_scores[g]
+        hi = heap_ids[g]
+        size = heap_size[g]
+        scores = tile[r]
+        for c in range(tile.shape[1]):
+            s = scores[c]
+            col = col0 + c
+            if size == k:
+                # Columns arrive in increasing order, so on a tie the newcomer ranks below.
+                top = hs[0]
+                if not (s > top or (top != top and s == s)):
+                    continue
+            skip = False
+            for e in range(n_excl):
+                if exclude[g, e] == col:
+                    skip = True
+            if skip:
+                continue
+            if size < k:
+                # Append, then sift up towards the root (the root is the worst entry).
+                pos = size
+                hs[pos] = s
+                hi[pos] = col
+                size += 1
+                while pos > 0:
+                    parent = (pos - 1) // 2
+                    if _ranks_below(hs[pos], hi[pos], hs[parent], hi[parent]):
+                        ts = hs[pos]
+                        hs[pos] = hs[parent]
+                        hs[parent] = ts
+                        ti = hi[pos]
+                        hi[pos] = hi[parent]
+                        hi[parent] = ti
+                        pos = parent
+                    else:
+                        break
+            else:
+                hs[0] = s
+                hi[0] = col
+                _sift_down(hs, hi, 0, k)
+        heap_size[g] = size
+
+
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[:, ::1], numba.int64[::1])))
+def topk_finish(heap_scores, heap_ids, heap_size):
+    """Heap-sort each row's heap in place into best-first order (score desc, then id asc)."""
+    for g in prange(heap_scores.shape[0]):
+        hs = heap_scores[g]
+        hi = heap_ids[g]
+        size = heap_size[g]
+        while size > 1:
+            last = size - 1
+            ts = hs[0]
+            hs[0] = hs[last]
+            hs[last] = ts
+            ti = hi[0]
+            hi[0] = hi[last]
+            hi[last] = ti
+            size = last
+            _sift_down(hs, hi, 0, size)
+
+
+# --- optimiser steps on touched rows -------------------------------------------------------------
+
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[::1], f[:, ::1], f)))
+def sgd_rows(table, ids, rows, lr):
+    """``table[ids[i]] -= lr * rows[i]`` for distinct ``ids`` (one owner per row)."""
+    d = table.shape[1]
+    for i in prange(ids.shape[0]):
+        dst = table[ids[i]]
+        src = rows[i]
+        for j in range(d):
+            dst[j] -= lr * src[j]
+
+
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], f[:, ::1], f[:, ::1], numba.int64[::1],
+                                                 f[:, ::1], f, f, f, f, f, f, f, f)))
+def adam_rows(table, m, v, ids, rows, lr, beta1, beta2, eps, bias1, bias2, one_m_beta1,
+              one_m_beta2):
+    """Adam on rows ``ids`` (distinct) only: moments and weights of other rows are untouched.
+
+    All arithmetic is in the table's dtype (the scalars arrive already converted; a Python int
+    literal here would promote float32 to float64), in the order of the NumPy reference
+    (:func:`fastbpe.kernels.adam_rows_reference`).
+    """
+    d = table.shape[1]
+    for i in prange(ids.shape[0]):
+        r = ids[i]
+        w = table[r]
+        mr = m[r]
+        vr = v[r]
+        g = rows[i]
+        for j in range(d):
+            mr[j] = beta1 * mr[j] + one_m_beta1 * g[j]
+            vr[j] = beta2 * vr[j] + one_m_beta2 * (g[j] * g[j])
+            w[j] -= lr * (mr[j] / bias1) / (np.sqrt(vr[j] / bias2) + eps)
