@@ -205,6 +205,72 @@ def _sift_down(hs, hi, start, size):
             break
 
 
+@numba.njit(inline="always")
+def _admits(hs, hi, g, size, k, s):
+    """Whether row ``g``'s heap (``size`` entries of ``k``) would take score ``s`` from a column
+    larger than any it holds. Once full: ``s`` must beat the worst entry, where NaN ranks lowest
+    and an equal score loses (the newcomer's column is larger)."""
+    if size < k:
+        return True
+    top = hs[g, 0]
+    return s > top or (top != top and s == s)
+
+
+@numba.njit(inline="always")
+def _insert(hs, hi, g, size, k, s, col, exclude):
+    """Put ``(s, col)``, which :func:`_admits` accepted, into row ``g``'s heap; return its size.
+
+    Row ``g``'s heap is ``hs/hi[g, :size]`` (best ``k`` so far, worst at index 0). Columns
+    listed in ``exclude[g]`` (padded with -1) are dropped here, so excluded columns cost nothing
+    unless they would have made the top k. The 2-D arrays are indexed directly (no row views)
+    to keep reference counting out of the hot loop.
+    """
+    for e in range(exclude.shape[1]):
+        if exclude[g, e] == col:
+            return size
+    if size < k:
+        pos = size
+        hs[g, pos] = s
+        hi[g, pos] = col
+        while pos > 0:  # sift up towards the root (the root is the worst entry)
+            parent = (pos - 1) // 2
+            if _ranks_below(hs[g, pos], hi[g, pos], hs[g, parent], hi[g, parent]):
+                ts = hs[g, pos]
+                hs[g, pos] = hs[g, parent]
+                hs[g, parent] = ts
+                ti = hi[g, pos]
+                hi[g, pos] = hi[g, parent]
+                hi[g, parent] = ti
+                pos = parent
+            else:
+                break
+        return size + 1
+    hs[g, 0] = s
+    hi[g, 0] = col
+    pos = 0
+    while True:  # sift down from the root
+        child = 2 * pos + 1
+        if child >= k:
+            break
+        right = child + 1
+        if right < k and _ranks_below(hs[g, right], hi[g, right], hs[g, child], hi[g, child]):
+            child = right
+        if _ranks_below(hs[g, child], hi[g, child], hs[g, pos], hi[g, pos]):
+            ts = hs[g, pos]
+            hs[g, pos] = hs[g, child]
+            hs[g, child] = ts
+            ti = hi[g, pos]
+            hi[g, pos] = hi[g, child]
+            hi[g, child] = ti
+            pos = child
+        else:
+            break
+    return size
+
+
+_CHUNK = 16  # scores screened together against a heap threshold (one or two SIMD compares)
+
+
 @serial_and_parallel(_sigs(lambda f: numba.void(
     f[:, ::1], numba.int64, numba.int64, numba.int64[:, ::1],
     f[:, ::1], numba.int64[:, ::1], numba.int64[::1])))
@@ -213,55 +279,83 @@ def topk_update(tile, row0, col0, exclude, heap_scores, heap_ids, heap_size):
 
     ``tile[r, c]`` is the score of global row ``row0 + r`` against column ``col0 + c``;
     ``exclude[row0 + r]`` lists columns (padded with -1) that row must never select. Each row's
-    heap lives in ``heap_scores/heap_ids[row0 + r, :heap_size[row0 + r]]`` with its worst entry
-    at index 0, so the common case (score below the current k-th best) costs one comparison.
-    Rows are independent and each is updated by one iteration: deterministic.
+    heap lives in ``heap_scores/heap_ids[row0 + r, :heap_size[row0 + r]]``. Once a heap is full,
+    a chunk of scores none of which beats its worst entry is skipped after one vector compare.
+
+    Precondition: each row is offered its columns in increasing order across calls (ties are
+    then settled by arrival). Rows are independent and each is updated by one iteration:
+    deterministic.
     """
     k = heap_scores.shape[1]
-    n_excl = exclude.shape[1]
+    m = tile.shape[1]
     for r in prange(tile.shape[0]):
         g = row0 + r
-        hs = heap_scores[g]
-        hi = heap_ids[g]
         size = heap_size[g]
-        scores = tile[r]
-        for c in range(tile.shape[1]):
-            s = scores[c]
-            col = col0 + c
+        c = 0
+        while c < m:
+            stop = min(m, c + _CHUNK)
             if size == k:
-                # Columns arrive in increasing order, so on a tie the newcomer ranks below.
-                top = hs[0]
-                if not (s > top or (top != top and s == s)):
+                # With a NaN k-th best every compare is false, so offer the chunk in full.
+                top = heap_scores[g, 0]
+                hit = top != top
+                for j in range(c, stop):
+                    hit |= tile[r, j] > top
+                if not hit:
+                    c = stop
                     continue
-            skip = False
-            for e in range(n_excl):
-                if exclude[g, e] == col:
-                    skip = True
-            if skip:
-                continue
-            if size < k:
-                # Append, then sift up towards the root (the root is the worst entry).
-                pos = size
-                hs[pos] = s
-                hi[pos] = col
-                size += 1
-                while pos > 0:
-                    parent = (pos - 1) // 2
-                    if _ranks_below(hs[pos], hi[pos], hs[parent], hi[parent]):
-                        ts = hs[pos]
-                        hs[pos] = hs[parent]
-                        hs[parent] = ts
-                        ti = hi[pos]
-                        hi[pos] = hi[parent]
-                        hi[parent] = ti
-                        pos = parent
-                    else:
-                        break
-            else:
-                hs[0] = s
-                hi[0] = col
-                _sift_down(hs, hi, 0, k)
+            for j in range(c, stop):
+                s = tile[r, j]
+                if _admits(heap_scores, heap_ids, g, size, k, s):
+                    size = _insert(heap_scores, heap_ids, g, size, k, s, col0 + j, exclude)
+            c = stop
         heap_size[g] = size
+
+
+@serial_and_parallel(_sigs(lambda f: numba.void(
+    f[:, ::1], numba.int64, numba.int64, numba.int64[:, ::1],
+    f[:, ::1], numba.int64[:, ::1], numba.int64[::1])))
+def topk_update_columns(tile, row0, col0, exclude, heap_scores, heap_ids, heap_size):
+    """Like :func:`topk_update` for the transposed tile: column ``c`` of ``tile`` holds the
+    scores of global row ``row0 + c`` against columns ``col0 + r`` (r = tile row).
+
+    Used when a symmetric matrix is computed one triangle of tiles at a time. Each parallel
+    iteration owns ``_CHUNK`` consecutive tile columns (so distinct heaps: deterministic) and
+    walks the tile rows in order, reading ``_CHUNK`` contiguous scores per tile row and
+    comparing them with the ``_CHUNK`` heap thresholds at once.
+    """
+    k = heap_scores.shape[1]
+    n_rows = tile.shape[0]
+    n_cols = tile.shape[1]
+    n_groups = (n_cols + _CHUNK - 1) // _CHUNK
+    for grp in prange(n_groups):
+        c_lo = grp * _CHUNK
+        c_hi = min(n_cols, c_lo + _CHUNK)
+        width = c_hi - c_lo
+        thr = np.empty(_CHUNK, dtype=tile.dtype)
+        screen = True  # every heap of the group is full with a non-NaN threshold
+        for c in range(width):
+            g = row0 + c_lo + c
+            thr[c] = heap_scores[g, 0]
+            if heap_size[g] < k or thr[c] != thr[c]:
+                screen = False
+        for r in range(n_rows):
+            if screen:
+                hit = False
+                for c in range(width):
+                    hit |= tile[r, c_lo + c] > thr[c]
+                if not hit:
+                    continue
+            screen = True
+            for c in range(width):
+                g = row0 + c_lo + c
+                s = tile[r, c_lo + c]
+                size = heap_size[g]
+                if _admits(heap_scores, heap_ids, g, size, k, s):
+                    size = _insert(heap_scores, heap_ids, g, size, k, s, col0 + r, exclude)
+                    heap_size[g] = size
+                    thr[c] = heap_scores[g, 0]
+                if size < k or thr[c] != thr[c]:
+                    screen = False
 
 
 @serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[:, ::1], numba.int64[::1])))

@@ -51,7 +51,8 @@ __all__ = [
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _PARALLEL_MIN_ELEMENTS = 1 << 15   # below this much work, thread start-up costs more than it saves
 _TILE_ELEMENTS = 1 << 22           # top-k score tile: 16 MB of float32 (32 MB float64)
-_TILE_COLS = 8192
+_TILE_COLS = 4096
+_TILE_SQUARE = 2048                # symmetric top-k: square tiles of the upper triangle
 _COUNTING_SORT_SLACK = 1 << 20     # counting sort when max id < 4 * len(ids) + this
 
 
@@ -372,12 +373,16 @@ def cosine_similarity_reference(A, B=None) -> np.ndarray:
     return An @ Bn.T
 
 
-def _topk_normalized(An, Bn, k, exclude, parallel):
+def _topk_normalized(An, Bn, k, exclude, parallel, symmetric=False):
     """Top-k of ``An @ Bn.T`` per row, never holding more than one score tile.
 
-    Memory: the ``(n, k)`` results plus one ``(tile_rows, tile_cols)`` score tile. Each tile
-    is a BLAS matmul into a reused buffer; a Numba pass offers its scores to per-row heaps.
-    Tile sizes depend only on the shapes (never on the thread count).
+    Memory: the ``(n, k)`` results plus one score tile (at most ``_TILE_ELEMENTS`` scores). Each
+    tile is a BLAS matmul into a reused buffer; a Numba pass offers its scores to per-row heaps.
+    With ``symmetric`` (``Bn is An``), only tiles on and above the diagonal are computed and
+    each off-diagonal tile feeds both its rows and, transposed, its columns: half the matmul.
+    Tiles are visited so that every row sees its candidates in increasing column order (the
+    precondition of the heap update). Tile sizes depend only on the shapes, never on the thread
+    count.
     """
     n, m = An.shape[0], Bn.shape[0]
     dtype = An.dtype
@@ -386,18 +391,25 @@ def _topk_normalized(An, Bn, k, exclude, parallel):
     if n == 0 or k == 0:
         return ids, scores
     sizes = np.zeros(n, dtype=np.int64)
-    tile_cols = min(m, _TILE_COLS)
-    tile_rows = max(1, min(n, _TILE_ELEMENTS // tile_cols))
+    if symmetric:
+        tile_rows = tile_cols = min(n, _TILE_SQUARE)
+    else:
+        tile_cols = min(m, _TILE_COLS)
+        tile_rows = max(1, min(n, _TILE_ELEMENTS // tile_cols))
     buf = np.empty(tile_rows * tile_cols, dtype=dtype)
     use_par = _use_parallel(parallel, tile_rows * tile_cols)
     for r0 in range(0, n, tile_rows):
         r1 = min(n, r0 + tile_rows)
         a_blk = An[r0:r1]
-        for c0 in range(0, m, tile_cols):
+        # Row block r0 meets columns r0.. (symmetric: earlier columns came transposed).
+        for c0 in range(r0 if symmetric else 0, m, tile_cols):
             c1 = min(m, c0 + tile_cols)
             tile = buf[:(r1 - r0) * (c1 - c0)].reshape(r1 - r0, c1 - c0)
             np.matmul(a_blk, Bn[c0:c1].T, out=tile)
             _nb.topk_update(tile, r0, c0, exclude, scores, ids, sizes, parallel=use_par)
+            if symmetric and c0 != r0:
+                _nb.topk_update_columns(tile, c0, r0, exclude, scores, ids, sizes,
+                                        parallel=use_par)
     _nb.topk_finish(scores, ids, sizes, parallel=_use_parallel(parallel, n * k))
     return ids, scores
 
@@ -440,7 +452,7 @@ def topk_cosine(A, B=None, k: int = 10, *, exclude_self: Optional[bool] = None,
         exclude = np.arange(n, dtype=np.int64).reshape(n, 1)
     else:
         exclude = np.empty((n, 0), dtype=np.int64)
-    return _topk_normalized(An, Bn, k, exclude, parallel)
+    return _topk_normalized(An, Bn, k, exclude, parallel, symmetric=B is None)
 
 
 def _rank_reference(S: np.ndarray, k: int, exclude) -> Tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,244 @@
+"""Benchmark the embedding kernels against NumPy (and torch, when installed).
+
+    python benchmarks/bench_kernels.py                  # table for 1 and 2 threads
+    python benchmarks/bench_kernels.py --threads 2      # one thread count only
+    python benchmarks/bench_kernels.py --compile-cost   # first-call cost, empty vs warm JIT cache
+    python benchmarks/bench_kernels.py --big            # also top-k at n = m = 100,000 (slow)
+
+Each thread count runs in a fresh child process, because BLAS reads its thread count from the
+environment at import. Times are the median of several repeats after one warm-up call (so JIT
+compilation is excluded; see ``--compile-cost`` for that). Ratios are computed from the same run.
+
+The functions ``make_inputs``, ``cases`` and ``time_call`` are importable for other harnesses
+(an asv suite can wrap ``cases(make_inputs(seed))``).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)  # benchmark the checkout this script lives in
+
+V, D, N_IDS, N_COS, K = 50_257, 768, 65_536, 10_000, 10
+
+
+def zipf_ids(rng, vocab, n, exponent=1.0):
+    """``n`` ids whose frequencies follow Zipf's law over a random ranking of ``vocab`` rows."""
+    ranks = np.arange(1, vocab + 1, dtype=np.float64)
+    p = ranks ** -exponent
+    p /= p.sum()
+    by_rank = rng.permutation(vocab)
+    return by_rank[rng.choice(vocab, size=n, p=p)].astype(np.int64)
+
+
+def make_inputs(seed=0, vocab=V, dim=D, n_ids=N_IDS, n_cos=N_COS, dtype=np.float32):
+    """The benchmark's arrays: table ``E``, Zipf ``ids``, ``grad`` rows, cosine matrix ``A``."""
+    rng = np.random.default_rng(seed)
+    return {
+        "E": rng.standard_normal((vocab, dim), dtype=np.float32).astype(dtype),
+        "ids": zipf_ids(rng, vocab, n_ids),
+        "grad": rng.standard_normal((n_ids, dim), dtype=np.float32).astype(dtype),
+        "A": rng.standard_normal((n_cos, dim), dtype=np.float32).astype(dtype),
+    }
+
+
+def _np_normalize(A):
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    return A / norms
+
+
+def _np_topk(A, k):
+    """The baseline: full matmul, argpartition, then sort the k per row."""
+    An = _np_normalize(A)
+    S = An @ An.T
+    np.fill_diagonal(S, -np.inf)
+    part = np.argpartition(-S, k, axis=1)[:, :k]
+    top = np.take_along_axis(S, part, axis=1)
+    order = np.argsort(-top, axis=1, kind="stable")
+    return np.take_along_axis(part, order, axis=1), np.take_along_axis(top, order, axis=1)
+
+
+def cases(inputs):
+    """``{operation: {implementation: zero-argument callable}}`` over ``inputs``."""
+    from fastbpe import kernels as K_
+
+    E, ids, grad, A = inputs["E"], inputs["ids"], inputs["grad"], inputs["A"]
+    table = {
+        "gather": {
+            "fastbpe.gather": lambda: K_.gather(E, ids),
+            "numpy E[ids]": lambda: E[ids],
+        },
+        "scatter_add": {
+            "fastbpe.scatter_add": lambda: K_.scatter_add(grad, ids, E.shape[0]),
+            "fastbpe.scatter_add_sparse": lambda: K_.scatter_add_sparse(grad, ids),
+            "numpy np.add.at": lambda: np.add.at(np.zeros_like(E), ids, grad),
+        },
+        "cosine_similarity": {
+            "fastbpe.cosine_similarity": lambda: K_.cosine_similarity(A),
+            "numpy normalise+matmul": lambda: (lambda An: An @ An.T)(_np_normalize(A)),
+        },
+        "topk_cosine": {
+            "fastbpe.topk_cosine": lambda: K_.topk_cosine(A, k=K),
+            "numpy matmul+argpartition": lambda: _np_topk(A, K),
+        },
+    }
+    try:
+        import torch
+    except ImportError:
+        return table
+    tE, tids, tgrad, tA = (torch.from_numpy(x) for x in (E, ids, grad, A))
+    table["gather"]["torch index_select"] = lambda: torch.index_select(tE, 0, tids)
+    table["scatter_add"]["torch zeros+index_add_"] = (
+        lambda: torch.zeros_like(tE).index_add_(0, tids, tgrad))
+
+    def torch_topk():
+        An = torch.nn.functional.normalize(tA, dim=1)
+        S = An @ An.T
+        S.fill_diagonal_(-float("inf"))
+        return torch.topk(S, K, dim=1)
+
+    table["topk_cosine"]["torch matmul+topk"] = torch_topk
+    return table
+
+
+def time_call(fn, repeats):
+    """Median wall time of ``repeats`` calls after one warm-up call (JIT, page faults)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+REPEATS = {"gather": 15, "scatter_add": 9, "cosine_similarity": 5, "topk_cosine": 3}
+BASELINES = {"gather": "numpy E[ids]", "scatter_add": "numpy np.add.at",
+             "cosine_similarity": "numpy normalise+matmul", "topk_cosine": "numpy matmul+argpartition"}
+
+
+def topk_memory(n_queries, n_table, dim=D, k=K, seed=1):
+    """Time and peak traced memory of ``topk_cosine(Q, T)`` (the inputs excluded)."""
+    from fastbpe import kernels as K_
+    rng = np.random.default_rng(seed)
+    Q = rng.standard_normal((n_queries, dim), dtype=np.float32)
+    T = rng.standard_normal((n_table, dim), dtype=np.float32)
+    K_.topk_cosine(Q[:100], T[:1000], k=k)  # compile
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    K_.topk_cosine(Q, T, k=k)
+    elapsed = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"n": n_queries, "m": n_table, "seconds": elapsed, "peak_mb": peak / 2**20,
+            "full_matrix_mb": n_queries * n_table * 4 / 2**20}
+
+
+def child(threads, big):
+    """Run every case with ``threads`` threads; print one JSON line."""
+    import numba
+    numba.set_num_threads(threads)
+    try:
+        import torch
+        torch.set_num_threads(threads)
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = None
+    inputs = make_inputs(0)
+    results = {}
+    for op, impls in cases(inputs).items():
+        results[op] = {name: time_call(fn, REPEATS[op]) for name, fn in impls.items()}
+    memory = [topk_memory(100_000, 10_000)]
+    if big:
+        memory.append(topk_memory(100_000, 100_000))
+    print(json.dumps({"threads": threads, "results": results, "memory": memory,
+                      "torch": torch_version}))
+
+
+def run_child(threads, big):
+    env = dict(os.environ)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        env[var] = str(threads)
+    cmd = [sys.executable, __file__, "--child", str(threads)] + (["--big"] if big else [])
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def print_table(runs):
+    print(f"V={V} d={D} float32, {N_IDS} Zipf ids, cosine {N_COS}x{D}, top-k k={K}")
+    print(f"{'operation':<18} {'implementation':<30} {'threads':>7} {'ms':>10} {'vs numpy':>9} "
+          f"{'vs torch':>9}")
+    for run in runs:
+        for op, impls in run["results"].items():
+            base = impls[BASELINES[op]]
+            torch_times = [t for name, t in impls.items() if name.startswith("torch")]
+            for name, t in impls.items():
+                vs_torch = f"{torch_times[0] / t:8.2f}x" if torch_times else "     n/a"
+                print(f"{op:<18} {name:<30} {run['threads']:>7} {t * 1e3:10.1f} "
+                      f"{base / t:8.2f}x {vs_torch}")
+        for mem in run["memory"]:
+            print(f"topk_cosine memory: n={mem['n']} m={mem['m']} threads={run['threads']}: "
+                  f"{mem['seconds']:.2f} s, peak traced {mem['peak_mb']:.0f} MB "
+                  f"(full score matrix would be {mem['full_matrix_mb']:.0f} MB)")
+    print("'vs numpy'/'vs torch' = baseline time / this time (>1: this is faster). torch:",
+          runs[0]["torch"] or "not installed")
+
+
+COMPILE_PROBE = r"""
+import time, numpy as np
+t0 = time.perf_counter()
+from fastbpe import kernels as K
+t_import = time.perf_counter() - t0
+rng = np.random.default_rng(0)
+E = rng.standard_normal((1000, 64)).astype(np.float32)
+ids = rng.integers(0, 1000, 5000)
+g = rng.standard_normal((5000, 64)).astype(np.float32)
+out = {"import": t_import}
+for name, fn in [("gather", lambda: K.gather(E, ids)),
+                 ("scatter_add", lambda: K.scatter_add(g, ids, 1000)),
+                 ("scatter_add_sparse", lambda: K.scatter_add_sparse(g, ids)),
+                 ("cosine_similarity", lambda: K.cosine_similarity(E)),
+                 ("topk_cosine", lambda: K.topk_cosine(E, k=5))]:
+    t0 = time.perf_counter(); fn(); out[name] = time.perf_counter() - t0
+print(out)
+"""
+
+
+def compile_cost():
+    """First-call cost in fresh processes: empty Numba cache, then the cache just written."""
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=REPO_ROOT)
+        for label in ("empty cache (compiles)", "warm cache (loads)"):
+            proc = subprocess.run([sys.executable, "-c", COMPILE_PROBE], env=env,
+                                  capture_output=True, text=True, check=True)
+            times = eval(proc.stdout.strip().splitlines()[-1])  # a dict literal we printed
+            row = ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in times.items())
+            print(f"{label}: total {sum(times.values()):.2f} s; {row}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--big", action="store_true", help="top-k at n = m = 100,000 too")
+    parser.add_argument("--compile-cost", action="store_true")
+    args = parser.parse_args()
+    if args.child is not None:
+        child(args.child, args.big)
+    elif args.compile_cost:
+        compile_cost()
+    else:
+        print_table([run_child(t, args.big) for t in args.threads])
+
+
+if __name__ == "__main__":
+    main()
