@@ -87,8 +87,13 @@ def _float_array(a, name: str) -> np.ndarray:
 
 
 def _id_array(ids, name: str = "ids") -> np.ndarray:
-    """``ids`` as an integer ndarray (any shape); rejects bool, float and object input."""
+    """``ids`` as an integer ndarray (any shape); rejects bool, float and object input.
+
+    An empty Python sequence (which NumPy would make float64) is taken as empty int64 ids.
+    """
     arr = np.asarray(ids)
+    if arr.size == 0 and not isinstance(ids, np.ndarray):
+        arr = arr.astype(np.int64)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
     return arr
@@ -293,8 +298,9 @@ def scatter_add_reference(grad, ids, num_rows: int) -> np.ndarray:
     """NumPy oracle of :func:`scatter_add` (``np.add.at`` on zeros)."""
     grad = np.asarray(grad)
     ids = np.asarray(ids)
-    out = np.zeros((num_rows, grad.shape[-1]), dtype=grad.dtype)
-    np.add.at(out, ids.reshape(-1), grad.reshape(-1, grad.shape[-1]))
+    d = grad.shape[-1]
+    out = np.zeros((num_rows, d), dtype=grad.dtype)
+    np.add.at(out, ids.reshape(-1), grad.reshape(ids.size, d))
     return out
 
 
@@ -303,8 +309,9 @@ def scatter_add_sparse_reference(grad, ids) -> Tuple[np.ndarray, np.ndarray]:
     grad = np.asarray(grad)
     ids = np.asarray(ids).reshape(-1).astype(np.int64)
     unique_ids, inverse = np.unique(ids, return_inverse=True)
-    rows = np.zeros((unique_ids.size, grad.shape[-1]), dtype=grad.dtype)
-    np.add.at(rows, inverse, grad.reshape(-1, grad.shape[-1]))
+    d = grad.shape[-1]
+    rows = np.zeros((unique_ids.size, d), dtype=grad.dtype)
+    np.add.at(rows, inverse.reshape(-1), grad.reshape(ids.size, d))
     return unique_ids, rows
 
 
