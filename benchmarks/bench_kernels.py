@@ -6,7 +6,7 @@
     python benchmarks/bench_kernels.py --big            # also top-k at n = m = 100,000 (slow)
 
 Each thread count runs in a fresh child process, because BLAS reads its thread count from the
-environment at import. Times are the median of several repeats after one warm-up call (so JIT
+environment at import. Times are the best of several interleaved rounds after one warm-up call (so JIT
 compilation is excluded; see ``--compile-cost`` for that). Ratios are computed from the same run.
 
 The functions ``make_inputs``, ``cases`` and ``time_call`` are importable for other harnesses
@@ -15,7 +15,6 @@ The functions ``make_inputs``, ``cases`` and ``time_call`` are importable for ot
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,15 +71,28 @@ def cases(inputs):
     from fastbpe import kernels as K_
 
     E, ids, grad, A = inputs["E"], inputs["ids"], inputs["grad"], inputs["A"]
+    # "(out=)" rows reuse one output buffer across calls (as a training loop would), so they
+    # exclude the page faults of a fresh 150-200 MB allocation that the other rows pay.
+    gathered = np.empty(ids.shape + E.shape[1:], dtype=E.dtype)
+    dense = np.empty_like(E)
+
+    def add_at_into():
+        dense.fill(0)
+        np.add.at(dense, ids, grad)
+
     table = {
         "gather": {
             "fastbpe.gather": lambda: K_.gather(E, ids),
+            "fastbpe.gather (out=)": lambda: K_.gather(E, ids, out=gathered),
             "numpy E[ids]": lambda: E[ids],
+            "numpy take (out=)": lambda: np.take(E, ids, axis=0, out=gathered),
         },
         "scatter_add": {
             "fastbpe.scatter_add": lambda: K_.scatter_add(grad, ids, E.shape[0]),
+            "fastbpe.scatter_add (out=)": lambda: K_.scatter_add(grad, ids, E.shape[0], out=dense),
             "fastbpe.scatter_add_sparse": lambda: K_.scatter_add_sparse(grad, ids),
             "numpy np.add.at": lambda: np.add.at(np.zeros_like(E), ids, grad),
+            "numpy fill(0)+add.at (out=)": add_at_into,
         },
         "cosine_similarity": {
             "fastbpe.cosine_similarity": lambda: K_.cosine_similarity(A),
@@ -96,9 +108,14 @@ def cases(inputs):
     except ImportError:
         return table
     tE, tids, tgrad, tA = (torch.from_numpy(x) for x in (E, ids, grad, A))
+    t_gathered, t_dense = torch.from_numpy(gathered), torch.from_numpy(dense)
     table["gather"]["torch index_select"] = lambda: torch.index_select(tE, 0, tids)
+    table["gather"]["torch index_select (out=)"] = (
+        lambda: torch.index_select(tE, 0, tids, out=t_gathered))
     table["scatter_add"]["torch zeros+index_add_"] = (
         lambda: torch.zeros_like(tE).index_add_(0, tids, tgrad))
+    table["scatter_add"]["torch zero_+index_add_ (out=)"] = (
+        lambda: t_dense.zero_().index_add_(0, tids, tgrad))
 
     def torch_topk():
         An = torch.nn.functional.normalize(tA, dim=1)
@@ -111,14 +128,25 @@ def cases(inputs):
 
 
 def time_call(fn, repeats):
-    """Median wall time of ``repeats`` calls after one warm-up call (JIT, page faults)."""
-    fn()
-    times = []
+    """Best wall time of ``repeats`` calls after one warm-up call (JIT, page faults)."""
+    return time_interleaved({"fn": fn}, repeats)["fn"]
+
+
+def time_interleaved(impls, repeats):
+    """Best time of each implementation over ``repeats`` rounds, one call of each per round.
+
+    Interleaving spreads background load evenly over the implementations being compared, and
+    the minimum is the least-disturbed run, so the ratios stay meaningful on a shared machine.
+    """
+    for fn in impls.values():
+        fn()  # warm-up: JIT compile, first-touch page faults of reused buffers
+    best = {name: float("inf") for name in impls}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, fn in impls.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
 
 
 REPEATS = {"gather": 15, "scatter_add": 9, "cosine_similarity": 5, "topk_cosine": 3}
@@ -156,12 +184,12 @@ def child(threads, big):
     inputs = make_inputs(0)
     results = {}
     for op, impls in cases(inputs).items():
-        results[op] = {name: time_call(fn, REPEATS[op]) for name, fn in impls.items()}
+        results[op] = time_interleaved(impls, REPEATS[op])
     memory = [topk_memory(100_000, 10_000)]
     if big:
         memory.append(topk_memory(100_000, 100_000))
     print(json.dumps({"threads": threads, "results": results, "memory": memory,
-                      "torch": torch_version}))
+                      "torch": torch_version, "loadavg": os.getloadavg()}))
 
 
 def run_child(threads, big):
@@ -175,21 +203,28 @@ def run_child(threads, big):
 
 def print_table(runs):
     print(f"V={V} d={D} float32, {N_IDS} Zipf ids, cosine {N_COS}x{D}, top-k k={K}")
-    print(f"{'operation':<18} {'implementation':<30} {'threads':>7} {'ms':>10} {'vs numpy':>9} "
+    print(f"{'operation':<18} {'implementation':<32} {'threads':>7} {'ms':>10} {'vs numpy':>9} "
           f"{'vs torch':>9}")
     for run in runs:
         for op, impls in run["results"].items():
             base = impls[BASELINES[op]]
-            torch_times = [t for name, t in impls.items() if name.startswith("torch")]
             for name, t in impls.items():
-                vs_torch = f"{torch_times[0] / t:8.2f}x" if torch_times else "     n/a"
-                print(f"{op:<18} {name:<30} {run['threads']:>7} {t * 1e3:10.1f} "
+                # Compare like with like: "(out=)" rows against the baselines' "(out=)" rows.
+                reuse = name.endswith("(out=)")
+                same_kind = {n: v for n, v in impls.items() if n.endswith("(out=)") == reuse}
+                base = next((v for n, v in same_kind.items() if n.startswith("numpy")), base)
+                torch_t = next((v for n, v in same_kind.items() if n.startswith("torch")), None)
+                vs_torch = f"{torch_t / t:8.2f}x" if torch_t else "     n/a"
+                print(f"{op:<18} {name:<32} {run['threads']:>7} {t * 1e3:10.1f} "
                       f"{base / t:8.2f}x {vs_torch}")
+        print(f"(threads={run['threads']}: 1/5/15-min load average at the end of the run: "
+              f"{', '.join(f'{x:.1f}' for x in run['loadavg'])} on {os.cpu_count()} CPUs)")
         for mem in run["memory"]:
             print(f"topk_cosine memory: n={mem['n']} m={mem['m']} threads={run['threads']}: "
                   f"{mem['seconds']:.2f} s, peak traced {mem['peak_mb']:.0f} MB "
                   f"(full score matrix would be {mem['full_matrix_mb']:.0f} MB)")
-    print("'vs numpy'/'vs torch' = baseline time / this time (>1: this is faster). torch:",
+    print("'vs numpy'/'vs torch' = baseline time / this time (>1: this is faster); '(out=)' rows "
+          "are compared with the baselines' '(out=)' rows. torch:",
           runs[0]["torch"] or "not installed")
 
 
