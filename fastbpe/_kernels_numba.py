@@ -134,10 +134,23 @@ def sum_buckets(grad, order, starts, chunk_bounds, out):
             dst = out[b]
             for j in range(d):
                 dst[j] = 0
-            for p in range(starts[b], starts[b + 1]):
+            p = starts[b]
+            end = starts[b + 1]
+            # Four source rows per pass: four independent memory streams in flight and one
+            # pass over dst; the parentheses keep the order of single left-to-right additions.
+            while p + 4 <= end:
+                s0 = grad[order[p]]
+                s1 = grad[order[p + 1]]
+                s2 = grad[order[p + 2]]
+                s3 = grad[order[p + 3]]
+                for j in range(d):
+                    dst[j] = (((dst[j] + s0[j]) + s1[j]) + s2[j]) + s3[j]
+                p += 4
+            while p < end:
                 src = grad[order[p]]
                 for j in range(d):
                     dst[j] += src[j]
+                p += 1
 
 
 # --- cosine: row normalisation and blocked top-k selection ---------------------------------------
