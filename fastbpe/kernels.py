@@ -69,8 +69,6 @@ def _float_matrix(a, name: str) -> np.ndarray:
     """A C-contiguous float32/float64 2-D view of ``a`` (a copy only when not C-contiguous)."""
     if not isinstance(a, np.ndarray):
         a = np.asarray(a)
-        if a.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"{name} must be a float32 or float64 array, got dtype {a.dtype}")
     if a.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must be a float32 or float64 array, got dtype {a.dtype}")
     if a.ndim != 2:
@@ -99,17 +97,20 @@ def _id_array(ids, name: str = "ids") -> np.ndarray:
     return arr
 
 
-def _check_id_range(ids: np.ndarray, num_rows: int, name: str = "ids") -> None:
-    """Raise ``IndexError`` naming the first id outside ``[0, num_rows)``."""
+def _check_id_range(ids: np.ndarray, num_rows: Optional[int], name: str = "ids") -> None:
+    """Raise ``IndexError`` naming the first id outside ``[0, num_rows)`` (``None``: no upper
+    bound but the int64 range)."""
     if ids.size == 0:
         return
+    limit = np.iinfo(np.int64).max if num_rows is None else num_rows
     lo, hi = ids.min(), ids.max()
-    if lo < 0 or hi >= num_rows:
+    if lo < 0 or hi >= limit:
         flat = ids.reshape(-1)
-        bad_pos = int(np.flatnonzero((flat < 0) | (flat >= num_rows))[0])
+        bad_pos = int(np.flatnonzero((flat < 0) | (flat >= limit))[0])
+        valid = "ids must be in the int64 range and >= 0" if num_rows is None else \
+            f"out of range for {num_rows} rows (valid: 0..{num_rows - 1})"
         raise IndexError(f"{name} contains {int(flat[bad_pos])} at flat position {bad_pos}, "
-                         f"out of range for {num_rows} rows (valid: 0..{num_rows - 1}; negative "
-                         f"ids are not wrapped)")
+                         f"{valid}; negative ids are not wrapped")
 
 
 def _flat_int64(ids: np.ndarray) -> np.ndarray:
@@ -282,10 +283,7 @@ def scatter_add_sparse(grad, ids, *, parallel: Optional[bool] = None
     """
     grad, ids = _grad_and_ids(grad, ids)
     d = grad.shape[-1]
-    if ids.size and ids.min() < 0:
-        _check_id_range(ids, np.iinfo(np.int64).max)
-    if ids.dtype == np.uint64 and ids.size and ids.max() > np.iinfo(np.int64).max:
-        raise IndexError(f"ids contains {int(ids.max())}, larger than the int64 range")
+    _check_id_range(ids, None)
     flat = _flat_int64(ids)
     unique_ids, starts, order = _bucket_present(flat)
     rows = np.empty((unique_ids.size, d), dtype=grad.dtype)
