@@ -168,6 +168,7 @@ def topk_memory(n_queries, n_table, dim=D, k=K, seed=1):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {"n": n_queries, "m": n_table, "seconds": elapsed, "peak_mb": peak / 2**20,
+            "inputs_mb": (n_queries + n_table) * dim * 4 / 2**20,
             "full_matrix_mb": n_queries * n_table * 4 / 2**20}
 
 
@@ -221,8 +222,9 @@ def print_table(runs):
               f"{', '.join(f'{x:.1f}' for x in run['loadavg'])} on {os.cpu_count()} CPUs)")
         for mem in run["memory"]:
             print(f"topk_cosine memory: n={mem['n']} m={mem['m']} threads={run['threads']}: "
-                  f"{mem['seconds']:.2f} s, peak traced {mem['peak_mb']:.0f} MB "
-                  f"(full score matrix would be {mem['full_matrix_mb']:.0f} MB)")
+                  f"{mem['seconds']:.2f} s, peak traced {mem['peak_mb']:.0f} MB, of which "
+                  f"{mem['inputs_mb']:.0f} MB are the normalised copies of the inputs (the full "
+                  f"score matrix alone would be {mem['full_matrix_mb']:.0f} MB)")
     print("'vs numpy'/'vs torch' = baseline time / this time (>1: this is faster); '(out=)' rows "
           "are compared with the baselines' '(out=)' rows. torch:",
           runs[0]["torch"] or "not installed")

@@ -33,7 +33,7 @@ Conventions shared by every function here:
   more than one thread; ``True``/``False`` force it.
 """
 import operator
-from typing import Optional, Tuple, Union
+from typing import Optional, Tuple
 
 import numba
 import numpy as np
