@@ -3,7 +3,7 @@
     python benchmarks/bench_kernels.py                  # table for 1 and 2 threads
     python benchmarks/bench_kernels.py --threads 2      # one thread count only
     python benchmarks/bench_kernels.py --compile-cost   # first-call cost, empty vs warm JIT cache
-    python benchmarks/bench_kernels.py --big            # also top-k at n = m = 100,000 (slow)
+    python benchmarks/bench_kernels.py --big            # also all-pairs top-k of 100,000 rows (slow)
 
 Each thread count runs in a fresh child process, because BLAS reads its thread count from the
 environment at import. Times are the best of several interleaved rounds after one warm-up call (so JIT
@@ -154,22 +154,24 @@ BASELINES = {"gather": "numpy E[ids]", "scatter_add": "numpy np.add.at",
              "cosine_similarity": "numpy normalise+matmul", "topk_cosine": "numpy matmul+argpartition"}
 
 
-def topk_memory(n_queries, n_table, dim=D, k=K, seed=1):
-    """Time and peak traced memory of ``topk_cosine(Q, T)`` (the inputs excluded)."""
+def topk_memory(n_queries, n_table=None, dim=D, k=K, seed=1):
+    """Time and peak traced memory of ``topk_cosine(Q, T)`` (``n_table=None``: ``Q`` with
+    itself), not counting the inputs themselves."""
     from fastbpe import kernels as K_
     rng = np.random.default_rng(seed)
     Q = rng.standard_normal((n_queries, dim), dtype=np.float32)
-    T = rng.standard_normal((n_table, dim), dtype=np.float32)
-    K_.topk_cosine(Q[:100], T[:1000], k=k)  # compile
+    T = None if n_table is None else rng.standard_normal((n_table, dim), dtype=np.float32)
+    K_.topk_cosine(Q[:100], None if T is None else T[:1000], k=k)  # compile
     tracemalloc.start()
     t0 = time.perf_counter()
     K_.topk_cosine(Q, T, k=k)
     elapsed = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"n": n_queries, "m": n_table, "seconds": elapsed, "peak_mb": peak / 2**20,
-            "inputs_mb": (n_queries + n_table) * dim * 4 / 2**20,
-            "full_matrix_mb": n_queries * n_table * 4 / 2**20}
+    m = n_queries if n_table is None else n_table
+    return {"n": n_queries, "m": m, "seconds": elapsed, "peak_mb": peak / 2**20,
+            "inputs_mb": (n_queries + (0 if n_table is None else n_table)) * dim * 4 / 2**20,
+            "full_matrix_mb": n_queries * m * 4 / 2**20}
 
 
 def child(threads, big):
@@ -188,7 +190,7 @@ def child(threads, big):
         results[op] = time_interleaved(impls, REPEATS[op])
     memory = [topk_memory(100_000, 10_000)]
     if big:
-        memory.append(topk_memory(100_000, 100_000))
+        memory.append(topk_memory(100_000))  # all-pairs neighbours of 100,000 rows
     print(json.dumps({"threads": threads, "results": results, "memory": memory,
                       "torch": torch_version, "loadavg": os.getloadavg()}))
 
@@ -266,7 +268,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--big", action="store_true", help="top-k at n = m = 100,000 too")
+    parser.add_argument("--big", action="store_true", help="all-pairs top-k of 100,000 rows too (slow)")
     parser.add_argument("--compile-cost", action="store_true")
     args = parser.parse_args()
     if args.child is not None:
