@@ -54,6 +54,7 @@ _TILE_ELEMENTS = 1 << 22           # top-k score tile: 16 MB of float32 (32 MB f
 _TILE_COLS = 4096
 _TILE_SQUARE = 2048                # symmetric top-k: square tiles of the upper triangle
 _COUNTING_SORT_SLACK = 1 << 20     # counting sort when max id < 4 * len(ids) + this
+_STREAM_MIN_BYTES = 8 << 20        # gather into a caller's out this big uses streaming stores
 
 
 # --- validation helpers --------------------------------------------------------------------------
@@ -164,11 +165,13 @@ def gather(E, ids, out: Optional[np.ndarray] = None, *, parallel: Optional[bool]
     shape = ids.shape + (d,)
     if out is None:
         out = np.empty(shape, dtype=E.dtype)
+        stream = False  # fresh pages: streaming stores are slower there (see gather_rows)
     else:
         _check_out(out, shape, E.dtype, (E,))
+        stream = out.nbytes >= _STREAM_MIN_BYTES
     flat = _flat_int64(ids)
     if flat.size and d:
-        _nb.gather_rows(E, flat, out.reshape(flat.size, d),
+        _nb.gather_rows(E, flat, out.reshape(flat.size, d), stream,
                         parallel=_use_parallel(parallel, flat.size * d))
     return out
 

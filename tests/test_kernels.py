@@ -88,6 +88,22 @@ def test_gather_into_out_and_noncontiguous_table(parallel):
     np.testing.assert_array_equal(K.gather(np.asfortranarray(big), ids[0]), big[ids[0]])
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dim", [1, 7, 16, 17, 40, 131])
+def test_gather_with_streaming_stores_into_out(dtype, dim, parallel, monkeypatch):
+    """Large outs are written with non-temporal stores (aligned 64-byte blocks + plain head and
+    tail); force that path on small shapes whose rows start at every alignment."""
+    monkeypatch.setattr(K, "_STREAM_MIN_BYTES", 0)
+    rng = np.random.default_rng(13)
+    E = random_matrix(rng, 30, dim, dtype)
+    ids = zipf_ids(rng, 30, (301,))
+    backing = np.full(301 * dim + 8, np.nan, dtype=dtype)
+    for shift in (0, 1, 3):  # out starting off a 64-byte boundary
+        out = backing[shift:shift + 301 * dim].reshape(301, dim)
+        K.gather(E, ids, out=out, parallel=parallel)
+        np.testing.assert_array_equal(out, E[ids])
+
+
 def test_gather_copies_non_finite_values_unchanged():
     E = np.array([[np.nan, np.inf], [-np.inf, -0.0]], dtype=np.float32)
     got = K.gather(E, [1, 0])
@@ -288,7 +304,8 @@ def restore_threads():
 
 @needs_two_threads
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_results_are_bit_identical_for_any_thread_count(dtype, restore_threads):
+def test_results_are_bit_identical_for_any_thread_count(dtype, restore_threads, monkeypatch):
+    monkeypatch.setattr(K, "_STREAM_MIN_BYTES", 1 << 20)
     rng = np.random.default_rng(6)
     V, d, n = 3000, 33, 40_000
     E = random_matrix(rng, V, d, dtype)
@@ -300,7 +317,10 @@ def test_results_are_bit_identical_for_any_thread_count(dtype, restore_threads):
     def run(parallel, threads):
         numba.set_num_threads(threads)
         u, rows = K.scatter_add_sparse(grad, ids, parallel=parallel)
-        return [K.gather(E, ids, parallel=parallel), K.scatter_add(grad, ids, V, parallel=parallel),
+        streamed = np.empty((n, d), dtype=dtype)  # >= 5 MB: written with streaming stores
+        K.gather(E, ids, out=streamed, parallel=parallel)
+        return [K.gather(E, ids, parallel=parallel), streamed,
+                K.scatter_add(grad, ids, V, parallel=parallel),
                 u, rows, K.normalize_rows(A, parallel=parallel),
                 *K.topk_cosine(A, k=7, parallel=parallel),
                 *K.topk_cosine(A, E[:900], k=5, parallel=parallel)]
@@ -310,7 +330,8 @@ def test_results_are_bit_identical_for_any_thread_count(dtype, restore_threads):
         for got, want in zip(run(True, threads), serial):
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(serial[1], K.scatter_add_reference(grad, ids, V))
+    np.testing.assert_array_equal(serial[1], serial[0])
+    np.testing.assert_array_equal(serial[2], K.scatter_add_reference(grad, ids, V))
 
 
 # --- cosine similarity -------------------------------------------------------------------------------
