@@ -98,7 +98,7 @@ def _address(typingctx, arr):
     def codegen(context, builder, signature, args):
         ary = context.make_array(signature.args[0])(context, builder, args[0])
         return builder.ptrtoint(ary.data, ir.IntType(64))
-    return numba.types.uint64(arr), codegen
+    return numba.types.int64(arr), codegen  # user-space addresses fit in int64
 
 
 @intrinsic
