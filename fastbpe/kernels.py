@@ -26,6 +26,9 @@ Conventions shared by every function here:
 * **Non-finite data** is not checked: NaN and inf are copied and summed under IEEE rules
   (a NaN gradient makes its row NaN). A row with a non-finite entry has non-finite cosines;
   the neighbour search ranks NaN scores below every number.
+* **Memory traffic.** :func:`gather` into a caller's ``out`` of 8 MB or more writes it with
+  streaming (non-temporal) stores, which skip reading the destination into the cache first;
+  into a freshly allocated result it uses ordinary stores (measured faster there).
 * **Determinism.** Results are bit-identical whatever the thread count, and equal to the serial
   compile: work is partitioned by destination row (each output row has one owner thread, which
   sums its sources in position order); there are no atomics and no cross-thread reductions.
