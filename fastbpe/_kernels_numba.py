@@ -131,21 +131,38 @@ def _store_fence(typingctx):
     return numba.types.void(), codegen
 
 
+@intrinsic
+def _memcpy(typingctx, dst, src):
+    """``dst[:] = src[:]`` for 1-D contiguous arrays of one dtype and length, through the C
+    library's ``memcpy`` (which copies large blocks with ``rep movsb`` on x86: no
+    read-for-ownership either, and the right choice for freshly mapped pages)."""
+    def codegen(context, builder, signature, args):
+        dty, sty = signature.args
+        dst_ary = context.make_array(dty)(context, builder, args[0])
+        src_ary = context.make_array(sty)(context, builder, args[1])
+        count = builder.extract_value(dst_ary.shape, 0)
+        itemsize = context.get_abi_sizeof(context.get_data_type(dty.dtype))
+        cgutils.raw_memcpy(builder, dst_ary.data, src_ary.data, count, itemsize)
+        return context.get_dummy_value()
+    return numba.types.void(dst, src), codegen
+
+
 @numba.njit(inline="always")
 def _copy_row(dst, src, stream):
-    """``dst[:] = src[:]``; with ``stream``, the aligned 64-byte blocks go non-temporal."""
+    """``dst[:] = src[:]``: with ``stream``, aligned 64-byte blocks go non-temporal (plain
+    stores for the unaligned head and tail); otherwise one ``memcpy``."""
+    if not stream:
+        _memcpy(dst, src)
+        return
     d = dst.shape[0]
-    j = 0
-    if stream:
-        per = 64 // dst.itemsize
-        head = ((64 - _address(dst) % 64) % 64) // dst.itemsize
-        head = min(head, d)
-        for q in range(head):
-            dst[q] = src[q]
-        j = head
-        while j + per <= d:
-            _stream_64_bytes(dst, j, src, j)
-            j += per
+    per = 64 // dst.itemsize
+    head = min(((64 - _address(dst) % 64) % 64) // dst.itemsize, d)
+    for q in range(head):
+        dst[q] = src[q]
+    j = head
+    while j + per <= d:
+        _stream_64_bytes(dst, j, src, j)
+        j += per
     for q in range(j, d):
         dst[q] = src[q]
 
@@ -160,10 +177,11 @@ _GATHER_BLOCK = 256  # rows per parallel iteration (one store fence each)
 def gather_rows(table, ids, out, stream):
     """``out[i] = table[ids[i]]``; each output row is written by one iteration.
 
-    ``stream``: write ``out`` with non-temporal stores. Measured on the benchmark shapes: about
-    2x faster into a reused output much larger than the cache, but slower into freshly
-    allocated memory (the page-fault path has just zeroed those lines into the cache), so
-    the caller streams only into an ``out`` it was given.
+    ``stream``: write ``out`` with non-temporal stores, else copy rows with ``memcpy``.
+    Measured on the benchmark shapes (65,536 rows of 3 KB): streaming into a reused output is
+    about 2x faster than a plain store loop and than ``memcpy``, but slower into freshly
+    allocated memory (the page-fault path has just zeroed those lines into the cache), where
+    ``memcpy`` beats the plain loop; so the caller streams only into an ``out`` it was given.
     """
     n = ids.shape[0]
     for blk in prange((n + _GATHER_BLOCK - 1) // _GATHER_BLOCK):
