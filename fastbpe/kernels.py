@@ -28,10 +28,12 @@ Conventions shared by every function here:
   the neighbour search ranks NaN scores below every number.
 * **Memory traffic.** :func:`gather` into a caller's ``out`` of 8 MB or more writes it with
   streaming (non-temporal) stores, which skip reading the destination into the cache first;
-  into a freshly allocated result it uses ordinary stores (measured faster there).
+  into a freshly allocated result it copies rows with ``memcpy`` (measured faster there).
 * **Determinism.** Results are bit-identical whatever the thread count, and equal to the serial
   compile: work is partitioned by destination row (each output row has one owner thread, which
   sums its sources in position order); there are no atomics and no cross-thread reductions.
+  The one exception is the matrix product inside the cosine functions, which is BLAS's (its
+  threads, its summation order); the Numba selection on top of it is deterministic.
   ``parallel=None`` (the default) picks the parallel compile for large inputs when Numba has
   more than one thread; ``True``/``False`` force it.
 """
@@ -48,7 +50,7 @@ __all__ = [
     "topk_cosine", "analogy",
     "gather_reference", "scatter_add_reference", "scatter_add_sparse_reference",
     "normalize_rows_reference", "cosine_similarity_reference", "topk_cosine_reference",
-    "analogy_reference", "sgd_rows_reference", "adam_rows_reference",
+    "analogy_reference", "sgd_rows", "sgd_rows_reference", "adam_rows", "adam_rows_reference",
 ]
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
