@@ -4,6 +4,7 @@
     python benchmarks/bench_kernels.py --threads 2      # one thread count only
     python benchmarks/bench_kernels.py --compile-cost   # first-call cost, empty vs warm JIT cache
     python benchmarks/bench_kernels.py --big            # also all-pairs top-k of 100,000 rows (slow)
+    python benchmarks/bench_kernels.py --ops gather scatter_add   # a subset of the operations
 
 Each thread count runs in a fresh child process, because BLAS reads its thread count from the
 environment at import. Times are the best of several interleaved rounds after one warm-up call (so JIT
@@ -174,8 +175,8 @@ def topk_memory(n_queries, n_table=None, dim=D, k=K, seed=1):
             "full_matrix_mb": n_queries * m * 4 / 2**20}
 
 
-def child(threads, big):
-    """Run every case with ``threads`` threads; print one JSON line."""
+def child(threads, big, ops=None):
+    """Run the cases (all, or the operations ``ops``) with ``threads`` threads; print JSON."""
     import numba
     numba.set_num_threads(threads)
     try:
@@ -187,19 +188,22 @@ def child(threads, big):
     inputs = make_inputs(0)
     results = {}
     for op, impls in cases(inputs).items():
-        results[op] = time_interleaved(impls, REPEATS[op])
-    memory = [topk_memory(100_000, 10_000)]
+        if ops is None or op in ops:
+            results[op] = time_interleaved(impls, REPEATS[op])
+    memory = [topk_memory(100_000, 10_000)] if ops is None or "topk_cosine" in ops else []
     if big:
         memory.append(topk_memory(100_000))  # all-pairs neighbours of 100,000 rows
     print(json.dumps({"threads": threads, "results": results, "memory": memory,
                       "torch": torch_version, "loadavg": os.getloadavg()}))
 
 
-def run_child(threads, big):
+def run_child(threads, big, ops=None):
     env = dict(os.environ)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         env[var] = str(threads)
     cmd = [sys.executable, __file__, "--child", str(threads)] + (["--big"] if big else [])
+    if ops:
+        cmd += ["--ops", *ops]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -270,13 +274,14 @@ def main():
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--big", action="store_true", help="all-pairs top-k of 100,000 rows too (slow)")
     parser.add_argument("--compile-cost", action="store_true")
+    parser.add_argument("--ops", nargs="*", choices=list(REPEATS), help="only these operations")
     args = parser.parse_args()
     if args.child is not None:
-        child(args.child, args.big)
+        child(args.child, args.big, args.ops)
     elif args.compile_cost:
         compile_cost()
     else:
-        print_table([run_child(t, args.big) for t in args.threads])
+        print_table([run_child(t, args.big, args.ops) for t in args.threads])
 
 
 if __name__ == "__main__":
