@@ -3,21 +3,49 @@
 Token ids index ``Tokenizer.token_bytes``; merges are pairs of ids in priority (learned) order,
 and the token a merge produces is the one whose bytes are the concatenation. Every token is
 stored as bytes: raw bytes for ``unit="bytes"``, the UTF-8 of the text for ``unit="chars"``.
+
+Encoding rules (``merge_rule``), each exact for the tokenizers it serves:
+
+* ``"replay"`` (trained tokenizers): the merges replayed in learned order, as
+  :func:`fastbpe.reference.encode_word` does;
+* ``"pair"`` (imported Hugging Face files): the adjacent pair of lowest merge rank, no floor,
+  as ``tokenizers``' BPE model does;
+* ``"token"`` (imported tiktoken and GPT-2 files): the adjacent pair whose concatenation has
+  the lowest rank (= id), as ``tiktoken`` does.
+
+``whole_token_lookup=True`` (tiktoken; Hugging Face's ``ignore_merges``) maps a chunk that is a
+token straight to its id. Without it the encoder still takes that shortcut, but only for tokens
+the merges rebuild from their own bytes, where it cannot change the result.
 """
+import functools
 import json
 import os
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+import threading
+import unicodedata
+from concurrent.futures import ThreadPoolExecutor
+from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import regex
 
+from ._encode import BPECore, EncodeState
+from .chunking import chunk_bounds
 from .fileio import write_atomic
 from .pretokenize import pretokenize, resolve_pattern
 
-__all__ = ["Tokenizer", "FORMAT_NAME", "FORMAT_VERSION", "bytes_to_unicode"]
+__all__ = ["Tokenizer", "FORMAT_NAME", "FORMAT_VERSION", "bytes_to_unicode", "MERGE_RULES"]
 
 FORMAT_NAME = "fastbpe"
 FORMAT_VERSION = 1
 UNITS = ("bytes", "chars")
+MERGE_RULES = ("replay", "pair", "token")
+NORMALIZERS = (None, "NFC", "NFD", "NFKC", "NFKD")
+
+
+@functools.lru_cache(maxsize=128)
+def _special_regex(specials: frozenset) -> "regex.Pattern":
+    """Alternation of the special tokens, longest first (leftmost-longest match)."""
+    return regex.compile("|".join(regex.escape(s) for s in sorted(specials, key=lambda s: (-len(s), s))))
 
 
 def bytes_to_unicode() -> Dict[int, str]:
@@ -80,9 +108,23 @@ class Tokenizer:
         word_end: Optional[str] = None,
         special_tokens: Union[Mapping[str, int], Sequence[str]] = (),
         merge_counts: Optional[Sequence[int]] = None,
+        merge_rule: str = "replay",
+        whole_token_lookup: bool = False,
+        normalizer: Optional[str] = None,
+        split_gaps: bool = False,
     ):
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+        if merge_rule not in MERGE_RULES:
+            raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
+        if merge_rule != "replay" and (unit != "bytes" or word_start or word_end):
+            raise ValueError(f"merge_rule={merge_rule!r} needs unit='bytes' and no word markers")
+        if normalizer not in NORMALIZERS:
+            raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
+        self.merge_rule = merge_rule
+        self.whole_token_lookup = bool(whole_token_lookup)
+        self.normalizer = normalizer
+        self.split_gaps = bool(split_gaps)
         self.unit = unit
         self.pattern = pattern
         self._regex = resolve_pattern(pattern)
@@ -92,7 +134,7 @@ class Tokenizer:
         self._ids: Dict[bytes, int] = {}
         for i, token in enumerate(self.token_bytes):
             if not token:
-                raise ValueError(f"token {i} is empty")
+                continue  # an unused id: a rank gap of a tiktoken file, or a special token's slot
             if token in self._ids:
                 raise ValueError(f"token {i} ({token!r}) duplicates token {self._ids[token]}")
             self._ids[token] = i
@@ -100,7 +142,7 @@ class Tokenizer:
         self._merge_rank: Dict[Tuple[int, int], Tuple[int, int]] = {}
         for rank, (left, right) in enumerate(merge_array.tolist()):
             for side in (left, right):
-                if not 0 <= side < len(self.token_bytes):
+                if not 0 <= side < len(self.token_bytes) or not self.token_bytes[side]:
                     raise ValueError(f"merge {rank} refers to unknown token id {side}")
             new = self._ids.get(self.token_bytes[left] + self.token_bytes[right])
             if new is None:
@@ -113,11 +155,18 @@ class Tokenizer:
             special_tokens = {s: len(self.token_bytes) + i for i, s in enumerate(special_tokens)}
         self.special_tokens: Dict[str, int] = dict(special_tokens)
         for text, sid in self.special_tokens.items():
-            if 0 <= sid < len(self.token_bytes):
+            if not isinstance(text, str) or not text:
+                raise ValueError(f"special token {text!r} must be a non-empty str")
+            if isinstance(sid, bool) or not isinstance(sid, (int, np.integer)) or sid < 0:
+                raise ValueError(f"special token {text!r} has an invalid id {sid!r}")
+            if sid < len(self.token_bytes) and self.token_bytes[sid]:
                 raise ValueError(f"special token {text!r} has id {sid}, which a mergeable token uses")
         if len(set(self.special_tokens.values())) != len(self.special_tokens):
             raise ValueError("two special tokens share an id")
         self._cache: Dict[str, Tuple[int, ...]] = {}
+        self._core_obj: Optional[BPECore] = None
+        self._core_lock = threading.Lock()
+        self._local = threading.local()
 
     def _special_by_id(self) -> Dict[int, str]:
         return {i: s for s, i in getattr(self, "special_tokens", {}).items()}
@@ -184,21 +233,177 @@ class Tokenizer:
             self._cache[chunk] = result
         return result
 
-    def _encode_with_unknowns(self, text: str) -> List[int]:
+    # The compiled path: byte-level tokenizers without word markers (every real one).
+
+    @property
+    def _uses_core(self) -> bool:
+        return self.unit == "bytes" and not self.word_start and not self.word_end
+
+    def _core(self) -> BPECore:
+        """The compiled encoding tables, built on first use (once, under a lock)."""
+        if self._core_obj is None:
+            with self._core_lock:
+                if self._core_obj is None:
+                    merges = self.merge_ids.astype(np.int32)
+                    self._core_obj = BPECore(
+                        self.token_bytes,
+                        np.ascontiguousarray(merges[:, 0]),
+                        np.ascontiguousarray(merges[:, 1]),
+                        self.merge_rule,
+                        "all" if self.whole_token_lookup else "consistent",
+                    )
+        return self._core_obj
+
+    def _state(self) -> EncodeState:
+        """This thread's chunk cache and scratch space."""
+        state = getattr(self._local, "state", None)
+        if state is None:
+            state = self._local.state = EncodeState()
+        return state
+
+    def _ordinary_ids(self, text: str) -> np.ndarray:
+        """int32 ids of text without special tokens (the compiled path)."""
+        if self.normalizer:
+            text = unicodedata.normalize(self.normalizer, text)
+        data, starts, ends = chunk_bounds(text, self.pattern, self.split_gaps)
+        return self._core().encode_chunks(data, starts, ends, self._state())
+
+    def encode_chunk_bounds(self, data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """int32 ids of pre-split UTF-8: the BPE core alone, for callers (and benchmarks) that
+        already have chunk bounds as byte offsets (``starts``/``ends`` int64)."""
+        if not self._uses_core:
+            raise ValueError("encode_chunk_bounds needs a byte-level tokenizer without word markers")
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        return self._core().encode_chunks(data, starts, ends, self._state())
+
+    def _check_text(self, text) -> None:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+    def _special_sets(self, allowed_special, disallowed_special) -> Tuple[frozenset, frozenset]:
+        """tiktoken's rule: ``"all"`` means every special token; by default none is allowed and
+        all are disallowed (a literal one in the text is an error)."""
+        names = frozenset(self.special_tokens)
+        allowed = names if allowed_special == "all" else frozenset(allowed_special)
+        unknown = allowed - names
+        if unknown:
+            raise ValueError(f"allowed_special names tokens that are not special tokens: {sorted(unknown)}")
+        disallowed = (names - allowed) if disallowed_special == "all" else frozenset(disallowed_special)
+        unknown = disallowed - names
+        if unknown:
+            raise ValueError(f"disallowed_special names tokens that are not special tokens: {sorted(unknown)}")
+        return allowed, disallowed
+
+    def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
+        self._check_text(text)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        if disallowed:
+            found = _special_regex(disallowed).search(text)
+            if found:
+                raise ValueError(
+                    f"the text contains the special token {found.group()!r}, which is disallowed: "
+                    f"pass allowed_special={{{found.group()!r}}} (or \"all\") to encode it as a special "
+                    f"token, or disallowed_special=() to encode it as ordinary text")
+        if not self._uses_core:
+            return np.asarray(self._encode_python(text, allowed), dtype=np.int64)
+        if not allowed:
+            return self._ordinary_ids(text)
+        parts = []
+        position = 0
+        for match in _special_regex(allowed).finditer(text):
+            if match.start() > position:
+                parts.append(self._ordinary_ids(text[position:match.start()]))
+            parts.append(np.array([self.special_tokens[match.group()]], dtype=np.int32))
+            position = match.end()
+        if position < len(text) or not parts:
+            parts.append(self._ordinary_ids(text[position:]))
+        return np.concatenate(parts)
+
+    def encode(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
+               disallowed_special: Union[str, Collection[str]] = "all") -> List[int]:
+        """Token ids of ``text``.
+
+        Special tokens follow tiktoken: a literal special token in the text is a ValueError
+        unless ``allowed_special`` (a set, or ``"all"``) names it, which encodes it as its id,
+        or ``disallowed_special`` leaves it out (``()``), which encodes it as ordinary text.
+        A character (or byte) outside the vocabulary is a ValueError.
+        """
+        return self._encode_array(text, allowed_special, disallowed_special).tolist()
+
+    def encode_ordinary(self, text: str) -> List[int]:
+        """Token ids of ``text``, special-token strings encoded as ordinary text."""
+        return self._encode_array(text, frozenset(), ()).tolist()
+
+    def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
+                        disallowed_special: Union[str, Collection[str]] = "all") -> np.ndarray:
+        """Token ids as a NumPy array: uint16 when every id fits, else uint32."""
+        return self._encode_array(text, allowed_special, disallowed_special).astype(self.id_dtype)
+
+    @property
+    def id_dtype(self) -> np.dtype:
+        """The smallest unsigned dtype holding every token id (uint16 or uint32)."""
+        top = max([len(self.token_bytes) - 1, *self.special_tokens.values()])
+        return np.dtype(np.uint16 if top < 2**16 else np.uint32)
+
+    def encode_batch(self, texts: Sequence[str], *, workers: Optional[int] = None,
+                     allowed_special: Union[str, AbstractSet[str]] = frozenset(),
+                     disallowed_special: Union[str, Collection[str]] = "all",
+                     as_numpy: bool = False) -> List:
+        """Encode many texts on ``workers`` threads (default: all cores); the compiled core and
+        the regex matching release the GIL. Returns lists of ids (arrays with ``as_numpy``)."""
+        texts = list(texts)
+        for text in texts:
+            self._check_text(text)
+        self._special_sets(allowed_special, disallowed_special)
+        if self._uses_core:
+            self._core()
+        workers = os.cpu_count() or 1 if workers is None else int(workers)
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+
+        def one(text: str):
+            ids = self._encode_array(text, allowed_special, disallowed_special)
+            return ids.astype(self.id_dtype) if as_numpy else ids.tolist()
+
+        if workers == 1 or len(texts) <= 1:
+            return [one(t) for t in texts]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(one, texts))
+
+    # The pure-Python path: character-level tokenizers and word markers.
+
+    def _encode_with_unknowns(self, text: str) -> List[int]:
+        self._check_text(text)
+        if self._uses_core:
+            try:
+                return self._encode_array(text, frozenset(), ()).tolist()
+            except ValueError:
+                pass  # a byte outside the vocabulary: the slow path shows it as itself
         out: List[int] = []
         for chunk in pretokenize(text, self._regex):
             out.extend(self._encode_chunk(chunk))
         return out
 
-    def encode(self, text: str) -> List[int]:
-        """Token ids of ``text``. A character (or byte) outside the vocabulary is a ValueError."""
-        ids = self._encode_with_unknowns(text)
-        unknown = next((i for i in ids if i < 0), None)
+    def _encode_python(self, text: str, allowed: frozenset) -> List[int]:
+        pieces = [text]
+        if allowed:
+            pieces, position = [], 0
+            for match in _special_regex(allowed).finditer(text):
+                pieces.extend([text[position:match.start()], match.group()])
+                position = match.end()
+            pieces.append(text[position:])
+        out: List[int] = []
+        for piece in pieces:
+            if piece in allowed:
+                out.append(self.special_tokens[piece])
+                continue
+            for chunk in pretokenize(piece, self._regex):
+                out.extend(self._encode_chunk(chunk))
+        unknown = next((i for i in out if i < 0), None)
         if unknown is not None:
             raise ValueError(f"{self._piece(unknown)!r} is not in the vocabulary")
-        return ids
+        return out
 
     def _piece(self, i: int) -> Union[str, bytes]:
         if i >= 0:
@@ -212,20 +417,29 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes the ids stand for (special tokens as their UTF-8 text)."""
+        table = self.token_bytes
+        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        if ids and all(type(i) is int for i in ids) and 0 <= min(ids) and max(ids) < len(table):
+            parts = list(map(table.__getitem__, ids))
+            if all(parts):  # every id a mergeable token: the common case
+                return b"".join(parts)
+        elif not ids:
+            return b""
         specials = self._special_by_id()
         parts = []
         for i in ids:
             i = int(i)
-            if 0 <= i < len(self.token_bytes):
-                parts.append(self.token_bytes[i])
-            elif i in specials:
+            if i in specials:
                 parts.append(specials[i].encode("utf-8"))
+            elif 0 <= i < len(table) and table[i]:
+                parts.append(table[i])
             else:
                 raise ValueError(f"token id {i} is not in the vocabulary")
         return b"".join(parts)
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
-        """Text of ``ids``. Word markers (``word_start``/``word_end``) become single spaces."""
+        """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
+        Word markers (``word_start``/``word_end``) become single spaces."""
         text = self.decode_bytes(ids).decode("utf-8", errors)
         if self.word_start:
             text = text.replace(self.word_start, " ")
@@ -251,6 +465,12 @@ class Tokenizer:
             "vocab": [as_text(t) for t in self.token_bytes],
             "merges": self.merge_ids.tolist(),
             "merge_counts": self.merge_counts,
+            # Encoding options, written only when they differ from a trained tokenizer's, so a
+            # trained tokenizer's file is unchanged (and readable by older builds).
+            **({"merge_rule": self.merge_rule} if self.merge_rule != "replay" else {}),
+            **({"whole_token_lookup": True} if self.whole_token_lookup else {}),
+            **({"normalizer": self.normalizer} if self.normalizer else {}),
+            **({"split_gaps": True} if self.split_gaps else {}),
         }
 
     @classmethod
@@ -276,6 +496,10 @@ class Tokenizer:
                 word_end=data.get("word_end") or None,
                 special_tokens={str(k): int(v) for k, v in data.get("special_tokens", {}).items()},
                 merge_counts=data.get("merge_counts"),
+                merge_rule=data.get("merge_rule", "replay"),
+                whole_token_lookup=bool(data.get("whole_token_lookup", False)),
+                normalizer=data.get("normalizer"),
+                split_gaps=bool(data.get("split_gaps", False)),
             )
         except KeyError as exc:
             raise ValueError(f"fastbpe tokenizer file is missing the field {exc.args[0]!r}") from None

@@ -1,0 +1,383 @@
+# distutils: language = c++
+"""The BPE encoder core: UTF-8 bytes plus chunk bounds in, token ids out, GIL released.
+
+One rule covers all three encoders fastbpe speaks, because each is "repeatedly merge the
+adjacent pair with the lowest key, leftmost among equal keys", with a pair table
+``(left id, right id) -> (rank, new id)``:
+
+* ``replay`` (trained tokenizers, the reference's ``encode_word``): rank = merge index, and a
+  pair whose rank is below the last applied one never fires ("floor"). That is exactly
+  replaying the merges in learned order, even when two merges produce the same token.
+* ``pair`` (Hugging Face ``tokenizers`` BPE): rank = merge index, no floor.
+* ``token`` (tiktoken): rank = the rank (id) of the concatenated token. The table then holds
+  every split of every token into two tokens, so looking a pair up is looking its bytes up.
+
+Per chunk, in order: the caller's chunk cache; then a whole-chunk lookup in the vocabulary
+(always valid for tokens that BPE re-creates from their own bytes; tiktoken and HF with
+``ignore_merges`` use it for every token, which is their semantics); then BPE over a linked
+list of symbols with a binary heap of candidate pairs (stale entries are re-checked when
+popped), O(n log n) in the chunk length, so a 10 MB chunk without a split stays linear-ish.
+
+Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
+``nxt``/``prv`` link live symbols; a merged-away symbol has ``sid == -1``.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+import numpy as np
+
+from cython.operator cimport dereference as deref
+
+cdef extern from *:
+    """
+    #include <algorithm>
+    #include <functional>
+    #include <vector>
+    #include <cstdint>
+    // A min-heap of (rank << 32) | position keys: the lowest rank, then the leftmost position.
+    static inline void fastbpe_heap_make(std::vector<uint64_t>& h) {
+        std::make_heap(h.begin(), h.end(), std::greater<uint64_t>());
+    }
+    static inline void fastbpe_heap_push(std::vector<uint64_t>& h, uint64_t key) {
+        h.push_back(key);
+        std::push_heap(h.begin(), h.end(), std::greater<uint64_t>());
+    }
+    static inline uint64_t fastbpe_heap_pop(std::vector<uint64_t>& h) {
+        std::pop_heap(h.begin(), h.end(), std::greater<uint64_t>());
+        uint64_t top = h.back();
+        h.pop_back();
+        return top;
+    }
+    """
+    void heap_make "fastbpe_heap_make"(vector[uint64_t]& h) noexcept nogil
+    void heap_push "fastbpe_heap_push"(vector[uint64_t]& h, uint64_t key) noexcept nogil
+    uint64_t heap_pop "fastbpe_heap_pop"(vector[uint64_t]& h) noexcept nogil
+
+cdef inline uint64_t pair_key(int32_t a, int32_t b) noexcept nogil:
+    return (<uint64_t><uint32_t>a << 32) | <uint32_t>b
+
+
+cdef uint64_t EMPTY = 0xFFFFFFFFFFFFFFFFULL
+cdef uint32_t NO_RANK = 0xFFFFFFFFU
+# Chunks longer than this are not cached: they are rare and would crowd the cache out.
+cdef Py_ssize_t CACHE_MAX_CHUNK = 128
+
+RULES = ("replay", "pair", "token")
+cdef int RULE_REPLAY = 0
+cdef int RULE_PAIR = 1
+cdef int RULE_TOKEN = 2
+
+
+cdef class EncodeState:
+    """Per-thread scratch space and chunk cache. Never share one between threads.
+
+    The cache maps chunk bytes to a span of ids in ``store``; it is cleared when it holds more
+    than ``max_ids`` ids, which bounds its memory.
+    """
+    cdef unordered_map[string, uint64_t] cache   # chunk -> (offset in store << 16) | count
+    cdef vector[int32_t] store
+    cdef size_t max_ids
+    cdef vector[int32_t] sid, nxt, prv
+    cdef vector[uint64_t] heap
+    cdef public int64_t hits, misses
+
+    def __init__(self, size_t max_ids=4_000_000):
+        self.max_ids = max_ids
+        self.hits = 0
+        self.misses = 0
+
+    def clear(self):
+        self.cache.clear()
+        self.store.clear()
+
+    @property
+    def size(self):
+        """Number of cached chunks."""
+        return self.cache.size()
+
+
+cdef class BPECore:
+    """Immutable encoding tables; safe to use from many threads at once (each with its own
+    :class:`EncodeState`).
+
+    ``token_bytes``: bytes of every id (``b""`` for an unused id). ``left``, ``right``:
+    int32 merge pairs in rank order (rules ``replay`` and ``pair``; ignored for ``token``,
+    which derives its pairs from the vocabulary). ``whole``: ``"all"`` (every token is
+    looked up before merging), ``"consistent"`` (only tokens that BPE rebuilds from their own
+    bytes, so the lookup is a pure shortcut) or ``"none"``.
+    """
+    cdef int rule
+    cdef int32_t byte_id[256]
+    cdef vector[uint64_t] slot_key
+    cdef vector[uint64_t] slot_val     # (rank << 32) | new id
+    cdef uint64_t slot_mask
+    cdef unordered_map[string, int32_t] whole_id
+    cdef readonly Py_ssize_t num_tokens
+    cdef readonly Py_ssize_t num_pairs
+
+    def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
+                 str rule="replay", str whole="consistent"):
+        cdef unordered_map[string, int32_t] ids
+        cdef unordered_map[string, int32_t].iterator found_l, found_r
+        cdef vector[string] tokens
+        cdef vector[uint64_t] keys, vals
+        cdef string content
+        cdef Py_ssize_t i, k, n = len(token_bytes)
+        cdef int32_t a, b
+        cdef bytes tb
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+        if whole not in ("all", "consistent", "none"):
+            raise ValueError(f"whole must be 'all', 'consistent' or 'none', got {whole!r}")
+        if left.shape[0] != right.shape[0]:
+            raise ValueError("left and right must have the same length")
+        if n >= 0x7FFFFFFF or left.shape[0] >= 0x7FFFFFFF:
+            raise OverflowError("too many tokens or merges")
+        self.rule = RULES.index(rule)
+        self.num_tokens = n
+        for i in range(256):
+            self.byte_id[i] = -1
+        for i in range(n):
+            tb = token_bytes[i]
+            tokens.push_back(<string>tb)
+            if len(tb) == 0:
+                continue                      # an unused id (a rank gap in a tiktoken file)
+            ids[<string>tb] = <int32_t>i
+            if len(tb) == 1:
+                self.byte_id[<uint8_t>tb[0]] = <int32_t>i
+        if self.rule == RULE_TOKEN:
+            with nogil:
+                # Every split of every token into two tokens; the key is the whole token's rank.
+                for i in range(n):
+                    content = tokens[i]
+                    for k in range(1, <Py_ssize_t>content.size()):
+                        found_l = ids.find(content.substr(0, k))
+                        if found_l == ids.end():
+                            continue
+                        found_r = ids.find(content.substr(k))
+                        if found_r == ids.end():
+                            continue
+                        keys.push_back(pair_key(deref(found_l).second, deref(found_r).second))
+                        vals.push_back((<uint64_t>i << 32) | <uint32_t>i)
+        else:
+            for i in range(left.shape[0]):
+                a = left[i]
+                b = right[i]
+                if a < 0 or b < 0 or a >= n or b >= n or tokens[a].size() == 0 or tokens[b].size() == 0:
+                    raise ValueError(f"merge {i} refers to an unknown token id")
+                found_l = ids.find(tokens[a] + tokens[b])
+                if found_l == ids.end():
+                    raise ValueError(f"merge {i}: the concatenation of tokens {a} and {b} is not a token")
+                keys.push_back(pair_key(a, b))
+                vals.push_back((<uint64_t>i << 32) | <uint32_t>deref(found_l).second)
+        with nogil:
+            self._build_table(keys, vals)
+        self.num_pairs = keys.size()
+        if whole == "all":
+            self.whole_id = ids
+        elif whole == "consistent":
+            self._keep_consistent(tokens)
+
+    cdef void _build_table(self, vector[uint64_t]& keys, vector[uint64_t]& vals) noexcept nogil:
+        cdef size_t cap = 16, i, j
+        while cap < 2 * keys.size() + 16:
+            cap *= 2
+        self.slot_key.assign(cap, EMPTY)
+        self.slot_val.assign(cap, 0)
+        self.slot_mask = cap - 1
+        for i in range(keys.size()):
+            j = self._slot(keys[i])
+            if self.slot_key[j] == EMPTY:      # a repeated pair keeps its first (lowest) rank
+                self.slot_key[j] = keys[i]
+                self.slot_val[j] = vals[i]
+
+    cdef inline size_t _slot(self, uint64_t key) noexcept nogil:
+        cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> 24) & self.slot_mask
+        while self.slot_key[i] != key and self.slot_key[i] != EMPTY:
+            i = (i + 1) & self.slot_mask
+        return i
+
+    cdef inline uint64_t _lookup(self, int32_t a, int32_t b) noexcept nogil:
+        """(rank << 32) | new id of pair (a, b), or EMPTY when the pair never merges."""
+        cdef uint64_t key = pair_key(a, b)
+        cdef size_t i = self._slot(key)
+        if self.slot_key[i] == EMPTY:
+            return EMPTY
+        return self.slot_val[i]
+
+    cdef void _keep_consistent(self, vector[string]& tokens):
+        """Whole-chunk lookup for the tokens BPE rebuilds from their own bytes only."""
+        cdef EncodeState state = EncodeState()
+        cdef Py_ssize_t i
+        cdef int32_t[1] out
+        cdef int64_t produced
+        with nogil:
+            for i in range(<Py_ssize_t>tokens.size()):
+                if tokens[i].size() == 0:
+                    continue
+                if tokens[i].size() == 1:
+                    self.whole_id[tokens[i]] = <int32_t>i
+                    continue
+                produced = self._bpe(<const uint8_t*>tokens[i].data(), tokens[i].size(), state, out, 1)
+                if produced == 1 and out[0] == i:
+                    self.whole_id[tokens[i]] = <int32_t>i
+
+    cdef int64_t _bpe(self, const uint8_t* data, Py_ssize_t n, EncodeState st, int32_t* out,
+                      int64_t cap) noexcept nogil:
+        """BPE of one chunk into ``out`` (room for ``cap`` ids). Returns the id count, -1 - b
+        when byte ``b`` is not in the vocabulary, or ``-1000`` when more than ``cap`` ids come
+        out (only used by the consistency check, which asks for one)."""
+        cdef Py_ssize_t i, j, k, p
+        cdef uint64_t v, top
+        cdef uint32_t rank, floor = 0
+        cdef int64_t count = 0
+        cdef int32_t* sid
+        cdef int32_t* nxt
+        cdef int32_t* prv
+        if <Py_ssize_t>st.sid.size() < n:
+            st.sid.resize(n)
+            st.nxt.resize(n)
+            st.prv.resize(n)
+        sid = st.sid.data()
+        nxt = st.nxt.data()
+        prv = st.prv.data()
+        for i in range(n):
+            sid[i] = self.byte_id[data[i]]
+            if sid[i] < 0:
+                return -1 - <int64_t>data[i]
+            nxt[i] = <int32_t>(i + 1) if i + 1 < n else -1
+            prv[i] = <int32_t>(i - 1)
+        st.heap.clear()
+        for i in range(n - 1):
+            v = self._lookup(sid[i], sid[i + 1])
+            if v != EMPTY:
+                st.heap.push_back((v & 0xFFFFFFFF00000000ULL) | <uint64_t>i)
+        # Building the heap at once is O(n); a pushed key is (rank << 32) | position.
+        heap_make(st.heap)
+        while st.heap.size() > 0:
+            top = heap_pop(st.heap)
+            rank = <uint32_t>(top >> 32)
+            i = <Py_ssize_t>(top & 0xFFFFFFFFULL)
+            if sid[i] < 0:
+                continue
+            j = nxt[i]
+            if j < 0:
+                continue
+            v = self._lookup(sid[i], sid[j])
+            if v == EMPTY or <uint32_t>(v >> 32) != rank:
+                continue          # stale: a neighbour merged since this entry was pushed
+            if self.rule == RULE_REPLAY:
+                floor = rank
+            sid[i] = <int32_t>(v & 0xFFFFFFFFULL)
+            sid[j] = -1
+            k = nxt[j]
+            nxt[i] = <int32_t>k
+            if k >= 0:
+                prv[k] = <int32_t>i
+                v = self._lookup(sid[i], sid[k])
+                if v != EMPTY and <uint32_t>(v >> 32) >= floor:
+                    heap_push(st.heap, (v & 0xFFFFFFFF00000000ULL) | <uint64_t>i)
+            p = prv[i]
+            if p >= 0:
+                v = self._lookup(sid[p], sid[i])
+                if v != EMPTY and <uint32_t>(v >> 32) >= floor:
+                    heap_push(st.heap, (v & 0xFFFFFFFF00000000ULL) | <uint64_t>p)
+        i = 0
+        while i >= 0:
+            if count >= cap:
+                return -1000
+            out[count] = sid[i]
+            count += 1
+            i = nxt[i]
+        return count
+
+    cdef int64_t _encode_chunk(self, const uint8_t* data, Py_ssize_t n, EncodeState st,
+                               int32_t* out) noexcept nogil:
+        """Ids of one chunk into ``out`` (room for ``n`` ids): cache, whole lookup, BPE."""
+        cdef string key
+        cdef unordered_map[string, uint64_t].iterator hit
+        cdef unordered_map[string, int32_t].iterator tok
+        cdef uint64_t span
+        cdef int64_t count
+        if n == 0:
+            return 0
+        if n == 1:
+            out[0] = self.byte_id[data[0]]
+            return 1 if out[0] >= 0 else -1 - <int64_t>data[0]
+        if n <= CACHE_MAX_CHUNK:
+            key.assign(<const char*>data, n)
+            hit = st.cache.find(key)
+            if hit != st.cache.end():
+                span = deref(hit).second
+                count = <int64_t>(span & 0xFFFF)
+                memcpy(out, st.store.data() + (span >> 16), count * sizeof(int32_t))
+                st.hits += 1
+                return count
+            st.misses += 1
+        else:
+            key.assign(<const char*>data, n)
+        tok = self.whole_id.find(key)
+        if tok != self.whole_id.end():
+            out[0] = deref(tok).second
+            count = 1
+        else:
+            count = self._bpe(data, n, st, out, n)
+            if count < 0:
+                return count
+        if n <= CACHE_MAX_CHUNK:
+            if st.store.size() + count > st.max_ids:
+                st.cache.clear()
+                st.store.clear()
+            st.cache[key] = ((<uint64_t>st.store.size()) << 16) | <uint64_t>count
+            st.store.insert(st.store.end(), out, out + count)
+        return count
+
+    def encode_chunks(self, const uint8_t[::1] data, const int64_t[::1] starts,
+                      const int64_t[::1] ends, EncodeState state):
+        """int32 ids of the chunks ``data[starts[i]:ends[i]]``, concatenated.
+
+        Bounds are checked (in order, inside ``data``) before the GIL is released. Raises
+        ValueError naming the first byte the vocabulary lacks.
+        """
+        cdef Py_ssize_t m = starts.shape[0], c
+        cdef int64_t total = 0, s, e, prev_end = 0, count = 0, got = 0
+        if ends.shape[0] != m:
+            raise ValueError("starts and ends must have the same length")
+        if state is None:
+            raise TypeError("state must be an EncodeState")
+        for c in range(m):
+            s = starts[c]
+            e = ends[c]
+            if s < prev_end or e < s or e > data.shape[0]:
+                raise ValueError(f"chunk {c} has bounds ({s}, {e}) out of order or outside the data")
+            prev_end = e
+            total += e - s
+        out = np.empty(total, dtype=np.int32)
+        cdef int32_t[::1] ov = out
+        cdef int32_t* op = &ov[0] if total > 0 else NULL
+        cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
+        if total >= 0xFFFFFFFF:
+            raise OverflowError("more than 4 GiB in one call; split the text")
+        with nogil:
+            for c in range(m):
+                got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count)
+                if got < 0:
+                    break
+                count += got
+        if got < 0:
+            raise ValueError(f"byte 0x{-1 - got:02x} is not in the vocabulary")
+        return out[:count]
+
+    def encode_bytes(self, const uint8_t[::1] data, EncodeState state):
+        """int32 ids of ``data`` as a single chunk (no cache for long data)."""
+        cdef int64_t[::1] bounds = np.array([0, data.shape[0]], dtype=np.int64)
+        return self.encode_chunks(data, bounds[:1], bounds[1:], state)
+
+    def whole_lookup_size(self):
+        """How many tokens the whole-chunk lookup knows."""
+        return self.whole_id.size()
+
+

@@ -1,0 +1,76 @@
+"""Chunk bounds as UTF-8 byte offsets: what the compiled encoder consumes.
+
+``chunk_bounds(text, pattern)`` returns the text's UTF-8 bytes and int64 ``starts``/``ends`` of
+every chunk the split pattern finds. This version runs the ``regex`` module (with
+``concurrent=True``, so the GIL is released while matching) and converts character offsets to
+byte offsets with NumPy; the compiled pre-tokenizer gives byte offsets directly and replaces it
+behind the same signature.
+"""
+import functools
+from typing import Tuple
+
+import numpy as np
+import regex
+
+from .pretokenize import resolve_pattern
+
+__all__ = ["chunk_bounds", "utf8_offsets"]
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(pattern: str) -> "regex.Pattern":
+    try:
+        return regex.compile(resolve_pattern(pattern))
+    except regex.error as exc:
+        raise ValueError(f"invalid split pattern {pattern!r}: {exc}") from None
+
+
+def utf8_offsets(text: str) -> np.ndarray:
+    """Byte offset in ``text``'s UTF-8 of every character position (``len(text) + 1`` values).
+
+    >>> utf8_offsets("aé€😀").tolist()
+    [0, 1, 3, 6, 10]
+    """
+    cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    widths = 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000)
+    out = np.zeros(len(cps) + 1, dtype=np.int64)
+    np.cumsum(widths, out=out[1:])
+    return out
+
+
+def chunk_bounds(text: str, pattern: str, keep_gaps: bool = False) -> Tuple[bytes, np.ndarray, np.ndarray]:
+    """``(utf8, starts, ends)`` of the chunks of ``text``.
+
+    Text between matches is dropped (tiktoken's and fastbpe's rule) unless ``keep_gaps``, which
+    makes each gap a chunk of its own (Hugging Face's ``Split`` with ``behavior="Isolated"``).
+
+    >>> data, s, e = chunk_bounds("héllo wörld", "gpt2")
+    >>> [data[a:b].decode() for a, b in zip(s, e)]
+    ['héllo', ' wörld']
+    >>> data, s, e = chunk_bounds("ab  cd", r"\\S+", keep_gaps=True)
+    >>> [data[a:b].decode() for a, b in zip(s, e)]
+    ['ab', '  ', 'cd']
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    rx = _compiled(pattern)
+    pieces = rx.findall(text, concurrent=True)
+    if pieces and not isinstance(pieces[0], str):
+        raise ValueError(f"split pattern {pattern!r} has capture groups; use (?:...) groups")
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    if int(lengths.sum()) == len(text):
+        # The matches tile the text (true of every covering pattern): offsets are a cumsum.
+        char_bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=char_bounds[1:])
+        starts_c, ends_c = char_bounds[:-1], char_bounds[1:]
+    else:
+        spans = np.array([m.span() for m in rx.finditer(text, concurrent=True)], dtype=np.int64).reshape(-1, 2)
+        starts_c, ends_c = spans[:, 0], spans[:, 1]
+        if keep_gaps:
+            cuts = np.unique(np.concatenate([[0, len(text)], starts_c, ends_c]))
+            starts_c, ends_c = cuts[:-1], cuts[1:]
+        keep = ends_c > starts_c
+        starts_c, ends_c = starts_c[keep], ends_c[keep]
+    if len(data) != len(text):
+        offsets = utf8_offsets(text)
+        return data, offsets[starts_c], offsets[ends_c]
+    return data, np.ascontiguousarray(starts_c), np.ascontiguousarray(ends_c)
