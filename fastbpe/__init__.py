@@ -11,6 +11,8 @@ from .pretokenize import pretokenize
 from .tokenizer import Tokenizer
 from .training import learn_from_table, train, train_words
 from .wordtable import WordTable
+from .formats import openai
+from .shards import encode_files
 
 __version__ = "0.1.0"
 __all__ = [
@@ -22,4 +24,6 @@ __all__ = [
     "WordTable",
     "count_words",
     "pretokenize",
+    "openai",
+    "encode_files",
 ]

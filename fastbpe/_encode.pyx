@@ -381,3 +381,57 @@ cdef class BPECore:
         return self.whole_id.size()
 
 
+
+
+def derive_merges(list token_bytes):
+    """The merges of a rank-only vocabulary (a tiktoken file), in rank order.
+
+    For every token of two or more bytes, run tiktoken's rule on its bytes using only tokens of
+    lower rank: when that ends in exactly two parts, they are the token's merge. (A token it
+    cannot reach gets no merge; tiktoken still produces it through its whole-chunk lookup.)
+    Returns int32 arrays ``(left, right, new)``. Cost: O(sum of squared token lengths).
+    """
+    cdef unordered_map[string, int32_t] ids
+    cdef vector[string] tokens
+    cdef vector[int32_t] left, right, new
+    cdef vector[Py_ssize_t] cut
+    cdef unordered_map[string, int32_t].iterator it
+    cdef Py_ssize_t i, j, best_j, n = len(token_bytes)
+    cdef int32_t best, r
+    cdef string content
+    for i in range(n):
+        tokens.push_back(<string>token_bytes[i])
+        if tokens[i].size() > 0:
+            ids[tokens[i]] = <int32_t>i
+    with nogil:
+        for i in range(n):
+            content = tokens[i]
+            if content.size() < 2:
+                continue
+            cut.clear()
+            for j in range(<Py_ssize_t>content.size() + 1):
+                cut.push_back(j)
+            while cut.size() > 2:
+                best = -1
+                best_j = -1
+                for j in range(<Py_ssize_t>cut.size() - 2):
+                    it = ids.find(content.substr(cut[j], cut[j + 2] - cut[j]))
+                    if it == ids.end():
+                        continue
+                    r = deref(it).second
+                    if r < i and (best < 0 or r < best):
+                        best = r
+                        best_j = j
+                if best < 0:
+                    break
+                cut.erase(cut.begin() + best_j + 1)
+            if cut.size() == 3:
+                left.push_back(ids[content.substr(0, cut[1])])
+                right.push_back(ids[content.substr(cut[1])])
+                new.push_back(<int32_t>i)
+    out = np.empty((3, left.size()), dtype=np.int32)
+    for j in range(<Py_ssize_t>left.size()):
+        out[0, j] = left[j]
+        out[1, j] = right[j]
+        out[2, j] = new[j]
+    return out[0].copy(), out[1].copy(), out[2].copy()

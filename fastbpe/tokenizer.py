@@ -519,6 +519,47 @@ class Tokenizer:
             raise ValueError(f"{os.fspath(path)}: not a valid JSON tokenizer file ({exc})") from None
         return cls.from_dict(data)
 
+    # ---- the peers' formats (fastbpe.formats does the work) ----------------------------------
+
+    @classmethod
+    def from_huggingface(cls, path: Union[str, os.PathLike]) -> "Tokenizer":
+        """A byte-level BPE ``tokenizer.json``; encodes as ``tokenizers`` does."""
+        from .formats import from_huggingface
+        return from_huggingface(path)
+
+    def to_huggingface(self, path: Union[str, os.PathLike]) -> None:
+        """Write a ``tokenizer.json`` that ``tokenizers`` encodes identically."""
+        from .formats import to_huggingface
+        to_huggingface(self, path)
+
+    @classmethod
+    def from_tiktoken(cls, path: Union[str, os.PathLike], pattern: str,
+                      special_tokens: Optional[Mapping[str, int]] = None) -> "Tokenizer":
+        """A ``.tiktoken`` rank file with its split pattern and special tokens."""
+        from .formats import from_tiktoken
+        return from_tiktoken(path, pattern, special_tokens)
+
+    def to_tiktoken(self, path: Union[str, os.PathLike]) -> None:
+        """Write ``path`` (ranks) and ``path.json`` (``pat_str``, ``special_tokens``)."""
+        from .formats import to_tiktoken
+        to_tiktoken(self, path)
+
+    def to_tiktoken_encoding(self, name: str = "fastbpe"):
+        """This tokenizer as a ``tiktoken.Encoding`` (needs tiktoken)."""
+        from .formats import to_tiktoken_encoding
+        return to_tiktoken_encoding(self, name)
+
+    @classmethod
+    def from_gpt2(cls, encoder_json: Union[str, os.PathLike], vocab_bpe: Union[str, os.PathLike]) -> "Tokenizer":
+        """GPT-2's ``encoder.json`` + ``vocab.bpe``; encodes as tiktoken's ``r50k_base``."""
+        from .formats import from_gpt2
+        return from_gpt2(encoder_json, vocab_bpe)
+
+    def to_gpt2(self, directory: Union[str, os.PathLike]) -> None:
+        """Write ``encoder.json`` and ``vocab.bpe`` into ``directory``."""
+        from .formats import to_gpt2
+        to_gpt2(self, directory)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tokenizer):
             return NotImplemented
