@@ -37,6 +37,7 @@ cdef extern from *:
     #include <functional>
     #include <vector>
     #include <cstdint>
+    #include <cstring>
     // A min-heap of (rank << 32) | position keys: the lowest rank, then the leftmost position.
     static inline void fastbpe_heap_make(std::vector<uint64_t>& h) {
         std::make_heap(h.begin(), h.end(), std::greater<uint64_t>());
@@ -51,10 +52,82 @@ cdef extern from *:
         h.pop_back();
         return top;
     }
+
+    // Byte string -> span of int32 ids, open addressing with linear probing. Keys and values
+    // live in two arenas, so a lookup touches one slot and one key; no allocation per entry.
+    // Not thread-safe for writes; concurrent find() on an unchanging map is fine.
+    static inline uint64_t fastbpe_hash(const uint8_t* p, size_t n) {
+        uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xFF51AFD7ED558CCDULL);
+        while (n >= 8) {
+            uint64_t w; std::memcpy(&w, p, 8);
+            h = (h ^ w) * 0xBF58476D1CE4E5B9ULL; h ^= h >> 31;
+            p += 8; n -= 8;
+        }
+        uint64_t w = 0; std::memcpy(&w, p, n);
+        h = (h ^ w) * 0x94D049BB133111EBULL; h ^= h >> 29;
+        return h | 1;  // 0 marks an empty slot
+    }
+    struct FastbpeSlot { uint64_t hash; uint32_t key_off, key_len, val_off, val_len; };
+    struct FastbpeBytesMap {
+        std::vector<FastbpeSlot> slots;
+        std::vector<uint8_t> keys;
+        std::vector<int32_t> vals;
+        size_t used = 0;
+        FastbpeBytesMap() { slots.assign(1024, FastbpeSlot{0, 0, 0, 0, 0}); }
+        void clear() { slots.assign(1024, FastbpeSlot{0, 0, 0, 0, 0}); keys.clear(); vals.clear(); used = 0; }
+        size_t size() const { return used; }
+        size_t num_vals() const { return vals.size(); }
+        // Pointer to the ids of key p[0:n] (count in *count), or nullptr.
+        const int32_t* find(const uint8_t* p, size_t n, uint64_t h, int64_t* count) const {
+            size_t mask = slots.size() - 1, i = h & mask;
+            while (slots[i].hash) {
+                const FastbpeSlot& s = slots[i];
+                if (s.hash == h && s.key_len == n && std::memcmp(keys.data() + s.key_off, p, n) == 0) {
+                    *count = s.val_len;
+                    return vals.data() + s.val_off;
+                }
+                i = (i + 1) & mask;
+            }
+            return nullptr;
+        }
+        void insert(const uint8_t* p, size_t n, uint64_t h, const int32_t* ids, int64_t count) {
+            if (2 * (used + 1) > slots.size()) grow();
+            size_t mask = slots.size() - 1, i = h & mask;
+            while (slots[i].hash) {
+                if (slots[i].hash == h && slots[i].key_len == n &&
+                    std::memcmp(keys.data() + slots[i].key_off, p, n) == 0) return;
+                i = (i + 1) & mask;
+            }
+            slots[i] = FastbpeSlot{h, (uint32_t)keys.size(), (uint32_t)n, (uint32_t)vals.size(), (uint32_t)count};
+            keys.insert(keys.end(), p, p + n);
+            vals.insert(vals.end(), ids, ids + count);
+            used++;
+        }
+        void grow() {
+            std::vector<FastbpeSlot> old;
+            old.swap(slots);
+            slots.assign(old.size() * 2, FastbpeSlot{0, 0, 0, 0, 0});
+            size_t mask = slots.size() - 1;
+            for (const FastbpeSlot& s : old) {
+                if (!s.hash) continue;
+                size_t i = s.hash & mask;
+                while (slots[i].hash) i = (i + 1) & mask;
+                slots[i] = s;
+            }
+        }
+    };
     """
     void heap_make "fastbpe_heap_make"(vector[uint64_t]& h) noexcept nogil
     void heap_push "fastbpe_heap_push"(vector[uint64_t]& h, uint64_t key) noexcept nogil
     uint64_t heap_pop "fastbpe_heap_pop"(vector[uint64_t]& h) noexcept nogil
+    uint64_t bytes_hash "fastbpe_hash"(const uint8_t* p, size_t n) noexcept nogil
+    cdef cppclass BytesMap "FastbpeBytesMap":
+        BytesMap() except +
+        void clear() noexcept nogil
+        size_t size() noexcept nogil
+        size_t num_vals() noexcept nogil
+        const int32_t* find(const uint8_t* p, size_t n, uint64_t h, int64_t* count) noexcept nogil
+        void insert(const uint8_t* p, size_t n, uint64_t h, const int32_t* ids, int64_t count) nogil
 
 cdef inline uint64_t pair_key(int32_t a, int32_t b) noexcept nogil:
     return (<uint64_t><uint32_t>a << 32) | <uint32_t>b
@@ -74,11 +147,10 @@ cdef int RULE_TOKEN = 2
 cdef class EncodeState:
     """Per-thread scratch space and chunk cache. Never share one between threads.
 
-    The cache maps chunk bytes to a span of ids in ``store``; it is cleared when it holds more
-    than ``max_ids`` ids, which bounds its memory.
+    The cache maps chunk bytes to their ids; it is cleared when it holds more than ``max_ids``
+    ids, which bounds its memory.
     """
-    cdef unordered_map[string, uint64_t] cache   # chunk -> (offset in store << 16) | count
-    cdef vector[int32_t] store
+    cdef BytesMap cache
     cdef size_t max_ids
     cdef vector[int32_t] sid, nxt, prv
     cdef vector[uint64_t] heap
@@ -91,7 +163,6 @@ cdef class EncodeState:
 
     def clear(self):
         self.cache.clear()
-        self.store.clear()
 
     @property
     def size(self):
@@ -114,7 +185,10 @@ cdef class BPECore:
     cdef vector[uint64_t] slot_key
     cdef vector[uint64_t] slot_val     # (rank << 32) | new id
     cdef uint64_t slot_mask
-    cdef unordered_map[string, int32_t] whole_id
+    cdef BytesMap whole_id
+    # replay rule only: the later ranks of a pair the merge list repeats (rare; a pair merged
+    # again after a duplicate merge re-created one of its tokens), ascending
+    cdef unordered_map[uint64_t, vector[uint64_t]] repeats
     cdef readonly Py_ssize_t num_tokens
     cdef readonly Py_ssize_t num_pairs
 
@@ -177,7 +251,9 @@ cdef class BPECore:
             self._build_table(keys, vals)
         self.num_pairs = keys.size()
         if whole == "all":
-            self.whole_id = ids
+            for i in range(n):
+                if tokens[i].size() > 0:
+                    self._add_whole(tokens[i], <int32_t>i)
         elif whole == "consistent":
             self._keep_consistent(tokens)
 
@@ -190,9 +266,13 @@ cdef class BPECore:
         self.slot_mask = cap - 1
         for i in range(keys.size()):
             j = self._slot(keys[i])
-            if self.slot_key[j] == EMPTY:      # a repeated pair keeps its first (lowest) rank
+            if self.slot_key[j] == EMPTY:
                 self.slot_key[j] = keys[i]
                 self.slot_val[j] = vals[i]
+            elif self.rule == RULE_PAIR:
+                self.slot_val[j] = vals[i]     # tokenizers keeps the last rank of a repeated pair
+            elif self.rule == RULE_REPLAY:
+                self.repeats[keys[i]].push_back(vals[i])
 
     cdef inline size_t _slot(self, uint64_t key) noexcept nogil:
         cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> 24) & self.slot_mask
@@ -208,6 +288,27 @@ cdef class BPECore:
             return EMPTY
         return self.slot_val[i]
 
+    cdef inline uint64_t _lookup_from(self, int32_t a, int32_t b, uint32_t floor) noexcept nogil:
+        """Like ``_lookup``, but the lowest rank of the pair that is at least ``floor``."""
+        cdef uint64_t v = self._lookup(a, b)
+        cdef size_t k
+        cdef unordered_map[uint64_t, vector[uint64_t]].iterator it
+        if v == EMPTY or <uint32_t>(v >> 32) >= floor:
+            return v
+        if self.repeats.empty():
+            return EMPTY
+        it = self.repeats.find(pair_key(a, b))
+        if it == self.repeats.end():
+            return EMPTY
+        for k in range(deref(it).second.size()):
+            if <uint32_t>(deref(it).second[k] >> 32) >= floor:
+                return deref(it).second[k]
+        return EMPTY
+
+    cdef void _add_whole(self, string& token, int32_t i) noexcept nogil:
+        cdef const uint8_t* p = <const uint8_t*>token.data()
+        self.whole_id.insert(p, token.size(), bytes_hash(p, token.size()), &i, 1)
+
     cdef void _keep_consistent(self, vector[string]& tokens):
         """Whole-chunk lookup for the tokens BPE rebuilds from their own bytes only."""
         cdef EncodeState state = EncodeState()
@@ -219,11 +320,11 @@ cdef class BPECore:
                 if tokens[i].size() == 0:
                     continue
                 if tokens[i].size() == 1:
-                    self.whole_id[tokens[i]] = <int32_t>i
+                    self._add_whole(tokens[i], <int32_t>i)
                     continue
                 produced = self._bpe(<const uint8_t*>tokens[i].data(), tokens[i].size(), state, out, 1)
                 if produced == 1 and out[0] == i:
-                    self.whole_id[tokens[i]] = <int32_t>i
+                    self._add_whole(tokens[i], <int32_t>i)
 
     cdef int64_t _bpe(self, const uint8_t* data, Py_ssize_t n, EncodeState st, int32_t* out,
                       int64_t cap) noexcept nogil:
@@ -266,7 +367,7 @@ cdef class BPECore:
             j = nxt[i]
             if j < 0:
                 continue
-            v = self._lookup(sid[i], sid[j])
+            v = self._lookup_from(sid[i], sid[j], floor)
             if v == EMPTY or <uint32_t>(v >> 32) != rank:
                 continue          # stale: a neighbour merged since this entry was pushed
             if self.rule == RULE_REPLAY:
@@ -277,13 +378,13 @@ cdef class BPECore:
             nxt[i] = <int32_t>k
             if k >= 0:
                 prv[k] = <int32_t>i
-                v = self._lookup(sid[i], sid[k])
-                if v != EMPTY and <uint32_t>(v >> 32) >= floor:
+                v = self._lookup_from(sid[i], sid[k], floor)
+                if v != EMPTY:
                     heap_push(st.heap, (v & 0xFFFFFFFF00000000ULL) | <uint64_t>i)
             p = prv[i]
             if p >= 0:
-                v = self._lookup(sid[p], sid[i])
-                if v != EMPTY and <uint32_t>(v >> 32) >= floor:
+                v = self._lookup_from(sid[p], sid[i], floor)
+                if v != EMPTY:
                     heap_push(st.heap, (v & 0xFFFFFFFF00000000ULL) | <uint64_t>p)
         i = 0
         while i >= 0:
@@ -297,42 +398,34 @@ cdef class BPECore:
     cdef int64_t _encode_chunk(self, const uint8_t* data, Py_ssize_t n, EncodeState st,
                                int32_t* out) noexcept nogil:
         """Ids of one chunk into ``out`` (room for ``n`` ids): cache, whole lookup, BPE."""
-        cdef string key
-        cdef unordered_map[string, uint64_t].iterator hit
-        cdef unordered_map[string, int32_t].iterator tok
-        cdef uint64_t span
-        cdef int64_t count
+        cdef uint64_t h
+        cdef int64_t count = 0
+        cdef const int32_t* found
         if n == 0:
             return 0
         if n == 1:
             out[0] = self.byte_id[data[0]]
             return 1 if out[0] >= 0 else -1 - <int64_t>data[0]
+        h = bytes_hash(data, n)
         if n <= CACHE_MAX_CHUNK:
-            key.assign(<const char*>data, n)
-            hit = st.cache.find(key)
-            if hit != st.cache.end():
-                span = deref(hit).second
-                count = <int64_t>(span & 0xFFFF)
-                memcpy(out, st.store.data() + (span >> 16), count * sizeof(int32_t))
+            found = st.cache.find(data, n, h, &count)
+            if found != NULL:
+                memcpy(out, found, count * sizeof(int32_t))
                 st.hits += 1
                 return count
             st.misses += 1
-        else:
-            key.assign(<const char*>data, n)
-        tok = self.whole_id.find(key)
-        if tok != self.whole_id.end():
-            out[0] = deref(tok).second
+        found = self.whole_id.find(data, n, h, &count)
+        if found != NULL:
+            out[0] = found[0]
             count = 1
         else:
             count = self._bpe(data, n, st, out, n)
             if count < 0:
                 return count
         if n <= CACHE_MAX_CHUNK:
-            if st.store.size() + count > st.max_ids:
+            if st.cache.num_vals() + count > st.max_ids:
                 st.cache.clear()
-                st.store.clear()
-            st.cache[key] = ((<uint64_t>st.store.size()) << 16) | <uint64_t>count
-            st.store.insert(st.store.end(), out, out + count)
+            st.cache.insert(data, n, h, out, count)
         return count
 
     def encode_chunks(self, const uint8_t[::1] data, const int64_t[::1] starts,
@@ -435,3 +528,35 @@ def derive_merges(list token_bytes):
         out[1, j] = right[j]
         out[2, j] = new[j]
     return out[0].copy(), out[1].copy(), out[2].copy()
+
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
+
+
+def utf8_positions(str text, const int64_t[::1] char_positions):
+    """UTF-8 byte offsets of ascending character positions of ``text`` (one pass over the
+    string's code points; a lone surrogate counts 3 bytes, as ``surrogatepass`` writes it)."""
+    cdef Py_ssize_t n = len(text), m = char_positions.shape[0], i = 0, c = 0
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef int64_t offset = 0, target
+    cdef Py_UCS4 cp
+    out = np.empty(m, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    for c in range(m):
+        if char_positions[c] < 0 or char_positions[c] > n or (c and char_positions[c] < char_positions[c - 1]):
+            raise ValueError("char_positions must be ascending positions inside the text")
+    c = 0
+    with nogil:
+        while c < m:
+            target = char_positions[c]
+            while i < target:
+                cp = PyUnicode_READ(kind, data, i)
+                offset += 1 if cp < 0x80 else (2 if cp < 0x800 else (3 if cp < 0x10000 else 4))
+                i += 1
+            ov[c] = offset
+            c += 1
+    return out

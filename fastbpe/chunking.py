@@ -12,6 +12,7 @@ from typing import Tuple
 import numpy as np
 import regex
 
+from ._encode import utf8_positions
 from .pretokenize import resolve_pattern
 
 __all__ = ["chunk_bounds", "utf8_offsets"]
@@ -57,20 +58,20 @@ def chunk_bounds(text: str, pattern: str, keep_gaps: bool = False) -> Tuple[byte
     if pieces and not isinstance(pieces[0], str):
         raise ValueError(f"split pattern {pattern!r} has capture groups; use (?:...) groups")
     lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    ascii_only = len(data) == len(text)
     if int(lengths.sum()) == len(text):
-        # The matches tile the text (true of every covering pattern): offsets are a cumsum.
-        char_bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=char_bounds[1:])
-        starts_c, ends_c = char_bounds[:-1], char_bounds[1:]
-    else:
-        spans = np.array([m.span() for m in rx.finditer(text, concurrent=True)], dtype=np.int64).reshape(-1, 2)
-        starts_c, ends_c = spans[:, 0], spans[:, 1]
-        if keep_gaps:
-            cuts = np.unique(np.concatenate([[0, len(text)], starts_c, ends_c]))
-            starts_c, ends_c = cuts[:-1], cuts[1:]
-        keep = ends_c > starts_c
-        starts_c, ends_c = starts_c[keep], ends_c[keep]
-    if len(data) != len(text):
-        offsets = utf8_offsets(text)
-        return data, offsets[starts_c], offsets[ends_c]
-    return data, np.ascontiguousarray(starts_c), np.ascontiguousarray(ends_c)
+        # The matches tile the text (true of every covering pattern): bounds are a cumsum.
+        bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=bounds[1:])
+        if not ascii_only:
+            bounds = utf8_positions(text, bounds)
+        return data, bounds[:-1], bounds[1:]
+    spans = np.array([m.span() for m in rx.finditer(text, concurrent=True)], dtype=np.int64).reshape(-1, 2)
+    if keep_gaps:
+        cuts = np.unique(np.concatenate([[0, len(text)], spans.reshape(-1)]))
+        spans = np.stack([cuts[:-1], cuts[1:]], axis=1)
+    spans = np.ascontiguousarray(spans[spans[:, 1] > spans[:, 0]])
+    if not ascii_only:
+        # Non-overlapping spans in order: the flattened (start, end, start, ...) ascends.
+        spans = utf8_positions(text, spans.reshape(-1)).reshape(-1, 2)
+    return data, np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1])

@@ -140,6 +140,7 @@ class Tokenizer:
             self._ids[token] = i
         merge_array = np.asarray(list(merges), dtype=np.int64).reshape(-1, 2)
         self._merge_rank: Dict[Tuple[int, int], Tuple[int, int]] = {}
+        self._merge_repeats: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}
         for rank, (left, right) in enumerate(merge_array.tolist()):
             for side in (left, right):
                 if not 0 <= side < len(self.token_bytes) or not self.token_bytes[side]:
@@ -147,8 +148,12 @@ class Tokenizer:
             new = self._ids.get(self.token_bytes[left] + self.token_bytes[right])
             if new is None:
                 raise ValueError(f"merge {rank}: the concatenation of tokens {left} and {right} is not a token")
-            # The first merge of a pair wins; a repeated pair can never fire again.
-            self._merge_rank.setdefault((left, right), (rank, new))
+            # A repeated pair (possible once a duplicate merge re-creates one of its tokens)
+            # fires again at its later rank when replaying: keep those ranks aside.
+            if (left, right) in self._merge_rank:
+                self._merge_repeats.setdefault((left, right), []).append((rank, new))
+            else:
+                self._merge_rank[(left, right)] = (rank, new)
         self.merge_ids = merge_array
         self.merge_counts = None if merge_counts is None else [int(c) for c in merge_counts]
         if not isinstance(special_tokens, Mapping):
@@ -222,7 +227,10 @@ class Tokenizer:
             best = None
             for i in range(len(ids) - 1):
                 found = ranks.get((ids[i], ids[i + 1]))
-                if found is not None and found[0] >= floor and (best is None or found[0] < best[0]):
+                if found is not None and found[0] < floor:
+                    later = self._merge_repeats.get((ids[i], ids[i + 1]), ())
+                    found = next((f for f in later if f[0] >= floor), None)
+                if found is not None and (best is None or found[0] < best[0]):
                     best = (found[0], found[1], i)
             if best is None:
                 break

@@ -1,0 +1,122 @@
+"""Encode throughput of fastbpe against tiktoken, with the same ranks loaded in both.
+
+    python benchmarks/bench_encode.py [--encoding cl100k_base] [--english-mb 10] [--multi-rows 0]
+
+For each corpus (the first N MB of english.txt.gz; parallel_multi.tsv.gz, all rows by default)
+it prints, in one run so the ratios compare like with like:
+
+* tiktoken ``encode_ordinary`` (single thread), MB/s;
+* fastbpe end to end (``encode_ordinary``: regex split + compiled BPE), MB/s;
+* fastbpe BPE core alone, given the chunk bounds (what the compiled pre-tokenizer will feed),
+  MB/s, with a cold and a warm chunk cache;
+* fastbpe ``encode_batch`` over 1 MB pieces with 1 and 2 workers, and tiktoken's
+  ``encode_ordinary_batch`` with 2 threads;
+* whether every id equals tiktoken's.
+
+Needs the shared data (FASTBPE_DATA, default ../shared/data) and tiktoken.
+"""
+import argparse
+import gzip
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import tiktoken  # noqa: E402
+
+from fastbpe._encode import EncodeState  # noqa: E402
+from fastbpe.chunking import chunk_bounds  # noqa: E402
+from fastbpe.formats import OPENAI_ENCODINGS, openai, read_tiktoken_ranks  # noqa: E402
+from fastbpe.pretokenize import resolve_pattern  # noqa: E402
+
+DATA = Path(os.environ.get("FASTBPE_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+
+
+def timed(fn, repeat=1):
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def pieces_of(text: str, size: int = 1 << 20):
+    """Split at line ends near every ``size`` characters (documents for the batch runs)."""
+    out, start = [], 0
+    while start < len(text):
+        end = text.find("\n", start + size)
+        end = len(text) if end < 0 else end + 1
+        out.append(text[start:end])
+        start = end
+    return out
+
+
+def bench(label: str, text: str, tok, enc, repeat: int) -> None:
+    mb = len(text.encode("utf-8")) / 1e6
+    print(f"\n== {label}: {mb:.1f} MB UTF-8, {len(text):,} characters")
+    t_tik, ref = timed(lambda: enc.encode_ordinary(text), repeat)
+    print(f"tiktoken encode_ordinary        {mb / t_tik:8.1f} MB/s")
+    tok._state().clear()
+    t_ours, ids = timed(lambda: tok.encode_ordinary(text), repeat)
+    print(f"fastbpe encode_ordinary (e2e)   {mb / t_ours:8.1f} MB/s   {t_tik / t_ours:5.2f}x tiktoken")
+    t_split, (data, starts, ends) = timed(lambda: chunk_bounds(text, tok.pattern, tok.split_gaps), repeat)
+    print(f"  of which regex split          {mb / t_split:8.1f} MB/s   ({len(starts):,} chunks)")
+    core = tok._core()
+
+    def cold():
+        return core.encode_chunks(data, starts, ends, EncodeState())
+
+    state = EncodeState()
+    core.encode_chunks(data, starts, ends, state)
+    t_cold, core_ids = timed(cold, repeat)
+    t_warm, _ = timed(lambda: core.encode_chunks(data, starts, ends, state), repeat)
+    print(f"fastbpe BPE core, cold cache    {mb / t_cold:8.1f} MB/s   {t_tik / t_cold:5.2f}x tiktoken")
+    print(f"fastbpe BPE core, warm cache    {mb / t_warm:8.1f} MB/s   {t_tik / t_warm:5.2f}x tiktoken")
+    docs = pieces_of(text)
+    tok._state().clear()
+    t_b1, b1 = timed(lambda: tok.encode_batch(docs, workers=1, disallowed_special=()), repeat)
+    tok._state().clear()
+    t_b2, b2 = timed(lambda: tok.encode_batch(docs, workers=2, disallowed_special=()), repeat)
+    t_tb2, tb2 = timed(lambda: enc.encode_ordinary_batch(docs, num_threads=2), repeat)
+    print(f"fastbpe encode_batch, 1 worker  {mb / t_b1:8.1f} MB/s   ({len(docs)} pieces)")
+    print(f"fastbpe encode_batch, 2 workers {mb / t_b2:8.1f} MB/s   {t_b1 / t_b2:5.2f}x 1 worker")
+    print(f"tiktoken batch, 2 threads       {mb / t_tb2:8.1f} MB/s")
+    same = ids == ref and core_ids.tolist() == ref and b1 == tb2 and b2 == tb2
+    print(f"identical ids to tiktoken: {same} ({len(ref):,} tokens)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--encoding", default="cl100k_base", choices=sorted(OPENAI_ENCODINGS))
+    parser.add_argument("--english-mb", type=float, default=10.0)
+    parser.add_argument("--multi-rows", type=int, default=0, help="rows of parallel_multi (0 = all)")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        sys.exit(f"shared data not found at {DATA}; set FASTBPE_DATA")
+    path = DATA / "tokenizers" / "tiktoken" / f"{args.encoding}.tiktoken"
+    pattern, specials = OPENAI_ENCODINGS[args.encoding]
+    tok = openai(args.encoding, path)
+    enc = tiktoken.Encoding(args.encoding, pat_str=resolve_pattern(pattern),
+                            mergeable_ranks=read_tiktoken_ranks(path), special_tokens=specials)
+    with gzip.open(DATA / "english.txt.gz", "rt", encoding="utf-8") as f:
+        english = f.read(int(args.english_mb * 1e6))
+    with gzip.open(DATA / "parallel_multi.tsv.gz", "rt", encoding="utf-8") as f:
+        if args.multi_rows:
+            multi = "".join(line for _, line in zip(range(args.multi_rows), f))
+        else:
+            multi = f.read()
+    print(f"encoding {args.encoding}; tiktoken {tiktoken.__version__}; {os.cpu_count()} CPUs; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    bench(f"english.txt.gz, first {args.english_mb:g} MB", english, tok, enc, args.repeat)
+    bench("parallel_multi.tsv.gz" + (f", {args.multi_rows} rows" if args.multi_rows else ""), multi, tok, enc,
+          args.repeat)
+
+
+if __name__ == "__main__":
+    main()
