@@ -268,7 +268,8 @@ def _hf_pattern(pre: Mapping, source: str) -> Tuple[str, bool]:
         else:
             raise ValueError(f"{source}: Split behavior {behavior!r} (invert={invert}) is not supported; "
                              "Isolated, or Removed with invert, is")
-        regexes.append(pattern["Regex"] if "Regex" in pattern else regex.escape(pattern["String"]))
+        regexes.append(from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern
+                       else regex.escape(pattern["String"]))
     if last.get("use_regex", True):
         regexes.append(HF_BYTELEVEL_PATTERN)  # ByteLevel's own split (Isolated)
     if len(regexes) != 1:
@@ -371,6 +372,35 @@ def from_huggingface(path: PathLike) -> Tokenizer:
         raise ValueError(f"{source}: {exc}") from None
 
 
+_POSSESSIVE_INTERVAL = regex.compile(r"(\\[pP]\{[^}]*\}|\[(?:\\.|[^\]\\])*\]|\\.|[^\\()|])(\{\d+(?:,\d*)?\})\+")
+
+
+def oniguruma_pattern(pattern: str) -> str:
+    r"""``pattern`` as Hugging Face's regex engine (Oniguruma, Ruby syntax) reads it the same.
+
+    Oniguruma takes ``X{n,m}+`` as ``(X{n,m})+`` rather than a possessive interval, so such
+    intervals become atomic groups (same meaning in both engines). ``?+ *+ ++`` are possessive
+    in both and stay.
+
+    >>> print(oniguruma_pattern(r"\p{N}{1,3}+|[ab]{2}+|x"))
+    (?>\p{N}{1,3})|(?>[ab]{2})|x
+    """
+    converted = _POSSESSIVE_INTERVAL.sub(lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
+    if regex.search(r"\)\{\d+(?:,\d*)?\}\+", converted):
+        raise ValueError(f"cannot express the possessive interval of a group in {pattern!r} for Hugging Face")
+    return converted
+
+
+def from_oniguruma_pattern(pattern: str) -> str:
+    r"""The reverse of :func:`oniguruma_pattern`: Oniguruma's ``X{n,m}+`` (one or more runs of
+    ``X{n,m}``) spelled for the ``regex`` module, where it would mean a possessive interval.
+
+    >>> print(from_oniguruma_pattern(r"\p{N}{1,3}+|a"))
+    (?:\p{N}{1,3})+|a
+    """
+    return _POSSESSIVE_INTERVAL.sub(lambda m: f"(?:{m.group(1)}{m.group(2)})+", pattern)
+
+
 def to_huggingface(tok: Tokenizer, path: PathLike) -> None:
     """Write a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` encodes identically
     (with ``add_special_tokens=False``; special tokens become added tokens)."""
@@ -384,7 +414,7 @@ def to_huggingface(tok: Tokenizer, path: PathLike) -> None:
                           stacklevel=2)
     # A chunk that is a whole token maps to it in tiktoken's rule: HF's ignore_merges does that.
     ignore_merges = tok.whole_token_lookup or tok.merge_rule == "token"
-    split = {"type": "Split", "pattern": {"Regex": resolve_pattern(tok.pattern)},
+    split = {"type": "Split", "pattern": {"Regex": oniguruma_pattern(resolve_pattern(tok.pattern))},
              "behavior": "Isolated" if tok.split_gaps else "Removed", "invert": not tok.split_gaps}
     data = {
         "version": "1.0",
