@@ -20,6 +20,25 @@ ProgressCallback = Callable[[int, int], None]
 __all__ = ["train", "train_words", "learn_from_table", "BACKENDS"]
 
 BACKENDS = ("fast", "reference")
+COMPAT = (None, "hf")
+
+
+def hf_byte_tie_ranks() -> List[int]:
+    """Rank of each byte in Hugging Face's ``BpeTrainer`` id order: its alphabet is sorted by
+    the code point of each byte's GPT-2 byte-to-unicode character.
+
+    >>> r = hf_byte_tie_ranks()
+    >>> r[ord("!")], r[ord("a")], r[ord(" ")]
+    (0, 64, 220)
+    """
+    from .tokenizer import bytes_to_unicode
+
+    chars = bytes_to_unicode()
+    order = sorted(range(256), key=lambda b: ord(chars[b]))
+    ranks = [0] * 256
+    for rank, b in enumerate(order):
+        ranks[b] = rank
+    return ranks
 
 
 def _check_num_merges(num_merges: int, min_frequency: int) -> None:
@@ -82,8 +101,9 @@ def _run_learner(
     min_frequency: int,
     progress: Optional[ProgressCallback],
     max_tokens: int = -1,
+    tie_ranks: Optional[Sequence[int]] = None,
 ) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
-    learner = MergeLearner(symbols, word_starts, counts, base_tokens)
+    learner = MergeLearner(symbols, word_starts, counts, base_tokens, tie_ranks)
     return learner.run(int(num_merges), int(min_frequency), int(max_tokens), progress)
 
 
@@ -201,6 +221,7 @@ def train(
     progress=None,
     workers: Optional[int] = None,
     cluster=None,
+    compat: Optional[str] = None,
 ):
     """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.tokenizer.Tokenizer`.
 
@@ -211,12 +232,27 @@ def train(
     is the default for real use; ``pretokenizer="whitespace", unit="chars", word_start="_"``
     reproduces the seed pages' examples. Training stops early when no pair is left or the best
     count falls below ``min_frequency``.
+
+    ``compat="hf"`` learns the merges Hugging Face's ``BpeTrainer`` learns for the same text
+    with ``pre_tokenizers.ByteLevel(add_prefix_space=False)`` and
+    ``initial_alphabet=ByteLevel.alphabet()`` (same vocab size, min frequency, special
+    tokens): its tie rule (equal counts go to the pair of smaller ids, special tokens first,
+    then the bytes in the code-point order of their characters, then merges in order), and its
+    encoder (lowest merge rank first) for the result. Byte-level, GPT-2 split only.
     """
     from .counting import count_words
     from .tokenizer import Tokenizer
 
     if vocab_size is None and num_merges is None:
         raise ValueError("give vocab_size or num_merges")
+    if compat not in COMPAT:
+        raise ValueError(f"compat must be one of {COMPAT}, got {compat!r}")
+    tie_ranks = None
+    if compat == "hf":
+        if unit != "bytes" or word_start or word_end or pretokenizer != "gpt2":
+            raise ValueError("compat='hf' needs unit='bytes', pretokenizer='gpt2' (ByteLevel's split) "
+                             "and no word markers")
+        tie_ranks = hf_byte_tie_ranks()
     special_tokens = list(special_tokens)
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError("special_tokens has duplicates")
@@ -241,7 +277,7 @@ def train(
     with merge_progress(progress, num_merges) as callback:
         merge_ids, counts, tokens = _run_learner(
             symbols, starts, table.counts, base_tokens, num_merges, min_frequency, callback,
-            max_tokens)
+            max_tokens, tie_ranks)
     return Tokenizer(
         tokens,
         merge_ids[:, :2],
@@ -251,4 +287,5 @@ def train(
         word_end=word_end,
         special_tokens=special_tokens,
         merge_counts=counts,
+        merge_rule="pair" if compat == "hf" else "replay",
     )
