@@ -12,7 +12,7 @@ from .tokenizer import Tokenizer
 from .training import learn_from_table, train, train_words
 from .wordtable import WordTable
 from .formats import openai
-from .shards import encode_files
+from .shards import encode_files, read_shard
 
 __version__ = "0.1.0"
 __all__ = [
@@ -26,4 +26,5 @@ __all__ = [
     "pretokenize",
     "openai",
     "encode_files",
+    "read_shard",
 ]

@@ -137,6 +137,8 @@ cdef uint64_t EMPTY = 0xFFFFFFFFFFFFFFFFULL
 cdef uint32_t NO_RANK = 0xFFFFFFFFU
 # Chunks longer than this are not cached: they are rare and would crowd the cache out.
 cdef Py_ssize_t CACHE_MAX_CHUNK = 128
+# Chunks up to this length are merged by a plain scan instead of the heap.
+DEF SCAN_MAX_CHUNK = 32
 
 RULES = ("replay", "pair", "token")
 cdef int RULE_REPLAY = 0
@@ -152,7 +154,7 @@ cdef class EncodeState:
     """
     cdef BytesMap cache
     cdef size_t max_ids
-    cdef vector[int32_t] sid, nxt, prv
+    cdef vector[int32_t] sid, nxt, prv, out
     cdef vector[uint64_t] heap
     cdef public int64_t hits, misses
 
@@ -328,6 +330,56 @@ cdef class BPECore:
 
     cdef int64_t _bpe(self, const uint8_t* data, Py_ssize_t n, EncodeState st, int32_t* out,
                       int64_t cap) noexcept nogil:
+        """BPE of one chunk: a scan for short chunks (cheaper than a heap there), the heap
+        otherwise. Both pick the lowest (rank, position) each step, so they agree exactly."""
+        if n <= SCAN_MAX_CHUNK:
+            return self._bpe_scan(data, n, out, cap)
+        return self._bpe_heap(data, n, st, out, cap)
+
+    cdef int64_t _bpe_scan(self, const uint8_t* data, Py_ssize_t n, int32_t* out,
+                           int64_t cap) noexcept nogil:
+        """Short-chunk BPE: symbols in an array with the (rank << 32 | new id) of each adjacent
+        pair beside them; each step scans for the lowest rank (leftmost among equals), merges,
+        and re-looks-up only the two pairs that changed. O(n^2), n <= SCAN_MAX_CHUNK."""
+        cdef int32_t sid[SCAN_MAX_CHUNK]
+        cdef uint64_t pair[SCAN_MAX_CHUNK]
+        cdef Py_ssize_t i, best, m = n
+        cdef uint64_t best_v
+        cdef uint32_t floor = 0
+        for i in range(n):
+            sid[i] = self.byte_id[data[i]]
+            if sid[i] < 0:
+                return -1 - <int64_t>data[i]
+        for i in range(n - 1):
+            pair[i] = self._lookup(sid[i], sid[i + 1])
+        while m > 1:
+            best = -1
+            best_v = EMPTY
+            for i in range(m - 1):
+                if pair[i] < best_v:   # EMPTY is the largest value; ranks sit in the high bits
+                    best_v = pair[i]
+                    best = i
+            if best < 0:
+                break
+            if self.rule == RULE_REPLAY:
+                floor = <uint32_t>(best_v >> 32)
+            sid[best] = <int32_t>(best_v & 0xFFFFFFFFULL)
+            for i in range(best + 1, m - 1):
+                sid[i] = sid[i + 1]
+                pair[i] = pair[i + 1]
+            m -= 1
+            if best + 1 < m:
+                pair[best] = self._lookup_from(sid[best], sid[best + 1], floor)
+            if best > 0:
+                pair[best - 1] = self._lookup_from(sid[best - 1], sid[best], floor)
+        if m > cap:
+            return -1000
+        for i in range(m):
+            out[i] = sid[i]
+        return m
+
+    cdef int64_t _bpe_heap(self, const uint8_t* data, Py_ssize_t n, EncodeState st, int32_t* out,
+                           int64_t cap) noexcept nogil:
         """BPE of one chunk into ``out`` (room for ``cap`` ids). Returns the id count, -1 - b
         when byte ``b`` is not in the vocabulary, or ``-1000`` when more than ``cap`` ids come
         out (only used by the consistency check, which asks for one)."""
@@ -396,7 +448,7 @@ cdef class BPECore:
         return count
 
     cdef int64_t _encode_chunk(self, const uint8_t* data, Py_ssize_t n, EncodeState st,
-                               int32_t* out) noexcept nogil:
+                               int32_t* out, int64_t* misses) noexcept nogil:
         """Ids of one chunk into ``out`` (room for ``n`` ids): cache, whole lookup, BPE."""
         cdef uint64_t h
         cdef int64_t count = 0
@@ -411,9 +463,8 @@ cdef class BPECore:
             found = st.cache.find(data, n, h, &count)
             if found != NULL:
                 memcpy(out, found, count * sizeof(int32_t))
-                st.hits += 1
                 return count
-            st.misses += 1
+            misses[0] += 1   # a local counter: per-chunk writes to the state would false-share
         found = self.whole_id.find(data, n, h, &count)
         if found != NULL:
             out[0] = found[0]
@@ -436,7 +487,7 @@ cdef class BPECore:
         ValueError naming the first byte the vocabulary lacks.
         """
         cdef Py_ssize_t m = starts.shape[0], c
-        cdef int64_t total = 0, s, e, prev_end = 0, count = 0, got = 0
+        cdef int64_t total = 0, s, e, prev_end = 0, count = 0, got = 0, misses = 0
         if ends.shape[0] != m:
             raise ValueError("starts and ends must have the same length")
         if state is None:
@@ -448,21 +499,34 @@ cdef class BPECore:
                 raise ValueError(f"chunk {c} has bounds ({s}, {e}) out of order or outside the data")
             prev_end = e
             total += e - s
-        out = np.empty(total, dtype=np.int32)
-        cdef int32_t[::1] ov = out
-        cdef int32_t* op = &ov[0] if total > 0 else NULL
-        cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         if total >= 0xFFFFFFFF:
             raise OverflowError("more than 4 GiB in one call; split the text")
+        # Ids go to the state's reusable buffer (at most one id per byte), then one exact-size
+        # copy: a fresh buffer per call would page-fault on every call, serialising threads on
+        # the process's memory map.
+        if <int64_t>state.out.size() < total:
+            state.out.resize(total)
+        cdef int32_t* op = state.out.data()
+        cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         with nogil:
             for c in range(m):
-                got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count)
+                got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count, &misses)
                 if got < 0:
                     break
                 count += got
+        state.misses += misses
+        state.hits += m - misses
         if got < 0:
             raise ValueError(f"byte 0x{-1 - got:02x} is not in the vocabulary")
-        return out[:count]
+        out = np.empty(count, dtype=np.int32)
+        cdef int32_t[::1] ov = out
+        if count > 0:
+            with nogil:
+                memcpy(&ov[0], op, count * sizeof(int32_t))
+        if state.out.size() > 64 * 1024 * 1024:
+            state.out.clear()
+            state.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
+        return out
 
     def encode_bytes(self, const uint8_t[::1] data, EncodeState state):
         """int32 ids of ``data`` as a single chunk (no cache for long data)."""
