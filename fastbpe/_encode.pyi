@@ -19,6 +19,7 @@ class BPECore:
     """Immutable encoding tables (thread-safe); rule is "replay", "pair" or "token"."""
     num_tokens: int
     num_pairs: int
+    scan_max: int
     def __init__(self, token_bytes: List[bytes], left: npt.NDArray[np.int32], right: npt.NDArray[np.int32],
                  rule: str = "replay", whole: str = "consistent") -> None: ...
     def encode_chunks(self, data: bytes, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],

@@ -192,6 +192,9 @@ cdef class BPECore:
     # again after a duplicate merge re-created one of its tokens), ascending
     cdef unordered_map[uint64_t, vector[uint64_t]] repeats
     cdef readonly Py_ssize_t num_tokens
+    # chunks up to this length use the scan (at most SCAN_MAX_CHUNK; 0 = always the heap,
+    # which tests use to check the heap on short inputs)
+    cdef int _scan_max
     cdef readonly Py_ssize_t num_pairs
 
     def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
@@ -214,6 +217,7 @@ cdef class BPECore:
             raise OverflowError("too many tokens or merges")
         self.rule = RULES.index(rule)
         self.num_tokens = n
+        self._scan_max = SCAN_MAX_CHUNK
         for i in range(256):
             self.byte_id[i] = -1
         for i in range(n):
@@ -332,7 +336,7 @@ cdef class BPECore:
                       int64_t cap) noexcept nogil:
         """BPE of one chunk: a scan for short chunks (cheaper than a heap there), the heap
         otherwise. Both pick the lowest (rank, position) each step, so they agree exactly."""
-        if n <= SCAN_MAX_CHUNK:
+        if n <= self._scan_max:
             return self._bpe_scan(data, n, out, cap)
         return self._bpe_heap(data, n, st, out, cap)
 
@@ -532,6 +536,17 @@ cdef class BPECore:
         """int32 ids of ``data`` as a single chunk (no cache for long data)."""
         cdef int64_t[::1] bounds = np.array([0, data.shape[0]], dtype=np.int64)
         return self.encode_chunks(data, bounds[:1], bounds[1:], state)
+
+    @property
+    def scan_max(self):
+        """Chunks up to this many bytes are merged by the scan, longer ones by the heap."""
+        return self._scan_max
+
+    @scan_max.setter
+    def scan_max(self, int value):
+        if not 0 <= value <= SCAN_MAX_CHUNK:
+            raise ValueError(f"scan_max must be between 0 and {SCAN_MAX_CHUNK}")
+        self._scan_max = value
 
     def whole_lookup_size(self):
         """How many tokens the whole-chunk lookup knows."""

@@ -37,8 +37,13 @@ def merge_lists(draw, alphabet=b"abc", max_merges=12):
     return tokens, merges
 
 
-def core_encode_word(tok: Tokenizer, word: bytes):
+def core_encode_word(tok: Tokenizer, word: bytes, impl: str = "scan"):
+    """The compiled core on one chunk, through its short-chunk scan or its heap."""
+    tok._core().scan_max = 32 if impl == "scan" else 0
     return tok.encode_chunk_bounds(word, np.array([0]), np.array([len(word)])).tolist()
+
+
+IMPLS = ["scan", "heap"]
 
 
 def _python_chunk(tok: Tokenizer, word: bytes):
@@ -47,7 +52,7 @@ def _python_chunk(tok: Tokenizer, word: bytes):
 
 
 @settings(max_examples=300)
-@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=14).map(lambda b: bytes(97 + x % 3 for x in b)),
+@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=40).map(lambda b: bytes(97 + x % 3 for x in b)),
                                min_size=1, max_size=6))
 def test_replay_equals_reference_on_arbitrary_merge_lists(case, words):
     tokens, merges = case
@@ -55,7 +60,8 @@ def test_replay_equals_reference_on_arbitrary_merge_lists(case, words):
     pairs = [(tokens[a], tokens[b]) for a, b in merges]
     for word in words:
         expected = [tok._ids[t] for t in reference.encode_word(tuple(bytes([b]) for b in word), pairs)]
-        assert core_encode_word(tok, word) == expected
+        for impl in IMPLS:
+            assert core_encode_word(tok, word, impl) == expected, impl
         assert _python_chunk(tok, word) == expected
 
 
@@ -70,7 +76,7 @@ def test_python_path_matches_core_on_chars_unit():
 
 
 @settings(max_examples=300)
-@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=14).map(lambda b: bytes(97 + x % 3 for x in b)),
+@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=40).map(lambda b: bytes(97 + x % 3 for x in b)),
                                min_size=1, max_size=6))
 def test_pair_rule_equals_reference(case, words):
     tokens, merges = case
@@ -78,11 +84,12 @@ def test_pair_rule_equals_reference(case, words):
     pairs = [(tokens[a], tokens[b]) for a, b in merges]
     for word in words:
         expected = [tok._ids[t] for t in encode_by_pair_rank(word, pairs)]
-        assert core_encode_word(tok, word) == expected
+        for impl in IMPLS:
+            assert core_encode_word(tok, word, impl) == expected, impl
 
 
 @settings(max_examples=300)
-@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=14).map(lambda b: bytes(97 + x % 3 for x in b)),
+@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=40).map(lambda b: bytes(97 + x % 3 for x in b)),
                                min_size=1, max_size=6), st.booleans())
 def test_token_rule_equals_reference(case, words, whole):
     tokens, _ = case
@@ -90,7 +97,8 @@ def test_token_rule_equals_reference(case, words, whole):
     ranks = {t: i for i, t in enumerate(tokens)}
     for word in words:
         expected = [ranks[t] for t in encode_by_token_rank(word, ranks, whole)]
-        assert core_encode_word(tok, word) == expected
+        for impl in IMPLS:
+            assert core_encode_word(tok, word, impl) == expected, impl
 
 
 @settings(max_examples=100)
@@ -221,6 +229,12 @@ def test_bad_input_is_a_clear_error(trained):
     with pytest.raises(ValueError, match="not in the vocabulary"):
         no_z.encode("abz")
     assert no_z.tokens("abz") == [b"a", b"b", b"z"]
+
+
+def test_scan_max_is_checked():
+    core = BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32))
+    with pytest.raises(ValueError, match="scan_max"):
+        core.scan_max = 1000
 
 
 def test_core_rejects_bad_tables():
