@@ -173,6 +173,20 @@ class Tokenizer:
         self._core_lock = threading.Lock()
         self._local = threading.local()
 
+    def __getstate__(self) -> dict:
+        # The compiled tables, the lock and the per-thread caches are rebuilt on demand.
+        state = dict(self.__dict__)
+        for key in ("_core_obj", "_core_lock", "_local", "_cache"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._core_obj = None
+        self._core_lock = threading.Lock()
+        self._local = threading.local()
+        self._cache = {}
+
     def _special_by_id(self) -> Dict[int, str]:
         return {i: s for s, i in getattr(self, "special_tokens", {}).items()}
 
@@ -184,7 +198,7 @@ class Tokenizer:
     @property
     def vocab(self) -> Dict[int, Union[str, bytes]]:
         """Id -> token (``bytes`` for byte-level, ``str`` for chars; special tokens as ``str``)."""
-        vocab: Dict[int, Union[str, bytes]] = {i: self._as_unit(t) for i, t in enumerate(self.token_bytes)}
+        vocab: Dict[int, Union[str, bytes]] = {i: self._as_unit(t) for i, t in enumerate(self.token_bytes) if t}
         vocab.update({i: s for s, i in self.special_tokens.items()})
         return vocab
 
@@ -366,7 +380,7 @@ class Tokenizer:
         self._special_sets(allowed_special, disallowed_special)
         if self._uses_core:
             self._core()
-        workers = os.cpu_count() or 1 if workers is None else int(workers)
+        workers = (os.cpu_count() or 1) if workers is None else int(workers)
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
 

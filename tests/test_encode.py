@@ -244,3 +244,13 @@ def test_core_rejects_bad_tables():
         BPECore(BYTES, np.array([0], np.int32), np.array([1], np.int32))
     with pytest.raises(ValueError, match="rule"):
         BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32), "nope")
+
+
+def test_tokenizer_pickles_and_encodes_after(trained):
+    import pickle
+
+    tok, text = trained
+    tok.encode("warm the core up")
+    again = pickle.loads(pickle.dumps(tok))
+    assert again == tok
+    assert again.encode(text[:5000]) == tok.encode(text[:5000])
