@@ -13,7 +13,7 @@ import numpy as np
 import regex
 
 from ._encode import utf8_positions
-from .pretokenize import resolve_pattern
+from .pretokenize import PATTERNS, resolve_pattern
 
 __all__ = ["chunk_bounds", "utf8_offsets"]
 
@@ -39,6 +39,22 @@ def utf8_offsets(text: str) -> np.ndarray:
     return out
 
 
+def _compiled_scanner(pattern: str):
+    """``(split_bytes, pattern id)`` of the compiled pre-tokenizer (``fastbpe._pretok``) for a
+    named pattern, or None when that module or pattern is not there (then: the regex path)."""
+    try:
+        from . import _pretok  # the compiled scanner (its own issue); optional here
+    except ImportError:
+        return None
+    ids = getattr(_pretok, "PATTERN_IDS", {})
+    if pattern in ids:
+        return _pretok.split_bytes, ids[pattern]
+    for name, source in PATTERNS.items():  # a pattern given by its text, e.g. tiktoken's r50k
+        if source == pattern and name in ids:
+            return _pretok.split_bytes, ids[name]
+    return None
+
+
 def chunk_bounds(text: str, pattern: str, keep_gaps: bool = False) -> Tuple[bytes, np.ndarray, np.ndarray]:
     """``(utf8, starts, ends)`` of the chunks of ``text``.
 
@@ -53,6 +69,19 @@ def chunk_bounds(text: str, pattern: str, keep_gaps: bool = False) -> Tuple[byte
     ['ab', '  ', 'cd']
     """
     data = text.encode("utf-8", "surrogatepass")
+    scanner = _compiled_scanner(pattern)
+    if scanner is not None:
+        split_bytes, pattern_id = scanner
+        try:
+            pieces_b = split_bytes(data, pattern_id)
+        except ValueError:
+            pieces_b = None  # lone surrogates are not UTF-8: the regex path handles them
+        if pieces_b is not None:
+            bounds = np.zeros(len(pieces_b) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, pieces_b), dtype=np.int64, count=len(pieces_b)), out=bounds[1:])
+            if bounds[-1] == len(data):  # chunks tile the text: offsets are their cumsum
+                return data, bounds[:-1], bounds[1:]
+            # a pattern that drops text (whitespace) needs match positions: the regex path
     rx = _compiled(pattern)
     pieces = rx.findall(text, concurrent=True)
     if pieces and not isinstance(pieces[0], str):

@@ -254,3 +254,33 @@ def test_tokenizer_pickles_and_encodes_after(trained):
     again = pickle.loads(pickle.dumps(tok))
     assert again == tok
     assert again.encode(text[:5000]) == tok.encode(text[:5000])
+
+
+def test_chunk_bounds_uses_a_compiled_scanner_when_present(monkeypatch, trained):
+    """With a ``fastbpe._pretok`` (the compiled pre-tokenizer) the offsets come from it; the
+    ids stay the same. A stand-in module built on the regex plays the scanner here."""
+    import sys
+    import types
+
+    import regex
+
+    from fastbpe import chunking
+    from fastbpe.pretokenize import PATTERNS
+
+    calls = []
+
+    def split_bytes(data, pattern_id):
+        calls.append(pattern_id)
+        return [c.encode() for c in regex.findall(PATTERNS["gpt2"], data.decode())]
+
+    fake = types.ModuleType("fastbpe._pretok")
+    fake.PATTERN_IDS = {"gpt2": 1}
+    fake.split_bytes = split_bytes
+    tok, text = trained
+    sample = text[:20_000] + " ünïcödé 😀"
+    expected = tok.encode(sample)
+    monkeypatch.setitem(sys.modules, "fastbpe._pretok", fake)
+    data, starts, ends = chunking.chunk_bounds(sample, "gpt2")
+    assert calls == [1]
+    assert tok._core().encode_chunks(data, starts, ends, EncodeState()).tolist() == expected
+    assert tok.encode(sample) == expected
