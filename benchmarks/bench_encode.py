@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import tiktoken  # noqa: E402
 
 from fastbpe._encode import EncodeState  # noqa: E402
-from fastbpe.chunking import chunk_bounds  # noqa: E402
+from fastbpe.chunking import chunk_bounds, splitter_name  # noqa: E402
 from fastbpe.formats import OPENAI_ENCODINGS, openai, read_tiktoken_ranks  # noqa: E402
 from fastbpe.pretokenize import resolve_pattern  # noqa: E402
 
@@ -66,7 +66,7 @@ def bench(label: str, text: str, tok, enc, repeat: int) -> None:
     t_ours, ids = timed(lambda: tok.encode_ordinary(text), repeat)
     print(f"fastbpe encode_ordinary (e2e)   {mb / t_ours:8.1f} MB/s   {t_tik / t_ours:5.2f}x tiktoken")
     t_split, (data, starts, ends) = timed(lambda: chunk_bounds(text, tok.pattern, tok.split_gaps), repeat)
-    print(f"  of which regex split          {mb / t_split:8.1f} MB/s   ({len(starts):,} chunks)")
+    print(f"  of which the split ({splitter_name(tok.pattern)})  {mb / t_split:8.1f} MB/s   ({len(starts):,} chunks)")
     core = tok._core()
 
     def cold():

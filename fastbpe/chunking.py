@@ -39,20 +39,36 @@ def utf8_offsets(text: str) -> np.ndarray:
     return out
 
 
+def _split_ends_from_list(split_bytes):
+    def ends(data: bytes, pattern_id: int) -> np.ndarray:
+        pieces = split_bytes(data, pattern_id)
+        return np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
+    return ends
+
+
 def _compiled_scanner(pattern: str):
-    """``(split_bytes, pattern id)`` of the compiled pre-tokenizer (``fastbpe._pretok``) for a
-    named pattern, or None when that module or pattern is not there (then: the regex path)."""
+    """``(chunk_ends, pattern id)`` of the compiled pre-tokenizer (``fastbpe._pretok``) for a
+    named pattern, or None when that module or pattern is not there (then: the regex path).
+
+    ``chunk_ends(data, pattern_id)`` (int64 end offset of every chunk) is used when the module
+    has it; otherwise the offsets are summed from ``split_bytes``' list of chunks.
+    """
     try:
         from . import _pretok  # the compiled scanner (its own issue); optional here
     except ImportError:
         return None
     ids = getattr(_pretok, "PATTERN_IDS", {})
-    if pattern in ids:
-        return _pretok.split_bytes, ids[pattern]
-    for name, source in PATTERNS.items():  # a pattern given by its text, e.g. tiktoken's r50k
-        if source == pattern and name in ids:
-            return _pretok.split_bytes, ids[name]
-    return None
+    name = pattern if pattern in ids else next(
+        (n for n, source in PATTERNS.items() if source == pattern and n in ids), None)  # e.g. r50k's text
+    if name is None:
+        return None
+    ends = getattr(_pretok, "chunk_ends", None) or _split_ends_from_list(_pretok.split_bytes)
+    return ends, ids[name]
+
+
+def splitter_name(pattern: str) -> str:
+    """Which splitter :func:`chunk_bounds` uses for ``pattern``: "compiled" or "regex"."""
+    return "regex" if _compiled_scanner(pattern) is None else "compiled"
 
 
 def chunk_bounds(text: str, pattern: str, keep_gaps: bool = False) -> Tuple[bytes, np.ndarray, np.ndarray]:
@@ -71,17 +87,18 @@ def chunk_bounds(text: str, pattern: str, keep_gaps: bool = False) -> Tuple[byte
     data = text.encode("utf-8", "surrogatepass")
     scanner = _compiled_scanner(pattern)
     if scanner is not None:
-        split_bytes, pattern_id = scanner
+        chunk_ends, pattern_id = scanner
         try:
-            pieces_b = split_bytes(data, pattern_id)
+            ends = np.asarray(chunk_ends(data, pattern_id), dtype=np.int64)
         except ValueError:
-            pieces_b = None  # lone surrogates are not UTF-8: the regex path handles them
-        if pieces_b is not None:
-            bounds = np.zeros(len(pieces_b) + 1, dtype=np.int64)
-            np.cumsum(np.fromiter(map(len, pieces_b), dtype=np.int64, count=len(pieces_b)), out=bounds[1:])
-            if bounds[-1] == len(data):  # chunks tile the text: offsets are their cumsum
-                return data, bounds[:-1], bounds[1:]
-            # a pattern that drops text (whitespace) needs match positions: the regex path
+            ends = None  # lone surrogates are not UTF-8: the regex path handles them
+        if ends is not None and (len(ends) == 0 and not data or len(ends) and ends[-1] == len(data)):
+            # the chunks tile the text: each starts where the previous ended
+            starts = np.empty_like(ends)
+            starts[:1] = 0
+            starts[1:] = ends[:-1]
+            return data, starts, ends
+        # a pattern that drops text (whitespace) needs match positions: the regex path
     rx = _compiled(pattern)
     pieces = rx.findall(text, concurrent=True)
     if pieces and not isinstance(pieces[0], str):

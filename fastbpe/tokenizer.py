@@ -90,6 +90,14 @@ def _text_to_bytes(text: str) -> bytes:
 class Tokenizer:
     """A BPE tokenizer: what :func:`fastbpe.train` returns and :meth:`load` reads.
 
+    ``tokens``: the bytes of every id (``b""`` marks an unused id); ``merges``: pairs of ids
+    in priority order. ``special_tokens``: names (given the ids after the vocabulary) or a
+    name -> id mapping. Encoding options, for the imported formats (:mod:`fastbpe.formats`):
+    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``...,
+    applied before splitting) and ``split_gaps`` (text between pattern matches becomes chunks
+    too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
+    ``regex.findall`` and tiktoken do).
+
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
     [2, 2, 1]
@@ -117,8 +125,8 @@ class Tokenizer:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         if merge_rule not in MERGE_RULES:
             raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
-        if merge_rule != "replay" and (unit != "bytes" or word_start or word_end):
-            raise ValueError(f"merge_rule={merge_rule!r} needs unit='bytes' and no word markers")
+        if (merge_rule != "replay" or split_gaps) and (unit != "bytes" or word_start or word_end):
+            raise ValueError("merge_rule other than 'replay', and split_gaps, need unit='bytes' and no word markers")
         if normalizer not in NORMALIZERS:
             raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
         self.merge_rule = merge_rule
@@ -420,6 +428,8 @@ class Tokenizer:
             if piece in allowed:
                 out.append(self.special_tokens[piece])
                 continue
+            if self.normalizer:
+                piece = unicodedata.normalize(self.normalizer, piece)
             for chunk in pretokenize(piece, self._regex):
                 out.extend(self._encode_chunk(chunk))
         unknown = next((i for i in out if i < 0), None)

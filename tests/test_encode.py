@@ -256,7 +256,8 @@ def test_tokenizer_pickles_and_encodes_after(trained):
     assert again.encode(text[:5000]) == tok.encode(text[:5000])
 
 
-def test_chunk_bounds_uses_a_compiled_scanner_when_present(monkeypatch, trained):
+@pytest.mark.parametrize("api", ["split_bytes", "chunk_ends"])
+def test_chunk_bounds_uses_a_compiled_scanner_when_present(monkeypatch, trained, api):
     """With a ``fastbpe._pretok`` (the compiled pre-tokenizer) the offsets come from it; the
     ids stay the same. A stand-in module built on the regex plays the scanner here."""
     import sys
@@ -276,11 +277,14 @@ def test_chunk_bounds_uses_a_compiled_scanner_when_present(monkeypatch, trained)
     fake = types.ModuleType("fastbpe._pretok")
     fake.PATTERN_IDS = {"gpt2": 1}
     fake.split_bytes = split_bytes
+    if api == "chunk_ends":
+        fake.chunk_ends = lambda data, pid: np.cumsum([len(c) for c in split_bytes(data, pid)])
     tok, text = trained
     sample = text[:20_000] + " ünïcödé 😀"
     expected = tok.encode(sample)
     monkeypatch.setitem(sys.modules, "fastbpe._pretok", fake)
     data, starts, ends = chunking.chunk_bounds(sample, "gpt2")
     assert calls == [1]
+    assert chunking.splitter_name("gpt2") == "compiled"
     assert tok._core().encode_chunks(data, starts, ends, EncodeState()).tolist() == expected
     assert tok.encode(sample) == expected
