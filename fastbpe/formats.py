@@ -31,7 +31,7 @@ PathLike = Union[str, os.PathLike]
 
 __all__ = [
     "read_tiktoken_ranks", "from_tiktoken", "to_tiktoken", "to_tiktoken_encoding", "openai",
-    "OPENAI_ENCODINGS", "from_huggingface", "to_huggingface", "from_gpt2", "to_gpt2",
+    "OPENAI_ENCODINGS", "from_huggingface", "to_huggingface", "from_gpt2", "to_gpt2", "load_tokenizer",
 ]
 
 ENDOFTEXT = "<|endoftext|>"
@@ -439,3 +439,24 @@ def to_huggingface(tok: Tokenizer, path: PathLike) -> None:
         },
     }
     write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def load_tokenizer(path: PathLike) -> Tokenizer:
+    """Any tokenizer file fastbpe reads, by its content: a fastbpe file, a Hugging Face
+    ``tokenizer.json`` (or a folder holding one), or an OpenAI ``{name}.tiktoken`` file (its
+    name picks the published pattern and special tokens)."""
+    path = Path(path)
+    if path.is_dir():
+        return from_huggingface(path)
+    stem = path.name[: -len(".tiktoken")] if path.name.endswith(".tiktoken") else None
+    if stem is not None:
+        if stem not in OPENAI_ENCODINGS:
+            raise ValueError(f"{path}: a .tiktoken file needs its pattern; name it after one of "
+                             f"{sorted(OPENAI_ENCODINGS)} or use Tokenizer.from_tiktoken")
+        return openai(stem, path)
+    data = _load_json(path, "tokenizer file")
+    if isinstance(data, Mapping) and data.get("format") == "fastbpe":
+        return Tokenizer.from_dict(data)
+    if isinstance(data, Mapping) and "model" in data:
+        return from_huggingface(path)
+    raise ValueError(f"{path}: neither a fastbpe tokenizer file nor a Hugging Face tokenizer.json")

@@ -327,9 +327,13 @@ def encode_files(
 
 
 def _cmd_encode(args: argparse.Namespace) -> int:
-    from .tokenizer import Tokenizer
+    from .formats import load_tokenizer
 
-    tokenizer = Tokenizer.load(args.tokenizer)
+    try:
+        tokenizer = load_tokenizer(args.tokenizer)
+    except (ValueError, OSError) as exc:
+        print(f"fastbpe encode: {exc}", file=sys.stderr)
+        return 2
     files: List[Path] = []
     for name in args.files:
         path = Path(name)
@@ -354,7 +358,8 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
                               description="Stream text files (plain or .gz) through a tokenizer into "
                                           "fixed-size token shards; rerunning resumes.")
     p.add_argument("files", nargs="+", help="text files or folders")
-    p.add_argument("--tokenizer", "-t", required=True, help="a fastbpe tokenizer file")
+    p.add_argument("--tokenizer", "-t", required=True,
+                   help="a fastbpe tokenizer file, a Hugging Face tokenizer.json, or an OpenAI {name}.tiktoken")
     p.add_argument("--out", "-o", required=True, help="output folder")
     p.add_argument("--shard-size", type=int, default=100_000_000, help="ids per shard (default 1e8)")
     p.add_argument("--format", choices=FORMATS, default="npy")

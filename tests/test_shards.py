@@ -163,3 +163,13 @@ def test_cli_subcommand(tok, corpus, tmp_path):
     args = parser.parse_args(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "tok.json"),
                               "--out", str(tmp_path / "out"), "-q", "--no-resume"])
     assert args.run(args) == 2
+    # The peers' files work as --tokenizer too.
+    args = parser.parse_args(["encode", str(paths[0]), "--tokenizer",
+                              str(need("tokenizers", "tiktoken", "r50k_base.tiktoken")),
+                              "--out", str(tmp_path / "r50k"), "-q"])
+    assert args.run(args) == 0
+    r50k = fastbpe.openai("r50k_base", need("tokenizers", "tiktoken"))
+    assert all_ids(tmp_path / "r50k")[1] == r50k.encode_ordinary(docs[0])
+    args = parser.parse_args(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "missing.json"),
+                              "--out", str(tmp_path / "x"), "-q"])
+    assert args.run(args) == 2
