@@ -115,12 +115,30 @@ def bench(label: str, text: str, tok, enc, repeat: int) -> None:
     print(f"identical ids to tiktoken: {same} ({len(ref):,} tokens)")
 
 
+def bench_huge_chunk(tok, sizes_mb) -> None:
+    """One chunk of random lowercase letters (no split anywhere): the heap encoder's scaling."""
+    import random
+
+    rng = random.Random(0)
+    core = tok._core()
+    print("\n== one chunk without a split (random letters): time should grow ~n log n")
+    previous = None
+    for size in sizes_mb:
+        n = int(size * 1e6)
+        data = "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=n)).encode()
+        t, ids = timed(lambda: core.encode_chunks(data, np.array([0]), np.array([n]), EncodeState()))
+        growth = "" if previous is None else f"   x{t / previous[0]:.1f} time for x{n / previous[1]:.0f} size"
+        print(f"{size:5g} MB chunk: {t:6.2f} s, {len(ids):,} tokens{growth}")
+        previous = (t, n)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoding", default="cl100k_base", choices=sorted(OPENAI_ENCODINGS))
     parser.add_argument("--english-mb", type=float, default=10.0)
     parser.add_argument("--multi-rows", type=int, default=0, help="rows of parallel_multi (0 = all)")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--huge-mb", type=float, default=10.0, help="size of the no-split chunk (0 = skip)")
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"shared data not found at {DATA}; set FASTBPE_DATA")
@@ -141,6 +159,8 @@ def main() -> None:
     bench(f"english.txt.gz, first {args.english_mb:g} MB", english, tok, enc, args.repeat)
     bench("parallel_multi.tsv.gz" + (f", {args.multi_rows} rows" if args.multi_rows else ""), multi, tok, enc,
           args.repeat)
+    if args.huge_mb:
+        bench_huge_chunk(tok, [args.huge_mb / 10, args.huge_mb])
 
 
 if __name__ == "__main__":
