@@ -416,16 +416,16 @@ class Tokenizer:
         return out
 
     def _encode_python(self, text: str, allowed: frozenset) -> List[int]:
-        pieces = [text]
+        pieces: List[Tuple[str, bool]] = [(text, False)]  # (text, is an allowed special token)
         if allowed:
             pieces, position = [], 0
             for match in _special_regex(allowed).finditer(text):
-                pieces.extend([text[position:match.start()], match.group()])
+                pieces.extend([(text[position:match.start()], False), (match.group(), True)])
                 position = match.end()
-            pieces.append(text[position:])
+            pieces.append((text[position:], False))
         out: List[int] = []
-        for piece in pieces:
-            if piece in allowed:
+        for piece, special in pieces:
+            if special:
                 out.append(self.special_tokens[piece])
                 continue
             if self.normalizer:

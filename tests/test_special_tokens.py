@@ -114,3 +114,14 @@ def test_same_as_tiktoken_with_cl100k():
         ours.encode(text)
     assert ours.decode(ours.encode(text, allowed_special="all")) == text
     assert np.array_equal(ours.encode_to_numpy("hello world"), np.array([15339, 1917], dtype=np.uint32))
+
+
+def test_special_tokens_on_the_python_path():
+    """Character-level tokenizers encode in Python: same special-token rules."""
+    tok = fastbpe.train("low lower lowest " * 20, num_merges=10, unit="chars", pretokenizer="whitespace",
+                        word_start="_", progress=False, min_frequency=1, special_tokens=["<eos>"])
+    with pytest.raises(ValueError, match="disallowed"):
+        tok.encode("low <eos> lower")
+    ids = tok.encode("low <eos> lower", allowed_special="all")
+    assert ids.count(tok.special_tokens["<eos>"]) == 1
+    assert ids == tok.encode("low") + [tok.special_tokens["<eos>"]] + tok.encode("lower")
