@@ -143,7 +143,12 @@ def _tiktoken_ready(tok: Tokenizer) -> None:
 
 def to_tiktoken(tok: Tokenizer, path: PathLike) -> None:
     """Write ``path`` (the ``.tiktoken`` ranks: id = rank) and ``path + ".json"`` (the split
-    pattern as ``pat_str`` and the special tokens), both atomically."""
+    pattern as ``pat_str`` and the special tokens), both atomically.
+
+    tiktoken encodes by its own rule (lowest rank of a concatenation, whole chunks first). For
+    tokenizers read from tiktoken or GPT-2 files that is their rule; for tokenizers trained by
+    fastbpe the ids agree with fastbpe's on real text (tested), since merged tokens are numbered
+    in merge order; for imported Hugging Face vocabularies check on your text."""
     _tiktoken_ready(tok)
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
     write_atomic(path, b"\n".join(lines) + b"\n")

@@ -41,6 +41,14 @@ def test_same_merges_as_bpetrainer_on_real_text():
         assert a == b, f"merge {i}: fastbpe {a} vs tokenizers {b}"
     sample = text_slice("english.txt.gz", 1_100_000)[1_000_000:]
     assert tok.encode_ordinary(sample) == _remap(tok, hf_tok, sample)
+    # A tokenizer.json whose pre-tokenizer is ByteLevel alone (use_regex) loads and encodes alike.
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        hf_tok.save(str(Path(tmp) / "tokenizer.json"))
+        loaded = fastbpe.Tokenizer.from_huggingface(Path(tmp) / "tokenizer.json")
+    assert loaded.encode(sample, allowed_special="all") == hf_tok.encode(sample, add_special_tokens=False).ids
     # The default tie rule (first seen) is a different, documented rule: it diverges early.
     default = fastbpe.train(text, vocab_size=2500, min_frequency=2, special_tokens=specials, progress=False)
     assert [(_bytes_to_text(a), _bytes_to_text(b)) for a, b in default.merges] != theirs
