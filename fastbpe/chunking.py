@@ -15,7 +15,7 @@ import regex
 from ._encode import utf8_positions
 from .pretokenize import PATTERNS, resolve_pattern
 
-__all__ = ["chunk_bounds", "utf8_offsets"]
+__all__ = ["chunk_bounds", "staged_chunk_bounds", "utf8_offsets"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -121,3 +121,33 @@ def chunk_bounds(text: str, pattern: str, keep_gaps: bool = False) -> Tuple[byte
         # Non-overlapping spans in order: the flattened (start, end, start, ...) ascends.
         spans = utf8_positions(text, spans.reshape(-1)).reshape(-1, 2)
     return data, np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1])
+
+
+def _char_spans(text: str, pattern: str, keep_gaps: bool):
+    """Character spans of the chunks of ``text`` (same rules as :func:`chunk_bounds`)."""
+    spans = [m.span() for m in _compiled(pattern).finditer(text)]
+    if keep_gaps:
+        cuts = sorted({0, len(text), *[p for span in spans for p in span]})
+        spans = list(zip(cuts[:-1], cuts[1:]))
+    return [(a, b) for a, b in spans if b > a]
+
+
+def staged_chunk_bounds(text: str, stages) -> Tuple[bytes, np.ndarray, np.ndarray]:
+    """Chunk bounds of successive splits (Hugging Face's ``Sequence`` of ``Split`` steps):
+    ``stages`` is a list of ``(pattern, keep_gaps)``; each stage splits every chunk of the
+    previous one on its own. Pure Python per chunk: used only by files with several stages.
+
+    >>> data, s, e = staged_chunk_bounds("ab12 cd", [(r"\\S+|\\s+", True), (r"\\d+", True)])
+    >>> [data[a:b].decode() for a, b in zip(s, e)]
+    ['ab', '12', ' ', 'cd']
+    """
+    spans = [(0, len(text))] if text else []
+    for pattern, keep_gaps in stages:
+        spans = [(start + a, start + b) for start, end in spans
+                 for a, b in _char_spans(text[start:end], pattern, keep_gaps)]
+    data = text.encode("utf-8", "surrogatepass")
+    flat = np.array(spans, dtype=np.int64).reshape(-1)
+    if len(data) != len(text) and len(flat):
+        flat = utf8_positions(text, np.ascontiguousarray(flat))
+    flat = flat.reshape(-1, 2)
+    return data, np.ascontiguousarray(flat[:, 0]), np.ascontiguousarray(flat[:, 1])

@@ -136,9 +136,11 @@ def openai(name: str, path: PathLike) -> Tokenizer:
     return from_tiktoken(path, pattern, specials)
 
 
-def _tiktoken_ready(tok: Tokenizer) -> None:
+def _tiktoken_ready(tok: Tokenizer, one_split: bool = True) -> None:
     if tok.unit != "bytes" or tok.word_start or tok.word_end:
         raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
+    if one_split and tok.split_stages:
+        raise ValueError("this format has a single split pattern; the tokenizer splits in several stages")
 
 
 def to_tiktoken(tok: Tokenizer, path: PathLike) -> None:
@@ -245,8 +247,8 @@ def to_gpt2(tok: Tokenizer, directory: PathLike) -> None:
 # ---- Hugging Face ------------------------------------------------------------------------------
 
 
-def _hf_pattern(pre: Mapping, source: str) -> Tuple[str, bool]:
-    """(split regex, keep_gaps) of a byte-level pre-tokenizer."""
+def _hf_pattern(pre: Mapping, source: str) -> List[Tuple[str, bool]]:
+    """The ``(split regex, keep_gaps)`` stages of a byte-level pre-tokenizer, in order."""
     if not isinstance(pre, Mapping):
         raise ValueError(f"{source}: no pre_tokenizer; only byte-level BPE files are supported")
     steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
@@ -257,8 +259,7 @@ def _hf_pattern(pre: Mapping, source: str) -> Tuple[str, bool]:
         raise ValueError(f"{source}: the pre_tokenizer must end with ByteLevel (byte-level BPE)")
     if last.get("add_prefix_space"):
         raise ValueError(f"{source}: ByteLevel with add_prefix_space=true is not supported")
-    regexes = []
-    keep_gaps = True
+    stages: List[Tuple[str, bool]] = []
     for step in splits:
         if not isinstance(step, Mapping) or step.get("type") != "Split":
             raise ValueError(f"{source}: unsupported pre-tokenizer step {step!r:.80}")
@@ -273,14 +274,18 @@ def _hf_pattern(pre: Mapping, source: str) -> Tuple[str, bool]:
         else:
             raise ValueError(f"{source}: Split behavior {behavior!r} (invert={invert}) is not supported; "
                              "Isolated, or Removed with invert, is")
-        regexes.append(from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern
-                       else regex.escape(pattern["String"]))
+        stages.append((from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern
+                       else regex.escape(pattern["String"]), keep_gaps))
     if last.get("use_regex", True):
-        regexes.append(HF_BYTELEVEL_PATTERN)  # ByteLevel's own split (Isolated)
-    if len(regexes) != 1:
-        raise ValueError(f"{source}: {len(regexes)} successive split regexes; fastbpe supports one "
-                         "(a single Split, or ByteLevel with use_regex)")
-    return regexes[0], keep_gaps
+        stages.append((HF_BYTELEVEL_PATTERN, True))  # ByteLevel's own split (Isolated)
+    if not stages:
+        raise ValueError(f"{source}: no split at all (ByteLevel without use_regex and no Split)")
+    for pattern_text, _ in stages:
+        try:
+            regex.compile(pattern_text)
+        except regex.error as exc:
+            raise ValueError(f"{source}: split pattern {pattern_text!r:.80} does not compile: {exc}") from None
+    return stages
 
 
 def _hf_normalizer(norm, source: str) -> Optional[str]:
@@ -320,7 +325,7 @@ def from_huggingface(path: PathLike) -> Tokenizer:
     vocab, merges = model.get("vocab"), model.get("merges")
     if not isinstance(vocab, Mapping) or not isinstance(merges, list):
         raise ValueError(f"{source}: the model needs a 'vocab' object and a 'merges' list")
-    pattern, keep_gaps = _hf_pattern(data.get("pre_tokenizer"), source)
+    (pattern, keep_gaps), *more_stages = _hf_pattern(data.get("pre_tokenizer"), source)
     normalizer = _hf_normalizer(data.get("normalizer"), source)
     ids: Dict[str, int] = {}
     for text, i in vocab.items():
@@ -372,7 +377,7 @@ def from_huggingface(path: PathLike) -> Tokenizer:
     try:
         return Tokenizer(tokens, merge_ids, pattern=pattern, special_tokens=specials, merge_rule="pair",
                          whole_token_lookup=bool(model.get("ignore_merges", False)),
-                         normalizer=normalizer, split_gaps=keep_gaps)
+                         normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages)
     except ValueError as exc:
         raise ValueError(f"{source}: {exc}") from None
 
@@ -409,7 +414,7 @@ def from_oniguruma_pattern(pattern: str) -> str:
 def to_huggingface(tok: Tokenizer, path: PathLike) -> None:
     """Write a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` encodes identically
     (with ``add_special_tokens=False``; special tokens become added tokens)."""
-    _tiktoken_ready(tok)
+    _tiktoken_ready(tok, one_split=False)
     merges = tok.merge_ids.tolist()
     if tok.merge_rule == "replay":
         produced = [tok._ids[tok.token_bytes[a] + tok.token_bytes[b]] for a, b in merges]
@@ -419,8 +424,9 @@ def to_huggingface(tok: Tokenizer, path: PathLike) -> None:
                           stacklevel=2)
     # A chunk that is a whole token maps to it in tiktoken's rule: HF's ignore_merges does that.
     ignore_merges = tok.whole_token_lookup or tok.merge_rule == "token"
-    split = {"type": "Split", "pattern": {"Regex": oniguruma_pattern(resolve_pattern(tok.pattern))},
-             "behavior": "Isolated" if tok.split_gaps else "Removed", "invert": not tok.split_gaps}
+    splits = [{"type": "Split", "pattern": {"Regex": oniguruma_pattern(resolve_pattern(pattern))},
+               "behavior": "Isolated" if keep_gaps else "Removed", "invert": not keep_gaps}
+              for pattern, keep_gaps in [(tok.pattern, tok.split_gaps), *tok.split_stages]]
     data = {
         "version": "1.0",
         "truncation": None,
@@ -432,7 +438,7 @@ def to_huggingface(tok: Tokenizer, path: PathLike) -> None:
         ],
         "normalizer": {"type": tok.normalizer} if tok.normalizer else None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            split, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+            *splits, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {

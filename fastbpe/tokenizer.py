@@ -29,7 +29,7 @@ import numpy as np
 import regex
 
 from ._encode import BPECore, EncodeState
-from .chunking import chunk_bounds
+from .chunking import chunk_bounds, staged_chunk_bounds
 from .fileio import write_atomic
 from .pretokenize import pretokenize, resolve_pattern
 
@@ -96,7 +96,8 @@ class Tokenizer:
     ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``...,
     applied before splitting) and ``split_gaps`` (text between pattern matches becomes chunks
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
-    ``regex.findall`` and tiktoken do).
+    ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
+    splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -120,13 +121,21 @@ class Tokenizer:
         whole_token_lookup: bool = False,
         normalizer: Optional[str] = None,
         split_gaps: bool = False,
+        split_stages: Sequence[Tuple[str, bool]] = (),
     ):
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         if merge_rule not in MERGE_RULES:
             raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
-        if (merge_rule != "replay" or split_gaps) and (unit != "bytes" or word_start or word_end):
-            raise ValueError("merge_rule other than 'replay', and split_gaps, need unit='bytes' and no word markers")
+        if (merge_rule != "replay" or split_gaps or split_stages) and (unit != "bytes" or word_start or word_end):
+            raise ValueError("merge_rule other than 'replay', split_gaps and split_stages need unit='bytes' "
+                             "and no word markers")
+        self.split_stages: List[Tuple[str, bool]] = []
+        for stage in split_stages:
+            if not (isinstance(stage, (tuple, list)) and len(stage) == 2 and isinstance(stage[0], str)):
+                raise ValueError(f"split_stages entries must be (pattern, keep_gaps) pairs, got {stage!r:.80}")
+            resolve_pattern(stage[0])
+            self.split_stages.append((stage[0], bool(stage[1])))
         if normalizer not in NORMALIZERS:
             raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
         self.merge_rule = merge_rule
@@ -295,7 +304,11 @@ class Tokenizer:
         """int32 ids of text without special tokens (the compiled path)."""
         if self.normalizer:
             text = unicodedata.normalize(self.normalizer, text)
-        data, starts, ends = chunk_bounds(text, self.pattern, self.split_gaps)
+        if self.split_stages:
+            data, starts, ends = staged_chunk_bounds(
+                text, [(self.pattern, self.split_gaps), *self.split_stages])
+        else:
+            data, starts, ends = chunk_bounds(text, self.pattern, self.split_gaps)
         return self._core().encode_chunks(data, starts, ends, self._state())
 
     def encode_chunk_bounds(self, data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -503,6 +516,7 @@ class Tokenizer:
             **({"whole_token_lookup": True} if self.whole_token_lookup else {}),
             **({"normalizer": self.normalizer} if self.normalizer else {}),
             **({"split_gaps": True} if self.split_gaps else {}),
+            **({"split_stages": [list(x) for x in self.split_stages]} if self.split_stages else {}),
         }
 
     @classmethod
@@ -532,6 +546,7 @@ class Tokenizer:
                 whole_token_lookup=bool(data.get("whole_token_lookup", False)),
                 normalizer=data.get("normalizer"),
                 split_gaps=bool(data.get("split_gaps", False)),
+                split_stages=[tuple(x) for x in data.get("split_stages", [])],
             )
         except KeyError as exc:
             raise ValueError(f"fastbpe tokenizer file is missing the field {exc.args[0]!r}") from None

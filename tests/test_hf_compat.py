@@ -77,3 +77,30 @@ def test_compat_needs_byte_level_gpt2():
         fastbpe.train("a b", vocab_size=300, compat="hf", unit="chars", progress=False)
     with pytest.raises(ValueError, match="compat must be"):
         fastbpe.train("a b", vocab_size=300, compat="sentencepiece", progress=False)
+
+
+def test_several_split_steps_load_and_export(tmp_path):
+    """A pre-tokenizer Sequence of two Splits plus ByteLevel with its own regex (three stages)."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    text = text_slice("english.txt.gz", 200_000) + " 12345 678 año 2024-11-30 "
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\d"), behavior="isolated"),
+        pre_tokenizers.Split(Regex(r"-"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    hf.train_from_iterator([text], trainers.BpeTrainer(vocab_size=600, show_progress=False,
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    hf.save(str(tmp_path / "tokenizer.json"))
+    tok = fastbpe.Tokenizer.from_huggingface(tmp_path / "tokenizer.json")
+    assert len(tok.split_stages) == 2
+    sample = text[-20_000:] + "\nCall 555-0123 now, 99 bottles"
+    expected = hf.encode(sample, add_special_tokens=False).ids
+    assert tok.encode(sample) == expected
+    tok.save(tmp_path / "native.json")
+    assert fastbpe.Tokenizer.load(tmp_path / "native.json").encode(sample) == expected
+    tok.to_huggingface(tmp_path / "again.json")
+    assert Tokenizer.from_file(str(tmp_path / "again.json")).encode(sample, add_special_tokens=False).ids == expected
+    with pytest.raises(ValueError, match="single split"):
+        tok.to_tiktoken(tmp_path / "x.tiktoken")
