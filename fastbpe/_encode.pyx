@@ -532,6 +532,13 @@ cdef class BPECore:
             state.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
         return out
 
+    def encode_offsets(self, const uint8_t[::1] data, const int64_t[::1] offsets, EncodeState state):
+        """int32 ids of contiguous chunks: chunk ``i`` is ``data[offsets[i]:offsets[i + 1]]``
+        (``len(chunks) + 1`` offsets, what a scanner that tiles the text gives)."""
+        if offsets.shape[0] == 0:
+            return np.empty(0, dtype=np.int32)
+        return self.encode_chunks(data, offsets[:offsets.shape[0] - 1], offsets[1:], state)
+
     def encode_bytes(self, const uint8_t[::1] data, EncodeState state):
         """int32 ids of ``data`` as a single chunk (no cache for long data)."""
         cdef int64_t[::1] bounds = np.array([0, data.shape[0]], dtype=np.int64)

@@ -320,6 +320,15 @@ class Tokenizer:
         ends = np.ascontiguousarray(ends, dtype=np.int64)
         return self._core().encode_chunks(data, starts, ends, self._state())
 
+    def encode_utf8_chunks(self, data: bytes, offsets: np.ndarray) -> np.ndarray:
+        """int32 ids of UTF-8 ``data`` already split into contiguous chunks at the int64 byte
+        ``offsets`` (``len(chunks) + 1`` of them, from 0 to ``len(data)``): the BPE core alone,
+        for a pre-tokenizer that hands over offsets."""
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        if len(offsets) and (offsets[0] != 0 or offsets[-1] != len(data)):
+            raise ValueError("offsets must run from 0 to len(data)")
+        return self.encode_chunk_bounds(data, offsets[:-1], offsets[1:])
+
     def _check_text(self, text) -> None:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")

@@ -288,3 +288,17 @@ def test_chunk_bounds_uses_a_compiled_scanner_when_present(monkeypatch, trained,
     assert chunking.splitter_name("gpt2") == "compiled"
     assert tok._core().encode_chunks(data, starts, ends, EncodeState()).tolist() == expected
     assert tok.encode(sample) == expected
+
+
+def test_offsets_entry_point(trained):
+    from fastbpe.chunking import chunk_bounds
+
+    tok, text = trained
+    sample = text[:10_000] + " ünïcödé"
+    data, starts, ends = chunk_bounds(sample, tok.pattern)
+    offsets = np.append(starts, ends[-1])
+    assert tok.encode_utf8_chunks(data, offsets).tolist() == tok.encode(sample)
+    assert tok._core().encode_offsets(data, offsets, EncodeState()).tolist() == tok.encode(sample)
+    with pytest.raises(ValueError, match="offsets"):
+        tok.encode_utf8_chunks(data, offsets[:-1])
+    assert tok.encode_utf8_chunks(b"", np.array([0])).tolist() == []
