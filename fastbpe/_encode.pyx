@@ -90,6 +90,16 @@ cdef extern from *:
             }
             return nullptr;
         }
+        // Prefetch hints for a pipelined caller: first the home slot of a hash, later (once
+        // that slot is in cache) the key and ids it points at.
+        void prefetch_slot(uint64_t h) const { __builtin_prefetch(&slots[h & (slots.size() - 1)]); }
+        void prefetch_entry(uint64_t h) const {
+            const FastbpeSlot& s = slots[h & (slots.size() - 1)];
+            if (s.hash == h) {
+                __builtin_prefetch(keys.data() + s.key_off);
+                __builtin_prefetch(vals.data() + s.val_off);
+            }
+        }
         void insert(const uint8_t* p, size_t n, uint64_t h, const int32_t* ids, int64_t count) {
             if (2 * (used + 1) > slots.size()) grow();
             size_t mask = slots.size() - 1, i = h & mask;
@@ -128,6 +138,8 @@ cdef extern from *:
         size_t num_vals() noexcept nogil
         const int32_t* find(const uint8_t* p, size_t n, uint64_t h, int64_t* count) noexcept nogil
         void insert(const uint8_t* p, size_t n, uint64_t h, const int32_t* ids, int64_t count) nogil
+        void prefetch_slot(uint64_t h) noexcept nogil
+        void prefetch_entry(uint64_t h) noexcept nogil
 
 cdef inline uint64_t pair_key(int32_t a, int32_t b) noexcept nogil:
     return (<uint64_t><uint32_t>a << 32) | <uint32_t>b
@@ -137,6 +149,9 @@ cdef uint64_t EMPTY = 0xFFFFFFFFFFFFFFFFULL
 cdef uint32_t NO_RANK = 0xFFFFFFFFU
 # Chunks longer than this are not cached: they are rare and would crowd the cache out.
 cdef Py_ssize_t CACHE_MAX_CHUNK = 128
+# The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
+DEF PIPELINE = 32
+DEF PIPELINE_DISTANCE = 8
 # Chunks up to this length are merged by a plain scan instead of the heap.
 DEF SCAN_MAX_CHUNK = 32
 
@@ -452,9 +467,9 @@ cdef class BPECore:
         return count
 
     cdef int64_t _encode_chunk(self, const uint8_t* data, Py_ssize_t n, EncodeState st,
-                               int32_t* out, int64_t* misses) noexcept nogil:
-        """Ids of one chunk into ``out`` (room for ``n`` ids): cache, whole lookup, BPE."""
-        cdef uint64_t h
+                               int32_t* out, int64_t* misses, uint64_t h) noexcept nogil:
+        """Ids of one chunk into ``out`` (room for ``n`` ids): cache, whole lookup, BPE.
+        ``h``: the chunk's hash if the caller computed it already, else 0."""
         cdef int64_t count = 0
         cdef const int32_t* found
         if n == 0:
@@ -462,7 +477,8 @@ cdef class BPECore:
         if n == 1:
             out[0] = self.byte_id[data[0]]
             return 1 if out[0] >= 0 else -1 - <int64_t>data[0]
-        h = bytes_hash(data, n)
+        if h == 0:
+            h = bytes_hash(data, n)
         if n <= CACHE_MAX_CHUNK:
             found = st.cache.find(data, n, h, &count)
             if found != NULL:
@@ -482,6 +498,16 @@ cdef class BPECore:
                 st.cache.clear()
             st.cache.insert(data, n, h, out, count)
         return count
+
+    cdef inline uint64_t _hash_ahead(self, const uint8_t* dp, int64_t s, int64_t e,
+                                     EncodeState st) noexcept nogil:
+        """Hash of a cacheable chunk with its cache slot prefetched; 0 for the others."""
+        cdef uint64_t h
+        if e - s < 2 or e - s > CACHE_MAX_CHUNK:
+            return 0
+        h = bytes_hash(dp + s, e - s)
+        st.cache.prefetch_slot(h)
+        return h
 
     def encode_chunks(self, const uint8_t[::1] data, const int64_t[::1] starts,
                       const int64_t[::1] ends, EncodeState state):
@@ -512,9 +538,25 @@ cdef class BPECore:
             state.out.resize(total)
         cdef int32_t* op = state.out.data()
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
+        cdef uint64_t ring[PIPELINE]
+        cdef Py_ssize_t ahead
         with nogil:
+            # Software pipeline over the chunk cache, whose slots are random accesses into a
+            # table bigger than the CPU caches: hash chunk c + 2D and prefetch its slot; at
+            # c + D prefetch the key and ids the slot points at; at c use them.
+            for c in range(min(m, 2 * PIPELINE_DISTANCE)):
+                ring[c % PIPELINE] = self._hash_ahead(dp, starts[c], ends[c], state)
+            for c in range(min(m, PIPELINE_DISTANCE)):
+                state.cache.prefetch_entry(ring[c % PIPELINE])
             for c in range(m):
-                got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count, &misses)
+                ahead = c + 2 * PIPELINE_DISTANCE
+                if ahead < m:
+                    ring[ahead % PIPELINE] = self._hash_ahead(dp, starts[ahead], ends[ahead], state)
+                ahead = c + PIPELINE_DISTANCE
+                if ahead < m and ring[ahead % PIPELINE] != 0:
+                    state.cache.prefetch_entry(ring[ahead % PIPELINE])
+                got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count, &misses,
+                                         ring[c % PIPELINE])
                 if got < 0:
                     break
                 count += got
