@@ -131,6 +131,7 @@ cdef extern from *:
     void heap_push "fastbpe_heap_push"(vector[uint64_t]& h, uint64_t key) noexcept nogil
     uint64_t heap_pop "fastbpe_heap_pop"(vector[uint64_t]& h) noexcept nogil
     uint64_t bytes_hash "fastbpe_hash"(const uint8_t* p, size_t n) noexcept nogil
+    void prefetch_read "__builtin_prefetch"(const void* p) noexcept nogil
     cdef cppclass BytesMap "FastbpeBytesMap":
         BytesMap() except +
         void clear() noexcept nogil
@@ -140,6 +141,11 @@ cdef extern from *:
         void insert(const uint8_t* p, size_t n, uint64_t h, const int32_t* ids, int64_t count) nogil
         void prefetch_slot(uint64_t h) noexcept nogil
         void prefetch_entry(uint64_t h) noexcept nogil
+
+cdef struct PairSlot:
+    uint64_t key
+    uint64_t val
+
 
 cdef inline uint64_t pair_key(int32_t a, int32_t b) noexcept nogil:
     return (<uint64_t><uint32_t>a << 32) | <uint32_t>b
@@ -199,8 +205,7 @@ cdef class BPECore:
     """
     cdef int rule
     cdef int32_t byte_id[256]
-    cdef vector[uint64_t] slot_key
-    cdef vector[uint64_t] slot_val     # (rank << 32) | new id
+    cdef vector[PairSlot] slots         # key (left << 32 | right) beside its (rank << 32) | new id
     cdef uint64_t slot_mask
     cdef BytesMap whole_id
     # replay rule only: the later ranks of a pair the merge list repeats (rare; a pair merged
@@ -282,22 +287,24 @@ cdef class BPECore:
         cdef size_t cap = 16, i, j
         while cap < 2 * keys.size() + 16:
             cap *= 2
-        self.slot_key.assign(cap, EMPTY)
-        self.slot_val.assign(cap, 0)
+        cdef PairSlot empty
+        empty.key = EMPTY
+        empty.val = 0
+        self.slots.assign(cap, empty)
         self.slot_mask = cap - 1
         for i in range(keys.size()):
             j = self._slot(keys[i])
-            if self.slot_key[j] == EMPTY:
-                self.slot_key[j] = keys[i]
-                self.slot_val[j] = vals[i]
+            if self.slots[j].key == EMPTY:
+                self.slots[j].key = keys[i]
+                self.slots[j].val = vals[i]
             elif self.rule == RULE_PAIR:
-                self.slot_val[j] = vals[i]     # tokenizers keeps the last rank of a repeated pair
+                self.slots[j].val = vals[i]     # tokenizers keeps the last rank of a repeated pair
             elif self.rule == RULE_REPLAY:
                 self.repeats[keys[i]].push_back(vals[i])
 
     cdef inline size_t _slot(self, uint64_t key) noexcept nogil:
         cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> 24) & self.slot_mask
-        while self.slot_key[i] != key and self.slot_key[i] != EMPTY:
+        while self.slots[i].key != key and self.slots[i].key != EMPTY:
             i = (i + 1) & self.slot_mask
         return i
 
@@ -305,9 +312,13 @@ cdef class BPECore:
         """(rank << 32) | new id of pair (a, b), or EMPTY when the pair never merges."""
         cdef uint64_t key = pair_key(a, b)
         cdef size_t i = self._slot(key)
-        if self.slot_key[i] == EMPTY:
+        if self.slots[i].key == EMPTY:
             return EMPTY
-        return self.slot_val[i]
+        return self.slots[i].val
+
+    cdef inline void _prefetch_pair(self, int32_t a, int32_t b) noexcept nogil:
+        cdef uint64_t key = pair_key(a, b)
+        prefetch_read(&self.slots[<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 24) & self.slot_mask])
 
     cdef inline uint64_t _lookup_from(self, int32_t a, int32_t b, uint32_t floor) noexcept nogil:
         """Like ``_lookup``, but the lowest rank of the pair that is at least ``floor``."""
@@ -369,6 +380,8 @@ cdef class BPECore:
             sid[i] = self.byte_id[data[i]]
             if sid[i] < 0:
                 return -1 - <int64_t>data[i]
+        for i in range(n - 1):   # issue every first lookup's memory access at once
+            self._prefetch_pair(sid[i], sid[i + 1])
         for i in range(n - 1):
             pair[i] = self._lookup(sid[i], sid[i + 1])
         while m > 1:
