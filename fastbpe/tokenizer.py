@@ -189,11 +189,12 @@ class Tokenizer:
         self._core_obj: Optional[BPECore] = None
         self._core_lock = threading.Lock()
         self._local = threading.local()
+        self._pool: Optional[ThreadPoolExecutor] = None
 
     def __getstate__(self) -> dict:
         # The compiled tables, the lock and the per-thread caches are rebuilt on demand.
         state = dict(self.__dict__)
-        for key in ("_core_obj", "_core_lock", "_local", "_cache"):
+        for key in ("_core_obj", "_core_lock", "_local", "_cache", "_pool"):
             state.pop(key, None)
         return state
 
@@ -203,6 +204,7 @@ class Tokenizer:
         self._core_lock = threading.Lock()
         self._local = threading.local()
         self._cache = {}
+        self._pool = None
 
     def _special_by_id(self) -> Dict[int, str]:
         return {i: s for s, i in getattr(self, "special_tokens", {}).items()}
@@ -420,8 +422,17 @@ class Tokenizer:
 
         if workers == 1 or len(texts) <= 1:
             return [one(t) for t in texts]
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(one, texts))
+        return list(self._executor(workers).map(one, texts))
+
+    def _executor(self, workers: int) -> ThreadPoolExecutor:
+        """A thread pool kept between calls, so each worker keeps its warm chunk cache."""
+        with self._core_lock:
+            pool = getattr(self, "_pool", None)
+            if pool is None or pool._max_workers != workers:
+                if pool is not None:
+                    pool.shutdown(wait=False)
+                pool = self._pool = ThreadPoolExecutor(workers, thread_name_prefix="fastbpe-encode")
+            return pool
 
     # The pure-Python path: character-level tokenizers and word markers.
 
