@@ -263,9 +263,16 @@ def encode_files(
         if not resume or manifest.get("job") != job:
             raise ValueError(f"{out_dir} already holds shards of another job (or resume=False); "
                              "use a new directory or delete it")
-        for shard in manifest["shards"]:
-            if len(read_shard(out_dir / shard["file"])) != shard["tokens"]:
-                raise ValueError(f"{out_dir / shard['file']}: does not match the manifest")
+        try:
+            for shard in manifest["shards"]:
+                if len(read_shard(out_dir / shard["file"])) != shard["tokens"]:
+                    raise ValueError(f"{out_dir / shard['file']}: does not match the manifest")
+            int(manifest["tokens"]), list(manifest["resume_at"])
+        except OSError as exc:
+            raise ValueError(f"{manifest_path}: a shard it lists cannot be read ({exc}); remove the folder "
+                             "to start over") from None
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"{manifest_path}: malformed manifest ({exc!r}); remove the folder to start over") from None
         if manifest.get("complete"):
             return manifest
     if manifest is None:

@@ -131,6 +131,12 @@ def test_damaged_shards_are_clear_errors(tok, tmp_path):
         read_shard(shard)
     with pytest.raises(ValueError, match="does not match|magic|truncated"):
         encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="bin", progress=False)
+    shard.unlink()
+    with pytest.raises(ValueError, match="cannot be read"):
+        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="bin", progress=False)
+    (tmp_path / "o" / MANIFEST).write_text("{not json")
+    with pytest.raises(ValueError, match="unreadable manifest"):
+        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="bin", progress=False)
 
 
 def test_bad_arguments(tok, tmp_path):
