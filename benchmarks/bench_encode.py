@@ -35,7 +35,7 @@ import tiktoken  # noqa: E402
 from fastbpe._encode import EncodeState  # noqa: E402
 from fastbpe.chunking import chunk_bounds, splitter_name  # noqa: E402
 from fastbpe.formats import OPENAI_ENCODINGS, openai, read_tiktoken_ranks  # noqa: E402
-from fastbpe.pretokenize import resolve_pattern  # noqa: E402
+from fastbpe.chunking import pattern_source  # noqa: E402
 
 DATA = Path(os.environ.get("FASTBPE_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
 
@@ -174,7 +174,7 @@ def main() -> None:
     loaded = time.perf_counter()
     tok._core()  # the compiled tables are built on first use: not part of any timing below
     built = time.perf_counter()
-    enc = tiktoken.Encoding(args.encoding, pat_str=resolve_pattern(pattern),
+    enc = tiktoken.Encoding(args.encoding, pat_str=pattern_source(pattern),
                             mergeable_ranks=read_tiktoken_ranks(path), special_tokens=specials)
     with gzip.open(DATA / "english.txt.gz", "rt", encoding="utf-8") as f:
         english = f.read(int(args.english_mb * 1e6))

@@ -13,17 +13,33 @@ import numpy as np
 import regex
 
 from ._encode import utf8_positions
-from .pretokenize import PATTERNS, resolve_pattern
+from .pretokenize import PATTERNS
 
-__all__ = ["chunk_bounds", "staged_chunk_bounds", "utf8_offsets"]
+__all__ = ["chunk_bounds", "staged_chunk_bounds", "utf8_offsets", "pattern_source", "check_pattern"]
+
+
+def pattern_source(pattern: str) -> str:
+    """The regex of a named pattern (``fastbpe.pretokenize.PATTERNS``), or ``pattern`` itself.
+
+    >>> pattern_source(r"\\S+")
+    '\\\\S+'
+    """
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+    return PATTERNS.get(pattern, pattern)
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(pattern: str) -> "regex.Pattern":
     try:
-        return regex.compile(resolve_pattern(pattern))
+        return regex.compile(pattern_source(pattern))
     except regex.error as exc:
         raise ValueError(f"invalid split pattern {pattern!r}: {exc}") from None
+
+
+def check_pattern(pattern: str) -> None:
+    """Raise ValueError (TypeError) now for a pattern that would fail at the first encode."""
+    _compiled(pattern)
 
 
 def utf8_offsets(text: str) -> np.ndarray:

@@ -24,7 +24,7 @@ import regex
 
 from ._encode import derive_merges
 from .fileio import write_atomic
-from .pretokenize import PATTERNS, resolve_pattern
+from .chunking import check_pattern, pattern_source
 from .tokenizer import Tokenizer, _bytes_to_text, _text_to_bytes
 
 PathLike = Union[str, os.PathLike]
@@ -51,7 +51,7 @@ OPENAI_ENCODINGS: Dict[str, Tuple[str, Dict[str, int]]] = {
 _TIKTOKEN_FILE = {"p50k_edit": "p50k_base"}
 
 # Hugging Face's ByteLevel pre-tokenizer with use_regex=true splits with GPT-2's pattern.
-HF_BYTELEVEL_PATTERN = PATTERNS["gpt2"]
+HF_BYTELEVEL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
 def _load_json(path: PathLike, what: str):
@@ -118,7 +118,7 @@ def _from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mappin
 def from_tiktoken(path: PathLike, pattern: str, special_tokens: Optional[Mapping[str, int]] = None) -> Tokenizer:
     """Load a ``.tiktoken`` rank file; ``pattern`` is the split regex (or a fastbpe pattern
     name), ``special_tokens`` maps their text to ids. See :func:`openai` for the presets."""
-    resolve_pattern(pattern)
+    check_pattern(pattern)
     ranks = read_tiktoken_ranks(path)
     return _from_ranks(ranks, pattern, dict(special_tokens or {}), os.fspath(path))
 
@@ -154,7 +154,7 @@ def to_tiktoken(tok: Tokenizer, path: PathLike) -> None:
     _tiktoken_ready(tok)
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
     write_atomic(path, b"\n".join(lines) + b"\n")
-    sidecar = {"pat_str": resolve_pattern(tok.pattern), "special_tokens": tok.special_tokens}
+    sidecar = {"pat_str": pattern_source(tok.pattern), "special_tokens": tok.special_tokens}
     write_atomic(os.fspath(path) + ".json", json.dumps(sidecar, ensure_ascii=False, indent=1).encode())
 
 
@@ -164,7 +164,7 @@ def to_tiktoken_encoding(tok: Tokenizer, name: str = "fastbpe"):
 
     _tiktoken_ready(tok)
     ranks = {t: i for i, t in enumerate(tok.token_bytes) if t}
-    return tiktoken.Encoding(name=name, pat_str=resolve_pattern(tok.pattern), mergeable_ranks=ranks,
+    return tiktoken.Encoding(name=name, pat_str=pattern_source(tok.pattern), mergeable_ranks=ranks,
                              special_tokens=dict(tok.special_tokens))
 
 
@@ -424,7 +424,7 @@ def to_huggingface(tok: Tokenizer, path: PathLike) -> None:
                           stacklevel=2)
     # A chunk that is a whole token maps to it in tiktoken's rule: HF's ignore_merges does that.
     ignore_merges = tok.whole_token_lookup or tok.merge_rule == "token"
-    splits = [{"type": "Split", "pattern": {"Regex": oniguruma_pattern(resolve_pattern(pattern))},
+    splits = [{"type": "Split", "pattern": {"Regex": oniguruma_pattern(pattern_source(pattern))},
                "behavior": "Isolated" if keep_gaps else "Removed", "invert": not keep_gaps}
               for pattern, keep_gaps in [(tok.pattern, tok.split_gaps), *tok.split_stages]]
     data = {

@@ -29,9 +29,9 @@ import numpy as np
 import regex
 
 from ._encode import BPECore, EncodeState
-from .chunking import chunk_bounds, staged_chunk_bounds
+from .chunking import check_pattern, chunk_bounds, staged_chunk_bounds
 from .fileio import write_atomic
-from .pretokenize import pretokenize, resolve_pattern
+from .pretokenize import pretokenize
 
 __all__ = ["Tokenizer", "FORMAT_NAME", "FORMAT_VERSION", "bytes_to_unicode", "MERGE_RULES"]
 
@@ -134,7 +134,7 @@ class Tokenizer:
         for stage in split_stages:
             if not (isinstance(stage, (tuple, list)) and len(stage) == 2 and isinstance(stage[0], str)):
                 raise ValueError(f"split_stages entries must be (pattern, keep_gaps) pairs, got {stage!r:.80}")
-            resolve_pattern(stage[0])
+            check_pattern(stage[0])
             self.split_stages.append((stage[0], bool(stage[1])))
         if normalizer not in NORMALIZERS:
             raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
@@ -144,7 +144,7 @@ class Tokenizer:
         self.split_gaps = bool(split_gaps)
         self.unit = unit
         self.pattern = pattern
-        self._regex = resolve_pattern(pattern)
+        check_pattern(pattern)  # a bad pattern fails here, not at the first encode
         self.word_start = word_start or ""
         self.word_end = word_end or ""
         self.token_bytes: List[bytes] = [bytes(t) for t in tokens]
@@ -444,7 +444,7 @@ class Tokenizer:
             except ValueError:
                 pass  # a byte outside the vocabulary: the slow path shows it as itself
         out: List[int] = []
-        for chunk in pretokenize(text, self._regex):
+        for chunk in pretokenize(text, self.pattern):
             out.extend(self._encode_chunk(chunk))
         return out
 
@@ -463,7 +463,7 @@ class Tokenizer:
                 continue
             if self.normalizer:
                 piece = unicodedata.normalize(self.normalizer, piece)
-            for chunk in pretokenize(piece, self._regex):
+            for chunk in pretokenize(piece, self.pattern):
                 out.extend(self._encode_chunk(chunk))
         unknown = next((i for i in out if i < 0), None)
         if unknown is not None:

@@ -9,7 +9,7 @@ import pytest
 import fastbpe
 from fastbpe.formats import (OPENAI_ENCODINGS, from_gpt2, from_huggingface, openai, read_tiktoken_ranks,
                              to_tiktoken_encoding)
-from fastbpe.pretokenize import resolve_pattern
+from fastbpe.chunking import pattern_source
 from fastbpe.tokenizer import Tokenizer
 
 from _fastbpe_data import need, rows, text_slice
@@ -31,7 +31,7 @@ def samples():
 def tiktoken_encoding(name):
     path = need("tokenizers", "tiktoken", f"{name}.tiktoken")
     pattern, specials = OPENAI_ENCODINGS[name]
-    return tiktoken.Encoding(name, pat_str=resolve_pattern(pattern), mergeable_ranks=read_tiktoken_ranks(path),
+    return tiktoken.Encoding(name, pat_str=pattern_source(pattern), mergeable_ranks=read_tiktoken_ranks(path),
                              special_tokens=specials)
 
 

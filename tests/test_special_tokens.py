@@ -96,12 +96,12 @@ def test_bad_special_token_tables():
 def test_same_as_tiktoken_with_cl100k():
     tiktoken = pytest.importorskip("tiktoken")
     from fastbpe.formats import OPENAI_ENCODINGS, openai, read_tiktoken_ranks
-    from fastbpe.pretokenize import resolve_pattern
+    from fastbpe.chunking import pattern_source
 
     path = need("tokenizers", "tiktoken", "cl100k_base.tiktoken")
     ours = openai("cl100k_base", path)
     pattern, specials = OPENAI_ENCODINGS["cl100k_base"]
-    enc = tiktoken.Encoding("cl100k_base", pat_str=resolve_pattern(pattern),
+    enc = tiktoken.Encoding("cl100k_base", pat_str=pattern_source(pattern),
                             mergeable_ranks=read_tiktoken_ranks(path), special_tokens=specials)
     text = "Hello<|endoftext|> world <|fim_prefix|>x<|endofprompt|>"
     assert ours.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
