@@ -1,7 +1,7 @@
 """Encode throughput of fastbpe against tiktoken, with the same ranks loaded in both.
 
     python benchmarks/bench_encode.py [--encoding cl100k_base] [--english-mb 10] [--multi-rows 0]
-                                      [--clock wall|cpu] [--huge-mb 10]
+                                      [--clock wall|cpu] [--splitter auto|regex] [--huge-mb 10]
 
 For each corpus (the first N MB of english.txt.gz; parallel_multi.tsv.gz, all rows by default)
 it prints, in one run so the ratios compare like with like:
@@ -161,10 +161,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="single-thread timings in wall time or this thread's CPU time")
+    parser.add_argument("--splitter", choices=["auto", "regex"], default="auto",
+                        help="auto: the compiled pre-tokenizer when fastbpe._pretok exists; regex: never")
     parser.add_argument("--huge-mb", type=float, default=10.0, help="size of the no-split chunk (0 = skip)")
     args = parser.parse_args()
     global CLOCK
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
+    if args.splitter == "regex":
+        import fastbpe.chunking
+
+        fastbpe.chunking._compiled_scanner = lambda pattern: None  # measure the regex path
     if not DATA.is_dir():
         sys.exit(f"shared data not found at {DATA}; set FASTBPE_DATA")
     path = DATA / "tokenizers" / "tiktoken" / f"{args.encoding}.tiktoken"
