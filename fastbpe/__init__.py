@@ -13,6 +13,8 @@ from .pretokenize import PATTERNS, pretokenize, pretokenize_bytes
 from .tokenizer import Tokenizer
 from .training import learn_from_table, train, train_words
 from .wordtable import WordTable
+from .formats import openai
+from .shards import encode_files, read_shard
 
 __version__ = "0.1.0"
 
@@ -42,6 +44,9 @@ __all__ = [
     "pretokenize",
     "pretokenize_bytes",
     "PATTERNS",
+    "openai",
+    "encode_files",
+    "read_shard",
     *_LAZY,
 ]
 

@@ -21,6 +21,12 @@ and every increase pushes a fresh entry at the end of the merge step; decreases 
 popped entry is accepted only when its count and first position are the pair's true current ones;
 otherwise it is re-pushed with the true (worse) key. The accepted entry is then the true best.
 
+Optional tie rule ``tie_ranks`` (Hugging Face's ``BpeTrainer``): among equal counts, the pair
+with the smaller ``(rank[left], rank[right])``, where ``rank`` is given for the base ids and a
+merged token's rank is its id (merged ids come after every base id, in creation order, as in
+Hugging Face). That key is fixed per pair, so the heap entry's ``first`` field holds it and no
+position check is needed. Without ``tie_ranks`` nothing above changes.
+
 Tokens are deduplicated by content, as in the reference where a symbol is its string: when a
 merge produces bytes that an existing token already has, the existing id is reused.
 """
@@ -88,6 +94,8 @@ cdef class MergeLearner:
     cdef vector[uint8_t] pair_touched
     cdef vector[int32_t] touched
     cdef vector[HeapEntry] heap
+    # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
+    cdef vector[int64_t] tie_rank
     # tokens
     cdef vector[string] token
     cdef unordered_map[string, int32_t] token_id
@@ -96,7 +104,7 @@ cdef class MergeLearner:
     cdef vector[int64_t] out_count
 
     def __init__(self, const int32_t[::1] symbols, const int64_t[::1] word_starts,
-                 const int64_t[::1] word_counts, list token_bytes):
+                 const int64_t[::1] word_counts, list token_bytes, tie_ranks=None):
         cdef Py_ssize_t n = symbols.shape[0]
         cdef Py_ssize_t num_words = word_counts.shape[0]
         cdef Py_ssize_t w, p, start, end
@@ -111,6 +119,13 @@ cdef class MergeLearner:
         self.node.resize(n)
         self.word_count.resize(num_words)
         self._init_slots(1024)
+        if tie_ranks is not None:
+            if len(tie_ranks) != len(token_bytes):
+                raise ValueError("tie_ranks needs one rank per base token")
+            if sorted(int(r) for r in tie_ranks) != list(range(len(token_bytes))):
+                raise ValueError("tie_ranks must be a permutation of the base token ids")
+            for r in tie_ranks:
+                self.tie_rank.push_back(<int64_t>r)
         with nogil:
             for p in range(n):
                 self.node[p].sym = symbols[p]
@@ -242,7 +257,7 @@ cdef class MergeLearner:
             self.pair_touched[pid] = 0
             if self.pair_count[pid] > 0:
                 e.count = self.pair_count[pid]
-                e.first = self.pair_first[pid]
+                e.first = self._tie_key(pid)
                 e.pair = pid
                 self._heap_push(e)
         self.touched.clear()
@@ -277,6 +292,19 @@ cdef class MergeLearner:
         self.pair_first[pid] = first
         return first
 
+    cdef inline int64_t _tie_key(self, int32_t pid) noexcept nogil:
+        """The heap's second key: the first position (default), or the pair's rank key."""
+        cdef int64_t a, b
+        if self.tie_rank.empty():
+            return self.pair_first[pid]
+        a = self.pair_left[pid]
+        b = self.pair_right[pid]
+        if a < <int64_t>self.tie_rank.size():
+            a = self.tie_rank[a]
+        if b < <int64_t>self.tie_rank.size():
+            b = self.tie_rank[b]
+        return (a << 32) | b
+
     cdef int32_t _pop_best(self) except -2 nogil:
         """The pair to merge next, or -1 when no pair is left."""
         cdef HeapEntry e
@@ -288,13 +316,15 @@ cdef class MergeLearner:
             if self.pair_count[e.pair] != e.count:
                 # The count fell since this entry was pushed; queue the true (worse) key.
                 e.count = self.pair_count[e.pair]
-                e.first = self.pair_first[e.pair]
+                e.first = self._tie_key(e.pair)
                 self._heap_push(e)
                 continue
             if self.heap.size() == 0 or self.heap[0].count < e.count:
                 # Every other entry's count bounds its pair's count from above, so this pair
                 # is strictly the most frequent: its first position cannot matter.
                 return e.pair
+            if not self.tie_rank.empty():
+                return e.pair  # the tie key is fixed per pair: a current count is all it takes
             first = self._true_first(e.pair)
             if first != e.first:
                 e.first = first

@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="invalid UTF-8 in the input: fail, or replace with U+FFFD (default)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(run=_cmd_train)
+    from .shards import add_encode_subcommand
+
+    add_encode_subcommand(sub)
     return parser
 
 

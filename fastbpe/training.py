@@ -23,6 +23,25 @@ ProgressCallback = Callable[[int, int], None]
 __all__ = ["train", "train_words", "learn_from_table", "BACKENDS"]
 
 BACKENDS = ("fast", "reference")
+COMPAT = (None, "hf")
+
+
+def hf_byte_tie_ranks() -> List[int]:
+    """Rank of each byte in Hugging Face's ``BpeTrainer`` id order: its alphabet is sorted by
+    the code point of each byte's GPT-2 byte-to-unicode character.
+
+    >>> r = hf_byte_tie_ranks()
+    >>> r[ord("!")], r[ord("a")], r[ord(" ")]
+    (0, 64, 220)
+    """
+    from .tokenizer import bytes_to_unicode
+
+    chars = bytes_to_unicode()
+    order = sorted(range(256), key=lambda b: ord(chars[b]))
+    ranks = [0] * 256
+    for rank, b in enumerate(order):
+        ranks[b] = rank
+    return ranks
 
 
 def _check_num_merges(num_merges: int, min_frequency: int) -> None:
@@ -80,14 +99,14 @@ def _decode_symbol(content: bytes, kind: type) -> Symbol:
     return content.decode("utf-8", "surrogatepass") if kind is str else content
 
 
-def _make_learner(symbols, word_starts, counts, base_tokens) -> MergeLearner:
+def _make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> MergeLearner:
     # A pair's count is at most the sum over words of count * (length - 1); refuse tables
     # where that could pass 2**63 rather than let a 64-bit counter wrap (float64 is plenty
     # precise for a bound).
     pair_weight = float(np.dot(counts.astype(np.float64), np.diff(word_starts) - 1)) if len(counts) else 0.0
     if pair_weight >= 2.0**63:
         raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
-    return MergeLearner(symbols, word_starts, counts, base_tokens)
+    return MergeLearner(symbols, word_starts, counts, base_tokens, tie_ranks)
 
 
 def _run_learner(
@@ -230,6 +249,7 @@ def train(
     workers: Optional[int] = None,
     cluster=None,
     errors: str = "strict",
+    compat: Optional[str] = None,
 ):
     """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.tokenizer.Tokenizer`.
 
@@ -242,12 +262,27 @@ def train(
     ``pretokenizer="whitespace", unit="chars", word_start="_"`` reproduces the seed pages'
     examples. Training stops early when no pair is left or the best count falls below
     ``min_frequency``. The returned tokenizer's ``training_stats`` says what each phase took.
+
+    ``compat="hf"`` learns the merges Hugging Face's ``BpeTrainer`` learns for the same text
+    with ``pre_tokenizers.ByteLevel(add_prefix_space=False)`` and
+    ``initial_alphabet=ByteLevel.alphabet()`` (same vocab size, min frequency, special
+    tokens): its tie rule (equal counts go to the pair of smaller ids, special tokens first,
+    then the bytes in the code-point order of their characters, then merges in order), and its
+    encoder (lowest merge rank first) for the result. Byte-level, GPT-2 split only.
     """
     from .counting import count_words
     from .tokenizer import Tokenizer
 
     if vocab_size is None and num_merges is None:
         raise ValueError("give vocab_size or num_merges")
+    if compat not in COMPAT:
+        raise ValueError(f"compat must be one of {COMPAT}, got {compat!r}")
+    tie_ranks = None
+    if compat == "hf":
+        if unit != "bytes" or word_start or word_end or pretokenizer != "gpt2":
+            raise ValueError("compat='hf' needs unit='bytes', pretokenizer='gpt2' (ByteLevel's split) "
+                             "and no word markers")
+        tie_ranks = hf_byte_tie_ranks()
     special_tokens = list(special_tokens)
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError("special_tokens has duplicates")
@@ -276,7 +311,7 @@ def train(
         if num_merges is None:
             num_merges = max_tokens - len(base_tokens)
     _check_num_merges(num_merges, min_frequency)
-    learner = _make_learner(symbols, starts, table.counts, base_tokens)
+    learner = _make_learner(symbols, starts, table.counts, base_tokens, tie_ranks)
     prepared = time.perf_counter()
     with merge_progress(progress, num_merges) as callback:
         merge_ids, counts, tokens = learner.run(num_merges, min_frequency, max_tokens, callback)
@@ -290,6 +325,7 @@ def train(
         word_end=word_end,
         special_tokens=special_tokens,
         merge_counts=counts,
+        merge_rule="pair" if compat == "hf" else "replay",
     )
     tokenizer.training_stats = {
         "input_bytes": table.total_bytes,
