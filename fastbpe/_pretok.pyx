@@ -5,9 +5,12 @@ Pattern and error-mode ids are the ``PATTERN_IDS`` / ``ERRORS_IDS`` below; fastb
 is the public face. Everything here takes UTF-8 bytes; the GIL is released while scanning.
 """
 from libc.stdint cimport int64_t, uint8_t
+from libc.string cimport memcpy
 from libcpp.string cimport string
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+import numpy as np
 
 from fastbpe._scan cimport (ChunkList, scan_document_to_list, find_cut as c_find_cut, NPOS,
                             PAT_WHITESPACE, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3,
@@ -60,6 +63,23 @@ def split_bytes(const uint8_t[::1] data, int pattern, int errors=ERR_STRICT):
         result.append(PyBytes_FromStringAndSize(base + start, end - start))
         start = end
     return result
+
+
+def chunk_ends(const uint8_t[::1] data, int pattern, int errors=ERR_STRICT):
+    """int64 end offset of every chunk within the concatenated chunks, with no per-chunk
+    objects: what the encoder consumes. For the patterns whose chunks tile the text (all but
+    ``whitespace``) these are offsets into ``data`` itself.
+
+    >>> chunk_ends(b"Hello world!!", PATTERN_IDS["gpt2"]).tolist()
+    [5, 11, 13]
+    """
+    cdef ChunkList out
+    _split(data, pattern, errors, &out)
+    ends = np.empty(out.ends.size(), dtype=np.int64)
+    cdef int64_t[::1] view = ends
+    if out.ends.size():
+        memcpy(&view[0], out.ends.data(), out.ends.size() * sizeof(int64_t))
+    return ends
 
 
 def split_text(str text, int pattern):
