@@ -60,6 +60,21 @@ cdef struct Node:
     int32_t word    # index of the word, for its count
 
 
+cdef struct Slot:
+    # One bucket of the open-addressing pair table: key and value in one cache line.
+    uint64_t key    # left << 32 | right, or EMPTY_KEY
+    int32_t pair    # the pair's index in ``pairs``
+
+
+cdef struct Pair:
+    # Everything a merge step reads or writes about a pair, in one place (one cache miss).
+    int64_t count   # exact weighted count of its live occurrences
+    int64_t first   # lower bound on its first live position; exact after _true_first
+    int32_t left
+    int32_t right
+    int32_t touched # 1 while listed in ``touched`` (its heap entry is pushed after the step)
+
+
 cdef struct HeapEntry:
     int64_t count
     int64_t first
@@ -84,14 +99,11 @@ cdef class MergeLearner:
     cdef vector[Node] node
     cdef vector[int64_t] word_count
     # pair table
-    cdef vector[uint64_t] slot_key
-    cdef vector[int32_t] slot_pair
+    cdef vector[Slot] slot
     cdef uint64_t slot_mask   # capacity - 1; capacity is a power of two
     cdef int slot_shift       # 64 - log2(capacity)
-    cdef vector[int32_t] pair_left, pair_right
-    cdef vector[int64_t] pair_count, pair_first
-    cdef vector[vector[int32_t]] pair_where
-    cdef vector[uint8_t] pair_touched
+    cdef vector[Pair] pairs
+    cdef vector[vector[int32_t]] pair_where   # positions where each pair was created
     cdef vector[int32_t] touched
     cdef vector[HeapEntry] heap
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
@@ -148,8 +160,10 @@ cdef class MergeLearner:
     # ---- pair table -------------------------------------------------------------------------
 
     cdef int _init_slots(self, size_t capacity) except -1 nogil:
-        self.slot_key.assign(capacity, EMPTY_KEY)
-        self.slot_pair.assign(capacity, -1)
+        cdef Slot empty
+        empty.key = EMPTY_KEY
+        empty.pair = -1
+        self.slot.assign(capacity, empty)
         self.slot_mask = capacity - 1
         self.slot_shift = 64
         while capacity > 1:
@@ -160,20 +174,18 @@ cdef class MergeLearner:
     cdef inline size_t _slot(self, uint64_t key) noexcept nogil:
         # Fibonacci hashing: the top bits of the product depend on every bit of the key.
         cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> self.slot_shift)
-        while self.slot_key[i] != key and self.slot_key[i] != EMPTY_KEY:
+        while self.slot[i].key != key and self.slot[i].key != EMPTY_KEY:
             i = (i + 1) & self.slot_mask
         return i
 
     cdef int _grow(self) except -1 nogil:
-        cdef vector[uint64_t] old_key = self.slot_key
-        cdef vector[int32_t] old_pair = self.slot_pair
-        cdef size_t i, j
-        self._init_slots(2 * old_key.size())
-        for i in range(old_key.size()):
-            if old_key[i] != EMPTY_KEY:
-                j = self._slot(old_key[i])
-                self.slot_key[j] = old_key[i]
-                self.slot_pair[j] = old_pair[i]
+        cdef vector[Slot] old
+        cdef size_t i
+        old.swap(self.slot)
+        self._init_slots(2 * old.size())
+        for i in range(old.size()):
+            if old[i].key != EMPTY_KEY:
+                self.slot[self._slot(old[i].key)] = old[i]
         return 0
 
     cdef int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
@@ -181,30 +193,32 @@ cdef class MergeLearner:
         cdef uint64_t key = (<uint64_t>left << 32) | <uint32_t>right
         cdef size_t i = self._slot(key)
         cdef int32_t pid
-        if self.slot_key[i] == key:
-            return self.slot_pair[i]
-        pid = <int32_t>self.pair_count.size()
-        self.slot_key[i] = key
-        self.slot_pair[i] = pid
-        self.pair_left.push_back(left)
-        self.pair_right.push_back(right)
-        self.pair_count.push_back(0)
-        self.pair_first.push_back(0x7FFFFFFFFFFFFFFF)
+        if self.slot[i].key == key:
+            return self.slot[i].pair
+        cdef Pair fresh
+        pid = <int32_t>self.pairs.size()
+        self.slot[i].key = key
+        self.slot[i].pair = pid
+        fresh.count = 0
+        fresh.first = 0x7FFFFFFFFFFFFFFF
+        fresh.left = left
+        fresh.right = right
+        fresh.touched = 0
+        self.pairs.push_back(fresh)
         self.pair_where.push_back(vector[int32_t]())
-        self.pair_touched.push_back(0)
-        if 2 * self.pair_count.size() > self.slot_key.size():
+        if 2 * self.pairs.size() > self.slot.size():
             self._grow()
         return pid
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
         """A new occurrence of (left, right) at ``pos``: the pair's key may improve."""
         cdef int32_t pid = self._pair_id(left, right)
-        self.pair_count[pid] += count
+        self.pairs[pid].count += count
         self.pair_where[pid].push_back(pos)
-        if pos < self.pair_first[pid]:
-            self.pair_first[pid] = pos
-        if not self.pair_touched[pid]:
-            self.pair_touched[pid] = 1
+        if pos < self.pairs[pid].first:
+            self.pairs[pid].first = pos
+        if not self.pairs[pid].touched:
+            self.pairs[pid].touched = 1
             self.touched.push_back(pid)
         return 0
 
@@ -212,7 +226,7 @@ cdef class MergeLearner:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
         Its entry in ``pair_where`` goes stale and is dropped when next read."""
         cdef uint64_t key = (<uint64_t>left << 32) | <uint32_t>right
-        self.pair_count[self.slot_pair[self._slot(key)]] -= count
+        self.pairs[self.slot[self._slot(key)].pair].count -= count
 
     # ---- heap -------------------------------------------------------------------------------
 
@@ -254,9 +268,9 @@ cdef class MergeLearner:
         cdef int32_t pid
         cdef HeapEntry e
         for pid in self.touched:
-            self.pair_touched[pid] = 0
-            if self.pair_count[pid] > 0:
-                e.count = self.pair_count[pid]
+            self.pairs[pid].touched = 0
+            if self.pairs[pid].count > 0:
+                e.count = self.pairs[pid].count
                 e.first = self._tie_key(pid)
                 e.pair = pid
                 self._heap_push(e)
@@ -267,10 +281,10 @@ cdef class MergeLearner:
 
     cdef inline bint _occurs_at(self, int32_t pid, int32_t p) noexcept nogil:
         cdef int32_t q
-        if self.node[p].sym != self.pair_left[pid]:
+        if self.node[p].sym != self.pairs[pid].left:
             return False
         q = self.node[p].nxt
-        return q >= 0 and self.node[q].sym == self.pair_right[pid]
+        return q >= 0 and self.node[q].sym == self.pairs[pid].right
 
     cdef int64_t _true_first(self, int32_t pid) except -1 nogil:
         """Drop stale positions of ``pid`` and return its first live position (exact)."""
@@ -289,16 +303,16 @@ cdef class MergeLearner:
                 if p < first:
                     first = p
         where.resize(kept)
-        self.pair_first[pid] = first
+        self.pairs[pid].first = first
         return first
 
     cdef inline int64_t _tie_key(self, int32_t pid) noexcept nogil:
         """The heap's second key: the first position (default), or the pair's rank key."""
         cdef int64_t a, b
         if self.tie_rank.empty():
-            return self.pair_first[pid]
-        a = self.pair_left[pid]
-        b = self.pair_right[pid]
+            return self.pairs[pid].first
+        a = self.pairs[pid].left
+        b = self.pairs[pid].right
         if a < <int64_t>self.tie_rank.size():
             a = self.tie_rank[a]
         if b < <int64_t>self.tie_rank.size():
@@ -311,11 +325,11 @@ cdef class MergeLearner:
         cdef int64_t first
         while self.heap.size():
             e = self._heap_pop()
-            if self.pair_count[e.pair] <= 0:
+            if self.pairs[e.pair].count <= 0:
                 continue
-            if self.pair_count[e.pair] != e.count:
+            if self.pairs[e.pair].count != e.count:
                 # The count fell since this entry was pushed; queue the true (worse) key.
-                e.count = self.pair_count[e.pair]
+                e.count = self.pairs[e.pair].count
                 e.first = self._tie_key(e.pair)
                 self._heap_push(e)
                 continue
@@ -347,7 +361,7 @@ cdef class MergeLearner:
     cdef int _merge(self, int32_t pid, int32_t new_id) except -1 nogil:
         """Replace every occurrence of pair ``pid`` by ``new_id``, left to right within each
         word, never overlapping, adjusting the counts of the neighbouring pairs."""
-        cdef int32_t a = self.pair_left[pid], b = self.pair_right[pid]
+        cdef int32_t a = self.pairs[pid].left, b = self.pairs[pid].right
         cdef vector[int32_t] where
         cdef int32_t p, q, left, right
         cdef int64_t count
@@ -367,7 +381,7 @@ cdef class MergeLearner:
             count = self.word_count[self.node[p].word]
             left = self.node[p].prev
             right = self.node[q].nxt
-            self.pair_count[pid] -= count
+            self.pairs[pid].count -= count
             if left >= 0:
                 self._remove(self.node[left].sym, a, count)
             if right >= 0:
@@ -413,16 +427,16 @@ cdef class MergeLearner:
                         break
                     # 1. the best pair under the tie rule (lazy revalidation, see module doc)
                     pid = self._pop_best()
-                    if pid < 0 or self.pair_count[pid] < min_frequency:
+                    if pid < 0 or self.pairs[pid].count < min_frequency:
                         exhausted = True
                         break
                     # 2. its token: the concatenation, an existing id when the bytes exist
-                    new_id = self._token_for(self.pair_left[pid], self.pair_right[pid])
+                    new_id = self._token_for(self.pairs[pid].left, self.pairs[pid].right)
                     # 3. record, then 4. merge every occurrence and update neighbour counts
-                    self.out_left.push_back(self.pair_left[pid])
-                    self.out_right.push_back(self.pair_right[pid])
+                    self.out_left.push_back(self.pairs[pid].left)
+                    self.out_right.push_back(self.pairs[pid].right)
                     self.out_new.push_back(new_id)
-                    self.out_count.push_back(self.pair_count[pid])
+                    self.out_count.push_back(self.pairs[pid].count)
                     self._merge(pid, new_id)
                     done += 1
             PyErr_CheckSignals()  # Ctrl-C lands between batches, with the state consistent
