@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from fastbpe import CorpusDecodeError, WordTable, count_words
 from fastbpe.counting import count_words_reference, cut_stream, iter_corpus_files
 from fastbpe.pretokenize import PATTERNS
+from _fastbpe_data import need
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.environ.get("FASTBPE_DATA", os.path.join(ROOT, "..", "shared", "data"))
 NAMES = sorted(PATTERNS)
 USER_REGEX = r"\w+|[^\w\s]+"
 
@@ -37,10 +37,7 @@ def _lines(data: bytes, n: int) -> bytes:
 
 
 def _data(name):
-    path = os.path.join(DATA, name)
-    if not os.path.exists(path):
-        pytest.skip(f"shared data not found at {path} (set FASTBPE_DATA)")
-    return path
+    return str(need(name))
 
 
 @pytest.fixture(scope="module")

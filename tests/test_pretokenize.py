@@ -10,6 +10,8 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _fastbpe_data import data_dir, need
+
 # fastbpe.pretokenize is the function (re-exported); the module's other names come by from-import
 from fastbpe.pretokenize import (
     GPT2_ORIGINAL_PATTERN,
@@ -22,7 +24,6 @@ from fastbpe.pretokenize import (
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.environ.get("FASTBPE_DATA", os.path.join(ROOT, "..", "shared", "data"))
 NAMES = sorted(PATTERNS)
 
 # Characters that exercise every branch of the scanners: each kind of whitespace (\s of regex,
@@ -178,8 +179,8 @@ def test_patterns_are_the_published_strings():
     assert repr(PATTERNS["cl100k"])[1:-1] in source or PATTERNS["cl100k"] in source
     o200k_parts = PATTERNS["o200k"].split("|")
     assert all(part in source for part in o200k_parts)
-    llama = os.path.join(DATA, "tokenizers", "llama3", "tokenizer.json")
-    if os.path.exists(llama):
+    llama = data_dir() / "tokenizers" / "llama3" / "tokenizer.json"
+    if llama.exists():
         with open(llama, encoding="utf-8") as f:
             spec = json.load(f)["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
         assert PATTERNS["llama3"] == spec
@@ -195,9 +196,7 @@ def test_unicode_tables_are_up_to_date():
 
 
 def _parallel_rows(limit):
-    path = os.path.join(DATA, "parallel_multi.tsv.gz")
-    if not os.path.exists(path):
-        pytest.skip(f"shared data not found at {path} (set FASTBPE_DATA)")
+    path = need("parallel_multi.tsv.gz")
     unescape = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
     rows = []
     with gzip.open(path, "rt", encoding="utf-8") as f:
