@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CACHE_VERSION = 2
+CACHE_VERSION = 4
 
 SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "10MB": 10_000_000,
          "100MB": 100_000_000}
@@ -65,6 +65,19 @@ def format_size(nbytes: int) -> str:
         if nbytes >= factor and nbytes % factor == 0:
             return f"{nbytes // factor}{unit}"
     return f"{nbytes}B"
+
+
+TINY_ENV = "FASTBPE_BENCH_TINY"
+TINY_BYTES = 20_000
+
+
+def input_size(size) -> int:
+    """Bytes of input a benchmark asks for; capped at 20 KB when ``FASTBPE_BENCH_TINY=1`` (the
+    test suite's smoke run of every benchmark, which checks that they work, not how fast)."""
+    nbytes = parse_size(size)
+    if os.environ.get(TINY_ENV, "") not in ("", "0"):
+        nbytes = min(nbytes, TINY_BYTES)
+    return nbytes
 
 
 def skip(reason: str):
@@ -112,8 +125,9 @@ def feature(dotted: str):
             try:
                 obj = importlib.import_module(module_path)
                 continue
-            except ImportError:
-                pass
+            except ModuleNotFoundError as exc:
+                if exc.name != module_path:  # the module is there but its import is broken
+                    raise
         try:
             obj = getattr(obj, part)
         except AttributeError:
@@ -193,9 +207,12 @@ def _word_list(rng: np.random.Generator, n: int) -> List[str]:
 
 
 def _generate(nbytes: int, seed: int) -> str:
-    rng = np.random.default_rng(seed)
-    words = np.array(_word_list(rng, 30_000), dtype=object)
-    # Zipf-distributed word frequencies, as in natural text (rank r has weight 1/r).
+    words = np.array(_cached(f"words:{seed}:200000",
+                             lambda: _word_list(np.random.default_rng(seed), 200_000)),
+                     dtype=object)
+    rng = np.random.default_rng(seed + 1)
+    # Zipf-distributed word frequencies, as in natural text (rank r has weight 1/r): the number
+    # of distinct words then keeps growing with the corpus (Heaps' law), as in real text.
     weights = 1.0 / np.arange(1, len(words) + 1)
     weights /= weights.sum()
     punctuation = np.array(["", "", "", "", "", "", ",", ".", "'s", "!", "?", ";", ":"],
@@ -255,7 +272,7 @@ def _read_prefix(path: Path, nbytes: int) -> str:
 def corpus_text(source: str, nbytes) -> str:
     """``nbytes`` of text: ``generated`` (always there) or the prefix of a real corpus
     (``english``, ``code``, ``malay``; skips the benchmark when the file is absent or shorter)."""
-    nbytes = parse_size(nbytes)
+    nbytes = input_size(nbytes)
     if source == "generated":
         return generated_text(nbytes)
     if source not in CORPORA:
@@ -266,7 +283,7 @@ def corpus_text(source: str, nbytes) -> str:
     stat = path.stat()
     key = f"corpus:{path}:{stat.st_size}:{stat.st_mtime_ns}:{nbytes}"
     text = _cached(key, lambda: _read_prefix(path, nbytes))
-    if len(text) < nbytes // 5:  # compressed files: compare characters, loosely
+    if len(text) < nbytes // 5:  # a short file: compare characters to bytes, loosely
         skip(f"{path.name} holds fewer than {nbytes} bytes")
     return text
 
@@ -310,7 +327,7 @@ def reference_count(text: str, pattern: str = GPT2_PATTERN) -> Dict[bytes, int]:
 def reference_table(source: str, nbytes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The GPT-2 chunk table of a corpus as ``(data, offsets, counts)`` arrays, made by
     :func:`reference_count` and cached; build a ``fastbpe.WordTable`` from it."""
-    nbytes = parse_size(nbytes)
+    nbytes = input_size(nbytes)
     text = corpus_text(source, nbytes)
 
     def make():
@@ -410,3 +427,36 @@ def parallel_rows(max_rows: Optional[int] = None) -> Dict[str, List[str]]:
         return columns
 
     return _cached(f"parallel:{path}:{path.stat().st_size}:{max_rows}", make)
+
+
+# ---- OpenAI encodings, offline ----------------------------------------------------------------
+
+OPENAI_ENCODINGS = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")
+
+
+def tiktoken_file(name: str) -> Optional[Path]:
+    """The shared ``<name>.tiktoken`` rank file, or None when absent."""
+    return data_file(f"tokenizers/tiktoken/{name}.tiktoken")
+
+
+def tiktoken_encoding(name: str):
+    """A ``tiktoken.Encoding`` for one of :data:`OPENAI_ENCODINGS`, built offline from the shared
+    rank file: tiktoken's own constructor spec (split pattern, special tokens) with the ranks read
+    from disk instead of downloaded. Skips when tiktoken or the file is missing."""
+    try:
+        import tiktoken
+        import tiktoken.load
+        import tiktoken_ext.openai_public as public
+    except ImportError:
+        skip("tiktoken is not installed")
+    path = tiktoken_file(name)
+    if path is None:
+        skip(f"tokenizers/tiktoken/{name}.tiktoken not found in {data_dir()}")
+    ranks = tiktoken.load.load_tiktoken_bpe(str(path))
+    original = public.load_tiktoken_bpe
+    public.load_tiktoken_bpe = lambda *args, **kwargs: ranks
+    try:
+        spec = getattr(public, name)()
+    finally:
+        public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**spec)

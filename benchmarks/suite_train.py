@@ -33,7 +33,7 @@ def _word_table(arrays):
 class MergePhase:
     """The merge loop only, on a chunk table counted beforehand (``learn_from_table`` against
     ``reference.learn``). Growth over corpus size is the unique-chunk count; over merges, the
-    heap and the pair index."""
+    heap and the pair index. (Peak memory: ``MergePhaseMemory``, compiled path only.)"""
 
     params = (IMPLS, SIZES, MERGES)
     param_names = ["impl", "size", "merges"]
@@ -57,8 +57,18 @@ class MergePhase:
     def time_learn(self, impl, size, merges):
         self._learn(impl, merges)
 
-    def peakmem_learn(self, impl, size, merges):
-        self._learn(impl, merges)
+
+class MergePhaseMemory:
+    """Peak memory of the compiled merge loop (32k merges) over corpus size."""
+
+    params = (SIZES,)
+    param_names = ["size"]
+
+    def setup(self, size):
+        self.table = _word_table(reference_table("generated", size))
+
+    def peakmem_learn(self, size):
+        fastbpe_module().learn_from_table(self.table, 32000, min_frequency=MIN_FREQUENCY)
 
 
 class MergePhaseThroughput:
@@ -110,12 +120,9 @@ class TrainEndToEnd:
     def time_train(self, impl, size, vocab_size):
         self._train(impl, vocab_size)
 
-    def peakmem_train(self, impl, size, vocab_size):
-        self._train(impl, vocab_size)
-
 
 class TrainThroughput:
-    """Corpus megabytes per second, end to end, at vocabulary 32768."""
+    """Corpus megabytes per second and peak memory, end to end, at vocabulary 32768."""
 
     params = (SIZES,)
     param_names = ["size"]
@@ -131,6 +138,9 @@ class TrainThroughput:
         return self.nbytes / 1e6 / (time.perf_counter() - start)
 
     track_train_mb_per_second.unit = "MB/s"
+
+    def peakmem_train(self, size):
+        fastbpe_module().train(self.text, 32768, min_frequency=MIN_FREQUENCY, progress=False)
 
 
 class TrainRealCorpus:
