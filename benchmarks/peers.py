@@ -1,0 +1,703 @@
+"""fastbpe side by side with the other BPE libraries, on your machine.
+
+    python -m benchmarks.peers                       # 10 MB of english.txt.gz, 3 repeats
+    python -m benchmarks.peers --quick               # 1 MB, 1 repeat: a minute or so
+    python -m benchmarks.peers --sizes 1MB,10MB,100MB --repeats 3 --threads 1
+    python -m benchmarks.peers --corpus my.txt --vocab 50000
+
+What it does, with the same settings for every library (byte-level BPE where the library has it,
+GPT-2 split, ``--vocab`` tokens, ``--min-frequency``, ``--threads`` threads:
+``RAYON_NUM_THREADS`` for Hugging Face, ``num_threads`` for sentencepiece, ``n_threads`` for
+youtokentome, ``workers`` for fastbpe):
+
+1. **Training** on the first ``--size`` bytes of the corpus, every library in turn (alternating,
+   so drift of the machine hits all alike), ``--repeats`` times, each run in a fresh subprocess so
+   that the peak RSS (``os.wait4``'s ``ru_maxrss``) is that run's alone. fastbpe reports its
+   counting and merge phases apart too (``merge phase`` rows).
+2. **Encoding** the same text with each trained tokenizer and with OpenAI's ranks (tiktoken; and
+   fastbpe's own loader of them when this version has ``Tokenizer.from_tiktoken``), same protocol.
+3. **Agreement**: the merges of fastbpe (``compat="hf"`` when that option exists) against Hugging
+   Face's, and the ids of fastbpe against tiktoken's on the same ranks; stated in the tables.
+4. **Languages** (``parallel_multi.tsv.gz``): encode throughput per language and the "token tax"
+   (tokens per row relative to English, on rows translated into all nine languages).
+5. A markdown report, the raw JSON and PNG plots in ``--out`` (default ``benchmarks/results``).
+
+Libraries that are not installed are skipped, and say so. Install them with the ``peers`` extra
+(``pip install -e ".[peers,bench]"``); youtokentome is not in the extra (it has no wheels for
+recent Pythons and builds from source): ``pip install youtokentome`` if you want it.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from . import common
+
+PEER_MODULES = {"hf": "tokenizers", "sentencepiece": "sentencepiece",
+                "youtokentome": "youtokentome", "tiktoken": "tiktoken"}
+TRAINERS = ["fastbpe", "fastbpe-hf", "hf", "sentencepiece", "youtokentome"]
+LABELS = {
+    "fastbpe": "fastbpe",
+    "fastbpe-hf": 'fastbpe compat="hf"',
+    "fastbpe-merge": "fastbpe merge phase only",
+    "hf": "HF tokenizers",
+    "sentencepiece": "sentencepiece",
+    "youtokentome": "youtokentome",
+}
+SETTINGS = {
+    "fastbpe": "byte-level, GPT-2 split",
+    "fastbpe-hf": "byte-level, GPT-2 split, HF tie rule",
+    "fastbpe-merge": "counted table in, merges out",
+    "hf": "ByteLevel(GPT-2 regex) + BpeTrainer",
+    "sentencepiece": "model_type=bpe, byte_fallback, identity normalisation; no min-frequency",
+    "youtokentome": "character-level BPE (no byte level); no min-frequency",
+}
+
+
+# =============================================================================================
+# Children: one training or encoding run each, in a fresh process; they print one JSON line.
+# =============================================================================================
+
+def _bytes_to_unicode() -> Dict[int, str]:
+    """GPT-2's byte -> printable character map (Hugging Face stores byte-level tokens so)."""
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    mapping = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in mapping:
+            mapping[b] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+def _hf_merges_as_bytes(tok) -> List[List[str]]:
+    """A trained HF byte-level tokenizer's merges, as hex strings of the two tokens' bytes."""
+    inverse = {c: b for b, c in _bytes_to_unicode().items()}
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    out = []
+    for merge in merges:
+        left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+        out.append([bytes(inverse[c] for c in left).hex(), bytes(inverse[c] for c in right).hex()])
+    return out
+
+
+def _child_train(lib: str, corpus: str, vocab: int, min_frequency: int, threads: int,
+                 out_dir: str) -> dict:
+    result: dict = {}
+    if lib in ("fastbpe", "fastbpe-hf"):
+        import inspect
+
+        fastbpe = common.fastbpe_module()
+        kwargs = {}
+        if lib == "fastbpe-hf":
+            if "compat" not in inspect.signature(fastbpe.train).parameters:
+                return {"skipped": 'train() has no compat="hf" option in this version'}
+            kwargs["compat"] = "hf"
+        start = time.perf_counter()
+        table = fastbpe.count_words(Path(corpus), pretokenizer="gpt2", workers=threads)
+        counted = time.perf_counter()
+        tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
+        end = time.perf_counter()
+        result.update(seconds=end - start, count_seconds=counted - start,
+                      merge_seconds=end - counted, unique_chunks=len(table))
+        merges = [[a.hex(), b.hex()] for a, b in tok.merges]
+        tok.save(os.path.join(out_dir, f"{lib}.json"))
+    elif lib == "hf":
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=min_frequency,
+                                      show_progress=False, special_tokens=[],
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        start = time.perf_counter()
+        tok.train([corpus], trainer)
+        result["seconds"] = time.perf_counter() - start
+        merges = _hf_merges_as_bytes(tok)
+        tok.save(os.path.join(out_dir, "hf.json"))
+    elif lib == "sentencepiece":
+        import sentencepiece as spm
+
+        start = time.perf_counter()
+        spm.SentencePieceTrainer.train(
+            input=corpus, model_prefix=os.path.join(out_dir, "sentencepiece"), vocab_size=vocab,
+            model_type="bpe", byte_fallback=True, character_coverage=1.0, num_threads=threads,
+            normalization_rule_name="identity", add_dummy_prefix=False,
+            remove_extra_whitespaces=False, hard_vocab_limit=False, minloglevel=2)
+        result["seconds"] = time.perf_counter() - start
+        merges = None
+    elif lib == "youtokentome":
+        import youtokentome as yttm
+
+        start = time.perf_counter()
+        yttm.BPE.train(data=corpus, model=os.path.join(out_dir, "youtokentome.model"),
+                       vocab_size=vocab, n_threads=threads, coverage=1.0)
+        result["seconds"] = time.perf_counter() - start
+        merges = None
+    else:
+        raise ValueError(f"unknown trainer {lib!r}")
+    if merges is not None:
+        with open(os.path.join(out_dir, f"{lib}.merges.json"), "w") as f:
+            json.dump(merges, f)
+        result["merges"] = len(merges)
+    return result
+
+
+def _load_encoder(spec: str, out_dir: str):
+    """``encode(text) -> sequence of ids`` for an encoder spec: a trained library name, or
+    ``tiktoken:<encoding>``, ``fastbpe:<encoding>``, ``hf:gpt2``."""
+    if spec == "fastbpe":
+        tok = common.fastbpe_module().Tokenizer.load(os.path.join(out_dir, "fastbpe.json"))
+        return _fastbpe_encode(tok)
+    if spec == "hf":
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(os.path.join(out_dir, "hf.json"))
+        return lambda text: tok.encode(text, add_special_tokens=False).ids
+    if spec == "sentencepiece":
+        import sentencepiece as spm
+
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(out_dir, "sentencepiece.model"))
+        threads = int(os.environ.get("FASTBPE_PEERS_THREADS", "1"))
+        # One sentence per line, as it was trained (a 10 MB "sentence" is not its use case).
+        return lambda text: [i for row in sp.encode(text.split("\n"), num_threads=threads) for i in row]
+    if spec == "youtokentome":
+        import youtokentome as yttm
+
+        bpe = yttm.BPE(os.path.join(out_dir, "youtokentome.model"), n_threads=1)
+        # yttm encodes a list of sentences; one sentence per line, as it was trained.
+        return lambda text: [i for row in bpe.encode(text.split("\n")) for i in row]
+    kind, _, name = spec.partition(":")
+    if kind == "tiktoken":
+        enc = common.tiktoken_encoding(name)
+        return enc.encode_ordinary
+    if kind == "fastbpe":
+        from .suite_encode import _openai_tokenizer
+
+        return _fastbpe_encode(_openai_tokenizer(name))
+    if spec == "hf:gpt2":
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+        vocab = common.data_file("tokenizers/encoder.json")
+        merges = common.data_file("tokenizers/vocab.bpe")
+        if vocab is None or merges is None:
+            common.skip("GPT-2's encoder.json / vocab.bpe not in the shared data")
+        tok = Tokenizer(models.BPE.from_file(str(vocab), str(merges)))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        tok.decoder = decoders.ByteLevel()
+        return lambda text: tok.encode(text, add_special_tokens=False).ids
+    raise ValueError(f"unknown encoder {spec!r}")
+
+
+def _fastbpe_encode(tok):
+    to_numpy = getattr(tok, "encode_to_numpy", None)
+    return to_numpy if to_numpy is not None else tok.encode
+
+
+def _child_encode(spec: str, text_file: str, out_dir: str, ids_file: Optional[str]) -> dict:
+    import numpy as np
+
+    encode = _load_encoder(spec, out_dir)
+    with open(text_file, encoding="utf-8") as f:
+        text = f.read()
+    start = time.perf_counter()
+    ids = encode(text)
+    seconds = time.perf_counter() - start
+    if ids_file:
+        np.save(ids_file, np.asarray(ids, dtype=np.int64))
+    return {"seconds": seconds, "tokens": len(ids), "bytes": len(text.encode("utf-8"))}
+
+
+def _child_languages(spec: str, out_dir: str, max_rows: int) -> dict:
+    encode = _load_encoder(spec, out_dir)
+    rows = common.parallel_rows(max_rows)
+    out = {}
+    for lang, cells in rows.items():
+        text = "\n".join(cells)
+        encode(text[:1000])  # warm caches and lazy initialisation before timing
+        start = time.perf_counter()
+        n = len(encode(text))
+        out[lang] = {"seconds": time.perf_counter() - start, "tokens": n, "rows": len(cells),
+                     "bytes": len(text.encode("utf-8"))}
+    return out
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set since its exec (Linux ``VmHWM``).
+
+    Not ``ru_maxrss`` of the child as the parent sees it: Linux carries the pre-exec peak over an
+    exec, so every child would report at least the parent's own size.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+
+
+def _child_main(argv: List[str]) -> None:
+    job = json.loads(argv[0])
+    try:
+        if job["kind"] == "train":
+            result = _child_train(job["lib"], job["corpus"], job["vocab"], job["min_frequency"],
+                                  job["threads"], job["out_dir"])
+        elif job["kind"] == "encode":
+            result = _child_encode(job["spec"], job["text"], job["out_dir"], job.get("ids_file"))
+        else:
+            result = _child_languages(job["spec"], job["out_dir"], job["max_rows"])
+    except NotImplementedError as exc:  # common.skip
+        result = {"skipped": str(exc)}
+    result["peak_rss_mb"] = _peak_rss_mb()
+    print("RESULT " + json.dumps(result))
+
+
+# =============================================================================================
+# Parent: runs the children, gathers, tabulates, plots.
+# =============================================================================================
+
+def _run_child(job: dict, threads: int, timeout: float) -> dict:
+    """Run one job in a fresh interpreter; return its JSON plus ``peak_rss_mb`` and ``wall``."""
+    env = dict(os.environ)
+    env.update(RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
+               OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
+               FASTBPE_PEERS_THREADS=str(threads))
+    env["PYTHONPATH"] = str(common.REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers", "--child", json.dumps(job)],
+                                stdout=out, stderr=err, env=env, cwd=str(common.REPO_ROOT))
+        deadline = start + timeout
+        status = None
+        while True:
+            pid, status = os.waitpid(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                os.waitpid(proc.pid, 0)
+                proc.returncode = -9
+                return {"error": f"timeout after {timeout:.0f} s"}
+            time.sleep(0.02)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        lines = [l for l in out.read().splitlines() if l.startswith("RESULT ")]
+        if proc.returncode != 0 or not lines:
+            tail = err.read().strip().splitlines()[-3:]
+            return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
+    result = json.loads(lines[-1][len("RESULT "):])
+    result["wall"] = wall
+    return result
+
+
+def _available(lib: str) -> Optional[str]:
+    """None when ``lib`` can run, else why not."""
+    module = PEER_MODULES.get(lib.split(":")[0])
+    if module is None:
+        return None
+    try:
+        __import__(module)
+    except ImportError:
+        return f"{module} is not installed"
+    return None
+
+
+def _summary(runs: List[dict], key: str = "seconds") -> dict:
+    good = [r for r in runs if key in r]
+    if not good:
+        reason = next((r.get("skipped") or r.get("error") for r in runs if "skipped" in r or "error" in r), "")
+        return {"ok": False, "reason": reason}
+    times = [r[key] for r in good]
+    return {"ok": True, "median": statistics.median(times), "min": min(times), "max": max(times),
+            "rss": max(r["peak_rss_mb"] for r in good), "n": len(good), "runs": good}
+
+
+def _merge_agreement(out_dir: str, a: str, b: str) -> Optional[str]:
+    pa, pb = Path(out_dir, f"{a}.merges.json"), Path(out_dir, f"{b}.merges.json")
+    if not (pa.exists() and pb.exists()):
+        return None
+    ma, mb = json.loads(pa.read_text()), json.loads(pb.read_text())
+    same = 0
+    for x, y in zip(ma, mb):
+        if x != y:
+            break
+        same += 1
+    if same == len(ma) == len(mb):
+        return f"identical merges ({same})"
+    return (f"first {same} of {min(len(ma), len(mb))} merges identical; "
+            f"{len(set(map(tuple, ma)) & set(map(tuple, mb)))} shared")
+
+
+def _ids_agreement(file_a: str, file_b: str) -> str:
+    import numpy as np
+
+    a, b = np.load(file_a), np.load(file_b)
+    if len(a) == len(b) and (a == b).all():
+        return f"identical ids ({len(a)})"
+    n = min(len(a), len(b))
+    first = int(np.argmax(a[:n] != b[:n])) if (a[:n] != b[:n]).any() else n
+    return f"ids DIFFER ({len(a)} vs {len(b)} tokens, first difference at {first})"
+
+
+def prepare_corpus(path: Optional[str], nbytes: int, work: Path) -> Path:
+    """The first ``nbytes`` of the corpus (default english.txt.gz) as a plain UTF-8 file."""
+    source = Path(path) if path else common.data_file("english.txt.gz")
+    if source is None:
+        raise SystemExit(f"english.txt.gz not found in {common.data_dir()}; pass --corpus PATH or set FASTBPE_DATA")
+    text = common._read_prefix(source, nbytes)
+    out = work / f"corpus_{nbytes}.txt"
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def _fmt_s(x: float) -> str:
+    return f"{x:.3g} s" if x >= 0.1 else f"{x * 1000:.3g} ms"
+
+
+def train_table(results: dict, sizes: List[int]) -> List[str]:
+    lines = ["| corpus | library | settings | median | min–max | peak RSS | MB/s | time ÷ fastbpe | agreement |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for nbytes in sizes:
+        rows = results["train"][str(nbytes)]
+        base = rows.get("fastbpe", {})
+        for lib, s in rows.items():
+            label = LABELS.get(lib, lib)
+            if not s["ok"]:
+                lines.append(f"| {common.format_size(nbytes)} | {label} | {SETTINGS.get(lib, '')} | — | — | — | — | — | {s['reason']} |")
+                continue
+            ratio = f"{s['median'] / base['median']:.2f}×" if base.get("ok") and lib != "fastbpe" else "1"
+            lines.append(
+                f"| {common.format_size(nbytes)} | {label} | {SETTINGS.get(lib, '')} | {_fmt_s(s['median'])} | "
+                f"{_fmt_s(s['min'])}–{_fmt_s(s['max'])} | {s['rss']:.0f} MB | {nbytes / 1e6 / s['median']:.2f} | "
+                f"{ratio} | {s.get('agreement', '')} |")
+    return lines
+
+
+def encode_table(results: dict) -> List[str]:
+    lines = ["| encoder | median | min–max | peak RSS | MB/s | tokens/s | bytes/token | time ÷ fastbpe | agreement |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    rows = results["encode"]
+    base = rows.get("fastbpe", {})
+    for spec, s in rows.items():
+        if not s["ok"]:
+            lines.append(f"| {spec} | — | — | — | — | — | — | — | {s['reason']} |")
+            continue
+        run = s["runs"][0]
+        ratio = f"{s['median'] / base['median']:.2f}×" if base.get("ok") and spec != "fastbpe" else "1"
+        lines.append(
+            f"| {spec} | {_fmt_s(s['median'])} | {_fmt_s(s['min'])}–{_fmt_s(s['max'])} | {s['rss']:.0f} MB | "
+            f"{run['bytes'] / 1e6 / s['median']:.2f} | {run['tokens'] / s['median']:,.0f} | "
+            f"{run['bytes'] / run['tokens']:.2f} | {ratio} | {s.get('agreement', '')} |")
+    return lines
+
+
+def language_tables(results: dict) -> List[str]:
+    langs = common.LANGUAGES
+    mbps = ["| encoder | " + " | ".join(langs) + " |", "|---|" + "---|" * len(langs)]
+    tax = ["| encoder | " + " | ".join(langs) + " |", "|---|" + "---|" * len(langs)]
+    for spec, per in results["languages"].items():
+        if "skipped" in per or "error" in per:
+            reason = per.get("skipped") or per.get("error")
+            mbps.append(f"| {spec} | {reason} |" + " |" * (len(langs) - 1))
+            continue
+        en = per["en"]["tokens"]
+        mbps.append(f"| {spec} | " + " | ".join(f"{per[l]['bytes'] / 1e6 / per[l]['seconds']:.2f}" for l in langs) + " |")
+        tax.append(f"| {spec} | " + " | ".join(
+            f"{per[l]['tokens'] / per[l]['rows']:.1f} ({per[l]['tokens'] / en:.2f}×)" for l in langs) + " |")
+    return mbps, tax
+
+
+def plot(results: dict, out: Path) -> List[Path]:
+    """training_time.png, language_throughput.png, token_tax.png; needs matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plots")
+        return []
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sizes = sorted(int(s) for s in results["train"])
+    order = list(LABELS)
+    libs = sorted({lib for s in sizes for lib in results["train"][str(s)]},
+                  key=lambda l: order.index(l) if l in order else len(order))
+    for lib in libs:
+        xs, ys, lo, hi = [], [], [], []
+        for s in sizes:
+            r = results["train"][str(s)].get(lib)
+            if r and r["ok"]:
+                xs.append(s / 1e6)
+                ys.append(r["median"])
+                lo.append(r["median"] - r["min"])
+                hi.append(r["max"] - r["median"])
+        if xs:
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=LABELS.get(lib, lib))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("corpus size (MB of english.txt)" if not results["meta"].get("corpus") else "corpus size (MB)")
+    ax.set_ylabel("training time (s), median and min–max")
+    ax.set_title(f"BPE training, vocab {results['meta']['vocab']}, {results['meta']['threads']} thread(s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "training_time.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+
+    per_lang = {k: v for k, v in results.get("languages", {}).items() if "en" in v}
+    if per_lang:
+        import numpy as np
+
+        langs = common.LANGUAGES
+        for name, metric, ylabel in (
+            ("language_throughput.png", lambda r: r["bytes"] / 1e6 / r["seconds"], "encode MB/s"),
+            ("token_tax.png", None, "tokens per row ÷ English's"),
+        ):
+            fig, ax = plt.subplots(figsize=(9, 4.5))
+            width = 0.8 / len(per_lang)
+            for i, (spec, per) in enumerate(per_lang.items()):
+                if metric is None:
+                    vals = [per[l]["tokens"] / per["en"]["tokens"] for l in langs]
+                else:
+                    vals = [metric(per[l]) for l in langs]
+                ax.bar(np.arange(len(langs)) + i * width, vals, width, label=spec)
+            ax.set_xticks(np.arange(len(langs)) + width * (len(per_lang) - 1) / 2)
+            ax.set_xticklabels(langs)
+            ax.set_ylabel(ylabel)
+            ax.set_title(("Encode throughput" if metric else "Token tax") +
+                         " per language, parallel_multi.tsv.gz (rows in all 9 languages)")
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize=7, ncol=2)
+            fig.tight_layout()
+            path = out / name
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def machine_info() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {"python": platform.python_version()}
+    for name in ("fastbpe", "tokenizers", "tiktoken", "sentencepiece", "youtokentome", "numpy", "numba"):
+        try:
+            module = common.fastbpe_module() if name == "fastbpe" else __import__(name)
+            versions[name] = getattr(module, "__version__", "?")
+        except ImportError:
+            versions[name] = "not installed"
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=common.REPO_ROOT,
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    return {"cpu": cpu, "cores": os.cpu_count(), "load_average": os.getloadavg(),
+            "platform": platform.platform(), "versions": versions, "commit": commit}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        _child_main(argv[1:])
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default=None, help="corpus size for training, e.g. 10MB (default 10MB)")
+    parser.add_argument("--sizes", default=None, help="several sizes, comma-separated: 1MB,10MB,100MB")
+    parser.add_argument("--encode-size", default="10MB", help="text encoded (prefix of the corpus); default 10MB")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--vocab", type=int, default=32768)
+    parser.add_argument("--min-frequency", type=int, default=2)
+    parser.add_argument("--corpus", default=None, help="a text file (.gz read as gzip); default english.txt.gz")
+    parser.add_argument("--libs", default=",".join(TRAINERS), help="trainers to run, comma-separated")
+    parser.add_argument("--big-libs", default="fastbpe,fastbpe-hf,hf",
+                        help="trainers run at sizes above --big-threshold (the others take too long)")
+    parser.add_argument("--big-threshold", default="20MB")
+    parser.add_argument("--language-rows", type=int, default=None, help="rows of parallel_multi used (default all)")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per run")
+    parser.add_argument("--quick", action="store_true", help="1 MB, 1 repeat, 1 MB encoded, 2000 language rows")
+    parser.add_argument("--out", default=str(common.REPO_ROOT / "benchmarks" / "results"))
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes = args.sizes or args.size or "1MB"
+        args.repeats, args.encode_size = 1, "1MB"
+        args.language_rows = args.language_rows or 2000
+    sizes = [common.parse_size(s) for s in (args.sizes or args.size or "10MB").split(",")]
+    big = common.parse_size(args.big_threshold)
+    libs = [l for l in args.libs.split(",") if l]
+    big_libs = set(args.big_libs.split(","))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="fastbpe-peers-"))
+    results: dict = {"meta": {**machine_info(), "vocab": args.vocab, "threads": args.threads,
+                              "min_frequency": args.min_frequency, "repeats": args.repeats,
+                              "corpus": args.corpus, "command": "python -m benchmarks.peers " + " ".join(argv)},
+                     "train": {}, "encode": {}, "languages": {}}
+    print(f"# {results['meta']['cpu']}, {results['meta']['cores']} cores; load average "
+          f"{' '.join(f'{x:.1f}' for x in results['meta']['load_average'])}", flush=True)
+    try:
+        model_dir = None
+        for nbytes in sizes:
+            corpus = prepare_corpus(args.corpus, nbytes, work)
+            run_dir = work / f"models_{nbytes}"
+            run_dir.mkdir()
+            runnable, rows = [], {}
+            for lib in libs:
+                why = _available(lib)
+                if why is None and nbytes > big and lib not in big_libs:
+                    why = f"not run above {args.big_threshold} (--big-libs)"
+                if why:
+                    rows[lib] = {"ok": False, "reason": why}
+                else:
+                    runnable.append(lib)
+            runs: Dict[str, List[dict]] = {lib: [] for lib in runnable}
+            for rep in range(args.repeats):
+                for lib in runnable:  # alternate libraries within each repeat
+                    job = {"kind": "train", "lib": lib, "corpus": str(corpus), "vocab": args.vocab,
+                           "min_frequency": args.min_frequency, "threads": args.threads,
+                           "out_dir": str(run_dir)}
+                    r = _run_child(job, args.threads, args.timeout)
+                    runs[lib].append(r)
+                    shown = r.get("seconds")
+                    print(f"train {common.format_size(nbytes)} {lib} run {rep + 1}: "
+                          + (f"{shown:.2f} s, {r['peak_rss_mb']:.0f} MB" if shown is not None
+                             else (r.get("skipped") or r.get("error"))), flush=True)
+            for lib in runnable:
+                rows[lib] = _summary(runs[lib])
+                if lib == "fastbpe" and rows[lib]["ok"]:
+                    merge = {"ok": True, "median": statistics.median(r["merge_seconds"] for r in rows[lib]["runs"]),
+                             "min": min(r["merge_seconds"] for r in rows[lib]["runs"]),
+                             "max": max(r["merge_seconds"] for r in rows[lib]["runs"]),
+                             "rss": rows[lib]["rss"], "n": rows[lib]["n"], "runs": rows[lib]["runs"]}
+                    rows["fastbpe-merge"] = merge
+            for lib in ("fastbpe", "fastbpe-hf"):
+                if rows.get(lib, {}).get("ok") and rows.get("hf", {}).get("ok"):
+                    rows[lib]["agreement"] = "vs HF: " + (_merge_agreement(str(run_dir), lib, "hf") or "?")
+            ordered = {k: rows[k] for k in list(LABELS) if k in rows}
+            results["train"][str(nbytes)] = ordered
+            model_dir = run_dir  # the last size's models are the ones encoded below
+
+        # ---- encoding ----
+        enc_bytes = common.parse_size(args.encode_size)
+        text_file = prepare_corpus(args.corpus, enc_bytes, work)
+        specs = [l for l in ("fastbpe", "hf", "sentencepiece", "youtokentome")
+                 if results["train"][str(sizes[-1])].get(l, {}).get("ok")]
+        specs += ["fastbpe:r50k_base", "tiktoken:r50k_base", "hf:gpt2",
+                  "fastbpe:cl100k_base", "tiktoken:cl100k_base", "tiktoken:o200k_base"]
+        enc_runs: Dict[str, List[dict]] = {s: [] for s in specs}
+        skipped: Dict[str, str] = {}
+        for spec in specs:
+            why = _available(spec)
+            if why:
+                skipped[spec] = why
+        for rep in range(args.repeats):
+            for spec in specs:
+                if spec in skipped:
+                    continue
+                ids_file = str(work / f"ids_{spec.replace(':', '_')}.npy") if rep == 0 else None
+                job = {"kind": "encode", "spec": spec, "text": str(text_file), "out_dir": str(model_dir),
+                       "ids_file": ids_file}
+                r = _run_child(job, args.threads, args.timeout)
+                if "skipped" in r:
+                    skipped[spec] = r["skipped"]
+                enc_runs[spec].append(r)
+                print(f"encode {common.format_size(enc_bytes)} {spec} run {rep + 1}: "
+                      + (f"{r['seconds']:.2f} s, {r['tokens']} tokens" if "seconds" in r
+                         else (r.get("skipped") or r.get("error"))), flush=True)
+        for spec in specs:
+            results["encode"][spec] = ({"ok": False, "reason": skipped[spec]} if spec in skipped
+                                       else _summary(enc_runs[spec]))
+        for a, b in (("fastbpe:r50k_base", "tiktoken:r50k_base"), ("hf:gpt2", "tiktoken:r50k_base"),
+                     ("fastbpe:cl100k_base", "tiktoken:cl100k_base")):
+            fa, fb = work / f"ids_{a.replace(':', '_')}.npy", work / f"ids_{b.replace(':', '_')}.npy"
+            if fa.exists() and fb.exists() and results["encode"][a]["ok"]:
+                results["encode"][a]["agreement"] = f"vs {b}: " + _ids_agreement(str(fa), str(fb))
+        results["meta"]["encode_bytes"] = enc_bytes
+
+        # ---- languages ----
+        if common.data_file("parallel_multi.tsv.gz") is not None:
+            for spec in specs:
+                if spec in skipped:
+                    results["languages"][spec] = {"skipped": skipped[spec]}
+                    continue
+                job = {"kind": "languages", "spec": spec, "out_dir": str(model_dir),
+                       "max_rows": args.language_rows}
+                r = _run_child(job, args.threads, args.timeout)
+                r.pop("peak_rss_mb", None)
+                r.pop("wall", None)
+                results["languages"][spec] = r
+                print(f"languages {spec}: " + ("done" if "en" in r else str(r)), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    report = render(results, sizes)
+    print("\n" + report)
+    (out / "peers.md").write_text(report + "\n", encoding="utf-8")
+    (out / "peers.json").write_text(json.dumps(_strip_runs(results), indent=1), encoding="utf-8")
+    if not args.no_plot:
+        for path in plot(results, out):
+            print(f"wrote {path}")
+    print(f"wrote {out / 'peers.md'} and {out / 'peers.json'}")
+    return 0
+
+
+def _strip_runs(results: dict) -> dict:
+    """The JSON keeps every run's numbers but not the bulky duplicates."""
+    return json.loads(json.dumps(results))
+
+
+def render(results: dict, sizes: List[int]) -> str:
+    meta = results["meta"]
+    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+    lines = [
+        f"Machine: {meta['cpu']}, {meta['cores']} cores; load average at start "
+        f"{' '.join(f'{x:.1f}' for x in meta['load_average'])}; {meta['platform']}.",
+        f"Versions: {versions}; fastbpe commit {meta['commit']}.",
+        f"Settings: vocab {meta['vocab']}, min frequency {meta['min_frequency']}, {meta['threads']} thread(s), "
+        f"{meta['repeats']} repeat(s), each run in a fresh process, libraries alternating.",
+        f"Command: `{meta['command']}`",
+        "",
+        "### Training (time includes reading the file; fastbpe's counting phase and merge phase are also shown apart)",
+        "",
+        *train_table(results, sizes),
+        "",
+    ]
+    if results["encode"]:
+        lines += [f"### Encoding {common.format_size(meta.get('encode_bytes', 0))} of the corpus "
+                  "(trained tokenizers from the largest training run; OpenAI ranks)", "",
+                  *encode_table(results), ""]
+    if results["languages"]:
+        mbps, tax = language_tables(results)
+        lines += ["### Encode throughput per language (MB/s), parallel_multi.tsv.gz", "", *mbps, "",
+                  "### Token tax: tokens per row (and ÷ English) on the same rows", "", *tax, ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
