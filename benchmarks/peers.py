@@ -39,24 +39,28 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from . import common
+from .suites import common
 
 PEER_MODULES = {"hf": "tokenizers", "sentencepiece": "sentencepiece",
                 "youtokentome": "youtokentome", "tiktoken": "tiktoken"}
-TRAINERS = ["fastbpe", "fastbpe-hf", "hf", "sentencepiece", "youtokentome"]
+TRAINERS = ["fastbpe", "fastbpe-hf", "hf", "hf-count", "sentencepiece", "youtokentome"]
 LABELS = {
     "fastbpe": "fastbpe",
     "fastbpe-hf": 'fastbpe compat="hf"',
     "fastbpe-merge": "fastbpe merge phase only",
     "hf": "HF tokenizers",
+    "hf-count": "HF tokenizers, counting only",
+    "hf-merge": "HF merge phase (estimate)",
     "sentencepiece": "sentencepiece",
     "youtokentome": "youtokentome",
 }
 SETTINGS = {
     "fastbpe": "byte-level, GPT-2 split",
     "fastbpe-hf": "byte-level, GPT-2 split, HF tie rule",
-    "fastbpe-merge": "counted table in, merges out",
+    "fastbpe-merge": "train(counted table): merges + Tokenizer",
     "hf": "ByteLevel(GPT-2 regex) + BpeTrainer",
+    "hf-count": "same, vocab 256: reads, splits, counts, no merge",
+    "hf-merge": "median(HF) − median(HF counting only)",
     "sentencepiece": "model_type=bpe, byte_fallback, identity normalisation; no min-frequency",
     "youtokentome": "character-level BPE (no byte level); no min-frequency",
 }
@@ -110,10 +114,13 @@ def _child_train(lib: str, corpus: str, vocab: int, min_frequency: int, threads:
         result.update(seconds=end - start, count_seconds=counted - start,
                       merge_seconds=end - counted, unique_chunks=len(table))
         merges = [[a.hex(), b.hex()] for a, b in tok.merges]
+        result["vocab"] = tok.vocab_size
         tok.save(os.path.join(out_dir, f"{lib}.json"))
-    elif lib == "hf":
+    elif lib in ("hf", "hf-count"):
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+        if lib == "hf-count":  # the byte alphabet only: everything but the merge loop
+            vocab = 256
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         tok.decoder = decoders.ByteLevel()
@@ -124,6 +131,9 @@ def _child_train(lib: str, corpus: str, vocab: int, min_frequency: int, threads:
         tok.train([corpus], trainer)
         result["seconds"] = time.perf_counter() - start
         merges = _hf_merges_as_bytes(tok)
+        result["vocab"] = tok.get_vocab_size()
+        if lib == "hf-count":
+            return result
         tok.save(os.path.join(out_dir, "hf.json"))
     elif lib == "sentencepiece":
         import sentencepiece as spm
@@ -135,6 +145,8 @@ def _child_train(lib: str, corpus: str, vocab: int, min_frequency: int, threads:
             normalization_rule_name="identity", add_dummy_prefix=False,
             remove_extra_whitespaces=False, hard_vocab_limit=False, minloglevel=2)
         result["seconds"] = time.perf_counter() - start
+        model = spm.SentencePieceProcessor(model_file=os.path.join(out_dir, "sentencepiece.model"))
+        result["vocab"] = model.get_piece_size()
         merges = None
     elif lib == "youtokentome":
         import youtokentome as yttm
@@ -143,6 +155,7 @@ def _child_train(lib: str, corpus: str, vocab: int, min_frequency: int, threads:
         yttm.BPE.train(data=corpus, model=os.path.join(out_dir, "youtokentome.model"),
                        vocab_size=vocab, n_threads=threads, coverage=1.0)
         result["seconds"] = time.perf_counter() - start
+        result["vocab"] = yttm.BPE(os.path.join(out_dir, "youtokentome.model")).vocab_size()
         merges = None
     else:
         raise ValueError(f"unknown trainer {lib!r}")
@@ -153,38 +166,46 @@ def _child_train(lib: str, corpus: str, vocab: int, min_frequency: int, threads:
     return result
 
 
+def _threads() -> int:
+    return int(os.environ.get("FASTBPE_PEERS_THREADS", "1"))
+
+
 def _load_encoder(spec: str, out_dir: str):
-    """``encode(text) -> sequence of ids`` for an encoder spec: a trained library name, or
-    ``tiktoken:<encoding>``, ``fastbpe:<encoding>``, ``hf:gpt2``."""
+    """``encode_lines(list of str) -> list of id sequences`` for an encoder spec: a trained
+    library name, or ``tiktoken:<encoding>``, ``fastbpe:<encoding>``, ``hf:gpt2``.
+
+    Every library gets the same documents (:func:`documents`) through its own batch API when it
+    has one, on ``--threads`` threads. sentencepiece and youtokentome get the documents' lines
+    without the newline, as they were trained (they are sentence/line-based).
+    """
+    threads = _threads()
     if spec == "fastbpe":
         tok = common.fastbpe_module().Tokenizer.load(os.path.join(out_dir, "fastbpe.json"))
-        return _fastbpe_encode(tok)
+        return _fastbpe_lines(tok)
     if spec == "hf":
         from tokenizers import Tokenizer
 
-        tok = Tokenizer.from_file(os.path.join(out_dir, "hf.json"))
-        return lambda text: tok.encode(text, add_special_tokens=False).ids
+        return _hf_lines(Tokenizer.from_file(os.path.join(out_dir, "hf.json")))
     if spec == "sentencepiece":
         import sentencepiece as spm
 
         sp = spm.SentencePieceProcessor(model_file=os.path.join(out_dir, "sentencepiece.model"))
-        threads = int(os.environ.get("FASTBPE_PEERS_THREADS", "1"))
-        # One sentence per line, as it was trained (a 10 MB "sentence" is not its use case).
-        return lambda text: [i for row in sp.encode(text.split("\n"), num_threads=threads) for i in row]
+        return lambda docs: sp.encode(_lines(docs), num_threads=threads)
     if spec == "youtokentome":
         import youtokentome as yttm
 
-        bpe = yttm.BPE(os.path.join(out_dir, "youtokentome.model"), n_threads=1)
-        # yttm encodes a list of sentences; one sentence per line, as it was trained.
-        return lambda text: [i for row in bpe.encode(text.split("\n")) for i in row]
+        bpe = yttm.BPE(os.path.join(out_dir, "youtokentome.model"), n_threads=threads)
+        return lambda docs: bpe.encode(_lines(docs))
     kind, _, name = spec.partition(":")
     if kind == "tiktoken":
         enc = common.tiktoken_encoding(name)
-        return enc.encode_ordinary
+        if threads == 1:  # its batch API runs a thread pool even for one thread: slower
+            return lambda docs: [enc.encode_ordinary(d) for d in docs]
+        return lambda docs: enc.encode_ordinary_batch(docs, num_threads=threads)
     if kind == "fastbpe":
-        from .suite_encode import _openai_tokenizer
+        from .suites.suite_encode import _openai_tokenizer
 
-        return _fastbpe_encode(_openai_tokenizer(name))
+        return _fastbpe_lines(_openai_tokenizer(name))
     if spec == "hf:gpt2":
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
@@ -195,39 +216,74 @@ def _load_encoder(spec: str, out_dir: str):
         tok = Tokenizer(models.BPE.from_file(str(vocab), str(merges)))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         tok.decoder = decoders.ByteLevel()
-        return lambda text: tok.encode(text, add_special_tokens=False).ids
+        return _hf_lines(tok)
     raise ValueError(f"unknown encoder {spec!r}")
 
 
-def _fastbpe_encode(tok):
-    to_numpy = getattr(tok, "encode_to_numpy", None)
-    return to_numpy if to_numpy is not None else tok.encode
+def _lines(docs: List[str]) -> List[str]:
+    return [line for doc in docs for line in doc.split("\n")]
+
+
+def documents(text: str, size: int = 1 << 16) -> List[str]:
+    r"""``text`` cut after a newline into pieces of at least ``size`` characters (the last may be
+    shorter): what every encoder is given. Big enough that per-call overhead is small, small
+    enough that no library hits a one-huge-string slow path.
+
+    >>> documents("ab\ncd\nef", size=4)
+    ['ab\ncd\n', 'ef']
+    """
+    docs, start = [], 0
+    while start < len(text):
+        cut = text.find("\n", start + size - 1)
+        end = len(text) if cut < 0 else cut + 1
+        docs.append(text[start:end])
+        start = end
+    return docs
+
+
+def _hf_lines(tok):
+    return lambda lines: [e.ids for e in tok.encode_batch(lines, add_special_tokens=False)]
+
+
+def _fastbpe_lines(tok):
+    batch = getattr(tok, "encode_batch", None)
+    if batch is not None:
+        return lambda lines: batch(lines, workers=_threads())
+    return lambda lines: [tok.encode(line) for line in lines]
 
 
 def _child_encode(spec: str, text_file: str, out_dir: str, ids_file: Optional[str]) -> dict:
     import numpy as np
 
-    encode = _load_encoder(spec, out_dir)
-    with open(text_file, encoding="utf-8") as f:
+    encode_lines = _load_encoder(spec, out_dir)
+    with open(text_file, encoding="utf-8", newline="") as f:
         text = f.read()
+    lines = documents(text)
     start = time.perf_counter()
-    ids = encode(text)
+    rows = encode_lines(lines)
     seconds = time.perf_counter() - start
+    tokens = sum(len(r) for r in rows)
     if ids_file:
-        np.save(ids_file, np.asarray(ids, dtype=np.int64))
-    return {"seconds": seconds, "tokens": len(ids), "bytes": len(text.encode("utf-8"))}
+        flat = [np.asarray(r, dtype=np.int64) for r in rows]
+        np.save(ids_file, np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64))
+    return {"seconds": seconds, "tokens": tokens, "bytes": len(text.encode("utf-8")),
+            "documents": len(lines)}
 
 
 def _child_languages(spec: str, out_dir: str, max_rows: int) -> dict:
-    encode = _load_encoder(spec, out_dir)
+    encode_lines = _load_encoder(spec, out_dir)
     rows = common.parallel_rows(max_rows)
     out = {}
     for lang, cells in rows.items():
-        text = "\n".join(cells)
-        encode(text[:1000])  # warm caches and lazy initialisation before timing
-        start = time.perf_counter()
-        n = len(encode(text))
-        out[lang] = {"seconds": time.perf_counter() - start, "tokens": n, "rows": len(cells),
+        text = "\n".join(cells) + "\n"  # one row a line, cut into documents like the corpus
+        docs = documents(text)
+        encode_lines(docs[:1])  # warm caches and lazy initialisation before timing
+        best = float("inf")
+        for _ in range(3):  # best of three: these texts are small, the machine may be busy
+            start = time.perf_counter()
+            n = sum(len(r) for r in encode_lines(docs))
+            best = min(best, time.perf_counter() - start)
+        out[lang] = {"seconds": best, "tokens": n, "rows": len(cells),
                      "bytes": len(text.encode("utf-8"))}
     return out
 
@@ -371,21 +427,29 @@ def _fmt_s(x: float) -> str:
 
 
 def train_table(results: dict, sizes: List[int]) -> List[str]:
-    lines = ["| corpus | library | settings | median | min–max | peak RSS | MB/s | time ÷ fastbpe | agreement |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| corpus | library | settings | vocab | median | min–max | peak RSS | MB/s | time ÷ fastbpe | agreement |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for nbytes in sizes:
         rows = results["train"][str(nbytes)]
         base = rows.get("fastbpe", {})
         for lib, s in rows.items():
             label = LABELS.get(lib, lib)
             if not s["ok"]:
-                lines.append(f"| {common.format_size(nbytes)} | {label} | {SETTINGS.get(lib, '')} | — | — | — | — | — | {s['reason']} |")
+                lines.append(f"| {common.format_size(nbytes)} | {label} | {SETTINGS.get(lib, '')} | — | — | — | — | — | — | {s['reason']} |")
                 continue
-            ratio = f"{s['median'] / base['median']:.2f}×" if base.get("ok") and lib != "fastbpe" else "1"
+            ref = rows.get("fastbpe-merge", {}) if lib == "hf-merge" else base
+            ratio = (f"{s['median'] / ref['median']:.2f}×" if ref.get("ok") and lib != "fastbpe" else "1")
+            spread = f"{_fmt_s(s['min'])}–{_fmt_s(s['max'])}"
+            speed = f"{nbytes / 1e6 / s['median']:.2f}"
+            median = _fmt_s(s["median"])
+            if lib == "hf-merge":  # a difference of two medians: no spread of its own
+                spread = "—"
+                ratio += " (÷ fastbpe merge phase)"
+                if s["median"] <= 0:
+                    median, speed, ratio = "below the noise", "—", "—"
             lines.append(
-                f"| {common.format_size(nbytes)} | {label} | {SETTINGS.get(lib, '')} | {_fmt_s(s['median'])} | "
-                f"{_fmt_s(s['min'])}–{_fmt_s(s['max'])} | {s['rss']:.0f} MB | {nbytes / 1e6 / s['median']:.2f} | "
-                f"{ratio} | {s.get('agreement', '')} |")
+                f"| {common.format_size(nbytes)} | {label} | {SETTINGS.get(lib, '')} | {s['runs'][0].get('vocab', '?')} | {median} | "
+                f"{spread} | {s['rss']:.0f} MB | {speed} | {ratio} | {s.get('agreement', '')} |")
     return lines
 
 
@@ -443,13 +507,15 @@ def plot(results: dict, out: Path) -> List[Path]:
         xs, ys, lo, hi = [], [], [], []
         for s in sizes:
             r = results["train"][str(s)].get(lib)
-            if r and r["ok"]:
+            if r and r["ok"] and r["median"] > 0:
                 xs.append(s / 1e6)
                 ys.append(r["median"])
-                lo.append(r["median"] - r["min"])
-                hi.append(r["max"] - r["median"])
+                estimate = lib == "hf-merge"  # a difference of medians: no spread of its own
+                lo.append(0 if estimate else r["median"] - r["min"])
+                hi.append(0 if estimate else r["max"] - r["median"])
         if xs:
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=LABELS.get(lib, lib))
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=LABELS.get(lib, lib),
+                        linestyle="--" if "merge" in lib or lib == "hf-count" else "-")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("corpus size (MB of english.txt)" if not results["meta"].get("corpus") else "corpus size (MB)")
@@ -505,11 +571,12 @@ def machine_info() -> dict:
     except OSError:
         pass
     versions = {"python": platform.python_version()}
+    from importlib import metadata
+
     for name in ("fastbpe", "tokenizers", "tiktoken", "sentencepiece", "youtokentome", "numpy", "numba"):
         try:
-            module = common.fastbpe_module() if name == "fastbpe" else __import__(name)
-            versions[name] = getattr(module, "__version__", "?")
-        except ImportError:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=common.REPO_ROOT,
@@ -562,7 +629,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"# {results['meta']['cpu']}, {results['meta']['cores']} cores; load average "
           f"{' '.join(f'{x:.1f}' for x in results['meta']['load_average'])}", flush=True)
     try:
-        model_dir = None
+        model_dirs: Dict[str, Path] = {}  # each trainer's largest successful run
         for nbytes in sizes:
             corpus = prepare_corpus(args.corpus, nbytes, work)
             run_dir = work / f"models_{nbytes}"
@@ -596,18 +663,26 @@ def main(argv: Optional[List[str]] = None) -> int:
                              "max": max(r["merge_seconds"] for r in rows[lib]["runs"]),
                              "rss": rows[lib]["rss"], "n": rows[lib]["n"], "runs": rows[lib]["runs"]}
                     rows["fastbpe-merge"] = merge
+            if rows.get("hf", {}).get("ok") and rows.get("hf-count", {}).get("ok"):
+                hf, count = rows["hf"], rows["hf-count"]
+                rows["hf-merge"] = {"ok": True, "median": hf["median"] - count["median"],
+                                    "min": hf["min"] - count["max"], "max": hf["max"] - count["min"],
+                                    "rss": hf["rss"], "n": hf["n"], "runs": hf["runs"]}
             for lib in ("fastbpe", "fastbpe-hf"):
                 if rows.get(lib, {}).get("ok") and rows.get("hf", {}).get("ok"):
                     rows[lib]["agreement"] = "vs HF: " + (_merge_agreement(str(run_dir), lib, "hf") or "?")
             ordered = {k: rows[k] for k in list(LABELS) if k in rows}
             results["train"][str(nbytes)] = ordered
-            model_dir = run_dir  # the last size's models are the ones encoded below
+            for lib, row in rows.items():
+                if row.get("ok") and lib in TRAINERS:
+                    model_dirs[lib] = run_dir
 
         # ---- encoding ----
         enc_bytes = common.parse_size(args.encode_size)
         text_file = prepare_corpus(args.corpus, enc_bytes, work)
-        specs = [l for l in ("fastbpe", "hf", "sentencepiece", "youtokentome")
-                 if results["train"][str(sizes[-1])].get(l, {}).get("ok")]
+        specs = [l for l in ("fastbpe", "hf", "sentencepiece", "youtokentome") if l in model_dirs]
+        results["meta"]["models"] = {l: d.name.split("_")[-1] for l, d in model_dirs.items()}
+        any_dir = str(next(iter(model_dirs.values()), work))
         specs += ["fastbpe:r50k_base", "tiktoken:r50k_base", "hf:gpt2",
                   "fastbpe:cl100k_base", "tiktoken:cl100k_base", "tiktoken:o200k_base"]
         enc_runs: Dict[str, List[dict]] = {s: [] for s in specs}
@@ -621,8 +696,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if spec in skipped:
                     continue
                 ids_file = str(work / f"ids_{spec.replace(':', '_')}.npy") if rep == 0 else None
-                job = {"kind": "encode", "spec": spec, "text": str(text_file), "out_dir": str(model_dir),
-                       "ids_file": ids_file}
+                job = {"kind": "encode", "spec": spec, "text": str(text_file),
+                       "out_dir": str(model_dirs.get(spec, any_dir)), "ids_file": ids_file}
                 r = _run_child(job, args.threads, args.timeout)
                 if "skipped" in r:
                     skipped[spec] = r["skipped"]
@@ -646,7 +721,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if spec in skipped:
                     results["languages"][spec] = {"skipped": skipped[spec]}
                     continue
-                job = {"kind": "languages", "spec": spec, "out_dir": str(model_dir),
+                job = {"kind": "languages", "spec": spec, "out_dir": str(model_dirs.get(spec, any_dir)),
                        "max_rows": args.language_rows}
                 r = _run_child(job, args.threads, args.timeout)
                 r.pop("peak_rss_mb", None)
@@ -689,8 +764,15 @@ def render(results: dict, sizes: List[int]) -> str:
         "",
     ]
     if results["encode"]:
-        lines += [f"### Encoding {common.format_size(meta.get('encode_bytes', 0))} of the corpus "
-                  "(trained tokenizers from the largest training run; OpenAI ranks)", "",
+        models = ", ".join(f"{lib} {common.format_size(int(n))}" for lib, n in meta.get("models", {}).items())
+        lines += [f"### Encoding {common.format_size(meta.get('encode_bytes', 0))} of the corpus", "",
+                  "Each library gets the same documents (the text cut after a newline every 64 KB) "
+                  "through its batch API where it has one (HF `encode_batch`, fastbpe `encode_batch` "
+                  "when present, else a loop; tiktoken `encode_ordinary` in a loop at 1 thread); "
+                  "sentencepiece and youtokentome, being line-based, get the documents' lines. "
+                  f"{meta['threads']} thread(s). "
+                  f"Trained tokenizers come from each library's largest training run ({models}); "
+                  "`tiktoken:*` and `hf:gpt2` are OpenAI's published ranks.", "",
                   *encode_table(results), ""]
     if results["languages"]:
         mbps, tax = language_tables(results)

@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import common  # noqa: E402
+from benchmarks.suites import common  # noqa: E402
 
 SUITES = ["suite_train", "suite_ingest", "suite_encode", "suite_kernels"]
 BENCH_PREFIX = re.compile(r"^(time_|peakmem_|track_|mem_)")
@@ -53,7 +53,7 @@ def tiny_params(cls):
 
 def _benchmark_classes():
     for suite in SUITES:
-        module = importlib.import_module(f"benchmarks.{suite}")
+        module = importlib.import_module(f"benchmarks.suites.{suite}")
         for name, obj in vars(module).items():
             if name.startswith("_") or not inspect.isclass(obj) or obj.__module__ != module.__name__:
                 continue
@@ -90,23 +90,16 @@ def test_benchmark_runs(cls, methods):
         pytest.skip("every parameter combination skipped: " + "; ".join(skipped))
 
 
-def test_no_stray_benchmarks_in_helpers():
-    """peers/plot/common define no name asv would take for a benchmark (asv imports every module
-    in benchmarks/ and runs any top-level ``time_*``/``track_*``/... function or class with such
-    methods)."""
-    for name in ("common", "peers", "plot"):
-        path = ROOT / "benchmarks" / f"{name}.py"
-        if not path.exists():
+def test_suites_package_holds_only_suites():
+    """asv imports every module of benchmarks/suites: only asv suites and their input helpers
+    belong there, and the helpers define nothing asv would take for a benchmark."""
+    found = sorted(p.stem for p in (ROOT / "benchmarks" / "suites").glob("*.py"))
+    assert found == sorted(["__init__", "common"] + SUITES), found
+    for attr, obj in vars(common).items():
+        if attr.startswith("_"):
             continue
-        module = importlib.import_module(f"benchmarks.{name}")
-        for attr, obj in vars(module).items():
-            if attr.startswith("_"):
-                continue
-            if inspect.isfunction(obj):
-                assert not BENCH_PREFIX.match(attr), f"benchmarks.{name}.{attr} looks like a benchmark"
-            if inspect.isclass(obj):
-                assert not any(BENCH_PREFIX.match(m) for m in dir(obj)), (
-                    f"benchmarks.{name}.{attr} has benchmark-like methods")
+        assert not (inspect.isfunction(obj) and BENCH_PREFIX.match(attr)), attr
+        assert not (inspect.isclass(obj) and any(BENCH_PREFIX.match(m) for m in dir(obj))), attr
 
 
 def test_asv_config_is_valid_json_with_comments():
@@ -116,7 +109,7 @@ def test_asv_config_is_valid_json_with_comments():
     text = (ROOT / "asv.conf.json").read_text()
     config = json.loads("\n".join(line for line in text.splitlines()
                                   if not line.lstrip().startswith("//")))
-    assert config["benchmark_dir"] == "benchmarks"
+    assert config["benchmark_dir"] == "benchmarks/suites"
     assert config["repo"] == "."
     assert config["results_dir"].startswith(".asv")
     assert (ROOT / config["benchmark_dir"] / "__init__.py").exists()
@@ -130,3 +123,22 @@ def test_common_helpers():
         assert common.format_size(common.parse_size(size)) == size
     assert common.input_size("10MB") == common.TINY_BYTES  # the autouse fixture's tiny mode
     assert common.unescape_cell(r"a\\tb\tc") == "a\\tb\tc"
+
+
+def test_peers_child_run_and_documents(tmp_path):
+    """The peer harness runs one fastbpe training in a fresh process and reads back its time,
+    peak RSS and merges; ``documents`` cuts text at newlines without losing any."""
+    from benchmarks import peers
+
+    text = common.generated_text(20_000)
+    assert "".join(peers.documents(text, size=1000)) == text
+    assert all(d.endswith("\n") for d in peers.documents(text, size=1000)[:-1])
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(text, encoding="utf-8")
+    job = {"kind": "train", "lib": "fastbpe", "corpus": str(corpus), "vocab": 300,
+           "min_frequency": 2, "threads": 1, "out_dir": str(tmp_path)}
+    result = peers._run_child(job, threads=1, timeout=120)
+    assert "error" not in result, result
+    assert result["seconds"] > 0 and result["peak_rss_mb"] > 0
+    assert result["merges"] == 300 - 256 == result["vocab"] - 256
+    assert peers._merge_agreement(str(tmp_path), "fastbpe", "fastbpe") == "identical merges (44)"

@@ -30,7 +30,7 @@ __all__ = [
     "byte_pair_ranks_encode",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # benchmarks/suites/common.py
 CACHE_VERSION = 4
 
 SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "10MB": 10_000_000,
