@@ -112,7 +112,7 @@ class TrainEndToEnd:
     def _train(self, impl, vocab_size):
         fastbpe = fastbpe_module()
         if impl == "fast":
-            return fastbpe.train(self.text, vocab_size, min_frequency=MIN_FREQUENCY, progress=False)
+            return fastbpe.train(iter([self.text]), vocab_size, min_frequency=MIN_FREQUENCY, progress=False, workers=1)
         counts = reference_count(self.text)
         words = {tuple(bytes([b]) for b in chunk): n for chunk, n in counts.items()}
         return fastbpe.reference.learn(words, vocab_size - 256, MIN_FREQUENCY)
@@ -134,13 +134,13 @@ class TrainThroughput:
     def track_train_mb_per_second(self, size):
         fastbpe = fastbpe_module()
         start = time.perf_counter()
-        fastbpe.train(self.text, 32768, min_frequency=MIN_FREQUENCY, progress=False)
+        fastbpe.train(iter([self.text]), 32768, min_frequency=MIN_FREQUENCY, progress=False, workers=1)
         return self.nbytes / 1e6 / (time.perf_counter() - start)
 
     track_train_mb_per_second.unit = "MB/s"
 
     def peakmem_train(self, size):
-        fastbpe_module().train(self.text, 32768, min_frequency=MIN_FREQUENCY, progress=False)
+        fastbpe_module().train(iter([self.text]), 32768, min_frequency=MIN_FREQUENCY, progress=False, workers=1)
 
 
 class TrainRealCorpus:
@@ -157,10 +157,10 @@ class TrainRealCorpus:
         self.table = _word_table(reference_table(corpus, self.size))
 
     def time_train(self, corpus, vocab_size):
-        fastbpe_module().train(self.text, vocab_size, min_frequency=MIN_FREQUENCY, progress=False)
+        fastbpe_module().train(iter([self.text]), vocab_size, min_frequency=MIN_FREQUENCY, progress=False, workers=1)
 
     def peakmem_train(self, corpus, vocab_size):
-        fastbpe_module().train(self.text, vocab_size, min_frequency=MIN_FREQUENCY, progress=False)
+        fastbpe_module().train(iter([self.text]), vocab_size, min_frequency=MIN_FREQUENCY, progress=False, workers=1)
 
     def time_merge_phase(self, corpus, vocab_size):
         fastbpe_module().learn_from_table(self.table, vocab_size - 256, min_frequency=MIN_FREQUENCY)
@@ -181,4 +181,4 @@ class TrainHFCompat:
 
     def time_train(self, compat):
         kwargs = {} if compat is None else {"compat": compat}
-        fastbpe_module().train(self.text, 8192, min_frequency=MIN_FREQUENCY, progress=False, **kwargs)
+        fastbpe_module().train(iter([self.text]), 8192, min_frequency=MIN_FREQUENCY, progress=False, workers=1, **kwargs)
