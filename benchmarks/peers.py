@@ -112,7 +112,8 @@ def _child_train(lib: str, corpus: str, vocab: int, min_frequency: int, threads:
         tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
         end = time.perf_counter()
         result.update(seconds=end - start, count_seconds=counted - start,
-                      merge_seconds=end - counted, unique_chunks=len(table))
+                      merge_seconds=end - counted, unique_chunks=len(table),
+                      fastbpe_file=fastbpe.__file__)
         merges = [[a.hex(), b.hex()] for a, b in tok.merges]
         result["vocab"] = tok.vocab_size
         tok.save(os.path.join(out_dir, f"{lib}.json"))
@@ -326,29 +327,42 @@ def _child_main(argv: List[str]) -> None:
 # Parent: runs the children, gathers, tabulates, plots.
 # =============================================================================================
 
+CHECKOUT = [common.REPO_ROOT]  # the fastbpe source tree the children import (--checkout)
+
+
+def _wait(proc, deadline: float):
+    """The child's wait status, or None after killing it at ``deadline``."""
+    while True:
+        pid, status = os.waitpid(proc.pid, os.WNOHANG)
+        if pid:
+            return status
+        if time.perf_counter() > deadline:
+            proc.kill()
+            os.waitpid(proc.pid, 0)
+            proc.returncode = -9
+            return None
+        time.sleep(0.02)
+
+
 def _run_child(job: dict, threads: int, timeout: float) -> dict:
     """Run one job in a fresh interpreter; return its JSON plus ``peak_rss_mb`` and ``wall``."""
     env = dict(os.environ)
     env.update(RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
                FASTBPE_PEERS_THREADS=str(threads))
-    env["PYTHONPATH"] = str(common.REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # The checkout first (its fastbpe), then this repo (for ``benchmarks``), then the rest.
+    paths = [str(CHECKOUT[0]), str(common.REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers", "--child", json.dumps(job)],
-                                stdout=out, stderr=err, env=env, cwd=str(common.REPO_ROOT))
-        deadline = start + timeout
-        status = None
-        while True:
-            pid, status = os.waitpid(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                os.waitpid(proc.pid, 0)
-                proc.returncode = -9
-                return {"error": f"timeout after {timeout:.0f} s"}
-            time.sleep(0.02)
+        # An empty working directory: ``-m`` puts the cwd first on sys.path, and a cwd holding a
+        # fastbpe tree would shadow the checkout.
+        with tempfile.TemporaryDirectory(prefix="fastbpe-peers-cwd-") as cwd:
+            proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers", "--child", json.dumps(job)],
+                                    stdout=out, stderr=err, env=env, cwd=cwd)
+            status = _wait(proc, start + timeout)
+        if status is None:
+            return {"error": f"timeout after {timeout:.0f} s"}
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
         out.seek(0)
@@ -570,7 +584,7 @@ def machine_info() -> dict:
                 break
     except OSError:
         pass
-    versions = {"python": platform.python_version()}
+    versions = {"python": platform.python_version(), "fastbpe checkout": str(CHECKOUT[0])}
     from importlib import metadata
 
     for name in ("fastbpe", "tokenizers", "tiktoken", "sentencepiece", "youtokentome", "numpy", "numba"):
@@ -579,7 +593,7 @@ def machine_info() -> dict:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=common.REPO_ROOT,
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=CHECKOUT[0],
                                 capture_output=True, text=True).stdout.strip()
     except OSError:
         commit = "?"
@@ -610,7 +624,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 MB, 1 repeat, 1 MB encoded, 2000 language rows")
     parser.add_argument("--out", default=str(common.REPO_ROOT / "benchmarks" / "results"))
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--checkout", default=str(common.REPO_ROOT),
+                        help="the fastbpe source tree to measure (built in place); default this one")
     args = parser.parse_args(argv)
+    CHECKOUT[0] = Path(args.checkout).resolve()
     if args.quick:
         args.sizes = args.sizes or args.size or "1MB"
         args.repeats, args.encode_size = 1, "1MB"
