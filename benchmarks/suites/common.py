@@ -1,0 +1,462 @@
+"""Inputs for the benchmarks: generated text, real corpora, and the references' helpers.
+
+Everything here is deterministic (fixed seeds, fixed corpus prefixes) so that two commits, or two
+libraries, are timed on exactly the same bytes. Inputs are cached on disk (outside the repo, in
+``FASTBPE_BENCH_CACHE``, default ``<tmp>/fastbpe-bench-cache``) because asv runs ``setup`` in a
+fresh process for every parameter combination; a cache file is keyed by everything that makes it,
+and is made with pure-Python code only (never with the fastbpe code under test), so a buggy commit
+cannot poison another commit's inputs.
+
+asv skips a benchmark whose ``setup`` raises ``NotImplementedError``; :func:`skip` does that with
+a reason, used for features not present in the checked-out commit, absent data, and reference
+runs that would take minutes.
+"""
+import functools
+import gzip
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+__all__ = [
+    "REPO_ROOT", "SIZES", "parse_size", "format_size", "skip", "data_dir", "data_file",
+    "fastbpe_module", "feature", "generated_text", "corpus_text", "reference_table",
+    "reference_words", "regex_pattern", "reference_count", "parallel_rows", "LANGUAGES",
+    "byte_pair_ranks_encode",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # benchmarks/suites/common.py
+CACHE_VERSION = 4
+
+SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "10MB": 10_000_000,
+         "100MB": 100_000_000}
+LANGUAGES = ("en", "ms", "id", "ta", "zh_CN", "th", "hi", "ar", "ru")
+
+
+def parse_size(size) -> int:
+    """Bytes in a size written like ``10MB``, ``100KB``, ``1.5MB`` or a plain number.
+
+    Decimal units, as disk sizes are written (1 MB = 10**6 bytes).
+
+    >>> parse_size("10MB"), parse_size("100KB"), parse_size("1.5MB"), parse_size(42)
+    (10000000, 100000, 1500000, 42)
+    """
+    if isinstance(size, (int, np.integer)):
+        return int(size)
+    text = str(size).strip().upper().replace(" ", "")
+    for unit, factor in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3), ("B", 1)):
+        if text.endswith(unit):
+            return int(round(float(text[: -len(unit)]) * factor))
+    return int(text)
+
+
+def format_size(nbytes: int) -> str:
+    """The inverse of :func:`parse_size` for round sizes.
+
+    >>> format_size(10_000_000), format_size(100_000), format_size(1234)
+    ('10MB', '100KB', '1234B')
+    """
+    for unit, factor in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if nbytes >= factor and nbytes % factor == 0:
+            return f"{nbytes // factor}{unit}"
+    return f"{nbytes}B"
+
+
+TINY_ENV = "FASTBPE_BENCH_TINY"
+TINY_BYTES = 20_000
+
+
+def input_size(size) -> int:
+    """Bytes of input a benchmark asks for; capped at 20 KB when ``FASTBPE_BENCH_TINY=1`` (the
+    test suite's smoke run of every benchmark, which checks that they work, not how fast)."""
+    nbytes = parse_size(size)
+    if os.environ.get(TINY_ENV, "") not in ("", "0"):
+        nbytes = min(nbytes, TINY_BYTES)
+    return nbytes
+
+
+def skip(reason: str):
+    """Skip this asv benchmark (asv treats NotImplementedError in setup as 'skipped')."""
+    raise NotImplementedError(reason)
+
+
+# ---- the package under test -------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def fastbpe_module():
+    """``import fastbpe``.
+
+    asv installs the commit under test into its own environment, where the import just works.
+    With ``--python=same`` and nothing installed (a checkout built with
+    ``python setup.py build_ext --inplace``) the repo root is put on ``sys.path`` so that the
+    checkout itself is measured. Never in an asv-built environment: there a failed import must
+    stay a failure rather than silently measure the working tree.
+    """
+    try:
+        import fastbpe
+    except ImportError:
+        if os.environ.get("ASV_ENV_TYPE") not in (None, "", "existing"):
+            raise
+        sys.path.insert(0, str(REPO_ROOT))
+        import fastbpe
+    return fastbpe
+
+
+def feature(dotted: str):
+    """The object at ``dotted`` under ``fastbpe`` (``"kernels.gather"``,
+    ``"Tokenizer.encode_batch"``), or None when this commit does not have it.
+
+    Lets one suite measure every commit: a benchmark whose feature is missing skips.
+    """
+    import importlib
+
+    obj = fastbpe_module()
+    module_path = "fastbpe"
+    for part in dotted.split("."):
+        module_path += "." + part
+        # A submodule first when there is one: ``fastbpe.pretokenize`` is both a function
+        # (re-exported) and a module, and ``pretokenize.PATTERNS`` means the module's.
+        if isinstance(obj, type(importlib)):
+            try:
+                obj = importlib.import_module(module_path)
+                continue
+            except ModuleNotFoundError as exc:
+                if exc.name != module_path:  # the module is there but its import is broken
+                    raise
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            return None
+    return obj
+
+
+def require(dotted: str):
+    """:func:`feature`, or skip the benchmark naming what is missing."""
+    obj = feature(dotted)
+    if obj is None:
+        skip(f"fastbpe.{dotted} is not in this commit")
+    return obj
+
+
+# ---- cache ------------------------------------------------------------------------------------
+
+def _cache_dir() -> Path:
+    path = Path(os.environ.get("FASTBPE_BENCH_CACHE")
+                or Path(tempfile.gettempdir()) / "fastbpe-bench-cache")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _cached(key: str, make):
+    """``make()``, pickled on disk under a hash of ``key``; written to a temp file, then renamed,
+    so that two benchmark processes racing on the same key never read half a file."""
+    digest = hashlib.sha1(f"v{CACHE_VERSION}:{key}".encode()).hexdigest()[:20]
+    path = _cache_dir() / f"{digest}.pkl"
+    if path.exists():
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except Exception:  # a corrupt cache file is remade, never trusted
+            pass
+    value = make()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return value
+
+
+# ---- generated text ---------------------------------------------------------------------------
+
+_ONSETS = ["", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
+           "th", "sh", "ch", "st", "tr", "pl", "gr"]
+_NUCLEI = ["a", "e", "i", "o", "u", "ea", "ou", "ai", "y"]
+_CODAS = ["", "", "", "n", "r", "s", "t", "l", "nd", "ng", "st"]
+_FOREIGN = ["café", "naïve", "straße", "привет", "мир", "日本語", "東京", "ภาษา", "हिन्दी",
+            "عربي", "Ελληνικά", "😀", "ß", "ø"]
+
+
+def _word_list(rng: np.random.Generator, n: int) -> List[str]:
+    """About ``n`` distinct pseudo-words of English-like syllables, some capitalised, some
+    numbers, a few non-ASCII, so that every branch of a byte-level BPE is exercised."""
+    words, seen = [], set()
+    for i in range(n):
+        syllables = int(rng.integers(1, 5))
+        picks = rng.integers(0, 1 << 30, size=(syllables, 3))
+        word = "".join(_ONSETS[a % len(_ONSETS)] + _NUCLEI[b % len(_NUCLEI)] + _CODAS[c % len(_CODAS)]
+                       for a, b, c in picks.tolist())
+        if i % 17 == 0:
+            word = word.capitalize()
+        elif i % 29 == 0:
+            word = str(int(rng.integers(0, 100_000)))
+        elif i % 101 == 0:
+            word = _FOREIGN[(i // 101) % len(_FOREIGN)] + word[:2]
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def _generate(nbytes: int, seed: int) -> str:
+    words = np.array(_cached(f"words:{seed}:200000",
+                             lambda: _word_list(np.random.default_rng(seed), 200_000)),
+                     dtype=object)
+    rng = np.random.default_rng(seed + 1)
+    # Zipf-distributed word frequencies, as in natural text (rank r has weight 1/r): the number
+    # of distinct words then keeps growing with the corpus (Heaps' law), as in real text.
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    weights /= weights.sum()
+    punctuation = np.array(["", "", "", "", "", "", ",", ".", "'s", "!", "?", ";", ":"],
+                           dtype=object)
+    parts: List[str] = []
+    size = 0
+    while size < nbytes:
+        n = 50_000
+        picked = words[rng.choice(len(words), size=n, p=weights)]
+        punct = punctuation[rng.integers(0, len(punctuation), size=n)]
+        breaks = np.where(rng.random(n) < 0.02, "\n", " ").astype(object)
+        block = "".join((picked + punct + breaks).tolist())
+        parts.append(block)
+        size += len(block.encode("utf-8"))
+    return _cut_utf8("".join(parts).encode("utf-8"), nbytes)
+
+
+def _cut_utf8(data: bytes, nbytes: int) -> str:
+    """The longest prefix of ``data`` of at most ``nbytes`` bytes that is whole UTF-8."""
+    return data[:nbytes].decode("utf-8", "ignore")
+
+
+def generated_text(nbytes, seed: int = 0) -> str:
+    """Deterministic English-like text of (at most, and within 4 bytes of) ``nbytes`` UTF-8 bytes.
+
+    >>> t = generated_text(1000)
+    >>> t == generated_text(1000), 996 <= len(t.encode()) <= 1000
+    (True, True)
+    """
+    nbytes = parse_size(nbytes)
+    return _cached(f"generated:{nbytes}:{seed}", lambda: _generate(nbytes, seed))
+
+
+# ---- real corpora -----------------------------------------------------------------------------
+
+def data_dir() -> Path:
+    """``FASTBPE_DATA``, or ``../shared/data`` relative to the repo root."""
+    env = os.environ.get("FASTBPE_DATA")
+    return Path(env) if env else (REPO_ROOT.parent / "shared" / "data").resolve()
+
+
+def data_file(name: str) -> Optional[Path]:
+    """The path of a shared data file, or None when it is absent."""
+    path = data_dir() / name
+    return path if path.exists() else None
+
+
+CORPORA = {"english": "english.txt.gz", "code": "code.txt.gz", "malay": "malay.txt"}
+
+
+def _read_prefix(path: Path, nbytes: int) -> str:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        return _cut_utf8(f.read(nbytes), nbytes)
+
+
+def corpus_text(source: str, nbytes) -> str:
+    """``nbytes`` of text: ``generated`` (always there) or the prefix of a real corpus
+    (``english``, ``code``, ``malay``; skips the benchmark when the file is absent or shorter)."""
+    nbytes = input_size(nbytes)
+    if source == "generated":
+        return generated_text(nbytes)
+    if source not in CORPORA:
+        raise ValueError(f"unknown corpus {source!r}; one of generated, {', '.join(CORPORA)}")
+    path = data_file(CORPORA[source])
+    if path is None:
+        skip(f"{CORPORA[source]} not found in {data_dir()} (set FASTBPE_DATA)")
+    stat = path.stat()
+    key = f"corpus:{path}:{stat.st_size}:{stat.st_mtime_ns}:{nbytes}"
+    text = _cached(key, lambda: _read_prefix(path, nbytes))
+    if len(text) < nbytes // 5:  # a short file: compare characters to bytes, loosely
+        skip(f"{path.name} holds fewer than {nbytes} bytes")
+    return text
+
+
+# ---- pure-Python references used as baselines and as inputs -----------------------------------
+
+def regex_pattern(name: str) -> Optional[str]:
+    """The regex of a named pre-tokenizer pattern in this commit, or None if it does not know it."""
+    resolve = feature("pretokenize.resolve_pattern")
+    patterns = feature("pretokenize.PATTERNS")
+    if isinstance(patterns, dict) and isinstance(patterns.get(name), str):
+        return patterns[name]
+    if resolve is not None:
+        try:
+            resolved = resolve(name)
+        except Exception:
+            return None
+        return resolved if isinstance(resolved, str) and resolved != name else None
+    return None
+
+
+# GPT-2's split, fixed here so that cached inputs never depend on the commit under test.
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def reference_count(text: str, pattern: str = GPT2_PATTERN) -> Dict[bytes, int]:
+    """Chunk counts in first-appearance order, the plain way: ``regex.findall`` and a dict.
+
+    >>> reference_count("a a b a")
+    {b'a': 1, b' a': 2, b' b': 1}
+    """
+    import regex
+
+    counts: Dict[bytes, int] = {}
+    for chunk in regex.findall(pattern, text):
+        key = chunk.encode("utf-8")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def reference_table(source: str, nbytes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The GPT-2 chunk table of a corpus as ``(data, offsets, counts)`` arrays, made by
+    :func:`reference_count` and cached; build a ``fastbpe.WordTable`` from it."""
+    nbytes = input_size(nbytes)
+    text = corpus_text(source, nbytes)
+
+    def make():
+        counts = reference_count(text)
+        chunks = list(counts)
+        offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in chunks], out=offsets[1:])
+        data = np.frombuffer(b"".join(chunks), dtype=np.uint8).copy()
+        return data, offsets, np.fromiter(counts.values(), dtype=np.int64, count=len(chunks))
+
+    return _cached(f"table:gpt2:{source}:{nbytes}:{len(text)}", make)
+
+
+def reference_words(arrays) -> Dict[Tuple[bytes, ...], int]:
+    """The chunk table as the reference learner's input: tuples of 1-byte ``bytes``."""
+    data, offsets, counts = arrays
+    buf = data.tobytes()
+    offs = offsets.tolist()
+    return {
+        tuple(bytes([b]) for b in buf[offs[i] : offs[i + 1]]): c
+        for i, c in enumerate(counts.tolist())
+    }
+
+
+def byte_pair_ranks_encode(chunks: List[bytes], ranks: Dict[Tuple[bytes, bytes], int]) -> int:
+    """Pure-Python BPE encoding of pre-split chunks by merge rank (GPT-2's ``encoder.py``
+    algorithm, with its per-chunk cache); returns the number of tokens. The baseline the
+    encoders are compared with.
+
+    >>> byte_pair_ranks_encode([b"abab", b"ab"], {(b"a", b"b"): 0, (b"ab", b"ab"): 1})
+    2
+    """
+    cache: Dict[bytes, int] = {}
+    total = 0
+    for chunk in chunks:
+        n = cache.get(chunk)
+        if n is None:
+            word = [bytes([b]) for b in chunk]
+            while len(word) > 1:
+                best = min(range(len(word) - 1),
+                           key=lambda i: ranks.get((word[i], word[i + 1]), 1 << 62))
+                if (word[best], word[best + 1]) not in ranks:
+                    break
+                word[best : best + 2] = [word[best] + word[best + 1]]
+            n = cache[chunk] = len(word)
+        total += n
+    return total
+
+
+# ---- parallel text ----------------------------------------------------------------------------
+
+_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+
+
+def unescape_cell(cell: str) -> str:
+    r"""Undo the TSV cell escapes of ``parallel_multi.tsv.gz`` (``\\ \t \n \r``).
+
+    >>> unescape_cell(r"a\tb\\n")
+    'a\tb\\n'
+    """
+    if "\\" not in cell:
+        return cell
+    out, i = [], 0
+    while i < len(cell):
+        c = cell[i]
+        if c == "\\" and i + 1 < len(cell) and cell[i + 1] in _UNESCAPE:
+            out.append(_UNESCAPE[cell[i + 1]])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def parallel_rows(max_rows: Optional[int] = None) -> Dict[str, List[str]]:
+    """Rows of ``parallel_multi.tsv.gz`` translated into every language, one list per language
+    (same index = same message), unescaped. Skips when the file is absent."""
+    path = data_file("parallel_multi.tsv.gz")
+    if path is None:
+        skip(f"parallel_multi.tsv.gz not found in {data_dir()} (set FASTBPE_DATA)")
+
+    def make():
+        columns: Dict[str, List[str]] = {lang: [] for lang in LANGUAGES}
+        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
+            header = f.readline().rstrip("\n").split("\t")
+            index = [header.index(lang) for lang in LANGUAGES]
+            for line in f:
+                cells = line.rstrip("\n").split("\t")
+                if len(cells) != len(header):
+                    continue
+                row = [cells[i] for i in index]
+                if all(row):
+                    for lang, cell in zip(LANGUAGES, row):
+                        columns[lang].append(unescape_cell(cell))
+                    if max_rows is not None and len(columns["en"]) >= max_rows:
+                        break
+        return columns
+
+    return _cached(f"parallel:{path}:{path.stat().st_size}:{max_rows}", make)
+
+
+# ---- OpenAI encodings, offline ----------------------------------------------------------------
+
+OPENAI_ENCODINGS = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")
+
+
+def tiktoken_file(name: str) -> Optional[Path]:
+    """The shared ``<name>.tiktoken`` rank file, or None when absent."""
+    return data_file(f"tokenizers/tiktoken/{name}.tiktoken")
+
+
+def tiktoken_encoding(name: str):
+    """A ``tiktoken.Encoding`` for one of :data:`OPENAI_ENCODINGS`, built offline from the shared
+    rank file: tiktoken's own constructor spec (split pattern, special tokens) with the ranks read
+    from disk instead of downloaded. Skips when tiktoken or the file is missing."""
+    try:
+        import tiktoken
+        import tiktoken.load
+        import tiktoken_ext.openai_public as public
+    except ImportError:
+        skip("tiktoken is not installed")
+    path = tiktoken_file(name)
+    if path is None:
+        skip(f"tokenizers/tiktoken/{name}.tiktoken not found in {data_dir()}")
+    ranks = tiktoken.load.load_tiktoken_bpe(str(path))
+    original = public.load_tiktoken_bpe
+    public.load_tiktoken_bpe = lambda *args, **kwargs: ranks
+    try:
+        spec = getattr(public, name)()
+    finally:
+        public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**spec)

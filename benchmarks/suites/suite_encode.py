@@ -1,0 +1,237 @@
+"""asv: encoding and decoding with a trained tokenizer, and with OpenAI's vocabularies.
+
+``impl="fast"`` is ``Tokenizer.encode``/``decode``; ``impl="reference"`` is the pure-Python
+rank-based encoder (GPT-2's ``encoder.py`` algorithm, per-chunk cache included, on the same
+``regex`` split) and a ``b"".join`` decoder. The tokenizers are trained in ``setup`` on 1 MB of
+generated text, so the vocabulary is the same for every input size.
+"""
+import inspect
+import time
+
+from .common import (byte_pair_ranks_encode, corpus_text, fastbpe_module, feature, regex_pattern,
+                     require, skip, tiktoken_encoding, tiktoken_file)
+
+IMPLS = ["fast", "reference"]
+SIZES = ["100KB", "1MB", "10MB"]
+VOCABS = [1024, 32768]
+
+
+def trained_tokenizer(vocab_size: int):
+    """A byte-level GPT-2-split tokenizer trained on 1 MB of generated text."""
+    fastbpe = fastbpe_module()
+    return fastbpe.train(iter([corpus_text("generated", "1MB")]), vocab_size, min_frequency=2, progress=False,
+                         workers=1)
+
+
+WARM_UP_TEXT = "Warm-up: lazy tables, 12345 numbers, Привет мир, 日本語, ภาษาไทย, café!\n" * 20
+
+
+def _warm(encode):
+    """One call on other text before timing: lazy initialisation (pattern tables, caches of the
+    encoder) is a first-call cost, not encoding speed."""
+    encode(WARM_UP_TEXT)
+
+
+def _ranks(tok):
+    return {(left, right): rank for rank, (left, right) in enumerate(tok.merges)}
+
+
+class Encode:
+    """``Tokenizer.encode(text)`` over input size and vocabulary size."""
+
+    params = (IMPLS, SIZES, VOCABS)
+    param_names = ["impl", "size", "vocab_size"]
+    timeout = 300
+
+    def setup(self, impl, size, vocab_size):
+        if impl == "reference" and size == "10MB":
+            skip("the pure-Python encoder would take minutes here")
+        self.tok = trained_tokenizer(vocab_size)
+        self.text = corpus_text("generated", size)
+        _warm(self.tok.encode)
+        if impl == "reference":
+            import regex
+
+            self.ranks = _ranks(self.tok)
+            self.split = regex.compile(regex_pattern("gpt2")).findall
+
+    def _encode(self, impl):
+        if impl == "fast":
+            return len(self.tok.encode(self.text))
+        chunks = [c.encode("utf-8") for c in self.split(self.text)]
+        return byte_pair_ranks_encode(chunks, self.ranks)
+
+    def time_encode(self, impl, size, vocab_size):
+        self._encode(impl)
+
+
+class EncodeMemory:
+    """Peak memory of ``Tokenizer.encode`` (vocabulary 32768) over input size."""
+
+    params = (SIZES,)
+    param_names = ["size"]
+
+    def setup(self, size):
+        self.tok = trained_tokenizer(32768)
+        self.text = corpus_text("generated", size)
+        _warm(self.tok.encode)
+
+    def peakmem_encode(self, size):
+        self.tok.encode(self.text)
+
+
+class EncodeThroughput:
+    """Tokens per second, MB per second, and bytes per token (compression) of the trained
+    tokenizers on 1 MB."""
+
+    params = (IMPLS, VOCABS)
+    param_names = ["impl", "vocab_size"]
+
+    def setup(self, impl, vocab_size):
+        Encode.setup(self, impl, "1MB", vocab_size)
+        self.nbytes = len(self.text.encode("utf-8"))
+
+    def _timed(self, impl):
+        start = time.perf_counter()
+        n = Encode._encode(self, impl)
+        return n, time.perf_counter() - start
+
+    def track_tokens_per_second(self, impl, vocab_size):
+        n, seconds = self._timed(impl)
+        return n / seconds
+
+    track_tokens_per_second.unit = "tokens/s"
+
+    def track_mb_per_second(self, impl, vocab_size):
+        _, seconds = self._timed(impl)
+        return self.nbytes / 1e6 / seconds
+
+    track_mb_per_second.unit = "MB/s"
+
+    def track_bytes_per_token(self, impl, vocab_size):
+        n, _ = self._timed(impl)
+        return self.nbytes / n
+
+    track_bytes_per_token.unit = "bytes/token"
+
+
+class EncodeBatch:
+    """``Tokenizer.encode_batch(lines, workers=N)`` on the lines of 1 MB (once it exists)."""
+
+    params = ([1, 2],)
+    param_names = ["workers"]
+
+    def setup(self, workers):
+        self.tok = trained_tokenizer(32768)
+        if not hasattr(self.tok, "encode_batch"):
+            skip("Tokenizer.encode_batch is not in this commit")
+        self.lines = corpus_text("generated", "1MB").split("\n")
+        _warm(self.tok.encode)
+
+    def time_encode_batch(self, workers):
+        self.tok.encode_batch(self.lines, workers=workers)
+
+
+class EncodeToNumpy:
+    """``Tokenizer.encode_to_numpy(text)`` on 10 MB (once it exists)."""
+
+    def setup(self):
+        self.tok = trained_tokenizer(32768)
+        if not hasattr(self.tok, "encode_to_numpy"):
+            skip("Tokenizer.encode_to_numpy is not in this commit")
+        self.text = corpus_text("generated", "10MB")
+        _warm(self.tok.encode_to_numpy)
+
+    def time_encode_to_numpy(self):
+        self.tok.encode_to_numpy(self.text)
+
+    def peakmem_encode_to_numpy(self):
+        self.tok.encode_to_numpy(self.text)
+
+
+class Decode:
+    """``Tokenizer.decode(ids)`` against ``b"".join`` of the token bytes, over size."""
+
+    params = (IMPLS, ["100KB", "1MB"])
+    param_names = ["impl", "size"]
+
+    def setup(self, impl, size):
+        self.tok = trained_tokenizer(32768)
+        text = corpus_text("generated", size)
+        encode_to_numpy = getattr(self.tok, "encode_to_numpy", None)
+        self.ids = encode_to_numpy(text) if encode_to_numpy else self.tok.encode(text)
+        if impl == "reference":
+            self.ids = [int(i) for i in self.ids]
+            self.token_bytes = list(self.tok.token_bytes)
+
+    def _decode(self, impl):
+        if impl == "fast":
+            return self.tok.decode(self.ids)
+        table = self.token_bytes
+        return b"".join([table[i] for i in self.ids]).decode("utf-8", "replace")
+
+    def time_decode(self, impl, size):
+        self._decode(impl)
+
+    def track_decode_mb_per_second(self, impl, size):
+        start = time.perf_counter()
+        text = self._decode(impl)
+        return len(text.encode("utf-8")) / 1e6 / (time.perf_counter() - start)
+
+    track_decode_mb_per_second.unit = "MB/s"
+
+
+def _openai_tokenizer(name: str):
+    """fastbpe's tokenizer for an OpenAI encoding: ``fastbpe.openai(name, path)`` or
+    ``Tokenizer.from_tiktoken(path)``; skips when this commit has neither or the file is absent."""
+    path = tiktoken_file(name)
+    if path is None:
+        skip(f"{name}.tiktoken is not in the shared data")
+    openai = feature("openai")
+    if openai is not None:
+        return openai(name, str(path))
+    from_tiktoken = feature("Tokenizer.from_tiktoken")
+    if from_tiktoken is None:
+        skip("fastbpe.openai / Tokenizer.from_tiktoken are not in this commit")
+    kwargs = {}
+    params = inspect.signature(from_tiktoken).parameters
+    pattern = {"cl100k_base": "cl100k", "o200k_base": "o200k"}.get(name, "gpt2")
+    if "pattern" in params:
+        kwargs["pattern"] = pattern
+    return from_tiktoken(str(path), **kwargs)
+
+
+class EncodeOpenAI:
+    """Encoding 1 MB of English with cl100k / o200k ranks: fastbpe against tiktoken (the
+    reference for these vocabularies). Needs the shared data and ``Tokenizer.from_tiktoken``."""
+
+    params = (["fast", "tiktoken"], ["cl100k_base", "o200k_base"])
+    param_names = ["impl", "encoding"]
+    timeout = 300
+
+    def setup(self, impl, encoding):
+        self.text = corpus_text("english", "1MB")
+        if impl == "fast":
+            tok = _openai_tokenizer(encoding)
+            self.encode = tok.encode
+        else:
+            enc = tiktoken_encoding(encoding)
+            self.encode = lambda text: enc.encode(text, disallowed_special=())
+        _warm(self.encode)
+
+    def time_encode(self, impl, encoding):
+        self.encode(self.text)
+
+
+class LoadOpenAI:
+    """Building fastbpe's cl100k tokenizer from the rank file (100k tokens), and that plus the
+    first ``encode`` (any lazy initialisation the encoder defers to its first call)."""
+
+    def setup(self):
+        _openai_tokenizer("cl100k_base")  # skip early when unavailable; warms the file cache
+
+    def time_load_cl100k(self):
+        _openai_tokenizer("cl100k_base")
+
+    def time_load_and_first_encode_cl100k(self):
+        _openai_tokenizer("cl100k_base").encode("hello world")

@@ -1,0 +1,106 @@
+"""asv: pre-tokenizing and counting (text -> chunks -> unique-chunk table).
+
+``impl="fast"`` is the package's ``count_words`` / ``pretokenize``; ``impl="reference"`` is the
+plain ``regex.findall`` + dict the compiled scanner must agree with. The named patterns GPT-2,
+cl100k and o200k are each measured once this commit knows them (skipped before).
+"""
+import inspect
+import time
+
+from .common import (corpus_text, fastbpe_module, reference_count, regex_pattern, require,
+                     skip)
+
+IMPLS = ["fast", "reference"]
+SIZES = ["100KB", "1MB", "10MB"]
+PATTERNS = ["gpt2", "cl100k", "o200k"]
+
+
+def _count(impl, text, **kwargs):
+    if impl == "fast":
+        kwargs.setdefault("workers", 1)
+        return fastbpe_module().count_words(iter([text]), pretokenizer="gpt2", **kwargs)
+    return reference_count(text)
+
+
+class CountWords:
+    """``count_words`` (GPT-2 split) over corpus size."""
+
+    params = (IMPLS, SIZES)
+    param_names = ["impl", "size"]
+
+    def setup(self, impl, size):
+        self.text = corpus_text("generated", size)
+
+    def time_count(self, impl, size):
+        _count(impl, self.text)
+
+    def peakmem_count(self, impl, size):
+        _count(impl, self.text)
+
+
+class CountThroughput:
+    """Megabytes of text counted per second, generated and real text."""
+
+    params = (IMPLS, ["generated", "english", "code"])
+    param_names = ["impl", "corpus"]
+    size = "2MB"
+
+    def setup(self, impl, corpus):
+        self.text = corpus_text(corpus, self.size)
+        self.nbytes = len(self.text.encode("utf-8"))
+
+    def track_count_mb_per_second(self, impl, corpus):
+        start = time.perf_counter()
+        _count(impl, self.text)
+        return self.nbytes / 1e6 / (time.perf_counter() - start)
+
+    track_count_mb_per_second.unit = "MB/s"
+
+
+class CountWorkers:
+    """Parallel counting: ``count_words(..., workers=N)`` on 10 MB (2 cores here)."""
+
+    params = ([1, 2],)
+    param_names = ["workers"]
+    size = "10MB"
+
+    def setup(self, workers):
+        count_words = require("count_words")
+        if "workers" not in inspect.signature(count_words).parameters:
+            skip("count_words has no workers option in this commit")
+        self.text = corpus_text("generated", self.size)
+
+    def time_count(self, workers):
+        fastbpe_module().count_words(iter([self.text]), pretokenizer="gpt2", workers=workers)
+
+
+class Pretokenize:
+    """``pretokenize(text, pattern)`` against ``regex.findall`` of the same pattern."""
+
+    params = (IMPLS, PATTERNS, ["100KB", "1MB"])
+    param_names = ["impl", "pattern", "size"]
+
+    def setup(self, impl, pattern, size):
+        require("pretokenize")
+        self.regex = regex_pattern(pattern)
+        if self.regex is None:
+            skip(f"pattern {pattern!r} is not known in this commit")
+        import regex
+
+        self.compiled = regex.compile(self.regex)
+        self.text = corpus_text("generated", size)
+
+    def _split(self, impl, pattern):
+        if impl == "fast":
+            return fastbpe_module().pretokenize(self.text, pattern)
+        return self.compiled.findall(self.text)
+
+    def time_pretokenize(self, impl, pattern, size):
+        self._split(impl, pattern)
+
+    def track_chunks_per_second(self, impl, pattern, size):
+        start = time.perf_counter()
+        chunks = self._split(impl, pattern)
+        return len(chunks) / (time.perf_counter() - start)
+
+    track_chunks_per_second.unit = "chunks/s"
