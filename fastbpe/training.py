@@ -5,6 +5,7 @@ corpus-scale path that feeds a :class:`~fastbpe.wordtable.WordTable` to the comp
 without building Python tuples.
 """
 import glob
+from itertools import chain
 import os
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -55,40 +56,58 @@ def _check_num_merges(num_merges: int, min_frequency: int) -> None:
         raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
 
 
-def _validate_words(words: Mapping) -> Optional[type]:
-    """Check a word table; return the symbol type (str or bytes), None for an empty table.
+def _first_bad_word(words: Mapping) -> str:
+    """Name the first invalid entry of a table (the slow path, only once a check has failed)."""
+    for i, (word, count) in enumerate(words.items()):
+        if type(word) is not tuple:
+            return f"word {i} must be a tuple of symbols, got {type(word).__name__}"
+        if not word:
+            return f"word {i} is empty"
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            return f"word {i}: count must be an int, got {type(count).__name__}"
+        if count <= 0:
+            return f"word {i}: count must be positive, got {count}"
+    return "invalid word table"
 
-    >>> _validate_words({("a", "b"): 2}) is str
-    True
+
+def _validate_words(words: Mapping) -> Tuple[Optional[type], np.ndarray, np.ndarray]:
+    """Check a word table; return the symbol type (str or bytes, None for an empty table), the
+    word lengths and the counts. Every check runs at C speed over the whole table; only a
+    failure walks the words one by one, to name the culprit.
+
+    >>> kind, lengths, counts = _validate_words({("a", "b"): 2})
+    >>> kind is str, lengths.tolist(), counts.tolist()
+    (True, [2], [2])
     """
     if not isinstance(words, Mapping):
         raise TypeError(f"words must be a mapping of symbol tuples to counts, got {type(words).__name__}")
-    kind = None
-    pair_weight = 0  # bounds every pair count; the compiled counters are 64-bit
-    for i, (word, count) in enumerate(words.items()):
-        if not isinstance(word, tuple):
-            raise TypeError(f"word {i} must be a tuple of symbols, got {type(word).__name__}")
-        if not word:
-            raise ValueError(f"word {i} is empty")
-        for symbol in word:
-            if type(symbol) not in (str, bytes):
-                raise TypeError(f"word {i}: symbols must be str or bytes, got {type(symbol).__name__}")
-            if kind is None:
-                kind = type(symbol)
-            elif type(symbol) is not kind:
-                raise TypeError(f"word {i} mixes str and bytes symbols; use one kind for the whole table")
-            if not symbol:
-                raise ValueError(f"word {i} has an empty symbol")
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
-            raise TypeError(f"word {i}: count must be an int, got {type(count).__name__}")
-        if count <= 0:
-            raise ValueError(f"word {i}: count must be positive, got {count}")
-        if count >= 2**63:
-            raise OverflowError(f"word {i}: count {count} does not fit in 64 bits")
-        pair_weight += count * (len(word) - 1)
-    if pair_weight >= 2**63:
+    if not set(map(type, words)) <= {tuple}:
+        raise TypeError(_first_bad_word(words))
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    if len(lengths) and lengths.min() == 0:
+        raise ValueError(_first_bad_word(words))
+    values = list(words.values())
+    if any(t is bool or not issubclass(t, (int, np.integer)) for t in set(map(type, values))):
+        raise TypeError(_first_bad_word(words))
+    if values and min(values) <= 0:
+        raise ValueError(_first_bad_word(words))
+    if values and max(values) >= 2**63:
+        raise OverflowError(f"a count ({max(values)}) does not fit in 64 bits")
+    counts = np.asarray(values, dtype=np.int64).reshape(-1)
+    # Every pair count is at most sum(count * (length - 1)); the compiled counters are 64-bit.
+    if sum(map(int.__mul__, map(int, values), (lengths - 1).tolist())) >= 2**63:
         raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
-    return kind
+    # Symbols are checked once each, on the distinct ones.
+    distinct = set(chain.from_iterable(words))
+    kinds = {type(symbol) for symbol in distinct}
+    if not kinds <= {str, bytes}:
+        bad = next(k for k in kinds if k not in (str, bytes))
+        raise TypeError(f"symbols must be str or bytes, got {bad.__name__}")
+    if len(kinds) > 1:
+        raise TypeError("the table mixes str and bytes symbols; use one kind for the whole table")
+    if "" in distinct or b"" in distinct:
+        raise ValueError("the table has an empty symbol")
+    return next(iter(kinds), None), lengths, counts
 
 
 def _encode_symbol(symbol: Symbol) -> bytes:
@@ -144,22 +163,20 @@ def train_words(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_num_merges(num_merges, min_frequency)
-    kind = _validate_words(words)
+    kind, lengths, word_counts = _validate_words(words)
     if backend == "reference" or kind is None:
         merges, counts = reference.learn(words, num_merges, min_frequency)
     else:
-        base_ids: Dict[Symbol, int] = {}
-        flat: List[int] = []
-        starts = [0]
-        for word in words:
-            for symbol in word:
-                flat.append(base_ids.setdefault(symbol, len(base_ids)))
-            starts.append(len(flat))
+        # Base ids in first-seen order; the flat id array and word offsets built at C speed.
+        base_ids: Dict[Symbol, int] = {s: i for i, s in enumerate(dict.fromkeys(chain.from_iterable(words)))}
+        flat = np.fromiter(map(base_ids.__getitem__, chain.from_iterable(words)), dtype=np.int32)
+        starts = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
         base_tokens = [_encode_symbol(symbol) for symbol in base_ids]
         merge_ids, merge_counts, tokens = _run_learner(
-            np.asarray(flat, dtype=np.int32),
-            np.asarray(starts, dtype=np.int64),
-            np.fromiter(words.values(), dtype=np.int64, count=len(words)),
+            flat,
+            starts,
+            word_counts,
             base_tokens,
             num_merges,
             min_frequency,

@@ -1,0 +1,74 @@
+"""The merge learner against its reference, and the merge phase at corpus scale.
+
+    python benchmarks/bench_train.py [--reference-mb 1] [--merges 1000] [--big-mb 100] [--big-merges 32768]
+
+1. fast vs reference: the same word table (the first ``--reference-mb`` MB of english.txt.gz,
+   GPT-2 split, byte symbols), ``--merges`` merges with each backend of ``train_words``; prints
+   both times, the ratio and whether the merges are identical.
+2. merge phase: the word table of the first ``--big-mb`` MB (counted once, not timed), then
+   ``learn_from_table`` for ``--big-merges`` byte-level merges, best of 3, in this process, with
+   the peak RSS of the process.
+
+Needs the shared data (FASTBPE_DATA, default ../shared/data).
+"""
+import argparse
+import gzip
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import fastbpe
+
+DATA = Path(os.environ.get("FASTBPE_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+
+
+def english(megabytes: float) -> bytes:
+    with gzip.open(DATA / "english.txt.gz", "rb") as f:
+        data = f.read(int(megabytes * 1e6))
+    return data[: data.rindex(b"\n") + 1]  # whole lines, never half a character
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference-mb", type=float, default=1.0)
+    parser.add_argument("--merges", type=int, default=1000)
+    parser.add_argument("--big-mb", type=float, default=100.0)
+    parser.add_argument("--big-merges", type=int, default=32768)
+    args = parser.parse_args()
+    if not (DATA / "english.txt.gz").exists():
+        sys.exit(f"shared data not found at {DATA} (set FASTBPE_DATA)")
+    print(f"load average {os.getloadavg()[0]:.2f}; fastbpe from {Path(fastbpe.__file__).parent}")
+
+    table = fastbpe.count_words(iter([english(args.reference_mb)]), workers=1, progress=False)
+    words = {tuple(bytes([b]) for b in chunk): count for chunk, count in table.items()}
+    start = time.perf_counter()
+    fast = fastbpe.train_words(words, args.merges, backend="fast")
+    fast_s = time.perf_counter() - start
+    start = time.perf_counter()
+    ref = fastbpe.train_words(words, args.merges, backend="reference")
+    ref_s = time.perf_counter() - start
+    print(f"{args.reference_mb:g} MB ({len(words):,} unique chunks), {args.merges} merges: "
+          f"fast {fast_s * 1e3:.1f} ms, reference {ref_s:.1f} s, {ref_s / fast_s:,.0f}x; "
+          f"identical merges: {fast == ref}")
+
+    big = fastbpe.count_words(iter([english(args.big_mb)]), workers=1, progress=False)
+    before = peak_rss_mb()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        merges, _, _ = fastbpe.learn_from_table(big, args.big_merges)
+        best = min(best, time.perf_counter() - start)
+    print(f"{args.big_mb:g} MB ({len(big):,} unique chunks, {len(big.data):,} bytes of unique text): "
+          f"{len(merges):,} merges in {best:.3f} s (best of 3, setup included); "
+          f"peak RSS {peak_rss_mb():.0f} MB ({before:.0f} MB before the merge phase)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
