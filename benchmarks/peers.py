@@ -70,22 +70,11 @@ SETTINGS = {
 # Children: one training or encoding run each, in a fresh process; they print one JSON line.
 # =============================================================================================
 
-def _bytes_to_unicode() -> Dict[int, str]:
-    """GPT-2's byte -> printable character map (Hugging Face stores byte-level tokens so)."""
-    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-                 + list(range(ord("®"), ord("ÿ") + 1)))
-    mapping = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in mapping:
-            mapping[b] = chr(256 + extra)
-            extra += 1
-    return mapping
-
-
 def _hf_merges_as_bytes(tok) -> List[List[str]]:
     """A trained HF byte-level tokenizer's merges, as hex strings of the two tokens' bytes."""
-    inverse = {c: b for b, c in _bytes_to_unicode().items()}
+    from fastbpe.tokenizer import bytes_to_unicode  # GPT-2's byte -> printable character map
+
+    inverse = {c: b for b, c in bytes_to_unicode().items()}
     merges = json.loads(tok.to_str())["model"]["merges"]
     out = []
     for merge in merges:
