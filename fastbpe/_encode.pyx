@@ -30,6 +30,14 @@ from libcpp.vector cimport vector
 import numpy as np
 
 from cython.operator cimport dereference as deref
+from cpython.ref cimport PyObject, Py_INCREF
+
+
+cdef extern from "Python.h":
+    list PyList_New(Py_ssize_t n)
+    void PyList_SET_ITEM(list lst, Py_ssize_t i, PyObject* item)   # steals the reference
+    PyObject* PyTuple_GET_ITEM(tuple t, Py_ssize_t i)                # borrowed
+    PyObject* PyLong_FromLong(long v)                                # new reference
 
 cdef extern from *:
     """
@@ -38,6 +46,23 @@ cdef extern from *:
     #include <vector>
     #include <cstdint>
     #include <cstring>
+    #include "_pretok_scan.h"
+    // End of the chunk that starts at byte p of valid UTF-8 s[0:n], for the compiled split
+    // patterns whose chunks tile the text (all but "whitespace", which drops the spaces).
+    static inline size_t fastbpe_chunk_end(const uint8_t* s, size_t n, int pattern, size_t p) {
+        fbpt::Scanner scanner(s, n);
+        switch (pattern) {
+            case fbpt::PAT_GPT2: return scanner.next_gpt2(p);
+            case fbpt::PAT_CL100K: return scanner.next_cl100k(p, true);
+            case fbpt::PAT_LLAMA3: return scanner.next_cl100k(p, false);
+            case fbpt::PAT_O200K: return scanner.next_o200k(p);
+            default: return n;
+        }
+    }
+    static inline bool fastbpe_valid_utf8(const uint8_t* s, size_t n) {
+        size_t bad_len;
+        return fbpt::utf8_first_error(s, n, 0, &bad_len) == n;
+    }
     // A min-heap of (rank << 32) | position keys: the lowest rank, then the leftmost position.
     static inline void fastbpe_heap_make(std::vector<uint64_t>& h) {
         std::make_heap(h.begin(), h.end(), std::greater<uint64_t>());
@@ -132,6 +157,12 @@ cdef extern from *:
     uint64_t heap_pop "fastbpe_heap_pop"(vector[uint64_t]& h) noexcept nogil
     uint64_t bytes_hash "fastbpe_hash"(const uint8_t* p, size_t n) noexcept nogil
     void prefetch_read "__builtin_prefetch"(const void* p) noexcept nogil
+    size_t chunk_end "fastbpe_chunk_end"(const uint8_t* s, size_t n, int pattern, size_t p) noexcept nogil
+    bint valid_utf8 "fastbpe_valid_utf8"(const uint8_t* s, size_t n) noexcept nogil
+    int PAT_GPT2 "fbpt::PAT_GPT2"
+    int PAT_CL100K "fbpt::PAT_CL100K"
+    int PAT_O200K "fbpt::PAT_O200K"
+    int PAT_LLAMA3 "fbpt::PAT_LLAMA3"
     cdef cppclass BytesMap "FastbpeBytesMap":
         BytesMap() except +
         void clear() noexcept nogil
@@ -160,8 +191,13 @@ DEF PIPELINE = 32
 DEF PIPELINE_DISTANCE = 8
 # Chunks up to this length are merged by a plain scan instead of the heap.
 DEF SCAN_MAX_CHUNK = 32
+# encode_text: chunks scanned ahead of the encoder at a time (two int64 arrays on the stack).
+DEF FUSED_BLOCK = 256
 
 RULES = ("replay", "pair", "token")
+# The split patterns encode_text scans itself (the compiled pre-tokenizer's ids; their chunks
+# tile the text).
+SCANNER_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "llama3": PAT_LLAMA3}
 cdef int RULE_REPLAY = 0
 cdef int RULE_PAIR = 1
 cdef int RULE_TOKEN = 2
@@ -216,6 +252,7 @@ cdef class BPECore:
     # which tests use to check the heap on short inputs)
     cdef int _scan_max
     cdef readonly Py_ssize_t num_pairs
+    cdef tuple _ints   # the int of every id, made on the first id_list()
 
     def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
                  str rule="replay", str whole="consistent"):
@@ -549,42 +586,126 @@ cdef class BPECore:
         # the process's memory map.
         if <int64_t>state.out.size() < total:
             state.out.resize(total)
-        cdef int32_t* op = state.out.data()
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
-        cdef uint64_t ring[PIPELINE]
-        cdef Py_ssize_t ahead
-        with nogil:
-            # Software pipeline over the chunk cache, whose slots are random accesses into a
-            # table bigger than the CPU caches: hash chunk c + 2D and prefetch its slot; at
-            # c + D prefetch the key and ids the slot points at; at c use them.
-            for c in range(min(m, 2 * PIPELINE_DISTANCE)):
-                ring[c % PIPELINE] = self._hash_ahead(dp, starts[c], ends[c], state)
-            for c in range(min(m, PIPELINE_DISTANCE)):
-                state.cache.prefetch_entry(ring[c % PIPELINE])
-            for c in range(m):
-                ahead = c + 2 * PIPELINE_DISTANCE
-                if ahead < m:
-                    ring[ahead % PIPELINE] = self._hash_ahead(dp, starts[ahead], ends[ahead], state)
-                ahead = c + PIPELINE_DISTANCE
-                if ahead < m and ring[ahead % PIPELINE] != 0:
-                    state.cache.prefetch_entry(ring[ahead % PIPELINE])
-                got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count, &misses,
-                                         ring[c % PIPELINE])
-                if got < 0:
-                    break
-                count += got
+        if m > 0:
+            with nogil:
+                got = self._encode_run(dp, &starts[0], &ends[0], m, state, state.out.data(), &misses)
+        return self._result(state, got, m, misses)
+
+    cdef object _result(self, EncodeState state, int64_t got, Py_ssize_t chunks, int64_t misses):
+        """The first ``got`` ids of ``state.out`` as a fresh int32 array (or the ValueError of
+        a negative ``got``), after counting cache hits and misses."""
         state.misses += misses
-        state.hits += m - misses
+        state.hits += chunks - misses
         if got < 0:
             raise ValueError(f"byte 0x{-1 - got:02x} is not in the vocabulary")
-        out = np.empty(count, dtype=np.int32)
+        out = np.empty(got, dtype=np.int32)
         cdef int32_t[::1] ov = out
-        if count > 0:
+        if got > 0:
             with nogil:
-                memcpy(&ov[0], op, count * sizeof(int32_t))
+                memcpy(&ov[0], state.out.data(), got * sizeof(int32_t))
         if state.out.size() > 64 * 1024 * 1024:
             state.out.clear()
             state.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
+        return out
+
+    cdef int64_t _encode_run(self, const uint8_t* dp, const int64_t* starts, const int64_t* ends,
+                             Py_ssize_t m, EncodeState state, int32_t* op,
+                             int64_t* misses) noexcept nogil:
+        """Ids of the ``m`` chunks ``dp[starts[c]:ends[c]]`` into ``op`` (room for their total
+        length): the id count, or the negative code of ``_encode_chunk`` for a missing byte.
+
+        A software pipeline over the chunk cache, whose slots are random accesses into a table
+        bigger than the CPU caches: hash chunk c + 2D and prefetch its slot; at c + D prefetch
+        the key and ids the slot points at; at c use them."""
+        cdef uint64_t ring[PIPELINE]
+        cdef Py_ssize_t c, ahead
+        cdef int64_t count = 0, got
+        for c in range(min(m, 2 * PIPELINE_DISTANCE)):
+            ring[c % PIPELINE] = self._hash_ahead(dp, starts[c], ends[c], state)
+        for c in range(min(m, PIPELINE_DISTANCE)):
+            state.cache.prefetch_entry(ring[c % PIPELINE])
+        for c in range(m):
+            ahead = c + 2 * PIPELINE_DISTANCE
+            if ahead < m:
+                ring[ahead % PIPELINE] = self._hash_ahead(dp, starts[ahead], ends[ahead], state)
+            ahead = c + PIPELINE_DISTANCE
+            if ahead < m and ring[ahead % PIPELINE] != 0:
+                state.cache.prefetch_entry(ring[ahead % PIPELINE])
+            got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count, misses,
+                                     ring[c % PIPELINE])
+            if got < 0:
+                return got
+            count += got
+        return count
+
+    def encode_text(self, const uint8_t[::1] data, int pattern, EncodeState state):
+        """int32 ids of UTF-8 ``data`` split by the compiled pre-tokenizer ``pattern`` (a
+        ``SCANNER_IDS`` value: gpt2, cl100k, o200k or llama3, whose chunks tile the text), in one pass with the GIL released: the scanner hands blocks of chunk bounds
+        straight to the encoder, with no offsets array and no copy of the chunks.
+
+        Returns None when ``data`` is not valid UTF-8 (the caller falls back to the regex path,
+        which knows what to do with the lone surrogates ``surrogatepass`` wrote).
+        """
+        cdef size_t n = data.shape[0], p = 0
+        cdef int64_t starts[FUSED_BLOCK]
+        cdef int64_t ends[FUSED_BLOCK]
+        cdef Py_ssize_t m, chunks = 0
+        cdef int64_t count = 0, got = 0, misses = 0
+        cdef bint valid = True
+        if pattern not in (PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3):
+            raise ValueError(f"encode_text needs a pattern whose chunks tile the text, got id {pattern}")
+        if state is None:
+            raise TypeError("state must be an EncodeState")
+        if n >= 0xFFFFFFFF:
+            raise OverflowError("more than 4 GiB in one call; split the text")
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if state.out.size() < n:
+            state.out.resize(n)
+        cdef const uint8_t* dp = &data[0]
+        cdef int32_t* op = state.out.data()
+        with nogil:
+            valid = valid_utf8(dp, n)
+            while valid and p < n:
+                m = 0
+                while m < FUSED_BLOCK and p < n:
+                    starts[m] = <int64_t>p
+                    p = chunk_end(dp, n, pattern, p)
+                    ends[m] = <int64_t>p
+                    m += 1
+                chunks += m
+                got = self._encode_run(dp, starts, ends, m, state, op + count, &misses)
+                if got < 0:
+                    break
+                count += got
+        if not valid:
+            return None
+        return self._result(state, got if got < 0 else count, chunks, misses)
+
+    def id_list(self, const int32_t[::1] ids):
+        """``ids.tolist()``, faster: the int of every vocabulary id is made once (here, on first
+        use) and shared by every list, so building a list allocates no int objects. Ids outside
+        the vocabulary (special tokens) get fresh ints.
+
+        >>> BPECore([b"a", b"b", b"ab"], np.array([0], np.int32), np.array([1], np.int32)).id_list(np.array([2, 0, 7], np.int32))
+        [2, 0, 7]
+        """
+        cdef Py_ssize_t i, n = ids.shape[0]
+        cdef int32_t v
+        cdef PyObject* item
+        if self._ints is None:
+            self._ints = tuple(range(self.num_tokens))
+        cdef tuple ints = self._ints
+        cdef list out = PyList_New(n)
+        for i in range(n):
+            v = ids[i]
+            if 0 <= v < self.num_tokens:
+                item = PyTuple_GET_ITEM(ints, v)
+                Py_INCREF(<object>item)
+            else:
+                item = <PyObject*>PyLong_FromLong(v)   # a new reference, which the list takes
+            PyList_SET_ITEM(out, i, item)
         return out
 
     def encode_offsets(self, const uint8_t[::1] data, const int64_t[::1] offsets, EncodeState state):
