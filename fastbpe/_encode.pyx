@@ -34,6 +34,10 @@ from cpython.ref cimport PyObject, Py_INCREF
 
 
 cdef extern from "Python.h":
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    bint PyUnicode_IS_ASCII(object o)
+    Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
     list PyList_New(Py_ssize_t n)
     void PyList_SET_ITEM(list lst, Py_ssize_t i, PyObject* item)   # steals the reference
     PyObject* PyTuple_GET_ITEM(tuple t, Py_ssize_t i)                # borrowed
@@ -62,6 +66,37 @@ cdef extern from *:
     static inline bool fastbpe_valid_utf8(const uint8_t* s, size_t n) {
         size_t bad_len;
         return fbpt::utf8_first_error(s, n, 0, &bad_len) == n;
+    }
+    // UTF-8 of n code units of a str (1, 2 or 4 bytes each) into out (room for 4 per unit, fewer
+    // for narrow kinds): the byte count, or -1 at a lone surrogate (not encodable as UTF-8).
+    template <class T>
+    static inline int64_t fastbpe_utf8_from(const T* s, size_t n, uint8_t* out) {
+        size_t o = 0;
+        for (size_t i = 0; i < n; ++i) {
+            uint32_t c = s[i];
+            if (c < 0x80) {
+                out[o++] = (uint8_t)c;
+            } else if (c < 0x800) {
+                out[o++] = (uint8_t)(0xC0 | (c >> 6));
+                out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+            } else if (c < 0x10000) {
+                if ((c & 0xF800) == 0xD800) return -1;
+                out[o++] = (uint8_t)(0xE0 | (c >> 12));
+                out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+            } else {
+                out[o++] = (uint8_t)(0xF0 | (c >> 18));
+                out[o++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+                out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+            }
+        }
+        return (int64_t)o;
+    }
+    static inline int64_t fastbpe_utf8_of(int kind, const void* data, size_t n, uint8_t* out) {
+        if (kind == 1) return fastbpe_utf8_from((const uint8_t*)data, n, out);
+        if (kind == 2) return fastbpe_utf8_from((const uint16_t*)data, n, out);
+        return fastbpe_utf8_from((const uint32_t*)data, n, out);
     }
     // A min-heap of (rank << 32) | position keys: the lowest rank, then the leftmost position.
     static inline void fastbpe_heap_make(std::vector<uint64_t>& h) {
@@ -92,6 +127,28 @@ cdef extern from *:
         h = (h ^ w) * 0x94D049BB133111EBULL; h ^= h >> 29;
         return h | 1;  // 0 marks an empty slot
     }
+    // a[0:n] == b[0:n] for the short keys of the chunk cache, without a call to memcmp:
+    // 8-byte words, the last one overlapping the one before it.
+    static inline bool fastbpe_equal(const uint8_t* a, const uint8_t* b, size_t n) {
+        uint64_t x, y;
+        if (n >= 8) {
+            for (size_t i = 0; i + 8 < n; i += 8) {
+                std::memcpy(&x, a + i, 8); std::memcpy(&y, b + i, 8);
+                if (x != y) return false;
+            }
+            std::memcpy(&x, a + n - 8, 8); std::memcpy(&y, b + n - 8, 8);
+            return x == y;
+        }
+        if (n >= 4) {
+            uint32_t u, v, w, z;
+            std::memcpy(&u, a, 4); std::memcpy(&v, b, 4);
+            std::memcpy(&w, a + n - 4, 4); std::memcpy(&z, b + n - 4, 4);
+            return u == v && w == z;
+        }
+        for (size_t i = 0; i < n; ++i)
+            if (a[i] != b[i]) return false;
+        return true;
+    }
     struct FastbpeSlot { uint64_t hash; uint32_t key_off, key_len, val_off, val_len; };
     struct FastbpeBytesMap {
         std::vector<FastbpeSlot> slots;
@@ -107,7 +164,7 @@ cdef extern from *:
             size_t mask = slots.size() - 1, i = h & mask;
             while (slots[i].hash) {
                 const FastbpeSlot& s = slots[i];
-                if (s.hash == h && s.key_len == n && std::memcmp(keys.data() + s.key_off, p, n) == 0) {
+                if (s.hash == h && s.key_len == n && fastbpe_equal(keys.data() + s.key_off, p, n)) {
                     *count = s.val_len;
                     return vals.data() + s.val_off;
                 }
@@ -159,6 +216,7 @@ cdef extern from *:
     void prefetch_read "__builtin_prefetch"(const void* p) noexcept nogil
     size_t chunk_end "fastbpe_chunk_end"(const uint8_t* s, size_t n, int pattern, size_t p) noexcept nogil
     bint valid_utf8 "fastbpe_valid_utf8"(const uint8_t* s, size_t n) noexcept nogil
+    int64_t utf8_of "fastbpe_utf8_of"(int kind, const void* data, size_t n, uint8_t* out) noexcept nogil
     int PAT_GPT2 "fbpt::PAT_GPT2"
     int PAT_CL100K "fbpt::PAT_CL100K"
     int PAT_O200K "fbpt::PAT_O200K"
@@ -213,6 +271,7 @@ cdef class EncodeState:
     cdef size_t max_ids
     cdef vector[int32_t] sid, nxt, prv, out
     cdef vector[uint64_t] heap
+    cdef vector[uint8_t] utf8   # encode_str's UTF-8 of a non-ASCII str
     cdef public int64_t hits, misses
 
     def __init__(self, size_t max_ids=4_000_000):
@@ -532,7 +591,10 @@ cdef class BPECore:
         if n <= CACHE_MAX_CHUNK:
             found = st.cache.find(data, n, h, &count)
             if found != NULL:
-                memcpy(out, found, count * sizeof(int32_t))
+                if count == 1:      # most chunks are one token: no call to memcpy
+                    out[0] = found[0]
+                else:
+                    memcpy(out, found, count * sizeof(int32_t))
                 return count
             misses[0] += 1   # a local counter: per-chunk writes to the state would false-share
         found = self.whole_id.find(data, n, h, &count)
@@ -641,47 +703,91 @@ cdef class BPECore:
 
     def encode_text(self, const uint8_t[::1] data, int pattern, EncodeState state):
         """int32 ids of UTF-8 ``data`` split by the compiled pre-tokenizer ``pattern`` (a
-        ``SCANNER_IDS`` value: gpt2, cl100k, o200k or llama3, whose chunks tile the text), in one pass with the GIL released: the scanner hands blocks of chunk bounds
-        straight to the encoder, with no offsets array and no copy of the chunks.
+        ``SCANNER_IDS`` value: gpt2, cl100k, o200k or llama3, whose chunks tile the text), in
+        one pass with the GIL released: the scanner hands blocks of chunk bounds straight to
+        the encoder, with no offsets array and no copy of the chunks.
 
         Returns None when ``data`` is not valid UTF-8 (the caller falls back to the regex path,
         which knows what to do with the lone surrogates ``surrogatepass`` wrote).
         """
-        cdef size_t n = data.shape[0], p = 0
-        cdef int64_t starts[FUSED_BLOCK]
-        cdef int64_t ends[FUSED_BLOCK]
-        cdef Py_ssize_t m, chunks = 0
-        cdef int64_t count = 0, got = 0, misses = 0
+        cdef size_t n = data.shape[0]
+        cdef int64_t got = 0, chunks = 0, misses = 0
         cdef bint valid = True
+        self._check_fused(pattern, state, n)
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if state.out.size() < n:
+            state.out.resize(n)
+        with nogil:
+            valid = valid_utf8(&data[0], n)
+            if valid:
+                got = self._encode_utf8(&data[0], n, pattern, state, &chunks, &misses)
+        return self._result(state, got, chunks, misses) if valid else None
+
+    def encode_str(self, str text, int pattern, EncodeState state):
+        """``encode_text(text.encode("utf-8"), pattern, state)`` with the UTF-8 made while the
+        GIL is released too (an ASCII str is read in place), so only building the result holds
+        the GIL. None when ``text`` has a lone surrogate (no UTF-8 exists).
+        """
+        cdef size_t n = len(text)
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* chars = PyUnicode_DATA(text)
+        cdef const uint8_t* dp = <const uint8_t*>chars
+        cdef bint ascii = PyUnicode_IS_ASCII(text)
+        cdef int64_t size = n, got = 0, chunks = 0, misses = 0
+        # UTF-8 bytes per character at most: 1 (ASCII), 2 (Latin-1 str), 3 (UCS-2 str), 4
+        cdef size_t widest = 1 if ascii else (4 if kind == 4 else kind + 1)
+        self._check_fused(pattern, state, widest * n)
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if not ascii:
+            if state.utf8.size() < widest * n:
+                state.utf8.resize(widest * n)
+            dp = state.utf8.data()
+        # The str is immutable and the caller holds it: its characters stay put without the GIL.
+        with nogil:
+            if not ascii:
+                size = utf8_of(kind, chars, n, state.utf8.data())
+            if size >= 0:
+                if <int64_t>state.out.size() < size:
+                    state.out.resize(size)
+                got = self._encode_utf8(dp, size, pattern, state, &chunks, &misses)
+        if state.utf8.size() > 64 * 1024 * 1024:
+            state.utf8.clear()
+            state.utf8.shrink_to_fit()
+        return self._result(state, got, chunks, misses) if size >= 0 else None
+
+    cdef _check_fused(self, int pattern, EncodeState state, size_t n):
         if pattern not in (PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3):
             raise ValueError(f"encode_text needs a pattern whose chunks tile the text, got id {pattern}")
         if state is None:
             raise TypeError("state must be an EncodeState")
         if n >= 0xFFFFFFFF:
             raise OverflowError("more than 4 GiB in one call; split the text")
-        if n == 0:
-            return np.empty(0, dtype=np.int32)
-        if state.out.size() < n:
-            state.out.resize(n)
-        cdef const uint8_t* dp = &data[0]
+
+    cdef int64_t _encode_utf8(self, const uint8_t* dp, size_t n, int pattern, EncodeState state,
+                              int64_t* chunks, int64_t* misses) noexcept nogil:
+        """Split valid UTF-8 ``dp[0:n]`` (n > 0) and encode it into ``state.out`` (room for
+        ``n`` ids): the id count, or ``_encode_chunk``'s negative code for a missing byte."""
+        cdef int64_t starts[FUSED_BLOCK]
+        cdef int64_t ends[FUSED_BLOCK]
+        cdef size_t p = 0
+        cdef Py_ssize_t m
+        cdef int64_t count = 0, got
         cdef int32_t* op = state.out.data()
-        with nogil:
-            valid = valid_utf8(dp, n)
-            while valid and p < n:
-                m = 0
-                while m < FUSED_BLOCK and p < n:
-                    starts[m] = <int64_t>p
-                    p = chunk_end(dp, n, pattern, p)
-                    ends[m] = <int64_t>p
-                    m += 1
-                chunks += m
-                got = self._encode_run(dp, starts, ends, m, state, op + count, &misses)
-                if got < 0:
-                    break
-                count += got
-        if not valid:
-            return None
-        return self._result(state, got if got < 0 else count, chunks, misses)
+        while p < n:
+            m = 0
+            while m < FUSED_BLOCK and p < n:
+                starts[m] = <int64_t>p
+                p = chunk_end(dp, n, pattern, p)
+                ends[m] = <int64_t>p
+                m += 1
+            chunks[0] += m
+            got = self._encode_run(dp, starts, ends, m, state, op + count, misses)
+            if got < 0:
+                return got
+            count += got
+        return count
 
     def id_list(self, const int32_t[::1] ids):
         """``ids.tolist()``, faster: the int of every vocabulary id is made once (here, on first
@@ -790,12 +896,6 @@ def derive_merges(list token_bytes):
         out[1, j] = right[j]
         out[2, j] = new[j]
     return out[0].copy(), out[1].copy(), out[2].copy()
-
-
-cdef extern from "Python.h":
-    int PyUnicode_KIND(object o)
-    void* PyUnicode_DATA(object o)
-    Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
 
 
 def utf8_positions(str text, const int64_t[::1] char_positions):

@@ -309,8 +309,8 @@ class Tokenizer:
         if not self.split_stages:
             pattern_id = fused_pattern_id(self.pattern)
             if pattern_id is not None:
-                # split and encode in one compiled pass; None: not valid UTF-8 (lone surrogates)
-                ids = self._core().encode_text(text.encode("utf-8", "surrogatepass"), pattern_id, self._state())
+                # UTF-8, split and BPE in one compiled pass; None: a lone surrogate (no UTF-8)
+                ids = self._core().encode_str(text, pattern_id, self._state())
                 if ids is not None:
                     return ids
         if self.split_stages:

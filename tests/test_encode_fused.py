@@ -48,7 +48,25 @@ def test_encode_text_equals_regex_split(trained, name, text):
     ids = tok._core().encode_text(text.encode("utf-8"), SCANNER_IDS[name], EncodeState())
     assert ids.dtype == np.int32
     assert ids.tolist() == _regex_reference(tok, text)
+    assert tok._core().encode_str(text, SCANNER_IDS[name], EncodeState()).tolist() == ids.tolist()
     assert tok.encode_ordinary(text) == ids.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=40) | st.text(alphabet="aé\xff", max_size=40) | st.text(alphabet="a\u0100\u4e2d\uffff", max_size=40))
+def test_encode_str_transcodes_every_kind_of_str(trained, text):
+    """Every str storage kind (ASCII, Latin-1, UCS-2, UCS-4) and every code point (lone
+    surrogates: None, as there is no UTF-8 for them)."""
+    tok = _with_pattern(trained[0], "o200k")
+    core, pid = tok._core(), SCANNER_IDS["o200k"]
+    got = core.encode_str(text, pid, EncodeState())
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        assert got is None
+        assert tok.encode(text) == _regex_reference(tok, text)
+        return
+    assert got.tolist() == core.encode_text(data, pid, EncodeState()).tolist() == _regex_reference(tok, text)
 
 
 @pytest.mark.parametrize("name", sorted(SCANNER_IDS))
@@ -68,6 +86,11 @@ def test_encode_text_edge_cases(trained):
     tok = _with_pattern(trained[0], "cl100k")
     core, pid = tok._core(), SCANNER_IDS["cl100k"]
     assert core.encode_text(b"", pid, EncodeState()).tolist() == []
+    assert core.encode_str("", pid, EncodeState()).tolist() == []
+    assert core.encode_str("\U0001F600" * 3 + "\ud800", pid, EncodeState()) is None
+    state = EncodeState()                          # one state, strs of shrinking/growing widths
+    for text in ["中文" * 500, "é" * 10, "a😀" * 700, "x"]:
+        assert core.encode_str(text, pid, state).tolist() == _regex_reference(tok, text)
     assert core.encode_text(b"a", pid, EncodeState()).tolist() == [tok._ids[b"a"]]
     assert core.encode_text(b"a" * 5000, pid, EncodeState()).tolist() == _regex_reference(tok, "a" * 5000)
     # not UTF-8: None, and the tokenizer falls back to the regex path for lone surrogates
@@ -81,6 +104,10 @@ def test_encode_text_edge_cases(trained):
         core.encode_text(b"ab", 99, EncodeState())
     with pytest.raises(TypeError):
         core.encode_text(b"ab", pid, None)
+    with pytest.raises(TypeError):
+        core.encode_str(b"ab", pid, EncodeState())
+    with pytest.raises(ValueError, match="tile"):
+        core.encode_str("ab", 0, EncodeState())
     no_z = Tokenizer([bytes([b]) for b in range(97, 100)], [], pattern="cl100k")
     with pytest.raises(ValueError, match="0x7a is not in the vocabulary"):
         no_z.encode("ab" * 300 + "z")
