@@ -89,7 +89,7 @@ def bench(label: str, text: str, tok, enc, repeat: int) -> None:
     if pattern_id is not None:
         utf8 = text.encode("utf-8")
         t_fused, _ = timed(lambda: core.encode_text(utf8, pattern_id, EncodeState()), repeat)
-        t_list, _ = timed(lambda: core.id_list(core_ids), repeat)
+        t_list, _ = timed(lambda: core.id_list(core_ids, state), repeat)
         print(f"  one-pass split + core, cold   {mb / t_fused:8.1f} MB/s   {t_tik / t_fused:5.2f}x tiktoken")
         print(f"  id_list of the ids            {t_list * 1000:8.1f} ms")
     print(f"fastbpe BPE core, warm cache    {mb / t_warm:8.1f} MB/s   {t_tik / t_warm:5.2f}x tiktoken")

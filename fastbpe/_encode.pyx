@@ -272,6 +272,8 @@ cdef class EncodeState:
     cdef vector[int32_t] sid, nxt, prv, out
     cdef vector[uint64_t] heap
     cdef vector[uint8_t] utf8   # encode_str's UTF-8 of a non-ASCII str
+    cdef tuple ints             # id_list's int of every id: this thread's own objects, so two
+                                # threads never write to the same refcount (cache-line ping-pong)
     cdef public int64_t hits, misses
 
     def __init__(self, size_t max_ids=4_000_000):
@@ -311,7 +313,6 @@ cdef class BPECore:
     # which tests use to check the heap on short inputs)
     cdef int _scan_max
     cdef readonly Py_ssize_t num_pairs
-    cdef tuple _ints   # the int of every id, made on the first id_list()
 
     def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
                  str rule="replay", str whole="consistent"):
@@ -789,24 +790,28 @@ cdef class BPECore:
             count += got
         return count
 
-    def id_list(self, const int32_t[::1] ids):
-        """``ids.tolist()``, faster: the int of every vocabulary id is made once (here, on first
-        use) and shared by every list, so building a list allocates no int objects. Ids outside
-        the vocabulary (special tokens) get fresh ints.
+    def id_list(self, const int32_t[::1] ids, EncodeState state):
+        """``ids.tolist()``, faster: ``state`` (this thread's) makes the int of every vocabulary
+        id once and every list shares them, so building a list allocates no int objects. Ids
+        outside the vocabulary (special tokens) get fresh ints.
 
-        >>> BPECore([b"a", b"b", b"ab"], np.array([0], np.int32), np.array([1], np.int32)).id_list(np.array([2, 0, 7], np.int32))
+        >>> core = BPECore([b"a", b"b", b"ab"], np.array([0], np.int32), np.array([1], np.int32))
+        >>> core.id_list(np.array([2, 0, 7], np.int32), EncodeState())
         [2, 0, 7]
         """
         cdef Py_ssize_t i, n = ids.shape[0]
         cdef int32_t v
         cdef PyObject* item
-        if self._ints is None:
-            self._ints = tuple(range(self.num_tokens))
-        cdef tuple ints = self._ints
+        if state is None:
+            raise TypeError("state must be an EncodeState")
+        if state.ints is None or len(state.ints) < self.num_tokens:
+            # range() makes a new object for every int above 256, hence per thread
+            state.ints = tuple(range(self.num_tokens))
+        cdef tuple ints = state.ints
         cdef list out = PyList_New(n)
         for i in range(n):
             v = ids[i]
-            if 0 <= v < self.num_tokens:
+            if 0 <= v < self.num_tokens:   # (ints may be longer: a state used by a bigger core)
                 item = PyTuple_GET_ITEM(ints, v)
                 Py_INCREF(<object>item)
             else:

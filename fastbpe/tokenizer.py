@@ -322,9 +322,9 @@ class Tokenizer:
 
     def _id_list(self, ids: np.ndarray) -> List[int]:
         """``ids.tolist()``; the compiled path's int32 ids through ``BPECore.id_list``, which
-        shares one int object per id instead of allocating one per token."""
+        shares one int object per id (per thread) instead of allocating one per token."""
         if ids.dtype == np.int32 and self._uses_core:
-            return self._core().id_list(ids)
+            return self._core().id_list(ids, self._state())
         return ids.tolist()
 
     def encode_chunk_bounds(self, data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
