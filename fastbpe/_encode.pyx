@@ -18,6 +18,12 @@ Per chunk, in order: the caller's chunk cache; then a whole-chunk lookup in the 
 list of symbols with a binary heap of candidate pairs (stale entries are re-checked when
 popped), O(n log n) in the chunk length, so a 10 MB chunk without a split stays linear-ish.
 
+Entry points: ``encode_chunks`` (chunk bounds given); ``encode_text``/``encode_str`` (the
+split too: the compiled pre-tokenizer's scanner, ``_pretok_scan.h``, compiled in here, hands
+blocks of chunk bounds straight to the encoder, one pass with the GIL released, and
+``encode_str`` makes the UTF-8 of a str without the GIL as well); ``id_list`` (a list of ids
+from shared int objects: list output costs no allocation per token).
+
 Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
 ``nxt``/``prv`` link live symbols; a merged-away symbol has ``sid == -1``.
 """
@@ -630,7 +636,7 @@ cdef class BPECore:
         ValueError naming the first byte the vocabulary lacks.
         """
         cdef Py_ssize_t m = starts.shape[0], c
-        cdef int64_t total = 0, s, e, prev_end = 0, count = 0, got = 0, misses = 0
+        cdef int64_t total = 0, s, e, prev_end = 0, got = 0, misses = 0
         if ends.shape[0] != m:
             raise ValueError("starts and ends must have the same length")
         if state is None:

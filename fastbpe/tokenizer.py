@@ -367,7 +367,7 @@ class Tokenizer:
         self._check_text(text)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
         if disallowed:
-            found = _special_regex(disallowed).search(text)
+            found = _special_regex(disallowed).search(text, concurrent=True)  # GIL released: batch workers
             if found:
                 raise ValueError(
                     f"the text contains the special token {found.group()!r}, which is disallowed: "
