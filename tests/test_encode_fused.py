@@ -66,7 +66,8 @@ def test_encode_str_transcodes_every_kind_of_str(trained, text):
         assert got is None
         assert tok.encode(text) == _regex_reference(tok, text)
         return
-    assert got.tolist() == core.encode_text(data, pid, EncodeState()).tolist() == _regex_reference(tok, text)
+    # (the split itself is checked against the regex above and in test_pretokenize.py)
+    assert got.tolist() == core.encode_text(data, pid, EncodeState()).tolist()
 
 
 @pytest.mark.parametrize("name", sorted(SCANNER_IDS))
