@@ -40,6 +40,7 @@ from cpython.ref cimport PyObject, Py_INCREF
 
 
 cdef extern from "Python.h":
+    int PyUnicode_READY(object o) except -1   # (a no-op from Python 3.12 on)
     int PyUnicode_KIND(object o)
     void* PyUnicode_DATA(object o)
     bint PyUnicode_IS_ASCII(object o)
@@ -731,11 +732,14 @@ cdef class BPECore:
                 got = self._encode_utf8(&data[0], n, pattern, state, &chunks, &misses)
         return self._result(state, got, chunks, misses) if valid else None
 
-    def encode_str(self, str text, int pattern, EncodeState state):
+    def encode_str(self, text, int pattern, EncodeState state):
         """``encode_text(text.encode("utf-8"), pattern, state)`` with the UTF-8 made while the
         GIL is released too (an ASCII str is read in place), so only building the result holds
         the GIL. None when ``text`` has a lone surrogate (no UTF-8 exists).
         """
+        if not isinstance(text, str):   # (a str subclass is fine: typing the argument str is not)
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        PyUnicode_READY(text)
         cdef size_t n = len(text)
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* chars = PyUnicode_DATA(text)

@@ -88,6 +88,11 @@ def test_encode_text_edge_cases(trained):
     core, pid = tok._core(), SCANNER_IDS["cl100k"]
     assert core.encode_text(b"", pid, EncodeState()).tolist() == []
     assert core.encode_str("", pid, EncodeState()).tolist() == []
+
+    class Text(str):
+        pass
+
+    assert core.encode_str(Text("héllo wörld"), pid, EncodeState()).tolist() == _regex_reference(tok, "héllo wörld")
     assert core.encode_str("\U0001F600" * 3 + "\ud800", pid, EncodeState()) is None
     state = EncodeState()                          # one state, strs of shrinking/growing widths
     for text in ["中文" * 500, "é" * 10, "a😀" * 700, "x"]:
