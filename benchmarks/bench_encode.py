@@ -7,7 +7,8 @@ For each corpus (the first N MB of english.txt.gz; parallel_multi.tsv.gz, all ro
 it prints, in one run so the ratios compare like with like:
 
 * tiktoken ``encode_ordinary`` (single thread), MB/s;
-* fastbpe end to end (``encode_ordinary``: regex split + compiled BPE), MB/s;
+* fastbpe end to end (``encode_ordinary``: split + compiled BPE + list of ids), MB/s;
+* the one-pass compiled split + BPE (``BPECore.encode_text``, cold cache) and ``id_list``;
 * fastbpe BPE core alone, given the chunk bounds (what the compiled pre-tokenizer will feed),
   MB/s, with a cold and a warm chunk cache;
 * fastbpe ``encode_batch`` over 0.5 MB pieces with 1 and 2 workers, tiktoken's
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import tiktoken  # noqa: E402
 
 from fastbpe._encode import EncodeState  # noqa: E402
-from fastbpe.chunking import chunk_bounds, splitter_name  # noqa: E402
+from fastbpe.chunking import chunk_bounds, fused_pattern_id, splitter_name  # noqa: E402
 from fastbpe.formats import OPENAI_ENCODINGS, openai, read_tiktoken_ranks  # noqa: E402
 from fastbpe.chunking import pattern_source  # noqa: E402
 
@@ -84,6 +85,13 @@ def bench(label: str, text: str, tok, enc, repeat: int) -> None:
     t_cold, core_ids = timed(cold, repeat)
     t_warm, _ = timed(lambda: core.encode_chunks(data, starts, ends, state), repeat)
     print(f"fastbpe BPE core, cold cache    {mb / t_cold:8.1f} MB/s   {t_tik / t_cold:5.2f}x tiktoken")
+    pattern_id = fused_pattern_id(tok.pattern)
+    if pattern_id is not None:
+        utf8 = text.encode("utf-8")
+        t_fused, _ = timed(lambda: core.encode_text(utf8, pattern_id, EncodeState()), repeat)
+        t_list, _ = timed(lambda: core.id_list(core_ids, state), repeat)
+        print(f"  one-pass split + core, cold   {mb / t_fused:8.1f} MB/s   {t_tik / t_fused:5.2f}x tiktoken")
+        print(f"  id_list of the ids            {t_list * 1000:8.1f} ms")
     print(f"fastbpe BPE core, warm cache    {mb / t_warm:8.1f} MB/s   {t_tik / t_warm:5.2f}x tiktoken")
     docs = pieces_of(text)
     wall = time.perf_counter  # threads: wall-clock time, whatever --clock says
@@ -169,8 +177,10 @@ def main() -> None:
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     if args.splitter == "regex":
         import fastbpe.chunking
+        import fastbpe.tokenizer
 
         fastbpe.chunking._compiled_scanner = lambda pattern: None  # measure the regex path
+        fastbpe.tokenizer.fused_pattern_id = lambda pattern: None   # (not the one-pass scanner)
     if not DATA.is_dir():
         sys.exit(f"shared data not found at {DATA}; set FASTBPE_DATA")
     path = DATA / "tokenizers" / "tiktoken" / f"{args.encoding}.tiktoken"

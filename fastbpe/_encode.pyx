@@ -18,6 +18,12 @@ Per chunk, in order: the caller's chunk cache; then a whole-chunk lookup in the 
 list of symbols with a binary heap of candidate pairs (stale entries are re-checked when
 popped), O(n log n) in the chunk length, so a 10 MB chunk without a split stays linear-ish.
 
+Entry points: ``encode_chunks`` (chunk bounds given); ``encode_text``/``encode_str`` (the
+split too: the compiled pre-tokenizer's scanner, ``_pretok_scan.h``, compiled in here, hands
+blocks of chunk bounds straight to the encoder, one pass with the GIL released, and
+``encode_str`` makes the UTF-8 of a str without the GIL as well); ``id_list`` (a list of ids
+from shared int objects: list output costs no allocation per token).
+
 Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
 ``nxt``/``prv`` link live symbols; a merged-away symbol has ``sid == -1``.
 """
@@ -30,6 +36,19 @@ from libcpp.vector cimport vector
 import numpy as np
 
 from cython.operator cimport dereference as deref
+from cpython.ref cimport PyObject, Py_INCREF
+
+
+cdef extern from "Python.h":
+    int PyUnicode_READY(object o) except -1   # (a no-op from Python 3.12 on)
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    bint PyUnicode_IS_ASCII(object o)
+    Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
+    list PyList_New(Py_ssize_t n)
+    void PyList_SET_ITEM(list lst, Py_ssize_t i, PyObject* item)   # steals the reference
+    PyObject* PyTuple_GET_ITEM(tuple t, Py_ssize_t i)                # borrowed
+    PyObject* PyLong_FromLong(long v)                                # new reference
 
 cdef extern from *:
     """
@@ -38,6 +57,54 @@ cdef extern from *:
     #include <vector>
     #include <cstdint>
     #include <cstring>
+    #include "_pretok_scan.h"
+    // End of the chunk that starts at byte p of valid UTF-8 s[0:n], for the compiled split
+    // patterns whose chunks tile the text (all but "whitespace", which drops the spaces).
+    static inline size_t fastbpe_chunk_end(const uint8_t* s, size_t n, int pattern, size_t p) {
+        fbpt::Scanner scanner(s, n);
+        switch (pattern) {
+            case fbpt::PAT_GPT2: return scanner.next_gpt2(p);
+            case fbpt::PAT_CL100K: return scanner.next_cl100k(p, true);
+            case fbpt::PAT_LLAMA3: return scanner.next_cl100k(p, false);
+            case fbpt::PAT_O200K: return scanner.next_o200k(p);
+            default: return n;
+        }
+    }
+    static inline bool fastbpe_valid_utf8(const uint8_t* s, size_t n) {
+        size_t bad_len;
+        return fbpt::utf8_first_error(s, n, 0, &bad_len) == n;
+    }
+    // UTF-8 of n code units of a str (1, 2 or 4 bytes each) into out (room for 4 per unit, fewer
+    // for narrow kinds): the byte count, or -1 at a lone surrogate (not encodable as UTF-8).
+    template <class T>
+    static inline int64_t fastbpe_utf8_from(const T* s, size_t n, uint8_t* out) {
+        size_t o = 0;
+        for (size_t i = 0; i < n; ++i) {
+            uint32_t c = s[i];
+            if (c < 0x80) {
+                out[o++] = (uint8_t)c;
+            } else if (c < 0x800) {
+                out[o++] = (uint8_t)(0xC0 | (c >> 6));
+                out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+            } else if (c < 0x10000) {
+                if ((c & 0xF800) == 0xD800) return -1;
+                out[o++] = (uint8_t)(0xE0 | (c >> 12));
+                out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+            } else {
+                out[o++] = (uint8_t)(0xF0 | (c >> 18));
+                out[o++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+                out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+            }
+        }
+        return (int64_t)o;
+    }
+    static inline int64_t fastbpe_utf8_of(int kind, const void* data, size_t n, uint8_t* out) {
+        if (kind == 1) return fastbpe_utf8_from((const uint8_t*)data, n, out);
+        if (kind == 2) return fastbpe_utf8_from((const uint16_t*)data, n, out);
+        return fastbpe_utf8_from((const uint32_t*)data, n, out);
+    }
     // A min-heap of (rank << 32) | position keys: the lowest rank, then the leftmost position.
     static inline void fastbpe_heap_make(std::vector<uint64_t>& h) {
         std::make_heap(h.begin(), h.end(), std::greater<uint64_t>());
@@ -67,6 +134,28 @@ cdef extern from *:
         h = (h ^ w) * 0x94D049BB133111EBULL; h ^= h >> 29;
         return h | 1;  // 0 marks an empty slot
     }
+    // a[0:n] == b[0:n] for the short keys of the chunk cache, without a call to memcmp:
+    // 8-byte words, the last one overlapping the one before it.
+    static inline bool fastbpe_equal(const uint8_t* a, const uint8_t* b, size_t n) {
+        uint64_t x, y;
+        if (n >= 8) {
+            for (size_t i = 0; i + 8 < n; i += 8) {
+                std::memcpy(&x, a + i, 8); std::memcpy(&y, b + i, 8);
+                if (x != y) return false;
+            }
+            std::memcpy(&x, a + n - 8, 8); std::memcpy(&y, b + n - 8, 8);
+            return x == y;
+        }
+        if (n >= 4) {
+            uint32_t u, v, w, z;
+            std::memcpy(&u, a, 4); std::memcpy(&v, b, 4);
+            std::memcpy(&w, a + n - 4, 4); std::memcpy(&z, b + n - 4, 4);
+            return u == v && w == z;
+        }
+        for (size_t i = 0; i < n; ++i)
+            if (a[i] != b[i]) return false;
+        return true;
+    }
     struct FastbpeSlot { uint64_t hash; uint32_t key_off, key_len, val_off, val_len; };
     struct FastbpeBytesMap {
         std::vector<FastbpeSlot> slots;
@@ -82,7 +171,7 @@ cdef extern from *:
             size_t mask = slots.size() - 1, i = h & mask;
             while (slots[i].hash) {
                 const FastbpeSlot& s = slots[i];
-                if (s.hash == h && s.key_len == n && std::memcmp(keys.data() + s.key_off, p, n) == 0) {
+                if (s.hash == h && s.key_len == n && fastbpe_equal(keys.data() + s.key_off, p, n)) {
                     *count = s.val_len;
                     return vals.data() + s.val_off;
                 }
@@ -132,6 +221,13 @@ cdef extern from *:
     uint64_t heap_pop "fastbpe_heap_pop"(vector[uint64_t]& h) noexcept nogil
     uint64_t bytes_hash "fastbpe_hash"(const uint8_t* p, size_t n) noexcept nogil
     void prefetch_read "__builtin_prefetch"(const void* p) noexcept nogil
+    size_t chunk_end "fastbpe_chunk_end"(const uint8_t* s, size_t n, int pattern, size_t p) noexcept nogil
+    bint valid_utf8 "fastbpe_valid_utf8"(const uint8_t* s, size_t n) noexcept nogil
+    int64_t utf8_of "fastbpe_utf8_of"(int kind, const void* data, size_t n, uint8_t* out) noexcept nogil
+    int PAT_GPT2 "fbpt::PAT_GPT2"
+    int PAT_CL100K "fbpt::PAT_CL100K"
+    int PAT_O200K "fbpt::PAT_O200K"
+    int PAT_LLAMA3 "fbpt::PAT_LLAMA3"
     cdef cppclass BytesMap "FastbpeBytesMap":
         BytesMap() except +
         void clear() noexcept nogil
@@ -160,8 +256,13 @@ DEF PIPELINE = 32
 DEF PIPELINE_DISTANCE = 8
 # Chunks up to this length are merged by a plain scan instead of the heap.
 DEF SCAN_MAX_CHUNK = 32
+# encode_text: chunks scanned ahead of the encoder at a time (two int64 arrays on the stack).
+DEF FUSED_BLOCK = 256
 
 RULES = ("replay", "pair", "token")
+# The split patterns encode_text scans itself (the compiled pre-tokenizer's ids; their chunks
+# tile the text).
+SCANNER_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "llama3": PAT_LLAMA3}
 cdef int RULE_REPLAY = 0
 cdef int RULE_PAIR = 1
 cdef int RULE_TOKEN = 2
@@ -177,6 +278,9 @@ cdef class EncodeState:
     cdef size_t max_ids
     cdef vector[int32_t] sid, nxt, prv, out
     cdef vector[uint64_t] heap
+    cdef vector[uint8_t] utf8   # encode_str's UTF-8 of a non-ASCII str
+    cdef tuple ints             # id_list's int of every id: this thread's own objects, so two
+                                # threads never write to the same refcount (cache-line ping-pong)
     cdef public int64_t hits, misses
 
     def __init__(self, size_t max_ids=4_000_000):
@@ -495,7 +599,10 @@ cdef class BPECore:
         if n <= CACHE_MAX_CHUNK:
             found = st.cache.find(data, n, h, &count)
             if found != NULL:
-                memcpy(out, found, count * sizeof(int32_t))
+                if count == 1:      # most chunks are one token: no call to memcpy
+                    out[0] = found[0]
+                else:
+                    memcpy(out, found, count * sizeof(int32_t))
                 return count
             misses[0] += 1   # a local counter: per-chunk writes to the state would false-share
         found = self.whole_id.find(data, n, h, &count)
@@ -530,7 +637,7 @@ cdef class BPECore:
         ValueError naming the first byte the vocabulary lacks.
         """
         cdef Py_ssize_t m = starts.shape[0], c
-        cdef int64_t total = 0, s, e, prev_end = 0, count = 0, got = 0, misses = 0
+        cdef int64_t total = 0, s, e, prev_end = 0, got = 0, misses = 0
         if ends.shape[0] != m:
             raise ValueError("starts and ends must have the same length")
         if state is None:
@@ -549,42 +656,177 @@ cdef class BPECore:
         # the process's memory map.
         if <int64_t>state.out.size() < total:
             state.out.resize(total)
-        cdef int32_t* op = state.out.data()
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
-        cdef uint64_t ring[PIPELINE]
-        cdef Py_ssize_t ahead
-        with nogil:
-            # Software pipeline over the chunk cache, whose slots are random accesses into a
-            # table bigger than the CPU caches: hash chunk c + 2D and prefetch its slot; at
-            # c + D prefetch the key and ids the slot points at; at c use them.
-            for c in range(min(m, 2 * PIPELINE_DISTANCE)):
-                ring[c % PIPELINE] = self._hash_ahead(dp, starts[c], ends[c], state)
-            for c in range(min(m, PIPELINE_DISTANCE)):
-                state.cache.prefetch_entry(ring[c % PIPELINE])
-            for c in range(m):
-                ahead = c + 2 * PIPELINE_DISTANCE
-                if ahead < m:
-                    ring[ahead % PIPELINE] = self._hash_ahead(dp, starts[ahead], ends[ahead], state)
-                ahead = c + PIPELINE_DISTANCE
-                if ahead < m and ring[ahead % PIPELINE] != 0:
-                    state.cache.prefetch_entry(ring[ahead % PIPELINE])
-                got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count, &misses,
-                                         ring[c % PIPELINE])
-                if got < 0:
-                    break
-                count += got
+        if m > 0:
+            with nogil:
+                got = self._encode_run(dp, &starts[0], &ends[0], m, state, state.out.data(), &misses)
+        return self._result(state, got, m, misses)
+
+    cdef object _result(self, EncodeState state, int64_t got, Py_ssize_t chunks, int64_t misses):
+        """The first ``got`` ids of ``state.out`` as a fresh int32 array (or the ValueError of
+        a negative ``got``), after counting cache hits and misses."""
         state.misses += misses
-        state.hits += m - misses
+        state.hits += chunks - misses
         if got < 0:
             raise ValueError(f"byte 0x{-1 - got:02x} is not in the vocabulary")
-        out = np.empty(count, dtype=np.int32)
+        out = np.empty(got, dtype=np.int32)
         cdef int32_t[::1] ov = out
-        if count > 0:
+        if got > 0:
             with nogil:
-                memcpy(&ov[0], op, count * sizeof(int32_t))
+                memcpy(&ov[0], state.out.data(), got * sizeof(int32_t))
         if state.out.size() > 64 * 1024 * 1024:
             state.out.clear()
             state.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
+        return out
+
+    cdef int64_t _encode_run(self, const uint8_t* dp, const int64_t* starts, const int64_t* ends,
+                             Py_ssize_t m, EncodeState state, int32_t* op,
+                             int64_t* misses) noexcept nogil:
+        """Ids of the ``m`` chunks ``dp[starts[c]:ends[c]]`` into ``op`` (room for their total
+        length): the id count, or the negative code of ``_encode_chunk`` for a missing byte.
+
+        A software pipeline over the chunk cache, whose slots are random accesses into a table
+        bigger than the CPU caches: hash chunk c + 2D and prefetch its slot; at c + D prefetch
+        the key and ids the slot points at; at c use them."""
+        cdef uint64_t ring[PIPELINE]
+        cdef Py_ssize_t c, ahead
+        cdef int64_t count = 0, got
+        for c in range(min(m, 2 * PIPELINE_DISTANCE)):
+            ring[c % PIPELINE] = self._hash_ahead(dp, starts[c], ends[c], state)
+        for c in range(min(m, PIPELINE_DISTANCE)):
+            state.cache.prefetch_entry(ring[c % PIPELINE])
+        for c in range(m):
+            ahead = c + 2 * PIPELINE_DISTANCE
+            if ahead < m:
+                ring[ahead % PIPELINE] = self._hash_ahead(dp, starts[ahead], ends[ahead], state)
+            ahead = c + PIPELINE_DISTANCE
+            if ahead < m and ring[ahead % PIPELINE] != 0:
+                state.cache.prefetch_entry(ring[ahead % PIPELINE])
+            got = self._encode_chunk(dp + starts[c], ends[c] - starts[c], state, op + count, misses,
+                                     ring[c % PIPELINE])
+            if got < 0:
+                return got
+            count += got
+        return count
+
+    def encode_text(self, const uint8_t[::1] data, int pattern, EncodeState state):
+        """int32 ids of UTF-8 ``data`` split by the compiled pre-tokenizer ``pattern`` (a
+        ``SCANNER_IDS`` value: gpt2, cl100k, o200k or llama3, whose chunks tile the text), in
+        one pass with the GIL released: the scanner hands blocks of chunk bounds straight to
+        the encoder, with no offsets array and no copy of the chunks.
+
+        Returns None when ``data`` is not valid UTF-8 (the caller falls back to the regex path,
+        which knows what to do with the lone surrogates ``surrogatepass`` wrote).
+        """
+        cdef size_t n = data.shape[0]
+        cdef int64_t got = 0, chunks = 0, misses = 0
+        cdef bint valid = True
+        self._check_fused(pattern, state, n)
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if state.out.size() < n:
+            state.out.resize(n)
+        with nogil:
+            valid = valid_utf8(&data[0], n)
+            if valid:
+                got = self._encode_utf8(&data[0], n, pattern, state, &chunks, &misses)
+        return self._result(state, got, chunks, misses) if valid else None
+
+    def encode_str(self, text, int pattern, EncodeState state):
+        """``encode_text(text.encode("utf-8"), pattern, state)`` with the UTF-8 made while the
+        GIL is released too (an ASCII str is read in place), so only building the result holds
+        the GIL. None when ``text`` has a lone surrogate (no UTF-8 exists).
+        """
+        if not isinstance(text, str):   # (a str subclass is fine: typing the argument str is not)
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        PyUnicode_READY(text)
+        cdef size_t n = len(text)
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* chars = PyUnicode_DATA(text)
+        cdef const uint8_t* dp = <const uint8_t*>chars
+        cdef bint ascii = PyUnicode_IS_ASCII(text)
+        cdef int64_t size = n, got = 0, chunks = 0, misses = 0
+        # UTF-8 bytes per character at most: 1 (ASCII), 2 (Latin-1 str), 3 (UCS-2 str), 4
+        cdef size_t widest = 1 if ascii else (4 if kind == 4 else kind + 1)
+        self._check_fused(pattern, state, widest * n)
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if not ascii:
+            if state.utf8.size() < widest * n:
+                state.utf8.resize(widest * n)
+            dp = state.utf8.data()
+        # The str is immutable and the caller holds it: its characters stay put without the GIL.
+        with nogil:
+            if not ascii:
+                size = utf8_of(kind, chars, n, state.utf8.data())
+            if size >= 0:
+                if <int64_t>state.out.size() < size:
+                    state.out.resize(size)
+                got = self._encode_utf8(dp, size, pattern, state, &chunks, &misses)
+        if state.utf8.size() > 64 * 1024 * 1024:
+            state.utf8.clear()
+            state.utf8.shrink_to_fit()
+        return self._result(state, got, chunks, misses) if size >= 0 else None
+
+    cdef _check_fused(self, int pattern, EncodeState state, size_t n):
+        if pattern not in (PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3):
+            raise ValueError(f"encode_text needs a pattern whose chunks tile the text, got id {pattern}")
+        if state is None:
+            raise TypeError("state must be an EncodeState")
+        if n >= 0xFFFFFFFF:
+            raise OverflowError("more than 4 GiB in one call; split the text")
+
+    cdef int64_t _encode_utf8(self, const uint8_t* dp, size_t n, int pattern, EncodeState state,
+                              int64_t* chunks, int64_t* misses) noexcept nogil:
+        """Split valid UTF-8 ``dp[0:n]`` (n > 0) and encode it into ``state.out`` (room for
+        ``n`` ids): the id count, or ``_encode_chunk``'s negative code for a missing byte."""
+        cdef int64_t starts[FUSED_BLOCK]
+        cdef int64_t ends[FUSED_BLOCK]
+        cdef size_t p = 0
+        cdef Py_ssize_t m
+        cdef int64_t count = 0, got
+        cdef int32_t* op = state.out.data()
+        while p < n:
+            m = 0
+            while m < FUSED_BLOCK and p < n:
+                starts[m] = <int64_t>p
+                p = chunk_end(dp, n, pattern, p)
+                ends[m] = <int64_t>p
+                m += 1
+            chunks[0] += m
+            got = self._encode_run(dp, starts, ends, m, state, op + count, misses)
+            if got < 0:
+                return got
+            count += got
+        return count
+
+    def id_list(self, const int32_t[::1] ids, EncodeState state):
+        """``ids.tolist()``, faster: ``state`` (this thread's) makes the int of every vocabulary
+        id once and every list shares them, so building a list allocates no int objects. Ids
+        outside the vocabulary (special tokens) get fresh ints.
+
+        >>> core = BPECore([b"a", b"b", b"ab"], np.array([0], np.int32), np.array([1], np.int32))
+        >>> core.id_list(np.array([2, 0, 7], np.int32), EncodeState())
+        [2, 0, 7]
+        """
+        cdef Py_ssize_t i, n = ids.shape[0]
+        cdef int32_t v
+        cdef PyObject* item
+        if state is None:
+            raise TypeError("state must be an EncodeState")
+        if state.ints is None or len(state.ints) < self.num_tokens:
+            # range() makes a new object for every int above 256, hence per thread
+            state.ints = tuple(range(self.num_tokens))
+        cdef tuple ints = state.ints
+        cdef list out = PyList_New(n)
+        for i in range(n):
+            v = ids[i]
+            if 0 <= v < self.num_tokens:   # (ints may be longer: a state used by a bigger core)
+                item = PyTuple_GET_ITEM(ints, v)
+                Py_INCREF(<object>item)
+            else:
+                item = <PyObject*>PyLong_FromLong(v)   # a new reference, which the list takes
+            PyList_SET_ITEM(out, i, item)
         return out
 
     def encode_offsets(self, const uint8_t[::1] data, const int64_t[::1] offsets, EncodeState state):
@@ -669,12 +911,6 @@ def derive_merges(list token_bytes):
         out[1, j] = right[j]
         out[2, j] = new[j]
     return out[0].copy(), out[1].copy(), out[2].copy()
-
-
-cdef extern from "Python.h":
-    int PyUnicode_KIND(object o)
-    void* PyUnicode_DATA(object o)
-    Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
 
 
 def utf8_positions(str text, const int64_t[::1] char_positions):

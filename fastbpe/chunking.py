@@ -12,10 +12,10 @@ from typing import Tuple
 import numpy as np
 import regex
 
-from ._encode import utf8_positions
+from ._encode import SCANNER_IDS, utf8_positions
 from .pretokenize import PATTERNS
 
-__all__ = ["chunk_bounds", "staged_chunk_bounds", "utf8_offsets", "pattern_source", "check_pattern"]
+__all__ = ["chunk_bounds", "fused_pattern_id", "staged_chunk_bounds", "utf8_offsets", "pattern_source", "check_pattern"]
 
 
 def pattern_source(pattern: str) -> str:
@@ -80,6 +80,22 @@ def _compiled_scanner(pattern: str):
         return None
     ends = getattr(_pretok, "chunk_ends", None) or _split_ends_from_list(_pretok.split_bytes)
     return ends, ids[name]
+
+
+@functools.lru_cache(maxsize=64)
+def fused_pattern_id(pattern: str):
+    """The id (``_encode.SCANNER_IDS``) of the compiled scanner for ``pattern`` (a name or a
+    named pattern's regex), for ``BPECore.encode_text``, which splits and encodes in one pass;
+    None when there is none (then: :func:`chunk_bounds`).
+
+    >>> fused_pattern_id("cl100k") == fused_pattern_id(PATTERNS["cl100k"]) != None
+    True
+    >>> fused_pattern_id("whitespace") is None, fused_pattern_id(r"\\S+") is None
+    (True, True)
+    """
+    if pattern in SCANNER_IDS:
+        return SCANNER_IDS[pattern]
+    return next((SCANNER_IDS[n] for n, source in PATTERNS.items() if source == pattern and n in SCANNER_IDS), None)
 
 
 def splitter_name(pattern: str) -> str:

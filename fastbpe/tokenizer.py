@@ -29,7 +29,7 @@ import numpy as np
 import regex
 
 from ._encode import BPECore, EncodeState
-from .chunking import check_pattern, chunk_bounds, staged_chunk_bounds
+from .chunking import check_pattern, chunk_bounds, fused_pattern_id, staged_chunk_bounds
 from .fileio import write_atomic
 from .pretokenize import pretokenize
 
@@ -306,12 +306,26 @@ class Tokenizer:
         """int32 ids of text without special tokens (the compiled path)."""
         if self.normalizer:
             text = unicodedata.normalize(self.normalizer, text)
+        if not self.split_stages:
+            pattern_id = fused_pattern_id(self.pattern)
+            if pattern_id is not None:
+                # UTF-8, split and BPE in one compiled pass; None: a lone surrogate (no UTF-8)
+                ids = self._core().encode_str(text, pattern_id, self._state())
+                if ids is not None:
+                    return ids
         if self.split_stages:
             data, starts, ends = staged_chunk_bounds(
                 text, [(self.pattern, self.split_gaps), *self.split_stages])
         else:
             data, starts, ends = chunk_bounds(text, self.pattern, self.split_gaps)
         return self._core().encode_chunks(data, starts, ends, self._state())
+
+    def _id_list(self, ids: np.ndarray) -> List[int]:
+        """``ids.tolist()``; the compiled path's int32 ids through ``BPECore.id_list``, which
+        shares one int object per id (per thread) instead of allocating one per token."""
+        if ids.dtype == np.int32 and self._uses_core:
+            return self._core().id_list(ids, self._state())
+        return ids.tolist()
 
     def encode_chunk_bounds(self, data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """int32 ids of pre-split UTF-8: the BPE core alone, for callers (and benchmarks) that
@@ -353,7 +367,7 @@ class Tokenizer:
         self._check_text(text)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
         if disallowed:
-            found = _special_regex(disallowed).search(text)
+            found = _special_regex(disallowed).search(text, concurrent=True)  # GIL released: batch workers
             if found:
                 raise ValueError(
                     f"the text contains the special token {found.group()!r}, which is disallowed: "
@@ -383,11 +397,11 @@ class Tokenizer:
         or ``disallowed_special`` leaves it out (``()``), which encodes it as ordinary text.
         A character (or byte) outside the vocabulary is a ValueError.
         """
-        return self._encode_array(text, allowed_special, disallowed_special).tolist()
+        return self._id_list(self._encode_array(text, allowed_special, disallowed_special))
 
     def encode_ordinary(self, text: str) -> List[int]:
         """Token ids of ``text``, special-token strings encoded as ordinary text."""
-        return self._encode_array(text, frozenset(), ()).tolist()
+        return self._id_list(self._encode_array(text, frozenset(), ()))
 
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                         disallowed_special: Union[str, Collection[str]] = "all") -> np.ndarray:
@@ -418,7 +432,7 @@ class Tokenizer:
 
         def one(text: str):
             ids = self._encode_array(text, allowed_special, disallowed_special)
-            return ids.astype(self.id_dtype) if as_numpy else ids.tolist()
+            return ids.astype(self.id_dtype) if as_numpy else self._id_list(ids)
 
         if workers == 1 or len(texts) <= 1:
             return [one(t) for t in texts]
@@ -440,7 +454,7 @@ class Tokenizer:
         self._check_text(text)
         if self._uses_core:
             try:
-                return self._encode_array(text, frozenset(), ()).tolist()
+                return self._id_list(self._encode_array(text, frozenset(), ()))
             except ValueError:
                 pass  # a byte outside the vocabulary: the slow path shows it as itself
         out: List[int] = []
