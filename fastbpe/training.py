@@ -70,12 +70,12 @@ def _first_bad_word(words: Mapping) -> str:
     return "invalid word table"
 
 
-def _validate_words(words: Mapping) -> Tuple[Optional[type], np.ndarray, np.ndarray]:
+def _validate_words(words: Mapping) -> Tuple[Optional[type], np.ndarray, np.ndarray, set]:
     """Check a word table; return the symbol type (str or bytes, None for an empty table), the
-    word lengths and the counts. Every check runs at C speed over the whole table; only a
+    word lengths, the counts and the set of distinct symbols. Every check runs at C speed over the whole table; only a
     failure walks the words one by one, to name the culprit.
 
-    >>> kind, lengths, counts = _validate_words({("a", "b"): 2})
+    >>> kind, lengths, counts, _ = _validate_words({("a", "b"): 2})
     >>> kind is str, lengths.tolist(), counts.tolist()
     (True, [2], [2])
     """
@@ -107,7 +107,7 @@ def _validate_words(words: Mapping) -> Tuple[Optional[type], np.ndarray, np.ndar
         raise TypeError("the table mixes str and bytes symbols; use one kind for the whole table")
     if "" in distinct or b"" in distinct:
         raise ValueError("the table has an empty symbol")
-    return next(iter(kinds), None), lengths, counts
+    return next(iter(kinds), None), lengths, counts, distinct
 
 
 def _encode_symbol(symbol: Symbol) -> bytes:
@@ -126,6 +126,30 @@ def _make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> 
     if pair_weight >= 2.0**63:
         raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
     return MergeLearner(symbols, word_starts, counts, base_tokens, tie_ranks)
+
+
+def _flat_ids(words: Mapping, kind: type, single: bool) -> Tuple[np.ndarray, List[Symbol]]:
+    """Every symbol of the table as an int32 id, words concatenated, and the symbol of each id.
+
+    Ids only name symbols (the tie rule looks at positions, never at ids), so any numbering
+    works. When every symbol is ``single`` (one byte or one character, the usual case) they are
+    numbered by value straight from the joined text; longer symbols by first appearance.
+
+    >>> ids, symbols = _flat_ids({("b", "a"): 1, ("a",): 2}, str, single=True)
+    >>> ids.tolist(), symbols
+    ([1, 0, 0], ['a', 'b'])
+    """
+    symbols = chain.from_iterable(words)
+    if single and kind is bytes:
+        flat = np.frombuffer(b"".join(symbols), dtype=np.uint8).astype(np.int32)
+        return flat, [bytes([b]) for b in range(256)]
+    if single and kind is str:
+        points = np.frombuffer("".join(symbols).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        alphabet, flat = np.unique(points, return_inverse=True)
+        return flat.astype(np.int32).reshape(-1), [chr(c) for c in alphabet.tolist()]
+    first_seen = list(dict.fromkeys(symbols))
+    ids = {s: i for i, s in enumerate(first_seen)}
+    return np.fromiter(map(ids.__getitem__, chain.from_iterable(words)), dtype=np.int32), first_seen
 
 
 def _run_learner(
@@ -163,16 +187,14 @@ def train_words(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_num_merges(num_merges, min_frequency)
-    kind, lengths, word_counts = _validate_words(words)
+    kind, lengths, word_counts, distinct = _validate_words(words)
     if backend == "reference" or kind is None:
         merges, counts = reference.learn(words, num_merges, min_frequency)
     else:
-        # Base ids in first-seen order; the flat id array and word offsets built at C speed.
-        base_ids: Dict[Symbol, int] = {s: i for i, s in enumerate(dict.fromkeys(chain.from_iterable(words)))}
-        flat = np.fromiter(map(base_ids.__getitem__, chain.from_iterable(words)), dtype=np.int32)
+        flat, base_symbols = _flat_ids(words, kind, max(map(len, distinct)) == 1)
         starts = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(lengths, out=starts[1:])
-        base_tokens = [_encode_symbol(symbol) for symbol in base_ids]
+        base_tokens = [_encode_symbol(symbol) for symbol in base_symbols]
         merge_ids, merge_counts, tokens = _run_learner(
             flat,
             starts,
@@ -182,7 +204,7 @@ def train_words(
             min_frequency,
             progress,
         )
-        symbols = list(base_ids) + [_decode_symbol(t, kind) for t in tokens[len(base_ids):]]
+        symbols = base_symbols + [_decode_symbol(t, kind) for t in tokens[len(base_symbols):]]
         merges = [(symbols[left], symbols[right]) for left, right, _ in merge_ids.tolist()]
         counts = merge_counts.tolist()
     return (merges, counts) if with_counts else merges
