@@ -173,6 +173,8 @@ class Tokenizer:
                 self._merge_rank[(left, right)] = (rank, new)
         self.merge_ids = merge_array
         self.merge_counts = None if merge_counts is None else [int(c) for c in merge_counts]
+        # What each phase of training took (fastbpe.train fills it in; None otherwise).
+        self.training_stats: Optional[dict] = None
         if not isinstance(special_tokens, Mapping):
             special_tokens = {s: len(self.token_bytes) + i for i, s in enumerate(special_tokens)}
         self.special_tokens: Dict[str, int] = dict(special_tokens)
