@@ -205,6 +205,30 @@ class Scanner {
         return NPOS;
     }
 
+    // \p{N}{1,3} at p, whose first character c is a digit (cl100k, o200k, llama3).
+    inline size_t digits_upto3(size_t p, Ch c) const {
+        size_t q = p + c.len;
+        for (int k = 1; k < 3; ++k) {
+            Ch d = at(q);
+            if (!(d.fl & FB_N)) break;
+            q += d.len;
+        }
+        return q;
+    }
+
+    // ` ?[^\s\p{L}\p{N}]+[\r\n]*` at p (c = the character at p), with '/' in the trailing
+    // class when `slash` (o200k's `[\r\n/]*`); NPOS when it does not match.
+    inline size_t other_then_newlines(size_t p, Ch c, bool slash) const {
+        size_t q = p;
+        Ch d = c;
+        if (c.cp == ' ') { q = p + 1; d = at(q); }
+        if (!is_other(d)) return NPOS;
+        q = run_other(q);
+        Ch e = at(q);
+        while (e.cp == '\r' || e.cp == '\n' || (slash && e.cp == '/')) { q += 1; e = at(q); }
+        return q;
+    }
+
     // cl100k (GPT-4), as tiktoken publishes it:
     //   '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
     //   |\s++$|\s*[\r\n]|\s+(?!\S)|\s
@@ -223,24 +247,9 @@ class Scanner {
             Ch d = at(p + c.len);
             if (d.fl & FB_L) return run_flags(p + c.len, FB_L);
         }
-        if (c.fl & FB_N) {
-            size_t q = p + c.len;
-            for (int k = 1; k < 3; ++k) {
-                Ch d = at(q);
-                if (!(d.fl & FB_N)) break;
-                q += d.len;
-            }
-            return q;
-        }
-        size_t q = p;
-        Ch d = c;
-        if (c.cp == ' ') { q = p + 1; d = at(q); }
-        if (is_other(d)) {
-            q = run_other(q);
-            Ch e = at(q);
-            while (e.cp == '\r' || e.cp == '\n') { q += 1; e = at(q); }
-            return q;
-        }
+        if (c.fl & FB_N) return digits_upto3(p, c);
+        size_t q = other_then_newlines(p, c, false);
+        if (q != NPOS) return q;
         WsRun w = ws_run(p);
         if (ws_to_end_whole && w.end >= n_) return n_;  // \s++$
         if (w.after_nl != NPOS) return w.after_nl;      // \s*[\r\n]
@@ -294,24 +303,8 @@ class Scanner {
         if ((r = o200k_a1(p)) != NPOS) return r;
         if (prefix && (r = o200k_a2(p + c.len)) != NPOS) return r;
         if ((r = o200k_a2(p)) != NPOS) return r;
-        if (c.fl & FB_N) {
-            size_t q = p + c.len;
-            for (int k = 1; k < 3; ++k) {
-                Ch d = at(q);
-                if (!(d.fl & FB_N)) break;
-                q += d.len;
-            }
-            return q;
-        }
-        size_t q = p;
-        Ch d = c;
-        if (c.cp == ' ') { q = p + 1; d = at(q); }
-        if (is_other(d)) {
-            q = run_other(q);
-            Ch e = at(q);
-            while (e.cp == '\r' || e.cp == '\n' || e.cp == '/') { q += 1; e = at(q); }
-            return q;
-        }
+        if (c.fl & FB_N) return digits_upto3(p, c);
+        if ((r = other_then_newlines(p, c, true)) != NPOS) return r;
         WsRun w = ws_run(p);
         if (w.after_nl != NPOS) return w.after_nl;  // \s*[\r\n]+
         if (w.end >= n_) return n_;                 // \s+(?!\S) at the end of the text
