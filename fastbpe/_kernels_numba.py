@@ -332,6 +332,17 @@ def _admits(hs, hi, g, size, k, s):
 
 
 @numba.njit(inline="always")
+def _swap_entries(hs, hi, g, a, b):
+    """Swap entries ``a`` and ``b`` (score and column) of row ``g``'s heap."""
+    ts = hs[g, a]
+    hs[g, a] = hs[g, b]
+    hs[g, b] = ts
+    ti = hi[g, a]
+    hi[g, a] = hi[g, b]
+    hi[g, b] = ti
+
+
+@numba.njit(inline="always")
 def _insert(hs, hi, g, size, k, s, col, exclude):
     """Put ``(s, col)``, which :func:`_admits` accepted, into row ``g``'s heap; return its size.
 
@@ -350,12 +361,7 @@ def _insert(hs, hi, g, size, k, s, col, exclude):
         while pos > 0:  # sift up towards the root (the root is the worst entry)
             parent = (pos - 1) // 2
             if _ranks_below(hs[g, pos], hi[g, pos], hs[g, parent], hi[g, parent]):
-                ts = hs[g, pos]
-                hs[g, pos] = hs[g, parent]
-                hs[g, parent] = ts
-                ti = hi[g, pos]
-                hi[g, pos] = hi[g, parent]
-                hi[g, parent] = ti
+                _swap_entries(hs, hi, g, pos, parent)
                 pos = parent
             else:
                 break
@@ -371,12 +377,7 @@ def _insert(hs, hi, g, size, k, s, col, exclude):
         if right < k and _ranks_below(hs[g, right], hi[g, right], hs[g, child], hi[g, child]):
             child = right
         if _ranks_below(hs[g, child], hi[g, child], hs[g, pos], hi[g, pos]):
-            ts = hs[g, pos]
-            hs[g, pos] = hs[g, child]
-            hs[g, child] = ts
-            ti = hi[g, pos]
-            hi[g, pos] = hi[g, child]
-            hi[g, child] = ti
+            _swap_entries(hs, hi, g, pos, child)
             pos = child
         else:
             break
