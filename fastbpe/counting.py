@@ -693,7 +693,6 @@ def _pool_context():
 
 def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context=None) -> ChunkCounter:
     import concurrent.futures as cf
-    import multiprocessing as mp
 
     first = next(tasks, None)
     second = next(tasks, None)

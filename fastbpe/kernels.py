@@ -212,7 +212,6 @@ def _chunk_bounds(starts: np.ndarray, num_chunks: int) -> np.ndarray:
 
 
 def _sum_buckets(grad2, order, starts, out2, parallel):
-    nb = starts.size - 1
     use_par = _use_parallel(parallel, grad2.size + out2.size)
     chunks = 4 * numba.get_num_threads() if use_par else 1
     bounds = _chunk_bounds(starts, chunks)

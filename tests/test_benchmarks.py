@@ -10,7 +10,6 @@ import importlib
 import inspect
 import itertools
 import math
-import os
 import re
 import sys
 from pathlib import Path

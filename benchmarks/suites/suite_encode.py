@@ -9,7 +9,7 @@ import inspect
 import time
 
 from .common import (byte_pair_ranks_encode, corpus_text, fastbpe_module, feature, regex_pattern,
-                     require, skip, tiktoken_encoding, tiktoken_file)
+                     skip, tiktoken_encoding, tiktoken_file)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
