@@ -1,8 +1,9 @@
-"""Build the Cython cores.
+"""Build the compiled core: every ``fastbpe/_core/*.pyx`` becomes ``fastbpe._core.<name>``.
 
-Every ``fastbpe/_*.pyx`` becomes an extension module, so adding a core needs no edit here.
-Compiler directives are set once, below. ``FASTBPE_DEBUG=1`` turns bounds checks, wraparound
-and initialisation checks back on and builds without optimisation, for chasing a crash:
+Compiler directives are set once, below. Each extension depends on every header of
+``fastbpe/_core`` (``depends=``), so editing a header rebuilds the modules that include it.
+``FASTBPE_DEBUG=1`` turns bounds checks, wraparound and initialisation checks back on and builds
+without optimisation, for chasing a crash:
 
     FASTBPE_DEBUG=1 python -m pip install -e . --no-build-isolation
 """
@@ -14,6 +15,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("FASTBPE_DEBUG", "") not in ("", "0")
+CORE = os.path.join("fastbpe", "_core")
 
 directives = {
     "language_level": 3,
@@ -25,17 +27,19 @@ directives = {
     "embedsignature": True,
 }
 compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
+headers = sorted(glob.glob(os.path.join(CORE, "*.h")))
 
 extensions = [
     Extension(
-        "fastbpe." + os.path.splitext(os.path.basename(path))[0],
+        "fastbpe._core." + os.path.splitext(os.path.basename(path))[0],
         [path],
         language="c++",
-        include_dirs=[np.get_include()],
+        include_dirs=[np.get_include(), CORE],
+        depends=headers,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args + ["-std=c++17"],
     )
-    for path in sorted(glob.glob(os.path.join("fastbpe", "_*.pyx")))
+    for path in sorted(glob.glob(os.path.join(CORE, "*.pyx")))
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False))

@@ -1,9 +1,14 @@
-"""Progress reporting: a tqdm bar on a terminal, silence elsewhere, or the caller's callback."""
+"""Progress reporting, one way for every stage: a tqdm bar on a terminal, silence elsewhere, or
+the caller's callback.
+
+``progress`` arguments everywhere mean the same: ``None`` a bar when stderr is a terminal,
+``True`` always a bar, ``False`` none; the merge learner also takes a callable.
+"""
 import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional, Union
 
-__all__ = ["merge_progress", "wants_bar"]
+__all__ = ["merge_progress", "wants_bar", "byte_bar"]
 
 Progress = Union[None, bool, Callable[[int, int], None]]
 
@@ -13,6 +18,16 @@ def wants_bar(progress: Progress) -> bool:
     if progress is None:
         return sys.stderr.isatty()
     return progress is True
+
+
+def byte_bar(progress: Progress, total: Optional[int], desc: str):
+    """A bar counting input bytes (MB/s and, with a ``total``, the ETA), or None."""
+    if not wants_bar(progress):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, smoothing=0.1,
+                dynamic_ncols=True)
 
 
 @contextmanager

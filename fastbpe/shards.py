@@ -17,13 +17,11 @@ Blocks are cut at a newline between a non-space character and a letter: a chunk 
 pattern (gpt2, cl100k, o200k, and the Llama 3 / Qwen ones), so the ids equal those of encoding
 each document whole.
 """
-import argparse
 import gzip
 import hashlib
 import json
 import os
 import struct
-import sys
 import time
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
@@ -33,7 +31,7 @@ import numpy as np
 from .fileio import write_atomic
 from .progress import wants_bar
 
-__all__ = ["encode_files", "read_shard", "add_encode_subcommand", "BIN_MAGIC", "MANIFEST"]
+__all__ = ["encode_files", "read_shard", "BIN_MAGIC", "MANIFEST", "FORMATS", "DOCUMENTS"]
 
 BIN_MAGIC = b"FBPETOK\0"
 BIN_VERSION = 1
@@ -328,53 +326,3 @@ def encode_files(
         bar.close()
     manifest["seconds"] = round(time.perf_counter() - started, 3)
     return manifest
-
-
-# ---- the ``fastbpe encode`` subcommand ----------------------------------------------------------
-
-
-def _cmd_encode(args: argparse.Namespace) -> int:
-    from .formats import load_tokenizer
-
-    try:
-        tokenizer = load_tokenizer(args.tokenizer)
-    except (ValueError, OSError) as exc:
-        print(f"fastbpe encode: {exc}", file=sys.stderr)
-        return 2
-    files: List[Path] = []
-    for name in args.files:
-        path = Path(name)
-        files.extend(sorted(q for q in path.rglob("*") if q.is_file()) if path.is_dir() else [path])
-    try:
-        manifest = encode_files(tokenizer, files, args.out, shard_size=args.shard_size, fmt=args.format,
-                                workers=args.workers, progress=False if args.quiet else None,
-                                documents=args.documents,
-                                separator=None if args.no_separator else args.separator,
-                                resume=not args.no_resume)
-    except ValueError as exc:
-        print(f"fastbpe encode: {exc}", file=sys.stderr)
-        return 2
-    print(f"fastbpe encode: {manifest['tokens']:,} tokens in {len(manifest['shards'])} shards in {args.out}",
-          file=sys.stderr)
-    return 0
-
-
-def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
-    """Register ``fastbpe encode FILES --tokenizer T --out DIR`` on an argparse subparsers object."""
-    p = subparsers.add_parser("encode", help="encode text files into token shards (.npy or .bin)",
-                              description="Stream text files (plain or .gz) through a tokenizer into "
-                                          "fixed-size token shards; rerunning resumes.")
-    p.add_argument("files", nargs="+", help="text files or folders")
-    p.add_argument("--tokenizer", "-t", required=True,
-                   help="a fastbpe tokenizer file, a Hugging Face tokenizer.json, or an OpenAI {name}.tiktoken")
-    p.add_argument("--out", "-o", required=True, help="output folder")
-    p.add_argument("--shard-size", type=int, default=100_000_000, help="ids per shard (default 1e8)")
-    p.add_argument("--format", choices=FORMATS, default="npy")
-    p.add_argument("--documents", choices=DOCUMENTS, default="file", help="what one document is")
-    p.add_argument("--separator", default="<|endoftext|>", help="special token between documents")
-    p.add_argument("--no-separator", action="store_true", help="put nothing between documents")
-    p.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
-    p.add_argument("--no-resume", action="store_true", help="fail instead of resuming a previous run")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    p.set_defaults(run=_cmd_encode)
-    return p

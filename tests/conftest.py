@@ -1,7 +1,78 @@
+"""Shared test settings: hypothesis profiles and the ``shared_data`` fixture.
+
+Tests that need the real corpora and tokenizer files ask for ``shared_data`` and skip, saying
+what is missing, where ``FASTBPE_DATA`` (default ``../shared/data``) does not hold them.
+"""
 import os
+
+import pytest
 from hypothesis import settings
+
+from benchmarks import data as _data
 
 # "ci" is the profile CI and the README's test command use; "thorough" for long local runs.
 settings.register_profile("ci", max_examples=200, deadline=None)
 settings.register_profile("thorough", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+class SharedData:
+    """The shared data folder; every accessor skips the calling test when a file is absent."""
+
+    @property
+    def dir(self):
+        return _data.data_dir()
+
+    def path(self, *parts: str):
+        try:
+            return _data.data_path(*parts)
+        except _data.MissingData as exc:
+            pytest.skip(str(exc))
+
+    def text(self, name: str, chars: int) -> str:
+        self.path(name)
+        return _data.text_slice(name, chars)
+
+    def rows(self, name: str, count: int) -> list:
+        self.path(name)
+        return _data.first_lines(name, count)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> SharedData:
+    return SharedData()
+
+
+class WorkedExample:
+    """BPE by hand on a small Malay and English text (15 merges, counts and five encodings
+    worked out on paper), and Sennrich et al. (2016)'s toy vocabulary."""
+
+    text = (
+        "saya makan nasi lemak dan minum teh tarik . kami makan makanan sedap dan minum minuman "
+        "sejuk . mereka makan nasi lemak lagi . we eat nasi lemak and we drink teh tarik . they eat "
+        "and they drink ."
+    )
+    merges = [
+        ("a", "n", 10), ("_", "m", 8), ("a", "k", 7), ("_", "t", 6), ("i", "n", 5), ("_", ".", 5),
+        ("_m", "ak", 4), ("_mak", "an", 4), ("_", "l", 4), ("_", "d", 4), ("_", "s", 3),
+        ("_", "n", 3), ("_n", "a", 3), ("_na", "s", 3), ("_nas", "i", 3),
+    ]
+    encodings = {
+        "makanan": ("_makan", "an"),
+        "minuman": ("_m", "in", "u", "m", "an"),
+        "lemak": ("_l", "e", "m", "ak"),
+        "makan-makan": ("_makan", "-", "m", "ak", "an"),
+        "drinking": ("_d", "r", "in", "k", "in", "g"),
+    }
+    sennrich = {tuple("low_"): 5, tuple("lower_"): 2, tuple("newest_"): 6, tuple("widest_"): 3}
+
+    def words(self):
+        """The text's word table with the word-start marker ``_``."""
+        from collections import Counter
+
+        return Counter(tuple("_" + w) for w in self.text.split())
+
+
+@pytest.fixture(scope="session")
+def worked_example() -> WorkedExample:
+    return WorkedExample()

@@ -1,5 +1,4 @@
 """Token shards: exact ids, separators, both formats, atomic and resumable output, the CLI hook."""
-import argparse
 import gzip
 import json
 
@@ -8,24 +7,24 @@ import pytest
 
 import fastbpe
 from fastbpe import shards
-from fastbpe.shards import MANIFEST, add_encode_subcommand, encode_files, read_shard
+from fastbpe.cli import main
+from fastbpe.shards import MANIFEST, encode_files, read_shard
 
-from _fastbpe_data import need, text_slice
 
 EOT = "<|endoftext|>"
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return fastbpe.train(text_slice("english.txt.gz", 200_000), vocab_size=800, progress=False,
+def tok(shared_data):
+    return fastbpe.train(shared_data.text("english.txt.gz", 200_000), vocab_size=800, progress=False,
                          special_tokens=[EOT])
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, shared_data):
     """Three documents: plain text, gzip, and one with awkward whitespace at every line end."""
     root = tmp_path_factory.mktemp("corpus")
-    text = text_slice("english.txt.gz", 260_000)
+    text = shared_data.text("english.txt.gz", 260_000)
     docs = [text[:60_000], text[60_000:200_000],
             "  trailing  \nspaces \n\nand x\nlines\n  \n" * 300 + "it has <|endoftext|> inside"]
     paths = [root / "a.txt", root / "b.txt.gz", root / "c.txt"]
@@ -64,8 +63,8 @@ def test_shards_hold_exactly_the_ids(tok, corpus, tmp_path, fmt):
     assert not list(tmp_path.glob(".tmp-*"))
 
 
-def test_block_cuts_change_no_id_with_cl100k(corpus, tmp_path):
-    tok = fastbpe.openai("cl100k_base", need("tokenizers", "tiktoken"))
+def test_block_cuts_change_no_id_with_cl100k(corpus, tmp_path, shared_data):
+    tok = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
     paths, docs = corpus
     encode_files(tok, paths[2:], tmp_path, shard_size=10**6, workers=1, progress=False, block_chars=200)
     _, ids = all_ids(tmp_path)
@@ -156,26 +155,20 @@ def test_bad_arguments(tok, tmp_path):
         encode_files(tok, [bad], tmp_path / "o2", progress=False)
 
 
-def test_cli_subcommand(tok, corpus, tmp_path):
+def test_cli_subcommand(tok, corpus, tmp_path, shared_data):
     paths, docs = corpus
     tok.save(tmp_path / "tok.json")
-    parser = argparse.ArgumentParser(prog="fastbpe")
-    add_encode_subcommand(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["encode", str(paths[0]), str(paths[1]), "--tokenizer", str(tmp_path / "tok.json"),
-                              "--out", str(tmp_path / "out"), "--shard-size", "10000", "--format", "bin", "-q"])
-    assert args.run(args) == 0
+    assert main(["encode", str(paths[0]), str(paths[1]), "--tokenizer", str(tmp_path / "tok.json"),
+                              "--out", str(tmp_path / "out"), "--shard-size", "10000", "--format", "bin", "-q"]) == 0
     _, ids = all_ids(tmp_path / "out")
     assert ids == expected_ids(tok, docs[:2])
-    args = parser.parse_args(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "tok.json"),
-                              "--out", str(tmp_path / "out"), "-q", "--no-resume"])
-    assert args.run(args) == 2
+    assert main(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "tok.json"),
+                              "--out", str(tmp_path / "out"), "-q", "--no-resume"]) == 2
     # The peers' files work as --tokenizer too.
-    args = parser.parse_args(["encode", str(paths[0]), "--tokenizer",
-                              str(need("tokenizers", "tiktoken", "r50k_base.tiktoken")),
-                              "--out", str(tmp_path / "r50k"), "-q"])
-    assert args.run(args) == 0
-    r50k = fastbpe.openai("r50k_base", need("tokenizers", "tiktoken"))
+    assert main(["encode", str(paths[0]), "--tokenizer",
+                              str(shared_data.path("tokenizers", "tiktoken", "r50k_base.tiktoken")),
+                              "--out", str(tmp_path / "r50k"), "-q"]) == 0
+    r50k = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
     assert all_ids(tmp_path / "r50k")[1] == r50k.encode_ordinary(docs[0])
-    args = parser.parse_args(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "missing.json"),
-                              "--out", str(tmp_path / "x"), "-q"])
-    assert args.run(args) == 2
+    assert main(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "missing.json"),
+                              "--out", str(tmp_path / "x"), "-q"]) == 2

@@ -1,11 +1,11 @@
-"""Generate ``fastbpe/_unicode_tables.h``: the character classes the compiled pre-tokenizer needs.
+"""Generate ``fastbpe/_core/unicode_tables.h``: the character classes the compiled pre-tokenizer needs.
 
 Every class is taken from the ``regex`` module itself, by matching each code point against the
 class exactly as the split patterns spell it (``\\p{L}``, ``\\s``, ``[\\p{Lu}\\p{Lt}...]``, ``(?i:s)``),
 so the compiled scanner agrees with ``regex`` by construction, whatever Unicode version the
 installed ``regex`` implements. Re-run after upgrading ``regex``:
 
-    python tools/gen_unicode_tables.py            # rewrites fastbpe/_unicode_tables.h
+    python tools/gen_unicode_tables.py            # rewrites fastbpe/_core/unicode_tables.h
     python tools/gen_unicode_tables.py --check    # exit 1 if the checked-in file is stale
 
 Layout: a two-level lookup. ``FB_STAGE1[cp >> 8]`` names a 256-entry block of ``FB_STAGE2``
@@ -18,7 +18,7 @@ import unicodedata
 
 import regex
 
-# Flag bits, one per class used by some split pattern. Keep in sync with _pretok_scan.h.
+# Flag bits, one per class used by some split pattern. Keep in sync with scan.h.
 CLASSES = [
     ("FB_L", r"\p{L}"),
     ("FB_N", r"\p{N}"),
@@ -30,7 +30,7 @@ CLASSES = [
 # Letters of the contractions written inside (?i:...) in cl100k / o200k.
 CONTRACTION_LETTERS = "sdmtlver"
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, os.pardir, "fastbpe", "_unicode_tables.h")
+OUT = os.path.join(HERE, os.pardir, "fastbpe", "_core", "unicode_tables.h")
 
 
 def all_code_points_text() -> str:
@@ -116,7 +116,7 @@ def main() -> int:
         with open(OUT) as f:
             current = f.read()
         if current != text:
-            print("fastbpe/_unicode_tables.h is stale; re-run tools/gen_unicode_tables.py")
+            print("fastbpe/_core/unicode_tables.h is stale; re-run tools/gen_unicode_tables.py")
             return 1
         return 0
     tmp = OUT + ".tmp"

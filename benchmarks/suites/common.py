@@ -293,7 +293,7 @@ def corpus_text(source: str, nbytes) -> str:
 def regex_pattern(name: str) -> Optional[str]:
     """The regex of a named pre-tokenizer pattern in this commit, or None if it does not know it."""
     resolve = feature("pretokenize.resolve_pattern")
-    patterns = feature("pretokenize.PATTERNS")
+    patterns = feature("PATTERNS")
     if isinstance(patterns, dict) and isinstance(patterns.get(name), str):
         return patterns[name]
     if resolve is not None:

@@ -1,0 +1,6 @@
+"""``python -m fastbpe``: the ``fastbpe`` command."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,98 @@
+# cython: language_level=3
+"""Compiled chunk counting: pre-tokenize documents and count chunks in a C++ hash table.
+
+The table (chunk_table.h) keeps first-appearance order and exports the three arrays of a
+fastbpe.WordTable. No Python objects in the hot loop; the GIL is released while counting.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int64_t, uint8_t
+from libc.string cimport memcpy
+
+from fastbpe._core.scan cimport ChunkTable
+
+cnp.import_array()
+
+
+cdef class ChunkCounter:
+    """Counts chunks of documents into one table, in first-appearance order.
+
+    >>> c = ChunkCounter()
+    >>> c.add_documents(b"the the thethe", np.array([11, 14], dtype=np.int64), 1, 0)
+    -1
+    >>> data, offsets, counts = c.arrays()
+    >>> data.tobytes(), offsets.tolist(), counts.tolist()
+    (b'the the', [0, 3, 7], [2, 2])
+    """
+    cdef ChunkTable* table
+    cdef public int64_t bad_offset
+
+    def __cinit__(self):
+        self.table = new ChunkTable()
+        self.bad_offset = -1
+
+    def __dealloc__(self):
+        del self.table
+
+    def __len__(self):
+        return self.table.size()
+
+    def add_documents(self, const uint8_t[::1] buf, const int64_t[::1] ends, int pattern, int errors):
+        """Count the chunks of ``buf[ends[k-1]:ends[k]]`` for each k (each an independent text).
+
+        Returns -1, or the index of the first document holding invalid UTF-8 under
+        errors=strict (the byte offset inside it is then in ``self.bad_offset``).
+        """
+        cdef size_t ndocs = ends.shape[0]
+        cdef int64_t r, bad = -1
+        cdef const uint8_t* base
+        cdef uint8_t empty = 0
+        cdef Py_ssize_t k
+        if not 0 <= pattern <= 4 or not 0 <= errors <= 2:
+            raise ValueError(f"unknown pattern id {pattern} or errors id {errors}")
+        if ndocs == 0:
+            return -1
+        if ends[ndocs - 1] > buf.shape[0] or ends[0] < 0:
+            raise ValueError("document ends beyond the buffer")
+        for k in range(1, ndocs):
+            if ends[k] < ends[k - 1]:
+                raise ValueError("document ends must be non-decreasing")
+        base = &buf[0] if buf.shape[0] else &empty
+        with nogil:
+            r = self.table.add_documents(base, &ends[0], ndocs, pattern, errors, &bad)
+        self.bad_offset = bad
+        return r
+
+    def add_table(self, data, offsets, counts):
+        """Add the chunks of a table (arrays of a WordTable) in its order, summing counts."""
+        cdef const uint8_t[::1] d = np.ascontiguousarray(data, dtype=np.uint8)
+        cdef const int64_t[::1] o = np.ascontiguousarray(offsets, dtype=np.int64)
+        cdef const int64_t[::1] c = np.ascontiguousarray(counts, dtype=np.int64)
+        cdef size_t n = c.shape[0]
+        cdef uint8_t empty = 0
+        cdef size_t k
+        if <size_t>o.shape[0] != n + 1 or o[0] != 0 or o[n] != d.shape[0]:
+            raise ValueError("inconsistent table arrays")
+        for k in range(n):
+            if o[k + 1] <= o[k]:  # also keeps every read inside data
+                raise ValueError("table chunks must be non-empty (offsets strictly increasing)")
+        if n == 0:
+            return
+        with nogil:
+            self.table.add_table(&d[0] if d.shape[0] else &empty, &o[0], &c[0], n)
+
+    def arrays(self):
+        """(data uint8, offsets int64[n+1], counts int64[n]) copies of the table."""
+        cdef size_t n = self.table.size()
+        data = np.empty(self.table.data.size(), dtype=np.uint8)
+        offsets = np.empty(n + 1, dtype=np.int64)
+        counts = np.empty(n, dtype=np.int64)
+        cdef uint8_t[::1] dv = data
+        cdef int64_t[::1] ov = offsets
+        cdef int64_t[::1] cv = counts
+        if self.table.data.size():
+            memcpy(&dv[0], self.table.data.data(), self.table.data.size())
+        memcpy(&ov[0], self.table.offsets.data(), (n + 1) * sizeof(int64_t))
+        if n:
+            memcpy(&cv[0], self.table.counts.data(), n * sizeof(int64_t))
+        return data, offsets, counts

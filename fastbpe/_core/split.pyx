@@ -1,0 +1,116 @@
+# cython: language_level=3
+"""Compiled pre-tokenizers (the scanners live in scan.h).
+
+Pattern and error-mode ids are the ``PATTERN_IDS`` / ``ERRORS_IDS`` below; ``fastbpe.split``
+is the public face. Everything here takes UTF-8 bytes; the GIL is released while scanning.
+"""
+from libc.stdint cimport int64_t, uint8_t
+from libc.string cimport memcpy
+from libcpp.string cimport string
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+import numpy as np
+
+from fastbpe._core.scan cimport (ChunkList, scan_document_to_list, find_cut as c_find_cut, NPOS,
+                            PAT_WHITESPACE, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3, PAT_CUSTOM,
+                            ERR_STRICT, ERR_REPLACE, ERR_BYTES)
+
+PATTERN_IDS = {
+    "whitespace": PAT_WHITESPACE,
+    "gpt2": PAT_GPT2,
+    "cl100k": PAT_CL100K,
+    "o200k": PAT_O200K,
+    "llama3": PAT_LLAMA3,
+}
+# find_cut's rule for user regexes (no scanner): the cuts that hold for every such pattern.
+CUSTOM_CUT_RULE = PAT_CUSTOM
+ERRORS_IDS = {"strict": ERR_STRICT, "replace": ERR_REPLACE, "bytes": ERR_BYTES}
+
+
+class InvalidUTF8(ValueError):
+    """Invalid UTF-8 at byte ``offset`` of the input (errors="strict")."""
+
+    def __init__(self, offset):
+        super().__init__(f"invalid UTF-8 at byte offset {offset}")
+        self.offset = offset
+
+
+cdef _split(const uint8_t[::1] data, int pattern, int errors, ChunkList* out):
+    cdef size_t n = data.shape[0]
+    cdef int64_t bad = -1
+    cdef string scratch
+    if not 0 <= pattern <= 4 or not 0 <= errors <= 2:
+        raise ValueError(f"unknown pattern id {pattern} or errors id {errors}")
+    if n == 0:
+        return
+    with nogil:
+        bad = scan_document_to_list(&data[0], n, pattern, errors, out[0], scratch)
+    if bad >= 0:
+        raise InvalidUTF8(bad)
+
+
+def split_bytes(const uint8_t[::1] data, int pattern, int errors=ERR_STRICT):
+    """Chunks of UTF-8 ``data`` as a list of bytes.
+
+    >>> split_bytes(b"Hello world!!", PATTERN_IDS["gpt2"])
+    [b'Hello', b' world', b'!!']
+    """
+    cdef ChunkList out
+    _split(data, pattern, errors, &out)
+    cdef list result = []
+    cdef int64_t start = 0, end
+    cdef const char* base = <const char*>out.data.data()
+    for end in out.ends:
+        result.append(PyBytes_FromStringAndSize(base + start, end - start))
+        start = end
+    return result
+
+
+def chunk_ends(const uint8_t[::1] data, int pattern, int errors=ERR_STRICT):
+    """int64 end offset of every chunk within the concatenated chunks, with no per-chunk
+    objects: what the encoder consumes. For the patterns whose chunks tile the text (all but
+    ``whitespace``) these are offsets into ``data`` itself.
+
+    >>> chunk_ends(b"Hello world!!", PATTERN_IDS["gpt2"]).tolist()
+    [5, 11, 13]
+    """
+    cdef ChunkList out
+    _split(data, pattern, errors, &out)
+    ends = np.empty(out.ends.size(), dtype=np.int64)
+    cdef int64_t[::1] view = ends
+    if out.ends.size():
+        memcpy(&view[0], out.ends.data(), out.ends.size() * sizeof(int64_t))
+    return ends
+
+
+def split_text(str text, int pattern):
+    """Chunks of ``text`` as a list of str. Raises UnicodeEncodeError for lone surrogates.
+
+    >>> split_text("I'm here  now", PATTERN_IDS["gpt2"])
+    ['I', "'m", ' here', ' ', ' now']
+    """
+    cdef bytes data = text.encode("utf-8")
+    cdef ChunkList out
+    _split(data, pattern, ERR_STRICT, &out)
+    cdef list result = []
+    cdef int64_t start = 0, end
+    cdef const char* base = <const char*>out.data.data()
+    for end in out.ends:
+        result.append(PyUnicode_DecodeUTF8(base + start, end - start, NULL))
+        start = end
+    return result
+
+
+def find_cut(const uint8_t[::1] buf, size_t start, int pattern):
+    """First safe block boundary i with start <= i < len(buf), or -1 (see scan.h).
+
+    >>> find_cut(b"one two", 0, PATTERN_IDS["gpt2"])
+    3
+    """
+    cdef size_t n = buf.shape[0], r
+    if n == 0:
+        return -1
+    with nogil:
+        r = c_find_cut(&buf[0], n, start, pattern)
+    return -1 if r == NPOS else <Py_ssize_t>r

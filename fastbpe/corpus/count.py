@@ -1,0 +1,549 @@
+"""Corpus-scale word counting: pre-tokenize a corpus and count its unique chunks.
+
+``count_words(corpus, pretokenizer="gpt2")`` streams files (plain, ``.gz``, ``.xz``, ``.bz2``,
+``.zst`` when the ``zstandard`` module is importable), directories (recursively, sorted), glob
+patterns, or an iterable of str / bytes documents, in bounded memory, and returns a
+:class:`~fastbpe.corpus.wordtable.WordTable`: unique chunks in first-appearance order with 64-bit counts.
+Training on that table gives the merges the reference gives on the same text.
+
+What is one text. Each file is one text and each item of an iterable is one text: chunks never
+span two files or two items (the pattern sees the end of the text at the end of each). A file is
+*not* split into lines: ``"a\\n\\nb"`` chunks as a whole.
+
+Blocks. Text is read in blocks of about ``block_size`` bytes that end only at safe cuts
+(:mod:`fastbpe.corpus.cut`), so counting block by block gives exactly the table of the whole.
+
+Invalid UTF-8: ``errors="strict"`` (default) raises :class:`CorpusDecodeError` naming the file
+(or item) and the byte offset (in the decompressed stream); ``"replace"`` counts the text
+``bytes.decode("utf-8", "replace")`` gives; ``"bytes"`` chunks each valid stretch between invalid
+bytes as its own text and counts every invalid byte as a one-byte chunk.
+
+Parallelism: ``workers=N`` processes on one machine count partitions independently (byte ranges
+of plain files and, when there are at least 2N of them, whole compressed files, all read by the
+workers; otherwise blocks read here: a few compressed files, iterables); their tables are
+combined in partition order, so the result is identical to ``workers=1``, order included.
+``cluster=`` does the same on a Dask cluster (see :func:`count_words`).
+"""
+import itertools
+import os
+import sys
+from collections import deque
+from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
+
+import numpy as np
+
+from .._core.count import ChunkCounter
+from ..progress import byte_bar
+from ..reference import split as split_reference
+from ..split.patterns import check_user_pattern, cut_rule, scanner_id, source
+from ..split.pretokenize import InvalidUTF8, check_errors
+from .cut import cut_stream, file_cut_at_or_after
+from .files import CorpusDecodeError, expand_paths, is_compressed, open_bytes, read_pieces
+from .wordtable import WordTable
+
+__all__ = ["count_words", "CorpusDecodeError"]
+
+DEFAULT_BLOCK_SIZE = 8 << 20
+
+
+# ------------------------------------------------------------------------------ blocks
+
+
+class Block(NamedTuple):
+    """Documents packed into one buffer: ``data[ends[k-1]:ends[k]]`` is document k.
+
+    ``names[k]`` / ``starts[k]`` say where document k came from (file path or item index, and
+    the byte offset of its first byte there) for error messages; ``raw`` is the input bytes it
+    stands for (for progress: compressed bytes for compressed files).
+    """
+
+    data: bytes
+    ends: np.ndarray
+    names: Tuple[Union[str, int], ...]
+    starts: Tuple[int, ...]
+    raw: int
+
+
+class _BlockBuilder:
+    """Packs consecutive documents into blocks of about ``block_size`` bytes."""
+
+    def __init__(self, block_size: int):
+        self.block_size = block_size
+        self._reset()
+
+    def _reset(self):
+        self.parts: List[bytes] = []
+        self.ends: List[int] = []
+        self.names: List[Union[str, int]] = []
+        self.starts: List[int] = []
+        self.size = 0
+        self.raw = 0
+
+    def add(self, data: bytes, name: Union[str, int], start: int, raw: int) -> Optional[Block]:
+        self.parts.append(data)
+        size = self.size = self.size + len(data)
+        self.ends.append(size)
+        self.names.append(name)
+        self.starts.append(start)
+        self.raw += raw
+        return self.take() if size >= self.block_size else None
+
+    def add_many(self, datas: List[bytes], first_index: int) -> Iterator[Block]:
+        """Add consecutive items first_index, first_index + 1, ... (each a whole text)."""
+        if not datas:
+            return
+        before = self.size
+        self.parts.extend(datas)
+        self.ends.extend(itertools.islice(itertools.accumulate(map(len, datas), initial=before), 1, None))
+        self.size = self.ends[-1]
+        self.names.extend(range(first_index, first_index + len(datas)))
+        self.starts.extend(itertools.repeat(0, len(datas)))
+        self.raw += self.size - before
+        if self.size >= self.block_size:
+            yield self.take()
+
+    def take(self) -> Optional[Block]:
+        if not self.parts:
+            return None
+        block = Block(b"".join(self.parts), np.array(self.ends, dtype=np.int64), tuple(self.names),
+                      tuple(self.starts), self.raw)
+        self._reset()
+        return block
+
+
+class _Range(NamedTuple):
+    """Task: the bytes of a plain file between the first safe cuts at or after start and end."""
+
+    path: str
+    start: int
+    end: int
+
+
+def _range_blocks(task: _Range, rule: int, block_size: Optional[int]) -> Iterator[Block]:
+    size = os.path.getsize(task.path)
+    with open(task.path, "rb") as f:
+        lo = file_cut_at_or_after(f, task.start, size, rule)
+        hi = file_cut_at_or_after(f, task.end, size, rule)
+        f.seek(lo)
+        remaining = hi - lo
+
+        def pieces():
+            nonlocal remaining
+            while remaining > 0:
+                piece = f.read(min(remaining, block_size or remaining))
+                if not piece:
+                    return
+                remaining -= len(piece)
+                yield piece
+
+        for segment, offset in cut_stream(pieces(), rule, block_size):
+            yield Block(segment, np.array([len(segment)], dtype=np.int64), (task.path,), (lo + offset,),
+                        len(segment))
+
+
+class _File(NamedTuple):
+    """Task: a whole (compressed) file, read and decompressed by the worker."""
+
+    path: str
+
+
+def _file_blocks(task: _File, rule: int, block_size: Optional[int]) -> Iterator[Block]:
+    reader, raw = open_bytes(task.path)
+    with reader, raw:
+        last_raw = 0
+        for segment, offset in cut_stream(read_pieces(reader, block_size or (1 << 24)), rule, block_size):
+            now = raw.tell()
+            yield Block(segment, np.array([len(segment)], dtype=np.int64), (task.path,), (offset,), now - last_raw)
+            last_raw = now
+
+
+def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Optional[int],
+                  compressed_to_workers: bool = False, files: Optional[List[str]] = None) -> Iterator[Any]:
+    """The corpus as an ordered stream of tasks: Block (data in hand), _Range or _File (a worker
+    reads the file itself).
+
+    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size;
+    compressed files become _File tasks when ``compressed_to_workers``; everything else is read
+    here and packed into Blocks. ``files``: the corpus's files if already expanded.
+    """
+    builder = _BlockBuilder(block_size or (1 << 62))
+    if files is None:
+        files = _corpus_files_or_none(corpus)
+    if files is not None:
+        for path in files:
+            compressed = is_compressed(path)
+            size = os.path.getsize(path)
+            if not compressed and split_plain is not None and size > split_plain:
+                block = builder.take()
+                if block is not None:
+                    yield block
+                for start in range(0, size, split_plain):
+                    yield _Range(path, start, min(start + split_plain, size))
+                continue
+            if compressed and compressed_to_workers:
+                block = builder.take()
+                if block is not None:
+                    yield block
+                yield _File(path)
+                continue
+            reader, raw = open_bytes(path)
+            with reader, raw:
+                last_raw = 0
+                for segment, offset in cut_stream(read_pieces(reader, block_size or (1 << 24)), rule, block_size):
+                    now = raw.tell()
+                    block = builder.add(segment, path, offset, now - last_raw)
+                    last_raw = now
+                    if block is not None:
+                        yield block
+    else:
+        if isinstance(corpus, (bytes, bytearray)):
+            raise TypeError("corpus is bytes: pass an iterable of documents, e.g. [data]")
+        # the per-item path is the hot loop for corpora of many short texts: items are taken in
+        # batches and added to the block builder a batch at a time (an item's name is its
+        # index, formatted only for an error message)
+        limit = block_size if block_size is not None else 1 << 62
+        items = iter(corpus)
+        first = 0
+        while True:
+            batch = list(itertools.islice(items, 1024))
+            if not batch:
+                break
+            kinds = set(map(type, batch))
+            if kinds == {bytes}:
+                datas = batch
+            elif kinds == {str}:
+                datas = [item.encode("utf-8", "surrogatepass") for item in batch]
+            else:
+                datas = [_item_bytes(item, first + k) for k, item in enumerate(batch)]
+            if max(map(len, datas)) <= limit:  # the common case: no long item
+                yield from builder.add_many(datas, first)
+                first += len(batch)
+                continue
+            lo = 0
+            for k, data in enumerate(datas):
+                if len(data) > limit:  # a long item: cut it like a file
+                    yield from builder.add_many(datas[lo:k], first + lo)
+                    for segment, offset in cut_stream([data], rule, block_size):
+                        block = builder.add(segment, first + k, offset, len(segment))
+                        if block is not None:
+                            yield block
+                    lo = k + 1
+            yield from builder.add_many(datas[lo:], first + lo)
+            first += len(batch)
+    block = builder.take()
+    if block is not None:
+        yield block
+
+
+def _item_bytes(item, index: int) -> bytes:
+    kind = type(item)
+    if kind is bytes:
+        return item
+    if kind is str or isinstance(item, str):
+        return item.encode("utf-8", "surrogatepass")
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    raise TypeError(f"corpus item #{index} is {type(item).__name__}, expected str or bytes")
+
+
+# ------------------------------------------------------------------------------ counting one task
+
+
+def _decode_error(block: Block, doc: int, offset: int) -> CorpusDecodeError:
+    start = 0 if doc == 0 else int(block.ends[doc - 1])
+    bad = block.data[start + offset : start + offset + 1]
+    where = block.names[doc]
+    where = f"item #{where}" if isinstance(where, int) else where
+    at = block.starts[doc] + offset
+    kind = " (offset in the decompressed stream)" if isinstance(block.names[doc], str) and is_compressed(where) else ""
+    return CorpusDecodeError(
+        f"{where}: invalid UTF-8 at byte offset {at}{kind} (byte 0x{bad.hex()}); "
+        "pass errors='replace' to replace invalid bytes by U+FFFD, or errors='bytes' to count them as bytes"
+    )
+
+
+def _count_block_regex(counter: ChunkCounter, block: Block, pattern: str, errors: str) -> None:
+    """The user-regex path (pure Python): count with regex.findall semantics per document."""
+    counts = {}
+    start = 0
+    for doc, end in enumerate(block.ends.tolist()):
+        data = block.data[start:end]
+        try:
+            chunks = split_reference.pretokenize_bytes(data, source(pattern), errors)
+        except InvalidUTF8 as exc:
+            raise _decode_error(block, doc, exc.offset) from None
+        for chunk in chunks:
+            key = chunk.encode("utf-8", "surrogateescape")
+            if key:
+                counts[key] = counts.get(key, 0) + 1
+        start = end
+    if counts:
+        table = WordTable.from_counts(counts)
+        counter.add_table(table.data, table.offsets, table.counts)
+
+
+def _count_block(counter: ChunkCounter, block: Block, pattern: str, scanner: int, errors: str) -> None:
+    if scanner < 0:
+        _count_block_regex(counter, block, pattern, errors)
+        return
+    doc = counter.add_documents(block.data, block.ends, scanner, check_errors(errors))
+    if doc >= 0:
+        raise _decode_error(block, doc, counter.bad_offset)
+
+
+def _task_blocks(task, rule: int, block_size: Optional[int]) -> Iterator[Block]:
+    if isinstance(task, _Range):
+        return _range_blocks(task, rule, block_size)
+    if isinstance(task, _File):
+        return _file_blocks(task, rule, block_size)
+    return iter([task])
+
+
+def count_task(task, pattern: str, errors: str, block_size: Optional[int]):
+    """Count one task (a Block or a _Range) into a fresh table; returns its three arrays.
+
+    This is what runs in worker processes and on Dask workers.
+    """
+    scanner, rule = scanner_id(pattern), cut_rule(pattern)
+    counter = ChunkCounter()
+    for block in _task_blocks(task, rule, block_size):
+        _count_block(counter, block, pattern, scanner, errors)
+    return counter.arrays()
+
+
+def _task_raw(task) -> int:
+    if isinstance(task, _Range):
+        return task.end - task.start
+    if isinstance(task, _File):
+        return os.path.getsize(task.path)
+    return task.raw
+
+
+# ------------------------------------------------------------------------------ public API
+
+
+def _default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def count_words(
+    corpus,
+    pretokenizer: str = "gpt2",
+    workers: Optional[int] = None,
+    errors: str = "strict",
+    progress: Optional[bool] = None,
+    cluster=None,
+    block_size: Optional[int] = DEFAULT_BLOCK_SIZE,
+    partition_size: Optional[int] = None,
+) -> WordTable:
+    """Pre-tokenize a corpus and count its unique chunks, in bounded memory.
+
+    corpus
+        A path (file, directory, glob) or a list/tuple of them; files may be plain, ``.gz``,
+        ``.xz``/``.lzma``, ``.bz2`` or ``.zst`` (with ``zstandard``). Or any other iterable (an
+        iterator, generator, or a list of bytes) of str / bytes documents; to count a list of str
+        texts pass ``iter(texts)`` (a list of str means paths). A str item holding lone
+        surrogates is taken as its ``surrogatepass`` UTF-8, i.e. as invalid UTF-8 (see errors).
+    pretokenizer
+        A split pattern: a name of :data:`fastbpe.PATTERNS`, an OpenAI encoding name, or the
+        exact text of a named pattern all run the compiled scanner; any other regex string runs
+        the ``regex`` module (pure Python: slow). See :mod:`fastbpe.split.patterns`.
+    workers
+        Processes on this machine (default: all cores available). The table is identical for
+        any number of workers. Workers are forked (Linux, single-threaded caller) or started by
+        the forkserver method, which re-imports the main module: in a script, call count_words
+        under ``if __name__ == "__main__":``.
+    errors
+        ``"strict"``, ``"replace"`` or ``"bytes"``: see the module docstring.
+    progress
+        tqdm bar with bytes read, MB/s and ETA. Default: only when stderr is a terminal.
+    cluster
+        A ``dask.distributed.Client``, or a scheduler address (``"tcp://host:8786"``) to connect
+        to. Partitions are counted on the Dask workers and only their tables come back; they
+        are combined here in partition order (the same table as one local worker). Files are
+        opened *by the workers*: the paths (made absolute here) must be readable on every worker
+        under the same path (a shared filesystem, or the same copy everywhere), and fastbpe (the
+        same version) must be installed there. Plain files are split into byte ranges, each
+        compressed file is one task; iterables are read here and shipped block by block. A
+        client you pass stays open; an address is connected to and closed again.
+    block_size
+        Bytes per block (default 8 MiB); ``None`` reads each text whole (no cutting).
+    partition_size
+        Bytes per partition of a plain file handed to a worker (default: the corpus size over
+        the number of workers, between 16 MiB and 256 MiB).
+
+    Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts).
+    Raises ValueError when the corpus holds no chunk at all.
+
+    >>> table = count_words(iter(["the cat", "the dog"]), workers=1)
+    >>> list(table.items())
+    [(b'the', 2), (b' cat', 1), (b' dog', 1)]
+    """
+    check_errors(errors)
+    check_user_pattern(pretokenizer)  # a typo or a bad regex fails now, not in a worker
+    rule = cut_rule(pretokenizer)
+    if block_size is not None and block_size < 1:
+        raise ValueError("block_size must be a positive number of bytes or None")
+    if workers is None:
+        workers = _default_workers()
+    if workers < 1:
+        raise ValueError("workers must be >= 1")
+
+    client, own_client = _dask_client(cluster) if cluster is not None else (None, False)
+    try:
+        parallelism = workers if client is None else max(1, sum(client.nthreads().values()))
+        files = _corpus_files_or_none(corpus)
+        total = sum(os.path.getsize(f) for f in files) if files is not None else None
+        if partition_size is None:
+            # one partition per worker when the corpus allows: every partition builds its own
+            # table, so more partitions cost more duplicated work than they gain in balance
+            partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // parallelism)))
+        split_plain = partition_size if parallelism > 1 and block_size is not None else None
+        # compressed files are read by the workers on a cluster (spreading the decompression);
+        # locally too when there are enough of them to keep every worker busy
+        many_compressed = files is not None and sum(map(is_compressed, files)) >= 2 * parallelism
+        to_workers = client is not None or (parallelism > 1 and many_compressed)
+        tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files)
+        return _count_tasks(tasks, client, workers, pretokenizer, errors, block_size, progress, total)
+    finally:
+        if own_client:
+            client.close()
+
+
+def _corpus_files_or_none(corpus) -> Optional[List[str]]:
+    if isinstance(corpus, (str, os.PathLike)) or (
+        isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
+    ):
+        return expand_paths(corpus)
+    return None
+
+
+def _dask_client(cluster):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ImportError("cluster= needs dask.distributed (pip install 'dask[distributed]')") from None
+    if isinstance(cluster, Client):
+        return cluster, False
+    return Client(cluster), True
+
+
+def _count_tasks(tasks, client, workers, pretokenizer, errors, block_size, progress, total) -> WordTable:
+    context = _pool_context() if client is None and workers > 1 else None  # before tqdm's thread
+    bar = byte_bar(progress, total, "counting")
+    try:
+        if client is not None:
+            counter = _count_dask(tasks, client, pretokenizer, errors, block_size, bar)
+        elif workers > 1:
+            counter = _count_local_parallel(tasks, workers, pretokenizer, errors, block_size, bar, context)
+        else:
+            scanner, rule = scanner_id(pretokenizer), cut_rule(pretokenizer)
+            counter = ChunkCounter()
+            for task in tasks:
+                for block in _task_blocks(task, rule, block_size):
+                    _count_block(counter, block, pretokenizer, scanner, errors)
+                    if bar is not None:
+                        bar.update(block.raw)
+    finally:
+        if bar is not None:
+            bar.close()
+    if len(counter) == 0:
+        raise ValueError("the corpus is empty: it holds no chunk to count")
+    return WordTable(*counter.arrays())
+
+
+def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:
+    counter = ChunkCounter()
+    for arrays, raw in results:
+        counter.add_table(*arrays)
+        if bar is not None:
+            bar.update(raw)
+    return counter
+
+
+def _pool_context():
+    """How worker processes start.
+
+    fork (Linux) when this process runs a single Python thread: instant, and nothing is
+    re-imported. Otherwise forkserver (fork is unsafe with threads): the server imports
+    fastbpe once and every worker is forked from it, but the server costs a few tenths of a
+    second to start and workers re-import the main module (hence the __main__ guard); spawn where
+    neither exists.
+    """
+    import multiprocessing as mp
+    import threading
+
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and sys.platform.startswith("linux") and threading.active_count() == 1:
+        return mp.get_context("fork")
+    if "forkserver" in methods:
+        context = mp.get_context("forkserver")
+        context.set_forkserver_preload(["fastbpe.corpus.count"])
+        return context
+    return mp.get_context("spawn")
+
+
+def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context=None) -> ChunkCounter:
+    import concurrent.futures as cf
+
+    first = next(tasks, None)
+    second = next(tasks, None)
+    if first is None:
+        return ChunkCounter()
+    if second is None:  # a single task: no pool to start
+        return _merge_in_order(iter([(count_task(first, pattern, errors, block_size), _task_raw(first))]), bar)
+
+    def all_tasks():
+        yield first
+        yield second
+        yield from tasks
+
+    context = context or _pool_context()
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        def results():
+            pending = deque()
+            for task in all_tasks():
+                pending.append((pool.submit(count_task, task, pattern, errors, block_size), _task_raw(task)))
+                while len(pending) >= 2 * workers:  # bound the blocks in flight
+                    future, raw = pending.popleft()
+                    yield future.result(), raw
+            while pending:
+                future, raw = pending.popleft()
+                yield future.result(), raw
+
+        try:
+            return _merge_in_order(results(), bar)
+        except cf.process.BrokenProcessPool as exc:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise RuntimeError(
+                "a worker process of count_words died. If count_words(workers>1) runs at the top "
+                "level of a script, put that code under `if __name__ == '__main__':` (workers "
+                "start by re-importing the main module), or pass workers=1"
+            ) from exc
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _count_dask(tasks, client, pattern, errors, block_size, bar) -> ChunkCounter:
+    """Submit tasks to the Dask workers (a bounded window in flight) and merge in task order."""
+    inflight = 2 * max(1, sum(client.nthreads().values()))
+
+    def results():
+        pending = deque()
+        for task in tasks:
+            future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
+            pending.append((future, _task_raw(task)))
+            while len(pending) >= inflight:
+                future, raw = pending.popleft()
+                yield future.result(), raw
+                future.release()
+        while pending:
+            future, raw = pending.popleft()
+            yield future.result(), raw
+            future.release()
+
+    return _merge_in_order(results(), bar)

@@ -1,0 +1,113 @@
+"""Corpus files: expanding paths into files, and opening any of them as a stream of bytes.
+
+One rule for every command and API that reads a corpus: a directory contributes its files
+recursively in sorted order, hidden files and folders (names starting with ``.``) skipped; a glob
+(``**`` allowed) its matches in sorted order; a file itself, hidden or not. Compressed files
+(``.gz``, ``.xz``/``.lzma``, ``.bz2``, ``.zst`` with ``zstandard``) are recognised by their first
+bytes, whatever their name, and read decompressed.
+"""
+import bz2
+import glob
+import gzip
+import lzma
+import os
+from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
+
+__all__ = ["CorpusDecodeError", "expand_paths", "open_bytes", "is_compressed", "read_pieces"]
+
+PathLike = Union[str, os.PathLike]
+
+# Magic bytes of each compression format, and how to open it.
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"BZh", "bz2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+_SUFFIXES = {".gz": "gzip", ".xz": "xz", ".lzma": "xz", ".bz2": "bz2", ".zst": "zstd"}
+
+
+class CorpusDecodeError(ValueError):
+    """Invalid UTF-8 in the corpus under errors="strict": the message names the file (or item)
+    and the byte offset."""
+
+
+def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
+    """Files, directories and globs in order, as absolute file paths (rule: module docstring).
+
+    >>> expand_paths([]) == []
+    True
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: List[str] = []
+    for entry in paths:
+        path = os.fspath(entry)
+        if os.path.isdir(path):
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+        elif os.path.exists(path):
+            files.append(path)
+        elif glob.has_magic(path):
+            matched = sorted(glob.glob(path, recursive=True))
+            if not matched:
+                raise FileNotFoundError(f"no file matches the glob {path!r}")
+            files.extend(expand_paths(matched))
+        else:
+            raise FileNotFoundError(
+                f"no such file or directory: {path[:200]!r} (to count texts rather than files, "
+                "pass an iterator of str/bytes, e.g. iter(texts))"
+            )
+    return [os.path.abspath(f) for f in files]
+
+
+def _compression(path: str, raw: BinaryIO) -> str:
+    """The compression of an open file, from its first bytes ("" for none)."""
+    head = raw.read(6)
+    raw.seek(0)
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    # A file too short for its magic (an empty .gz) is judged by its name.
+    suffix = os.path.splitext(path.lower())[1]
+    return _SUFFIXES.get(suffix, "") if len(head) < 6 and head else ""
+
+
+def is_compressed(path: str) -> bool:
+    """Whether a file is read through a decompressor (by its first bytes)."""
+    with open(path, "rb") as raw:
+        return bool(_compression(path, raw))
+
+
+def open_bytes(path: str) -> Tuple[BinaryIO, BinaryIO]:
+    """``(reader of the decompressed bytes, the raw file)``; the raw file's position tells how
+    much input has been consumed (for progress). Close both."""
+    raw = open(path, "rb")
+    try:
+        kind = _compression(path, raw)
+        if kind == "gzip":
+            return gzip.GzipFile(fileobj=raw, mode="rb"), raw
+        if kind == "xz":
+            return lzma.LZMAFile(raw), raw
+        if kind == "bz2":
+            return bz2.BZ2File(raw), raw
+        if kind == "zstd":
+            try:
+                import zstandard
+            except ImportError:
+                raise ImportError(f"{path}: reading .zst needs the 'zstandard' module (pip install zstandard)") from None
+            return zstandard.ZstdDecompressor().stream_reader(raw), raw
+    except BaseException:
+        raw.close()
+        raise
+    return raw, raw
+
+
+def read_pieces(reader: BinaryIO, size: int) -> Iterator[bytes]:
+    """Successive reads of ``size`` bytes until the end."""
+    while True:
+        piece = reader.read(size)
+        if not piece:
+            return
+        yield piece

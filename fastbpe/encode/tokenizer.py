@@ -1,0 +1,504 @@
+"""The Tokenizer: vocabulary, merges, split pattern and special tokens, encoding and decoding.
+
+Token ids index ``Tokenizer.token_bytes``; merges are pairs of ids in priority (learned) order,
+and the token a merge produces is the one whose bytes are the concatenation. Every token is
+stored as bytes: raw bytes for ``unit="bytes"``, the UTF-8 of the text for ``unit="chars"``.
+
+Encoding rules (``merge_rule``), each exact for the tokenizers it serves (specified in
+:mod:`fastbpe.reference.encode`, run by the compiled core ``fastbpe/_core/encode.pyx``):
+
+* ``"replay"`` (trained tokenizers): the merges replayed in learned order;
+* ``"pair"`` (imported Hugging Face files): the adjacent pair of lowest merge rank, no floor;
+* ``"token"`` (imported tiktoken and GPT-2 files): the adjacent pair whose concatenation has
+  the lowest rank (= id).
+
+``whole_token_lookup=True`` (tiktoken; Hugging Face's ``ignore_merges``) maps a chunk that is a
+token straight to its id. Without it the encoder still takes that shortcut, but only for tokens
+the merges rebuild from their own bytes, where it cannot change the result.
+
+Encoding a text, in order: 1. special tokens are found and set apart (:mod:`.special`);
+2. each ordinary piece is normalised (if the tokenizer says so); 3. split into chunks
+(:mod:`fastbpe.split`); 4. each chunk is merged by the compiled core. Byte-level tokenizers run
+steps 3 and 4 in one compiled pass; character-level ones and word markers hand the core the
+symbol ids of each chunk instead of its bytes.
+"""
+import json
+import os
+import threading
+import unicodedata
+from concurrent.futures import ThreadPoolExecutor
+from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .._core.encode import BPECore, EncodeState, utf8_positions
+from ..fileio import read_json, write_atomic
+from ..formats import gpt2 as gpt2_format
+from ..formats import huggingface as huggingface_format
+from ..formats import native as native_format
+from ..formats import tiktoken as tiktoken_format
+from ..split.bounds import chunk_bounds, staged_chunk_bounds
+from ..split.patterns import compiled_regex, fused_scanner_id
+from ..split.pretokenize import pretokenize
+from . import special
+
+__all__ = ["Tokenizer", "MERGE_RULES"]
+
+UNITS = ("bytes", "chars")
+MERGE_RULES = ("replay", "pair", "token")
+NORMALIZERS = (None, "NFC", "NFD", "NFKC", "NFKD")
+PathLike = Union[str, os.PathLike]
+
+
+class Tokenizer:
+    """A BPE tokenizer: what :func:`fastbpe.train` returns and :meth:`load` reads.
+
+    ``tokens``: the bytes of every id (``b""`` marks an unused id); ``merges``: pairs of ids
+    in priority order (a third column, the id each merge produces, as the learner returns it,
+    is accepted and checked). ``special_tokens``: names (given the ids after the vocabulary) or
+    a name -> id mapping. Encoding options, for the imported formats (:mod:`fastbpe.formats`):
+    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``...,
+    applied before splitting) and ``split_gaps`` (text between pattern matches becomes chunks
+    too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
+    ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
+    splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps).
+
+    >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
+    >>> tok.encode("abab b")
+    [2, 2, 1]
+    >>> tok.decode([2, 2])
+    'abab'
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[bytes],
+        merges: Iterable[Tuple[int, int]],
+        *,
+        unit: str = "bytes",
+        pattern: str = "gpt2",
+        word_start: Optional[str] = None,
+        word_end: Optional[str] = None,
+        special_tokens: Union[Mapping[str, int], Sequence[str]] = (),
+        merge_counts: Optional[Sequence[int]] = None,
+        merge_rule: str = "replay",
+        whole_token_lookup: bool = False,
+        normalizer: Optional[str] = None,
+        split_gaps: bool = False,
+        split_stages: Sequence[Tuple[str, bool]] = (),
+    ):
+        if unit not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+        if merge_rule not in MERGE_RULES:
+            raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
+        if (merge_rule != "replay" or split_gaps or split_stages) and (unit != "bytes" or word_start or word_end):
+            raise ValueError("merge_rule other than 'replay', split_gaps and split_stages need unit='bytes' "
+                             "and no word markers")
+        self.split_stages: List[Tuple[str, bool]] = []
+        for stage in split_stages:
+            if not (isinstance(stage, (tuple, list)) and len(stage) == 2 and isinstance(stage[0], str)):
+                raise ValueError(f"split_stages entries must be (pattern, keep_gaps) pairs, got {stage!r:.80}")
+            compiled_regex(stage[0])
+            self.split_stages.append((stage[0], bool(stage[1])))
+        if normalizer not in NORMALIZERS:
+            raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
+        self.merge_rule = merge_rule
+        self.whole_token_lookup = bool(whole_token_lookup)
+        self.normalizer = normalizer
+        self.split_gaps = bool(split_gaps)
+        self.unit = unit
+        self.pattern = pattern
+        compiled_regex(pattern)  # a bad pattern fails here, not at the first encode
+        self.word_start = word_start or ""
+        self.word_end = word_end or ""
+        self.token_bytes: List[bytes] = [bytes(t) for t in tokens]
+        self._ids: Dict[bytes, int] = {}
+        for i, token in enumerate(self.token_bytes):
+            if not token:
+                continue  # an unused id: a rank gap of a tiktoken file, or a special token's slot
+            if token in self._ids:
+                raise ValueError(f"token {i} ({token!r}) duplicates token {self._ids[token]}")
+            self._ids[token] = i
+        self.merge_ids = self._checked_merges(merges)
+        self.merge_counts = None if merge_counts is None else [int(c) for c in merge_counts]
+        # What each phase of training took (fastbpe.train fills it in; None otherwise).
+        self.training_stats: Optional[dict] = None
+        self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
+                                                                  self.token_bytes)
+        self._core_obj: Optional[BPECore] = None
+        self._core_lock = threading.Lock()
+        self._local = threading.local()
+        self._pool: Optional[ThreadPoolExecutor] = None
+
+    def _checked_merges(self, merges) -> np.ndarray:
+        """Merges as an int64 ``(n, 2)`` array, each pair of existing tokens whose concatenation
+        is a token (and, given a third column, that very token)."""
+        rows = np.asarray(merges if isinstance(merges, np.ndarray) else list(merges), dtype=np.int64)
+        rows = rows.reshape(-1, rows.shape[1] if rows.ndim == 2 and rows.shape[1] in (2, 3) else 2)
+        pairs = np.ascontiguousarray(rows[:, :2])
+        tokens = self.token_bytes
+        if self.merge_rule == "token":
+            # tiktoken's rule never reads the merges (ranks decide); they are derived from the
+            # ranks by compiled code and only need to be in range
+            bad = np.flatnonzero((pairs < 0).any(axis=1) | (pairs >= len(tokens)).any(axis=1))
+            if len(bad):
+                raise ValueError(f"merge {bad[0]} refers to an unknown token id")
+            return pairs
+        produced = rows[:, 2].tolist() if rows.shape[1] == 3 else None
+        for rank, (left, right) in enumerate(pairs.tolist()):
+            for side in (left, right):
+                if not 0 <= side < len(tokens) or not tokens[side]:
+                    raise ValueError(f"merge {rank} refers to unknown token id {side}")
+            new = self._ids.get(tokens[left] + tokens[right])
+            if new is None:
+                raise ValueError(f"merge {rank}: the concatenation of tokens {left} and {right} is not a token")
+            if produced is not None and produced[rank] != new:
+                raise ValueError(f"merge {rank} says it makes token {produced[rank]}, but its concatenation is {new}")
+        return pairs
+
+    def __getstate__(self) -> dict:
+        # The compiled tables, the lock and the per-thread state are rebuilt on demand.
+        state = dict(self.__dict__)
+        for key in ("_core_obj", "_core_lock", "_local", "_pool"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._core_obj = None
+        self._core_lock = threading.Lock()
+        self._local = threading.local()
+        self._pool = None
+
+    # ---- views ------------------------------------------------------------------------------
+
+    def _as_unit(self, token: bytes) -> Union[str, bytes]:
+        return token.decode("utf-8", "surrogatepass") if self.unit == "chars" else token
+
+    @property
+    def vocab(self) -> Dict[int, Union[str, bytes]]:
+        """Id -> token (``bytes`` for byte-level, ``str`` for chars; special tokens as ``str``)."""
+        vocab: Dict[int, Union[str, bytes]] = {i: self._as_unit(t) for i, t in enumerate(self.token_bytes) if t}
+        vocab.update({i: s for s, i in self.special_tokens.items()})
+        return vocab
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.token_bytes) + len(self.special_tokens)
+
+    @property
+    def merges(self) -> List[Tuple[Union[str, bytes], Union[str, bytes]]]:
+        """The merges in learned order, as pairs of tokens."""
+        t = self.token_bytes
+        return [(self._as_unit(t[a]), self._as_unit(t[b])) for a, b in self.merge_ids.tolist()]
+
+    def __repr__(self) -> str:
+        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merge_ids)}, "
+                f"unit={self.unit!r}, pattern={self.pattern!r})")
+
+    # ---- the compiled core ------------------------------------------------------------------
+
+    @property
+    def _reads_bytes(self) -> bool:
+        """Whether chunks go to the core as bytes (byte-level, no word markers: every real
+        tokenizer) rather than as symbol ids."""
+        return self.unit == "bytes" and not self.word_start and not self.word_end
+
+    def _core(self) -> BPECore:
+        """The compiled encoding tables, built on first use (once, under a lock)."""
+        if self._core_obj is None:
+            with self._core_lock:
+                if self._core_obj is None:
+                    merges = self.merge_ids.astype(np.int32)
+                    if not self._reads_bytes:
+                        whole = "none"   # the symbol path merges only; no whole-chunk lookup
+                    else:
+                        whole = "all" if self.whole_token_lookup else "consistent"
+                    self._core_obj = BPECore(
+                        self.token_bytes,
+                        np.ascontiguousarray(merges[:, 0]),
+                        np.ascontiguousarray(merges[:, 1]),
+                        merge_rule=self.merge_rule,
+                        whole_token_lookup=whole,
+                    )
+        return self._core_obj
+
+    def _state(self) -> EncodeState:
+        """This thread's chunk cache and scratch space."""
+        state = getattr(self._local, "state", None)
+        if state is None:
+            state = self._local.state = EncodeState()
+        return state
+
+    # ---- encoding ---------------------------------------------------------------------------
+
+    def _symbols(self, text: str) -> Tuple[np.ndarray, np.ndarray]:
+        """Base symbol ids of every chunk of ``text`` (word markers added) and the end of each
+        chunk in them. A symbol outside the vocabulary (a character never seen in training)
+        gets the negative id ``-1 - ord(symbol)``: it never merges, and ``encode`` refuses it."""
+        chunks = pretokenize(text, self.pattern)
+        words = [self.word_start + chunk + self.word_end for chunk in chunks]
+        joined = "".join(words)
+        ends = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=ends[1:])
+        if self.unit == "bytes":
+            data = joined.encode("utf-8", "surrogatepass")
+            by_byte = np.array([self._ids.get(bytes([b]), -1 - b) for b in range(256)], dtype=np.int32)
+            symbols = by_byte[np.frombuffer(data, dtype=np.uint8)]
+            if len(data) != len(joined):
+                ends = utf8_positions(joined, ends)
+        else:
+            points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+            alphabet, inverse = np.unique(points, return_inverse=True)
+            by_char = np.array([self._ids.get(chr(c).encode("utf-8", "surrogatepass"), -1 - c)
+                                for c in alphabet.tolist()], dtype=np.int32)
+            symbols = by_char[inverse.reshape(-1)] if len(points) else np.zeros(0, dtype=np.int32)
+        return np.ascontiguousarray(symbols, dtype=np.int32), np.ascontiguousarray(ends[1:])
+
+    def _ordinary_ids(self, text: str, strict: bool = True) -> np.ndarray:
+        """int32 ids of text without special tokens. ``strict``: a byte or character outside the
+        vocabulary is a ValueError; otherwise it comes out as its negative id."""
+        if self.normalizer:
+            text = unicodedata.normalize(self.normalizer, text)
+        ids = None
+        if self._reads_bytes:
+            try:
+                ids = self._byte_ids(text)
+            except ValueError:
+                if strict:
+                    raise
+        if ids is None:  # symbols: character-level, word markers, or bytes outside the vocabulary
+            ids = self._core().encode_symbols(*self._symbols(text), self._state())
+        if strict and len(ids) and ids.min() < 0:
+            raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
+        return ids
+
+    def _byte_ids(self, text: str) -> np.ndarray:
+        """int32 ids of text through the byte path: split and merge in one compiled pass for
+        a named pattern whose chunks tile the text, else chunk bounds then the core."""
+        if not self.split_stages:
+            scanner = fused_scanner_id(self.pattern)
+            if scanner is not None:
+                ids = self._core().encode_str(text, scanner, self._state())
+                if ids is not None:  # None: a lone surrogate (no UTF-8), left to the bounds path
+                    return ids
+            data, starts, ends = chunk_bounds(text, self.pattern, self.split_gaps)
+        else:
+            data, starts, ends = staged_chunk_bounds(text, [(self.pattern, self.split_gaps), *self.split_stages])
+        return self._core().encode_chunks(data, starts, ends, self._state())
+
+    def _id_list(self, ids: np.ndarray) -> List[int]:
+        """``ids.tolist()``; the compiled path's int32 ids through ``BPECore.id_list``, which
+        shares one int object per id (per thread) instead of allocating one per token."""
+        if ids.dtype == np.int32 and len(ids) and ids.min() >= 0:
+            return self._core().id_list(ids, self._state())
+        return ids.tolist()
+
+    def encode_chunk_bounds(self, data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """int32 ids of pre-split UTF-8: the BPE core alone, for callers (and benchmarks) that
+        already have chunk bounds as byte offsets (``starts``/``ends`` int64)."""
+        if not self._reads_bytes:
+            raise ValueError("encode_chunk_bounds needs a byte-level tokenizer without word markers")
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        return self._core().encode_chunks(data, starts, ends, self._state())
+
+    def encode_utf8_chunks(self, data: bytes, offsets: np.ndarray) -> np.ndarray:
+        """int32 ids of UTF-8 ``data`` already split into contiguous chunks at the int64 byte
+        ``offsets`` (``len(chunks) + 1`` of them, from 0 to ``len(data)``): the BPE core alone,
+        for a pre-tokenizer that hands over offsets."""
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        if len(offsets) and (offsets[0] != 0 or offsets[-1] != len(data)):
+            raise ValueError("offsets must run from 0 to len(data)")
+        return self.encode_chunk_bounds(data, offsets[:-1], offsets[1:])
+
+    def _check_text(self, text) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+    def _special_sets(self, allowed_special, disallowed_special) -> Tuple[frozenset, frozenset]:
+        return special.allowed_and_disallowed(self.special_tokens.keys(), allowed_special, disallowed_special)
+
+    def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
+        self._check_text(text)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        special.check_disallowed(text, disallowed)
+        if not allowed:
+            return self._ordinary_ids(text)
+        parts = []
+        for piece, is_special in special.split_on_specials(text, allowed):
+            if is_special:
+                parts.append(np.array([self.special_tokens[piece]], dtype=np.int32))
+            elif piece or not parts:
+                parts.append(self._ordinary_ids(piece))
+        return np.concatenate(parts)
+
+    def encode(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
+               disallowed_special: Union[str, Collection[str]] = "all") -> List[int]:
+        """Token ids of ``text``.
+
+        Special tokens follow tiktoken: a literal special token in the text is a ValueError
+        unless ``allowed_special`` (a set, or ``"all"``) names it, which encodes it as its id,
+        or ``disallowed_special`` leaves it out (``()``), which encodes it as ordinary text.
+        A character (or byte) outside the vocabulary is a ValueError.
+        """
+        return self._id_list(self._encode_array(text, allowed_special, disallowed_special))
+
+    def encode_ordinary(self, text: str) -> List[int]:
+        """Token ids of ``text``, special-token strings encoded as ordinary text."""
+        return self._id_list(self._encode_array(text, frozenset(), ()))
+
+    def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
+                        disallowed_special: Union[str, Collection[str]] = "all") -> np.ndarray:
+        """Token ids as a NumPy array: uint16 when every id fits, else uint32."""
+        return self._encode_array(text, allowed_special, disallowed_special).astype(self.id_dtype)
+
+    @property
+    def id_dtype(self) -> np.dtype:
+        """The smallest unsigned dtype holding every token id (uint16 or uint32)."""
+        top = max([len(self.token_bytes) - 1, *self.special_tokens.values()])
+        return np.dtype(np.uint16 if top < 2**16 else np.uint32)
+
+    def encode_batch(self, texts: Sequence[str], *, workers: Optional[int] = None,
+                     allowed_special: Union[str, AbstractSet[str]] = frozenset(),
+                     disallowed_special: Union[str, Collection[str]] = "all",
+                     as_numpy: bool = False) -> List:
+        """Encode many texts on ``workers`` threads (default: all cores); the compiled core and
+        the regex matching release the GIL. Returns lists of ids (arrays with ``as_numpy``)."""
+        texts = list(texts)
+        for text in texts:
+            self._check_text(text)
+        self._special_sets(allowed_special, disallowed_special)
+        self._core()
+        workers = (os.cpu_count() or 1) if workers is None else int(workers)
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+
+        def one(text: str):
+            ids = self._encode_array(text, allowed_special, disallowed_special)
+            return ids.astype(self.id_dtype) if as_numpy else self._id_list(ids)
+
+        if workers == 1 or len(texts) <= 1:
+            return [one(t) for t in texts]
+        return list(self._executor(workers).map(one, texts))
+
+    def _executor(self, workers: int) -> ThreadPoolExecutor:
+        """A thread pool kept between calls, so each worker keeps its warm chunk cache."""
+        with self._core_lock:
+            pool = getattr(self, "_pool", None)
+            if pool is None or pool._max_workers != workers:
+                if pool is not None:
+                    pool.shutdown(wait=False)
+                pool = self._pool = ThreadPoolExecutor(workers, thread_name_prefix="fastbpe-encode")
+            return pool
+
+    def _piece(self, i: int) -> Union[str, bytes]:
+        if i >= 0:
+            return self._as_unit(self.token_bytes[i])
+        return chr(-1 - i) if self.unit == "chars" else bytes([-1 - i])
+
+    def tokens(self, text: str) -> List[Union[str, bytes]]:
+        """The pieces of ``text`` (``bytes`` for byte-level, ``str`` for chars). Unlike
+        ``encode``, a piece outside the vocabulary is shown as itself."""
+        self._check_text(text)
+        return [self._piece(i) for i in self._ordinary_ids(text, strict=False).tolist()]
+
+    # ---- decoding ---------------------------------------------------------------------------
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes the ids stand for (special tokens as their UTF-8 text)."""
+        table = self.token_bytes
+        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        if ids and all(type(i) is int for i in ids) and 0 <= min(ids) and max(ids) < len(table):
+            parts = list(map(table.__getitem__, ids))
+            if all(parts):  # every id a mergeable token: the common case
+                return b"".join(parts)
+        elif not ids:
+            return b""
+        specials = {i: s for s, i in self.special_tokens.items()}
+        parts = []
+        for i in ids:
+            i = int(i)
+            if i in specials:
+                parts.append(specials[i].encode("utf-8"))
+            elif 0 <= i < len(table) and table[i]:
+                parts.append(table[i])
+            else:
+                raise ValueError(f"token id {i} is not in the vocabulary")
+        return b"".join(parts)
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
+        Word markers (``word_start``/``word_end``) become single spaces."""
+        text = self.decode_bytes(ids).decode("utf-8", errors)
+        if self.word_start:
+            text = text.replace(self.word_start, " ")
+            text = text[1:] if text.startswith(" ") else text
+        if self.word_end:
+            text = text.replace(self.word_end, " ")
+            text = text[:-1] if text.endswith(" ") else text
+        return text
+
+    # ---- files (fastbpe.formats reads and writes each format) ---------------------------------
+
+    def to_dict(self) -> dict:
+        """fastbpe's own file format as a JSON object (:mod:`fastbpe.formats.native`)."""
+        return native_format.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Tokenizer":
+        return cls(**native_format.read_dict(data))
+
+    def save(self, path: PathLike) -> None:
+        """Write the tokenizer as versioned JSON, atomically (temp file, then rename)."""
+        write_atomic(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1).encode("utf-8"))
+
+    @classmethod
+    def load(cls, path: PathLike) -> "Tokenizer":
+        """A file written by :meth:`save` (:func:`fastbpe.load` reads every format)."""
+        return cls._from_file(native_format.read_dict(read_json(path, "fastbpe tokenizer file")), path)
+
+    @classmethod
+    def _from_file(cls, kwargs: dict, path: PathLike) -> "Tokenizer":
+        try:
+            return cls(**kwargs)
+        except ValueError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+
+    @classmethod
+    def from_huggingface(cls, path: PathLike) -> "Tokenizer":
+        """A byte-level BPE ``tokenizer.json`` (or a folder holding one); encodes as
+        ``tokenizers`` does."""
+        return cls._from_file(huggingface_format.read(path), path)
+
+    def to_huggingface(self, path: PathLike) -> None:
+        """Write a ``tokenizer.json`` that ``tokenizers`` encodes identically."""
+        huggingface_format.write(self, path)
+
+    @classmethod
+    def from_tiktoken(cls, path: PathLike, pattern: str,
+                      special_tokens: Optional[Mapping[str, int]] = None) -> "Tokenizer":
+        """A ``.tiktoken`` rank file with its split pattern and special tokens."""
+        return cls._from_file(tiktoken_format.read(path, pattern, special_tokens), path)
+
+    def to_tiktoken(self, path: PathLike) -> None:
+        """Write ``path`` (ranks) and ``path.json`` (``pat_str``, ``special_tokens``)."""
+        tiktoken_format.write(self, path)
+
+    def to_tiktoken_encoding(self, name: str = "fastbpe"):
+        """This tokenizer as a ``tiktoken.Encoding`` (needs tiktoken)."""
+        return tiktoken_format.to_tiktoken_encoding(self, name)
+
+    @classmethod
+    def from_gpt2(cls, encoder_json: PathLike, vocab_bpe: PathLike) -> "Tokenizer":
+        """GPT-2's ``encoder.json`` + ``vocab.bpe``; encodes as tiktoken's ``r50k_base``."""
+        return cls._from_file(gpt2_format.read(encoder_json, vocab_bpe), encoder_json)
+
+    def to_gpt2(self, directory: PathLike) -> None:
+        """Write ``encoder.json`` and ``vocab.bpe`` into ``directory``."""
+        gpt2_format.write(self, directory)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()

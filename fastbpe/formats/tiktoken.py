@@ -1,0 +1,134 @@
+"""tiktoken's ``.tiktoken`` rank files (lines ``base64(token) rank``) and OpenAI's presets.
+
+A loaded file encodes as tiktoken does: ``merge_rule="token"`` (the adjacent pair whose
+concatenation has the lowest rank) with the whole-chunk lookup; ids are the ranks. The merges the
+compiled core needs are derived from the ranks.
+"""
+import base64
+import binascii
+import json
+import os
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from .._core.encode import derive_merges
+from ..fileio import write_atomic
+from ..split.patterns import GPT2_PATTERN, compiled_regex, source
+from .bytelevel import check_byte_level
+
+__all__ = ["read_tiktoken_ranks", "read", "read_openai", "write", "to_tiktoken_encoding", "OPENAI_ENCODINGS"]
+
+PathLike = Union[str, os.PathLike]
+
+ENDOFTEXT = "<|endoftext|>"
+FIM_PREFIX, FIM_MIDDLE, FIM_SUFFIX = "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>"
+ENDOFPROMPT = "<|endofprompt|>"
+
+# tiktoken's published split patterns and special tokens (tiktoken_ext/openai_public.py).
+OPENAI_ENCODINGS: Dict[str, Tuple[str, Dict[str, int]]] = {
+    "r50k_base": (GPT2_PATTERN, {ENDOFTEXT: 50256}),
+    "p50k_base": (GPT2_PATTERN, {ENDOFTEXT: 50256}),
+    "p50k_edit": (GPT2_PATTERN, {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283}),
+    "cl100k_base": ("cl100k", {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259,
+                               FIM_SUFFIX: 100260, ENDOFPROMPT: 100276}),
+    "o200k_base": ("o200k", {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+}
+_TIKTOKEN_FILE = {"p50k_edit": "p50k_base"}
+
+
+def read_tiktoken_ranks(path: PathLike) -> Dict[bytes, int]:
+    """``{token bytes: rank}`` of a ``.tiktoken`` file (lines ``base64(token) rank``)."""
+    ranks: Dict[bytes, int] = {}
+    seen_ranks: Dict[int, int] = {}
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            fields = line.split()
+            if len(fields) != 2:
+                raise ValueError(f"{os.fspath(path)}, line {number}: expected 'base64-token rank', got {line[:60]!r}")
+            try:
+                token = base64.b64decode(fields[0], validate=True)
+                rank = int(fields[1])
+            except (binascii.Error, ValueError):
+                raise ValueError(f"{os.fspath(path)}, line {number}: bad token or rank {line[:60]!r}") from None
+            if not token:
+                raise ValueError(f"{os.fspath(path)}, line {number}: empty token")
+            if rank < 0 or rank >= 2**31 - 1:
+                raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} out of range")
+            if token in ranks:
+                raise ValueError(f"{os.fspath(path)}, line {number}: token {token!r} appears twice")
+            if rank in seen_ranks:
+                raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} appears twice "
+                                 f"(also on line {seen_ranks[rank]})")
+            ranks[token] = rank
+            seen_ranks[rank] = number
+    if not ranks:
+        raise ValueError(f"{os.fspath(path)}: no tokens (empty or truncated .tiktoken file)")
+    return ranks
+
+
+def spec_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int],
+                    source: str) -> dict:
+    """The tokenizer that encodes like tiktoken with these ranks (ids = ranks)."""
+    size = max(ranks.values()) + 1
+    tokens: List[bytes] = [b""] * size
+    for token, rank in ranks.items():
+        tokens[rank] = token
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, so some text could not be encoded")
+    left, right, _ = derive_merges(tokens)
+    for text, sid in special_tokens.items():
+        if sid < size and tokens[sid]:
+            raise ValueError(f"{source}: special token {text!r} has id {sid}, which a ranked token uses")
+    return dict(tokens=tokens, merges=np.stack([left, right], axis=1), pattern=pattern,
+                special_tokens=dict(special_tokens), merge_rule="token", whole_token_lookup=True)
+
+
+def read(path: PathLike, pattern: str, special_tokens: Optional[Mapping[str, int]] = None) -> dict:
+    """A ``.tiktoken`` rank file; ``pattern`` is the split regex (or a fastbpe pattern name),
+    ``special_tokens`` maps their text to ids. See :func:`read_openai` for the presets."""
+    compiled_regex(pattern)
+    ranks = read_tiktoken_ranks(path)
+    return spec_from_ranks(ranks, pattern, dict(special_tokens or {}), os.fspath(path))
+
+
+def read_openai(name: str, path: PathLike) -> dict:
+    """One of OpenAI's encodings (``r50k_base``, ``p50k_base``, ``p50k_edit``, ``cl100k_base``,
+    ``o200k_base``) from its ``.tiktoken`` file, or from a folder holding ``{name}.tiktoken``,
+    with its published pattern and special tokens. Nothing is downloaded."""
+    if name not in OPENAI_ENCODINGS:
+        raise ValueError(f"unknown OpenAI encoding {name!r}; known: {sorted(OPENAI_ENCODINGS)}")
+    path = Path(path)
+    if path.is_dir():
+        path = path / f"{_TIKTOKEN_FILE.get(name, name)}.tiktoken"
+    pattern, specials = OPENAI_ENCODINGS[name]
+    return read(path, pattern, specials)
+
+
+def write(tok, path: PathLike) -> None:
+    """Write ``path`` (the ``.tiktoken`` ranks: id = rank) and ``path + ".json"`` (the split
+    pattern as ``pat_str`` and the special tokens), both atomically.
+
+    tiktoken encodes by its own rule (lowest rank of a concatenation, whole chunks first). For
+    tokenizers read from tiktoken or GPT-2 files that is their rule; for tokenizers trained by
+    fastbpe the ids agree with fastbpe's on real text (tested), since merged tokens are numbered
+    in merge order; for imported Hugging Face vocabularies check on your text."""
+    check_byte_level(tok)
+    lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
+    write_atomic(path, b"\n".join(lines) + b"\n")
+    sidecar = {"pat_str": source(tok.pattern), "special_tokens": tok.special_tokens}
+    write_atomic(os.fspath(path) + ".json", json.dumps(sidecar, ensure_ascii=False, indent=1).encode())
+
+
+def to_tiktoken_encoding(tok, name: str = "fastbpe"):
+    """A ``tiktoken.Encoding`` with this tokenizer's ranks, pattern and special tokens."""
+    import tiktoken
+
+    check_byte_level(tok)
+    ranks = {t: i for i, t in enumerate(tok.token_bytes) if t}
+    return tiktoken.Encoding(name=name, pat_str=source(tok.pattern), mergeable_ranks=ranks,
+                             special_tokens=dict(tok.special_tokens))

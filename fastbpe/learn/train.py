@@ -1,0 +1,381 @@
+"""Learning merges: validation, conversion to flat id arrays, and dispatch to a backend.
+
+``train_words`` is the low-level contract both backends (the compiled learner and
+:mod:`fastbpe.reference.learning`) implement; ``learn_from_table`` is the corpus-scale path that
+feeds a :class:`~fastbpe.corpus.wordtable.WordTable` to the compiled learner without building
+Python tuples; ``train`` counts a corpus, learns and returns a :class:`~fastbpe.encode.Tokenizer`.
+"""
+import glob
+from itertools import chain
+import os
+import time
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import reference
+from .._core.learn import MergeLearner
+from ..corpus.count import count_words
+from ..corpus.wordtable import WordTable
+from ..encode.tokenizer import Tokenizer
+from ..formats.bytelevel import bytes_to_unicode
+from ..progress import merge_progress
+from ..split.patterns import TABLE, check_user_pattern, resolve
+
+Symbol = Union[str, bytes]
+Pair = Tuple[Symbol, Symbol]
+ProgressCallback = Callable[[int, int], None]
+
+__all__ = ["train", "train_words", "learn_from_table", "BACKENDS"]
+
+BACKENDS = ("fast", "reference")
+COMPAT = (None, "hf")
+
+
+def hf_byte_tie_ranks() -> List[int]:
+    """Rank of each byte in Hugging Face's ``BpeTrainer`` id order: its alphabet is sorted by
+    the code point of each byte's GPT-2 byte-to-unicode character.
+
+    >>> r = hf_byte_tie_ranks()
+    >>> r[ord("!")], r[ord("a")], r[ord(" ")]
+    (0, 64, 220)
+    """
+    chars = bytes_to_unicode()
+    order = sorted(range(256), key=lambda b: ord(chars[b]))
+    ranks = [0] * 256
+    for rank, b in enumerate(order):
+        ranks[b] = rank
+    return ranks
+
+
+def _check_num_merges(num_merges: int, min_frequency: int) -> None:
+    if isinstance(num_merges, bool) or not isinstance(num_merges, (int, np.integer)):
+        raise TypeError(f"num_merges must be an int, got {type(num_merges).__name__}")
+    if num_merges < 0:
+        raise ValueError(f"num_merges must be >= 0, got {num_merges}")
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, (int, np.integer)):
+        raise TypeError(f"min_frequency must be an int, got {type(min_frequency).__name__}")
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
+
+
+def _first_bad_word(words: Mapping) -> str:
+    """Name the first invalid entry of a table (the slow path, only once a check has failed)."""
+    for i, (word, count) in enumerate(words.items()):
+        if type(word) is not tuple:
+            return f"word {i} must be a tuple of symbols, got {type(word).__name__}"
+        if not word:
+            return f"word {i} is empty"
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            return f"word {i}: count must be an int, got {type(count).__name__}"
+        if count <= 0:
+            return f"word {i}: count must be positive, got {count}"
+    return "invalid word table"
+
+
+def _validate_words(words: Mapping) -> Tuple[Optional[type], np.ndarray, np.ndarray, set]:
+    """Check a word table; return the symbol type (str or bytes, None for an empty table), the
+    word lengths, the counts and the set of distinct symbols. Every check runs at C speed over the whole table; only a
+    failure walks the words one by one, to name the culprit.
+
+    >>> kind, lengths, counts, _ = _validate_words({("a", "b"): 2})
+    >>> kind is str, lengths.tolist(), counts.tolist()
+    (True, [2], [2])
+    """
+    if not isinstance(words, Mapping):
+        raise TypeError(f"words must be a mapping of symbol tuples to counts, got {type(words).__name__}")
+    if not set(map(type, words)) <= {tuple}:
+        raise TypeError(_first_bad_word(words))
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    if len(lengths) and lengths.min() == 0:
+        raise ValueError(_first_bad_word(words))
+    values = list(words.values())
+    if any(t is bool or not issubclass(t, (int, np.integer)) for t in set(map(type, values))):
+        raise TypeError(_first_bad_word(words))
+    if values and min(values) <= 0:
+        raise ValueError(_first_bad_word(words))
+    if values and max(values) >= 2**63:
+        raise OverflowError(f"a count ({max(values)}) does not fit in 64 bits")
+    counts = np.asarray(values, dtype=np.int64).reshape(-1)
+    # Every pair count is at most sum(count * (length - 1)); the compiled counters are 64-bit.
+    if sum(map(int.__mul__, map(int, values), (lengths - 1).tolist())) >= 2**63:
+        raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
+    # Symbols are checked once each, on the distinct ones.
+    distinct = set(chain.from_iterable(words))
+    kinds = {type(symbol) for symbol in distinct}
+    if not kinds <= {str, bytes}:
+        bad = next(k for k in kinds if k not in (str, bytes))
+        raise TypeError(f"symbols must be str or bytes, got {bad.__name__}")
+    if len(kinds) > 1:
+        raise TypeError("the table mixes str and bytes symbols; use one kind for the whole table")
+    if "" in distinct or b"" in distinct:
+        raise ValueError("the table has an empty symbol")
+    return next(iter(kinds), None), lengths, counts, distinct
+
+
+def _encode_symbol(symbol: Symbol) -> bytes:
+    return symbol.encode("utf-8", "surrogatepass") if isinstance(symbol, str) else symbol
+
+
+def _decode_symbol(content: bytes, kind: type) -> Symbol:
+    return content.decode("utf-8", "surrogatepass") if kind is str else content
+
+
+def _make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> MergeLearner:
+    # A pair's count is at most the sum over words of count * (length - 1); refuse tables
+    # where that could pass 2**63 rather than let a 64-bit counter wrap (float64 is plenty
+    # precise for a bound).
+    pair_weight = float(np.dot(counts.astype(np.float64), np.diff(word_starts) - 1)) if len(counts) else 0.0
+    if pair_weight >= 2.0**63:
+        raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
+    return MergeLearner(symbols, word_starts, counts, base_tokens, tie_ranks)
+
+
+def _flat_ids(words: Mapping, kind: type, single: bool) -> Tuple[np.ndarray, List[Symbol]]:
+    """Every symbol of the table as an int32 id, words concatenated, and the symbol of each id.
+
+    Ids only name symbols (the tie rule looks at positions, never at ids), so any numbering
+    works. When every symbol is ``single`` (one byte or one character, the usual case) they are
+    numbered by value straight from the joined text; longer symbols by first appearance.
+
+    >>> ids, symbols = _flat_ids({("b", "a"): 1, ("a",): 2}, str, single=True)
+    >>> ids.tolist(), symbols
+    ([1, 0, 0], ['a', 'b'])
+    """
+    symbols = chain.from_iterable(words)
+    if single and kind is bytes:
+        flat = np.frombuffer(b"".join(symbols), dtype=np.uint8).astype(np.int32)
+        return flat, [bytes([b]) for b in range(256)]
+    if single and kind is str:
+        points = np.frombuffer("".join(symbols).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        alphabet, flat = np.unique(points, return_inverse=True)
+        return flat.astype(np.int32).reshape(-1), [chr(c) for c in alphabet.tolist()]
+    first_seen = list(dict.fromkeys(symbols))
+    ids = {s: i for i, s in enumerate(first_seen)}
+    return np.fromiter(map(ids.__getitem__, chain.from_iterable(words)), dtype=np.int32), first_seen
+
+
+def _run_learner(
+    symbols: np.ndarray,
+    word_starts: np.ndarray,
+    counts: np.ndarray,
+    base_tokens: List[bytes],
+    num_merges: int,
+    min_frequency: int,
+    progress: Optional[ProgressCallback],
+    max_tokens: int = -1,
+) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
+    learner = _make_learner(symbols, word_starts, counts, base_tokens)
+    return learner.run(int(num_merges), int(min_frequency), int(max_tokens), progress)
+
+
+def train_words(
+    words: Mapping[Tuple[Symbol, ...], int],
+    num_merges: int,
+    *,
+    min_frequency: int = 1,
+    backend: str = "fast",
+    with_counts: bool = False,
+    progress: Optional[ProgressCallback] = None,
+):
+    """Learn merges from a word table; the contract shared by every backend.
+
+    ``words`` maps tuples of symbols (all ``str`` or all ``bytes``) to positive counts, in
+    first-appearance order. Returns ``[(left, right), ...]``, or ``(merges, counts)`` with
+    ``with_counts=True``. ``backend="reference"`` runs :mod:`fastbpe.reference`.
+
+    >>> train_words({tuple("abab"): 2, tuple("ab"): 1}, 2)
+    [('a', 'b'), ('ab', 'ab')]
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    _check_num_merges(num_merges, min_frequency)
+    kind, lengths, word_counts, distinct = _validate_words(words)
+    if backend == "reference" or kind is None:
+        merges, counts = reference.learn(words, num_merges, min_frequency)
+    else:
+        flat, base_symbols = _flat_ids(words, kind, max(map(len, distinct)) == 1)
+        starts = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        base_tokens = [_encode_symbol(symbol) for symbol in base_symbols]
+        merge_ids, merge_counts, tokens = _run_learner(
+            flat,
+            starts,
+            word_counts,
+            base_tokens,
+            num_merges,
+            min_frequency,
+            progress,
+        )
+        symbols = base_symbols + [_decode_symbol(t, kind) for t in tokens[len(base_symbols):]]
+        merges = [(symbols[left], symbols[right]) for left, right, _ in merge_ids.tolist()]
+        counts = merge_counts.tolist()
+    return (merges, counts) if with_counts else merges
+
+
+def _table_symbols(table: WordTable, unit: str, word_start: str, word_end: str):
+    """Flat base-symbol ids of a table's chunks: the 256 byte values, or the characters in
+    first-seen order. Returns ``(symbols, word_starts, base_tokens)``."""
+    if unit == "bytes" and not word_start and not word_end:
+        # The common case stays vectorised: a chunk's bytes are already its base ids.
+        return table.data.astype(np.int32), table.offsets, [bytes([b]) for b in range(256)]
+    start, end = word_start.encode("utf-8"), word_end.encode("utf-8")
+    base_ids: Dict[bytes, int] = {}
+    if unit == "bytes":
+        base_ids = {bytes([b]): b for b in range(256)}
+    flat: List[int] = []
+    starts = [0]
+    for i, (chunk, _) in enumerate(table.items()):
+        if unit == "bytes":
+            flat.extend(start + chunk + end)
+        else:
+            try:
+                text = word_start + chunk.decode("utf-8") + word_end
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"chunk {i} is not valid UTF-8 ({exc}); use unit='bytes'") from None
+            for char in text:
+                flat.append(base_ids.setdefault(char.encode("utf-8"), len(base_ids)))
+        starts.append(len(flat))
+    return np.asarray(flat, dtype=np.int32), np.asarray(starts, dtype=np.int64), list(base_ids)
+
+
+def learn_from_table(
+    table: WordTable,
+    num_merges: int,
+    *,
+    unit: str = "bytes",
+    word_start: str = "",
+    word_end: str = "",
+    min_frequency: int = 1,
+    max_tokens: int = -1,
+    progress: Optional[ProgressCallback] = None,
+) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
+    """Merges from a :class:`WordTable`, all in flat arrays.
+
+    Byte-level base ids are the 256 byte values (every byte is in the vocabulary, so any input
+    encodes); character-level base ids are the table's characters in first-seen order.
+    Returns ``(merges, counts, tokens)``: int32 rows ``(left, right, new)``, each merge's count,
+    and the bytes of every token id (UTF-8 for characters).
+    """
+    _check_num_merges(num_merges, min_frequency)
+    if unit not in ("bytes", "chars"):
+        raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
+    symbols, starts, base_tokens = _table_symbols(table, unit, word_start, word_end)
+    return _run_learner(symbols, starts, table.counts, base_tokens, num_merges, min_frequency,
+                        progress, max_tokens)
+
+
+def _names_a_path(text: str) -> bool:
+    """Whether a ``str`` corpus names files: an existing path, or a glob that matches.
+
+    >>> _names_a_path("the cat sat on the mat")
+    False
+    """
+    if "\n" in text or len(text) > 4096:
+        return False
+    return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
+
+
+def train(
+    corpus,
+    vocab_size: Optional[int] = None,
+    *,
+    num_merges: Optional[int] = None,
+    unit: str = "bytes",
+    pretokenizer: str = "gpt2",
+    word_start: Optional[str] = None,
+    word_end: Optional[str] = None,
+    min_frequency: int = 2,
+    special_tokens: Sequence[str] = (),
+    progress=None,
+    workers: Optional[int] = None,
+    cluster=None,
+    errors: str = "strict",
+    compat: Optional[str] = None,
+):
+    """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.tokenizer.Tokenizer`.
+
+    ``corpus``: a path (``pathlib.Path``, or a ``str`` naming an existing file, directory or
+    matching glob), a list of paths, text (any other ``str``), an iterator of ``str``/``bytes``
+    texts, or a :class:`WordTable` already counted with :func:`fastbpe.count_words` (count
+    once, train many times). ``workers`` and ``cluster`` are passed to ``count_words``.
+    ``vocab_size`` counts base symbols, merged tokens and special tokens; ``num_merges`` caps
+    the merges instead. Byte-level with the GPT-2 split is the default for real use;
+    ``pretokenizer="whitespace", unit="chars", word_start="_"`` reproduces BPE by hand as
+    Sennrich et al. (2016) present it. Training stops early when no pair is left or the best count falls below
+    ``min_frequency``. The returned tokenizer's ``training_stats`` says what each phase took.
+
+    ``compat="hf"`` learns the merges Hugging Face's ``BpeTrainer`` learns for the same text
+    with ``pre_tokenizers.ByteLevel(add_prefix_space=False)`` and
+    ``initial_alphabet=ByteLevel.alphabet()`` (same vocab size, min frequency, special
+    tokens): its tie rule (equal counts go to the pair of smaller ids, special tokens first,
+    then the bytes in the code-point order of their characters, then merges in order), and its
+    encoder (lowest merge rank first) for the result. Byte-level, GPT-2 split only.
+    """
+    if vocab_size is None and num_merges is None:
+        raise ValueError("give vocab_size or num_merges")
+    check_user_pattern(pretokenizer)
+    if compat not in COMPAT:
+        raise ValueError(f"compat must be one of {COMPAT}, got {compat!r}")
+    tie_ranks = None
+    if compat == "hf":
+        if unit != "bytes" or word_start or word_end or resolve(pretokenizer) is not TABLE["gpt2"]:
+            raise ValueError("compat='hf' needs unit='bytes', pretokenizer='gpt2' (ByteLevel's split) "
+                             "and no word markers")
+        tie_ranks = hf_byte_tie_ranks()
+    special_tokens = list(special_tokens)
+    if len(set(special_tokens)) != len(special_tokens):
+        raise ValueError("special_tokens has duplicates")
+    if unit not in ("bytes", "chars"):
+        raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
+    started = time.perf_counter()
+    if isinstance(corpus, WordTable):
+        table = corpus
+    else:
+        if isinstance(corpus, str) and not _names_a_path(corpus):
+            corpus = iter([corpus])  # text, not a path (count_words takes a str as a path)
+        kwargs = {"pretokenizer": pretokenizer, "workers": workers, "progress": progress,
+                  "errors": errors}
+        if cluster is not None:
+            kwargs["cluster"] = cluster
+        table = count_words(corpus, **kwargs)
+    counted = time.perf_counter()
+    symbols, starts, base_tokens = _table_symbols(table, unit, word_start or "", word_end or "")
+    max_tokens = -1
+    if vocab_size is not None:
+        max_tokens = vocab_size - len(special_tokens)
+        if max_tokens < len(base_tokens):
+            raise ValueError(
+                f"vocab_size={vocab_size} is smaller than the {len(base_tokens)} base symbols "
+                f"plus {len(special_tokens)} special tokens")
+        if num_merges is None:
+            num_merges = max_tokens - len(base_tokens)
+    _check_num_merges(num_merges, min_frequency)
+    learner = _make_learner(symbols, starts, table.counts, base_tokens, tie_ranks)
+    prepared = time.perf_counter()
+    with merge_progress(progress, num_merges) as callback:
+        merge_ids, counts, tokens = learner.run(num_merges, min_frequency, max_tokens, callback)
+    merged = time.perf_counter()
+    tokenizer = Tokenizer(
+        tokens,
+        merge_ids,  # (left, right, new): the learner's ids, checked, not rebuilt
+        unit=unit,
+        pattern=pretokenizer,
+        word_start=word_start,
+        word_end=word_end,
+        special_tokens=special_tokens,
+        merge_counts=counts,
+        merge_rule="pair" if compat == "hf" else "replay",
+    )
+    tokenizer.training_stats = {
+        "input_bytes": table.total_bytes,
+        "input_chunks": table.total_count,
+        "unique_chunks": len(table),
+        "base_symbols": len(base_tokens),
+        "merges": len(merge_ids),
+        "corpus_tokens": learner.corpus_tokens(),
+        "seconds_count": counted - started,
+        "seconds_prepare": prepared - counted,
+        "seconds_merge": merged - prepared,
+    }
+    return tokenizer

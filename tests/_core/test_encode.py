@@ -1,0 +1,281 @@
+"""The compiled encoder against its references: replay (fastbpe.reference), pair rank and token
+rank (fastbpe.merge_rules), and tiktoken itself; round trips; batch and NumPy outputs."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastbpe
+from fastbpe import PATTERNS
+from fastbpe import reference
+from fastbpe._core.encode import BPECore, EncodeState
+from fastbpe.reference.encode import encode_by_pair_rank, encode_by_token_rank
+from fastbpe import Tokenizer
+
+
+BYTES = [bytes([b]) for b in range(256)]
+
+
+@st.composite
+def merge_lists(draw, alphabet=b"abc", max_merges=12):
+    """Arbitrary merge lists over a small alphabet: any two existing tokens may merge, and a
+    merge may re-create a token that exists (the trainer deduplicates; so do we)."""
+    tokens = list(BYTES)
+    ids = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    letters = [ids[bytes([c])] for c in alphabet]
+    pool = list(letters)
+    for _ in range(draw(st.integers(0, max_merges))):
+        a = draw(st.sampled_from(pool))
+        b = draw(st.sampled_from(pool))
+        new = tokens[a] + tokens[b]
+        if new not in ids:
+            ids[new] = len(tokens)
+            tokens.append(new)
+            pool.append(ids[new])
+        merges.append((a, b))
+    return tokens, merges
+
+
+def core_encode_word(tok: Tokenizer, word: bytes, impl: str = "scan"):
+    """The compiled core on one chunk: from its bytes through the short-chunk scan or the heap,
+    or from its symbol ids (the path of character-level tokenizers and word markers)."""
+    core = tok._core()
+    if impl == "symbols":
+        symbols = np.array([tok._ids[bytes([b])] for b in word], dtype=np.int32)
+        return core.encode_symbols(symbols, np.array([len(word)], dtype=np.int64), EncodeState()).tolist()
+    core.scan_max = 32 if impl == "scan" else 0
+    return tok.encode_chunk_bounds(word, np.array([0]), np.array([len(word)])).tolist()
+
+
+IMPLS = ["scan", "heap", "symbols"]
+
+
+@settings(max_examples=300)
+@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=40).map(lambda b: bytes(97 + x % 3 for x in b)),
+                               min_size=1, max_size=6))
+def test_replay_equals_reference_on_arbitrary_merge_lists(case, words):
+    tokens, merges = case
+    tok = Tokenizer(tokens, merges)
+    pairs = [(tokens[a], tokens[b]) for a, b in merges]
+    for word in words:
+        expected = [tok._ids[t] for t in reference.encode_word(tuple(bytes([b]) for b in word), pairs)]
+        for impl in IMPLS:
+            assert core_encode_word(tok, word, impl) == expected, impl
+
+
+def test_chars_unit_replays_like_the_reference():
+    tok = fastbpe.train("low lower lowest newer newest " * 20, num_merges=20, unit="chars",
+                        pretokenizer="whitespace", word_start="_", progress=False, min_frequency=1)
+    merges = tok.merges
+    for word in ["lowest", "newer", "low", "wider"]:
+        expected = reference.encode_word(tuple("_" + word), merges)
+        assert tok.tokens(word) == list(expected)
+
+
+@settings(max_examples=300)
+@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=40).map(lambda b: bytes(97 + x % 3 for x in b)),
+                               min_size=1, max_size=6))
+def test_pair_rule_equals_reference(case, words):
+    tokens, merges = case
+    tok = Tokenizer(tokens, merges, merge_rule="pair")
+    pairs = [(tokens[a], tokens[b]) for a, b in merges]
+    for word in words:
+        expected = [tok._ids[t] for t in encode_by_pair_rank(word, pairs)]
+        for impl in IMPLS:
+            assert core_encode_word(tok, word, impl) == expected, impl
+
+
+@settings(max_examples=300)
+@given(merge_lists(), st.lists(st.binary(min_size=1, max_size=40).map(lambda b: bytes(97 + x % 3 for x in b)),
+                               min_size=1, max_size=6), st.booleans())
+def test_token_rule_equals_reference(case, words, whole):
+    tokens, _ = case
+    tok = Tokenizer(tokens, [], merge_rule="token", whole_token_lookup=whole)
+    ranks = {t: i for i, t in enumerate(tokens)}
+    for word in words:
+        expected = [ranks[t] for t in encode_by_token_rank(word, ranks, whole)]
+        for impl in IMPLS:
+            assert core_encode_word(tok, word, impl) == expected, impl
+
+
+@settings(max_examples=100)
+@given(merge_lists(alphabet=b"ab ", max_merges=20), st.text(alphabet="ab \n", max_size=60))
+def test_token_rule_equals_tiktoken(case, text):
+    tiktoken = pytest.importorskip("tiktoken")
+    tokens, _ = case
+    ranks = {t: i for i, t in enumerate(tokens)}
+    pattern = r"\S+|\s+"
+    enc = tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    tok = Tokenizer(tokens, [], merge_rule="token", whole_token_lookup=True, pattern=pattern)
+    assert tok.encode(text) == enc.encode_ordinary(text)
+
+
+@pytest.fixture(scope="module")
+def trained(shared_data):
+    text = shared_data.text("english.txt.gz", 300_000)
+    return fastbpe.train(text, vocab_size=1000, progress=False, special_tokens=["<|endoftext|>"]), text
+
+
+def test_trained_tokenizer_equals_reference_on_real_text(trained):
+    tok, text = trained
+    sample = text[:100_000]
+    merges = tok.merges
+    expected = []
+    memo = {}
+    for chunk in fastbpe.pretokenize(sample, tok.pattern):
+        if chunk not in memo:
+            word = tuple(bytes([b]) for b in chunk.encode("utf-8"))
+            memo[chunk] = [tok._ids[t] for t in reference.encode_word(word, merges)]
+        expected.extend(memo[chunk])
+    assert tok.encode(sample) == expected
+
+
+@given(st.text(max_size=200))
+def test_decode_encode_round_trip(text):
+    tok = _round_trip_tok()
+    ids = tok.encode(text, disallowed_special=())
+    assert tok.decode(ids) == text
+    assert tok.decode_bytes(ids) == text.encode("utf-8")
+
+
+@given(st.binary(max_size=200), st.lists(st.integers(0, 200), max_size=8))
+def test_byte_level_round_trip_of_any_bytes(data, cuts):
+    """Arbitrary bytes, invalid UTF-8 included, cut into arbitrary chunks."""
+    tok = _round_trip_tok()
+    bounds = sorted({0, len(data), *[c for c in cuts if c <= len(data)]})
+    ids = tok.encode_chunk_bounds(data, np.array(bounds[:-1]), np.array(bounds[1:]))
+    assert tok.decode_bytes(ids) == data
+    assert tok.decode(ids, errors="replace") == data.decode("utf-8", "replace")
+
+
+_TOK = []
+
+
+def _round_trip_tok():
+    if not _TOK:
+        corpus = "the quick brown fox jumps over the lazy dog; ünïcödé 😀 текст 中文 " * 30
+        _TOK.append(fastbpe.train(corpus, vocab_size=400, progress=False, special_tokens=["<|endoftext|>"]))
+    return _TOK[0]
+
+
+def test_decode_strict_raises_on_invalid_utf8():
+    tok = _round_trip_tok()
+    ids = tok.encode_chunk_bounds(b"\xff", np.array([0]), np.array([1]))
+    with pytest.raises(UnicodeDecodeError):
+        tok.decode(ids, errors="strict")
+    assert tok.decode(ids) == "\ufffd"
+
+
+def test_huge_chunk_without_split_is_exact():
+    """A 2 MB chunk through the heap encoder (the benchmark times 10 MB)."""
+    tokens = BYTES + [b"ab", b"abab", b"ababab"]
+    a, b = ord("a"), ord("b")
+    tok = Tokenizer(tokens, [(a, b), (256, 256), (257, 256)], pattern=r"\S+")
+    ids = tok.encode("ab" * 1_000_000)
+    # Replay: ab everywhere, then abab pairs left to right, then (abab, ab) never applies
+    # because no ab is left after the second merge consumed them pairwise.
+    assert ids == [257] * 500_000
+    # With one more "ab", the last abab and that ab make ababab.
+    assert tok.encode("ab" * 1_000_001)[-2:] == [257, 258]
+
+
+def test_cache_eviction_keeps_results_exact(trained):
+    tok, text = trained
+    sample = text[:30_000]
+    expected = tok.encode(sample)
+    core = tok._core()
+    from fastbpe.split.bounds import chunk_bounds
+
+    data, starts, ends = chunk_bounds(sample, tok.pattern)
+    small = EncodeState(max_ids=50)  # forces many clears
+    assert core.encode_chunks(data, starts, ends, small).tolist() == expected
+    assert core.encode_chunks(data, starts, ends, small).tolist() == expected
+
+
+def test_batch_and_numpy_outputs(trained):
+    tok, text = trained
+    docs = [text[i:i + 5000] for i in range(0, 50_000, 5000)] + ["", "x"]
+    single = [tok.encode(d) for d in docs]
+    assert tok.encode_batch(docs, workers=2) == single
+    assert tok.encode_batch(docs, workers=1) == single
+    arrays = tok.encode_batch(docs, workers=2, as_numpy=True)
+    assert all(a.dtype == np.uint16 and a.tolist() == s for a, s in zip(arrays, single))
+    assert tok.encode_to_numpy(docs[0]).dtype == np.uint16
+    big = Tokenizer(BYTES + [bytes([1, 2])], [(1, 2)], special_tokens={"<|x|>": 70_000})
+    assert big.encode_to_numpy("ab").dtype == np.uint32
+
+
+def test_bad_input_is_a_clear_error(trained):
+    tok, _ = trained
+    with pytest.raises(TypeError):
+        tok.encode(b"bytes")
+    with pytest.raises(TypeError):
+        tok.encode_batch(["ok", 3])
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        tok.decode([10**6])
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        tok.decode([-1])
+    with pytest.raises(ValueError, match="workers"):
+        tok.encode_batch(["a"], workers=0)
+    core = tok._core()
+    with pytest.raises(ValueError, match="bounds"):
+        core.encode_chunks(b"abc", np.array([0, 1], dtype=np.int64), np.array([2, 5], dtype=np.int64), EncodeState())
+    with pytest.raises(ValueError, match="bounds"):
+        core.encode_chunks(b"abc", np.array([2], dtype=np.int64), np.array([1], dtype=np.int64), EncodeState())
+    no_z = Tokenizer([bytes([b]) for b in range(97, 100)], [], pattern=r"\S+")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        no_z.encode("abz")
+    assert no_z.tokens("abz") == [b"a", b"b", b"z"]
+
+
+def test_scan_max_is_checked():
+    core = BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32))
+    with pytest.raises(ValueError, match="scan_max"):
+        core.scan_max = 1000
+
+
+def test_core_rejects_bad_tables():
+    with pytest.raises(ValueError, match="unknown token id"):
+        BPECore(BYTES, np.array([0], np.int32), np.array([999], np.int32))
+    with pytest.raises(ValueError, match="not a token"):
+        BPECore(BYTES, np.array([0], np.int32), np.array([1], np.int32))
+    with pytest.raises(ValueError, match="rule"):
+        BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32), "nope")
+
+
+def test_tokenizer_pickles_and_encodes_after(trained):
+    import pickle
+
+    tok, text = trained
+    tok.encode("warm the core up")
+    again = pickle.loads(pickle.dumps(tok))
+    assert again == tok
+    assert again.encode(text[:5000]) == tok.encode(text[:5000])
+
+
+def test_chunk_bounds_scanner_equals_regex_path(trained):
+    """A named pattern's bounds come from its compiled scanner; the same regex spelled so that
+    it names no table entry runs the regex path: both give the same bounds and ids."""
+    from fastbpe.split.bounds import chunk_bounds
+
+    tok, text = trained
+    sample = text[:20_000] + " ünïcödé 😀"
+    fast = chunk_bounds(sample, "gpt2")
+    slow = chunk_bounds(sample, "(?:" + PATTERNS["gpt2"] + ")")
+    assert fast[0] == slow[0] and fast[1].tolist() == slow[1].tolist() and fast[2].tolist() == slow[2].tolist()
+    assert tok._core().encode_chunks(*fast, EncodeState()).tolist() == tok.encode(sample)
+
+
+def test_offsets_entry_point(trained):
+    from fastbpe.split.bounds import chunk_bounds
+
+    tok, text = trained
+    sample = text[:10_000] + " ünïcödé"
+    data, starts, ends = chunk_bounds(sample, tok.pattern)
+    offsets = np.append(starts, ends[-1])
+    assert tok.encode_utf8_chunks(data, offsets).tolist() == tok.encode(sample)
+    assert tok._core().encode_offsets(data, offsets, EncodeState()).tolist() == tok.encode(sample)
+    with pytest.raises(ValueError, match="offsets"):
+        tok.encode_utf8_chunks(data, offsets[:-1])
+    assert tok.encode_utf8_chunks(b"", np.array([0])).tolist() == []

@@ -1,0 +1,143 @@
+"""Smoke test of the benchmarks: every asv benchmark's setup and one call, on tiny inputs.
+
+Nothing is timed (speed lives in the benchmarks themselves); this catches a benchmark broken by an
+API change before the nightly asv run does. Inputs are capped at 20 KB (``FASTBPE_BENCH_TINY``),
+numeric parameters take their smallest value, and a benchmark whose setup raises
+``NotImplementedError`` (asv's skip: feature not in this commit, data absent) is reported as a
+pytest skip with asv's reason.
+"""
+import importlib
+import inspect
+import itertools
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.suites import common  # noqa: E402
+
+SUITES = ["suite_train", "suite_ingest", "suite_encode", "suite_kernels"]
+BENCH_PREFIX = re.compile(r"^(time_|peakmem_|track_|mem_)")
+
+
+def _is_size(value) -> bool:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return True
+    return isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?[KMG]?B", value) is not None
+
+
+def tiny_params(cls):
+    """One small grid per class: each size-like parameter at its smallest value, every other
+    (implementation, pattern, ...) at all of its values; ``tiny_params`` on a class overrides."""
+    if hasattr(cls, "tiny_params"):
+        return list(itertools.product(*cls.tiny_params))
+    params = getattr(cls, "params", None)
+    if params is None:
+        return [()]
+    if not isinstance(params, tuple) or (params and not isinstance(params[0], list)):
+        params = (params,)
+    grid = []
+    for values in params:
+        if all(_is_size(v) for v in values):
+            grid.append([min(values, key=common.parse_size)])
+        else:
+            grid.append(list(values))
+    return list(itertools.product(*grid))
+
+
+def _benchmark_classes():
+    for suite in SUITES:
+        module = importlib.import_module(f"benchmarks.suites.{suite}")
+        for name, obj in vars(module).items():
+            if name.startswith("_") or not inspect.isclass(obj) or obj.__module__ != module.__name__:
+                continue
+            methods = [m for m in dir(obj) if BENCH_PREFIX.match(m)]
+            if methods:
+                yield pytest.param(obj, methods, id=f"{suite}.{name}")
+
+
+@pytest.fixture(autouse=True)
+def tiny_inputs(monkeypatch, tmp_path_factory):
+    monkeypatch.setenv(common.TINY_ENV, "1")
+
+
+@pytest.mark.parametrize("cls,methods", list(_benchmark_classes()))
+def test_benchmark_runs(cls, methods):
+    ran, skipped = 0, []
+    for args in tiny_params(cls):
+        bench = cls()
+        try:
+            if hasattr(bench, "setup"):
+                bench.setup(*args)
+        except NotImplementedError as exc:
+            skipped.append(f"{args}: {exc}")
+            continue
+        for method in methods:
+            result = getattr(bench, method)(*args)
+            if method.startswith("track_"):
+                assert isinstance(result, (int, float)) and math.isfinite(result) and result >= 0, (
+                    f"{cls.__name__}.{method}{args} returned {result!r}")
+        if hasattr(bench, "teardown"):
+            bench.teardown(*args)
+        ran += 1
+    if not ran:
+        pytest.skip("every parameter combination skipped: " + "; ".join(skipped))
+
+
+def test_suites_package_holds_only_suites():
+    """asv imports every module of benchmarks/suites: only asv suites and their input helpers
+    belong there, and the helpers define nothing asv would take for a benchmark."""
+    found = sorted(p.stem for p in (ROOT / "benchmarks" / "suites").glob("*.py"))
+    assert found == sorted(["__init__", "common"] + SUITES), found
+    for attr, obj in vars(common).items():
+        if attr.startswith("_"):
+            continue
+        assert not (inspect.isfunction(obj) and BENCH_PREFIX.match(attr)), attr
+        assert not (inspect.isclass(obj) and any(BENCH_PREFIX.match(m) for m in dir(obj))), attr
+
+
+def test_asv_config_is_valid_json_with_comments():
+    """asv.conf.json parses (asv allows // comments) and points at this benchmarks/ directory."""
+    import json
+
+    text = (ROOT / "asv.conf.json").read_text()
+    config = json.loads("\n".join(line for line in text.splitlines()
+                                  if not line.lstrip().startswith("//")))
+    assert config["benchmark_dir"] == "benchmarks/suites"
+    assert config["repo"] == "."
+    assert config["results_dir"].startswith(".asv")
+    assert (ROOT / config["benchmark_dir"] / "__init__.py").exists()
+
+
+def test_common_helpers():
+    """The deterministic inputs really are deterministic and the size parser round-trips."""
+    assert common.generated_text(5000) == common.generated_text(5000)
+    assert common.generated_text(5000, seed=1) != common.generated_text(5000)
+    for size in ("100KB", "1MB", "10MB"):
+        assert common.format_size(common.parse_size(size)) == size
+    assert common.input_size("10MB") == common.TINY_BYTES  # the autouse fixture's tiny mode
+    assert common.unescape_cell(r"a\\tb\tc") == "a\\tb\tc"
+
+
+def test_peers_child_run_and_documents(tmp_path):
+    """The peer harness runs one fastbpe training in a fresh process and reads back its time,
+    peak RSS and merges; ``documents`` cuts text at newlines without losing any."""
+    from benchmarks import peers
+
+    text = common.generated_text(20_000)
+    assert "".join(peers.documents(text, size=1000)) == text
+    assert all(d.endswith("\n") for d in peers.documents(text, size=1000)[:-1])
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(text, encoding="utf-8")
+    job = {"kind": "train", "lib": "fastbpe", "corpus": str(corpus), "vocab": 300,
+           "min_frequency": 2, "threads": 1, "out_dir": str(tmp_path)}
+    result = peers._run_child(job, threads=1, timeout=120)
+    assert "error" not in result, result
+    assert result["seconds"] > 0 and result["peak_rss_mb"] > 0
+    assert result["merges"] == 300 - 256 == result["vocab"] - 256
+    assert peers._merge_agreement(str(tmp_path), "fastbpe", "fastbpe") == "identical merges (44)"

@@ -1,0 +1,299 @@
+"""count_words equals the reference (regex on each whole text), for any blocks and workers."""
+import bz2
+import gzip
+import lzma
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastbpe import PATTERNS, CorpusDecodeError, WordTable, count_words
+from fastbpe.corpus.cut import cut_stream
+from fastbpe.corpus.files import expand_paths as iter_corpus_files
+from fastbpe.reference.count import count_words as reference_counts
+from fastbpe.split.patterns import cut_rule
+
+
+def count_words_reference(texts, pattern, errors="strict"):
+    """The reference's counts as a WordTable (same chunks, counts and order as count_words)."""
+    counts = reference_counts(texts, pattern, errors)
+    if not counts:
+        raise ValueError("the corpus is empty")
+    return WordTable.from_counts(counts)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NAMES = sorted(PATTERNS)
+USER_REGEX = r"\w+|[^\w\s]+"
+
+SPECIAL = list(" \t\n\r\x0b\xa0\u3000'sStTLl\u017faZ\u00e9\u4e2d\u0939\u0301\u093f09\u0663!./\U0001F600\u200d")
+texts = st.lists(
+    st.one_of(
+        st.lists(st.one_of(st.sampled_from(SPECIAL), st.sampled_from(["'s", "\r\n", "  ", "\n\n", "ab"])),
+                 max_size=60).map("".join),
+        st.text(max_size=40),
+    ),
+    min_size=1,
+    max_size=5,
+)
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _lines(data: bytes, n: int) -> bytes:
+    """The whole lines within the first n bytes (never half a UTF-8 character)."""
+    return data[: data.rindex(b"\n", 0, n) + 1]
+
+
+@pytest.fixture(scope="module")
+def multi_bytes(shared_data):
+    """The first 3,000 rows of parallel_multi.tsv.gz (9 scripts), as raw bytes."""
+    with gzip.open(shared_data.path("parallel_multi.tsv.gz"), "rb") as f:
+        lines = [f.readline() for _ in range(3001)]
+    return b"".join(lines)
+
+
+@pytest.fixture(scope="module")
+def english_bytes(shared_data):
+    with gzip.open(shared_data.path("english.txt.gz"), "rb") as f:
+        data = f.read(300_000)
+    return data[: data.rindex(b"\n") + 1]
+
+
+@pytest.mark.parametrize("name", NAMES + [USER_REGEX])
+@SETTINGS
+@given(docs=texts, block_size=st.sampled_from([1, 2, 7, 64, None]))
+def test_equals_reference_any_block_size(name, docs, block_size):
+    try:
+        expected = count_words_reference(docs, name)
+    except ValueError:
+        with pytest.raises(ValueError, match="empty"):
+            count_words(iter(docs), name, workers=1, block_size=block_size, progress=False)
+        return
+    assert count_words(iter(docs), name, workers=1, block_size=block_size, progress=False) == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("block_size", [1, 5, 4096])
+def test_block_size_independence_on_real_text(name, block_size, multi_bytes, english_bytes):
+    for data in (_lines(multi_bytes, 120_000), _lines(english_bytes, 120_000)):
+        expected = count_words_reference([data], name)
+        got = count_words(iter([data]), name, workers=1, block_size=block_size, progress=False)
+        assert got == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cuts_are_chunk_boundaries(name, multi_bytes):
+    """Every segment cut_stream makes is chunked as in the whole text (the cut rules hold)."""
+    from fastbpe.split.pretokenize import pretokenize_bytes
+
+    data = _lines(multi_bytes, 60_000)
+    segments = list(cut_stream([data], cut_rule(name), 1))
+    assert b"".join(s for s, _ in segments) == data
+    assert len(segments) > 100
+    pieces = [c for s, _ in segments for c in pretokenize_bytes(s, name)]
+    assert pieces == pretokenize_bytes(data, name)
+
+
+def _write(path, data: bytes):
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(os.path.splitext(path)[1], open)
+    with opener(path, "wb") as f:
+        f.write(data)
+
+
+def test_files_dirs_globs_and_compression(tmp_path, multi_bytes, english_bytes):
+    docs = [_lines(english_bytes, 50_000), _lines(multi_bytes, 40_000), b"tiny file\n", _lines(english_bytes, 90_000)]
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    paths = [tmp_path / "d" / "a.txt", tmp_path / "d" / "sub" / "b.txt.gz", tmp_path / "d" / "sub" / "c.txt.xz",
+             tmp_path / "e.bz2"]
+    for path, doc in zip(paths, docs):
+        _write(str(path), doc)
+    expected = count_words_reference(docs, "cl100k")
+    # a directory (recursive, sorted) then a glob
+    got = count_words([str(tmp_path / "d"), str(tmp_path / "*.bz2")], "cl100k", workers=1, block_size=1000,
+                      progress=False)
+    assert got == expected
+    assert iter_corpus_files(tmp_path / "d") == [str(p) for p in paths[:3]]
+    try:
+        import zstandard
+    except ImportError:
+        return
+    zpath = tmp_path / "z.zst"
+    zpath.write_bytes(zstandard.ZstdCompressor().compress(docs[1]))
+    assert count_words(str(zpath), "o200k", workers=1, progress=False) == count_words_reference([docs[1]], "o200k")
+
+
+def test_one_vs_two_workers_identical(tmp_path, english_bytes, multi_bytes):
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(english_bytes + _lines(multi_bytes, 100_000))
+    packed = tmp_path / "packed.txt.gz"
+    _write(str(packed), _lines(english_bytes, 100_000))
+    corpus = [str(plain), str(packed)]
+    one = count_words(corpus, "gpt2", workers=1, block_size=20_000, progress=False)
+    # small partitions and blocks: plain-file byte ranges and parent-read blocks, in 2 processes
+    two = count_words(corpus, "gpt2", workers=2, block_size=20_000, partition_size=50_000, progress=False)
+    assert two == one  # arrays equal, so order included
+    assert one == count_words_reference([plain.read_bytes(), _lines(english_bytes, 100_000)], "gpt2")
+    items = [english_bytes[i : i + 30_000] for i in range(0, 150_000, 30_000)]
+    assert count_words(iter(items), "o200k", workers=2, block_size=40_000, progress=False) == \
+        count_words_reference(items, "o200k")
+    # many compressed shards: each worker reads and decompresses whole files
+    shards = []
+    for k in range(5):
+        shard = tmp_path / f"shard{k}.txt.gz"
+        _write(str(shard), items[k])
+        shards.append(str(shard))
+    assert count_words(shards, "cl100k", workers=2, block_size=7_000, progress=False) == \
+        count_words(shards, "cl100k", workers=1, progress=False) == count_words_reference(items, "cl100k")
+
+
+def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
+    """With another thread alive, workers start by forkserver instead of fork: same table."""
+    import threading
+
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(english_bytes)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        two = count_words(str(plain), "o200k", workers=2, block_size=20_000, partition_size=60_000, progress=False)
+    finally:
+        stop.set()
+        thread.join()
+    assert two == count_words_reference([english_bytes], "o200k")
+
+
+def test_invalid_utf8(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"good text here\nand then \xff\xfe bad \xe2\x82\n")
+    with pytest.raises(CorpusDecodeError, match=r"bad\.txt: invalid UTF-8 at byte offset 24 \(byte 0xff\)"):
+        count_words(str(path), workers=1, progress=False)
+    with pytest.raises(CorpusDecodeError, match=r"bad\.txt: invalid UTF-8 at byte offset 24"):
+        count_words(str(path), workers=1, block_size=3, progress=False)  # the offset is in the file
+    data = path.read_bytes()
+    for errors in ("replace", "bytes"):
+        for name in NAMES + [USER_REGEX]:
+            assert count_words(str(path), name, workers=1, errors=errors, progress=False) == \
+                count_words_reference([data], name, errors=errors)
+    # raised in a worker process, for a byte range far into the file: same message and offset
+    big = tmp_path / "big_bad.txt"
+    big.write_bytes(b"word " * 40_000 + b"x\xc3(" + b" word" * 1000)
+    with pytest.raises(CorpusDecodeError, match=r"big_bad\.txt: invalid UTF-8 at byte offset 200001 \(byte 0xc3\)"):
+        count_words(str(big), workers=2, block_size=10_000, partition_size=50_000, progress=False)
+    gz = tmp_path / "bad.txt.gz"
+    _write(str(gz), data)
+    with pytest.raises(CorpusDecodeError, match=r"bad\.txt\.gz: invalid UTF-8 at byte offset 24 \(offset in the decompressed"):
+        count_words(str(gz), workers=1, progress=False)
+    table = count_words(str(path), workers=1, errors="bytes", progress=False).to_dict()
+    assert table[b"\xff"] == 1 and table[b"\xe2"] == 1 and table[b"\x82"] == 1
+    with pytest.raises(CorpusDecodeError, match=r"item #1: invalid UTF-8 at byte offset 1"):
+        count_words(iter(["fine", "x\ud800"]), workers=1, progress=False)  # lone surrogate in str
+
+
+@SETTINGS
+@given(parts=st.lists(st.one_of(st.text(alphabet=SPECIAL, max_size=20).map(str.encode), st.binary(max_size=4)),
+                      max_size=8),
+       errors=st.sampled_from(["replace", "bytes"]), block_size=st.sampled_from([1, 3, None]))
+def test_invalid_utf8_any_blocks(parts, errors, block_size):
+    data = b"".join(parts)
+    for name in ("gpt2", "o200k"):
+        try:
+            expected = count_words_reference([data], name, errors=errors)
+        except ValueError:
+            continue
+        assert count_words(iter([data]), name, workers=1, errors=errors, block_size=block_size,
+                           progress=False) == expected
+
+
+def test_empty_inputs(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
+        count_words(str(empty), workers=1, progress=False)
+    with pytest.raises(ValueError, match="empty"):
+        count_words(iter([]), workers=1, progress=False)
+    with pytest.raises(ValueError, match="empty"):
+        count_words(iter([" \n\t "]), "whitespace", workers=1, progress=False)
+    (tmp_path / "emptydir").mkdir()
+    with pytest.raises(ValueError, match="empty"):
+        count_words(str(tmp_path / "emptydir"), workers=1, progress=False)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(FileNotFoundError, match="iter"):
+        count_words(["no such file"], progress=False)
+    with pytest.raises(FileNotFoundError, match="glob"):
+        count_words(str(tmp_path / "*.none"), progress=False)
+    with pytest.raises(TypeError, match="item #1"):
+        count_words(iter(["a", 3]), workers=1, progress=False)
+    with pytest.raises(TypeError, match="bytes"):
+        count_words(b"raw bytes", progress=False)
+    with pytest.raises(ValueError, match="errors"):
+        count_words(iter(["a"]), errors="ignore", progress=False)
+    with pytest.raises(ValueError, match="regex"):
+        count_words(iter(["a"]), "(bad", progress=False)
+    with pytest.raises(ValueError, match="workers"):
+        count_words(iter(["a"]), workers=0, progress=False)
+
+
+def test_no_space_megabytes_stay_linear(tmp_path):
+    """A 4 MB 'word' (no cut anywhere) with 64 KB blocks: finishes, one chunk (no timing assert)."""
+    path = tmp_path / "nospace.txt"
+    path.write_bytes(b"ab" * (2 << 20))
+    table = count_words(str(path), "gpt2", workers=1, block_size=64 << 10, progress=False)
+    assert len(table) == 1 and table.chunk(0) == b"ab" * (2 << 20) and table.counts[0] == 1
+
+
+def test_counts_are_int64_and_progress_runs(tmp_path, capsys):
+    path = tmp_path / "p.txt"
+    path.write_bytes(b"the cat the dog\n" * 1000)
+    table = count_words(str(path), workers=1, progress=True, block_size=1000)
+    assert table.counts.dtype == np.int64 and isinstance(table, WordTable)
+    assert table.to_dict() == {b"the": 1000, b" cat": 1000, b" the": 1000, b" dog": 1000, b"\n": 1000}
+    assert "counting" in capsys.readouterr().err
+
+
+def test_dask_cluster_matches_local(tmp_path, english_bytes, multi_bytes):
+    distributed = pytest.importorskip("distributed", reason="dask.distributed not installed")
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(_lines(english_bytes, 200_000))
+    packed = tmp_path / "multi.txt.gz"
+    _write(str(packed), _lines(multi_bytes, 100_000))
+    corpus = [str(plain), str(packed)]
+    local = count_words(corpus, "o200k", workers=1, progress=False)
+    # worker processes on loopback TCP: tasks and tables really go through serialization
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+        remote = count_words(corpus, "o200k", cluster=client, block_size=30_000, partition_size=60_000,
+                             progress=False)
+        assert remote == local
+        items = [english_bytes[i : i + 20_000] for i in range(0, 100_000, 20_000)]
+        assert count_words(iter(items), "gpt2", cluster=client, block_size=25_000, progress=False) == \
+            count_words_reference(items, "gpt2")
+
+
+@SETTINGS
+@given(parts=st.lists(st.dictionaries(st.binary(min_size=1, max_size=20), st.integers(1, 2**40), max_size=30),
+                      max_size=4))
+def test_wordtable_concat_compiled_equals_dict_merge(parts):
+    tables = [WordTable.from_counts(p) for p in parts]
+    merged = {}
+    for p in parts:
+        for chunk, count in p.items():
+            merged[chunk] = merged.get(chunk, 0) + count
+    got = WordTable.concat(tables)
+    assert got.to_dict() == merged and list(got.to_dict()) == list(merged)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3"])
+def test_cjk_without_spaces_or_newlines_is_cut(name, multi_bytes):
+    """Chinese with no space and no newline still gets block boundaries (rule R6), exactly."""
+
+    rows = multi_bytes.decode("utf-8").split("\n")[1:400]
+    zh = "".join(r.split("\t")[6] for r in rows if r.count("\t") >= 10)
+    zh = "".join(c for c in zh if not c.isspace() and c != "\\").encode("utf-8")
+    segments = list(cut_stream([zh], cut_rule(name), 64))
+    assert len(segments) > 20
+    assert count_words(iter([zh]), name, workers=1, block_size=64, progress=False) == \
+        count_words_reference([zh], name)

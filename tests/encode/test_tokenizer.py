@@ -1,0 +1,164 @@
+"""Tokenizer: trained end to end, encoding as the reference replays merges, and its file."""
+import json
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fastbpe
+from fastbpe import reference
+from fastbpe import Tokenizer
+from fastbpe.formats.bytelevel import bytes_to_unicode
+
+def generated_text(seed: int = 0, words: int = 6000) -> str:
+    """Deterministic text with a Zipf-like vocabulary, code-like lines and non-ASCII words."""
+    rng = random.Random(seed)
+    syllables = ["de", "f", "re", "turn", "va", "lue", "na", "ïve", "ca", "fé", "日", "本", "in", "g"]
+    lexicon = ["".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(800)]
+    out = []
+    for i in range(words):
+        out.append(lexicon[int(len(lexicon) * rng.random() ** 3)])  # skewed to the front
+        if i % 9 == 8:
+            out.append(rng.choice(["(value):\n   ", "= 42;\n", " * 3 +", "\n\n#"]))
+    return " ".join(out)
+
+
+CODE = generated_text()
+
+
+@pytest.fixture(scope="module")
+def worked_tokenizer(worked_example):
+    return fastbpe.train(worked_example.text, num_merges=15, unit="chars", pretokenizer="whitespace",
+                         word_start="_", min_frequency=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def code_tokenizer():
+    return fastbpe.train(CODE, vocab_size=600, progress=False)
+
+
+def test_worked_example_pieces(worked_tokenizer, worked_example):
+    for word, expected in worked_example.encodings.items():
+        assert tuple(worked_tokenizer.tokens(word)) == expected, word
+
+
+def test_unknown_character_is_an_error_for_ids_but_a_piece_for_tokens(worked_tokenizer):
+    assert worked_tokenizer.tokens("makan-makan")[1] == "-"
+    with pytest.raises(ValueError, match="'-'"):
+        worked_tokenizer.encode("makan-makan")
+
+
+def test_trained_merges_match_train_words(code_tokenizer):
+    words = {}
+    for chunk in fastbpe.pretokenize(CODE, "gpt2"):
+        key = tuple(bytes([b]) for b in chunk.encode())
+        words[key] = words.get(key, 0) + 1
+    expected = fastbpe.train_words(words, len(code_tokenizer.merges), min_frequency=2,
+                                   backend="reference")
+    assert code_tokenizer.merges == expected
+
+
+def test_vocab_size_is_respected(code_tokenizer):
+    assert code_tokenizer.vocab_size == 600
+    tok = fastbpe.train(CODE, vocab_size=300, special_tokens=["<|endoftext|>"], progress=False)
+    assert tok.vocab_size == 300
+    assert tok.special_tokens == {"<|endoftext|>": 299}
+
+
+@given(st.text(max_size=200))
+def test_decode_encode_round_trip(code_tokenizer, text):
+    assert code_tokenizer.decode(code_tokenizer.encode(text)) == text
+
+
+@given(st.text(alphabet="defrtunvalïcé日本ig(): *+=\n", max_size=80))
+def test_encode_replays_merges_like_the_reference(code_tokenizer, text):
+    merges = code_tokenizer.merges
+    expected = []
+    for chunk in fastbpe.pretokenize(text, "gpt2"):
+        expected.extend(reference.encode_word(tuple(bytes([b]) for b in chunk.encode()), merges))
+    assert code_tokenizer.tokens(text) == expected
+
+
+def test_encode_replays_merges_when_a_merge_recreates_a_token():
+    # "abc" is made twice (ab+c, then a+bc); (abc, d) was learned in between. Replaying merges
+    # in order never applies (abc, d) to a word that only becomes abc at the later merge.
+    tokens = [b"a", b"b", b"c", b"d", b"ab", b"abc", b"bc", b"abcd"]
+    merges = [(0, 1), (4, 2), (5, 3), (1, 2), (0, 6)]
+    tok = Tokenizer(tokens, merges, pattern="whitespace")
+    pairs = [tuple(tokens[i] for i in m) for m in merges]
+    for word in ("abcd", "acbcd", "bcd", "abcabcd"):
+        expected = list(reference.encode_word(tuple(bytes([b]) for b in word.encode()), pairs))
+        assert tok.tokens(word) == expected
+
+
+@pytest.mark.parametrize("fixture", ["worked_tokenizer", "code_tokenizer"])
+def test_save_load_round_trip(request, tmp_path, fixture):
+    tok = request.getfixturevalue(fixture)
+    path = tmp_path / "tok.json"
+    tok.save(path)
+    loaded = Tokenizer.load(path)
+    assert loaded == tok
+    assert loaded.merges == tok.merges and loaded.vocab == tok.vocab
+    sample = "makan minuman" if fixture == "worked_tokenizer" else CODE[:500]
+    assert loaded.encode(sample) == tok.encode(sample)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["format"] == "fastbpe" and data["version"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["tok.json"]  # no temp file left behind
+
+
+def test_file_is_human_readable(code_tokenizer, tmp_path):
+    code_tokenizer.save(tmp_path / "t.json")
+    vocab = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))["vocab"]
+    # GPT-2's byte-to-unicode form: Ġ is the space byte, printable bytes stand for themselves.
+    spaced = [t for t in code_tokenizer.token_bytes if t.startswith(b" ") and t[1:].isalpha()]
+    assert spaced and all("Ġ" + t[1:].decode() in vocab for t in spaced)
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"not json", "JSON"),
+        (b'{"format": "other"}', "not a fastbpe"),
+        (b'{"format": "fastbpe", "version": 99}', "version"),
+        (b'{"format": "fastbpe", "version": 1, "unit": "bytes"}', "missing"),
+        (b'{"format": "fastbpe", "version": 1, "unit": "bytes", "pattern": "gpt2", '
+         b'"vocab": ["a", "b"], "merges": [[0, 1]]}', "not a token"),
+        (b'{"format": "fastbpe", "version": 1, "unit": "bytes", "pattern": "gpt2", '
+         b'"vocab": ["a", "a"], "merges": []}', "duplicates"),
+        (b'{"format": "fastbpe", "version": 1, "unit": "bytes", "pattern": "gpt2", '
+         b'"vocab": ["a"], "merges": [[0, 5]]}', "unknown token"),
+        (b'{"format": "fastbpe", "version": 1, "unit": "bytes", "pattern": "gpt2", '
+         b'"vocab": ["\\u4e00"], "merges": []}', "byte token"),
+    ],
+)
+def test_malformed_files(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        Tokenizer.load(path)
+
+
+def test_truncated_file(code_tokenizer, tmp_path):
+    code_tokenizer.save(tmp_path / "t.json")
+    blob = (tmp_path / "t.json").read_bytes()
+    (tmp_path / "cut.json").write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(ValueError):
+        Tokenizer.load(tmp_path / "cut.json")
+
+
+def test_bytes_to_unicode_is_a_bijection_onto_printables():
+    mapping = bytes_to_unicode()
+    assert sorted(mapping) == list(range(256))
+    assert all(c.isprintable() and not c.isspace() for c in mapping.values())
+
+
+def test_train_argument_errors():
+    with pytest.raises(ValueError, match="vocab_size or num_merges"):
+        fastbpe.train("abc")
+    with pytest.raises(ValueError, match="smaller than"):
+        fastbpe.train("abc abc", vocab_size=100)
+    with pytest.raises(ValueError, match="unit"):
+        fastbpe.train("abc abc", num_merges=1, unit="words")
+    with pytest.raises(ValueError, match="empty"):
+        fastbpe.train("", vocab_size=300)

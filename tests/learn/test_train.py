@@ -1,0 +1,143 @@
+"""train_words: the compiled learner gives exactly the reference's merges on every input."""
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fastbpe
+from fastbpe import reference
+
+IMPLS = ("reference", "fast")
+
+
+@pytest.fixture(params=IMPLS)
+def impl(request):
+    return request.param
+
+
+def learn(words, num_merges, impl, **kwargs):
+    return fastbpe.train_words(words, num_merges, backend=impl, with_counts=True, **kwargs)
+
+
+# ---- known answers, every implementation --------------------------------------------------
+
+
+def test_worked_merges(impl, worked_example):
+    merges, counts = learn(worked_example.words(), 15, impl)
+    assert [(a, b, c) for (a, b), c in zip(merges, counts)] == worked_example.merges
+
+
+def test_worked_example_at_byte_level(impl, worked_example):
+    words = Counter(tuple(bytes([b]) for b in (" " + w).encode()) for w in worked_example.text.split())
+    merges, counts = learn(words, 15, impl)
+    as_text = [(a.decode().replace(" ", "_"), b.decode().replace(" ", "_"), c)
+               for (a, b), c in zip(merges, counts)]
+    assert as_text == worked_example.merges
+
+
+def test_sennrich(impl, worked_example):
+    merges, counts = learn(worked_example.sennrich, 10, impl)
+    assert (merges[0], counts[0]) == (("e", "s"), 9)
+    assert merges == reference.learn(worked_example.sennrich, 10)[0]
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        {},
+        {("a",): 1},
+        {("a",) * 4: 1},
+        {("a",) * 5: 3, ("a", "a"): 1},
+        {("é", "é", "é"): 2, ("日", "本"): 2},
+        {(b"\xff", b"\xfe", b"\xff", b"\xfe"): 1, (b"\x00",): 7},
+        {("ab", "c"): 1, ("a", "bc"): 1, ("abc", "d"): 2},  # one string, two merges
+    ],
+    ids=["empty", "one-symbol", "aaaa", "overlaps", "non-ascii", "invalid-utf8-bytes", "dup-token"],
+)
+def test_edge_cases_agree(words):
+    assert learn(words, 20, "fast") == learn(words, 20, "reference")
+
+
+def test_huge_word():
+    words = {tuple("ab" * 5000 + "c" * 3001): 2, tuple("abc"): 1}
+    assert learn(words, 40, "fast") == learn(words, 40, "reference")
+
+
+def test_min_frequency_and_exhaustion(impl):
+    words = {("a", "b"): 1, ("c", "d"): 3}
+    assert learn(words, 10, impl, min_frequency=2) == ([("c", "d")], [3])
+    assert learn(words, 10, impl) == ([("c", "d"), ("a", "b")], [3, 1])
+    assert learn(words, 0, impl) == ([], [])
+
+
+def test_large_counts_do_not_overflow(impl):
+    big = 2**62
+    merges, counts = learn({("a", "b"): big, ("a", "b", "a", "b"): 1}, 1, impl)
+    assert counts == [big + 2]
+
+
+# ---- differential: generated tables ---------------------------------------------------------
+
+def word_tables(alphabet, max_len=10, counts=st.integers(1, 4)):
+    word = st.lists(alphabet, min_size=1, max_size=max_len).map(tuple)
+    return st.dictionaries(word, counts, max_size=10)
+
+
+small_alphabets = st.sampled_from(["a", "ab", "abc", "aé", "日本語"]).flatmap(
+    lambda letters: word_tables(st.sampled_from(list(letters))))
+byte_tables = st.sampled_from([b"a", b"ab", b"\x00\xff", b"a\xc3\xa9"]).flatmap(
+    lambda letters: word_tables(st.sampled_from([bytes([x]) for x in letters])))
+all_ones = st.sampled_from(["ab", "abc"]).flatmap(
+    lambda letters: word_tables(st.sampled_from(list(letters)), counts=st.just(1)))
+multi_char_symbols = word_tables(st.sampled_from(["a", "b", "ab", "ba"]), max_len=6)
+any_text = word_tables(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_len=6)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(words=st.one_of(small_alphabets, byte_tables, all_ones, multi_char_symbols, any_text),
+       num_merges=st.integers(0, 30), min_frequency=st.integers(1, 3))
+def test_fast_equals_reference(words, num_merges, min_frequency):
+    expected = learn(words, num_merges, "reference", min_frequency=min_frequency)
+    assert learn(words, num_merges, "fast", min_frequency=min_frequency) == expected
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "words,num_merges,error",
+    [
+        ({("a", ""): 1}, 1, ValueError),
+        ({(): 1}, 1, ValueError),
+        ({("a", b"b"): 1}, 1, TypeError),
+        ({("a",): 1, (b"b",): 1}, 1, TypeError),
+        ({("a", "b"): 0}, 1, ValueError),
+        ({("a", "b"): -2}, 1, ValueError),
+        ({("a", "b"): 1.5}, 1, TypeError),
+        ({("a", 3): 1}, 1, TypeError),
+        ({"ab": 1}, 1, TypeError),
+        ([("a", "b")], 1, TypeError),
+        ({("a", "b"): 1}, -1, ValueError),
+        ({("a", "b"): 1}, 1.0, TypeError),
+        ({("a", "b"): 2**64}, 1, OverflowError),
+        ({("a", "b", "a"): 2**62, ("b", "a", "b"): 2**62}, 1, OverflowError),
+    ],
+)
+def test_bad_input(impl, words, num_merges, error):
+    with pytest.raises(error):
+        fastbpe.train_words(words, num_merges, backend=impl)
+
+
+def test_bad_backend_and_min_frequency():
+    with pytest.raises(ValueError, match="backend"):
+        fastbpe.train_words({("a", "b"): 1}, 1, backend="rust")
+    with pytest.raises(ValueError, match="min_frequency"):
+        fastbpe.train_words({("a", "b"): 1}, 1, min_frequency=0)
+
+
+def test_progress_callback_sees_every_batch():
+    calls = []
+    words = {tuple(f"w{i:04d}"): 1 + i % 7 for i in range(2000)}
+    fastbpe.train_words(words, 600, progress=lambda done, best: calls.append((done, best)))
+    assert calls and calls[-1][0] == len(fastbpe.train_words(words, 600))
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)

@@ -1,0 +1,233 @@
+"""The compiled pre-tokenizers yield exactly the chunks of the `regex` module, on every input."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+from fastbpe.reference.split import GPT2_ORIGINAL_PATTERN
+from fastbpe.reference.split import pretokenize as regex_pretokenize
+from fastbpe.reference.split import pretokenize_bytes as regex_pretokenize_bytes
+from fastbpe.split import PATTERNS, InvalidUTF8, pretokenize, pretokenize_bytes
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NAMES = sorted(PATTERNS)
+
+# Characters that exercise every branch of the scanners: each kind of whitespace (\s of regex,
+# newline kinds, NBSP, ideographic space, NEL), apostrophes and contraction letters in both cases
+# (and U+017F, which (?i:s) matches), letters of each o200k class (Lu Ll Lt Lm Lo), marks (Mn Mc
+# Me), digits of other scripts and other numbers, punctuation, '/', emoji with modifiers and ZWJ,
+# and U+001C..U+001F (whitespace for str.split(), not for regex's \s).
+SPECIAL = list(
+    " \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2028\u2029\u202f\u3000"
+    "'\u2019sStTdDmMlLvVeErR\u017f"
+    "aZ\u00e9\u00c9\u01c5\u02b0\u4e2d\u0e01\u0939\u0628\u0416"
+    "\u0301\u0300\u093f\u0903\u20dd"
+    "09\u0663\u0967\u00b2\u00bd\u2165"
+    "!.,-/\\\"?()\u3002\u00bf"
+    "\U0001F600\U0001F3FB\u200d\ufffd"
+)
+special_text = st.lists(
+    st.one_of(st.sampled_from(SPECIAL), st.sampled_from(["'s", "'LL", "'Ve", "'RE", "\r\n", "  ", "\n\n", " '"])),
+    max_size=40,
+).map("".join)
+ascii_text = st.text(alphabet=st.characters(max_codepoint=127), max_size=60)
+spaces_text = st.text(alphabet=" \t\n\r\x0b\x0c\xa0\u3000ab1.'\u0301", max_size=40)
+any_text = st.text(max_size=60)  # every code point except surrogates
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(params=["compiled", "regex"])
+def impl(request):
+    """Both implementations: each test checks them against each other / against invariants."""
+    return pretokenize if request.param == "compiled" else regex_pretokenize
+
+
+@pytest.mark.parametrize("name", NAMES)
+@FAST
+@given(text=st.one_of(special_text, ascii_text, spaces_text, any_text))
+def test_compiled_equals_regex(name, text):
+    assert pretokenize(text, name) == regex_pretokenize(text, name)
+
+
+@FAST
+@given(text=st.one_of(special_text, ascii_text, spaces_text, any_text))
+def test_gpt2_equals_the_original_release_spelling(text):
+    """GPT-2's encoder.py spelling (the issue's) and tiktoken's give the same chunks."""
+    assert pretokenize(text, "gpt2") == regex.findall(GPT2_ORIGINAL_PATTERN, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@FAST
+@given(text=st.one_of(special_text, any_text))
+def test_bytes_entry_equals_regex(name, text):
+    data = text.encode("utf-8")
+    assert pretokenize_bytes(data, name) == [c.encode("utf-8") for c in regex_pretokenize(text, name)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_chunks_cover_the_text(name, impl):
+    text = "Hello  world!\n\n  It's 2024 \u4e2d\u6587 \u0915\u093f\u0924\u093e\u092c  \n"
+    chunks = impl(text, name)
+    if name == "whitespace":
+        assert chunks == text.split()
+    else:
+        assert "".join(chunks) == text
+    assert all(chunks)
+
+
+@pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        # \s+(?!\S) gives the run minus its last space; that space joins the word (gpt2)
+        ("gpt2", "a   b", ["a", "  ", " b"]),
+        # ...but a newline cannot be the optional ' ' prefix: it stands alone
+        ("gpt2", "a \n b\n\nc", ["a", " \n", " b", "\n", "\n", "c"]),
+        # a trailing whitespace run is one chunk
+        ("gpt2", "a \n ", ["a", " \n "]),
+        # cl100k: any non-letter non-digit non-newline char can prefix a letter run
+        ("cl100k", "a\t\tb", ["a", "\t", "\tb"]),
+        ("cl100k", "x  \n\n  y", ["x", "  \n\n", " ", " y"]),
+        ("cl100k", "1234567", ["123", "456", "7"]),
+        ("cl100k", "I'M 'S'll", ["I", "'M", " '", "S", "'ll"]),
+        ("cl100k", "\u017f'\u017f", ["\u017f", "'\u017f"]),
+        # o200k: case-aware words, contractions glued, marks in words
+        ("o200k", "HelloWORLDWide don'T", ["Hello", "WORLDWide", " don'T"]),
+        ("o200k", "a.\n/b", ["a", ".\n/", "b"]),
+        ("llama3", "a \n ", ["a", " \n", " "]),
+        ("cl100k", "a \n ", ["a", " \n "]),
+    ],
+)
+def test_hand_checked_examples(name, text, expected, impl):
+    assert impl(text, name) == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lone_surrogates_fall_back_to_regex(name):
+    text = "ab\ud800 cd \udfff"
+    assert pretokenize(text, name) == regex_pretokenize(text, name)
+
+
+def test_user_regex_and_errors():
+    assert pretokenize("don't stop", r"\w+|[^\w\s]+") == ["don", "'", "t", "stop"]
+    with pytest.raises(ValueError, match="not a pattern name"):
+        pretokenize("x", "(unclosed")
+    with pytest.raises(TypeError):
+        pretokenize(b"bytes", "gpt2")
+    with pytest.raises(TypeError):
+        pretokenize("x", 3)
+    with pytest.raises(ValueError, match="errors"):
+        pretokenize_bytes(b"x", "gpt2", errors="ignore")
+    assert pretokenize("", "gpt2") == [] and pretokenize_bytes(b"", "o200k") == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("errors", ["strict", "replace", "bytes"])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(special_text.map(lambda t: t.encode("utf-8")), st.binary(max_size=6)), max_size=6))
+def test_invalid_utf8_modes_equal_reference(name, errors, parts):
+    data = b"".join(parts)
+    try:
+        expected = [c.encode("utf-8", "surrogateescape") for c in regex_pretokenize_bytes(data, name, errors)]
+    except InvalidUTF8 as exc:
+        with pytest.raises(InvalidUTF8) as info:
+            pretokenize_bytes(data, name, errors)
+        assert info.value.offset == exc.offset
+        return
+    assert pretokenize_bytes(data, name, errors) == expected
+
+
+def test_invalid_bytes_are_one_byte_chunks():
+    # each invalid byte is its own chunk; the valid stretches are chunked as separate texts
+    assert pretokenize_bytes(b"ab \xff\xfe cd\xe2\x82", "gpt2", "bytes") == [b"ab", b" ", b"\xff", b"\xfe", b" cd", b"\xe2", b"\x82"]
+    # replace: one U+FFFD per maximal invalid subpart, as Python's decoder
+    assert pretokenize_bytes(b"ab\xe2\x82 cd", "gpt2", "replace") == [b"ab", "\ufffd".encode(), b" cd"]
+    with pytest.raises(InvalidUTF8) as info:
+        pretokenize_bytes(b"ok \xc3(", "gpt2")
+    assert info.value.offset == 3
+
+
+def test_huge_single_chunk_is_linear():
+    text = "x" * (3 << 20)
+    assert pretokenize(text, "o200k") == [text]
+    assert pretokenize_bytes(("\u4e2d" * (1 << 20)).encode(), "cl100k") == [("\u4e2d" * (1 << 20)).encode()]
+
+
+def _published_patterns():
+    tiktoken_ext = pytest.importorskip("tiktoken_ext.openai_public", reason="tiktoken not installed")
+    source = open(tiktoken_ext.__file__, encoding="utf-8").read()
+    return tiktoken_ext, source
+
+
+def test_patterns_are_the_published_strings(shared_data):
+    tiktoken_ext, source = _published_patterns()
+    assert PATTERNS["gpt2"] == tiktoken_ext.r50k_pat_str
+    assert repr(PATTERNS["cl100k"])[1:-1] in source or PATTERNS["cl100k"] in source
+    o200k_parts = PATTERNS["o200k"].split("|")
+    assert all(part in source for part in o200k_parts)
+    llama = shared_data.dir / "tokenizers" / "llama3" / "tokenizer.json"
+    if llama.exists():
+        with open(llama, encoding="utf-8") as f:
+            spec = json.load(f)["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
+        assert PATTERNS["llama3"] == spec
+    # the original GPT-2 spelling gives the same chunks as tiktoken's
+    text = "It's  a test\n\n  of   GPT-2's 99 \u4e2d\u6587 \n"
+    assert regex.findall(GPT2_ORIGINAL_PATTERN, text) == pretokenize(text, "gpt2")
+
+
+def test_unicode_tables_are_up_to_date():
+    script = os.path.join(ROOT, "tools", "gen_unicode_tables.py")
+    result = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _parallel_rows(limit, shared_data):
+    path = shared_data.path("parallel_multi.tsv.gz")
+    unescape = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
+    rows = []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        next(f)  # header
+        for i, line in enumerate(f):
+            if i >= limit:
+                break
+            cells = line.rstrip("\n").split("\t")
+            rows.append([regex.sub(r"\\[\\tnr]", lambda m: unescape[m.group()], c) for c in cells])
+    return rows
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parallel_multi_rows(name, shared_data):
+    rows = _parallel_rows(3000, shared_data)
+    for row in rows:
+        for cell in row:
+            assert pretokenize(cell, name) == regex_pretokenize(cell, name), (name, cell)
+    # and all rows as one text (rows joined by newlines and tabs, as in the file)
+    whole = "\n".join("\t".join(row) for row in rows)
+    assert_same_chunks(pretokenize(whole, name), regex_pretokenize(whole, name))
+
+
+def test_every_code_point_is_classified_as_regex_does():
+    """Each code point (surrogates aside) after a letter, before a mark and a digit, with spaces:
+    the tables agree with regex on every class the patterns use."""
+    cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    text = " ".join("a" + chr(c) + "\u0301" + chr(c) + "1" for c in cps)
+    # o200k reads every class of the tables: \p{L} and \p{N} (its prefix class), \p{M}, \s, and
+    # both case classes of its words
+    assert_same_chunks(pretokenize(text, "o200k"), regex_pretokenize(text, "o200k"))
+
+
+def assert_same_chunks(got, expected):
+    """Compare two long chunk lists, reporting the first difference (pytest's own diff of
+    lists of millions of items takes minutes)."""
+    if got == expected:
+        return
+    i = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    raise AssertionError(f"chunk {i} differs: {got[i:i + 3]!r} != {expected[i:i + 3]!r} "
+                         f"(lengths {len(got)} and {len(expected)})")
