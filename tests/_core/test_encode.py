@@ -1,7 +1,12 @@
-"""The compiled encoder against its references: replay (fastbpe.reference), pair rank and token
-rank (fastbpe.merge_rules), and tiktoken itself; round trips; batch and NumPy outputs."""
+"""The compiled encoder (``fastbpe/_core/encode.pyx``) against its references: the three merge
+rules of ``fastbpe.reference.encode`` and tiktoken itself, from bytes, from symbol ids and in the
+one-pass split+merge (``encode_text``/``encode_str`` against the regex split); ``id_list``
+against ``ndarray.tolist()``; round trips; batch and NumPy outputs."""
+import gc
+
 import numpy as np
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +16,10 @@ from fastbpe import reference
 from fastbpe._core.encode import BPECore, EncodeState
 from fastbpe.reference.encode import encode_by_pair_rank, encode_by_token_rank
 from fastbpe import Tokenizer
+from fastbpe.split.patterns import TABLE, fused_scanner_id
+
+# the patterns the encoder splits itself (their chunks tile the text)
+SCANNER_IDS = {name: entry.scanner for name, entry in TABLE.items() if entry.tiles}
 
 
 BYTES = [bytes([b]) for b in range(256)]
@@ -279,3 +288,132 @@ def test_offsets_entry_point(trained):
     with pytest.raises(ValueError, match="offsets"):
         tok.encode_utf8_chunks(data, offsets[:-1])
     assert tok.encode_utf8_chunks(b"", np.array([0])).tolist() == []
+
+
+# Letters, digits, marks, CJK, spaces of several kinds, newlines, apostrophes, punctuation.
+ALPHABET = "ab AB\t\n\r 09'sllve.,!?é\u0301\u4e2d\u3002\u00a0\u2028😀"
+
+
+def _with_pattern(tok: Tokenizer, name: str) -> Tokenizer:
+    return Tokenizer(tok.token_bytes, tok.merge_ids.tolist(), pattern=name)
+
+
+def _regex_reference(tok: Tokenizer, text: str) -> list:
+    """Chunks by the regex module, ids by encode_chunks: the two-pass path, without the scanner."""
+    chunks = [c.encode("utf-8", "surrogatepass") for c in regex.findall(PATTERNS[tok.pattern], text)]
+    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    return tok._core().encode_chunks(b"".join(chunks), starts, ends, EncodeState()).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(SCANNER_IDS))
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, max_size=80))
+def test_encode_text_equals_regex_split(trained, name, text):
+    tok = _with_pattern(trained[0], name)
+    ids = tok._core().encode_text(text.encode("utf-8"), SCANNER_IDS[name], EncodeState())
+    assert ids.dtype == np.int32
+    assert ids.tolist() == _regex_reference(tok, text)
+    assert tok._core().encode_str(text, SCANNER_IDS[name], EncodeState()).tolist() == ids.tolist()
+    assert tok.encode_ordinary(text) == ids.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=40) | st.text(alphabet="aé\xff", max_size=40) | st.text(alphabet="a\u0100\u4e2d\uffff", max_size=40))
+def test_encode_str_transcodes_every_kind_of_str(trained, text):
+    """Every str storage kind (ASCII, Latin-1, UCS-2, UCS-4) and every code point (lone
+    surrogates: None, as there is no UTF-8 for them)."""
+    tok = _with_pattern(trained[0], "o200k")
+    core, pid = tok._core(), SCANNER_IDS["o200k"]
+    got = core.encode_str(text, pid, EncodeState())
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        assert got is None
+        assert tok.encode(text) == _regex_reference(tok, text)
+        return
+    # (the split itself is checked against the regex above and in test_pretokenize.py)
+    assert got.tolist() == core.encode_text(data, pid, EncodeState()).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(SCANNER_IDS))
+def test_encode_text_on_real_text_across_blocks_and_cache_clears(trained, name):
+    tok, text = trained
+    tok = _with_pattern(tok, name)
+    sample = text[:20_000] + " ünïcödé 😀 中文。"   # thousands of chunks: many scanner blocks
+    expected = _regex_reference(tok, sample)
+    core = tok._core()
+    small = EncodeState(max_ids=50)                 # the chunk cache clears over and over
+    for state in (small, small, EncodeState()):
+        assert core.encode_text(sample.encode(), SCANNER_IDS[name], state).tolist() == expected
+    assert tok.encode(sample) == expected
+
+
+def test_encode_text_edge_cases(trained):
+    tok = _with_pattern(trained[0], "cl100k")
+    core, pid = tok._core(), SCANNER_IDS["cl100k"]
+    assert core.encode_text(b"", pid, EncodeState()).tolist() == []
+    assert core.encode_str("", pid, EncodeState()).tolist() == []
+
+    class Text(str):
+        pass
+
+    assert core.encode_str(Text("héllo wörld"), pid, EncodeState()).tolist() == _regex_reference(tok, "héllo wörld")
+    assert core.encode_str("\U0001F600" * 3 + "\ud800", pid, EncodeState()) is None
+    state = EncodeState()                          # one state, strs of shrinking/growing widths
+    for text in ["中文" * 500, "é" * 10, "a😀" * 700, "x"]:
+        assert core.encode_str(text, pid, state).tolist() == _regex_reference(tok, text)
+    assert core.encode_text(b"a", pid, EncodeState()).tolist() == [tok._ids[b"a"]]
+    assert core.encode_text(b"a" * 5000, pid, EncodeState()).tolist() == _regex_reference(tok, "a" * 5000)
+    # not UTF-8: None, and the tokenizer falls back to the regex path for lone surrogates
+    assert core.encode_text(b"ab\xff", pid, EncodeState()) is None
+    text = "ab \ud800 cd"
+    assert core.encode_text(text.encode("utf-8", "surrogatepass"), pid, EncodeState()) is None
+    assert tok.encode(text) == _regex_reference(tok, text)
+    with pytest.raises(ValueError, match="tile"):
+        core.encode_text(b"ab", 0, EncodeState())    # whitespace drops text: not fusable
+    with pytest.raises(ValueError, match="tile"):
+        core.encode_text(b"ab", 99, EncodeState())
+    with pytest.raises(TypeError):
+        core.encode_text(b"ab", pid, None)
+    with pytest.raises(TypeError):
+        core.encode_str(b"ab", pid, EncodeState())
+    with pytest.raises(ValueError, match="tile"):
+        core.encode_str("ab", 0, EncodeState())
+    no_z = Tokenizer([bytes([b]) for b in range(97, 100)], [], pattern="cl100k")
+    with pytest.raises(ValueError, match="0x7a is not in the vocabulary"):
+        no_z.encode("ab" * 300 + "z")
+    assert no_z.tokens("abz") == [b"a", b"b", b"z"]
+
+
+def test_fused_scanner_id():
+    for name, pid in SCANNER_IDS.items():
+        assert fused_scanner_id(name) == pid
+        assert fused_scanner_id(PATTERNS[name]) == pid
+    assert fused_scanner_id("whitespace") is None
+    assert fused_scanner_id(r"\S+|\s+") is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(-2**31, 2**31 - 1) | st.integers(0, 300), max_size=50))
+def test_id_list_equals_tolist(ids):
+    core = BPECore([bytes([b]) for b in range(256)] + [b"ab"], np.array([97], np.int32), np.array([98], np.int32))
+    array = np.array(ids, dtype=np.int32)
+    state = EncodeState()
+    assert core.id_list(array, state) == array.tolist()
+    assert all(type(x) is int for x in core.id_list(array, state))
+    # a state whose ints came from a smaller core grows them; a bigger core's are fine too
+    small = BPECore([bytes([b]) for b in range(256)], np.zeros(0, np.int32), np.zeros(0, np.int32))
+    for first, second in ((small, core), (core, small)):
+        state = EncodeState()
+        assert first.id_list(array, state) == second.id_list(array, state) == array.tolist()
+
+
+def test_id_list_outlives_its_core():
+    core = BPECore([bytes([b]) for b in range(256)] + [b"\x01\x02"], np.array([1], np.int32), np.array([2], np.int32))
+    state = EncodeState()
+    ids = core.id_list(np.array([256, 255, 256, 1000], np.int32), state)
+    del core, state
+    gc.collect()
+    assert ids == [256, 255, 256, 1000]

@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 import fastbpe
 from fastbpe import reference
 from fastbpe import Tokenizer
+from fastbpe._core.encode import EncodeState
+from fastbpe.split.bounds import chunk_bounds
+from fastbpe.split.patterns import fused_scanner_id
 from fastbpe.formats.bytelevel import bytes_to_unicode
 
 def generated_text(seed: int = 0, words: int = 6000) -> str:
@@ -71,13 +74,47 @@ def test_decode_encode_round_trip(code_tokenizer, text):
     assert code_tokenizer.decode(code_tokenizer.encode(text)) == text
 
 
+# The three ways a text reaches the compiled core; each must give the reference's tokens.
+ENCODE_PATHS = ("fused", "bounds", "symbols")
+
+
+def encode_by(tok: Tokenizer, text: str, path: str) -> list:
+    """Token ids of ``text`` through one path: the one-pass split and merge (``fused``), chunk
+    bounds then merges (``bounds``: what user regexes and Hugging Face split stages take), or
+    symbol ids per chunk (``symbols``: character-level tokenizers and word markers)."""
+    core, state = tok._core(), EncodeState()
+    if path == "fused":
+        ids = core.encode_str(text, fused_scanner_id(tok.pattern), state)
+    elif path == "bounds":
+        ids = core.encode_chunks(*chunk_bounds(text, tok.pattern), state)
+    else:
+        ids = core.encode_symbols(*tok._symbols(text), state)
+    return ids.tolist()
+
+
+def reference_tokens(tok: Tokenizer, text: str) -> list:
+    merges = tok.merges
+    out = []
+    for chunk in fastbpe.pretokenize(text, tok.pattern):
+        out.extend(reference.encode_word(tuple(bytes([b]) for b in chunk.encode()), merges))
+    return out
+
+
+@pytest.mark.parametrize("path", ENCODE_PATHS)
 @given(st.text(alphabet="defrtunvalïcé日本ig(): *+=\n", max_size=80))
-def test_encode_replays_merges_like_the_reference(code_tokenizer, text):
-    merges = code_tokenizer.merges
-    expected = []
-    for chunk in fastbpe.pretokenize(text, "gpt2"):
-        expected.extend(reference.encode_word(tuple(bytes([b]) for b in chunk.encode()), merges))
+def test_every_encode_path_replays_merges_like_the_reference(code_tokenizer, path, text):
+    expected = reference_tokens(code_tokenizer, text)
+    assert [code_tokenizer.token_bytes[i] for i in encode_by(code_tokenizer, text, path)] == expected
     assert code_tokenizer.tokens(text) == expected
+
+
+@pytest.mark.parametrize("path", ENCODE_PATHS)
+def test_every_encode_path_on_real_text(shared_data, path):
+    text = shared_data.text("english.txt.gz", 200_000)
+    tok = fastbpe.train(text[:150_000], vocab_size=900, progress=False)
+    sample = text[150_000:] + " ünïcödé 😀 中文。"
+    expected = reference_tokens(tok, sample)
+    assert [tok.token_bytes[i] for i in encode_by(tok, sample, path)] == expected
 
 
 def test_encode_replays_merges_when_a_merge_recreates_a_token():

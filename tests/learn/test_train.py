@@ -1,4 +1,6 @@
-"""train_words: the compiled learner gives exactly the reference's merges on every input."""
+"""Learning merges: the compiled learner gives exactly the reference's merges on every input
+(``train_words``, ``train``), and ``compat="hf"`` gives Hugging Face BpeTrainer's merges."""
+import json
 from collections import Counter
 
 import pytest
@@ -7,6 +9,7 @@ from hypothesis import strategies as st
 
 import fastbpe
 from fastbpe import reference
+from fastbpe.formats.bytelevel import token_to_text as _bytes_to_text
 
 IMPLS = ("reference", "fast")
 
@@ -141,3 +144,73 @@ def test_progress_callback_sees_every_batch():
     fastbpe.train_words(words, 600, progress=lambda done, best: calls.append((done, best)))
     assert calls and calls[-1][0] == len(fastbpe.train_words(words, 600))
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+# ---- compat="hf": Hugging Face BpeTrainer's merges, entry by entry ------------------------
+
+
+def hf_train(text, vocab_size, min_frequency, specials):
+    pytest.importorskip("tokenizers", reason="tokenizers (test extra) is the oracle of compat='hf'")
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([text], trainer)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return tok, [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
+
+
+def ours_train(text, vocab_size, min_frequency, specials):
+    tok = fastbpe.train(text, vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+                        progress=False, compat="hf")
+    return tok, [(_bytes_to_text(a), _bytes_to_text(b)) for a, b in tok.merges]
+
+
+def test_same_merges_as_bpetrainer_on_real_text(shared_data):
+    text = shared_data.text("english.txt.gz", 1_000_000)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    hf_tok, theirs = hf_train(text, 2500, 2, specials)
+    tok, ours = ours_train(text, 2500, 2, specials)
+    assert len(ours) == len(theirs) > 2000
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a == b, f"merge {i}: fastbpe {a} vs tokenizers {b}"
+    sample = shared_data.text("english.txt.gz", 1_100_000)[1_000_000:]
+    assert tok.encode_ordinary(sample) == _remap(tok, hf_tok, sample)
+    # A tokenizer.json whose pre-tokenizer is ByteLevel alone (use_regex) loads and encodes alike.
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        hf_tok.save(str(Path(tmp) / "tokenizer.json"))
+        loaded = fastbpe.Tokenizer.from_huggingface(Path(tmp) / "tokenizer.json")
+    assert loaded.encode(sample, allowed_special="all") == hf_tok.encode(sample, add_special_tokens=False).ids
+    # The default tie rule (first seen) is a different, documented rule: it diverges early.
+    default = fastbpe.train(text, vocab_size=2500, min_frequency=2, special_tokens=specials, progress=False)
+    assert [(_bytes_to_text(a), _bytes_to_text(b)) for a, b in default.merges] != theirs
+
+
+def _remap(tok, hf_tok, text):
+    """HF's ids for ``text`` expressed as fastbpe ids (the two number tokens differently)."""
+    hf_vocab = {i: s for s, i in hf_tok.get_vocab().items()}
+    from fastbpe.formats.bytelevel import text_to_token as _text_to_bytes
+
+    return [tok._ids[_text_to_bytes(hf_vocab[i])] for i in hf_tok.encode(text, add_special_tokens=False).ids]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["aa", "ab", "ba", "b", "a a", " ", "\n", "aaa", "é", "xy", "yx"]),
+                min_size=1, max_size=60), st.integers(258, 300), st.integers(1, 3))
+def test_same_merges_on_tie_heavy_corpora(parts, vocab_size, min_frequency):
+    text = "".join(parts)
+    _, theirs = hf_train(text, vocab_size, min_frequency, [])
+    _, ours = ours_train(text, vocab_size, min_frequency, [])
+    assert ours == theirs
+
+
+def test_compat_needs_byte_level_gpt2():
+    with pytest.raises(ValueError, match="compat"):
+        fastbpe.train("a b", vocab_size=300, compat="hf", unit="chars", progress=False)
+    with pytest.raises(ValueError, match="compat must be"):
+        fastbpe.train("a b", vocab_size=300, compat="sentencepiece", progress=False)

@@ -1,0 +1,82 @@
+"""Loading any tokenizer file: damaged files of every format give ValueError, never anything else."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastbpe
+from fastbpe import Tokenizer
+
+from_gpt2, from_huggingface = Tokenizer.from_gpt2, Tokenizer.from_huggingface
+
+_SMALL = []
+
+
+def _small_files(tmp_dir):
+    """A small trained tokenizer written in every format (built once)."""
+    if not _SMALL:
+        tok = fastbpe.train("the cat sat on the mat, the dog ate 12 bones; ünï 😀 " * 20, vocab_size=320,
+                            progress=False, special_tokens=["<|endoftext|>"])
+        tok.to_huggingface(tmp_dir / "tokenizer.json")
+        tok.to_tiktoken(tmp_dir / "small.tiktoken")
+        tok.to_gpt2(tmp_dir / "gpt2")
+        tok.save(tmp_dir / "native.json")
+        _SMALL.append({name: (tmp_dir / name).read_bytes() for name in
+                       ["tokenizer.json", "small.tiktoken", "gpt2/encoder.json", "gpt2/vocab.bpe", "native.json"]})
+    return _SMALL[0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["tokenizer.json", "small.tiktoken", "gpt2/encoder.json", "gpt2/vocab.bpe", "native.json"]),
+       st.integers(0, 10**9), st.sampled_from(["truncate", "flip", "delete"]), st.binary(min_size=1, max_size=3))
+def test_corrupted_files_give_value_errors(tmp_path_factory, name, where, how, junk):
+    """Random damage to any format: it loads, or raises ValueError; nothing else escapes."""
+    tmp = tmp_path_factory.getbasetemp() / "corrupt"
+    (tmp / "gpt2").mkdir(parents=True, exist_ok=True)
+    files = _small_files(tmp)
+    data = files[name]
+    cut = where % (len(data) + 1)
+    if how == "truncate":
+        bad = data[:cut]
+    elif how == "flip":
+        bad = data[:cut] + junk + data[cut + len(junk):]
+    else:
+        bad = data[:cut] + data[cut + len(junk):]
+    work = tmp / "work"
+    (work / "gpt2").mkdir(parents=True, exist_ok=True)
+    for other, content in files.items():
+        (work / other).write_bytes(content)
+    (work / name).write_bytes(bad)
+    loaders = {
+        "tokenizer.json": lambda: from_huggingface(work / "tokenizer.json"),
+        "small.tiktoken": lambda: Tokenizer.from_tiktoken(work / "small.tiktoken", "gpt2", {"<|endoftext|>": 320}),
+        "gpt2/encoder.json": lambda: from_gpt2(work / "gpt2" / "encoder.json", work / "gpt2" / "vocab.bpe"),
+        "gpt2/vocab.bpe": lambda: from_gpt2(work / "gpt2" / "encoder.json", work / "gpt2" / "vocab.bpe"),
+        "native.json": lambda: Tokenizer.load(work / "native.json"),
+    }
+    try:
+        tok = loaders[name]()
+    except ValueError:
+        return
+    try:  # a damaged vocabulary may lack a byte: also a ValueError, never anything else
+        tok.decode(tok.encode("the cat ate 12 bones", disallowed_special=()))
+    except ValueError:
+        pass
+
+
+def test_load_recognises_every_format(tmp_path):
+    """fastbpe.load picks the reader from the file itself; a file it cannot read names itself."""
+    tok = fastbpe.train("the cat sat on the mat " * 20, vocab_size=280, progress=False,
+                        special_tokens=["<|endoftext|>"])
+    tok.save(tmp_path / "native.json")
+    tok.to_huggingface(tmp_path / "tokenizer.json")
+    (tmp_path / "hf").mkdir()
+    tok.to_huggingface(tmp_path / "hf" / "tokenizer.json")
+    text = "the mat sat"
+    for path in (tmp_path / "native.json", tmp_path / "tokenizer.json", tmp_path / "hf"):
+        assert fastbpe.load(path).encode(text) == tok.encode(text), path
+    (tmp_path / "other.json").write_text('{"neither": 1}')
+    with pytest.raises(ValueError, match="other.json"):
+        fastbpe.load(tmp_path / "other.json")
+    tok.to_tiktoken(tmp_path / "mine.tiktoken")
+    with pytest.raises(ValueError, match="from_tiktoken"):
+        fastbpe.load(tmp_path / "mine.tiktoken")

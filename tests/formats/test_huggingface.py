@@ -1,0 +1,110 @@
+"""Hugging Face tokenizer.json files, verified by the tokenizers library itself."""
+import json
+
+import pytest
+
+import fastbpe
+from fastbpe import Tokenizer, openai
+
+from_gpt2, from_huggingface = Tokenizer.from_gpt2, Tokenizer.from_huggingface
+
+tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) verifies the HF format")
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_huggingface_import_equals_tokenizers(name, samples, shared_data):
+    path = shared_data.path("tokenizers", name, "tokenizer.json")
+    tok = Tokenizer.from_huggingface(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    for label, text in samples.items():
+        text = text[:250_000]
+        assert tok.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, label
+    chat = "<|im_start|>user\nHi<|im_end|>" if name == "qwen3" else "<|begin_of_text|>Hi<|eot_id|>"
+    assert tok.encode(chat, allowed_special="all") == hf.encode(chat, add_special_tokens=False).ids
+
+
+def test_trained_tokenizer_exports_to_huggingface(tmp_path, samples):
+    tok = fastbpe.train(samples["english"][:300_000], vocab_size=2000, progress=False,
+                        special_tokens=["<|endoftext|>"])
+    tok.to_huggingface(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in (samples["english"][300_000:600_000], samples["code"][:200_000], samples["multi"][:200_000],
+                 "a <|endoftext|> b"):
+        assert hf.encode(text, add_special_tokens=False).ids == tok.encode(text, allowed_special="all")
+    again = Tokenizer.from_huggingface(tmp_path / "tokenizer.json")
+    assert again.encode_ordinary(samples["code"][:100_000]) == tok.encode_ordinary(samples["code"][:100_000])
+
+
+def test_gap_dropping_pattern_exports_to_huggingface(tmp_path):
+    tok = fastbpe.train("aa bb aa bb cc " * 30, num_merges=5, pretokenizer="whitespace", progress=False)
+    tok.to_huggingface(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    text = "aa  bb\ncc aabb"
+    assert hf.encode(text, add_special_tokens=False).ids == tok.encode(text)
+
+
+def test_tiktoken_import_exports_to_huggingface(tmp_path, samples, shared_data):
+    tok = openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+    tok.to_huggingface(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in (samples["english"][:200_000], samples["multi"][:200_000]):
+        assert hf.encode(text, add_special_tokens=False).ids == tok.encode_ordinary(text)
+
+
+def test_malformed_huggingface_files(tmp_path, shared_data):
+    small = fastbpe.train("the cat sat on the mat " * 20, vocab_size=300, progress=False,
+                          special_tokens=["<|endoftext|>"])
+    small.to_huggingface(tmp_path / "small.json")
+    real = json.loads((tmp_path / "small.json").read_text(encoding="utf-8"))
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(real), encoding="utf-8")
+    assert from_huggingface(path).encode("the cat") == small.encode("the cat")
+
+    def broken(change):
+        data = json.loads(json.dumps(real))
+        change(data)
+        path.write_text(json.dumps(data), encoding="utf-8")
+        with pytest.raises(ValueError) as info:
+            from_huggingface(path)
+        return str(info.value)
+
+    assert "BPE" in broken(lambda d: d["model"].update(type="WordPiece"))
+    assert "vocab" in broken(lambda d: d["model"].pop("vocab"))
+    assert "merge 0" in broken(lambda d: d["model"]["merges"].__setitem__(0, ["Ġ"]))
+    assert "missing" in broken(lambda d: d["model"]["merges"].__setitem__(0, ["t", "nope-token"]))
+    assert "ByteLevel" in broken(lambda d: d.update(pre_tokenizer={"type": "Whitespace"}))
+    assert "normalizer" in broken(lambda d: d.update(normalizer={"type": "Lowercase"}))
+    assert "Split" in broken(lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="Contiguous"))
+    assert "added token" in broken(lambda d: d["added_tokens"].append({"id": "x"}))
+    assert "invalid id" in broken(lambda d: d["model"]["vocab"].update({"t": -5}))
+    assert "add_prefix_space" in broken(lambda d: d["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True))
+    raw = shared_data.path("tokenizers", "qwen3", "tokenizer.json").read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match="JSON"):
+        from_huggingface(path)
+
+
+def test_several_split_steps_load_and_export(tmp_path, shared_data):
+    """A pre-tokenizer Sequence of two Splits plus ByteLevel with its own regex (three stages)."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    text = shared_data.text("english.txt.gz", 200_000) + " 12345 678 año 2024-11-30 "
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\d"), behavior="isolated"),
+        pre_tokenizers.Split(Regex(r"-"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    hf.train_from_iterator([text], trainers.BpeTrainer(vocab_size=600, show_progress=False,
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    hf.save(str(tmp_path / "tokenizer.json"))
+    tok = fastbpe.Tokenizer.from_huggingface(tmp_path / "tokenizer.json")
+    assert len(tok.split_stages) == 2
+    sample = text[-20_000:] + "\nCall 555-0123 now, 99 bottles"
+    expected = hf.encode(sample, add_special_tokens=False).ids
+    assert tok.encode(sample) == expected
+    tok.save(tmp_path / "native.json")
+    assert fastbpe.Tokenizer.load(tmp_path / "native.json").encode(sample) == expected
+    tok.to_huggingface(tmp_path / "again.json")
+    assert Tokenizer.from_file(str(tmp_path / "again.json")).encode(sample, add_special_tokens=False).ids == expected
+    with pytest.raises(ValueError, match="single split"):
+        tok.to_tiktoken(tmp_path / "x.tiktoken")

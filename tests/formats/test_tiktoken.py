@@ -1,0 +1,64 @@
+"""tiktoken rank files and OpenAI's presets, verified by tiktoken itself."""
+import json
+
+import pytest
+
+import fastbpe
+from fastbpe import Tokenizer, openai
+from fastbpe.formats import read_tiktoken_ranks, to_tiktoken_encoding
+
+tiktoken = pytest.importorskip("tiktoken", reason="tiktoken (test extra) verifies the tiktoken format")
+
+@pytest.mark.parametrize("name,hello", [("r50k_base", [31373, 995]), ("p50k_base", [31373, 995]),
+                                        ("cl100k_base", [15339, 1917]), ("o200k_base", [24912, 2375])])
+def test_openai_encodings_equal_tiktoken(name, hello, samples, shared_data, tiktoken_encoding):
+    tok = openai(name, shared_data.path("tokenizers", "tiktoken"))
+    enc = tiktoken_encoding(name)
+    assert tok.encode("hello world") == hello
+    size = None if name in ("cl100k_base", "o200k_base") else 200_000  # the older two: a smaller slice
+    for label, text in samples.items():
+        text = text[:size]
+        assert tok.encode_ordinary(text) == enc.encode_ordinary(text), label
+    # per row too (short texts exercise chunk edges)
+    for row in shared_data.rows("parallel_multi.tsv.gz", 300):
+        assert tok.encode_ordinary(row) == enc.encode_ordinary(row)
+
+
+def test_trained_tokenizer_exports_to_tiktoken(tmp_path, samples, tiktoken_encoding):
+    tok = fastbpe.train(samples["english"][:300_000], vocab_size=2000, progress=False,
+                        special_tokens=["<|endoftext|>"])
+    tok.to_tiktoken(tmp_path / "mine.tiktoken")
+    side = json.loads((tmp_path / "mine.tiktoken.json").read_text())
+    enc = tiktoken.Encoding("mine", pat_str=side["pat_str"], special_tokens=side["special_tokens"],
+                            mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(tmp_path / "mine.tiktoken")))
+    for text in (samples["english"][300_000:600_000], samples["code"][:200_000], samples["multi"][:200_000]):
+        assert enc.encode_ordinary(text) == tok.encode_ordinary(text)
+    assert to_tiktoken_encoding(tok).encode("x<|endoftext|>", allowed_special="all") == \
+        tok.encode("x<|endoftext|>", allowed_special="all")
+    back = Tokenizer.from_tiktoken(tmp_path / "mine.tiktoken", side["pat_str"], side["special_tokens"])
+    assert back.encode_ordinary(samples["code"][:100_000]) == tok.encode_ordinary(samples["code"][:100_000])
+
+
+def test_malformed_tiktoken_files(tmp_path, shared_data):
+    cases = {
+        "empty": b"",
+        "one field": b"YQ==\n",
+        "bad base64": b"!!!! 0\n",
+        "bad rank": b"YQ== zero\n",
+        "duplicate rank": b"YQ== 0\nYg== 0\n",
+        "duplicate token": b"YQ== 0\nYQ== 1\n",
+        "negative rank": b"YQ== -1\n",
+    }
+    for label, content in cases.items():
+        path = tmp_path / f"{label}.tiktoken"
+        path.write_bytes(content)
+        with pytest.raises(ValueError):
+            read_tiktoken_ranks(path)
+    # Truncated: a prefix of a real file lacks most byte tokens.
+    real = shared_data.path("tokenizers", "tiktoken", "r50k_base.tiktoken").read_bytes()
+    path = tmp_path / "cut.tiktoken"
+    path.write_bytes(real[:1000])
+    with pytest.raises(ValueError):
+        Tokenizer.from_tiktoken(path, "gpt2")
+    with pytest.raises(ValueError, match="unknown OpenAI encoding"):
+        openai("nope", tmp_path)
