@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's benchmarks package
 
-from benchmarks.peers import plot, render  # noqa: E402
+from benchmarks.peers.report import plot, render  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
