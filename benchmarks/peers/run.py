@@ -45,7 +45,9 @@ def _wait(proc, deadline: float):
 
 
 def run_child(job: dict, threads: int, timeout: float) -> dict:
-    """Run one job in a fresh interpreter; return its JSON plus ``peak_rss_mb`` and ``wall``."""
+    """Run one job in a fresh interpreter; return its JSON plus ``peak_rss_mb``, ``wall`` and
+    ``load_average`` (the machine's 1-minute load average as the run started)."""
+    load = os.getloadavg()[0]
     env = dict(os.environ)
     env.update(RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
@@ -62,7 +64,7 @@ def run_child(job: dict, threads: int, timeout: float) -> dict:
                                     stdout=out, stderr=err, env=env, cwd=cwd)
             status = _wait(proc, start + timeout)
         if status is None:
-            return {"error": f"timeout after {timeout:.0f} s"}
+            return {"error": f"timeout after {timeout:.0f} s", "load_average": load}
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
         out.seek(0)
@@ -70,9 +72,13 @@ def run_child(job: dict, threads: int, timeout: float) -> dict:
         lines = [l for l in out.read().splitlines() if l.startswith("RESULT ")]
         if proc.returncode != 0 or not lines:
             tail = err.read().strip().splitlines()[-3:]
-            return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
+            return {"error": f"exit {proc.returncode}: " + " | ".join(tail), "load_average": load}
     result = json.loads(lines[-1][len("RESULT "):])
     result["wall"] = wall
+    result["load_average"] = load
+    for key, value in result.items():  # files the child names (fastbpe_file): not absolute
+        if key.endswith("_file") and isinstance(value, str) and os.path.isabs(value):
+            result[key] = portable(value)
     return result
 
 
@@ -120,6 +126,29 @@ def ids_agreement(file_a: str, file_b: str) -> str:
 
 # ---- inputs and the machine -------------------------------------------------------------------
 
+def portable(path) -> str:
+    """``path`` relative to this repository (``../main`` for a checkout beside it): the results
+    are committed, so they name no absolute path of the machine that made them."""
+    try:
+        return os.path.relpath(Path(path).resolve(), common.REPO_ROOT)
+    except ValueError:  # another drive (Windows): no relative path
+        return Path(path).name
+
+
+def portable_command(argv: List[str]) -> str:
+    """The command line as run, with absolute paths (``--checkout``, ``--corpus``, ``--out``)
+    made :func:`portable`."""
+    words = []
+    for arg in argv:
+        option, eq, value = arg.partition("=")
+        if eq and option.startswith("--") and os.path.isabs(value):
+            arg = f"{option}={portable(value)}"
+        elif os.path.isabs(arg):
+            arg = portable(arg)
+        words.append(arg)
+    return " ".join(["python -m benchmarks.peers", *words])
+
+
 def prepare_corpus(path: Optional[str], nbytes: int, work: Path) -> Path:
     """The first ``nbytes`` of the corpus (default english.txt.gz) as a plain UTF-8 file."""
     source = Path(path) if path else common.data_file("english.txt.gz")
@@ -141,7 +170,7 @@ def machine_info() -> dict:
                 break
     except OSError:
         pass
-    versions = {"python": platform.python_version(), "fastbpe checkout": str(CHECKOUT[0])}
+    versions = {"python": platform.python_version(), "fastbpe checkout": portable(CHECKOUT[0])}
     from importlib import metadata
 
     for name in ("fastbpe", "tokenizers", "tiktoken", "sentencepiece", "youtokentome", "numpy", "numba"):
@@ -265,8 +294,8 @@ def encode_languages(args, results: dict, specs: List[str], skipped: Dict[str, s
         job = {"kind": "languages", "spec": spec, "out_dir": str(model_dirs.get(spec, any_dir)),
                "max_rows": args.language_rows}
         r = run_child(job, args.threads, args.timeout)
-        r.pop("peak_rss_mb", None)
-        r.pop("wall", None)
+        for key in ("peak_rss_mb", "wall", "load_average"):  # keep language -> numbers only
+            r.pop(key, None)
         results["languages"][spec] = r
         print(f"languages {spec}: " + ("done" if "en" in r else str(r)), flush=True)
 
@@ -316,9 +345,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="fastbpe-peers-"))
+    corpus = portable(args.corpus) if args.corpus and os.path.isabs(args.corpus) else args.corpus
     results: dict = {"meta": {**machine_info(), "vocab": args.vocab, "threads": args.threads,
                               "min_frequency": args.min_frequency, "repeats": args.repeats,
-                              "corpus": args.corpus, "command": "python -m benchmarks.peers " + " ".join(argv)},
+                              "corpus": corpus, "command": portable_command(argv)},
                      "train": {}, "encode": {}, "languages": {}}
     print(f"# {results['meta']['cpu']}, {results['meta']['cores']} cores; load average "
           f"{' '.join(f'{x:.1f}' for x in results['meta']['load_average'])}", flush=True)

@@ -10,14 +10,14 @@ encoder spec is a trainer's name (its trained model) or ``<library>:<vocabulary>
 """
 from typing import Dict, Optional
 
-from .base import Adapter, Encoder, HexMerges, lines_of
+from .base import Adapter, Encoder, HexMerges, Timer, lines_of
 from .fastbpe import Fastbpe
 from .hf import HuggingFace
 from .sentencepiece import SentencePiece
 from .tiktoken import Tiktoken
 from .youtokentome import YouTokenToMe
 
-__all__ = ["Adapter", "Encoder", "HexMerges", "lines_of", "ADAPTERS", "TRAINERS", "LABELS",
+__all__ = ["Adapter", "Encoder", "HexMerges", "Timer", "lines_of", "ADAPTERS", "TRAINERS", "LABELS",
            "SETTINGS", "adapter", "available"]
 
 ADAPTERS = (Fastbpe(), HuggingFace(), SentencePiece(), YouTokenToMe(), Tiktoken())

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict
 
 from ...suites import common
-from .base import Adapter
+from .base import Adapter, Timer
 
 
 def has_compat(fastbpe) -> bool:
@@ -44,13 +44,13 @@ class Fastbpe(Adapter):
             if not has_compat(fastbpe):
                 return {"skipped": NO_COMPAT}, None
             kwargs["compat"] = "hf"
-        start = time.perf_counter()
-        table = fastbpe.count_words(Path(corpus), pretokenizer="gpt2", workers=threads)
-        counted = time.perf_counter()
-        tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
-        end = time.perf_counter()
-        result = dict(seconds=end - start, count_seconds=counted - start, merge_seconds=end - counted,
-                      unique_chunks=len(table), fastbpe_file=fastbpe.__file__)
+        with Timer() as timer:
+            table = fastbpe.count_words(Path(corpus), pretokenizer="gpt2", workers=threads)
+            counted = time.perf_counter()
+            tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
+        end = timer.start + timer.seconds
+        result = dict(seconds=timer.seconds, cpu_seconds=timer.cpu_seconds, count_seconds=counted - timer.start,
+                      merge_seconds=end - counted, unique_chunks=len(table), fastbpe_file=fastbpe.__file__)
         merges = [[a.hex(), b.hex()] for a, b in tok.merges]
         result["vocab"] = tok.vocab_size
         tok.save(os.path.join(out_dir, f"{trainer}.json"))

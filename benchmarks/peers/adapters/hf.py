@@ -1,11 +1,10 @@
 """Hugging Face ``tokenizers``: byte-level BPE with the GPT-2 split, as GPT-2 and RoBERTa use it."""
 import json
 import os
-import time
 from typing import Dict, List
 
 from ...suites import common
-from .base import Adapter, HexMerges
+from .base import Adapter, HexMerges, Timer
 
 
 def byte_level_bpe(decoder: bool = True):
@@ -63,9 +62,9 @@ class HuggingFace(Adapter):
             vocab = 256
         tok = byte_level_bpe()
         trainer_obj = bpe_trainer(vocab, min_frequency)
-        start = time.perf_counter()
-        tok.train([corpus], trainer_obj)
-        result: dict = {"seconds": time.perf_counter() - start}
+        with Timer() as timer:
+            tok.train([corpus], trainer_obj)
+        result: dict = {"seconds": timer.seconds, "cpu_seconds": timer.cpu_seconds}
         merges: List[List[str]] = merges_as_hex(tok)
         result["vocab"] = tok.get_vocab_size()
         if trainer == "hf-count":

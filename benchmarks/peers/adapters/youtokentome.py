@@ -1,9 +1,8 @@
 """YouTokenToMe: character-level BPE (no byte level, no min-frequency); line-based, so it
 encodes the documents' lines."""
 import os
-import time
 
-from .base import Adapter, lines_of
+from .base import Adapter, Timer, lines_of
 
 
 class YouTokenToMe(Adapter):
@@ -18,9 +17,9 @@ class YouTokenToMe(Adapter):
         import youtokentome as yttm
 
         model = os.path.join(out_dir, "youtokentome.model")
-        start = time.perf_counter()
-        yttm.BPE.train(data=corpus, model=model, vocab_size=vocab, n_threads=threads, coverage=1.0)
-        result = {"seconds": time.perf_counter() - start}
+        with Timer() as timer:
+            yttm.BPE.train(data=corpus, model=model, vocab_size=vocab, n_threads=threads, coverage=1.0)
+        result = {"seconds": timer.seconds, "cpu_seconds": timer.cpu_seconds}
         result["vocab"] = yttm.BPE(model).vocab_size()
         return result, None
 
