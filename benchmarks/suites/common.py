@@ -10,10 +10,14 @@ cannot poison another commit's inputs.
 asv skips a benchmark whose ``setup`` raises ``NotImplementedError``; :func:`skip` does that with
 a reason, used for features not present in the checked-out commit, absent data, and reference
 runs that would take minutes.
+
+Where the shared data lives is decided in one place, ``benchmarks/data.py`` (also used by the
+tests): :func:`data_dir` and :func:`data_file` here only ask it.
 """
 import functools
 import gzip
 import hashlib
+import importlib.util
 import os
 import pickle
 import sys
@@ -32,6 +36,15 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # benchmarks/suites/common.py
 CACHE_VERSION = 4
+
+try:  # pytest and ``python -m benchmarks.peers``: this module is benchmarks.suites.common
+    from .. import data as shared_data
+except ImportError:
+    # asv imports its benchmark_dir (benchmarks/suites) as a top-level package, ``suites``, so
+    # ``benchmarks`` is no package there: load the same benchmarks/data.py by its path.
+    _spec = importlib.util.spec_from_file_location("fastbpe_benchmarks_data", REPO_ROOT / "benchmarks" / "data.py")
+    shared_data = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(shared_data)
 
 SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "10MB": 10_000_000,
          "100MB": 100_000_000}
@@ -249,15 +262,17 @@ def generated_text(nbytes, seed: int = 0) -> str:
 # ---- real corpora -----------------------------------------------------------------------------
 
 def data_dir() -> Path:
-    """``FASTBPE_DATA``, or ``../shared/data`` relative to the repo root."""
-    env = os.environ.get("FASTBPE_DATA")
-    return Path(env) if env else (REPO_ROOT.parent / "shared" / "data").resolve()
+    """The shared data folder (``benchmarks/data.py``: ``FASTBPE_DATA``, or ``../shared/data``
+    relative to the repo root)."""
+    return shared_data.data_dir()
 
 
 def data_file(name: str) -> Optional[Path]:
     """The path of a shared data file, or None when it is absent."""
-    path = data_dir() / name
-    return path if path.exists() else None
+    try:
+        return shared_data.data_path(name)
+    except shared_data.MissingData:
+        return None
 
 
 CORPORA = {"english": "english.txt.gz", "code": "code.txt.gz", "malay": "malay.txt"}

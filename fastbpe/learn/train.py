@@ -293,7 +293,7 @@ def train(
     errors: str = "strict",
     compat: Optional[str] = None,
 ):
-    """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.tokenizer.Tokenizer`.
+    """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.encode.Tokenizer`.
 
     ``corpus``: a path (``pathlib.Path``, or a ``str`` naming an existing file, directory or
     matching glob), a list of paths, text (any other ``str``), an iterator of ``str``/``bytes``

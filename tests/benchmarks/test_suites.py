@@ -127,17 +127,35 @@ def test_common_helpers():
 def test_peers_child_run_and_documents(tmp_path):
     """The peer harness runs one fastbpe training in a fresh process and reads back its time,
     peak RSS and merges; ``documents`` cuts text at newlines without losing any."""
-    from benchmarks import peers
+    from benchmarks.peers import child, run
 
     text = common.generated_text(20_000)
-    assert "".join(peers.documents(text, size=1000)) == text
-    assert all(d.endswith("\n") for d in peers.documents(text, size=1000)[:-1])
+    assert "".join(child.documents(text, size=1000)) == text
+    assert all(d.endswith("\n") for d in child.documents(text, size=1000)[:-1])
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(text, encoding="utf-8")
     job = {"kind": "train", "lib": "fastbpe", "corpus": str(corpus), "vocab": 300,
            "min_frequency": 2, "threads": 1, "out_dir": str(tmp_path)}
-    result = peers._run_child(job, threads=1, timeout=120)
+    result = run.run_child(job, threads=1, timeout=120)
     assert "error" not in result, result
     assert result["seconds"] > 0 and result["peak_rss_mb"] > 0
     assert result["merges"] == 300 - 256 == result["vocab"] - 256
-    assert peers._merge_agreement(str(tmp_path), "fastbpe", "fastbpe") == "identical merges (44)"
+    assert run.merge_agreement(str(tmp_path), "fastbpe", "fastbpe") == "identical merges (44)"
+
+
+def test_peers_adapters_share_one_interface():
+    """Every library has one adapter; every trainer and table row belongs to exactly one, and
+    names resolve to their library's adapter (``hf-count`` and ``hf:gpt2`` to HF's)."""
+    from benchmarks.peers import adapters
+
+    names = [a.name for a in adapters.ADAPTERS]
+    assert names == ["fastbpe", "hf", "sentencepiece", "youtokentome", "tiktoken"]
+    assert adapters.TRAINERS == ["fastbpe", "fastbpe-hf", "hf", "hf-count", "sentencepiece", "youtokentome"]
+    assert list(adapters.LABELS) == ["fastbpe", "fastbpe-hf", "fastbpe-merge", "hf", "hf-count", "hf-merge",
+                                     "sentencepiece", "youtokentome"]
+    for name, owner in [("hf-count", "hf"), ("hf:gpt2", "hf"), ("fastbpe-hf", "fastbpe"),
+                        ("fastbpe:cl100k_base", "fastbpe"), ("tiktoken:o200k_base", "tiktoken")]:
+        assert adapters.adapter(name).name == owner
+    assert adapters.available("fastbpe") is None and adapters.available("no-such-library") is None
+    with pytest.raises(ValueError):
+        adapters.adapter("tiktoken").train("tiktoken", "corpus.txt", 300, 2, 1, ".")

@@ -1,10 +1,10 @@
 """Benchmark the embedding kernels against NumPy (and torch, when installed).
 
-    python benchmarks/bench_kernels.py                  # table for 1 and 2 threads
-    python benchmarks/bench_kernels.py --threads 2      # one thread count only
-    python benchmarks/bench_kernels.py --compile-cost   # first-call cost, empty vs warm JIT cache
-    python benchmarks/bench_kernels.py --big            # also all-pairs top-k of 100,000 rows (slow)
-    python benchmarks/bench_kernels.py --ops gather scatter_add   # a subset of the operations
+    python benchmarks/scripts/bench_kernels.py                  # table for 1 and 2 threads
+    python benchmarks/scripts/bench_kernels.py --threads 2      # one thread count only
+    python benchmarks/scripts/bench_kernels.py --compile-cost   # first-call cost, empty vs warm JIT cache
+    python benchmarks/scripts/bench_kernels.py --big            # also all-pairs top-k of 100,000 rows (slow)
+    python benchmarks/scripts/bench_kernels.py --ops gather scatter_add   # a subset of the operations
 
 Each thread count runs in a fresh child process, because BLAS reads its thread count from the
 environment at import. Times are the best of several interleaved rounds after one warm-up call (so JIT
@@ -24,7 +24,7 @@ import tracemalloc
 
 import numpy as np
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO_ROOT)  # benchmark the checkout this script lives in
 
 V, D, N_IDS, N_COS, K = 50_257, 768, 65_536, 10_000, 10
@@ -69,7 +69,7 @@ def _np_topk(A, k):
 
 def cases(inputs):
     """``{operation: {implementation: zero-argument callable}}`` over ``inputs``."""
-    from fastbpe import kernels as K_
+    from fastbpe.embed import kernels as K_
 
     E, ids, grad, A = inputs["E"], inputs["ids"], inputs["grad"], inputs["A"]
     # "(out=)" rows reuse one output buffer across calls (as a training loop would), so they
@@ -158,7 +158,7 @@ BASELINES = {"gather": "numpy E[ids]", "scatter_add": "numpy np.add.at",
 def topk_memory(n_queries, n_table=None, dim=D, k=K, seed=1):
     """Time and peak traced memory of ``topk_cosine(Q, T)`` (``n_table=None``: ``Q`` with
     itself), not counting the inputs themselves."""
-    from fastbpe import kernels as K_
+    from fastbpe.embed import kernels as K_
     rng = np.random.default_rng(seed)
     Q = rng.standard_normal((n_queries, dim), dtype=np.float32)
     T = None if n_table is None else rng.standard_normal((n_table, dim), dtype=np.float32)
@@ -239,7 +239,7 @@ def print_table(runs):
 COMPILE_PROBE = r"""
 import time, numpy as np
 t0 = time.perf_counter()
-from fastbpe import kernels as K
+from fastbpe.embed import kernels as K
 t_import = time.perf_counter() - t0
 rng = np.random.default_rng(0)
 E = rng.standard_normal((1000, 64)).astype(np.float32)

@@ -1,7 +1,7 @@
 """Redraw the peer-comparison plots and report from a saved ``peers.json``.
 
-    python -m benchmarks.plot                                  # benchmarks/results/peers.json
-    python -m benchmarks.plot path/to/peers.json --out somewhere/
+    python -m benchmarks.scripts.plot                          # benchmarks/results/peers.json
+    python -m benchmarks.scripts.plot path/to/peers.json --out somewhere/
 
 (``python -m benchmarks.peers`` draws them already; this is for re-rendering without re-running.)
 """
@@ -10,14 +10,17 @@ import json
 import sys
 from pathlib import Path
 
-from .suites import common
-from .peers import plot, render
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's benchmarks package
+
+from benchmarks.peers.report import plot, render  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.plot", description=__doc__.split("\n\n")[0])
-    default = common.REPO_ROOT / "benchmarks" / "results" / "peers.json"
-    parser.add_argument("results", nargs="?", default=str(default))
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scripts.plot",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="?", default=str(RESULTS / "peers.json"))
     parser.add_argument("--out", default=None, help="directory for the PNGs and peers.md (default: beside the JSON)")
     args = parser.parse_args(argv)
     path = Path(args.results)

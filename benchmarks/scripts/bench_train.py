@@ -1,6 +1,6 @@
 """The merge learner against its reference, and the merge phase at corpus scale.
 
-    python benchmarks/bench_train.py [--reference-mb 1] [--merges 1000] [--big-mb 100] [--big-merges 32768]
+    python benchmarks/scripts/bench_train.py [--reference-mb 1] [--merges 1000] [--big-mb 100] [--big-merges 32768]
 
 1. fast vs reference: the same word table (the first ``--reference-mb`` MB of english.txt.gz,
    GPT-2 split, byte symbols), ``--merges`` merges with each backend of ``train_words``; prints
@@ -19,13 +19,15 @@ import sys
 import time
 from pathlib import Path
 
-import fastbpe
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout: its fastbpe, benchmarks.data
 
-DATA = Path(os.environ.get("FASTBPE_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+import fastbpe  # noqa: E402
+
+from benchmarks.data import MissingData, data_path  # noqa: E402
 
 
 def english(megabytes: float) -> bytes:
-    with gzip.open(DATA / "english.txt.gz", "rb") as f:
+    with gzip.open(data_path("english.txt.gz"), "rb") as f:
         data = f.read(int(megabytes * 1e6))
     return data[: data.rindex(b"\n") + 1]  # whole lines, never half a character
 
@@ -41,8 +43,10 @@ def main() -> int:
     parser.add_argument("--big-mb", type=float, default=100.0)
     parser.add_argument("--big-merges", type=int, default=32768)
     args = parser.parse_args()
-    if not (DATA / "english.txt.gz").exists():
-        sys.exit(f"shared data not found at {DATA} (set FASTBPE_DATA)")
+    try:
+        data_path("english.txt.gz")
+    except MissingData as exc:
+        sys.exit(str(exc))
     print(f"load average {os.getloadavg()[0]:.2f}; fastbpe from {Path(fastbpe.__file__).parent}")
 
     table = fastbpe.count_words(iter([english(args.reference_mb)]), workers=1, progress=False)

@@ -1,7 +1,7 @@
 """Encode throughput of fastbpe against tiktoken, with the same ranks loaded in both.
 
-    python benchmarks/bench_encode.py [--encoding cl100k_base] [--english-mb 10] [--multi-rows 0]
-                                      [--clock wall|cpu] [--splitter auto|regex] [--huge-mb 10]
+    python benchmarks/scripts/bench_encode.py [--encoding cl100k_base] [--english-mb 10] [--multi-rows 0]
+                                              [--clock wall|cpu] [--splitter auto|regex] [--huge-mb 10]
 
 For each corpus (the first N MB of english.txt.gz; parallel_multi.tsv.gz, all rows by default)
 it prints, in one run so the ratios compare like with like:
@@ -29,19 +29,27 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout: its fastbpe, benchmarks.data
 
 import tiktoken  # noqa: E402
 
-from fastbpe._encode import EncodeState  # noqa: E402
-from fastbpe.chunking import chunk_bounds, fused_pattern_id, splitter_name  # noqa: E402
-from fastbpe.formats import OPENAI_ENCODINGS, openai, read_tiktoken_ranks  # noqa: E402
-from fastbpe.chunking import pattern_source  # noqa: E402
-
-DATA = Path(os.environ.get("FASTBPE_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+from benchmarks.data import MissingData, data_path, first_lines, text_slice  # noqa: E402
+from fastbpe import Tokenizer  # noqa: E402
+from fastbpe._core.encode import EncodeState  # noqa: E402
+from fastbpe.encode.loading import openai  # noqa: E402
+from fastbpe.formats.tiktoken import OPENAI_ENCODINGS, read_tiktoken_ranks  # noqa: E402
+from fastbpe.split.bounds import chunk_bounds  # noqa: E402
+from fastbpe.split.patterns import fused_scanner_id, resolve, source  # noqa: E402
 
 
 CLOCK = time.perf_counter  # --clock cpu: this thread's CPU time (steadier on a shared machine)
+
+
+def splitter_name(pattern: str) -> str:
+    """What :func:`chunk_bounds` runs for ``pattern``: "compiled" (a table entry whose chunks tile
+    the text) or "regex" (any other pattern text: the ``regex`` module)."""
+    entry = resolve(pattern)
+    return "compiled" if entry is not None and entry.tiles else "regex"
 
 
 def timed(fn, repeat=1, clock=None):
@@ -74,7 +82,8 @@ def bench(label: str, text: str, tok, enc, repeat: int) -> None:
     t_ours, ids = timed(lambda: tok.encode_ordinary(text), repeat)
     print(f"fastbpe encode_ordinary (e2e)   {mb / t_ours:8.1f} MB/s   {t_tik / t_ours:5.2f}x tiktoken")
     t_split, (data, starts, ends) = timed(lambda: chunk_bounds(text, tok.pattern, tok.split_gaps), repeat)
-    print(f"  of which the split ({splitter_name(tok.pattern)})  {mb / t_split:8.1f} MB/s   ({len(starts):,} chunks)")
+    label = f"  of which the split ({splitter_name(tok.pattern)})"
+    print(f"{label:<32}{mb / t_split:8.1f} MB/s   ({len(starts):,} chunks)")
     core = tok._core()
 
     def cold():
@@ -85,7 +94,7 @@ def bench(label: str, text: str, tok, enc, repeat: int) -> None:
     t_cold, core_ids = timed(cold, repeat)
     t_warm, _ = timed(lambda: core.encode_chunks(data, starts, ends, state), repeat)
     print(f"fastbpe BPE core, cold cache    {mb / t_cold:8.1f} MB/s   {t_tik / t_cold:5.2f}x tiktoken")
-    pattern_id = fused_pattern_id(tok.pattern)
+    pattern_id = fused_scanner_id(tok.pattern)
     if pattern_id is not None:
         utf8 = text.encode("utf-8")
         t_fused, _ = timed(lambda: core.encode_text(utf8, pattern_id, EncodeState()), repeat)
@@ -175,34 +184,37 @@ def main() -> None:
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="single-thread timings in wall time or this thread's CPU time")
     parser.add_argument("--splitter", choices=["auto", "regex"], default="auto",
-                        help="auto: the compiled pre-tokenizer when fastbpe._pretok exists; regex: never")
+                        help="auto: the compiled scanner of the encoding's pattern; regex: the same "
+                             "pattern text wrapped in (?:...), which names no table entry, so the regex "
+                             "module splits (same chunks) and no one-pass scanner runs")
     parser.add_argument("--huge-mb", type=float, default=10.0, help="size of the no-split chunk (0 = skip)")
     args = parser.parse_args()
     global CLOCK
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
-    if args.splitter == "regex":
-        import fastbpe.chunking
-        import fastbpe.tokenizer
-
-        fastbpe.chunking._compiled_scanner = lambda pattern: None  # measure the regex path
-        fastbpe.tokenizer.fused_pattern_id = lambda pattern: None   # (not the one-pass scanner)
-    if not DATA.is_dir():
-        sys.exit(f"shared data not found at {DATA}; set FASTBPE_DATA")
-    path = DATA / "tokenizers" / "tiktoken" / f"{args.encoding}.tiktoken"
+    try:
+        path = data_path("tokenizers", "tiktoken", f"{args.encoding}.tiktoken")
+        data_path("english.txt.gz")
+        data_path("parallel_multi.tsv.gz")
+    except MissingData as exc:
+        sys.exit(str(exc))
     pattern, specials = OPENAI_ENCODINGS[args.encoding]
     started = time.perf_counter()
-    tok = openai(args.encoding, path)
+    if args.splitter == "regex":
+        # A pattern text that names no table entry runs the regex path (same chunks, no compiled
+        # scanner, no one-pass split + encode).
+        tok = Tokenizer.from_tiktoken(path, "(?:" + source(pattern) + ")", specials)
+    else:
+        tok = openai(args.encoding, path)
     loaded = time.perf_counter()
     tok._core()  # the compiled tables are built on first use: not part of any timing below
     built = time.perf_counter()
-    enc = tiktoken.Encoding(args.encoding, pat_str=pattern_source(pattern),
+    enc = tiktoken.Encoding(args.encoding, pat_str=source(pattern),
                             mergeable_ranks=read_tiktoken_ranks(path), special_tokens=specials)
-    with gzip.open(DATA / "english.txt.gz", "rt", encoding="utf-8") as f:
-        english = f.read(int(args.english_mb * 1e6))
-    with gzip.open(DATA / "parallel_multi.tsv.gz", "rt", encoding="utf-8") as f:
-        if args.multi_rows:
-            multi = "".join(line for _, line in zip(range(args.multi_rows), f))
-        else:
+    english = text_slice("english.txt.gz", int(args.english_mb * 1e6))
+    if args.multi_rows:
+        multi = "".join(first_lines("parallel_multi.tsv.gz", args.multi_rows))
+    else:
+        with gzip.open(data_path("parallel_multi.tsv.gz"), "rt", encoding="utf-8") as f:
             multi = f.read()
     print(f"encoding {args.encoding}; tiktoken {tiktoken.__version__}; {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.2f}; single-thread clock: {args.clock}; batch clock: wall")

@@ -1,8 +1,8 @@
 """Benchmark corpus ingestion: pre-tokenize + count (fastbpe.count_words), printing MB/s.
 
-    python benchmarks/bench_ingest.py                       # 100 MB of english.txt.gz, gpt2/cl100k/o200k
-    python benchmarks/bench_ingest.py --mb 0 --workers 1 2  # the whole file
-    python benchmarks/bench_ingest.py --file my.txt --patterns gpt2
+    python benchmarks/scripts/bench_ingest.py                       # 100 MB of english.txt.gz, gpt2/cl100k/o200k
+    python benchmarks/scripts/bench_ingest.py --mb 0 --workers 1 2  # the whole file
+    python benchmarks/scripts/bench_ingest.py --file my.txt --patterns gpt2
 
 The text is decompressed to a temporary file first (not timed). Each measurement runs in a fresh
 process so that its peak RSS (VmHWM of the process; the workers' summed RSS sampled every 20 ms)
@@ -21,9 +21,10 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-DATA = os.environ.get("FASTBPE_DATA", os.path.join(ROOT, "..", "shared", "data"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)  # this checkout: its fastbpe, benchmarks.data
+
+from benchmarks.data import data_dir  # noqa: E402
 
 
 def prepare(source: str, mb: int) -> str:
@@ -100,12 +101,11 @@ class TreeSampler:
 
 
 def measure_one(path: str, pattern: str, workers: int, mode: str, slice_mb: int) -> dict:
-    sys.path.insert(0, ROOT)
     size = os.path.getsize(path)
     if mode == "regex":
         import regex
 
-        from fastbpe.pretokenize import PATTERNS
+        from fastbpe.split.patterns import PATTERNS
 
         with open(path, "rb") as f:
             data = f.read(slice_mb * 1_000_000)
@@ -142,7 +142,7 @@ def measure_one(path: str, pattern: str, workers: int, mode: str, slice_mb: int)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--file", default=os.path.join(DATA, "english.txt.gz"))
+    parser.add_argument("--file", default=str(data_dir() / "english.txt.gz"))
     parser.add_argument("--mb", type=int, default=100, help="MB to decompress from a .gz (0 = all)")
     parser.add_argument("--patterns", nargs="+", default=["gpt2", "cl100k", "o200k"])
     parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])

@@ -1,0 +1,77 @@
+"""fastbpe itself: the checkout under test (``--checkout``), as the child process imports it."""
+import inspect
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Dict
+
+from ...suites import common
+from .base import Adapter, Timer
+
+
+def has_compat(fastbpe) -> bool:
+    """Whether this version's ``train`` has the ``compat="hf"`` option."""
+    return "compat" in inspect.signature(fastbpe.train).parameters
+
+
+NO_COMPAT = 'train() has no compat="hf" option in this version'
+
+
+def batch_encoder(tok, threads: int):
+    """``encode_batch`` on ``threads`` workers when the version has it, else a loop."""
+    batch = getattr(tok, "encode_batch", None)
+    if batch is not None:
+        return lambda lines: batch(lines, workers=threads)
+    return lambda lines: [tok.encode(line) for line in lines]
+
+
+class Fastbpe(Adapter):
+    name = "fastbpe"
+    rows = {
+        "fastbpe": ("fastbpe", "byte-level, GPT-2 split"),
+        "fastbpe-hf": ('fastbpe compat="hf"', "byte-level, GPT-2 split, HF tie rule"),
+        "fastbpe-merge": ("fastbpe merge phase only", "train(counted table): merges + Tokenizer"),
+    }
+    trainers = ("fastbpe", "fastbpe-hf")
+
+    def train(self, trainer, corpus, vocab, min_frequency, threads, out_dir):
+        if trainer not in self.trainers:
+            return super().train(trainer, corpus, vocab, min_frequency, threads, out_dir)
+        fastbpe = common.fastbpe_module()
+        kwargs = {}
+        if trainer == "fastbpe-hf":
+            if not has_compat(fastbpe):
+                return {"skipped": NO_COMPAT}, None
+            kwargs["compat"] = "hf"
+        with Timer() as timer:
+            table = fastbpe.count_words(Path(corpus), pretokenizer="gpt2", workers=threads)
+            counted = time.perf_counter()
+            tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
+        end = timer.start + timer.seconds
+        result = dict(seconds=timer.seconds, cpu_seconds=timer.cpu_seconds, count_seconds=counted - timer.start,
+                      merge_seconds=end - counted, unique_chunks=len(table), fastbpe_file=fastbpe.__file__)
+        merges = [[a.hex(), b.hex()] for a, b in tok.merges]
+        result["vocab"] = tok.vocab_size
+        tok.save(os.path.join(out_dir, f"{trainer}.json"))
+        return result, merges
+
+    def encoder(self, spec, out_dir, threads):
+        if spec == "fastbpe":
+            tok = common.fastbpe_module().Tokenizer.load(os.path.join(out_dir, "fastbpe.json"))
+        elif spec.startswith("fastbpe:"):  # OpenAI's ranks, through fastbpe's own loader
+            from ...suites.suite_encode import _openai_tokenizer
+
+            tok = _openai_tokenizer(spec.partition(":")[2])
+        else:
+            return super().encoder(spec, out_dir, threads)
+        return batch_encoder(tok, threads)
+
+    def derive(self, rows: Dict[str, dict]) -> None:
+        """``fastbpe-merge``: the merge phase of the timed fastbpe runs, on its own."""
+        full = rows.get("fastbpe", {})
+        if full.get("ok"):
+            phase = [r["merge_seconds"] for r in full["runs"]]
+            rows["fastbpe-merge"] = {"ok": True, "median": statistics.median(phase), "min": min(phase),
+                                     "max": max(phase), "rss": full["rss"], "n": full["n"],
+                                     "runs": full["runs"]}
