@@ -40,14 +40,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if not files:
         raise SystemExit("fastbpe: no input files")
     source = f"{len(files)} files" if args.files else f"the standard library ({len(files)} files)"
-    print(f"fastbpe train: {source}, vocab size {args.vocab_size}, pretokenizer {args.pretokenizer}",
+    print(f"fastbpe train: {source}, vocab size {args.vocab_size}, pattern {args.pattern}",
           file=sys.stderr)
     started = time.perf_counter()
     tokenizer = train(
         files,
         args.vocab_size,
         unit=args.unit,
-        pretokenizer=args.pretokenizer,
+        pattern=args.pattern,
         min_frequency=args.min_frequency,
         special_tokens=args.special_tokens,
         progress=False if args.quiet else None,
@@ -87,7 +87,8 @@ def add_train_subcommand(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--vocab-size", type=int, default=8192, help="target vocabulary size (default 8192)")
     t.add_argument("--out", default="tokenizer.json", help="where to write the tokenizer (default tokenizer.json)")
     t.add_argument("--unit", choices=("bytes", "chars"), default="bytes")
-    t.add_argument("--pretokenizer", default="gpt2", help="a named pattern or a regex (default gpt2)")
+    t.add_argument("--pattern", "--pretokenizer", dest="pattern", default="gpt2",
+                   help="the split pattern: a name (gpt2, cl100k, o200k, llama3, whitespace) or a regex (default gpt2)")
     t.add_argument("--min-frequency", type=int, default=2)
     t.add_argument("--special-tokens", nargs="*", default=[], metavar="TOKEN")
     t.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")

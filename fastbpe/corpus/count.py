@@ -1,6 +1,6 @@
 """Corpus-scale word counting: pre-tokenize a corpus and count its unique chunks.
 
-``count_words(corpus, pretokenizer="gpt2")`` streams files (plain, ``.gz``, ``.xz``, ``.bz2``,
+``count_words(corpus, pattern="gpt2")`` streams files (plain, ``.gz``, ``.xz``, ``.bz2``,
 ``.zst`` when the ``zstandard`` module is importable), directories (recursively, sorted), glob
 patterns, or an iterable of str / bytes documents, in bounded memory, and returns a
 :class:`~fastbpe.corpus.wordtable.WordTable`: unique chunks in first-appearance order with 64-bit counts.
@@ -35,7 +35,7 @@ import numpy as np
 from .._core.count import ChunkCounter
 from ..progress import byte_bar
 from ..reference import split as split_reference
-from ..split.patterns import check_user_pattern, cut_rule, scanner_id, source
+from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source
 from ..split.pretokenize import InvalidUTF8, check_errors
 from .cut import cut_stream, file_cut_at_or_after
 from .files import CorpusDecodeError, expand_paths, is_compressed, open_bytes, read_pieces
@@ -331,13 +331,15 @@ def _default_workers() -> int:
 
 def count_words(
     corpus,
-    pretokenizer: str = "gpt2",
+    pattern: str = "gpt2",
     workers: Optional[int] = None,
     errors: str = "strict",
     progress: Optional[bool] = None,
     cluster=None,
     block_size: Optional[int] = DEFAULT_BLOCK_SIZE,
     partition_size: Optional[int] = None,
+    *,
+    pretokenizer: Optional[str] = None,
 ) -> WordTable:
     """Pre-tokenize a corpus and count its unique chunks, in bounded memory.
 
@@ -347,8 +349,8 @@ def count_words(
         iterator, generator, or a list of bytes) of str / bytes documents; to count a list of str
         texts pass ``iter(texts)`` (a list of str means paths). A str item holding lone
         surrogates is taken as its ``surrogatepass`` UTF-8, i.e. as invalid UTF-8 (see errors).
-    pretokenizer
-        A split pattern: a name of :data:`fastbpe.PATTERNS`, an OpenAI encoding name, or the
+    pattern
+        The split pattern: a name of :data:`fastbpe.PATTERNS`, an OpenAI encoding name, or the
         exact text of a named pattern all run the compiled scanner; any other regex string runs
         the ``regex`` module (pure Python: slow). See :mod:`fastbpe.split.patterns`.
     workers
@@ -371,6 +373,8 @@ def count_words(
         client you pass stays open; an address is connected to and closed again.
     block_size
         Bytes per block (default 8 MiB); ``None`` reads each text whole (no cutting).
+    pretokenizer
+        The name earlier versions gave ``pattern`` (still accepted, with a DeprecationWarning).
     partition_size
         Bytes per partition of a plain file handed to a worker (default: the corpus size over
         the number of workers, between 16 MiB and 256 MiB).
@@ -383,8 +387,9 @@ def count_words(
     [(b'the', 2), (b' cat', 1), (b' dog', 1)]
     """
     check_errors(errors)
-    check_user_pattern(pretokenizer)  # a typo or a bad regex fails now, not in a worker
-    rule = cut_rule(pretokenizer)
+    pattern = renamed_pattern(pattern, pretokenizer)
+    check_user_pattern(pattern)  # a typo or a bad regex fails now, not in a worker
+    rule = cut_rule(pattern)
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be a positive number of bytes or None")
     if workers is None:
@@ -407,7 +412,7 @@ def count_words(
         many_compressed = files is not None and sum(map(is_compressed, files)) >= 2 * parallelism
         to_workers = client is not None or (parallelism > 1 and many_compressed)
         tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files)
-        return _count_tasks(tasks, client, workers, pretokenizer, errors, block_size, progress, total)
+        return _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total)
     finally:
         if own_client:
             client.close()
@@ -431,20 +436,20 @@ def _dask_client(cluster):
     return Client(cluster), True
 
 
-def _count_tasks(tasks, client, workers, pretokenizer, errors, block_size, progress, total) -> WordTable:
+def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total) -> WordTable:
     context = _pool_context() if client is None and workers > 1 else None  # before tqdm's thread
     bar = byte_bar(progress, total, "counting")
     try:
         if client is not None:
-            counter = _count_dask(tasks, client, pretokenizer, errors, block_size, bar)
+            counter = _count_dask(tasks, client, pattern, errors, block_size, bar)
         elif workers > 1:
-            counter = _count_local_parallel(tasks, workers, pretokenizer, errors, block_size, bar, context)
+            counter = _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context)
         else:
-            scanner, rule = scanner_id(pretokenizer), cut_rule(pretokenizer)
+            scanner, rule = scanner_id(pattern), cut_rule(pattern)
             counter = ChunkCounter()
             for task in tasks:
                 for block in _task_blocks(task, rule, block_size):
-                    _count_block(counter, block, pretokenizer, scanner, errors)
+                    _count_block(counter, block, pattern, scanner, errors)
                     if bar is not None:
                         bar.update(block.raw)
     finally:

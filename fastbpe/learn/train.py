@@ -20,7 +20,7 @@ from ..corpus.wordtable import WordTable
 from ..encode.tokenizer import Tokenizer
 from ..formats.bytelevel import bytes_to_unicode
 from ..progress import merge_progress
-from ..split.patterns import TABLE, check_user_pattern, resolve
+from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve
 
 Symbol = Union[str, bytes]
 Pair = Tuple[Symbol, Symbol]
@@ -282,7 +282,7 @@ def train(
     *,
     num_merges: Optional[int] = None,
     unit: str = "bytes",
-    pretokenizer: str = "gpt2",
+    pattern: str = "gpt2",
     word_start: Optional[str] = None,
     word_end: Optional[str] = None,
     min_frequency: int = 2,
@@ -292,6 +292,7 @@ def train(
     cluster=None,
     errors: str = "strict",
     compat: Optional[str] = None,
+    pretokenizer: Optional[str] = None,
 ):
     """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.encode.Tokenizer`.
 
@@ -301,9 +302,12 @@ def train(
     once, train many times). ``workers`` and ``cluster`` are passed to ``count_words``.
     ``vocab_size`` counts base symbols, merged tokens and special tokens; ``num_merges`` caps
     the merges instead. Byte-level with the GPT-2 split is the default for real use;
-    ``pretokenizer="whitespace", unit="chars", word_start="_"`` reproduces BPE by hand as
+    ``pattern="whitespace", unit="chars", word_start="_"`` reproduces BPE by hand as
     Sennrich et al. (2016) present it. Training stops early when no pair is left or the best count falls below
     ``min_frequency``. The returned tokenizer's ``training_stats`` says what each phase took.
+
+    ``pretokenizer`` is the name earlier versions gave ``pattern`` (still accepted, with a
+    DeprecationWarning).
 
     ``compat="hf"`` learns the merges Hugging Face's ``BpeTrainer`` learns for the same text
     with ``pre_tokenizers.ByteLevel(add_prefix_space=False)`` and
@@ -314,13 +318,14 @@ def train(
     """
     if vocab_size is None and num_merges is None:
         raise ValueError("give vocab_size or num_merges")
-    check_user_pattern(pretokenizer)
+    pattern = renamed_pattern(pattern, pretokenizer)
+    check_user_pattern(pattern)
     if compat not in COMPAT:
         raise ValueError(f"compat must be one of {COMPAT}, got {compat!r}")
     tie_ranks = None
     if compat == "hf":
-        if unit != "bytes" or word_start or word_end or resolve(pretokenizer) is not TABLE["gpt2"]:
-            raise ValueError("compat='hf' needs unit='bytes', pretokenizer='gpt2' (ByteLevel's split) "
+        if unit != "bytes" or word_start or word_end or resolve(pattern) is not TABLE["gpt2"]:
+            raise ValueError("compat='hf' needs unit='bytes', pattern='gpt2' (ByteLevel's split) "
                              "and no word markers")
         tie_ranks = hf_byte_tie_ranks()
     special_tokens = list(special_tokens)
@@ -334,7 +339,7 @@ def train(
     else:
         if isinstance(corpus, str) and not _names_a_path(corpus):
             corpus = iter([corpus])  # text, not a path (count_words takes a str as a path)
-        kwargs = {"pretokenizer": pretokenizer, "workers": workers, "progress": progress,
+        kwargs = {"pattern": pattern, "workers": workers, "progress": progress,
                   "errors": errors}
         if cluster is not None:
             kwargs["cluster"] = cluster
@@ -360,7 +365,7 @@ def train(
         tokens,
         merge_ids,  # (left, right, new): the learner's ids, checked, not rebuilt
         unit=unit,
-        pattern=pretokenizer,
+        pattern=pattern,
         word_start=word_start,
         word_end=word_end,
         special_tokens=special_tokens,

@@ -15,6 +15,7 @@ True
 >>> resolve(r"\\w+") is None
 True
 """
+import warnings
 from typing import Dict, NamedTuple, Optional
 
 import regex
@@ -24,7 +25,7 @@ from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTE
                                WHITESPACE_PATTERN, compiled)
 
 __all__ = ["PATTERNS", "TABLE", "GPT2_PATTERN", "GPT2_ORIGINAL_PATTERN", "SplitPattern", "resolve", "source",
-           "check_user_pattern", "compiled_regex", "scanner_id",
+           "check_user_pattern", "renamed_pattern", "compiled_regex", "scanner_id",
            "cut_rule", "fused_scanner_id"]
 
 class SplitPattern(NamedTuple):
@@ -130,6 +131,17 @@ def cut_rule(pattern: str) -> int:
     scanner's own rule, or the conservative rule for user regexes."""
     entry = resolve(pattern)
     return CUSTOM_CUT_RULE if entry is None else entry.scanner
+
+
+def renamed_pattern(pattern: str, pretokenizer: Optional[str]) -> str:
+    """The split pattern of a call that may still use the keyword earlier versions had for it
+    (``pretokenizer=``); the two are one option, so giving both differently is an error."""
+    if pretokenizer is None:
+        return pattern
+    warnings.warn("the pretokenizer= keyword is now pattern=", DeprecationWarning, stacklevel=3)
+    if pattern not in ("gpt2", pretokenizer):
+        raise TypeError(f"pattern={pattern!r} and pretokenizer={pretokenizer!r} are the same option; give one")
+    return pretokenizer
 
 
 def compiled_regex(pattern: str) -> "regex.Pattern":

@@ -75,7 +75,7 @@ def test_replay_equals_reference_on_arbitrary_merge_lists(case, words):
 
 def test_chars_unit_replays_like_the_reference():
     tok = fastbpe.train("low lower lowest newer newest " * 20, num_merges=20, unit="chars",
-                        pretokenizer="whitespace", word_start="_", progress=False, min_frequency=1)
+                        pattern="whitespace", word_start="_", progress=False, min_frequency=1)
     merges = tok.merges
     for word in ["lowest", "newer", "low", "wider"]:
         expected = reference.encode_word(tuple("_" + word), merges)

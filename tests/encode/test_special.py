@@ -118,7 +118,7 @@ def test_same_as_tiktoken_with_cl100k(shared_data):
 
 def test_special_tokens_on_the_python_path():
     """Character-level tokenizers encode in Python: same special-token rules."""
-    tok = fastbpe.train("low lower lowest " * 20, num_merges=10, unit="chars", pretokenizer="whitespace",
+    tok = fastbpe.train("low lower lowest " * 20, num_merges=10, unit="chars", pattern="whitespace",
                         word_start="_", progress=False, min_frequency=1, special_tokens=["<eos>"])
     with pytest.raises(ValueError, match="disallowed"):
         tok.encode("low <eos> lower")

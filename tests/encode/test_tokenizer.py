@@ -32,7 +32,7 @@ CODE = generated_text()
 
 @pytest.fixture(scope="module")
 def worked_tokenizer(worked_example):
-    return fastbpe.train(worked_example.text, num_merges=15, unit="chars", pretokenizer="whitespace",
+    return fastbpe.train(worked_example.text, num_merges=15, unit="chars", pattern="whitespace",
                          word_start="_", min_frequency=1, progress=False)
 
 

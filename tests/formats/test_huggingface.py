@@ -35,7 +35,7 @@ def test_trained_tokenizer_exports_to_huggingface(tmp_path, samples):
 
 
 def test_gap_dropping_pattern_exports_to_huggingface(tmp_path):
-    tok = fastbpe.train("aa bb aa bb cc " * 30, num_merges=5, pretokenizer="whitespace", progress=False)
+    tok = fastbpe.train("aa bb aa bb cc " * 30, num_merges=5, pattern="whitespace", progress=False)
     tok.to_huggingface(tmp_path / "tokenizer.json")
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     text = "aa  bb\ncc aabb"

@@ -48,8 +48,8 @@ def test_exact_regex_text_counts_with_the_compiled_scanner(name, tmp_path, regex
     """A Hugging Face or tiktoken user passes the regex text; it must not fall back to regex."""
     path = tmp_path / "c.txt"
     path.write_text("Hello world, it's 2024!\n  Ünïcödé  text\n" * 50, encoding="utf-8")
-    by_name = fastbpe.count_words(str(path), pretokenizer=name, workers=1, progress=False)
-    by_text = fastbpe.count_words(str(path), pretokenizer=PATTERNS[name], workers=1, progress=False)
+    by_name = fastbpe.count_words(str(path), pattern=name, workers=1, progress=False)
+    by_text = fastbpe.count_words(str(path), pattern=PATTERNS[name], workers=1, progress=False)
     assert by_name == by_text
     assert fastbpe.pretokenize("it's a test", PATTERNS[name]) == fastbpe.pretokenize("it's a test", name)
 
@@ -57,7 +57,7 @@ def test_exact_regex_text_counts_with_the_compiled_scanner(name, tmp_path, regex
 def test_user_regex_runs_the_regex_path(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("ab cd ab\n", encoding="utf-8")
-    table = fastbpe.count_words(str(path), pretokenizer=r"\w+", workers=1, progress=False)
+    table = fastbpe.count_words(str(path), pattern=r"\w+", workers=1, progress=False)
     assert table.to_dict() == {b"ab": 2, b"cd": 1}
 
 
@@ -68,9 +68,9 @@ def test_unknown_names_are_errors_not_literal_regexes(typo, tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("gpt5 is not a pattern\n", encoding="utf-8")
     with pytest.raises(ValueError, match="unknown split pattern"):
-        fastbpe.count_words(str(path), pretokenizer=typo, workers=1, progress=False)
+        fastbpe.count_words(str(path), pattern=typo, workers=1, progress=False)
     with pytest.raises(ValueError, match="unknown split pattern"):
-        fastbpe.train(fastbpe.count_words(str(path), workers=1, progress=False), vocab_size=300, pretokenizer=typo)
+        fastbpe.train(fastbpe.count_words(str(path), workers=1, progress=False), vocab_size=300, pattern=typo)
 
 
 def test_bad_regex_is_a_value_error():
@@ -78,3 +78,16 @@ def test_bad_regex_is_a_value_error():
         check_user_pattern("(unclosed")
     with pytest.raises(TypeError):
         resolve(b"gpt2")
+
+
+def test_the_earlier_keyword_still_works(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("the cat sat\n", encoding="utf-8")
+    with pytest.warns(DeprecationWarning, match="pattern="):
+        old = fastbpe.count_words(str(path), pretokenizer="whitespace", workers=1, progress=False)
+    assert old == fastbpe.count_words(str(path), pattern="whitespace", workers=1, progress=False)
+    with pytest.raises(TypeError, match="same option"):
+        fastbpe.count_words(str(path), pattern="cl100k", pretokenizer="whitespace", workers=1, progress=False)
+    with pytest.warns(DeprecationWarning):
+        tok = fastbpe.train("the cat sat " * 20, vocab_size=260, pretokenizer="whitespace", progress=False)
+    assert tok.pattern == "whitespace"
