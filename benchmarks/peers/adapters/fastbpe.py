@@ -45,7 +45,7 @@ class Fastbpe(Adapter):
                 return {"skipped": NO_COMPAT}, None
             kwargs["compat"] = "hf"
         with Timer() as timer:
-            table = fastbpe.count_words(Path(corpus), pretokenizer="gpt2", workers=threads)
+            table = fastbpe.count_words(Path(corpus), "gpt2", workers=threads)
             counted = time.perf_counter()
             tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
         end = timer.start + timer.seconds
