@@ -18,7 +18,7 @@ import unicodedata
 
 import regex
 
-# Flag bits, one per class used by some split pattern. Keep in sync with scan.h.
+# Flag bits, one per class used by some split pattern. Keep in sync with scan.h and cut.h.
 CLASSES = [
     ("FB_L", r"\p{L}"),
     ("FB_N", r"\p{N}"),

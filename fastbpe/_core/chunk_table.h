@@ -10,7 +10,10 @@
 //  * the slot array is 2 MiB aligned and advised for transparent huge pages (fewer TLB misses);
 //  * in front sits a small direct-mapped cache (L2-sized) of recent short chunks with their
 //    not-yet-added occurrences, so the frequent chunks never touch the big table at all.
-// Open addressing, linear probing, capacity a power of two kept at most 70% full.
+// Open addressing, linear probing, capacity a power of two kept at most 70% full. The hash and
+// the probing are hash.h's, as for every table; the slot layout is this table's own, because
+// the inline short keys are what make it fast (a slot pointing into a key arena, as
+// bytes_map.h's do, costs a second cache miss per lookup).
 #pragma once
 #include <sys/mman.h>
 
@@ -23,32 +26,11 @@
 #include <string>
 #include <vector>
 
+#include "hash.h"
+#include "patterns.h"
 #include "scan.h"
 
 namespace fbpt {
-
-static inline uint64_t mix64(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
-static inline uint64_t hash_long(const uint8_t* p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0x2545F4914F6CDD1DULL);
-    while (n >= 8) {
-        uint64_t w;
-        std::memcpy(&w, p, 8);
-        h = mix64(h ^ w);
-        p += 8;
-        n -= 8;
-    }
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
-    return mix64(h ^ w ^ 0x5bd1e995ULL);
-}
 
 // A chunk as the table sees it: short chunks as two zero-padded words, long ones by hash.
 struct Key {
@@ -57,6 +39,8 @@ struct Key {
     uint32_t len;
 };
 
+// Hash of a short chunk from its two zero-padded words (cheaper than hash_bytes, which would
+// load the bytes again).
 static inline uint64_t short_hash(uint64_t k0, uint64_t k1, size_t len) {
     return mix64(k0 * 0x9E3779B97F4A7C15ULL ^ (k1 + len) * 0xC2B2AE3D27D4EB4FULL);
 }
@@ -67,7 +51,7 @@ static inline Key make_key(const uint8_t* p, size_t len, const uint8_t* limit) {
     Key k;
     k.len = (uint32_t)len;
     if (len > 16) {
-        k.k0 = k.hash = hash_long(p, len);
+        k.k0 = k.hash = hash_bytes(p, len);
         k.k1 = 0;
         return k;
     }
@@ -246,24 +230,19 @@ class ChunkTable {
 
     // Index of the chunk, inserted with count 0 if new (so in first-appearance order).
     inline size_t find_or_insert(const Key& k, const uint8_t* p) {
-        size_t i = (size_t)k.hash & mask_;
-        while (true) {
-            Slot& s = slots_[i];
-            if (s.len == 0) {
-                if ((counts.size() + 1) * 10 > capacity_ * 7) {  // load <= 0.7
-                    if (counts.size() + 1 >= MAX_CHUNKS) throw std::length_error("more than 2^32 - 16 unique chunks");
-                    rehash(capacity_ * 2);
-                    return find_or_insert(k, p);
-                }
-                s = Slot{k.k0, k.k1, k.len, (uint32_t)counts.size()};
-                data.insert(data.end(), p, p + k.len);
-                offsets.push_back((int64_t)data.size());
-                counts.push_back(0);
-                return s.index;
-            }
-            if (same(s, k, p)) return s.index;
-            i = (i + 1) & mask_;
+        size_t i = probe(slots_, mask_, (size_t)k.hash & mask_,
+                         [&](const Slot& s) { return s.len == 0 || same(s, k, p); });
+        if (slots_[i].len != 0) return slots_[i].index;
+        if ((counts.size() + 1) * 10 > capacity_ * 7) {  // load <= 0.7
+            if (counts.size() + 1 >= MAX_CHUNKS) throw std::length_error("more than 2^32 - 16 unique chunks");
+            rehash(capacity_ * 2);
+            return find_or_insert(k, p);
         }
+        slots_[i] = Slot{k.k0, k.k1, k.len, (uint32_t)counts.size()};
+        data.insert(data.end(), p, p + k.len);
+        offsets.push_back((int64_t)data.size());
+        counts.push_back(0);
+        return slots_[i].index;
     }
 
     static Slot* allocate(size_t capacity) {
@@ -285,24 +264,12 @@ class ChunkTable {
             const Slot& s = slots_[k];
             if (s.len == 0) continue;
             uint64_t h = s.len > 16 ? s.k0 : short_hash(s.k0, s.k1, s.len);
-            size_t i = (size_t)h & m;
-            while (fresh[i].len != 0) i = (i + 1) & m;
-            fresh[i] = s;
+            fresh[probe(fresh, m, (size_t)h & m, [](const Slot& t) { return t.len == 0; })] = s;
         }
         std::free(slots_);
         slots_ = fresh;
         capacity_ = capacity;
         mask_ = m;
-    }
-};
-
-// Collects chunks in order (for the pretokenize entry points).
-struct ChunkList {
-    std::vector<uint8_t> data;
-    std::vector<int64_t> ends;
-    inline void operator()(const uint8_t* p, size_t len, const uint8_t*) {
-        data.insert(data.end(), p, p + len);
-        ends.push_back((int64_t)data.size());
     }
 };
 

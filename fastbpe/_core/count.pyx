@@ -1,15 +1,21 @@
 # cython: language_level=3
-"""Compiled chunk counting: pre-tokenize documents and count chunks in a C++ hash table.
+"""Compiled chunk counting: the Python shell around chunk_table.h.
 
-The table (chunk_table.h) keeps first-appearance order and exports the three arrays of a
-fastbpe.WordTable. No Python objects in the hot loop; the GIL is released while counting.
+``ChunkCounter`` pre-tokenizes documents with the scanners of scan.h and counts their chunks
+in a C++ hash table that keeps first-appearance order, then exports the three arrays of a
+``fastbpe.WordTable``. This shell checks the ids and the document bounds, releases the GIL
+while counting and copies the arrays out; there are no Python objects in the hot loop.
+
+Pattern and error-mode ids are those of ``fastbpe._core.split`` (patterns.h). The table's
+layout, and why it is fast, are described in chunk_table.h.
 """
 import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
 
-from fastbpe._core.scan cimport ChunkTable
+from fastbpe._core.chunk_table cimport ChunkTable
+from fastbpe._core.patterns cimport PAT_COUNT, ERR_COUNT
 
 cnp.import_array()
 
@@ -48,7 +54,7 @@ cdef class ChunkCounter:
         cdef const uint8_t* base
         cdef uint8_t empty = 0
         cdef Py_ssize_t k
-        if not 0 <= pattern <= 4 or not 0 <= errors <= 2:
+        if not 0 <= pattern < PAT_COUNT or not 0 <= errors < ERR_COUNT:
             raise ValueError(f"unknown pattern id {pattern} or errors id {errors}")
         if ndocs == 0:
             return -1

@@ -1,10 +1,14 @@
-"""Type stubs of the compiled BPE encoder core (fastbpe/_core/encode.pyx)."""
-from typing import Dict, List, Optional, Tuple
+"""Type stubs of the compiled BPE encoder (fastbpe/_core/encode.pyx; the algorithm is bpe.h)."""
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
 
-RULES: Tuple[str, str, str]
+_Buffer = Union[bytes, bytearray, memoryview]
+
+MERGE_RULE_IDS: Dict[str, int]
+MERGE_RULES: Tuple[str, ...]
+WHOLE_TOKEN_LOOKUPS: Tuple[str, ...]
 
 class EncodeState:
     """Per-thread chunk cache and scratch space; never share one between threads."""
@@ -17,16 +21,18 @@ class EncodeState:
 
 class BPECore:
     """Immutable encoding tables (thread-safe); merge_rule is "replay", "pair" or "token"."""
-    num_tokens: int
-    num_pairs: int
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def num_pairs(self) -> int: ...
     scan_max: int
     def __init__(self, token_bytes: List[bytes], left: npt.NDArray[np.int32], right: npt.NDArray[np.int32],
                  merge_rule: str = "replay", whole_token_lookup: str = "consistent") -> None: ...
-    def encode_chunks(self, data: bytes, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+    def encode_chunks(self, data: _Buffer, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
                       state: EncodeState) -> npt.NDArray[np.int32]: ...
-    def encode_offsets(self, data: bytes, offsets: npt.NDArray[np.int64], state: EncodeState) -> npt.NDArray[np.int32]: ...
-    def encode_bytes(self, data: bytes, state: EncodeState) -> npt.NDArray[np.int32]: ...
-    def encode_text(self, data: bytes, pattern: int, state: EncodeState) -> Optional[npt.NDArray[np.int32]]: ...
+    def encode_offsets(self, data: _Buffer, offsets: npt.NDArray[np.int64], state: EncodeState) -> npt.NDArray[np.int32]: ...
+    def encode_bytes(self, data: _Buffer, state: EncodeState) -> npt.NDArray[np.int32]: ...
+    def encode_text(self, data: _Buffer, pattern: int, state: EncodeState) -> Optional[npt.NDArray[np.int32]]: ...
     def encode_str(self, text: str, pattern: int, state: EncodeState) -> Optional[npt.NDArray[np.int32]]: ...
     def encode_symbols(self, symbols: npt.NDArray[np.int32], ends: npt.NDArray[np.int64],
                        state: EncodeState) -> npt.NDArray[np.int32]: ...

@@ -1,10 +1,11 @@
-from typing import Callable, List, Optional, Tuple
+"""Type stubs of the compiled merge learner (fastbpe/_core/learn.pyx)."""
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import numpy.typing as npt
 
 class MergeLearner:
-    """Incremental BPE merge learner over a flat word table (see ``_train.pyx``)."""
+    """Incremental BPE merge learner over a flat word table; one instance per training run."""
 
     def __init__(
         self,
@@ -12,6 +13,7 @@ class MergeLearner:
         word_starts: npt.NDArray[np.int64],
         word_counts: npt.NDArray[np.int64],
         token_bytes: List[bytes],
+        tie_ranks: Optional[Sequence[int]] = None,
     ) -> None: ...
     def corpus_tokens(self) -> int: ...
     def run(

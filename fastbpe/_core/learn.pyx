@@ -7,10 +7,11 @@ Data layout (ids, never Python objects, in the loop):
   position is linked to its live neighbours inside its word by ``prev``/``nxt`` (-1 at a word's
   edge). Merging ``(a, b)`` at position ``p`` writes the new id at ``p`` and kills ``nxt[p]``
   (``sym == DEAD``); a symbol therefore always lives at the position of its first base symbol.
-* Pairs get dense ids through an open-addressing table keyed on ``left << 32 | right``. Per pair:
+* Pairs get dense ids through the open-addressing table of pair_table.h. Per pair:
   its exact weighted count, a lower bound on its first position, and the positions where it was
   created (entries go stale when a neighbour merges; they are re-checked when read).
-* A binary heap of (count, first position, pair) with lazy revalidation picks the next merge.
+* A binary heap (heap.h) of (count, first position, pair) entries (merge_heap.h) with lazy
+  revalidation picks the next merge.
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
 the words in table order, left to right. Scanning order is exactly ascending flat position, so
@@ -39,17 +40,17 @@ from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
 
+from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
+from fastbpe._core.pair_table cimport PairTable, pair_key
+
 cdef extern from *:
-    """
-    static inline void fastbpe_prefetch(const void *p) { __builtin_prefetch(p, 1, 1); }
-    """
-    void prefetch "fastbpe_prefetch"(const void *p) noexcept nogil
+    # a hint that the node at p is about to be written (read-write, little reuse)
+    void prefetch_node "__builtin_prefetch"(const void* p, int rw, int locality) noexcept nogil
 
 # How many occurrences ahead to prefetch: merging is bound by cache misses on random positions.
 cdef size_t PREFETCH_AHEAD = 16
 
 cdef int32_t DEAD = -1
-cdef uint64_t EMPTY_KEY = 0xFFFFFFFFFFFFFFFFULL
 
 
 cdef struct Node:
@@ -60,12 +61,6 @@ cdef struct Node:
     int32_t word    # index of the word, for its count
 
 
-cdef struct Slot:
-    # One bucket of the open-addressing pair table: key and value in one cache line.
-    uint64_t key    # left << 32 | right, or EMPTY_KEY
-    int32_t pair    # the pair's index in ``pairs``
-
-
 cdef struct Pair:
     # Everything a merge step reads or writes about a pair, in one place (one cache miss).
     int64_t count   # exact weighted count of its live occurrences
@@ -73,17 +68,6 @@ cdef struct Pair:
     int32_t left
     int32_t right
     int32_t touched # 1 while listed in ``touched`` (its heap entry is pushed after the step)
-
-
-cdef struct HeapEntry:
-    int64_t count
-    int64_t first
-    int32_t pair
-
-
-cdef inline bint ranks_before(const HeapEntry& x, const HeapEntry& y) noexcept nogil:
-    """The merge order: higher count first; among equal counts, the earlier first position."""
-    return x.count > y.count or (x.count == y.count and x.first < y.first)
 
 
 cdef class MergeLearner:
@@ -98,14 +82,11 @@ cdef class MergeLearner:
 
     cdef vector[Node] node
     cdef vector[int64_t] word_count
-    # pair table
-    cdef vector[Slot] slot
-    cdef uint64_t slot_mask   # capacity - 1; capacity is a power of two
-    cdef int slot_shift       # 64 - log2(capacity)
+    cdef PairTable[int32_t] pair_index        # pair_key(left, right) -> index in ``pairs``
     cdef vector[Pair] pairs
     cdef vector[vector[int32_t]] pair_where   # positions where each pair was created
     cdef vector[int32_t] touched
-    cdef vector[HeapEntry] heap
+    cdef MergeHeap heap
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
     cdef vector[int64_t] tie_rank
     # tokens
@@ -130,7 +111,7 @@ cdef class MergeLearner:
             self.token.push_back(content)
         self.node.resize(n)
         self.word_count.resize(num_words)
-        self._init_slots(1024)
+        self.pair_index.reset(1024)
         if tie_ranks is not None:
             if len(tie_ranks) != len(token_bytes):
                 raise ValueError("tie_ranks needs one rank per base token")
@@ -157,48 +138,21 @@ cdef class MergeLearner:
                               <int32_t>p)
             self._push_touched()
 
-    # ---- pair table -------------------------------------------------------------------------
+    # ---- pairs ------------------------------------------------------------------------------
 
-    cdef int _init_slots(self, size_t capacity) except -1 nogil:
-        cdef Slot empty
-        empty.key = EMPTY_KEY
-        empty.pair = -1
-        self.slot.assign(capacity, empty)
-        self.slot_mask = capacity - 1
-        self.slot_shift = 64
-        while capacity > 1:
-            capacity >>= 1
-            self.slot_shift -= 1
-        return 0
-
-    cdef inline size_t _slot(self, uint64_t key) noexcept nogil:
-        # Fibonacci hashing: the top bits of the product depend on every bit of the key.
-        cdef size_t i = <size_t>((key * 0x9E3779B97F4A7C15ULL) >> self.slot_shift)
-        while self.slot[i].key != key and self.slot[i].key != EMPTY_KEY:
-            i = (i + 1) & self.slot_mask
-        return i
-
-    cdef int _grow(self) except -1 nogil:
-        cdef vector[Slot] old
-        cdef size_t i
-        old.swap(self.slot)
-        self._init_slots(2 * old.size())
-        for i in range(old.size()):
-            if old[i].key != EMPTY_KEY:
-                self.slot[self._slot(old[i].key)] = old[i]
-        return 0
-
-    cdef int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
+    cdef inline int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
         """The id of pair (left, right), created with count 0 if new."""
-        cdef uint64_t key = (<uint64_t>left << 32) | <uint32_t>right
-        cdef size_t i = self._slot(key)
-        cdef int32_t pid
-        if self.slot[i].key == key:
-            return self.slot[i].pair
+        cdef uint64_t key = pair_key(left, right)
+        cdef size_t i = self.pair_index.index(key)
+        if self.pair_index.occupied(i):
+            return self.pair_index.value(i)
+        return self._new_pair(left, right, key, i)
+
+    cdef int32_t _new_pair(self, int32_t left, int32_t right, uint64_t key, size_t i) except -1 nogil:
+        """Create pair (left, right) in the empty slot ``i`` for ``key``. Kept out of
+        ``_pair_id`` so that the common path (the pair exists) stays small enough to inline."""
+        cdef int32_t pair = <int32_t>self.pairs.size()
         cdef Pair fresh
-        pid = <int32_t>self.pairs.size()
-        self.slot[i].key = key
-        self.slot[i].pair = pid
         fresh.count = 0
         fresh.first = 0x7FFFFFFFFFFFFFFF
         fresh.left = left
@@ -206,113 +160,75 @@ cdef class MergeLearner:
         fresh.touched = 0
         self.pairs.push_back(fresh)
         self.pair_where.push_back(vector[int32_t]())
-        if 2 * self.pairs.size() > self.slot.size():
-            self._grow()
-        return pid
+        self.pair_index.insert_at(i, key, pair)
+        return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
         """A new occurrence of (left, right) at ``pos``: the pair's key may improve."""
-        cdef int32_t pid = self._pair_id(left, right)
-        self.pairs[pid].count += count
-        self.pair_where[pid].push_back(pos)
-        if pos < self.pairs[pid].first:
-            self.pairs[pid].first = pos
-        if not self.pairs[pid].touched:
-            self.pairs[pid].touched = 1
-            self.touched.push_back(pid)
+        cdef int32_t pair = self._pair_id(left, right)
+        self.pairs[pair].count += count
+        self.pair_where[pair].push_back(pos)
+        if pos < self.pairs[pair].first:
+            self.pairs[pair].first = pos
+        if not self.pairs[pair].touched:
+            self.pairs[pair].touched = 1
+            self.touched.push_back(pair)
         return 0
 
     cdef inline void _remove(self, int32_t left, int32_t right, int64_t count) noexcept nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
         Its entry in ``pair_where`` goes stale and is dropped when next read."""
-        cdef uint64_t key = (<uint64_t>left << 32) | <uint32_t>right
-        self.pairs[self.slot[self._slot(key)].pair].count -= count
-
-    # ---- heap -------------------------------------------------------------------------------
-
-    cdef int _heap_push(self, HeapEntry e) except -1 nogil:
-        cdef size_t i = self.heap.size()
-        cdef size_t parent
-        self.heap.push_back(e)
-        while i > 0:
-            parent = (i - 1) >> 1
-            if not ranks_before(e, self.heap[parent]):
-                break
-            self.heap[i] = self.heap[parent]
-            i = parent
-        self.heap[i] = e
-        return 0
-
-    cdef HeapEntry _heap_pop(self) noexcept nogil:
-        cdef HeapEntry top = self.heap[0]
-        cdef HeapEntry last = self.heap.back()
-        cdef size_t n, i, child
-        self.heap.pop_back()
-        n = self.heap.size()
-        if n:
-            i = 0
-            while True:
-                child = 2 * i + 1
-                if child >= n:
-                    break
-                if child + 1 < n and ranks_before(self.heap[child + 1], self.heap[child]):
-                    child += 1
-                if not ranks_before(self.heap[child], last):
-                    break
-                self.heap[i] = self.heap[child]
-                i = child
-            self.heap[i] = last
-        return top
+        self.pairs[self.pair_index.value(self.pair_index.index(pair_key(left, right)))].count -= count
 
     cdef int _push_touched(self) except -1 nogil:
-        cdef int32_t pid
-        cdef HeapEntry e
-        for pid in self.touched:
-            self.pairs[pid].touched = 0
-            if self.pairs[pid].count > 0:
-                e.count = self.pairs[pid].count
-                e.first = self._tie_key(pid)
-                e.pair = pid
-                self._heap_push(e)
+        cdef int32_t pair
+        cdef MergeCandidate e
+        for pair in self.touched:
+            self.pairs[pair].touched = 0
+            if self.pairs[pair].count > 0:
+                e.count = self.pairs[pair].count
+                e.first = self._tie_key(pair)
+                e.pair = pair
+                self.heap.push(e)
         self.touched.clear()
         return 0
 
     # ---- merging ----------------------------------------------------------------------------
 
-    cdef inline bint _occurs_at(self, int32_t pid, int32_t p) noexcept nogil:
+    cdef inline bint _occurs_at(self, int32_t pair, int32_t p) noexcept nogil:
         cdef int32_t q
-        if self.node[p].sym != self.pairs[pid].left:
+        if self.node[p].sym != self.pairs[pair].left:
             return False
         q = self.node[p].nxt
-        return q >= 0 and self.node[q].sym == self.pairs[pid].right
+        return q >= 0 and self.node[q].sym == self.pairs[pair].right
 
-    cdef int64_t _true_first(self, int32_t pid) except -1 nogil:
-        """Drop stale positions of ``pid`` and return its first live position (exact)."""
-        cdef vector[int32_t]* where = &self.pair_where[pid]
+    cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
+        """Drop stale positions of ``pair`` and return its first live position (exact)."""
+        cdef vector[int32_t]* where = &self.pair_where[pair]
         cdef size_t i, kept = 0
         cdef int32_t p
         cdef int64_t first = 0x7FFFFFFFFFFFFFFF
         cdef size_t n = where.size()
         for i in range(n):
             if i + PREFETCH_AHEAD < n:
-                prefetch(&self.node[where[0][i + PREFETCH_AHEAD]])
+                prefetch_node(&self.node[where[0][i + PREFETCH_AHEAD]], 1, 1)
             p = where[0][i]
-            if self._occurs_at(pid, p):
+            if self._occurs_at(pair, p):
                 where[0][kept] = p
                 kept += 1
                 if p < first:
                     first = p
         where.resize(kept)
-        self.pairs[pid].first = first
+        self.pairs[pair].first = first
         return first
 
-    cdef inline int64_t _tie_key(self, int32_t pid) noexcept nogil:
+    cdef inline int64_t _tie_key(self, int32_t pair) noexcept nogil:
         """The heap's second key: the first position (default), or the pair's rank key."""
         cdef int64_t a, b
         if self.tie_rank.empty():
-            return self.pairs[pid].first
-        a = self.pairs[pid].left
-        b = self.pairs[pid].right
+            return self.pairs[pair].first
+        a = self.pairs[pair].left
+        b = self.pairs[pair].right
         if a < <int64_t>self.tie_rank.size():
             a = self.tie_rank[a]
         if b < <int64_t>self.tie_rank.size():
@@ -321,19 +237,19 @@ cdef class MergeLearner:
 
     cdef int32_t _pop_best(self) except -2 nogil:
         """The pair to merge next, or -1 when no pair is left."""
-        cdef HeapEntry e
+        cdef MergeCandidate e
         cdef int64_t first
-        while self.heap.size():
-            e = self._heap_pop()
+        while not self.heap.empty():
+            e = self.heap.pop()
             if self.pairs[e.pair].count <= 0:
                 continue
             if self.pairs[e.pair].count != e.count:
                 # The count fell since this entry was pushed; queue the true (worse) key.
                 e.count = self.pairs[e.pair].count
                 e.first = self._tie_key(e.pair)
-                self._heap_push(e)
+                self.heap.push(e)
                 continue
-            if self.heap.size() == 0 or self.heap[0].count < e.count:
+            if self.heap.empty() or self.heap.top().count < e.count:
                 # Every other entry's count bounds its pair's count from above, so this pair
                 # is strictly the most frequent: its first position cannot matter.
                 return e.pair
@@ -342,7 +258,7 @@ cdef class MergeLearner:
             first = self._true_first(e.pair)
             if first != e.first:
                 e.first = first
-                self._heap_push(e)
+                self.heap.push(e)
                 continue
             return e.pair
         return -1
@@ -358,14 +274,14 @@ cdef class MergeLearner:
         self.token.push_back(content)
         return tid
 
-    cdef int _merge(self, int32_t pid, int32_t new_id) except -1 nogil:
-        """Replace every occurrence of pair ``pid`` by ``new_id``, left to right within each
+    cdef int _merge(self, int32_t pair, int32_t new_id) except -1 nogil:
+        """Replace every occurrence of pair ``pair`` by ``new_id``, left to right within each
         word, never overlapping, adjusting the counts of the neighbouring pairs."""
-        cdef int32_t a = self.pairs[pid].left, b = self.pairs[pid].right
+        cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
         cdef vector[int32_t] where
         cdef int32_t p, q, left, right
         cdef int64_t count
-        where.swap(self.pair_where[pid])
+        where.swap(self.pair_where[pair])
         if a == b:
             # Only (a, a) can overlap; ascending positions give the reference's left-to-right
             # scan (``aaa`` -> ``aa a``). For a != b, occurrences never share a symbol.
@@ -373,15 +289,15 @@ cdef class MergeLearner:
         cdef size_t i, n = where.size()
         for i in range(n):
             if i + PREFETCH_AHEAD < n:
-                prefetch(&self.node[where[i + PREFETCH_AHEAD]])
+                prefetch_node(&self.node[where[i + PREFETCH_AHEAD]], 1, 1)
             p = where[i]
-            if not self._occurs_at(pid, p):
+            if not self._occurs_at(pair, p):
                 continue  # consumed by an overlapping occurrence just merged
             q = self.node[p].nxt
             count = self.word_count[self.node[p].word]
             left = self.node[p].prev
             right = self.node[q].nxt
-            self.pairs[pid].count -= count
+            self.pairs[pair].count -= count
             if left >= 0:
                 self._remove(self.node[left].sym, a, count)
             if right >= 0:
@@ -416,7 +332,7 @@ cdef class MergeLearner:
         Returns ``(merges, counts, tokens)``: an int32 array of rows (left id, right id,
         new id), the count of each merge when chosen, and the bytes of every token id."""
         cdef int64_t done = 0, batch_end
-        cdef int32_t pid, new_id
+        cdef int32_t pair, new_id
         cdef bint exhausted = False
         while done < num_merges and not exhausted:
             batch_end = min(num_merges, done + progress_every)
@@ -426,18 +342,18 @@ cdef class MergeLearner:
                         exhausted = True
                         break
                     # 1. the best pair under the tie rule (lazy revalidation, see module doc)
-                    pid = self._pop_best()
-                    if pid < 0 or self.pairs[pid].count < min_frequency:
+                    pair = self._pop_best()
+                    if pair < 0 or self.pairs[pair].count < min_frequency:
                         exhausted = True
                         break
                     # 2. its token: the concatenation, an existing id when the bytes exist
-                    new_id = self._token_for(self.pairs[pid].left, self.pairs[pid].right)
+                    new_id = self._token_for(self.pairs[pair].left, self.pairs[pair].right)
                     # 3. record, then 4. merge every occurrence and update neighbour counts
-                    self.out_left.push_back(self.pairs[pid].left)
-                    self.out_right.push_back(self.pairs[pid].right)
+                    self.out_left.push_back(self.pairs[pair].left)
+                    self.out_right.push_back(self.pairs[pair].right)
                     self.out_new.push_back(new_id)
-                    self.out_count.push_back(self.pairs[pid].count)
-                    self._merge(pid, new_id)
+                    self.out_count.push_back(self.pairs[pair].count)
+                    self._merge(pair, new_id)
                     done += 1
             PyErr_CheckSignals()  # Ctrl-C lands between batches, with the state consistent
             if progress is not None:

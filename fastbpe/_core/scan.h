@@ -1,13 +1,13 @@
 // Compiled pre-tokenizers: the split patterns of GPT-2, cl100k, o200k (and Llama 3, whitespace),
 // hand-translated into scanners over UTF-8 bytes that yield exactly the chunks the `regex` module
-// yields for the same pattern (tests/test_pretokenize.py checks this differentially).
+// yields for the same pattern (tests/split/test_pretokenize.py checks this differentially).
 //
 // Each scanner is a function next_*(p) -> end of the chunk starting at byte p. Alternatives are
 // tried in the pattern's order and backtracking is resolved by hand; the comment above each
 // function gives the pattern and the reasoning. The character classes come from
-// unicode_tables.h, generated from the `regex` module itself.
+// unicode_tables.h, generated from the `regex` module itself; decoding is utf8.h's.
 //
-// Input to the scanners is valid UTF-8 (the callers validate first; see fb_scan_document).
+// Input to the scanners is valid UTF-8 (the callers validate first; see scan_document).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,86 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "unicode_tables.h"
+#include "patterns.h"
+#include "utf8.h"
 
 namespace fbpt {
-
-enum Pattern { PAT_WHITESPACE = 0, PAT_GPT2 = 1, PAT_CL100K = 2, PAT_O200K = 3, PAT_LLAMA3 = 4, PAT_CUSTOM = 5 };
-enum Errors { ERR_STRICT = 0, ERR_REPLACE = 1, ERR_BYTES = 2 };
-
-static const size_t NPOS = (size_t)-1;
-
-struct Ch {
-    uint32_t cp;   // code point; 0xFFFFFFFF past the end of the text
-    uint16_t fl;   // FB_* flags; 0 past the end
-    uint8_t len;   // bytes; 0 past the end
-};
-
-// Decode the character at p of VALID UTF-8 (p < n).
-__attribute__((always_inline)) static inline Ch decode_valid(const uint8_t* s, size_t p) {
-    uint8_t b = s[p];
-    if (b < 0x80) return Ch{b, FB_STAGE2[b], 1};  // block 0 of stage 2 is code points 0..255
-    uint32_t cp;
-    uint8_t len;
-    if (b < 0xE0) {
-        cp = ((uint32_t)(b & 0x1F) << 6) | (s[p + 1] & 0x3F);
-        len = 2;
-    } else if (b < 0xF0) {
-        cp = ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[p + 1] & 0x3F) << 6) | (s[p + 2] & 0x3F);
-        len = 3;
-    } else {
-        cp = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[p + 1] & 0x3F) << 12) |
-             ((uint32_t)(s[p + 2] & 0x3F) << 6) | (s[p + 3] & 0x3F);
-        len = 4;
-    }
-    return Ch{cp, fb_flags(cp), len};
-}
-
-// Position of the first invalid byte at or after p (n if none) and, in *bad_len, the length of
-// the "maximal subpart" there: the bytes Python's UTF-8 decoder replaces by one U+FFFD.
-// Rejects what Python rejects: overlongs, surrogates (ED A0..BF), > U+10FFFF, truncation.
-static inline size_t utf8_first_error(const uint8_t* s, size_t n, size_t p, size_t* bad_len) {
-    while (p < n) {
-        while (p + 8 <= n) {  // ASCII fast path, 8 bytes at a time
-            uint64_t w;
-            std::memcpy(&w, s + p, 8);
-            if (w & 0x8080808080808080ULL) break;
-            p += 8;
-        }
-        if (p >= n) break;
-        uint8_t b = s[p];
-        if (b < 0x80) { ++p; continue; }
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (b >= 0xC2 && b <= 0xDF) need = 1;
-        else if (b >= 0xE0 && b <= 0xEF) { need = 2; if (b == 0xE0) lo = 0xA0; else if (b == 0xED) hi = 0x9F; }
-        else if (b >= 0xF0 && b <= 0xF4) { need = 3; if (b == 0xF0) lo = 0x90; else if (b == 0xF4) hi = 0x8F; }
-        else { *bad_len = 1; return p; }
-        if (p + 1 >= n || s[p + 1] < lo || s[p + 1] > hi) { *bad_len = 1; return p; }
-        for (size_t k = 2; k <= need; ++k) {
-            if (p + k >= n || (s[p + k] & 0xC0) != 0x80) { *bad_len = k; return p; }
-        }
-        p += need + 1;
-    }
-    *bad_len = 0;
-    return n;
-}
-
-// Flags of the complete character ending exactly at i (0 < i), decoding backwards; returns
-// false if the bytes before i do not end with a valid character.
-static inline bool flags_before(const uint8_t* s, size_t i, uint16_t* fl) {
-    size_t start = i - 1;
-    while (start > 0 && i - start < 4 && (s[start] & 0xC0) == 0x80) --start;
-    size_t bad;
-    if (utf8_first_error(s, i, start, &bad) != i) return false;
-    // the last character decoded from `start` must end at i: walk forward
-    size_t p = start;
-    Ch c{0, 0, 0};
-    while (p < i) { c = decode_valid(s, p); p += c.len; }
-    if (p != i) return false;
-    *fl = c.fl;
-    return true;
-}
 
 class Scanner {
   public:
@@ -349,6 +273,19 @@ class Scanner {
     size_t n_;
 };
 
+// End of the chunk that starts at byte p of valid UTF-8 s[0:n], for a pattern whose chunks
+// tile the text (pattern_tiles); n for any other id. The encoder's one-pass split calls it.
+static inline size_t chunk_end(const uint8_t* s, size_t n, int pattern, size_t p) {
+    Scanner scanner(s, n);
+    switch (pattern) {
+        case PAT_GPT2: return scanner.next_gpt2(p);
+        case PAT_CL100K: return scanner.next_cl100k(p, true);
+        case PAT_LLAMA3: return scanner.next_cl100k(p, false);
+        case PAT_O200K: return scanner.next_o200k(p);
+        default: return n;
+    }
+}
+
 // Adapts a sink taking (pointer, length) to the Scanner's (start, end) offsets.
 // The byte sink also gets the end of the buffer holding the chunk (it may read up to there).
 template <class ByteSink>
@@ -357,6 +294,16 @@ struct OffsetSink {
     const uint8_t* limit;
     ByteSink* out;
     inline void operator()(size_t a, size_t b) { (*out)(base + a, b - a, limit); }
+};
+
+// A sink for scan_document that collects the chunks in order (split.pyx's entry points).
+struct ChunkList {
+    std::vector<uint8_t> data;
+    std::vector<int64_t> ends;
+    inline void operator()(const uint8_t* p, size_t len, const uint8_t*) {
+        data.insert(data.end(), p, p + len);
+        ends.push_back((int64_t)data.size());
+    }
 };
 
 // Pre-tokenize one document (an independent text) and hand every chunk's bytes to sink.
@@ -402,127 +349,6 @@ int64_t scan_document(const uint8_t* s, size_t n, int pattern, int errors, ByteS
     OffsetSink<ByteSink> os{t, t + scratch.size(), &sink};
     Scanner(t, scratch.size()).scan(pattern, os);
     return -1;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Safe block boundaries: the rules find_cut applies, and why each is safe.
-//
-// A cut at i splits text T into A = T[:i] and B = T[i:]; it is safe for a pattern when
-// chunks(T) == chunks(A) + chunks(B). All named patterns are leftmost-first alternations with no
-// look-behind, so a match starting at p depends on T[p:] only; a cut is safe when (1) some chunk
-// of T ends exactly at i and (2) no match attempt starting before i reads T[i] differently from
-// reading the end of the text. x = the character before i, y = the character at i; every
-// deciding character is ASCII or fully decoded, so a cut is never inside a UTF-8 sequence.
-//
-//   R1 (all patterns): y is ' ' or '\t' and x is not whitespace. No alternative of any named
-//      pattern takes a space or tab *after* a non-space (the only optional space is a leading
-//      ' ?'; the trailing classes [\r\n]* / [\r\n/]* exclude it), and every alternative that
-//      reads y after x stops there, exactly as at the end of the text; the whitespace
-//      alternatives (\s+(?!\S), \s++$) cannot start before i and reach i: x is not whitespace.
-//   R2 (all patterns): y is '\n' or '\r' and x is a letter or digit (\p{L} / \p{N}). Letter
-//      and digit runs stop at a newline as at the end; a newline only ever joins a chunk that
-//      ends in punctuation (cl100k/o200k [\r\n]*) or whitespace, which x is not.
-//   R3 (cl100k, o200k, llama3): x is '\n' and y is not whitespace and not '/'. Let W be the
-//      whitespace run that ends at i (it ends with the newline). In T the next character y is
-//      not whitespace; at the end of A there is none. cl100k: a punctuation chunk before W takes
-//      W's leading newlines in both; the rest of W is taken whole by \s*[\r\n] in T (it ends at
-//      W's last newline = i) and by \s++$ in A. o200k/llama3: \s*[\r\n]+ takes the rest of W
-//      up to its last newline = i in both. '/' is excluded: o200k's [\r\n/]* would join it.
-//      NOT safe for gpt2: T = "a\n\nb" chunks the run as "\n", "\n" while A = "a\n\n" ends
-//      in the single chunk "\n\n".
-//   R4 (gpt2): R1 and R2 widened: y is any of ' \t\n\r' and x is not whitespace (gpt2's
-//      non-space chunks never take trailing whitespace).
-//   R5 (whitespace, \S+): y is any ASCII whitespace character.
-//   R6 (gpt2, cl100k, o200k, llama3): x is a letter or digit and y is none of letter, digit,
-//      whitespace, mark (\p{M}) or '\''. Letter and digit runs end at y as at the end of the
-//      text; no alternative puts a letter or digit and a following punctuation character in one
-//      chunk (contractions, the one exception, start with '\''; marks are excluded because
-//      o200k's words take them). This gives Chinese or Thai text, with few spaces and newlines,
-//      its cuts (e.g. before U+3002).
-//   PAT_CUSTOM (user regexes): R1 and R2, which hold for patterns whose matches never join a
-//      non-space character to a following space/tab, nor a letter/digit to a following newline,
-//      and which use no look-behind (\w+|[^\w\s]+ and \S+ qualify); callers that are unsure
-//      read each text whole (count_words(block_size=None)).
-//
-// The cuts are also normalisation-safe (a tokenizer that normalises text can cut before it
-// normalises): the second character of every canonical composition is a mark or a Hangul letter,
-// and y is never one after a letter or digit; after a newline (R3) nothing composes.
-// tests/corpus/test_count.py checks the whole claim by counting with block sizes of 1, 2, 3, 5 and
-// 7 bytes (a cut at nearly every safe place) against the reference on the whole text, over
-// generated text (hypothesis) and real text in nine scripts.
-// Invalid bytes count as "not whitespace, not a letter or digit" (what U+FFFD is under
-// errors="replace"; under errors="bytes" they are hard boundaries already).
-static inline uint16_t flags_before_or_other(const uint8_t* s, size_t i) {
-    uint16_t fl;
-    if (!flags_before(s, i, &fl)) return 0;
-    return fl;
-}
-
-// R6: a letter or digit before i, and at i a valid character that is not a letter, digit,
-// whitespace, mark or apostrophe.
-static inline bool letter_then_punct(const uint8_t* s, size_t n, size_t i) {
-    uint8_t b = s[i];
-    uint16_t fl;
-    if (b < 0x80) {
-        if (b == '\'') return false;
-        fl = FB_STAGE2[b];
-    } else {
-        if ((b & 0xC0) == 0x80) return false;  // not a character start
-        size_t bad;
-        size_t end = i + 4 < n ? i + 4 : n;
-        if (utf8_first_error(s, end, i, &bad) == i) return false;  // invalid or cut off
-        fl = decode_valid(s, i).fl;
-    }
-    if (fl & (FB_L | FB_N | FB_WS | FB_M)) return false;
-    return (flags_before_or_other(s, i) & (FB_L | FB_N)) != 0;
-}
-
-// First safe cut i with from <= i < n (and i >= 1), or NPOS. Only positions whose deciding
-// characters lie wholly inside [0, n) are considered, so the answer never depends on bytes
-// beyond n.
-static inline size_t find_cut(const uint8_t* s, size_t n, size_t from, int pattern) {
-    if (from < 1) from = 1;
-    for (size_t i = from; i < n; ++i) {
-        uint8_t b = s[i];
-        bool space_tab = (b == ' ' || b == '\t');
-        bool newline = (b == '\n' || b == '\r');
-        switch (pattern) {
-            case PAT_WHITESPACE:
-                if (space_tab || newline) return i;
-                break;
-            case PAT_GPT2:
-                if ((space_tab || newline) && !(flags_before_or_other(s, i) & FB_WS)) return i;
-                if (letter_then_punct(s, n, i)) return i;
-                break;
-            case PAT_CL100K:
-            case PAT_O200K:
-            case PAT_LLAMA3: {
-                if (space_tab && !(flags_before_or_other(s, i) & FB_WS)) return i;
-                if (newline && (flags_before_or_other(s, i) & (FB_L | FB_N))) return i;
-                if (letter_then_punct(s, n, i)) return i;
-                if (s[i - 1] == '\n' && b != '/') {
-                    if (b < 0x80) {
-                        if (!(FB_STAGE2[b] & FB_WS)) return i;
-                    } else if ((b & 0xC0) != 0x80) {
-                        size_t bad;
-                        size_t end = i + 4 < n ? i + 4 : n;
-                        size_t e = utf8_first_error(s, end, i, &bad);
-                        if (e == i) {
-                            if (bad && end - i >= 4) return i;  // invalid: "other" under replace/bytes
-                        } else if (!(decode_valid(s, i).fl & FB_WS)) {
-                            return i;
-                        }
-                    }
-                }
-                break;
-            }
-            default:  // custom regex: R1 and R2 (documented assumption)
-                if (space_tab && !(flags_before_or_other(s, i) & FB_WS)) return i;
-                if (newline && (flags_before_or_other(s, i) & (FB_L | FB_N))) return i;
-                break;
-        }
-    }
-    return NPOS;
 }
 
 }  // namespace fbpt

@@ -1,8 +1,13 @@
 # cython: language_level=3
-"""Compiled pre-tokenizers (the scanners live in scan.h).
+"""Compiled pre-tokenizers: the Python shell around scan.h (the scanners) and cut.h (safe cuts).
 
-Pattern and error-mode ids are the ``PATTERN_IDS`` / ``ERRORS_IDS`` below; ``fastbpe.split``
-is the public face. Everything here takes UTF-8 bytes; the GIL is released while scanning.
+This is the one place Python gets the ids of the compiled split patterns (``PATTERN_IDS``),
+the error modes (``ERRORS_IDS``) and the cut rule for user regexes (``CUSTOM_CUT_RULE``), all
+defined in patterns.h / cut.h. Every entry point takes UTF-8 bytes, checks its ids, releases
+the GIL while scanning, and converts the C++ chunk list into Python objects; ``fastbpe.split``
+is the public face.
+
+The algorithms, and the proof of the cut rules, are in the headers.
 """
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
@@ -12,9 +17,11 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 import numpy as np
 
-from fastbpe._core.scan cimport (ChunkList, scan_document_to_list, find_cut as c_find_cut, NPOS,
-                            PAT_WHITESPACE, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3, PAT_CUSTOM,
-                            ERR_STRICT, ERR_REPLACE, ERR_BYTES)
+from fastbpe._core.cut cimport RULE_CUSTOM, find_cut as c_find_cut
+from fastbpe._core.patterns cimport (PAT_WHITESPACE, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3,
+                                     PAT_COUNT, ERR_STRICT, ERR_REPLACE, ERR_BYTES, ERR_COUNT)
+from fastbpe._core.scan cimport ChunkList, scan_document_to_list
+from fastbpe._core.utf8 cimport NPOS
 
 PATTERN_IDS = {
     "whitespace": PAT_WHITESPACE,
@@ -24,7 +31,7 @@ PATTERN_IDS = {
     "llama3": PAT_LLAMA3,
 }
 # find_cut's rule for user regexes (no scanner): the cuts that hold for every such pattern.
-CUSTOM_CUT_RULE = PAT_CUSTOM
+CUSTOM_CUT_RULE = RULE_CUSTOM
 ERRORS_IDS = {"strict": ERR_STRICT, "replace": ERR_REPLACE, "bytes": ERR_BYTES}
 
 
@@ -36,12 +43,17 @@ class InvalidUTF8(ValueError):
         self.offset = offset
 
 
+cdef check_ids(int pattern, int errors):
+    """ValueError unless ``pattern`` and ``errors`` are ids of patterns.h (the scanners assume it)."""
+    if not 0 <= pattern < PAT_COUNT or not 0 <= errors < ERR_COUNT:
+        raise ValueError(f"unknown pattern id {pattern} or errors id {errors}")
+
+
 cdef _split(const uint8_t[::1] data, int pattern, int errors, ChunkList* out):
     cdef size_t n = data.shape[0]
     cdef int64_t bad = -1
     cdef string scratch
-    if not 0 <= pattern <= 4 or not 0 <= errors <= 2:
-        raise ValueError(f"unknown pattern id {pattern} or errors id {errors}")
+    check_ids(pattern, errors)
     if n == 0:
         return
     with nogil:
@@ -102,15 +114,18 @@ def split_text(str text, int pattern):
     return result
 
 
-def find_cut(const uint8_t[::1] buf, size_t start, int pattern):
-    """First safe block boundary i with start <= i < len(buf), or -1 (see scan.h).
+def find_cut(const uint8_t[::1] buf, size_t start, int rule):
+    """First safe block boundary i with start <= i < len(buf), or -1 (see cut.h). ``rule``: a
+    ``PATTERN_IDS`` value (that pattern's rules) or ``CUSTOM_CUT_RULE``.
 
     >>> find_cut(b"one two", 0, PATTERN_IDS["gpt2"])
     3
     """
     cdef size_t n = buf.shape[0], r
+    if not 0 <= rule <= RULE_CUSTOM:
+        raise ValueError(f"unknown cut rule {rule}")
     if n == 0:
         return -1
     with nogil:
-        r = c_find_cut(&buf[0], n, start, pattern)
+        r = c_find_cut(&buf[0], n, start, rule)
     return -1 if r == NPOS else <Py_ssize_t>r

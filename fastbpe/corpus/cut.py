@@ -3,7 +3,7 @@
 A cut at i is safe for a pattern when the chunks of text T equal the chunks of T[:i] followed by
 the chunks of T[i:]. Each named pattern has its own rule, and user regexes a conservative one;
 the rules and their proof live beside the code that applies them, ``find_cut`` in
-``fastbpe/_core/scan.h``, and :func:`fastbpe.split.patterns.cut_rule` picks the rule of a pattern.
+``fastbpe/_core/cut.h``, and :func:`fastbpe.split.patterns.cut_rule` picks the rule of a pattern.
 Every rule is decided by the characters at i-1 and i alone, so the search is one linear scan.
 
 Counting (:func:`fastbpe.count_words`) and shard encoding (:func:`fastbpe.encode_files`) both

@@ -31,7 +31,7 @@ from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optio
 
 import numpy as np
 
-from .._core.encode import BPECore, EncodeState, utf8_positions
+from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
 from ..fileio import read_json, write_atomic
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
@@ -45,7 +45,6 @@ from . import special
 __all__ = ["Tokenizer", "MERGE_RULES"]
 
 UNITS = ("bytes", "chars")
-MERGE_RULES = ("replay", "pair", "token")
 NORMALIZERS = (None, "NFC", "NFD", "NFKC", "NFKD")
 PathLike = Union[str, os.PathLike]
 

@@ -3,7 +3,8 @@
 A split pattern cuts text into chunks (pre-tokens) that no merge crosses. Each named pattern has
 its published regex text, the id of the compiled scanner that yields exactly the chunks the
 ``regex`` module yields for that text (``fastbpe/_core/scan.h``, tested differentially), and so
-the rule that says where a stream of that text may be cut into blocks (``find_cut`` there).
+the rule that says where a stream of that text may be cut into blocks (``find_cut`` in
+``fastbpe/_core/cut.h``).
 
 A pattern is accepted by its name (``"cl100k"``), by an OpenAI encoding name that uses it
 (``"cl100k_base"``), or by the exact text of any spelling listed here (what a Hugging Face or
@@ -127,7 +128,7 @@ def fused_scanner_id(pattern: str) -> Optional[int]:
 
 
 def cut_rule(pattern: str) -> int:
-    """The id of the block-cut rule for a pattern (``find_cut`` in ``_core/scan.h``): the
+    """The id of the block-cut rule for a pattern (``find_cut`` in ``_core/cut.h``): the
     scanner's own rule, or the conservative rule for user regexes."""
     entry = resolve(pattern)
     return CUSTOM_CUT_RULE if entry is None else entry.scanner

@@ -19,7 +19,7 @@ from fastbpe import Tokenizer
 from fastbpe.split.patterns import TABLE, fused_scanner_id
 
 # the patterns the encoder splits itself (their chunks tile the text)
-SCANNER_IDS = {name: entry.scanner for name, entry in TABLE.items() if entry.tiles}
+TILING_PATTERN_IDS = {name: entry.scanner for name, entry in TABLE.items() if entry.tiles}
 
 
 BYTES = [bytes([b]) for b in range(256)]
@@ -307,15 +307,15 @@ def _regex_reference(tok: Tokenizer, text: str) -> list:
     return tok._core().encode_chunks(b"".join(chunks), starts, ends, EncodeState()).tolist()
 
 
-@pytest.mark.parametrize("name", sorted(SCANNER_IDS))
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
 @settings(max_examples=60, deadline=None)
 @given(text=st.text(alphabet=ALPHABET, max_size=80))
 def test_encode_text_equals_regex_split(trained, name, text):
     tok = _with_pattern(trained[0], name)
-    ids = tok._core().encode_text(text.encode("utf-8"), SCANNER_IDS[name], EncodeState())
+    ids = tok._core().encode_text(text.encode("utf-8"), TILING_PATTERN_IDS[name], EncodeState())
     assert ids.dtype == np.int32
     assert ids.tolist() == _regex_reference(tok, text)
-    assert tok._core().encode_str(text, SCANNER_IDS[name], EncodeState()).tolist() == ids.tolist()
+    assert tok._core().encode_str(text, TILING_PATTERN_IDS[name], EncodeState()).tolist() == ids.tolist()
     assert tok.encode_ordinary(text) == ids.tolist()
 
 
@@ -325,8 +325,8 @@ def test_encode_str_transcodes_every_kind_of_str(trained, text):
     """Every str storage kind (ASCII, Latin-1, UCS-2, UCS-4) and every code point (lone
     surrogates: None, as there is no UTF-8 for them)."""
     tok = _with_pattern(trained[0], "o200k")
-    core, pid = tok._core(), SCANNER_IDS["o200k"]
-    got = core.encode_str(text, pid, EncodeState())
+    core, pattern = tok._core(), TILING_PATTERN_IDS["o200k"]
+    got = core.encode_str(text, pattern, EncodeState())
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
@@ -334,10 +334,10 @@ def test_encode_str_transcodes_every_kind_of_str(trained, text):
         assert tok.encode(text) == _regex_reference(tok, text)
         return
     # (the split itself is checked against the regex above and in test_pretokenize.py)
-    assert got.tolist() == core.encode_text(data, pid, EncodeState()).tolist()
+    assert got.tolist() == core.encode_text(data, pattern, EncodeState()).tolist()
 
 
-@pytest.mark.parametrize("name", sorted(SCANNER_IDS))
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
 def test_encode_text_on_real_text_across_blocks_and_cache_clears(trained, name):
     tok, text = trained
     tok = _with_pattern(tok, name)
@@ -346,39 +346,39 @@ def test_encode_text_on_real_text_across_blocks_and_cache_clears(trained, name):
     core = tok._core()
     small = EncodeState(max_ids=50)                 # the chunk cache clears over and over
     for state in (small, small, EncodeState()):
-        assert core.encode_text(sample.encode(), SCANNER_IDS[name], state).tolist() == expected
+        assert core.encode_text(sample.encode(), TILING_PATTERN_IDS[name], state).tolist() == expected
     assert tok.encode(sample) == expected
 
 
 def test_encode_text_edge_cases(trained):
     tok = _with_pattern(trained[0], "cl100k")
-    core, pid = tok._core(), SCANNER_IDS["cl100k"]
-    assert core.encode_text(b"", pid, EncodeState()).tolist() == []
-    assert core.encode_str("", pid, EncodeState()).tolist() == []
+    core, pattern = tok._core(), TILING_PATTERN_IDS["cl100k"]
+    assert core.encode_text(b"", pattern, EncodeState()).tolist() == []
+    assert core.encode_str("", pattern, EncodeState()).tolist() == []
 
     class Text(str):
         pass
 
-    assert core.encode_str(Text("héllo wörld"), pid, EncodeState()).tolist() == _regex_reference(tok, "héllo wörld")
-    assert core.encode_str("\U0001F600" * 3 + "\ud800", pid, EncodeState()) is None
+    assert core.encode_str(Text("héllo wörld"), pattern, EncodeState()).tolist() == _regex_reference(tok, "héllo wörld")
+    assert core.encode_str("\U0001F600" * 3 + "\ud800", pattern, EncodeState()) is None
     state = EncodeState()                          # one state, strs of shrinking/growing widths
     for text in ["中文" * 500, "é" * 10, "a😀" * 700, "x"]:
-        assert core.encode_str(text, pid, state).tolist() == _regex_reference(tok, text)
-    assert core.encode_text(b"a", pid, EncodeState()).tolist() == [tok._ids[b"a"]]
-    assert core.encode_text(b"a" * 5000, pid, EncodeState()).tolist() == _regex_reference(tok, "a" * 5000)
+        assert core.encode_str(text, pattern, state).tolist() == _regex_reference(tok, text)
+    assert core.encode_text(b"a", pattern, EncodeState()).tolist() == [tok._ids[b"a"]]
+    assert core.encode_text(b"a" * 5000, pattern, EncodeState()).tolist() == _regex_reference(tok, "a" * 5000)
     # not UTF-8: None, and the tokenizer falls back to the regex path for lone surrogates
-    assert core.encode_text(b"ab\xff", pid, EncodeState()) is None
+    assert core.encode_text(b"ab\xff", pattern, EncodeState()) is None
     text = "ab \ud800 cd"
-    assert core.encode_text(text.encode("utf-8", "surrogatepass"), pid, EncodeState()) is None
+    assert core.encode_text(text.encode("utf-8", "surrogatepass"), pattern, EncodeState()) is None
     assert tok.encode(text) == _regex_reference(tok, text)
     with pytest.raises(ValueError, match="tile"):
         core.encode_text(b"ab", 0, EncodeState())    # whitespace drops text: not fusable
     with pytest.raises(ValueError, match="tile"):
         core.encode_text(b"ab", 99, EncodeState())
     with pytest.raises(TypeError):
-        core.encode_text(b"ab", pid, None)
+        core.encode_text(b"ab", pattern, None)
     with pytest.raises(TypeError):
-        core.encode_str(b"ab", pid, EncodeState())
+        core.encode_str(b"ab", pattern, EncodeState())
     with pytest.raises(ValueError, match="tile"):
         core.encode_str("ab", 0, EncodeState())
     no_z = Tokenizer([bytes([b]) for b in range(97, 100)], [], pattern="cl100k")
@@ -388,9 +388,9 @@ def test_encode_text_edge_cases(trained):
 
 
 def test_fused_scanner_id():
-    for name, pid in SCANNER_IDS.items():
-        assert fused_scanner_id(name) == pid
-        assert fused_scanner_id(PATTERNS[name]) == pid
+    for name, pattern in TILING_PATTERN_IDS.items():
+        assert fused_scanner_id(name) == pattern
+        assert fused_scanner_id(PATTERNS[name]) == pattern
     assert fused_scanner_id("whitespace") is None
     assert fused_scanner_id(r"\S+|\s+") is None
 

@@ -1,0 +1,398 @@
+// BPE encoding: chunk bytes in, token ids out. encode.pyx is the Python shell around it.
+//
+// One rule covers the three encoders fastbpe speaks, because each is "repeatedly merge the
+// adjacent pair with the lowest key, leftmost among equal keys", with a pair table
+// (left id, right id) -> (rank, new id):
+//  * MERGE_REPLAY (trained tokenizers, the reference's encode_word): rank = merge index, and a
+//    pair whose rank is below the last applied one never fires ("floor"). That is exactly
+//    replaying the merges in learned order, even when two merges produce the same token.
+//  * MERGE_PAIR (Hugging Face tokenizers' BPE): rank = merge index, no floor.
+//  * MERGE_TOKEN (tiktoken): rank = the rank (id) of the concatenated token. The table then
+//    holds every split of every token into two tokens, so looking a pair up is looking its
+//    bytes up.
+//
+// Per chunk, in order: the caller's chunk cache; then a whole-chunk lookup in the vocabulary
+// (always valid for tokens that BPE re-creates from their own bytes; tiktoken and HF with
+// ignore_merges use it for every token, which is their semantics); then BPE: a plain scan for
+// short chunks, otherwise a linked list of symbols with a heap of candidate pairs (stale
+// entries re-checked when popped), O(n log n) in the chunk length, so a 10 MB chunk without a
+// split stays linear-ish. Both pick the lowest (rank, position) each step, so they agree.
+//
+// Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
+// nxt/prv link live symbols; a merged-away symbol has sid == -1.
+//
+// Return codes of the encoding functions: the id count, -1 - b when byte b is not in the
+// vocabulary, or TOO_MANY_IDS when more ids than the room given come out.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bytes_map.h"
+#include "heap.h"
+#include "pair_table.h"
+#include "scan.h"
+
+namespace fbpt {
+
+enum MergeRule { MERGE_REPLAY = 0, MERGE_PAIR = 1, MERGE_TOKEN = 2, MERGE_RULE_COUNT = 3 };
+
+static const uint64_t NO_MERGE = ~0ULL;      // lookup result of a pair that never merges
+static const int64_t TOO_MANY_IDS = -1000;
+// Chunks longer than this are not cached: they are rare and would crowd the cache out.
+static const int64_t CACHE_MAX_CHUNK = 128;
+// Chunks up to this length are merged by the scan instead of the heap.
+static const int SCAN_MAX_CHUNK = 32;
+// The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
+static const int PIPELINE = 32;
+static const int PIPELINE_DISTANCE = 8;
+// encode_utf8: chunks split ahead of the encoder at a time (two int64 arrays on the stack).
+static const int FUSED_BLOCK = 256;
+
+static const uint64_t RANK_BITS = 0xFFFFFFFF00000000ULL;
+static const uint64_t LOW_BITS = 0xFFFFFFFFULL;
+
+// Candidate pairs of the heap: (rank << 32) | position, the lowest first.
+struct LowestFirst {
+    bool operator()(uint64_t x, uint64_t y) const { return x < y; }
+};
+
+// What one thread needs while encoding: the chunk cache (chunk bytes -> ids, cleared when it
+// holds more than max_ids ids, which bounds its memory) and reusable buffers.
+struct EncodeScratch {
+    BytesMap cache;
+    size_t max_ids = 4000000;
+    std::vector<int32_t> sid, nxt, prv;
+    std::vector<int32_t> out;     // ids of a call, before the caller copies them out
+    std::vector<uint8_t> utf8;    // UTF-8 of a str
+    Heap<uint64_t, LowestFirst> heap;
+
+    void clear_cache() { cache.clear(); }
+    size_t cache_size() const { return cache.size(); }
+};
+
+// The encoding tables. Built once, then read-only: many threads may encode at once, each with
+// its own EncodeScratch.
+class BpeEncoder {
+  public:
+    int merge_rule = MERGE_REPLAY;
+    int scan_max = SCAN_MAX_CHUNK;   // 0..SCAN_MAX_CHUNK; 0 = always the heap (tests use it)
+    int32_t byte_id[256];            // id of each single byte, -1 if none
+
+    BpeEncoder() {
+        for (int b = 0; b < 256; ++b) byte_id[b] = -1;
+    }
+
+    // The pairs of MERGE_TOKEN: every split of every token into two tokens, keyed by the
+    // whole token's id as rank and new id. tokens[i] is id i's bytes ("" for an unused id).
+    static void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
+                            std::vector<uint64_t>& vals) {
+        std::unordered_map<std::string, int32_t> ids;
+        for (size_t i = 0; i < tokens.size(); ++i)
+            if (!tokens[i].empty()) ids[tokens[i]] = (int32_t)i;
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            const std::string& t = tokens[i];
+            for (size_t k = 1; k < t.size(); ++k) {
+                auto l = ids.find(t.substr(0, k));
+                if (l == ids.end()) continue;
+                auto r = ids.find(t.substr(k));
+                if (r == ids.end()) continue;
+                keys.push_back(pair_key(l->second, r->second));
+                vals.push_back(((uint64_t)i << 32) | (uint32_t)i);
+            }
+        }
+    }
+
+    // Fill the pair table: keys[i] = pair_key(left, right), vals[i] = (rank << 32) | new id,
+    // in rank order. A repeated pair: MERGE_PAIR keeps the last rank (as tokenizers does),
+    // MERGE_REPLAY keeps every rank, MERGE_TOKEN the first.
+    void build_pairs(const std::vector<uint64_t>& keys, const std::vector<uint64_t>& vals) {
+        size_t cap = 16;
+        while (cap < 2 * keys.size() + 16) cap *= 2;
+        pairs_.reset(cap);  // never grows below: at most half full
+        repeats_.clear();
+        for (size_t i = 0; i < keys.size(); ++i) {
+            size_t j = pairs_.index(keys[i]);
+            if (!pairs_.occupied(j))
+                pairs_.insert_at(j, keys[i], vals[i]);
+            else if (merge_rule == MERGE_PAIR)
+                pairs_.value(j) = vals[i];
+            else if (merge_rule == MERGE_REPLAY)
+                repeats_[keys[i]].push_back(vals[i]);
+        }
+    }
+
+    // The whole-chunk lookup: every token, or (consistent) only the tokens BPE rebuilds from
+    // their own bytes, so that the lookup is a pure shortcut. After build_pairs.
+    void add_whole_tokens(const std::vector<std::string>& tokens, bool consistent) {
+        EncodeScratch st;
+        int32_t out[1];
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            const uint8_t* p = (const uint8_t*)tokens[i].data();
+            int64_t n = (int64_t)tokens[i].size();
+            if (n == 0) continue;
+            if (consistent && n > 1 && !(bpe(p, n, st, out, 1) == 1 && out[0] == (int32_t)i)) continue;
+            int32_t id = (int32_t)i;
+            whole_id_.insert(p, (size_t)n, bytes_map_hash(p, (size_t)n), &id, 1);
+        }
+    }
+    size_t whole_lookup_size() const { return whole_id_.size(); }
+
+    // Ids of the m chunks dp[starts[c]:ends[c]] into op (room for their total length).
+    // Counts chunks that missed the cache in *misses.
+    //
+    // A software pipeline over the chunk cache, whose slots are random accesses into a table
+    // bigger than the CPU caches: hash chunk c + 2D and prefetch its slot; at c + D prefetch
+    // the key and ids the slot points at; at c use them.
+    int64_t encode_run(const uint8_t* dp, const int64_t* starts, const int64_t* ends, int64_t m,
+                       EncodeScratch& st, int32_t* op, int64_t* misses) const {
+        uint64_t ring[PIPELINE];
+        int64_t count = 0;
+        for (int64_t c = 0; c < m && c < 2 * PIPELINE_DISTANCE; ++c)
+            ring[c % PIPELINE] = hash_ahead(dp, starts[c], ends[c], st);
+        for (int64_t c = 0; c < m && c < PIPELINE_DISTANCE; ++c) st.cache.prefetch_entry(ring[c % PIPELINE]);
+        for (int64_t c = 0; c < m; ++c) {
+            int64_t ahead = c + 2 * PIPELINE_DISTANCE;
+            if (ahead < m) ring[ahead % PIPELINE] = hash_ahead(dp, starts[ahead], ends[ahead], st);
+            ahead = c + PIPELINE_DISTANCE;
+            if (ahead < m && ring[ahead % PIPELINE] != 0) st.cache.prefetch_entry(ring[ahead % PIPELINE]);
+            int64_t got = encode_chunk(dp + starts[c], ends[c] - starts[c], st, op + count, misses,
+                                       ring[c % PIPELINE]);
+            if (got < 0) return got;
+            count += got;
+        }
+        return count;
+    }
+
+    // Split valid UTF-8 dp[0:n] (n > 0) with a pattern whose chunks tile the text and encode it
+    // into st.out (room for n ids), one block of chunk bounds at a time. Counts chunks in
+    // *chunks and cache misses in *misses.
+    int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
+                        int64_t* misses) const {
+        int64_t starts[FUSED_BLOCK];
+        int64_t ends[FUSED_BLOCK];
+        size_t p = 0;
+        int64_t count = 0;
+        int32_t* op = st.out.data();
+        while (p < n) {
+            int64_t m = 0;
+            while (m < FUSED_BLOCK && p < n) {
+                starts[m] = (int64_t)p;
+                p = chunk_end(dp, n, pattern, p);
+                ends[m] = (int64_t)p;
+                ++m;
+            }
+            *chunks += m;
+            int64_t got = encode_run(dp, starts, ends, m, st, op + count, misses);
+            if (got < 0) return got;
+            count += got;
+        }
+        return count;
+    }
+
+    // Ids of words given as base symbol ids (word k is symbols[ends[k-1]:ends[k]], ends
+    // checked by the caller) into out (room for ends[words-1] ids): the same merge loop as
+    // encode_run, started from the caller's symbols. A negative symbol never merges.
+    int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words, EncodeScratch& st,
+                           int32_t* out) const {
+        int64_t start = 0, total = 0;
+        for (int64_t w = 0; w < words; ++w) {
+            int64_t length = ends[w] - start;
+            if (length <= 0) continue;
+            if ((int64_t)st.sid.size() < length) st.sid.resize(length);
+            int32_t* sid = st.sid.data();
+            std::memcpy(sid, symbols + start, length * sizeof(int32_t));
+            if (length <= scan_max)
+                total += merge_scan(sid, length, out + total, length);
+            else
+                total += merge_heap(length, st, out + total, length);
+            start = ends[w];
+        }
+        return total;
+    }
+
+  private:
+    PairTable<uint64_t> pairs_;  // pair_key -> (rank << 32) | new id
+    // MERGE_REPLAY only: the later ranks of a pair the merge list repeats (rare; a pair merged
+    // again after a duplicate merge re-created one of its tokens), ascending
+    std::unordered_map<uint64_t, std::vector<uint64_t>> repeats_;
+    BytesMap whole_id_;
+
+    // (rank << 32) | new id of pair (a, b), or NO_MERGE when the pair never merges.
+    inline uint64_t lookup(int32_t a, int32_t b) const {
+        const uint64_t* v = pairs_.find(pair_key(a, b));
+        return v ? *v : NO_MERGE;
+    }
+
+    // Like lookup, but the lowest rank of the pair that is at least `floor`.
+    inline uint64_t lookup_from(int32_t a, int32_t b, uint32_t floor) const {
+        uint64_t v = lookup(a, b);
+        if (v == NO_MERGE || (uint32_t)(v >> 32) >= floor) return v;
+        if (repeats_.empty()) return NO_MERGE;
+        auto it = repeats_.find(pair_key(a, b));
+        if (it == repeats_.end()) return NO_MERGE;
+        for (uint64_t r : it->second)
+            if ((uint32_t)(r >> 32) >= floor) return r;
+        return NO_MERGE;
+    }
+
+    // Hash of a cacheable chunk with its cache slot prefetched; 0 for the others.
+    inline uint64_t hash_ahead(const uint8_t* dp, int64_t s, int64_t e, EncodeScratch& st) const {
+        if (e - s < 2 || e - s > CACHE_MAX_CHUNK) return 0;
+        uint64_t h = bytes_map_hash(dp + s, (size_t)(e - s));
+        st.cache.prefetch_slot(h);
+        return h;
+    }
+
+    // Ids of one chunk into out (room for n ids): cache, whole lookup, BPE. h: the chunk's
+    // hash if the caller computed it already, else 0.
+    inline int64_t encode_chunk(const uint8_t* data, int64_t n, EncodeScratch& st, int32_t* out,
+                                int64_t* misses, uint64_t h) const {
+        int64_t count = 0;
+        if (n == 0) return 0;
+        if (n == 1) {
+            out[0] = byte_id[data[0]];
+            return out[0] >= 0 ? 1 : -1 - (int64_t)data[0];
+        }
+        if (h == 0) h = bytes_map_hash(data, (size_t)n);
+        if (n <= CACHE_MAX_CHUNK) {
+            const int32_t* found = st.cache.find(data, (size_t)n, h, &count);
+            if (found != nullptr) {
+                if (count == 1)  // most chunks are one token: no call to memcpy
+                    out[0] = found[0];
+                else
+                    std::memcpy(out, found, count * sizeof(int32_t));
+                return count;
+            }
+            ++*misses;  // the caller's local counter: per-chunk writes to shared state would false-share
+        }
+        const int32_t* whole = whole_id_.find(data, (size_t)n, h, &count);
+        if (whole != nullptr) {
+            out[0] = whole[0];
+            count = 1;
+        } else {
+            count = bpe(data, n, st, out, n);
+            if (count < 0) return count;
+        }
+        if (n <= CACHE_MAX_CHUNK) {
+            if (st.cache.num_vals() + count > st.max_ids) st.cache.clear();
+            st.cache.insert(data, (size_t)n, h, out, count);
+        }
+        return count;
+    }
+
+    // BPE of one chunk's bytes into out (room for cap ids): the scan for short chunks (cheaper
+    // than a heap there), the heap otherwise.
+    int64_t bpe(const uint8_t* data, int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
+        if (n <= scan_max) {
+            int32_t sid[SCAN_MAX_CHUNK];
+            for (int64_t i = 0; i < n; ++i) {
+                sid[i] = byte_id[data[i]];
+                if (sid[i] < 0) return -1 - (int64_t)data[i];
+            }
+            return merge_scan(sid, n, out, cap);
+        }
+        if ((int64_t)st.sid.size() < n) st.sid.resize(n);
+        int32_t* sid = st.sid.data();
+        for (int64_t i = 0; i < n; ++i) {
+            sid[i] = byte_id[data[i]];
+            if (sid[i] < 0) return -1 - (int64_t)data[i];
+        }
+        return merge_heap(n, st, out, cap);
+    }
+
+    // Short-chunk BPE over the symbol ids sid[0:n] (changed in place, n <= SCAN_MAX_CHUNK): the
+    // (rank << 32 | new id) of each adjacent pair sits beside them; each step scans for the
+    // lowest rank (leftmost among equals), merges, and re-looks-up only the two pairs that
+    // changed. O(n^2).
+    int64_t merge_scan(int32_t* sid, int64_t n, int32_t* out, int64_t cap) const {
+        uint64_t pair[SCAN_MAX_CHUNK];
+        int64_t m = n;
+        uint32_t floor = 0;
+        for (int64_t i = 0; i < n - 1; ++i) pairs_.prefetch(pair_key(sid[i], sid[i + 1]));  // all misses at once
+        for (int64_t i = 0; i < n - 1; ++i) pair[i] = lookup(sid[i], sid[i + 1]);
+        while (m > 1) {
+            int64_t best = -1;
+            uint64_t best_v = NO_MERGE;
+            for (int64_t i = 0; i < m - 1; ++i) {
+                if (pair[i] < best_v) {  // NO_MERGE is the largest value; ranks sit in the high bits
+                    best_v = pair[i];
+                    best = i;
+                }
+            }
+            if (best < 0) break;
+            if (merge_rule == MERGE_REPLAY) floor = (uint32_t)(best_v >> 32);
+            sid[best] = (int32_t)(best_v & LOW_BITS);
+            for (int64_t i = best + 1; i < m - 1; ++i) {
+                sid[i] = sid[i + 1];
+                pair[i] = pair[i + 1];
+            }
+            --m;
+            if (best + 1 < m) pair[best] = lookup_from(sid[best], sid[best + 1], floor);
+            if (best > 0) pair[best - 1] = lookup_from(sid[best - 1], sid[best], floor);
+        }
+        if (m > cap) return TOO_MANY_IDS;
+        for (int64_t i = 0; i < m; ++i) out[i] = sid[i];
+        return m;
+    }
+
+    // BPE over the symbol ids st.sid[0:n] (n >= 1): a linked list of symbols and a heap of
+    // candidate pairs keyed (rank << 32) | position, stale entries re-checked when popped.
+    // O(n log n).
+    int64_t merge_heap(int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
+        if ((int64_t)st.nxt.size() < n) {
+            st.nxt.resize(n);
+            st.prv.resize(n);
+        }
+        int32_t* sid = st.sid.data();
+        int32_t* nxt = st.nxt.data();
+        int32_t* prv = st.prv.data();
+        for (int64_t i = 0; i < n; ++i) {
+            nxt[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
+            prv[i] = (int32_t)(i - 1);
+        }
+        st.heap.clear();
+        for (int64_t i = 0; i < n - 1; ++i) {
+            uint64_t v = lookup(sid[i], sid[i + 1]);
+            if (v != NO_MERGE) st.heap.add((v & RANK_BITS) | (uint64_t)i);
+        }
+        st.heap.make();  // O(n), at once
+        uint32_t floor = 0;
+        while (!st.heap.empty()) {
+            uint64_t top = st.heap.pop();
+            uint32_t rank = (uint32_t)(top >> 32);
+            int64_t i = (int64_t)(top & LOW_BITS);
+            if (sid[i] < 0) continue;
+            int64_t j = nxt[i];
+            if (j < 0) continue;
+            uint64_t v = lookup_from(sid[i], sid[j], floor);
+            if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) continue;  // stale: a neighbour merged
+            if (merge_rule == MERGE_REPLAY) floor = rank;
+            sid[i] = (int32_t)(v & LOW_BITS);
+            sid[j] = -1;
+            int64_t k = nxt[j];
+            nxt[i] = (int32_t)k;
+            if (k >= 0) {
+                prv[k] = (int32_t)i;
+                v = lookup_from(sid[i], sid[k], floor);
+                if (v != NO_MERGE) st.heap.push((v & RANK_BITS) | (uint64_t)i);
+            }
+            int64_t p = prv[i];
+            if (p >= 0) {
+                v = lookup_from(sid[p], sid[i], floor);
+                if (v != NO_MERGE) st.heap.push((v & RANK_BITS) | (uint64_t)p);
+            }
+        }
+        int64_t count = 0;
+        for (int64_t i = 0; i >= 0; i = nxt[i]) {
+            if (count >= cap) return TOO_MANY_IDS;
+            out[count++] = sid[i];
+        }
+        return count;
+    }
+};
+
+}  // namespace fbpt

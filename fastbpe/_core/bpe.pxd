@@ -1,0 +1,39 @@
+# Declarations of bpe.h: the BPE encoder and its per-thread scratch space.
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libcpp cimport bool
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+cdef extern from "bpe.h" namespace "fbpt" nogil:
+    cdef enum MergeRule:
+        MERGE_REPLAY
+        MERGE_PAIR
+        MERGE_TOKEN
+        MERGE_RULE_COUNT
+    const int SCAN_MAX_CHUNK
+    const int64_t TOO_MANY_IDS
+
+    cdef cppclass EncodeScratch:
+        size_t max_ids
+        vector[int32_t] sid
+        vector[int32_t] out
+        vector[uint8_t] utf8
+        void clear_cache()
+        size_t cache_size()
+
+    cdef cppclass BpeEncoder:
+        int merge_rule
+        int scan_max
+        int32_t byte_id[256]
+        @staticmethod
+        void token_pairs(const vector[string]& tokens, vector[uint64_t]& keys,
+                         vector[uint64_t]& vals) except +
+        void build_pairs(const vector[uint64_t]& keys, const vector[uint64_t]& vals) except +
+        void add_whole_tokens(const vector[string]& tokens, bool consistent) except +
+        size_t whole_lookup_size()
+        int64_t encode_run(const uint8_t* dp, const int64_t* starts, const int64_t* ends, int64_t m,
+                           EncodeScratch& st, int32_t* op, int64_t* misses) except +
+        int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
+                            int64_t* chunks, int64_t* misses) except +
+        int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words,
+                               EncodeScratch& st, int32_t* out) except +

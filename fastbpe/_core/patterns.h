@@ -1,0 +1,19 @@
+// Ids of the compiled split patterns and of the UTF-8 error modes: the one definition every
+// layer uses. Python reads them from fastbpe._core.split (PATTERN_IDS, ERRORS_IDS); the cut
+// rules of cut.h are these ids plus RULE_CUSTOM.
+#pragma once
+
+namespace fbpt {
+
+// A split pattern with a compiled scanner (scan.h). PAT_COUNT is the number of them: a valid
+// id p has 0 <= p < PAT_COUNT.
+enum Pattern { PAT_WHITESPACE = 0, PAT_GPT2 = 1, PAT_CL100K = 2, PAT_O200K = 3, PAT_LLAMA3 = 4, PAT_COUNT = 5 };
+
+// What a scanner does with invalid UTF-8 (see scan_document in scan.h).
+enum Errors { ERR_STRICT = 0, ERR_REPLACE = 1, ERR_BYTES = 2, ERR_COUNT = 3 };
+
+// Chunks of every pattern but PAT_WHITESPACE tile the text (no byte is dropped), which is what
+// the encoder's one-pass split needs.
+static inline bool pattern_tiles(int pattern) { return pattern > PAT_WHITESPACE && pattern < PAT_COUNT; }
+
+}  // namespace fbpt

@@ -1,0 +1,125 @@
+// UTF-8: validation (the rules of Python's decoder), decoding of valid text together with the
+// character classes of unicode_tables.h, and encoding the code units of a CPython str.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "unicode_tables.h"
+
+namespace fbpt {
+
+static const size_t NPOS = (size_t)-1;
+
+struct Ch {
+    uint32_t cp;   // code point; 0xFFFFFFFF past the end of the text
+    uint16_t fl;   // FB_* flags; 0 past the end
+    uint8_t len;   // bytes; 0 past the end
+};
+
+// Decode the character at p of VALID UTF-8 (p < n).
+__attribute__((always_inline)) static inline Ch decode_valid(const uint8_t* s, size_t p) {
+    uint8_t b = s[p];
+    if (b < 0x80) return Ch{b, FB_STAGE2[b], 1};  // block 0 of stage 2 is code points 0..255
+    uint32_t cp;
+    uint8_t len;
+    if (b < 0xE0) {
+        cp = ((uint32_t)(b & 0x1F) << 6) | (s[p + 1] & 0x3F);
+        len = 2;
+    } else if (b < 0xF0) {
+        cp = ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[p + 1] & 0x3F) << 6) | (s[p + 2] & 0x3F);
+        len = 3;
+    } else {
+        cp = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[p + 1] & 0x3F) << 12) |
+             ((uint32_t)(s[p + 2] & 0x3F) << 6) | (s[p + 3] & 0x3F);
+        len = 4;
+    }
+    return Ch{cp, fb_flags(cp), len};
+}
+
+// Position of the first invalid byte at or after p (n if none) and, in *bad_len, the length of
+// the "maximal subpart" there: the bytes Python's UTF-8 decoder replaces by one U+FFFD.
+// Rejects what Python rejects: overlongs, surrogates (ED A0..BF), > U+10FFFF, truncation.
+static inline size_t utf8_first_error(const uint8_t* s, size_t n, size_t p, size_t* bad_len) {
+    while (p < n) {
+        while (p + 8 <= n) {  // ASCII fast path, 8 bytes at a time
+            uint64_t w;
+            std::memcpy(&w, s + p, 8);
+            if (w & 0x8080808080808080ULL) break;
+            p += 8;
+        }
+        if (p >= n) break;
+        uint8_t b = s[p];
+        if (b < 0x80) { ++p; continue; }
+        size_t need;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (b >= 0xC2 && b <= 0xDF) need = 1;
+        else if (b >= 0xE0 && b <= 0xEF) { need = 2; if (b == 0xE0) lo = 0xA0; else if (b == 0xED) hi = 0x9F; }
+        else if (b >= 0xF0 && b <= 0xF4) { need = 3; if (b == 0xF0) lo = 0x90; else if (b == 0xF4) hi = 0x8F; }
+        else { *bad_len = 1; return p; }
+        if (p + 1 >= n || s[p + 1] < lo || s[p + 1] > hi) { *bad_len = 1; return p; }
+        for (size_t k = 2; k <= need; ++k) {
+            if (p + k >= n || (s[p + k] & 0xC0) != 0x80) { *bad_len = k; return p; }
+        }
+        p += need + 1;
+    }
+    *bad_len = 0;
+    return n;
+}
+
+static inline bool utf8_valid(const uint8_t* s, size_t n) {
+    size_t bad_len;
+    return utf8_first_error(s, n, 0, &bad_len) == n;
+}
+
+// Flags of the complete character ending exactly at i (0 < i), decoding backwards; returns
+// false if the bytes before i do not end with a valid character.
+static inline bool flags_before(const uint8_t* s, size_t i, uint16_t* fl) {
+    size_t start = i - 1;
+    while (start > 0 && i - start < 4 && (s[start] & 0xC0) == 0x80) --start;
+    size_t bad;
+    if (utf8_first_error(s, i, start, &bad) != i) return false;
+    // the last character decoded from `start` must end at i: walk forward
+    size_t p = start;
+    Ch c{0, 0, 0};
+    while (p < i) { c = decode_valid(s, p); p += c.len; }
+    if (p != i) return false;
+    *fl = c.fl;
+    return true;
+}
+
+// UTF-8 of n code units of a str (1, 2 or 4 bytes each) into out (room for 4 per unit, fewer
+// for narrow kinds): the byte count, or -1 at a lone surrogate (not encodable as UTF-8).
+template <class T>
+static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t c = s[i];
+        if (c < 0x80) {
+            out[o++] = (uint8_t)c;
+        } else if (c < 0x800) {
+            out[o++] = (uint8_t)(0xC0 | (c >> 6));
+            out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            if ((c & 0xF800) == 0xD800) return -1;
+            out[o++] = (uint8_t)(0xE0 | (c >> 12));
+            out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+        } else {
+            out[o++] = (uint8_t)(0xF0 | (c >> 18));
+            out[o++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+            out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            out[o++] = (uint8_t)(0x80 | (c & 0x3F));
+        }
+    }
+    return (int64_t)o;
+}
+
+// The same for a str's data as CPython stores it: `kind` bytes per code unit (1, 2 or 4).
+static inline int64_t utf8_from_str_data(int kind, const void* data, size_t n, uint8_t* out) {
+    if (kind == 1) return utf8_from_units((const uint8_t*)data, n, out);
+    if (kind == 2) return utf8_from_units((const uint16_t*)data, n, out);
+    return utf8_from_units((const uint32_t*)data, n, out);
+}
+
+}  // namespace fbpt

@@ -1,0 +1,7 @@
+# Declarations of utf8.h used by the shells: validation and the UTF-8 of a str's code units.
+from libc.stdint cimport int64_t, uint8_t
+
+cdef extern from "utf8.h" namespace "fbpt" nogil:
+    size_t NPOS
+    bint utf8_valid(const uint8_t* s, size_t n)
+    int64_t utf8_from_str_data(int kind, const void* data, size_t n, uint8_t* out)
