@@ -1,37 +1,34 @@
 """Token shards: corpora streamed through a tokenizer into fixed-size files of token ids.
 
-``encode_files`` reads text files (plain or ``.gz``) in blocks, encodes blocks on worker threads,
-puts the separator token (``<|endoftext|>`` by default) between documents, and writes shards of
-exactly ``shard_size`` ids (the last one shorter) as ``.npy`` or ``.bin``:
-
-``.bin`` layout (little-endian): 8-byte magic ``b"FBPETOK\\0"``, uint32 format version (1),
-uint32 bytes per id (2 for uint16, 4 for uint32), uint64 id count, 16 reserved zero bytes, then
-the ids. :func:`read_shard` reads either format and checks it.
-
-Atomic and resumable: every shard is written to a temporary name and renamed into place, then
-``manifest.json`` (itself written atomically) records it with the input position it reached.
-A rerun with the same tokenizer, files and options skips what the manifest lists and continues;
-an interrupted run never leaves a half-written shard under a shard's name.
-
-Blocks are cut at a newline between a non-space character and a letter: a chunk boundary of every built-in split
-pattern (gpt2, cl100k, o200k, and the Llama 3 / Qwen ones), so the ids equal those of encoding
-each document whole.
+``encode_files`` reads files as the corpus readers do (:mod:`fastbpe.corpus.files`: directories,
+globs, every compression by content), splits them into documents, cuts long documents into blocks
+at the safe cuts of the tokenizer's split (:mod:`fastbpe.corpus.cut`, so the ids equal those of
+each document encoded whole), encodes blocks on worker threads with the separator token between
+documents, and writes shards of exactly ``shard_size`` ids (the last one shorter) as ``.npy`` or
+``.bin``: 8-byte magic ``b"FBPETOK\\0"``, uint32 version (1), uint32 bytes per id, uint64 id count,
+16 zero bytes, then the ids, little-endian. Each shard is written under a temporary name and
+renamed, then ``manifest.json`` records it with the input position reached, so a rerun resumes.
 """
-import gzip
 import hashlib
 import json
 import os
+import re
 import struct
 import time
+import warnings
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .corpus.cut import cut_stream, normalize_stream
+from .corpus.files import decode_error, expand_paths, open_bytes, read_pieces
 from .fileio import write_atomic
-from .progress import wants_bar
+from .progress import byte_bar
+from .split.patterns import cut_rule
+from .split.pretokenize import InvalidUTF8
 
-__all__ = ["encode_files", "read_shard", "BIN_MAGIC", "MANIFEST", "FORMATS", "DOCUMENTS"]
+__all__ = ["encode_files", "read_shard", "input_blocks", "Block", "BIN_MAGIC", "MANIFEST", "FORMATS", "DOCUMENTS"]
 
 BIN_MAGIC = b"FBPETOK\0"
 BIN_VERSION = 1
@@ -39,74 +36,136 @@ BIN_HEADER = struct.Struct("<8sIIQ16x")  # magic, version, bytes per id, count, 
 MANIFEST = "manifest.json"
 FORMATS = ("npy", "bin")
 DOCUMENTS = ("file", "blank-line", "line")
+DEFAULT_BLOCK_SIZE = 4 << 20
 PathLike = Union[str, os.PathLike]
 
 
-def _open_text(path: Path):
-    """Text stream of a plain or gzip file (UTF-8; undecodable bytes are an error)."""
-    with open(path, "rb") as probe:
-        gz = probe.read(2) == b"\x1f\x8b"
-    if gz:
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, "r", encoding="utf-8", newline="")
+# ------------------------------------------------------------------------------ reading
 
 
-def _block_cut(text: str) -> int:
-    """Where to end a block: just after the last newline with a non-space character before it
-    and a letter after it (0 if there is none). Every built-in split pattern has a chunk
-    boundary there whether or not the text goes on, so cutting changes no id.
+class Block(NamedTuple):
+    """A piece of the input encoded on its own.
 
-    >>> _block_cut("one\\ntwo \\nthree")
-    4
+    ``data``: UTF-8 bytes (normalised already when the tokenizer normalises); ``ends_document``:
+    the last block of a document; ``path`` and ``offset``: where ``data`` starts (byte offset in
+    the decompressed file; -1 for normalised data); ``raw``: file bytes read since the previous
+    block (for progress).
     """
-    i = len(text)
-    while True:
-        i = text.rfind("\n", 0, i)
-        if i <= 0:
-            return 0
-        if i + 1 < len(text) and text[i + 1].isalpha() and not text[i - 1].isspace():
-            return i + 1
+
+    data: bytes
+    ends_document: bool
+    path: str
+    offset: int
+    raw: int
 
 
-def _documents(text: str, documents: str) -> List[str]:
-    """Split a block into document pieces; every piece but the last ends a document."""
+_SEPARATORS = {"line": re.compile(b"\n"), "blank-line": re.compile(b"\n\n+")}
+
+
+def _document_pieces(pieces: Iterable[bytes], documents: str) -> Iterator[Tuple[bytes, int, bool]]:
+    """The byte stream of one file as ``(piece, its offset, ends a document)``: the pieces of each
+    document in order, its last piece flagged (possibly empty). Separators are left out."""
+    offset = 0  # offset of the next byte to yield (or of the held newlines)
     if documents == "file":
-        return [text]
-    if documents == "line":
-        return text.split("\n")
-    import regex
+        for piece in pieces:
+            yield piece, offset, False
+            offset += len(piece)
+        yield b"", offset, True
+        return
+    separator = _SEPARATORS[documents]
+    held = b""
+    for piece in pieces:
+        data = held + piece if held else piece
+        # a blank line may straddle two pieces: trailing newlines wait for the next piece
+        end = len(data.rstrip(b"\n")) if documents == "blank-line" else len(data)
+        start = 0
+        for match in separator.finditer(data, 0, end):
+            yield data[start:match.start()], offset + start, True
+            start = match.end()
+        if start < end:
+            yield data[start:end], offset + start, False
+        # a run of two or more newlines is one separator whatever its length: two stand for it
+        held = data[end:end + 2]
+        offset += len(data) - len(held)
+    yield (held if len(held) == 1 else b""), offset, True
 
-    return regex.split(r"\n{2,}", text)
+
+def _rest_of_document(first: bytes, ends: bool, events: Iterator[Tuple[bytes, int, bool]]) -> Iterator[bytes]:
+    yield first
+    if not ends:
+        for piece, _, ends in events:
+            yield piece
+            if ends:
+                return
 
 
-Segment = Tuple[str, bool]  # (text, ends a document)
-
-
-def _segments(files: Sequence[Path], documents: str, block_chars: int) -> Iterator[Segment]:
-    """The input, in order, as text pieces of about ``block_chars`` characters."""
-    for path in files:
+def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
+                 normalizer: Optional[str]) -> Iterator[Tuple[bytes, bool, int]]:
+    """``(data, ends a document, offset)`` for the byte stream of file ``path``. Documents are
+    split off on the bytes first, so a cut never meets a separator; then each is cut."""
+    events = _document_pieces(pieces, documents)
+    for first, start, ends in events:  # each turn takes one whole document from ``events``
+        short = ends and len(first) <= block_size  # a document in one piece (most lines)
+        if short and normalizer is None:
+            if first:
+                yield first, True, start
+            continue
+        text = [first] if short else _rest_of_document(first, ends, events)
+        if normalizer is not None:
+            text = normalize_stream(text, normalizer)
         try:
-            with _open_text(path) as f:
-                carry = ""
-                while True:
-                    block = f.read(block_chars)
-                    text = carry + block
-                    if not block:
-                        pieces = _documents(text, documents)
-                        for piece in pieces:
-                            yield piece, True
-                        break
-                    cut = _block_cut(text)
-                    if cut == 0:
-                        carry = text
-                        continue
-                    carry = text[cut:]
-                    pieces = _documents(text[:cut], documents)
-                    for piece in pieces[:-1]:
-                        yield piece, True
-                    yield pieces[-1], False
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}: not UTF-8 text ({exc})") from None
+            held = None  # a block ends the document when no other follows it
+            for data, offset in cut_stream(text, rule, block_size):
+                if held is not None:
+                    yield held[0], False, held[1]
+                held = (data, -1 if normalizer else start + offset)
+            if held is not None:
+                yield held[0], True, held[1]
+        except InvalidUTF8 as exc:  # from normalize_stream: the offset is in the document
+            raise decode_error(path, start + exc.offset, exc.bad) from None
+
+
+def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
+                 block_size: int = DEFAULT_BLOCK_SIZE) -> Iterator[Block]:
+    """The blocks :func:`encode_files` encodes, in order: each file (expanded as every corpus
+    reader does) opened whatever its compression, split into documents, and each document cut
+    at the safe cuts of the tokenizer's split (and normalised first when the tokenizer
+    normalises). A block is at least ``block_size`` bytes unless it ends a document, and longer
+    only by the stretch up to the next safe cut. Invalid UTF-8 raises CorpusDecodeError where
+    encode_files decodes the block, or here already for a normalising tokenizer.
+    """
+    if documents not in DOCUMENTS:
+        raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
+    # The split's first stage decides the cuts: later stages split within its chunks, and gaps
+    # kept as chunks are accounted for by cut_rule.
+    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    for path in expand_paths(files):
+        reader, raw = open_bytes(path)
+        with reader, raw:
+            read = 0  # file bytes accounted to blocks so far
+            held = None  # the previous block: the file's last one takes the rest of the file's bytes
+            for data, ends, offset in _file_blocks(path, read_pieces(reader, block_size), documents, rule,
+                                                   block_size, tokenizer.normalizer):
+                if held is not None:
+                    yield held
+                now = raw.tell()
+                held = Block(data, ends, path, offset, now - read)
+                read = now
+            rest = os.fstat(raw.fileno()).st_size - read
+            if held is not None:
+                yield held._replace(raw=held.raw + rest)
+            else:  # no text at all: still one (empty) block, so the file's bytes show in the progress
+                yield Block(b"", True, path, 0, rest)
+
+
+def _decode(block: Block) -> str:
+    try:
+        return block.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1]) from None
+
+
+# ------------------------------------------------------------------------------ writing
 
 
 def _fingerprint(tokenizer, files: Sequence[Path], options: dict) -> dict:
@@ -206,7 +265,7 @@ class _ShardWriter:
 
 def encode_files(
     tokenizer,
-    files: Sequence[PathLike],
+    files: Union[PathLike, Sequence[PathLike]],
     out_dir: PathLike,
     shard_size: int = 100_000_000,
     fmt: str = "npy",
@@ -215,29 +274,37 @@ def encode_files(
     *,
     documents: str = "file",
     separator: Optional[str] = "<|endoftext|>",
-    block_chars: int = 4_000_000,
+    block_size: Optional[int] = None,
     resume: bool = True,
+    block_chars: Optional[int] = None,
 ) -> dict:
     """Encode ``files`` into token shards in ``out_dir``; returns the manifest.
 
+    ``files``: files, directories and globs, plain or compressed (:mod:`fastbpe.corpus.files`).
     ``documents``: what a document is: a ``"file"``, a ``"blank-line"``-separated block, or a
     ``"line"``. ``separator``: the special token put between documents (``None`` for none; a
     token the tokenizer lacks is a ValueError). Literal special-token text inside documents is
-    encoded as ordinary text. ``resume``: continue a previous run with the same inputs and
-    options (otherwise a non-empty ``out_dir`` with a manifest is an error).
+    encoded as ordinary text. ``block_size``: bytes per block (default 4 MiB; ``block_chars`` is
+    its former name). ``resume``: continue a previous run with the same inputs and options
+    (otherwise a non-empty ``out_dir`` with a manifest is an error). Invalid UTF-8 raises
+    :class:`~fastbpe.corpus.files.CorpusDecodeError` naming the file and the byte offset.
     """
-    files = [Path(f) for f in files]
-    for path in files:
-        if not path.is_file():
-            raise ValueError(f"{path}: no such file")
+    if block_chars is not None:
+        if block_size is not None:
+            raise ValueError("pass block_size or block_chars (its former name), not both")
+        warnings.warn("block_chars is now block_size, in bytes", DeprecationWarning, stacklevel=2)
+        block_size = block_chars
+    if block_size is None:
+        block_size = DEFAULT_BLOCK_SIZE
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be a positive number of bytes, got {block_size!r}")
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     if documents not in DOCUMENTS:
         raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
-    if block_chars < 1:
-        raise ValueError("block_chars must be positive")
+    files = [Path(f) for f in expand_paths(files)]
     sep_id = None
     if separator is not None:
         if separator not in tokenizer.special_tokens:
@@ -249,7 +316,7 @@ def encode_files(
     out_dir.mkdir(parents=True, exist_ok=True)
     dtype = tokenizer.id_dtype
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
-               "block_chars": block_chars, "dtype": dtype.name}
+               "block_size": block_size, "dtype": dtype.name}
     job = _fingerprint(tokenizer, files, options)
     manifest_path = out_dir / MANIFEST
     manifest = None
@@ -278,51 +345,50 @@ def encode_files(
                     "resume_at": [0, 0], "complete": False}
     resume_segment, resume_offset = manifest["resume_at"]
     writer = _ShardWriter(out_dir, manifest, shard_size, fmt, dtype)
-
-    bar = None
-    if wants_bar(progress):
-        from tqdm.auto import tqdm
-
-        bar = tqdm(desc="encode", unit="MB", unit_scale=False, dynamic_ncols=True, bar_format=None)
     started = time.perf_counter()
-    chars_done = 0
+    bar = byte_bar(progress, sum(f.stat().st_size for f in files), "encoding")
 
     def batches():
-        """Groups of (segment index, text, starts a new non-empty document with a separator)."""
+        """Groups of (block index, text, starts a document after another, file bytes read)."""
         batch = []
+        size = 0
         emitted_any = False
         in_doc = False  # the current document already has text
-        for index, (text, ends_doc) in enumerate(_segments(files, documents, block_chars)):
-            needs_sep = bool(text) and not in_doc and emitted_any and sep_id is not None
-            if text:
-                in_doc = True
-                emitted_any = True
-            if ends_doc:
+        for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
+            needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
+            if block.data:
+                in_doc = emitted_any = True
+            if block.ends_document:
                 in_doc = False
-            if index < resume_segment:
-                continue  # written by an earlier run
-            batch.append((index, text, needs_sep))
-            if len(batch) >= 2 * workers:
+            if index < resume_segment:  # written by an earlier run
+                if bar is not None:
+                    bar.update(block.raw)
+                continue
+            batch.append((index, _decode(block), needs_sep, block.raw))
+            size += len(block.data)
+            # enough for every worker to have two blocks (or many short documents) at a time
+            if size >= 2 * workers * block_size or len(batch) >= 512 * workers:
                 yield batch
-                batch = []
+                batch, size = [], 0
         if batch:
             yield batch
 
     last_index = resume_segment - 1
-    for batch in batches():
-        texts = [text for _, text, _ in batch]
-        encoded = tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
-        for (index, text, needs_sep), ids in zip(batch, encoded):
-            if needs_sep:
-                ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
-            writer.add(ids, index, resume_offset if index == resume_segment else 0)
-            last_index = index
-            chars_done += len(text)
+    try:
+        for batch in batches():
+            texts = [text for _, text, _, _ in batch]
+            encoded = tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+            for (index, _, needs_sep, _), ids in zip(batch, encoded):
+                if needs_sep:
+                    ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
+                writer.add(ids, index, resume_offset if index == resume_segment else 0)
+                last_index = index
+            if bar is not None:
+                bar.update(sum(raw for _, _, _, raw in batch))
+                bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
+        writer.flush((last_index + 1, 0), final=True)
+    finally:
         if bar is not None:
-            bar.update(sum(len(t) for t in texts) / 1e6)
-            bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
-    writer.flush((last_index + 1, 0), final=True)
-    if bar is not None:
-        bar.close()
+            bar.close()
     manifest["seconds"] = round(time.perf_counter() - started, 3)
     return manifest

@@ -1,15 +1,28 @@
-"""Token shards: exact ids, separators, both formats, atomic and resumable output, the CLI hook."""
+"""Token shards: exact ids, separators, both formats, atomic and resumable output, every
+compression, blocks cut at safe cuts in linear time and bounded size."""
+import bz2
 import gzip
 import json
+import lzma
+import random
+import tempfile
+import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fastbpe
 from fastbpe import shards
-from fastbpe.cli import main
-from fastbpe.shards import MANIFEST, encode_files, read_shard
-
+from fastbpe._core.split import find_cut
+from fastbpe.corpus import cut as cut_module
+from fastbpe.corpus.cut import cut_stream
+from fastbpe.corpus.files import CorpusDecodeError
+from fastbpe.shards import MANIFEST, encode_files, input_blocks, read_shard
+from fastbpe.split.patterns import cut_rule
 
 EOT = "<|endoftext|>"
 
@@ -18,6 +31,11 @@ EOT = "<|endoftext|>"
 def tok(shared_data):
     return fastbpe.train(shared_data.text("english.txt.gz", 200_000), vocab_size=800, progress=False,
                          special_tokens=[EOT])
+
+
+@pytest.fixture(scope="module")
+def cl100k(shared_data):
+    return fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
 
 
 @pytest.fixture(scope="module")
@@ -35,25 +53,36 @@ def corpus(tmp_path_factory, shared_data):
     return paths, docs
 
 
-def expected_ids(tok, docs):
+def expected_ids(tok, docs, separator=EOT):
     out = []
     for i, doc in enumerate(d for d in docs if d):
-        if i:
-            out.append(tok.special_tokens[EOT])
+        if i and separator is not None:
+            out.append(tok.special_tokens[separator])
         out.extend(tok.encode_ordinary(doc))
     return out
 
 
 def all_ids(out_dir):
-    manifest = json.loads((out_dir / MANIFEST).read_text())
-    return manifest, np.concatenate([read_shard(out_dir / s["file"]) for s in manifest["shards"]]).tolist()
+    manifest = json.loads((Path(out_dir) / MANIFEST).read_text())
+    if not manifest["shards"]:
+        return manifest, []
+    return manifest, np.concatenate([read_shard(Path(out_dir) / s["file"]) for s in manifest["shards"]]).tolist()
+
+
+def longest_stretch_without_cut(data: bytes, rule: int) -> int:
+    longest = last = 0
+    i = find_cut(data, 1, rule)
+    while i >= 0:
+        longest, last = max(longest, i - last), i
+        i = find_cut(data, i + 1, rule)
+    return max(longest, len(data) - last)
 
 
 @pytest.mark.parametrize("fmt", ["npy", "bin"])
 def test_shards_hold_exactly_the_ids(tok, corpus, tmp_path, fmt):
     paths, docs = corpus
     manifest = encode_files(tok, paths, tmp_path, shard_size=7000, fmt=fmt, workers=2, progress=False,
-                            block_chars=3000)
+                            block_size=3000)
     got_manifest, ids = all_ids(tmp_path)
     assert ids == expected_ids(tok, docs)
     assert manifest["complete"] and got_manifest["tokens"] == len(ids)
@@ -63,12 +92,11 @@ def test_shards_hold_exactly_the_ids(tok, corpus, tmp_path, fmt):
     assert not list(tmp_path.glob(".tmp-*"))
 
 
-def test_block_cuts_change_no_id_with_cl100k(corpus, tmp_path, shared_data):
-    tok = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+def test_block_cuts_change_no_id_with_cl100k(corpus, tmp_path, cl100k):
     paths, docs = corpus
-    encode_files(tok, paths[2:], tmp_path, shard_size=10**6, workers=1, progress=False, block_chars=200)
+    encode_files(cl100k, paths[2:], tmp_path, shard_size=10**6, workers=1, progress=False, block_size=200)
     _, ids = all_ids(tmp_path)
-    assert ids == tok.encode_ordinary(docs[2])
+    assert ids == cl100k.encode_ordinary(docs[2])
 
 
 def test_documents_by_blank_line(tok, tmp_path):
@@ -81,10 +109,220 @@ def test_documents_by_blank_line(tok, tmp_path):
     assert all_ids(tmp_path / "nosep")[1] == tok.encode_ordinary(path.read_text())
 
 
-def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def whitespace_tok(shared_data):
+    """Splits on whitespace, whose rule cuts anywhere before a space or newline: between the two
+    newlines of a blank line too."""
+    return fastbpe.train(shared_data.text("english.txt.gz", 100_000), vocab_size=400, pretokenizer="whitespace",
+                         progress=False, special_tokens=[EOT])
+
+
+DOCUMENT_TEXT = ("one\n\ntwo two\n\n\n\nthree\nthree \n \n\nfour\n" * 3 + "\n\n" + "five\n" * 4
+                 + "\n\nsix\r\n\r\nseven\n")
+
+
+@pytest.mark.parametrize("documents", ["blank-line", "line"])
+def test_a_block_boundary_beside_a_newline_loses_no_separator(whitespace_tok, cl100k, tmp_path, documents):
+    """Every block size from 1 byte up puts a boundary at every place once, next to each newline
+    included; the documents and their separators are those of the whole text."""
+    path = tmp_path / "in.txt"
+    path.write_bytes(DOCUMENT_TEXT.encode())
+    docs = regex.split(r"\n{2,}", DOCUMENT_TEXT) if documents == "blank-line" else DOCUMENT_TEXT.split("\n")
+    for number, tok in enumerate((whitespace_tok, cl100k)):
+        expected = expected_ids(tok, docs)
+        for block_size in range(1, 12):
+            out = tmp_path / f"{number}-{block_size}"
+            encode_files(tok, [path], out, documents=documents, block_size=block_size, workers=1, progress=False)
+            assert all_ids(out)[1] == expected, (tok.pattern, block_size)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(text=st.text(alphabet=st.sampled_from(list("ab \n\t.é中\u0301")), max_size=80),
+       documents=st.sampled_from(["file", "blank-line", "line"]), block_size=st.integers(1, 9))
+def test_any_text_any_blocks_equals_documents_encoded_whole(whitespace_tok, text, documents, block_size):
+    if documents == "file":
+        docs = [text]
+    else:
+        docs = regex.split(r"\n{2,}", text) if documents == "blank-line" else text.split("\n")
+    with tempfile.TemporaryDirectory() as root:
+        path = Path(root) / "in.txt"
+        path.write_bytes(text.encode())
+        encode_files(whitespace_tok, [path], Path(root) / "out", documents=documents, block_size=block_size,
+                     workers=1, progress=False)
+        assert all_ids(Path(root) / "out")[1] == expected_ids(whitespace_tok, docs)
+
+
+def test_gaps_kept_as_chunks_are_never_cut_inside(tmp_path):
+    """``whitespace`` with its gaps kept (Hugging Face's Split(\\S+, Isolated)): a run of newlines
+    is one chunk, so the cut between two newlines that the plain rule allows would change ids."""
+    tokens = [bytes([b]) for b in range(256)] + [b"\n\n"]
+    tok = fastbpe.Tokenizer(tokens, [(10, 10)], pattern="whitespace", split_gaps=True)
+    text = "a\n\nb \n\n c\n\n\n" * 20
+    whole = tok.encode_ordinary(text)
+    naive = [i for block, _ in cut_stream([text.encode()], cut_rule("whitespace"), 1)
+             for i in tok.encode_ordinary(block.decode())]
+    assert naive != whole  # the plain rule is wrong here
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    encode_files(tok, [path], tmp_path / "out", block_size=1, separator=None, workers=1, progress=False)
+    assert all_ids(tmp_path / "out")[1] == whole
+
+
+NORMALISATION_TEXT = ("caf\u00e9. na\u00efve, \u0958. \u095b.\n\u2475\nb\u2100 \u1100\u1161\u11a8. "
+                      "\uac00\u11a8 e\u0301\u0323! \u212b.\n") * 30
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
+def test_normalising_tokenizers_cut_the_normalised_text(form, tmp_path):
+    """Normalising changes what the split sees (U+0958 is a letter, its NFC ends with a mark; NFD
+    ends "é" with a mark; NFKC turns ⑵ into "(2)"), so cuts are made on the normalised text."""
+    base = fastbpe.train(unicodedata.normalize(form, NORMALISATION_TEXT), vocab_size=320, pretokenizer="cl100k",
+                         progress=False)
+    tok = fastbpe.Tokenizer(base.token_bytes, base.merge_ids, pattern="cl100k", normalizer=form)
+    whole = tok.encode_ordinary(NORMALISATION_TEXT)
+    path = tmp_path / "in.txt"
+    path.write_text(NORMALISATION_TEXT, encoding="utf-8")
+    for block_size in (1, 2, 3, 5, 8, 64):
+        out = tmp_path / f"out{block_size}"
+        encode_files(tok, [path], out, block_size=block_size, separator=None, workers=2, progress=False)
+        assert all_ids(out)[1] == whole, block_size
+    # cutting before normalising, as the input's characters suggest, would change ids
+    naive = [i for block, _ in cut_stream([NORMALISATION_TEXT.encode()], cut_rule("cl100k"), 1)
+             for i in tok.encode_ordinary(block.decode())]
+    assert naive != whole
+
+
+def test_qwen3_real_tokenizer_any_blocks(shared_data, tmp_path):
+    """Qwen3 normalises (NFC) and has a pattern without a compiled scanner (llama3's rule holds)."""
+    tok = fastbpe.load(shared_data.path("tokenizers", "qwen3"))
+    rows = shared_data.rows("parallel_multi.tsv.gz", 300)
+    text = "".join(rows) + "\u0958\nabc \u095b\n12345\n" * 20
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    for documents in ("file", "line"):
+        docs = [text] if documents == "file" else text.split("\n")
+        for block_size in (7, 1000):
+            out = tmp_path / f"{documents}{block_size}"
+            encode_files(tok, [path], out, documents=documents, block_size=block_size, workers=2, progress=False)
+            assert all_ids(out)[1] == expected_ids(tok, docs)
+
+
+def _numbers(size):
+    return "\n".join(str(i) for i in range(size // 6))[:size]
+
+
+def _one_line_without_spaces(size):
+    rng = random.Random(5)
+    parts, length = [], 0
+    while length < size:
+        word = "".join(rng.choices("abcdefghijklmnopqrstuvwxyzXYZ0123456789", k=rng.randint(1, 12)))
+        parts.append(word + rng.choice(",.;:-_/()'\"!?"))
+        length += len(parts[-1])
+    parts.insert(len(parts) // 2, "z" * 200_000)  # and one stretch with no cut at all
+    return "".join(parts)[:size]
+
+
+def _cjk_without_spaces(shared_data, size):
+    rows = shared_data.rows("parallel_multi.tsv.gz", 4000)[1:]
+    zh = "".join(r.split("\t")[6] for r in rows if r.count("\t") >= 10)
+    zh = "".join(c for c in zh if not c.isspace() and c != "\\")
+    return (zh * (size // len(zh.encode()) + 1))[: size // 3]
+
+
+@pytest.mark.parametrize("kind", ["numbers", "one line", "cjk"])
+def test_linear_time_and_bounded_blocks_on_any_file(kind, cl100k, shared_data, tmp_path, monkeypatch):
+    """A few MB of one number per line, of one line without spaces, of Chinese without spaces,
+    in 64 KiB blocks: the ids of the whole document; every block at least block_size and longer
+    only by the longest stretch without a safe cut; the cut search reads each byte about once."""
+    size, block_size = 3 << 20, 64 << 10
+    text = {"numbers": lambda: _numbers(size), "one line": lambda: _one_line_without_spaces(size),
+            "cjk": lambda: _cjk_without_spaces(shared_data, size)}[kind]()
+    data = text.encode()
+    path = tmp_path / "in.txt"
+    path.write_bytes(data)
+    toks = [cl100k] + ([fastbpe.load(shared_data.path("tokenizers", "qwen3"))] if kind == "cjk" else [])
+    for tok in toks:
+        rule = cut_rule(tok.pattern)
+        stretch = longest_stretch_without_cut(data, rule)
+        scanned = 0
+        real_find_cut = cut_module.find_cut
+
+        def counting_find_cut(buf, start, rule):
+            nonlocal scanned
+            i = real_find_cut(buf, start, rule)
+            scanned += (i if i >= 0 else len(buf)) - start
+            return i
+
+        monkeypatch.setattr(cut_module, "find_cut", counting_find_cut)
+        blocks = list(input_blocks(tok, [path], block_size=block_size))
+        monkeypatch.setattr(cut_module, "find_cut", real_find_cut)
+        assert scanned <= 2 * len(data)
+        normalised = unicodedata.normalize(tok.normalizer, text).encode() if tok.normalizer else data
+        assert b"".join(b.data for b in blocks) == normalised
+        assert len(blocks) > 10 and blocks[-1].ends_document and not any(b.ends_document for b in blocks[:-1])
+        assert all(block_size <= len(b.data) <= block_size + stretch + 4 for b in blocks[:-1])
+        assert stretch < block_size or kind == "one line"
+        assert sum(b.raw for b in blocks) == len(data)
+        out = tmp_path / f"out-{len(tok.token_bytes)}"
+        encode_files(tok, [path], out, block_size=block_size, workers=2, progress=False)
+        assert all_ids(out)[1] == tok.encode_ordinary(text)
+
+
+def test_offsets_of_blocks_are_file_offsets(cl100k, tmp_path):
+    text = "first line\n\nsecond, longer line of text\n" * 50
+    path = tmp_path / "in.txt.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(text.encode())
+    for documents in ("file", "line", "blank-line"):
+        for block in input_blocks(cl100k, [path], documents, block_size=7):
+            assert text.encode()[block.offset:block.offset + len(block.data)] == block.data
+
+
+def _write(path, data: bytes, kind: str):
+    if kind == "zst":
+        zstandard = pytest.importorskip("zstandard", reason="reading .zst needs the zstandard module")
+        # two frames, as a parallel compressor writes them
+        c = zstandard.ZstdCompressor()
+        path.write_bytes(c.compress(data[: len(data) // 3]) + c.compress(data[len(data) // 3:]))
+        return
+    opener = {"gz": gzip.open, "gzip-named-txt": gzip.open, "xz": lzma.open, "bz2": bz2.open}.get(kind, open)
+    with opener(path, "wb") as f:
+        f.write(data)
+
+
+COMPRESSIONS = {"gz": "in.txt.gz", "xz": "in.txt.xz", "bz2": "in.txt.bz2", "zst": "in.txt.zst",
+                "gzip-named-txt": "gzip-inside.txt"}
+
+
+@pytest.mark.parametrize("kind", sorted(COMPRESSIONS))
+def test_every_compression_gives_the_shards_of_the_plain_file(kind, tok, corpus, tmp_path):
+    _, docs = corpus
+    data = "\n\n".join(docs).encode()
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(data)
+    packed = tmp_path / COMPRESSIONS[kind]
+    _write(packed, data, kind)
+    for documents in ("file", "blank-line"):
+        encode_files(tok, [plain], tmp_path / f"plain-{documents}", shard_size=5000, fmt="bin", documents=documents,
+                     block_size=4096, progress=False)
+        encode_files(tok, [packed], tmp_path / f"packed-{documents}", shard_size=5000, fmt="bin",
+                     documents=documents, block_size=4096, progress=False)
+        want, got = sorted((tmp_path / f"plain-{documents}").glob("*.bin")), \
+            sorted((tmp_path / f"packed-{documents}").glob("*.bin"))
+        assert [p.name for p in got] == [p.name for p in want] and len(want) > 3
+        assert all(a.read_bytes() == b.read_bytes() for a, b in zip(want, got))
+        # and the same blocks: they depend on the decompressed bytes only
+        assert [b.data for b in input_blocks(tok, [packed], documents, 4096)] == \
+            [b.data for b in input_blocks(tok, [plain], documents, 4096)]
+
+
+@pytest.mark.parametrize("documents", ["file", "line"])
+def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monkeypatch, documents):
     paths, docs = corpus
+    options = dict(shard_size=5000, fmt="bin", progress=False, block_size=4000, documents=documents)
     reference_dir = tmp_path / "whole"
-    encode_files(tok, paths, reference_dir, shard_size=5000, fmt="bin", progress=False, block_chars=4000)
+    encode_files(tok, paths, reference_dir, **options)
     _, reference = all_ids(reference_dir)
 
     real_write = shards._write_shard
@@ -99,18 +337,56 @@ def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monke
     out = tmp_path / "resumed"
     monkeypatch.setattr(shards, "_write_shard", failing_write)
     with pytest.raises(KeyboardInterrupt):
-        encode_files(tok, paths, out, shard_size=5000, fmt="bin", progress=False, block_chars=4000)
+        encode_files(tok, paths, out, **options)
     monkeypatch.setattr(shards, "_write_shard", real_write)
     manifest = json.loads((out / MANIFEST).read_text())
     assert len(manifest["shards"]) == 3 and not manifest["complete"]
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST] + [f"shard_{i:06d}.bin" for i in range(3)]
-    encode_files(tok, paths, out, shard_size=5000, fmt="bin", progress=False, block_chars=4000)
+    encode_files(tok, paths, out, **options)
     manifest, ids = all_ids(out)
     assert manifest["complete"] and ids == reference
+    assert sorted(p.read_bytes() for p in out.glob("*.bin")) == sorted(p.read_bytes() for p in reference_dir.glob("*.bin"))
     # Running again is a no-op; a different job in the same folder is refused.
-    assert encode_files(tok, paths, out, shard_size=5000, fmt="bin", progress=False, block_chars=4000)["complete"]
+    assert encode_files(tok, paths, out, **options)["complete"]
     with pytest.raises(ValueError, match="another job"):
-        encode_files(tok, paths, out, shard_size=6000, fmt="bin", progress=False)
+        encode_files(tok, paths, out, **dict(options, shard_size=6000))
+
+
+def test_directories_and_globs_are_read_like_every_corpus(tok, corpus, tmp_path):
+    paths, docs = corpus
+    root = tmp_path / "in"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "b.txt").write_text(docs[1], encoding="utf-8")
+    (root / "a.txt").write_text(docs[0], encoding="utf-8")
+    (root / ".hidden.txt").write_text("never read", encoding="utf-8")
+    encode_files(tok, root, tmp_path / "dir", progress=False)
+    assert all_ids(tmp_path / "dir")[1] == expected_ids(tok, docs[:2])
+    encode_files(tok, [str(root / "**" / "*.txt")], tmp_path / "glob", progress=False)
+    assert all_ids(tmp_path / "glob")[1] == expected_ids(tok, docs[:2])
+
+
+def test_progress_bar_counts_input_bytes(tok, corpus, capsys, tmp_path):
+    paths, _ = corpus
+    encode_files(tok, paths, tmp_path, progress=True, block_size=5000)
+    err = capsys.readouterr().err
+    assert "encoding" in err and "100%" in err
+
+
+def test_invalid_utf8_names_the_file_and_offset(tok, tmp_path):
+    big = tmp_path / "big_bad.txt"
+    big.write_bytes(b"word " * 40_000 + b"x\xc3(" + b" word" * 1000)
+    for documents in ("file", "line"):
+        with pytest.raises(CorpusDecodeError, match=r"big_bad\.txt: invalid UTF-8 at byte offset 200001 \(byte 0xc3\)"):
+            encode_files(tok, [big], tmp_path / f"o-{documents}", documents=documents, block_size=1000, progress=False)
+    packed = tmp_path / "bad.txt.xz"
+    with lzma.open(packed, "wb") as f:
+        f.write(b"line one\nline \xff two\n")
+    with pytest.raises(CorpusDecodeError, match=r"bad\.txt\.xz: invalid UTF-8 at byte offset 14 \(offset in the "
+                                                r"decompressed stream\) \(byte 0xff\)"):
+        encode_files(tok, [packed], tmp_path / "o-xz", documents="line", progress=False)
+    normalising = fastbpe.Tokenizer(tok.token_bytes, tok.merge_ids, pattern="cl100k", normalizer="NFC")
+    with pytest.raises(CorpusDecodeError, match=r"big_bad\.txt: invalid UTF-8 at byte offset 200001 \(byte 0xc3\)"):
+        encode_files(normalising, [big], tmp_path / "o-nfc", block_size=1000, separator=None, progress=False)
 
 
 def test_damaged_shards_are_clear_errors(tok, tmp_path):
@@ -141,34 +417,31 @@ def test_damaged_shards_are_clear_errors(tok, tmp_path):
 def test_bad_arguments(tok, tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("text", encoding="utf-8")
-    with pytest.raises(ValueError, match="no such file"):
+    with pytest.raises(FileNotFoundError, match="no such file"):
         encode_files(tok, [tmp_path / "missing.txt"], tmp_path / "o")
+    with pytest.raises(FileNotFoundError, match="glob"):
+        encode_files(tok, [tmp_path / "*.none"], tmp_path / "o")
     with pytest.raises(ValueError, match="fmt"):
         encode_files(tok, [path], tmp_path / "o", fmt="csv")
     with pytest.raises(ValueError, match="shard_size"):
         encode_files(tok, [path], tmp_path / "o", shard_size=0)
+    with pytest.raises(ValueError, match="block_size"):
+        encode_files(tok, [path], tmp_path / "o", block_size=0)
+    with pytest.raises(ValueError, match="documents"):
+        encode_files(tok, [path], tmp_path / "o", documents="page")
     with pytest.raises(ValueError, match="no special token"):
         encode_files(tok, [path], tmp_path / "o", separator="<|nope|>")
+    with pytest.raises(ValueError, match="not both"):
+        encode_files(tok, [path], tmp_path / "o", block_size=10, block_chars=10)
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok \xff\xfe not utf-8")
-    with pytest.raises(ValueError, match="not UTF-8"):
+    with pytest.raises(CorpusDecodeError, match=r"bad\.txt: invalid UTF-8 at byte offset 3 \(byte 0xff\)"):
         encode_files(tok, [bad], tmp_path / "o2", progress=False)
 
 
-def test_cli_subcommand(tok, corpus, tmp_path, shared_data):
+def test_block_chars_is_the_former_name_of_block_size(tok, corpus, tmp_path):
     paths, docs = corpus
-    tok.save(tmp_path / "tok.json")
-    assert main(["encode", str(paths[0]), str(paths[1]), "--tokenizer", str(tmp_path / "tok.json"),
-                              "--out", str(tmp_path / "out"), "--shard-size", "10000", "--format", "bin", "-q"]) == 0
-    _, ids = all_ids(tmp_path / "out")
-    assert ids == expected_ids(tok, docs[:2])
-    assert main(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "tok.json"),
-                              "--out", str(tmp_path / "out"), "-q", "--no-resume"]) == 2
-    # The peers' files work as --tokenizer too.
-    assert main(["encode", str(paths[0]), "--tokenizer",
-                              str(shared_data.path("tokenizers", "tiktoken", "r50k_base.tiktoken")),
-                              "--out", str(tmp_path / "r50k"), "-q"]) == 0
-    r50k = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
-    assert all_ids(tmp_path / "r50k")[1] == r50k.encode_ordinary(docs[0])
-    assert main(["encode", str(paths[0]), "--tokenizer", str(tmp_path / "missing.json"),
-                              "--out", str(tmp_path / "x"), "-q"]) == 2
+    with pytest.warns(DeprecationWarning, match="block_size"):
+        encode_files(tok, paths, tmp_path / "old", block_chars=3000, progress=False)
+    encode_files(tok, paths, tmp_path / "new", block_size=3000, progress=False)
+    assert all_ids(tmp_path / "old")[1] == all_ids(tmp_path / "new")[1] == expected_ids(tok, docs)

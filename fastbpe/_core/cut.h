@@ -50,14 +50,22 @@ static const int RULE_CUSTOM = PAT_COUNT;
 //   RULE_CUSTOM (user regexes): R1 and R2, which hold for patterns whose matches never join a
 //      non-space character to a following space/tab, nor a letter/digit to a following newline,
 //      and which use no look-behind (\w+|[^\w\s]+ and \S+ qualify); callers that are unsure
-//      read each text whole (count_words(block_size=None)).
-//
-// The cuts are also normalisation-safe (a tokenizer that normalises text can cut before it
-// normalises): the second character of every canonical composition is a mark or a Hangul letter,
-// and y is never one after a letter or digit; after a newline (R3) nothing composes.
+//      read each text whole (count_words(block_size=None)). It is also the rule of whitespace
+//      (\S+) when the text between matches is kept as chunks (a tokenizer's split_gaps): R5 would
+//      cut inside a whitespace run, one chunk then; R1 and R2 cut where a \S+ match ends.
+//      split/patterns.py cut_rule picks the rule, and gives Qwen's pattern (llama3's with \p{N}
+//      for \p{N}{1,3}, no scanner) llama3's rule: no argument above counts digits.
 // tests/corpus/test_count.py checks the whole claim by counting with block sizes of 1, 2, 3, 5 and
 // 7 bytes (a cut at nearly every safe place) against the reference on the whole text, over
 // generated text (hypothesis) and real text in nine scripts.
+//
+// The cuts are NOT safe before normalisation: they are decided on the characters as they are,
+// and normalising can change their class. NFC ends the letter U+0958 with a mark (U+0915
+// U+093C), NFD does so for every precomposed letter, NFKC makes U+2475 "(2)" and U+FF0F "/";
+// then a letter-then-punctuation cut (R6), a letter-then-newline cut (R2) or a cut after a
+// newline (R3) can split a chunk of the normalised text. A normalising tokenizer's text is
+// therefore normalised first and cut afterwards (normalize_stream in fastbpe/corpus/cut.py).
+// tests/test_shards.py encodes text with such characters under each form in blocks of 1 to 64 bytes.
 // Invalid bytes count as "not whitespace, not a letter or digit" (what U+FFFD is under
 // errors="replace"; under errors="bytes" they are hard boundaries already).
 static inline uint16_t flags_before_or_other(const uint8_t* s, size_t i) {

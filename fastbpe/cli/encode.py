@@ -1,8 +1,11 @@
-"""``fastbpe encode``: stream text files through a tokenizer into token shards."""
+"""``fastbpe encode``: stream text files through a tokenizer into token shards.
+
+Files, folders and globs are read as ``fastbpe train`` reads them (plain, .gz, .xz, .bz2, .zst,
+recognised by content); see :func:`fastbpe.shards.encode_files`.
+"""
 import argparse
 import sys
 
-from ..corpus.files import expand_paths
 from ..encode.loading import load
 from ..shards import DOCUMENTS, FORMATS, encode_files
 
@@ -16,13 +19,12 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         print(f"fastbpe encode: {exc}", file=sys.stderr)
         return 2
     try:
-        files = expand_paths(args.files)
-        manifest = encode_files(tokenizer, files, args.out, shard_size=args.shard_size, fmt=args.format,
+        manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
                                 workers=args.workers, progress=False if args.quiet else None,
                                 documents=args.documents,
                                 separator=None if args.no_separator else args.separator,
                                 resume=not args.no_resume)
-    except ValueError as exc:
+    except (ValueError, OSError, ImportError) as exc:  # bad input, a missing file, .zst without zstandard
         print(f"fastbpe encode: {exc}", file=sys.stderr)
         return 2
     print(f"fastbpe encode: {manifest['tokens']:,} tokens in {len(manifest['shards'])} shards in {args.out}",
@@ -33,9 +35,9 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     """Register ``fastbpe encode FILES --tokenizer T --out DIR`` on an argparse subparsers object."""
     p = subparsers.add_parser("encode", help="encode text files into token shards (.npy or .bin)",
-                              description="Stream text files (plain or .gz) through a tokenizer into "
-                                          "fixed-size token shards; rerunning resumes.")
-    p.add_argument("files", nargs="+", help="text files or folders")
+                              description="Stream text files (plain, .gz, .xz, .bz2 or .zst) through a "
+                                          "tokenizer into fixed-size token shards; rerunning resumes.")
+    p.add_argument("files", nargs="+", help="text files, folders or globs")
     p.add_argument("--tokenizer", "-t", required=True,
                    help="a fastbpe tokenizer file, a Hugging Face tokenizer.json, or an OpenAI {name}.tiktoken")
     p.add_argument("--out", "-o", required=True, help="output folder")

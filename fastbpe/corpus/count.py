@@ -38,7 +38,7 @@ from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source
 from ..split.pretokenize import InvalidUTF8, check_errors
 from .cut import cut_stream, file_cut_at_or_after
-from .files import CorpusDecodeError, expand_paths, is_compressed, open_bytes, read_pieces
+from .files import CorpusDecodeError, decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .wordtable import WordTable
 
 __all__ = ["count_words", "CorpusDecodeError"]
@@ -251,15 +251,10 @@ def _item_bytes(item, index: int) -> bytes:
 
 def _decode_error(block: Block, doc: int, offset: int) -> CorpusDecodeError:
     start = 0 if doc == 0 else int(block.ends[doc - 1])
-    bad = block.data[start + offset : start + offset + 1]
-    where = block.names[doc]
-    where = f"item #{where}" if isinstance(where, int) else where
-    at = block.starts[doc] + offset
-    kind = " (offset in the decompressed stream)" if isinstance(block.names[doc], str) and is_compressed(where) else ""
-    return CorpusDecodeError(
-        f"{where}: invalid UTF-8 at byte offset {at}{kind} (byte 0x{bad.hex()}); "
-        "pass errors='replace' to replace invalid bytes by U+FFFD, or errors='bytes' to count them as bytes"
-    )
+    return decode_error(block.names[doc], block.starts[doc] + offset,
+                        block.data[start + offset : start + offset + 1],
+                        "pass errors='replace' to replace invalid bytes by U+FFFD, or errors='bytes' to count "
+                        "them as bytes")
 
 
 def _count_block_regex(counter: ChunkCounter, block: Block, pattern: str, errors: str) -> None:
@@ -422,7 +417,11 @@ def _corpus_files_or_none(corpus) -> Optional[List[str]]:
     if isinstance(corpus, (str, os.PathLike)) or (
         isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
     ):
-        return expand_paths(corpus)
+        try:
+            return expand_paths(corpus)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{exc} (to count texts rather than files, pass an iterator of "
+                                    "str/bytes, e.g. iter(texts))") from None
     return None
 
 

@@ -9,12 +9,17 @@ Every rule is decided by the characters at i-1 and i alone, so the search is one
 Counting (:func:`fastbpe.count_words`) and shard encoding (:func:`fastbpe.encode_files`) both
 cut here, so both read any file in bounded memory and linear time: a stretch with no safe cut
 (a multi-megabyte "word") makes one block longer than ``block_size``, never a re-scan.
+
+A tokenizer that normalises (NFC...) splits the normalised text, whose characters may fall in
+other classes than the input's (U+0958 is a letter; its NFC ends with a mark). So its text is
+normalised first, streaming (:func:`normalize_stream`), and the rule is applied to the result.
 """
-from typing import BinaryIO, Iterable, Iterator, List, Optional, Tuple
+import unicodedata
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from .._core.split import find_cut
+from .._core.split import InvalidUTF8, find_cut
 
-__all__ = ["cut_stream", "file_cut_at_or_after"]
+__all__ = ["cut_stream", "file_cut_at_or_after", "normalize_stream"]
 
 
 def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int]) -> Iterator[Tuple[bytes, int]]:
@@ -75,3 +80,82 @@ def file_cut_at_or_after(f: BinaryIO, pos: int, file_size: int, rule: int) -> in
         if i >= 0:
             return base + i
         search = max(search, len(buf) - 4)
+
+
+# ------------------------------------------------------------------------------ normalising a stream
+
+_FRESH: Dict[Tuple[str, str], bool] = {}  # (character, decomposition form) -> starts afresh
+
+
+def _starts_afresh(ch: str, decomposition: str) -> bool:
+    """Whether normalising the text before ``ch`` and the text from ``ch`` on apart gives the
+    normalisation of the whole: ``ch`` decomposes to a first character of combining class 0
+    (nothing reorders across it) that never composes with a character before it. Those that do
+    are marks, or Hangul vowels and final consonants (which join the syllable before them)."""
+    key = (ch, decomposition)
+    fresh = _FRESH.get(key)
+    if fresh is None:
+        first = unicodedata.normalize(decomposition, ch)[0]
+        fresh = not ("\ud800" <= ch <= "\udfff"  # an undecodable byte (surrogateescape)
+                     or unicodedata.combining(first)
+                     or unicodedata.category(first).startswith("M")
+                     or "\u1161" <= first <= "\u1175" or "\u11a8" <= first <= "\u11c2")
+        _FRESH[key] = fresh
+    return fresh
+
+
+def _last_boundary(piece: bytes, decomposition: str) -> int:
+    """The last place in ``piece`` before which normalisation can start afresh, or -1."""
+    # Almost every text has a space or a newline (ASCII: never reordered, never composed) near
+    # its end; scripts written without either get a character-by-character search.
+    j = max(piece.rfind(b"\n"), piece.rfind(b" "))
+    if j >= 0:
+        return j
+    start = 0
+    while start < min(len(piece), 4) and 0x80 <= piece[start] < 0xC0:
+        start += 1  # the tail of a character begun in the previous piece
+    text = piece[start:].decode("utf-8", "surrogateescape")
+    for k in range(len(text) - 1, -1, -1):
+        if _starts_afresh(text[k], decomposition):
+            return start + len(text[:k].encode("utf-8", "surrogateescape"))
+    return -1
+
+
+def _normalized(data: bytes, offset: int, form: str) -> bytes:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        error = InvalidUTF8(offset + exc.start)
+        error.bad = data[exc.start:exc.start + 1]
+        raise error from None
+    return unicodedata.normalize(form, text).encode("utf-8")
+
+
+def normalize_stream(pieces: Iterable[bytes], form: str) -> Iterator[bytes]:
+    """The UTF-8 of ``unicodedata.normalize(form, text)`` for the text that ``pieces`` (UTF-8)
+    spell, a piece at a time: each is normalised up to its last place where normalisation starts
+    afresh (see _starts_afresh), the rest is held for the next. Invalid UTF-8 raises
+    :class:`InvalidUTF8` with its ``offset`` in the input and the byte found there as ``bad``.
+
+    Each input byte is searched once and normalised once, so time is linear; memory holds one
+    piece plus the stretch since the last such place (in practice a few bytes: every space,
+    newline, ideograph or letter without a decomposing mark starts afresh).
+
+    >>> b"".join(normalize_stream([b"cafe\\xcc", b"\\x81 ok"], "NFC")).decode()
+    'café ok'
+    """
+    decomposition = "NFKD" if form in ("NFKC", "NFKD") else "NFD"
+    held: List[bytes] = []  # input after the last boundary found
+    done = 0  # input bytes normalised so far
+    for piece in pieces:
+        j = _last_boundary(piece, decomposition)
+        if j < 0 or (j == 0 and not held):
+            held.append(piece)
+            continue
+        head = b"".join(held + [piece[:j]])
+        yield _normalized(head, done, form)
+        done += len(head)
+        held = [piece[j:]]
+    tail = b"".join(held)
+    if tail:
+        yield _normalized(tail, done, form)

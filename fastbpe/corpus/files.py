@@ -13,7 +13,7 @@ import lzma
 import os
 from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
 
-__all__ = ["CorpusDecodeError", "expand_paths", "open_bytes", "is_compressed", "read_pieces"]
+__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "open_bytes", "is_compressed", "read_pieces"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -30,6 +30,23 @@ _SUFFIXES = {".gz": "gzip", ".xz": "xz", ".lzma": "xz", ".bz2": "bz2", ".zst": "
 class CorpusDecodeError(ValueError):
     """Invalid UTF-8 in the corpus under errors="strict": the message names the file (or item)
     and the byte offset."""
+
+
+def decode_error(source: Union[str, int], offset: int, bad: bytes, advice: str = "") -> CorpusDecodeError:
+    """The error every reader raises for invalid UTF-8 at byte ``offset`` of ``source`` (a file
+    path, or the index of an item of an iterable); ``bad`` is the byte found there. For a
+    compressed file the offset is in the decompressed stream, and the message says so.
+
+    >>> str(decode_error(3, 1, b"\\xff", "pass errors='replace'"))
+    "item #3: invalid UTF-8 at byte offset 1 (byte 0xff); pass errors='replace'"
+    """
+    if isinstance(source, int):
+        where, kind = f"item #{source}", ""
+    else:
+        where = source
+        kind = " (offset in the decompressed stream)" if is_compressed(source) else ""
+    advice = f"; {advice}" if advice else ""
+    return CorpusDecodeError(f"{where}: invalid UTF-8 at byte offset {offset}{kind} (byte 0x{bad.hex()}){advice}")
 
 
 def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
@@ -55,10 +72,7 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
                 raise FileNotFoundError(f"no file matches the glob {path!r}")
             files.extend(expand_paths(matched))
         else:
-            raise FileNotFoundError(
-                f"no such file or directory: {path[:200]!r} (to count texts rather than files, "
-                "pass an iterator of str/bytes, e.g. iter(texts))"
-            )
+            raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")
     return [os.path.abspath(f) for f in files]
 
 
@@ -105,9 +119,24 @@ def open_bytes(path: str) -> Tuple[BinaryIO, BinaryIO]:
 
 
 def read_pieces(reader: BinaryIO, size: int) -> Iterator[bytes]:
-    """Successive reads of ``size`` bytes until the end."""
+    """The stream in pieces of exactly ``size`` bytes (the last one shorter).
+
+    A decompressor may return less than asked (zstandard stops at a frame's end); the pieces are
+    filled up all the same, so that they depend on the bytes alone: blocks cut from them are the
+    same for a plain file and any compressed copy of it.
+    """
     while True:
         piece = reader.read(size)
         if not piece:
             return
+        if len(piece) < size:
+            parts = [piece]
+            missing = size - len(piece)
+            while missing:
+                more = reader.read(missing)
+                if not more:
+                    break
+                parts.append(more)
+                missing -= len(more)
+            piece = b"".join(parts)
         yield piece

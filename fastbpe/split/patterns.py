@@ -27,7 +27,7 @@ from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTE
 
 __all__ = ["PATTERNS", "TABLE", "GPT2_PATTERN", "GPT2_ORIGINAL_PATTERN", "SplitPattern", "resolve", "source",
            "check_user_pattern", "renamed_pattern", "compiled_regex", "scanner_id",
-           "cut_rule", "fused_scanner_id"]
+           "cut_rule", "fused_scanner_id", "QWEN_PATTERN"]
 
 class SplitPattern(NamedTuple):
     """A named pattern: its published text, its compiled scanner, and whether its chunks tile
@@ -127,11 +127,35 @@ def fused_scanner_id(pattern: str) -> Optional[int]:
     return entry.scanner if entry is not None and entry.tiles else None
 
 
-def cut_rule(pattern: str) -> int:
+# Patterns with no compiled scanner whose cut rule is proved all the same. Qwen2 and Qwen3's
+# pattern is llama3's with \p{N} for \p{N}{1,3}; no argument for llama3's rules (cut.h) depends
+# on how many digits one chunk takes, so llama3's rule holds for it. Its matches tile the text too.
+QWEN_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+_RULE_ONLY: Dict[str, str] = {QWEN_PATTERN: "llama3"}
+
+
+def cut_rule(pattern: str, keep_gaps: bool = False) -> int:
     """The id of the block-cut rule for a pattern (``find_cut`` in ``_core/cut.h``): the
-    scanner's own rule, or the conservative rule for user regexes."""
+    scanner's own rule, a proved rule for a known pattern without a scanner (Qwen's), or the
+    conservative rule for user regexes.
+
+    ``keep_gaps``: the text between matches is a chunk too (a tokenizer's ``split_gaps``). The
+    patterns of the table but ``whitespace`` tile the text (no gaps), so their rule stands. For
+    ``whitespace`` (``\\S+``) its own rule would cut inside a run of whitespace, which is one
+    gap chunk; the user-regex rule cuts only just after a non-space character, where a match
+    ends, so it holds. A user regex with gaps kept is assumed, beyond the user-regex rule's
+    assumption, to match every non-space character (as ``\\w+|[^\\w\\s]+`` does).
+
+    >>> cut_rule("whitespace") != cut_rule("whitespace", keep_gaps=True) == cut_rule(r"\\w+")
+    True
+    """
     entry = resolve(pattern)
-    return CUSTOM_CUT_RULE if entry is None else entry.scanner
+    if entry is None:
+        known = _RULE_ONLY.get(pattern)
+        return CUSTOM_CUT_RULE if known is None else TABLE[known].scanner
+    if keep_gaps and not entry.tiles:
+        return CUSTOM_CUT_RULE
+    return entry.scanner
 
 
 def renamed_pattern(pattern: str, pretokenizer: Optional[str]) -> str:

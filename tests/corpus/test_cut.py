@@ -1,0 +1,60 @@
+"""Streaming normalisation: the normalisation of the whole text, whatever the pieces."""
+import sys
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastbpe.corpus.cut import _starts_afresh, normalize_stream
+from fastbpe.split.pretokenize import InvalidUTF8
+
+FORMS = ["NFC", "NFD", "NFKC", "NFKD"]
+# characters that reorder, compose, decompose or expand, beside plain ones
+TRICKY = list("ab .\n\u00e9e\u0301\u0323\u0958\u093c\u0915\u2475\u2100\u00a8\u1100\u1161\u11a8\uac00\uff9e"
+              "\u0f73\u0344\u30ab\u3099\u4e2d\u3002\u212b\u0bc6\u0bbe\ufb01\u1e9b")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(TRICKY), max_size=60), cuts=st.lists(st.integers(0, 200)),
+       form=st.sampled_from(FORMS))
+def test_equals_the_normalisation_of_the_whole(text, cuts, form):
+    data = text.encode()
+    bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    pieces = [data[a:b] for a, b in zip(bounds, bounds[1:])]  # anywhere, inside characters too
+    assert b"".join(normalize_stream(pieces, form)) == unicodedata.normalize(form, text).encode()
+
+
+def test_long_text_without_spaces_is_normalised_piece_by_piece():
+    text = ("\u4e2d\u6587e\u0301\u0958\u3002" * 20_000)
+    data = text.encode()
+    pieces = [data[i:i + 1000] for i in range(0, len(data), 1000)]
+    out = list(normalize_stream(pieces, "NFC"))
+    assert b"".join(out) == unicodedata.normalize("NFC", text).encode()
+    assert len(out) >= len(pieces) - 1 and max(map(len, out)) < 1500  # nothing held for long (NFC of U+0958: 3 to 6 bytes)
+
+
+def test_invalid_utf8_has_its_offset_and_byte():
+    with pytest.raises(InvalidUTF8) as info:
+        list(normalize_stream([b"fine text ", b"then \xff", b" more"], "NFC"))
+    assert info.value.offset == 15 and info.value.bad == b"\xff"
+
+
+def test_what_starts_afresh_excludes_every_second_of_a_composition():
+    """Canonical composition joins a character to the one before it only when it is the second
+    of a primary composite: all of those are marks (or have a combining class) or Hangul vowels
+    and finals, which _starts_afresh refuses (checked on this Python's Unicode tables)."""
+    seconds = set()
+    for code in range(sys.maxunicode + 1):
+        parts = unicodedata.decomposition(chr(code)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            pair = chr(int(parts[0], 16)) + chr(int(parts[1], 16))
+            if unicodedata.normalize("NFC", pair) == chr(code):  # primary (not excluded)
+                seconds.add(pair[1])
+    assert len(seconds) > 50
+    for form in ("NFD", "NFKD"):
+        assert not any(_starts_afresh(c, form) for c in seconds)
+        assert not any(_starts_afresh(c, form) for c in map(chr, range(0x1161, 0x1176)))
+        assert _starts_afresh("\u4e2d", form) and _starts_afresh("a", form) and not _starts_afresh("\u0301", form)
+        assert not _starts_afresh("\u0f73", form) and not _starts_afresh("\udcff", form)  # decomposes to marks; a bad byte
+    assert not _starts_afresh("\uffc2", "NFKD") and _starts_afresh("\uffc2", "NFD")  # halfwidth jamo: a vowel under NFK*
