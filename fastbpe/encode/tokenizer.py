@@ -259,15 +259,14 @@ class Tokenizer:
         vocabulary is a ValueError; otherwise it comes out as its negative id."""
         if self.normalizer:
             text = unicodedata.normalize(self.normalizer, text)
-        ids = None
         if self._reads_bytes:
             try:
-                ids = self._byte_ids(text)
+                return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
             except ValueError:
                 if strict:
                     raise
-        if ids is None:  # symbols: character-level, word markers, or bytes outside the vocabulary
-            ids = self._core().encode_symbols(*self._symbols(text), self._state())
+        # symbols: character-level, word markers, or (not strict) bytes outside the vocabulary
+        ids = self._core().encode_symbols(*self._symbols(text), self._state())
         if strict and len(ids) and ids.min() < 0:
             raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
         return ids
@@ -289,7 +288,7 @@ class Tokenizer:
     def _id_list(self, ids: np.ndarray) -> List[int]:
         """``ids.tolist()``; the compiled path's int32 ids through ``BPECore.id_list``, which
         shares one int object per id (per thread) instead of allocating one per token."""
-        if ids.dtype == np.int32 and len(ids) and ids.min() >= 0:
+        if ids.dtype == np.int32:
             return self._core().id_list(ids, self._state())
         return ids.tolist()
 
