@@ -38,6 +38,8 @@ MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
 SOURCE_PATHS = ["fastbpe", "setup.py", "pyproject.toml", "setup.cfg"]
 # A row of ``asv compare``'s table that got worse: "+" slower, "!" a benchmark that now fails.
 WORSE_ROW = re.compile(r"^\|\s*[+!]\s*\|")
+# A benchmark that failed in ``asv run``'s log: "[ 42.11%] ··· suite_x.Class.method   failed".
+FAILED_ROW = re.compile(r"^\[\s*[\d.]+%\]\s+·+\s+(\S+)\s+failed\s*$")
 
 
 def fail(message: str) -> "SystemExit":
@@ -208,10 +210,10 @@ def cmd_check(args, extra: List[str]) -> int:
                            "--launch-method=forkserver", *bench_args(args), *extra]
     out = run(cmd, env=asv_env(ROOT, tiny=True), capture=True)
     print(out.stdout)
-    failed = [line for line in out.stdout.splitlines() if re.search(r"\bfailed\s*$", line)]
+    failed = [m.group(1) for m in map(FAILED_ROW.match, out.stdout.splitlines()) if m]
     if out.returncode != 0 or failed:
-        raise fail(f"asv run --quick: status {out.returncode}; failed: " + (", ".join(
-            line.split("···")[-1].split()[0] for line in failed) or "see above"))
+        raise fail(f"asv run --quick exited with status {out.returncode}; failed: "
+                   + (", ".join(failed) or "see above"))
     print("every benchmark ran")
     return 0
 
