@@ -46,11 +46,11 @@ def fail(message: str) -> "SystemExit":
     return SystemExit(f"python -m benchmarks: error: {message}")
 
 
-def git(*args: str, cwd: Path = ROOT) -> str:
+def git(*args: str, cwd: Path = ROOT, strip: bool = True) -> str:
     out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     if out.returncode != 0:
         raise fail(f"git {' '.join(args)}: {out.stderr.strip()}")
-    return out.stdout.strip()
+    return out.stdout.strip() if strip else out.stdout
 
 
 def asv_command() -> List[str]:
@@ -108,7 +108,7 @@ def check_imports(tree: Path) -> None:
 
 
 def dirty_sources(tree: Path = ROOT) -> List[str]:
-    out = git("status", "--porcelain", "--", *SOURCE_PATHS, cwd=tree)
+    out = git("status", "--porcelain", "--", *SOURCE_PATHS, cwd=tree, strip=False)  # " M path"
     return [line[3:] for line in out.splitlines() if line.strip()]
 
 

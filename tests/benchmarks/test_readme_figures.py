@@ -116,3 +116,24 @@ def test_workflow_command_line():
     assert workflow.FAILED_ROW.match(
         "[50.00%] ··· ...ain.MergePhaseThroughput.track_unique_chunks                 failed").group(1) \
         == "...ain.MergePhaseThroughput.track_unique_chunks"
+
+
+def test_workflow_sees_uncommitted_sources(tmp_path):
+    """``record`` refuses to save results under HEAD when the sources differ from HEAD."""
+    from benchmarks import workflow
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)
+
+    (tmp_path / "fastbpe").mkdir()
+    (tmp_path / "fastbpe" / "core.py").write_text("x = 1\n")
+    (tmp_path / "notes.txt").write_text("a\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "init")
+    assert workflow.dirty_sources(tmp_path) == []
+    (tmp_path / "notes.txt").write_text("b\n")  # not a source: fine
+    assert workflow.dirty_sources(tmp_path) == []
+    (tmp_path / "fastbpe" / "core.py").write_text("x = 2\n")
+    assert workflow.dirty_sources(tmp_path) == ["fastbpe/core.py"]
