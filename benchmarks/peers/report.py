@@ -246,7 +246,7 @@ def plot(results: dict, out: Path) -> List[Path]:
 
 
 def _language_rows(per_lang: dict) -> str:
-    counts = {per["en"]["rows"] for per in per_lang.values()}
+    counts = {per["en"]["rows"] for per in per_lang.values() if "en" in per}
     return f"{counts.pop():,}" if len(counts) == 1 else "the same"
 
 
@@ -396,8 +396,9 @@ def readme_speed(results: dict) -> List[str]:
         enc_size = common.format_size(meta.get("encode_bytes", 0))
         lines += ["", f"Encoding with OpenAI's ranks loaded in both: the first {enc_size} of `{corpus}` "
                   f"(the same documents for both, {threads}, medians of {meta['repeats']}) and every row of "
-                  "`parallel_multi.tsv.gz` (nine languages, about 0.5 MB each, best of three per language):", "",
-                  f"| encoding | fastbpe | tiktoken {versions.get('tiktoken', '')} | fastbpe ÷ tiktoken |",
+                  f"`parallel_multi.tsv.gz` ({_language_rows(results['languages'])} rows in each of nine languages, "
+                  "best of three per language):", "",
+                  f"| encoding | fastbpe | tiktoken {versions.get('tiktoken', '')} | fastbpe's speed ÷ tiktoken's |",
                   "|---|---|---|---|"]
         for voc, s, ref, _ in pairs:
             lines.append(f"| {voc}, {enc_size} | {_num(_speed(s))} MB/s | {_num(_speed(ref))} MB/s | "
