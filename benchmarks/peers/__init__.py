@@ -20,7 +20,10 @@ youtokentome, ``workers`` for fastbpe):
    Face's, and the ids of fastbpe against tiktoken's on the same ranks; stated in the tables.
 4. **Languages** (``parallel_multi.tsv.gz``): encode throughput per language and the "token tax"
    (tokens per row relative to English, on rows translated into all nine languages).
-5. A markdown report, the raw JSON and PNG plots in ``--out`` (default ``benchmarks/results``).
+5. A markdown report, the raw JSON and PNG plots in ``--out`` (default
+   ``benchmarks/results/scratch``, git-ignored: a run never overwrites the committed results in
+   ``benchmarks/results``; pass ``--out benchmarks/results`` to replace them on purpose, then
+   ``python -m benchmarks.peers.report --readme`` to update the READMEs' figures).
 
 Libraries that are not installed are skipped, and say so. Install them with the ``peers`` extra
 (``pip install -e ".[peers,bench]"``); youtokentome is not in the extra (it has no wheels for

@@ -19,6 +19,10 @@ from ..suites import common
 from . import adapters, child, report
 
 CHECKOUT = [common.REPO_ROOT]  # the fastbpe source tree the children import (--checkout)
+# Where a run writes unless ``--out`` says otherwise: git-ignored, so a run never overwrites the
+# committed results (``benchmarks/results/``); copy a run there on purpose with ``--out``.
+SCRATCH = common.REPO_ROOT / "benchmarks" / "results" / "scratch"
+COMMITTED = common.REPO_ROOT / "benchmarks" / "results"
 
 # What is encoded besides each library's own trained model: OpenAI's published ranks.
 PUBLISHED_ENCODERS = ["fastbpe:r50k_base", "tiktoken:r50k_base", "hf:gpt2",
@@ -319,7 +323,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--language-rows", type=int, default=None, help="rows of parallel_multi used (default all)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     parser.add_argument("--quick", action="store_true", help="1 MB, 1 repeat, 1 MB encoded, 2000 language rows")
-    parser.add_argument("--out", default=str(common.REPO_ROOT / "benchmarks" / "results"))
+    parser.add_argument("--out", default=None,
+                        help="directory for peers.md, peers.json and the plots (default "
+                             "benchmarks/results/scratch, git-ignored; benchmarks/results holds "
+                             "the committed results)")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--checkout", default=str(common.REPO_ROOT),
                         help="the fastbpe source tree to measure (built in place); default this one")
@@ -342,7 +349,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     big = common.parse_size(args.big_threshold)
     libs = [l for l in args.libs.split(",") if l]
     big_libs = set(args.big_libs.split(","))
-    out = Path(args.out)
+    out = Path(args.out) if args.out else SCRATCH
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="fastbpe-peers-"))
     corpus = portable(args.corpus) if args.corpus and os.path.isabs(args.corpus) else args.corpus

@@ -98,14 +98,14 @@ class Gather(_KernelBench):
     def time_gather(self, impl, n_ids):
         self._call()
 
-    def track_gather_gb_per_second(self, impl, n_ids):
+    def track_gather_seconds_per_gb(self, impl, n_ids):
         import time
 
         start = time.perf_counter()
         self._call()
-        return self.nbytes / 1e9 / (time.perf_counter() - start)
+        return (time.perf_counter() - start) / (self.nbytes / 1e9)
 
-    track_gather_gb_per_second.unit = "GB/s"
+    track_gather_seconds_per_gb.unit = "s/GB"
 
 
 class ScatterAdd(_KernelBench):

@@ -72,8 +72,9 @@ class MergePhaseMemory:
 
 
 class MergePhaseThroughput:
-    """Merges per second of the compiled learner, and how many merges the table allowed
-    (a run stops early when the best pair count falls below ``min_frequency``)."""
+    """Microseconds per merge of the compiled learner (the inverse of merges per second, so that
+    smaller is better as asv assumes), and how many merges the table allowed (a run stops early
+    when the best pair count falls below ``min_frequency``)."""
 
     params = (SIZES,)
     param_names = ["size"]
@@ -82,13 +83,13 @@ class MergePhaseThroughput:
     def setup(self, size):
         self.table = _word_table(reference_table("generated", size))
 
-    def track_merges_per_second(self, size):
+    def track_us_per_merge(self, size):
         fastbpe = fastbpe_module()
         start = time.perf_counter()
         merges = fastbpe.learn_from_table(self.table, self.merges, min_frequency=MIN_FREQUENCY)[0]
-        return len(merges) / (time.perf_counter() - start)
+        return (time.perf_counter() - start) * 1e6 / max(len(merges), 1)
 
-    track_merges_per_second.unit = "merges/s"
+    track_us_per_merge.unit = "us/merge"
 
     def track_unique_chunks(self, size):
         return len(self.table)
@@ -122,7 +123,8 @@ class TrainEndToEnd:
 
 
 class TrainThroughput:
-    """Corpus megabytes per second and peak memory, end to end, at vocabulary 32768."""
+    """Seconds per corpus megabyte (the inverse of MB/s: smaller is better, as asv reads every
+    number) and peak memory, end to end, at vocabulary 32768."""
 
     params = (SIZES,)
     param_names = ["size"]
@@ -131,13 +133,13 @@ class TrainThroughput:
         self.text = corpus_text("generated", size)
         self.nbytes = len(self.text.encode("utf-8"))
 
-    def track_train_mb_per_second(self, size):
+    def track_train_seconds_per_mb(self, size):
         fastbpe = fastbpe_module()
         start = time.perf_counter()
         fastbpe.train(iter([self.text]), 32768, min_frequency=MIN_FREQUENCY, progress=False, workers=1)
-        return self.nbytes / 1e6 / (time.perf_counter() - start)
+        return (time.perf_counter() - start) / (self.nbytes / 1e6)
 
-    track_train_mb_per_second.unit = "MB/s"
+    track_train_seconds_per_mb.unit = "s/MB"
 
     def peakmem_train(self, size):
         fastbpe_module().train(iter([self.text]), 32768, min_frequency=MIN_FREQUENCY, progress=False, workers=1)

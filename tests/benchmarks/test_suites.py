@@ -89,6 +89,31 @@ def test_benchmark_runs(cls, methods):
         pytest.skip("every parameter combination skipped: " + "; ".join(skipped))
 
 
+# What every ``track_*`` may return: a cost, where smaller is better, since asv reads every number
+# that way (a rate such as MB/s would show a slowdown as an improvement); or a plain count of the
+# inputs, where a change means the inputs changed.
+COST_UNITS = {"s/MB", "s/GB", "ns/token", "ns/chunk", "us/merge", "tokens/KB", "seconds"}
+COUNT_UNITS = {"chunks"}
+
+
+def test_every_track_is_smaller_is_better():
+    """No benchmark reports a rate: ``asv compare`` and ``python -m benchmarks compare`` would
+    flag its regressions as improvements."""
+    seen = []
+    for param in _benchmark_classes():
+        cls, methods = param.values
+        for name in methods:
+            if not name.startswith("track_"):
+                continue
+            unit = getattr(getattr(cls, name), "unit", None)
+            seen.append(f"{cls.__name__}.{name}")
+            assert unit in COST_UNITS | COUNT_UNITS, (
+                f"{cls.__name__}.{name} has unit {unit!r}: report a cost (seconds per MB, ns per "
+                "token), where smaller is better, not a rate")
+            assert "per_second" not in name and not unit.endswith("/s"), f"{cls.__name__}.{name}"
+    assert len(seen) >= 8, seen
+
+
 def test_suites_package_holds_only_suites():
     """asv imports every module of benchmarks/suites: only asv suites and their input helpers
     belong there, and the helpers define nothing asv would take for a benchmark."""
