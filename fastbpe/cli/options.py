@@ -86,6 +86,7 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # --vocab is not silently --vocab-size
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:

@@ -261,6 +261,7 @@ def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
 @pytest.mark.parametrize("argv, says", [
     (["train", "--vocab-size", "many"], "is not a size"),
     (["train", "--bogus"], "unrecognized arguments"),
+    (["train", "--vocab", "300"], "unrecognized arguments: --vocab"),  # no guessing from abbreviations
     (["train", "--unit", "chars", "--out", "t.json"], "--format fastbpe"),
     (["train", "--out", "no/such/folder/t.json"], "does not exist"),
     (["train", "--pattern", "gpt5"], "gpt5"),
