@@ -59,7 +59,8 @@ class Tokenizer:
     applied before splitting) and ``split_gaps`` (text between pattern matches becomes chunks
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
     ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
-    splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps).
+    splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps);
+    ``training_stats``: what each phase of training took (fastbpe's own files keep it).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
