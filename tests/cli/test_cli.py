@@ -14,7 +14,6 @@ import pytest
 
 import fastbpe
 from fastbpe.cli import build_parser, default_corpus, main, parse_size
-from fastbpe import Tokenizer
 from fastbpe import shards
 from fastbpe.shards import MANIFEST, encode_files, read_shard
 
