@@ -4,10 +4,20 @@
 globs, every compression by content), splits them into documents, cuts long documents into blocks
 at the safe cuts of the tokenizer's split (:mod:`fastbpe.corpus.cut`, so the ids equal those of
 each document encoded whole), encodes blocks on worker threads with the separator token between
-documents, and writes shards of exactly ``shard_size`` ids (the last one shorter) as ``.npy`` or
-``.bin``: 8-byte magic ``b"FBPETOK\\0"``, uint32 version (1), uint32 bytes per id, uint64 id count,
-16 zero bytes, then the ids, little-endian. Each shard is written under a temporary name and
-renamed, then ``manifest.json`` records it with the input position reached, so a rerun resumes.
+documents, and writes shards of exactly ``shard_size`` ids (the last one shorter), in one of
+three formats (ids little-endian, uint16 when the vocabulary fits, else uint32):
+
+- ``npy``: NumPy's ``.npy`` (``np.load(path, mmap_mode="r")``);
+- ``raw``: the bare ids in a ``.bin`` file, no header: what ``np.memmap(path, dtype=np.uint16,
+  mode="r")`` and nanoGPT-style training scripts read;
+- ``llmc``: llm.c's ``.bin`` token files: 256 little-endian int32 (magic 20240520, version 1,
+  token count, the rest zero), then the ids as uint16 (vocabularies up to 65,536 ids).
+
+Each shard is written under a temporary name and renamed, then ``manifest.json`` records it
+(file name and token count) with the input position reached, so a rerun resumes; the manifest
+also records the shard format, dtype, byte order and header size. :func:`read_shard` reads
+every format, and the ``FBPETOK`` ``.bin`` shards of earlier versions (8-byte magic
+``b"FBPETOK\\0"``, uint32 version 1, uint32 bytes per id, uint64 id count, 16 zero bytes, ids).
 """
 import hashlib
 import json
@@ -28,13 +38,22 @@ from .progress import byte_bar
 from .split.patterns import cut_rule
 from .split.pretokenize import InvalidUTF8
 
-__all__ = ["encode_files", "read_shard", "input_blocks", "Block", "BIN_MAGIC", "MANIFEST", "FORMATS", "DOCUMENTS"]
+__all__ = ["encode_files", "read_shard", "input_blocks", "Block", "BIN_MAGIC", "LLMC_MAGIC", "MANIFEST",
+           "FORMATS", "DOCUMENTS"]
 
+# The shard files of earlier versions (read, no longer written).
 BIN_MAGIC = b"FBPETOK\0"
 BIN_VERSION = 1
 BIN_HEADER = struct.Struct("<8sIIQ16x")  # magic, version, bytes per id, count, reserved
+# llm.c's token files: a header of 256 int32, of which the first three are used.
+LLMC_MAGIC = 20240520
+LLMC_VERSION = 1
+LLMC_HEADER_INTS = 256
+LLMC_HEADER_BYTES = 4 * LLMC_HEADER_INTS
 MANIFEST = "manifest.json"
-FORMATS = ("npy", "bin")
+MANIFEST_VERSION = 2
+FORMATS = ("npy", "raw", "llmc")
+SUFFIX = {"npy": ".npy", "raw": ".bin", "llmc": ".bin"}
 DOCUMENTS = ("file", "blank-line", "line")
 DEFAULT_BLOCK_SIZE = 4 << 20
 PathLike = Union[str, os.PathLike]
@@ -178,49 +197,129 @@ def _fingerprint(tokenizer, files: Sequence[Path], options: dict) -> dict:
     }
 
 
+def _llmc_header(count: int) -> bytes:
+    header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
+    header[:3] = (LLMC_MAGIC, LLMC_VERSION, count)
+    return header.tobytes()
+
+
 def _write_shard(path: Path, ids: np.ndarray, fmt: str) -> None:
+    little = ids.astype(ids.dtype.newbyteorder("<"), copy=False)
     if fmt == "npy":
         import io
 
         buf = io.BytesIO()
-        np.save(buf, ids, allow_pickle=False)
+        np.save(buf, little, allow_pickle=False)
         write_atomic(path, buf.getvalue())
+    elif fmt == "raw":
+        write_atomic(path, little.tobytes())
+    elif fmt == "llmc":
+        write_atomic(path, _llmc_header(len(ids)) + little.astype("<u2", copy=False).tobytes())
     else:
-        header = BIN_HEADER.pack(BIN_MAGIC, BIN_VERSION, ids.dtype.itemsize, len(ids))
-        write_atomic(path, header + ids.astype(ids.dtype.newbyteorder("<"), copy=False).tobytes())
+        raise ValueError(f"unknown shard format {fmt!r}")
 
 
-def read_shard(path: PathLike, mmap: bool = True) -> np.ndarray:
-    """The ids of a ``.npy`` or ``.bin`` shard; ValueError for a damaged or foreign file."""
-    path = Path(path)
-    if path.suffix == ".npy":
-        try:
-            ids = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
-            raise ValueError(f"{path}: not a readable .npy shard ({exc})") from None
-        if ids.ndim != 1 or ids.dtype not in (np.uint16, np.uint32):
-            raise ValueError(f"{path}: expected a 1-D uint16/uint32 array, got {ids.dtype} {ids.shape}")
-        return ids
-    with open(path, "rb") as f:
-        head = f.read(BIN_HEADER.size)
-    if len(head) < BIN_HEADER.size:
-        raise ValueError(f"{path}: truncated .bin shard (header is {len(head)} bytes)")
-    magic, version, width, count = BIN_HEADER.unpack(head)
-    if magic != BIN_MAGIC:
-        raise ValueError(f"{path}: not a fastbpe .bin shard (bad magic {magic!r})")
-    if version != BIN_VERSION:
-        raise ValueError(f"{path}: unsupported .bin shard version {version}")
-    if width not in (2, 4):
-        raise ValueError(f"{path}: bad id width {width}")
-    dtype = np.dtype("<u2" if width == 2 else "<u4")
-    expected = BIN_HEADER.size + count * width
-    if path.stat().st_size != expected:
-        raise ValueError(f"{path}: size {path.stat().st_size} does not match its header ({expected} bytes)")
+def _manifest_entry(path: Path) -> Tuple[Optional[str], Optional[str]]:
+    """``(format, dtype)`` of a shard as the ``manifest.json`` beside it records them, or Nones."""
+    try:
+        manifest = json.loads((path.parent / MANIFEST).read_text())
+        if not any(shard.get("file") == path.name for shard in manifest.get("shards", ())):
+            return None, None
+        if manifest.get("version", 1) >= 2:
+            return manifest.get("format"), manifest.get("dtype")
+        job = manifest.get("job", {})  # version 1 kept both in the job's options
+        return job.get("format"), job.get("dtype")
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None, None
+
+
+def _mapped(path: Path, dtype, offset: int, count: int, mmap: bool) -> np.ndarray:
     if count == 0:
         return np.zeros(0, dtype=dtype)
     if mmap:
-        return np.memmap(path, dtype=dtype, mode="r", offset=BIN_HEADER.size, shape=(count,))
-    return np.fromfile(path, dtype=dtype, offset=BIN_HEADER.size)
+        return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,))
+    return np.fromfile(path, dtype=dtype, offset=offset, count=count)
+
+
+def _read_npy(path: Path, mmap: bool) -> np.ndarray:
+    try:
+        ids = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"{path}: not a readable .npy shard ({exc})") from None
+    if ids.ndim != 1 or ids.dtype not in (np.uint16, np.uint32):
+        raise ValueError(f"{path}: expected a 1-D uint16/uint32 array, got {ids.dtype} {ids.shape}")
+    return ids
+
+
+def _read_old_bin(path: Path, head: bytes, mmap: bool) -> np.ndarray:
+    if len(head) < BIN_HEADER.size:
+        raise ValueError(f"{path}: truncated .bin shard (header is {len(head)} bytes)")
+    magic, version, width, count = BIN_HEADER.unpack(head[:BIN_HEADER.size])
+    if version != BIN_VERSION:
+        raise ValueError(f"{path}: unsupported FBPETOK shard version {version}")
+    if width not in (2, 4):
+        raise ValueError(f"{path}: bad id width {width}")
+    expected = BIN_HEADER.size + count * width
+    if path.stat().st_size != expected:
+        raise ValueError(f"{path}: size {path.stat().st_size} does not match its header ({expected} bytes)")
+    return _mapped(path, np.dtype("<u2" if width == 2 else "<u4"), BIN_HEADER.size, count, mmap)
+
+
+def _read_llmc(path: Path, head: bytes, mmap: bool) -> np.ndarray:
+    if len(head) < LLMC_HEADER_BYTES:
+        raise ValueError(f"{path}: truncated llm.c shard (header is {len(head)} of {LLMC_HEADER_BYTES} bytes)")
+    magic, version, count = np.frombuffer(head[:12], dtype="<i4").tolist()
+    if magic != LLMC_MAGIC:
+        raise ValueError(f"{path}: not an llm.c token file (magic {magic}, expected {LLMC_MAGIC})")
+    if version != LLMC_VERSION:
+        raise ValueError(f"{path}: llm.c token file version {version}; this reader knows {LLMC_VERSION} (uint16)")
+    expected = LLMC_HEADER_BYTES + 2 * count
+    if count < 0 or path.stat().st_size != expected:
+        raise ValueError(f"{path}: size {path.stat().st_size} does not match its header ({expected} bytes)")
+    return _mapped(path, np.dtype("<u2"), LLMC_HEADER_BYTES, count, mmap)
+
+
+def _is_llmc(head: bytes) -> bool:
+    return len(head) >= 8 and np.frombuffer(head[:8], dtype="<i4").tolist() == [LLMC_MAGIC, LLMC_VERSION]
+
+
+def read_shard(path: PathLike, mmap: bool = True, *, fmt: Optional[str] = None,
+               dtype: Optional[Union[str, np.dtype]] = None) -> np.ndarray:
+    """The ids of a shard (memory-mapped unless ``mmap=False``); ValueError for a damaged or
+    foreign file.
+
+    ``fmt`` (``"npy"``, ``"raw"``, ``"llmc"``, or ``"bin"`` for the ``FBPETOK`` shards of
+    earlier versions) and, for ``raw``, ``dtype`` default to what the ``manifest.json`` beside
+    the shard records; without a manifest the format is recognised by its header (``.npy``,
+    llm.c's magic, ``FBPETOK``), and a headerless shard needs ``dtype``.
+    """
+    path = Path(path)
+    known_fmt, known_dtype = (None, None) if fmt is not None and (dtype is not None or fmt != "raw") \
+        else _manifest_entry(path)
+    fmt = fmt or known_fmt
+    dtype = dtype or known_dtype
+    if fmt is not None and fmt not in FORMATS + ("bin",):
+        raise ValueError(f"fmt must be one of {FORMATS + ('bin',)}, got {fmt!r}")
+    if fmt == "npy" or (fmt is None and path.suffix == ".npy"):
+        return _read_npy(path, mmap)
+    with open(path, "rb") as f:
+        head = f.read(LLMC_HEADER_BYTES)
+    if fmt == "bin" or (fmt is None and head.startswith(BIN_MAGIC)):
+        if not head.startswith(BIN_MAGIC):
+            raise ValueError(f"{path}: not an FBPETOK .bin shard (bad magic {head[:8]!r})")
+        return _read_old_bin(path, head, mmap)
+    if fmt == "llmc" or (fmt is None and _is_llmc(head)):
+        return _read_llmc(path, head, mmap)
+    if dtype is None:
+        raise ValueError(f"{path}: a headerless (raw) shard; pass dtype= (uint16 or uint32) or keep the "
+                         f"{MANIFEST} that lists it beside it")
+    dtype = np.dtype(dtype).newbyteorder("<")
+    if dtype.name not in ("uint16", "uint32"):
+        raise ValueError(f"dtype must be uint16 or uint32, got {dtype.name}")
+    size = path.stat().st_size
+    if size % dtype.itemsize:
+        raise ValueError(f"{path}: {size} bytes is not a whole number of {dtype.name} ids")
+    return _mapped(path, dtype, 0, size // dtype.itemsize, mmap)
 
 
 class _ShardWriter:
@@ -252,7 +351,7 @@ class _ShardWriter:
             return
         shards = self.manifest["shards"]
         if self.filled:
-            name = f"shard_{len(shards):06d}.{self.fmt}"
+            name = f"shard_{len(shards):06d}{SUFFIX[self.fmt]}"
             _write_shard(self.out_dir / name, self.buffer[:self.filled], self.fmt)
             shards.append({"file": name, "tokens": int(self.filled)})
             self.total += self.filled
@@ -298,6 +397,9 @@ def encode_files(
         block_size = DEFAULT_BLOCK_SIZE
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"block_size must be a positive number of bytes, got {block_size!r}")
+    if fmt == "bin":
+        raise ValueError("the FBPETOK .bin shard format is no longer written (read_shard still reads it); "
+                         "use fmt='raw' for headerless ids (np.memmap, nanoGPT) or 'llmc' for llm.c")
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     if documents not in DOCUMENTS:
@@ -315,6 +417,9 @@ def encode_files(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     dtype = tokenizer.id_dtype
+    if fmt == "llmc" and dtype.itemsize > 2:
+        raise ValueError(f"llm.c token files hold uint16 ids; this tokenizer has ids up to "
+                         f"{tokenizer.vocab_size - 1} (use fmt='raw' or 'npy', which store uint32)")
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
                "block_size": block_size, "dtype": dtype.name}
     job = _fingerprint(tokenizer, files, options)
@@ -330,7 +435,7 @@ def encode_files(
                              "use a new directory or delete it")
         try:
             for shard in manifest["shards"]:
-                if len(read_shard(out_dir / shard["file"])) != shard["tokens"]:
+                if len(read_shard(out_dir / shard["file"], fmt=fmt, dtype=dtype)) != shard["tokens"]:
                     raise ValueError(f"{out_dir / shard['file']}: does not match the manifest")
             int(manifest["tokens"]), list(manifest["resume_at"])
         except OSError as exc:
@@ -341,15 +446,23 @@ def encode_files(
         if manifest.get("complete"):
             return manifest
     if manifest is None:
-        manifest = {"format": "fastbpe-shards", "version": 1, "job": job, "shards": [], "tokens": 0,
+        manifest = {"manifest": "fastbpe-shards", "job": job, "shards": [], "tokens": 0,
                     "resume_at": [0, 0], "complete": False}
+    # What a reader needs to know, first in the file (a resumed version 1 manifest gains it too).
+    header = {"manifest": "fastbpe-shards", "version": MANIFEST_VERSION, "format": fmt, "dtype": dtype.name,
+              "byte_order": "little", "header_bytes": {"npy": None, "raw": 0, "llmc": LLMC_HEADER_BYTES}[fmt]}
+    manifest = {**header, **{k: v for k, v in manifest.items() if k not in header}}
     resume_segment, resume_offset = manifest["resume_at"]
+    tokens_before = int(manifest["tokens"])
     writer = _ShardWriter(out_dir, manifest, shard_size, fmt, dtype)
     started = time.perf_counter()
-    bar = byte_bar(progress, sum(f.stat().st_size for f in files), "encoding")
+    file_bytes = sum(f.stat().st_size for f in files)
+    bar = byte_bar(progress, file_bytes, "encoding")
+    text_bytes = 0  # decoded input encoded by this run
 
     def batches():
         """Groups of (block index, text, starts a document after another, file bytes read)."""
+        nonlocal text_bytes
         batch = []
         size = 0
         emitted_any = False
@@ -366,6 +479,7 @@ def encode_files(
                 continue
             batch.append((index, _decode(block), needs_sep, block.raw))
             size += len(block.data)
+            text_bytes += len(block.data)
             # enough for every worker to have two blocks (or many short documents) at a time
             if size >= 2 * workers * block_size or len(batch) >= 512 * workers:
                 yield batch
@@ -390,5 +504,9 @@ def encode_files(
     finally:
         if bar is not None:
             bar.close()
-    manifest["seconds"] = round(time.perf_counter() - started, 3)
+    seconds = time.perf_counter() - started
+    manifest["seconds"] = round(seconds, 3)
+    # This run alone (a resumed run skips what earlier runs wrote); not saved in the manifest file.
+    manifest["run"] = {"seconds": seconds, "file_bytes": file_bytes, "text_bytes": text_bytes,
+                       "tokens": int(manifest["tokens"]) - tokens_before}
     return manifest

@@ -1,5 +1,6 @@
-"""Token shards: exact ids, separators, both formats, atomic and resumable output, every
-compression, blocks cut at safe cuts in linear time and bounded size."""
+"""Token shards: exact ids, separators, every format (npy, raw, llm.c, and reading the old
+FBPETOK files), atomic and resumable output, every compression, blocks cut at safe cuts in
+linear time and bounded size."""
 import bz2
 import gzip
 import json
@@ -78,7 +79,7 @@ def longest_stretch_without_cut(data: bytes, rule: int) -> int:
     return max(longest, len(data) - last)
 
 
-@pytest.mark.parametrize("fmt", ["npy", "bin"])
+@pytest.mark.parametrize("fmt", ["npy", "raw", "llmc"])
 def test_shards_hold_exactly_the_ids(tok, corpus, tmp_path, fmt):
     paths, docs = corpus
     manifest = encode_files(tok, paths, tmp_path, shard_size=7000, fmt=fmt, workers=2, progress=False,
@@ -90,6 +91,9 @@ def test_shards_hold_exactly_the_ids(tok, corpus, tmp_path, fmt):
     assert all(n == 7000 for n in sizes[:-1]) and 0 < sizes[-1] <= 7000
     assert all(read_shard(tmp_path / s["file"]).dtype == np.uint16 for s in got_manifest["shards"])
     assert not list(tmp_path.glob(".tmp-*"))
+    # The manifest says how to read the shards without fastbpe.
+    assert (got_manifest["format"], got_manifest["dtype"], got_manifest["byte_order"]) == (fmt, "uint16", "little")
+    assert got_manifest["header_bytes"] == {"npy": None, "raw": 0, "llmc": 1024}[fmt]
 
 
 def test_block_cuts_change_no_id_with_cl100k(corpus, tmp_path, cl100k):
@@ -304,9 +308,9 @@ def test_every_compression_gives_the_shards_of_the_plain_file(kind, tok, corpus,
     packed = tmp_path / COMPRESSIONS[kind]
     _write(packed, data, kind)
     for documents in ("file", "blank-line"):
-        encode_files(tok, [plain], tmp_path / f"plain-{documents}", shard_size=5000, fmt="bin", documents=documents,
+        encode_files(tok, [plain], tmp_path / f"plain-{documents}", shard_size=5000, fmt="raw", documents=documents,
                      block_size=4096, progress=False)
-        encode_files(tok, [packed], tmp_path / f"packed-{documents}", shard_size=5000, fmt="bin",
+        encode_files(tok, [packed], tmp_path / f"packed-{documents}", shard_size=5000, fmt="raw",
                      documents=documents, block_size=4096, progress=False)
         want, got = sorted((tmp_path / f"plain-{documents}").glob("*.bin")), \
             sorted((tmp_path / f"packed-{documents}").glob("*.bin"))
@@ -320,7 +324,7 @@ def test_every_compression_gives_the_shards_of_the_plain_file(kind, tok, corpus,
 @pytest.mark.parametrize("documents", ["file", "line"])
 def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monkeypatch, documents):
     paths, docs = corpus
-    options = dict(shard_size=5000, fmt="bin", progress=False, block_size=4000, documents=documents)
+    options = dict(shard_size=5000, fmt="raw", progress=False, block_size=4000, documents=documents)
     reference_dir = tmp_path / "whole"
     encode_files(tok, paths, reference_dir, **options)
     _, reference = all_ids(reference_dir)
@@ -392,7 +396,7 @@ def test_invalid_utf8_names_the_file_and_offset(tok, tmp_path):
 def test_damaged_shards_are_clear_errors(tok, tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("some text " * 200, encoding="utf-8")
-    encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="bin", progress=False)
+    encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="llmc", progress=False)
     shard = tmp_path / "o" / "shard_000000.bin"
     data = shard.read_bytes()
     shard.write_bytes(data[:-3])
@@ -405,13 +409,88 @@ def test_damaged_shards_are_clear_errors(tok, tmp_path):
     with pytest.raises(ValueError, match="truncated"):
         read_shard(shard)
     with pytest.raises(ValueError, match="does not match|magic|truncated"):
-        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="bin", progress=False)
+        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="llmc", progress=False)
     shard.unlink()
     with pytest.raises(ValueError, match="cannot be read"):
-        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="bin", progress=False)
+        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="llmc", progress=False)
     (tmp_path / "o" / MANIFEST).write_text("{not json")
     with pytest.raises(ValueError, match="unreadable manifest"):
-        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="bin", progress=False)
+        encode_files(tok, [path], tmp_path / "o", shard_size=50, fmt="llmc", progress=False)
+    # A raw shard is whole ids; without its manifest it needs its dtype.
+    encode_files(tok, [path], tmp_path / "r", shard_size=50, fmt="raw", progress=False)
+    raw = tmp_path / "r" / "shard_000000.bin"
+    want = read_shard(raw).tolist()
+    (tmp_path / "r" / MANIFEST).unlink()
+    with pytest.raises(ValueError, match="dtype"):
+        read_shard(raw)
+    assert read_shard(raw, dtype="uint16").tolist() == want
+    raw.write_bytes(raw.read_bytes()[:-1])
+    with pytest.raises(ValueError, match="whole number"):
+        read_shard(raw, dtype="uint16")
+
+
+def test_raw_shards_are_what_nanogpt_reads(tok, corpus, tmp_path):
+    """The raw format is bare little-endian ids: a nanoGPT-style loader (np.memmap, random
+    windows of block_size + 1 ids) reads exactly the encoded stream, no header in sight."""
+    paths, docs = corpus
+    manifest = encode_files(tok, paths, tmp_path, shard_size=20_000, fmt="raw", progress=False)
+    want = expected_ids(tok, docs)
+    assert manifest["dtype"] == "uint16" and all(s["file"].endswith(".bin") for s in manifest["shards"])
+    assert sum(s["tokens"] for s in manifest["shards"]) == len(want) == manifest["tokens"]
+    offset, block_size, rng = 0, 64, np.random.default_rng(0)
+    for shard in manifest["shards"]:
+        data = np.memmap(tmp_path / shard["file"], dtype=np.uint16, mode="r")  # as nanoGPT's get_batch
+        assert len(data) == shard["tokens"]
+        starts = rng.integers(0, len(data) - block_size - 1, size=8)
+        x = np.stack([data[i:i + block_size].astype(np.int64) for i in starts])
+        y = np.stack([data[i + 1:i + 1 + block_size].astype(np.int64) for i in starts])
+        for row, i in enumerate(starts):
+            assert x[row].tolist() == want[offset + i:offset + i + block_size]
+            assert y[row].tolist() == want[offset + i + 1:offset + i + 1 + block_size]
+        offset += len(data)
+    assert offset == len(want)
+
+
+def test_llmc_shards_follow_llm_c_layout(tok, corpus, tmp_path):
+    """llm.c's token files: 256 int32 (magic 20240520, version 1, token count), uint16 ids."""
+    paths, docs = corpus
+    manifest = encode_files(tok, paths, tmp_path, shard_size=30_000, fmt="llmc", progress=False)
+    ids = []
+    for shard in manifest["shards"]:
+        raw = (tmp_path / shard["file"]).read_bytes()
+        header = np.frombuffer(raw[:1024], dtype="<i4")
+        assert header[:3].tolist() == [20240520, 1, shard["tokens"]] and not header[3:].any()
+        assert len(raw) == 1024 + 2 * shard["tokens"]
+        ids.extend(np.frombuffer(raw[1024:], dtype="<u2").tolist())
+    assert ids == expected_ids(tok, docs)
+
+
+def test_llmc_needs_uint16_ids(cl100k, tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("text", encoding="utf-8")
+    with pytest.raises(ValueError, match="uint16"):
+        encode_files(cl100k, [path], tmp_path / "o", fmt="llmc", separator=None)
+    encode_files(cl100k, [path], tmp_path / "o32", fmt="raw", separator=None, progress=False)
+    assert read_shard(tmp_path / "o32" / "shard_000000.bin").dtype == np.uint32
+
+
+def test_old_fbpetok_shards_still_read(tmp_path):
+    """Shards written by earlier versions (the FBPETOK header) read back; none are written."""
+    ids = np.arange(1000, 1100, dtype="<u2")
+    header = shards.BIN_HEADER.pack(shards.BIN_MAGIC, 1, 2, len(ids))
+    old = tmp_path / "shard_000000.bin"
+    old.write_bytes(header + ids.tobytes())
+    assert read_shard(old).tolist() == ids.tolist()
+    assert read_shard(old, mmap=False, fmt="bin").tolist() == ids.tolist()
+    # beside the version 1 manifest of those days too
+    (tmp_path / MANIFEST).write_text(json.dumps({"format": "fastbpe-shards", "version": 1, "job": {
+        "format": "bin", "dtype": "uint16"}, "shards": [{"file": old.name, "tokens": 100}]}))
+    assert read_shard(old).tolist() == ids.tolist()
+    old.write_bytes(header + ids.tobytes()[:-2])
+    with pytest.raises(ValueError, match="does not match its header"):
+        read_shard(old)
+    with pytest.raises(ValueError, match="no longer written"):
+        encode_files(fastbpe.Tokenizer([bytes([b]) for b in range(256)], []), [old], tmp_path / "o", fmt="bin")
 
 
 def test_bad_arguments(tok, tmp_path):

@@ -1,53 +1,85 @@
 """``fastbpe encode``: stream text files through a tokenizer into token shards.
 
 Files, folders and globs are read as ``fastbpe train`` reads them (plain, .gz, .xz, .bz2, .zst,
-recognised by content); see :func:`fastbpe.shards.encode_files`.
+recognised by content); see :func:`fastbpe.shards.encode_files` for the shard formats.
 """
 import argparse
+import json
 import sys
 
 from ..encode.loading import load
-from ..shards import DOCUMENTS, FORMATS, encode_files
+from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files
+from .options import size_arg
 
 __all__ = ["add_encode_subcommand"]
 
 
+def _summary(args: argparse.Namespace, manifest: dict) -> dict:
+    run = manifest.get("run") or {"seconds": 0.0, "file_bytes": 0, "text_bytes": 0, "tokens": 0}
+    seconds = max(run["seconds"], 1e-9)
+    return {
+        "command": "encode",
+        "out": args.out,
+        "format": manifest.get("format", args.format),
+        "dtype": manifest.get("dtype"),
+        "shards": len(manifest["shards"]),
+        "tokens": manifest["tokens"],
+        "complete": manifest["complete"],
+        "run": {**run, "mb_per_second": run["text_bytes"] / 1e6 / seconds,
+                "tokens_per_second": run["tokens"] / seconds,
+                "resumed": "run" not in manifest or run["tokens"] != manifest["tokens"]},
+    }
+
+
 def _cmd_encode(args: argparse.Namespace) -> int:
-    try:
-        tokenizer = load(args.tokenizer)
-    except (ValueError, OSError) as exc:
-        print(f"fastbpe encode: {exc}", file=sys.stderr)
-        return 2
-    try:
-        manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
-                                workers=args.workers, progress=False if args.quiet else None,
-                                documents=args.documents,
-                                separator=None if args.no_separator else args.separator,
-                                resume=not args.no_resume)
-    except (ValueError, OSError, ImportError) as exc:  # bad input, a missing file, .zst without zstandard
-        print(f"fastbpe encode: {exc}", file=sys.stderr)
-        return 2
-    print(f"fastbpe encode: {manifest['tokens']:,} tokens in {len(manifest['shards'])} shards in {args.out}",
-          file=sys.stderr)
+    tokenizer = load(args.tokenizer)
+    manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
+                            workers=args.workers, progress=False if args.quiet or args.json else None,
+                            documents=args.documents,
+                            separator=None if args.no_separator else args.separator,
+                            block_size=args.block_size, resume=not args.no_resume)
+    summary = _summary(args, manifest)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    run = summary["run"]
+    if "run" not in manifest:
+        print(f"fastbpe encode: {args.out} already holds this job, complete; nothing to do", file=sys.stderr)
+    print(f"fastbpe encode: {manifest['tokens']:,} tokens ({summary['dtype']}) in {summary['shards']} "
+          f"{summary['format']} shards in {args.out}", file=sys.stderr)
+    if "run" in manifest:
+        print(f"fastbpe encode: {run['text_bytes'] / 1e6:,.1f} MB of text ({run['file_bytes'] / 1e6:,.1f} MB "
+              f"of files) in {run['seconds']:.2f} s: {run['mb_per_second']:,.1f} MB/s, "
+              f"{run['tokens_per_second']:,.0f} tokens/s", file=sys.stderr)
     return 0
 
 
 def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     """Register ``fastbpe encode FILES --tokenizer T --out DIR`` on an argparse subparsers object."""
-    p = subparsers.add_parser("encode", help="encode text files into token shards (.npy or .bin)",
-                              description="Stream text files (plain, .gz, .xz, .bz2 or .zst) through a "
-                                          "tokenizer into fixed-size token shards; rerunning resumes.")
+    p = subparsers.add_parser(
+        "encode", help="encode text files into token shards (npy, raw or llm.c)",
+        description="Stream text files (plain, .gz, .xz, .bz2 or .zst) through a tokenizer into "
+                    "fixed-size token shards and a manifest.json; rerunning resumes. Formats: npy "
+                    "(np.load), raw (bare little-endian uint16/uint32 ids in .bin files: np.memmap, "
+                    "nanoGPT), llmc (llm.c's .bin token files: a 1024-byte header, uint16 ids).")
     p.add_argument("files", nargs="+", help="text files, folders or globs")
     p.add_argument("--tokenizer", "-t", required=True,
-                   help="a fastbpe tokenizer file, a Hugging Face tokenizer.json, or an OpenAI {name}.tiktoken")
+                   help="a tokenizer file: Hugging Face tokenizer.json, fastbpe's .fastbpe.json, a "
+                        "NAME.tiktoken with its NAME.tiktoken.json, or an OpenAI {name}.tiktoken")
     p.add_argument("--out", "-o", required=True, help="output folder")
-    p.add_argument("--shard-size", type=int, default=100_000_000, help="ids per shard (default 1e8)")
-    p.add_argument("--format", choices=FORMATS, default="npy")
-    p.add_argument("--documents", choices=DOCUMENTS, default="file", help="what one document is")
-    p.add_argument("--separator", default="<|endoftext|>", help="special token between documents")
+    p.add_argument("--shard-size", type=size_arg, default=100_000_000,
+                   help="token ids per shard (1e8, 100M and 100000000 are the same)")
+    p.add_argument("--format", choices=FORMATS, default="npy", help="the shard file format")
+    p.add_argument("--documents", choices=DOCUMENTS, default="file",
+                   help="what one document is: a whole file, a blank-line-separated block, or a line")
+    p.add_argument("--separator", default="<|endoftext|>", help="special token put between documents")
     p.add_argument("--no-separator", action="store_true", help="put nothing between documents")
+    p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE,
+                   help="bytes of text per encoding task (4MiB, 1e6, ...)")
     p.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
     p.add_argument("--no-resume", action="store_true", help="fail instead of resuming a previous run")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as one JSON object on stdout (and no progress bar)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(run=_cmd_encode)
     return p

@@ -1,30 +1,67 @@
 """``fastbpe train``: count a corpus, learn merges, write the tokenizer and a summary.
 
-With no files it trains on a corpus every machine has: the source files of the running Python's
-standard library.
+With no files it trains on a corpus every machine has, the source files of the running Python's
+standard library, and says so on the first line it prints.
+
+The output format follows ``--out``'s name unless ``--format`` says otherwise: a name ending in
+``.tiktoken`` gets tiktoken's rank file (and ``NAME.tiktoken.json`` beside it: the split pattern
+and special tokens), ``.fastbpe.json`` fastbpe's own file (with the training statistics),
+anything else a Hugging Face ``tokenizer.json``. :func:`fastbpe.load` reads all three back.
 """
 import argparse
 import glob
+import json
 import os
 import sys
 import sysconfig
 import time
+import warnings
 from pathlib import Path
 from typing import List
 
-from ..corpus.files import expand_paths
+from ..corpus.files import CorpusDecodeError, expand_paths
 from ..learn.train import train
+from .options import flatten, size_arg, special_token_list
 
-__all__ = ["default_corpus", "add_train_subcommand"]
+__all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
+
+OUT_FORMATS = ("auto", "huggingface", "fastbpe", "tiktoken")
+
+
+def _is_utf8(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.read().decode("utf-8")
+        return True
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def default_corpus() -> List[Path]:
-    """The ``.py`` files of this Python's standard library (site-packages excluded), sorted so
-    that every run sees the same corpus in the same order."""
+    """The ``.py`` files of this Python's standard library (site-packages excluded, and the few
+    test files deliberately written in other encodings), sorted so that every run sees the same
+    corpus in the same order."""
     stdlib = sysconfig.get_paths()["stdlib"]
     files = glob.glob(os.path.join(stdlib, "**", "*.py"), recursive=True)
     skip = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
-    return sorted(Path(f) for f in files if not any(s in f for s in skip))
+    return sorted(Path(f) for f in files if not any(s in f for s in skip) and _is_utf8(f))
+
+
+def out_format(path: str, fmt: str = "auto") -> str:
+    """The format ``--format fmt`` writes to ``path``: ``fmt`` itself, or for ``"auto"`` the
+    one its name asks for.
+
+    >>> [out_format(p) for p in ("tokenizer.json", "t.fastbpe.json", "t.tiktoken", "t")]
+    ['huggingface', 'fastbpe', 'tiktoken', 'huggingface']
+    """
+    if fmt != "auto":
+        return fmt
+    name = os.path.basename(os.fspath(path)).lower()
+    if name.endswith(".fastbpe.json"):
+        return "fastbpe"
+    if name.endswith(".tiktoken"):
+        return "tiktoken"
+    return "huggingface"
 
 
 def _printable(token) -> str:
@@ -35,33 +72,108 @@ def _printable(token) -> str:
     return repr(text)
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
-    files = expand_paths(args.files) if args.files else default_corpus()
-    if not files:
-        raise SystemExit("fastbpe: no input files")
-    source = f"{len(files)} files" if args.files else f"the standard library ({len(files)} files)"
-    print(f"fastbpe train: {source}, vocab size {args.vocab_size}, pattern {args.pattern}",
-          file=sys.stderr)
-    started = time.perf_counter()
-    tokenizer = train(
+def _write(tokenizer, path: str, fmt: str) -> List[str]:
+    """Write the tokenizer; the files written."""
+    if fmt == "fastbpe":
+        tokenizer.save(path)
+        return [path]
+    if fmt == "tiktoken":
+        tokenizer.to_tiktoken(path)
+        return [path, path + ".json"]
+    tokenizer.to_huggingface(path)
+    return [path]
+
+
+def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
+    """Refuse what would only fail after the training: an output folder that does not exist, a
+    format that cannot hold the tokenizer."""
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        raise ValueError(f"the folder of --out {args.out!r} does not exist")
+    if fmt != "fastbpe" and args.unit != "bytes":
+        raise ValueError(f"--unit {args.unit} tokenizers cannot be written as {fmt} files (byte-level only); "
+                         "use --format fastbpe or an --out name ending in .fastbpe.json")
+    if args.compat == "hf" and args.unit != "bytes":
+        raise ValueError("--compat hf needs --unit bytes")
+
+
+def _train(args: argparse.Namespace, files: List[Path], special_tokens: List[str]):
+    return train(
         files,
         args.vocab_size,
+        num_merges=args.num_merges,
         unit=args.unit,
         pattern=args.pattern,
         min_frequency=args.min_frequency,
-        special_tokens=args.special_tokens,
-        progress=False if args.quiet else None,
+        special_tokens=special_tokens,
+        progress=False if args.quiet or args.json else None,
         workers=args.workers,
         errors=args.errors,
+        compat=args.compat,
     )
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    fmt = out_format(args.out, args.format)
+    special_tokens = flatten(args.special_token)
+    _check_before_training(args, fmt)
+    if args.files:
+        files = expand_paths(args.files)
+        if not files:
+            raise ValueError("the inputs name no files (empty folders?)")
+        source = f"{len(files)} files"
+    else:
+        files = default_corpus()
+        source = "the standard library"
+        # The first line says what is trained on, whatever else follows.
+        print(f"fastbpe train: no input files given, so training on the Python standard library's "
+              f"sources ({len(files)} files in {sysconfig.get_paths()['stdlib']})", file=sys.stderr)
+    if not args.json:
+        print(f"fastbpe train: {len(files)} files, vocab size {args.vocab_size}, pattern {args.pattern}"
+              + (f", {args.num_merges} merges at most" if args.num_merges is not None else ""), file=sys.stderr)
+    started = time.perf_counter()
+    try:
+        tokenizer = _train(args, files, special_tokens)
+    except CorpusDecodeError as exc:  # its advice in the command's own words
+        raise CorpusDecodeError(str(exc).replace("errors='replace'", "--errors replace")
+                                .replace("errors='bytes'", "--errors bytes")) from None
     trained = time.perf_counter()
-    tokenizer.save(args.out)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        written = _write(tokenizer, args.out, fmt)
+    notes = [str(w.message) for w in caught]
+    for note in notes:
+        print(f"fastbpe: warning: {note}", file=sys.stderr)
     saved = time.perf_counter()
     stats = tokenizer.training_stats
     mb = stats["input_bytes"] / 1e6
     total = saved - started
+    if args.json:
+        summary = {
+            "command": "train",
+            "input": {"source": "files" if args.files else "stdlib", "files": len(files),
+                      "bytes": stats["input_bytes"], "chunks": stats["input_chunks"],
+                      "unique_chunks": stats["unique_chunks"]},
+            "vocab_size": tokenizer.vocab_size,
+            "merges": stats["merges"],
+            "special_tokens": tokenizer.special_tokens,
+            "pattern": args.pattern,
+            "unit": args.unit,
+            "compat": args.compat,
+            "seconds": {"count": stats["seconds_count"], "prepare": stats["seconds_prepare"],
+                        "merge": stats["seconds_merge"], "save": saved - trained, "total": total},
+            "mb_per_second": mb / max(total, 1e-9),
+            "corpus_tokens": stats["corpus_tokens"],
+            "bytes_per_token": stats["input_bytes"] / max(stats["corpus_tokens"], 1),
+            "format": fmt,
+            "out": written,
+            "warnings": notes,
+        }
+        print(json.dumps(summary))
+        return 0
     lines = [
-        f"input           {mb:,.1f} MB in {len(files)} files, {stats['input_chunks']:,} chunks",
+        f"input           {mb:,.1f} MB in {len(files)} files{'' if args.files else ' (' + source + ')'}, "
+        f"{stats['input_chunks']:,} chunks",
         f"unique chunks   {stats['unique_chunks']:,}",
         f"merges          {stats['merges']:,} (vocab size {tokenizer.vocab_size:,})",
         f"count           {stats['seconds_count']:8.2f} s   {mb / max(stats['seconds_count'], 1e-9):8.1f} MB/s",
@@ -74,7 +186,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"({stats['corpus_tokens']:,} tokens on the training corpus)",
         "first merges    " + ", ".join(
             f"{_printable(a)}+{_printable(b)}" for a, b in tokenizer.merges[:10]),
-        f"wrote           {args.out}",
+        f"wrote           {' and '.join(written)} ({fmt} format)",
     ]
     print("\n".join(lines))
     return 0
@@ -82,18 +194,43 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def add_train_subcommand(subparsers) -> argparse.ArgumentParser:
     """Register ``fastbpe train [FILES] --vocab-size N --out PATH``."""
-    t = subparsers.add_parser("train", help="learn a BPE tokenizer from text files")
-    t.add_argument("files", nargs="*", help="files, directories or globs (default: the stdlib sources)")
-    t.add_argument("--vocab-size", type=int, default=8192, help="target vocabulary size (default 8192)")
-    t.add_argument("--out", default="tokenizer.json", help="where to write the tokenizer (default tokenizer.json)")
-    t.add_argument("--unit", choices=("bytes", "chars"), default="bytes")
+    t = subparsers.add_parser(
+        "train", help="learn a BPE tokenizer from text files",
+        description="Learn a byte-pair-encoding tokenizer from text files (plain, .gz, .xz, .bz2 or .zst; "
+                    "folders and globs too) and write it: --out NAME.json writes a Hugging Face "
+                    "tokenizer.json, NAME.tiktoken tiktoken's rank file (with NAME.tiktoken.json), "
+                    "NAME.fastbpe.json fastbpe's own file with the training statistics. With no "
+                    "files it trains on the Python standard library's sources.")
+    t.add_argument("files", nargs="*",
+                   help="files, folders or globs to train on (none: the Python standard library's sources)")
+    t.add_argument("--vocab-size", type=size_arg, default=8192,
+                   help="target vocabulary size: base symbols, merged tokens and special tokens")
+    t.add_argument("--num-merges", type=size_arg, default=None,
+                   help="stop after this many merges (default: as many as --vocab-size allows)")
+    t.add_argument("--out", "-o", default="tokenizer.json", help="the tokenizer file to write")
+    t.add_argument("--format", choices=OUT_FORMATS, default="auto",
+                   help="the file format; auto: .tiktoken -> tiktoken, .fastbpe.json -> fastbpe, "
+                        "anything else -> huggingface")
+    t.add_argument("--unit", choices=("bytes", "chars"), default="bytes",
+                   help="base symbols: the 256 bytes (any text encodes) or the corpus's characters")
     t.add_argument("--pattern", "--pretokenizer", dest="pattern", default="gpt2",
-                   help="the split pattern: a name (gpt2, cl100k, o200k, llama3, whitespace) or a regex (default gpt2)")
-    t.add_argument("--min-frequency", type=int, default=2)
-    t.add_argument("--special-tokens", nargs="*", default=[], metavar="TOKEN")
+                   help="the split pattern: a name (gpt2, cl100k, o200k, llama3, whitespace) or a regex "
+                        "(--pretokenizer is its former name)")
+    t.add_argument("--min-frequency", type=int, default=2,
+                   help="stop when the most frequent pair occurs fewer times than this")
+    t.add_argument("--special-token", "--special-tokens", dest="special_token", action="append",
+                   type=special_token_list, default=[], metavar="TOKEN",
+                   help="a special token (repeat the flag for more, or give a comma-separated list; "
+                        "\\, is a literal comma); they take the last ids (default: none)")
+    t.add_argument("--compat", choices=("hf",), default=None,
+                   help="hf: learn exactly the merges of Hugging Face's BpeTrainer (byte-level, gpt2 split) "
+                        "(default: fastbpe's own tie rule)")
     t.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")
-    t.add_argument("--errors", choices=("strict", "replace"), default="replace",
-                   help="invalid UTF-8 in the input: fail, or replace with U+FFFD (default)")
+    t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
+                   help="invalid UTF-8 in the input: fail naming the file and offset, replace it with "
+                        "U+FFFD, or count the raw bytes")
+    t.add_argument("--json", action="store_true",
+                   help="print the summary as one JSON object on stdout (and no progress bars)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(run=_cmd_train)
     return t

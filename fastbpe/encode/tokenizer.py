@@ -22,7 +22,6 @@ Encoding a text, in order: 1. special tokens are found and set apart (:mod:`.spe
 steps 3 and 4 in one compiled pass; character-level ones and word markers hand the core the
 symbol ids of each chunk instead of its bytes.
 """
-import json
 import os
 import threading
 import unicodedata
@@ -32,7 +31,7 @@ from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optio
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
-from ..fileio import read_json, write_atomic
+from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
 from ..formats import native as native_format
@@ -60,7 +59,8 @@ class Tokenizer:
     applied before splitting) and ``split_gaps`` (text between pattern matches becomes chunks
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
     ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
-    splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps).
+    splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps);
+    ``training_stats``: what each phase of training took (fastbpe's own files keep it).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -85,6 +85,7 @@ class Tokenizer:
         normalizer: Optional[str] = None,
         split_gaps: bool = False,
         split_stages: Sequence[Tuple[str, bool]] = (),
+        training_stats: Optional[Mapping] = None,
     ):
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
@@ -120,8 +121,9 @@ class Tokenizer:
             self._ids[token] = i
         self.merge_ids = self._checked_merges(merges)
         self.merge_counts = None if merge_counts is None else [int(c) for c in merge_counts]
-        # What each phase of training took (fastbpe.train fills it in; None otherwise).
-        self.training_stats: Optional[dict] = None
+        # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
+        # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
+        self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
         self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
                                                                   self.token_bytes)
         self._core_obj: Optional[BPECore] = None
@@ -448,13 +450,16 @@ class Tokenizer:
         return cls(**native_format.read_dict(data))
 
     def save(self, path: PathLike) -> None:
-        """Write the tokenizer as versioned JSON, atomically (temp file, then rename)."""
-        write_atomic(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1).encode("utf-8"))
+        """Write fastbpe's own file (versioned JSON, with the training statistics when there
+        are some), atomically (temp file, then rename). :meth:`to_huggingface` and
+        :meth:`to_tiktoken` write the peers' formats."""
+        native_format.write(self, path)
 
     @classmethod
     def load(cls, path: PathLike) -> "Tokenizer":
-        """A file written by :meth:`save` (:func:`fastbpe.load` reads every format)."""
-        return cls._from_file(native_format.read_dict(read_json(path, "fastbpe tokenizer file")), path)
+        """A file written by :meth:`save`, or any other format :func:`fastbpe.load` reads
+        (recognised by its content)."""
+        return cls._from_file(detect_format.read_any(path), path)
 
     @classmethod
     def _from_file(cls, kwargs: dict, path: PathLike) -> "Tokenizer":

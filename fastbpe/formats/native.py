@@ -6,9 +6,14 @@ from a trained tokenizer's, so a trained tokenizer's file reads in every version
 """
 from typing import Mapping
 
+import json
+import os
+from typing import Union
+
+from ..fileio import read_json, write_atomic
 from .bytelevel import text_to_token, token_to_text
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "to_dict", "read_dict"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "to_dict", "read_dict", "read", "write"]
 
 FORMAT_NAME = "fastbpe"
 FORMAT_VERSION = 1
@@ -64,8 +69,22 @@ def read_dict(data: Mapping) -> dict:
             normalizer=data.get("normalizer"),
             split_gaps=bool(data.get("split_gaps", False)),
             split_stages=[tuple(x) for x in data.get("split_stages", [])],
+            training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
         )
     except KeyError as exc:
         raise ValueError(f"fastbpe tokenizer file is missing the field {exc.args[0]!r}") from None
     except (TypeError, AttributeError) as exc:
         raise ValueError(f"malformed fastbpe tokenizer file: {exc}") from None
+
+
+def read(path: Union[str, os.PathLike]) -> dict:
+    """The Tokenizer keyword arguments of a fastbpe tokenizer file."""
+    return read_dict(read_json(path, "fastbpe tokenizer file"))
+
+
+def write(tok, path: Union[str, os.PathLike]) -> None:
+    """Write a tokenizer's file atomically, with ``training_stats`` when it has them."""
+    data = to_dict(tok)
+    if tok.training_stats:
+        data["training_stats"] = tok.training_stats
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))

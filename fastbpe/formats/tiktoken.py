@@ -14,11 +14,11 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from .._core.encode import derive_merges
-from ..fileio import write_atomic
+from ..fileio import read_json, write_atomic
 from ..split.patterns import GPT2_PATTERN, compiled_regex, source
 from .bytelevel import check_byte_level
 
-__all__ = ["read_tiktoken_ranks", "read", "read_openai", "write", "to_tiktoken_encoding", "OPENAI_ENCODINGS"]
+__all__ = ["read_tiktoken_ranks", "read", "read_openai", "read_with_sidecar", "write", "to_tiktoken_encoding", "OPENAI_ENCODINGS"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -107,6 +107,19 @@ def read_openai(name: str, path: PathLike) -> dict:
         path = path / f"{_TIKTOKEN_FILE.get(name, name)}.tiktoken"
     pattern, specials = OPENAI_ENCODINGS[name]
     return read(path, pattern, specials)
+
+
+def read_with_sidecar(path: PathLike, sidecar: Optional[PathLike] = None) -> dict:
+    """A ``.tiktoken`` file written by :func:`write`, with the pattern and special tokens of its
+    sidecar (``path + ".json"`` unless given)."""
+    sidecar = os.fspath(path) + ".json" if sidecar is None else sidecar
+    data = read_json(sidecar, "tiktoken sidecar (pat_str and special_tokens)")
+    specials = data.get("special_tokens", {}) if isinstance(data, Mapping) else None
+    if not isinstance(data, Mapping) or not isinstance(data.get("pat_str"), str) or not isinstance(specials, Mapping) \
+            or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                       for k, v in specials.items()):
+        raise ValueError(f"{os.fspath(sidecar)}: expected {{\"pat_str\": str, \"special_tokens\": {{str: int}}}}")
+    return read(path, data["pat_str"], specials)
 
 
 def write(tok, path: PathLike) -> None:

@@ -276,10 +276,35 @@ def _names_a_path(text: str) -> bool:
     return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
 
 
+def _str_corpus(corpus: str):
+    """What a ``str`` passed as the corpus means: the files it names, else text if it cannot be
+    a path; a ValueError for a string that looks like a path to nothing (a typo).
+
+    >>> list(_str_corpus("the cat sat on the mat"))
+    ['the cat sat on the mat']
+    >>> _str_corpus("corpus/a.txtt")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'corpus/a.txtt' names no file, directory or matching glob; to train on a string as text, pass text='corpus/a.txtt' (or an iterator of strings)
+    """
+    if _names_a_path(corpus):
+        return corpus
+    if not corpus:
+        return iter([corpus])  # empty text: count_words says the corpus is empty
+    single_line = "\n" not in corpus and len(corpus) <= 4096
+    # No whitespace (a word, a path) or a path whose folder exists: a missing file, not text.
+    folder = os.path.dirname(corpus) if single_line else ""
+    if not any(c.isspace() for c in corpus) or (folder and os.path.isdir(folder)):
+        raise ValueError(f"{corpus[:200]!r} names no file, directory or matching glob; to train on a string as "
+                         f"text, pass text={corpus[:200]!r} (or an iterator of strings)")
+    return iter([corpus])  # text (count_words reads a str as a path, an iterator as texts)
+
+
 def train(
-    corpus,
+    corpus=None,
     vocab_size: Optional[int] = None,
     *,
+    text: Optional[str] = None,
     num_merges: Optional[int] = None,
     unit: str = "bytes",
     pattern: str = "gpt2",
@@ -297,9 +322,13 @@ def train(
     """Train a BPE tokenizer on a corpus; returns a :class:`~fastbpe.encode.Tokenizer`.
 
     ``corpus``: a path (``pathlib.Path``, or a ``str`` naming an existing file, directory or
-    matching glob), a list of paths, text (any other ``str``), an iterator of ``str``/``bytes``
-    texts, or a :class:`WordTable` already counted with :func:`fastbpe.count_words` (count
-    once, train many times). ``workers`` and ``cluster`` are passed to ``count_words``.
+    matching glob), a list of paths, an iterator of ``str``/``bytes`` texts, or a
+    :class:`WordTable` already counted with :func:`fastbpe.count_words` (count once, train many
+    times). ``text``: a string to train on, as text (instead of ``corpus``). A ``str`` corpus
+    that names no existing path is taken as text only when it cannot be one: it holds
+    whitespace and no existing folder of it; otherwise (``"corpus/a.txtt"``, ``"tokens"``) it is a
+    ValueError, so a mistyped path is never trained on. ``workers`` and ``cluster`` are passed
+    to ``count_words``.
     ``vocab_size`` counts base symbols, merged tokens and special tokens; ``num_merges`` caps
     the merges instead. Byte-level with the GPT-2 split is the default for real use;
     ``pattern="whitespace", unit="chars", word_start="_"`` reproduces BPE by hand as
@@ -333,12 +362,19 @@ def train(
         raise ValueError("special_tokens has duplicates")
     if unit not in ("bytes", "chars"):
         raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
+    if (corpus is None) == (text is None):
+        raise ValueError("give the corpus (paths, an iterator of texts, a WordTable) or text=..., not both"
+                         if text is not None else "give a corpus (paths, an iterator of texts, a WordTable) or text=...")
+    if text is not None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        corpus = iter([text])  # count_words reads a str as a path; an iterator as texts
     started = time.perf_counter()
     if isinstance(corpus, WordTable):
         table = corpus
     else:
-        if isinstance(corpus, str) and not _names_a_path(corpus):
-            corpus = iter([corpus])  # text, not a path (count_words takes a str as a path)
+        if isinstance(corpus, str):
+            corpus = _str_corpus(corpus)
         kwargs = {"pattern": pattern, "workers": workers, "progress": progress,
                   "errors": errors}
         if cluster is not None:

@@ -1,8 +1,11 @@
-"""The ``fastbpe`` command, end to end."""
+"""The ``fastbpe`` command, end to end: every trap a new user met has a test here."""
+import argparse
 import bz2
 import gzip
+import inspect
 import json
 import lzma
+import os
 import subprocess
 import sys
 
@@ -10,9 +13,9 @@ import numpy as np
 import pytest
 
 import fastbpe
-from fastbpe.cli import default_corpus, main
-from fastbpe import Tokenizer
-from fastbpe.shards import MANIFEST, read_shard
+from fastbpe.cli import build_parser, default_corpus, main, parse_size
+from fastbpe import shards
+from fastbpe.shards import MANIFEST, encode_files, read_shard
 
 EOT = "<|endoftext|>"
 
@@ -31,7 +34,7 @@ def test_train_on_files(tmp_path, capsys):
     assert main(["train", str(corpus), "--vocab-size", "270", "--out", str(out), "-q"]) == 0
     report = capsys.readouterr().out
     assert "unique chunks" in report and "bytes/token" in report and "first merges" in report
-    tok = Tokenizer.load(out)
+    tok = fastbpe.load(out)
     assert tok.vocab_size == 270
     assert tok.decode(tok.encode("lowest newer")) == "lowest newer"
 
@@ -44,15 +47,17 @@ def test_missing_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_console_script_on_default_corpus(tmp_path):
-    """The README's main job: ``fastbpe train`` with no files, as a subprocess."""
+    """The README's main job: ``fastbpe train`` with no files, as a subprocess; the first line
+    it prints says it trains on the standard library, and the file is a tokenizer.json."""
     out = tmp_path / "std.json"
     done = subprocess.run(
         [sys.executable, "-m", "fastbpe", "train", "--vocab-size", "1000", "--out", str(out), "-q"],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    assert "standard library" in done.stderr
-    assert json.loads(out.read_text(encoding="utf-8"))["format"] == "fastbpe"
+    assert "no input files given" in done.stderr.splitlines()[0]
+    assert "standard library" in done.stderr.splitlines()[0]
+    assert json.loads(out.read_text(encoding="utf-8"))["model"]["type"] == "BPE"
 
 
 # ------------------------------------------------------------------------------ fastbpe encode
@@ -81,7 +86,7 @@ def shard_ids(out_dir):
 def test_encode_subcommand(encode_setup, tmp_path, shared_data):
     tok, tok_path, paths, docs = encode_setup
     assert main(["encode", str(paths[0]), str(paths[1]), "--tokenizer", str(tok_path),
-                 "--out", str(tmp_path / "out"), "--shard-size", "10000", "--format", "bin", "-q"]) == 0
+                 "--out", str(tmp_path / "out"), "--shard-size", "10000", "--format", "raw", "-q"]) == 0
     assert shard_ids(tmp_path / "out") == tok.encode_ordinary(docs[0]) + [tok.special_tokens[EOT]] + \
         tok.encode_ordinary(docs[1])
     assert main(["encode", str(paths[0]), "--tokenizer", str(tok_path),
@@ -115,7 +120,7 @@ def test_encode_reads_every_compression_train_reads(encode_setup, tmp_path, kind
     _compressed(tmp_path / name, data, kind)
     for source, out in (("plain.txt", "plain"), (name, "packed")):
         assert main(["encode", str(tmp_path / source), "--tokenizer", str(tok_path), "--out", str(tmp_path / out),
-                     "--shard-size", "4000", "--format", "bin", "--documents", "line", "-q"]) == 0
+                     "--shard-size", "4000", "--format", "raw", "--documents", "line", "-q"]) == 0
     plain, packed = sorted((tmp_path / "plain").glob("*.bin")), sorted((tmp_path / "packed").glob("*.bin"))
     assert len(plain) > 3 and [p.name for p in packed] == [p.name for p in plain]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(plain, packed))
@@ -132,3 +137,253 @@ def test_encode_errors_are_clear(encode_setup, tmp_path, capsys):
     assert main(["encode", str(tmp_path / "nope.txt"), "--tokenizer", str(tok_path), "--out", str(tmp_path / "o2"),
                  "-q"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ no silent traps
+
+
+@pytest.fixture()
+def small_corpus(tmp_path, shared_data):
+    path = tmp_path / "b.txt"
+    path.write_text(shared_data.text("english.txt.gz", 60_000), encoding="utf-8")
+    return path
+
+
+def _run_json(argv, capsys):
+    code = main(argv + ["--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out)
+
+
+def test_special_tokens_never_swallow_the_input_files(small_corpus, tmp_path, capsys):
+    out = tmp_path / "t.json"
+    summary = _run_json(["train", "--special-tokens", "<|endoftext|>", str(small_corpus), "--vocab-size", "300",
+                         "--out", str(out)], capsys)
+    assert summary["input"] == {**summary["input"], "source": "files", "files": 1,
+                                "bytes": small_corpus.stat().st_size}
+    assert summary["special_tokens"] == {"<|endoftext|>": 299}
+    # one flag per token, or a comma list; either spelling
+    summary = _run_json(["train", "--special-token", "<|a|>", str(small_corpus), "--special-token", "<|b|>,<|c\\,d|>",
+                         "--vocab-size", "300", "--out", str(out)], capsys)
+    assert list(summary["special_tokens"]) == ["<|a|>", "<|b|>", "<|c,d|>"] and summary["input"]["files"] == 1
+    assert fastbpe.load(out).special_tokens == summary["special_tokens"]
+    assert main(["train", str(small_corpus), "--special-token", "a,,b", "--out", str(out)]) == 2
+    assert "fastbpe: error:" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"fastbpe {fastbpe.__version__}"
+    done = subprocess.run([sys.executable, "-m", "fastbpe", "--version"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == f"fastbpe {fastbpe.__version__}"
+
+
+def _subparsers():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices
+
+
+@pytest.mark.parametrize("command", ["train", "encode"])
+def test_every_option_has_help_and_shows_its_default(command):
+    sub = _subparsers()[command]
+    text = " ".join(sub.format_help().split())
+    for action in sub._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        assert action.help, f"{action.option_strings or action.dest} has no help"
+        if action.option_strings and action.default not in (None, False, [], argparse.SUPPRESS):
+            assert f"(default: {action.default})" in text, f"{action.option_strings[0]} hides its default"
+        elif action.option_strings and action.default is None:
+            assert "default" in action.help or action.required, f"{action.option_strings[0]}: what if omitted?"
+
+
+def test_defaults_are_the_api_defaults():
+    train_api = inspect.signature(fastbpe.train).parameters
+    train_cli = _subparsers()["train"]
+    for name in ("unit", "pattern", "min_frequency", "errors", "compat", "workers", "num_merges"):
+        assert train_cli.get_default(name) == train_api[name].default, name
+    assert train_cli.get_default("special_token") == list(train_api["special_tokens"].default)
+    encode_api = inspect.signature(encode_files).parameters
+    encode_cli = _subparsers()["encode"]
+    for cli_name, api_name in (("shard_size", "shard_size"), ("format", "fmt"), ("documents", "documents"),
+                               ("separator", "separator"), ("workers", "workers")):
+        assert encode_cli.get_default(cli_name) == encode_api[api_name].default, cli_name
+    assert encode_cli.get_default("block_size") == shards.DEFAULT_BLOCK_SIZE
+
+
+def test_sizes_read_as_people_write_them():
+    assert parse_size("1e8") == parse_size("100M") == parse_size("100MB") == parse_size("100_000_000") == 10**8
+    assert parse_size("4MiB") == parse_size("4Mi") == 4 * 2**20 and parse_size("2k") == 2000
+    for bad in ("abc", "0", "1.5", "-3", "4XB", "1e-3", ""):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+
+
+def test_shard_and_block_sizes_accept_1e8(encode_setup, tmp_path, capsys):
+    tok, tok_path, paths, docs = encode_setup
+    for shard_size, block_size in (("1e8", "4MiB"), ("100M", "1e6"), ("2k", "64KiB")):
+        out = tmp_path / f"o-{shard_size}"
+        summary = _run_json(["encode", str(paths[0]), "-t", str(tok_path), "-o", str(out), "--shard-size", shard_size,
+                             "--block-size", block_size], capsys)
+        manifest = json.loads((out / MANIFEST).read_text())
+        assert manifest["job"]["shard_size"] == parse_size(shard_size)
+        assert manifest["job"]["block_size"] == parse_size(block_size)
+        assert summary["tokens"] == len(tok.encode_ordinary(docs[0]))
+    assert main(["encode", str(paths[0]), "-t", str(tok_path), "-o", str(tmp_path / "x"), "--shard-size", "lots"]) == 2
+    assert "fastbpe: error:" in capsys.readouterr().err
+
+
+def test_num_merges_and_compat_hf(small_corpus, tmp_path, capsys):
+    out = tmp_path / "t.fastbpe.json"
+    summary = _run_json(["train", str(small_corpus), "--num-merges", "25", "--out", str(out)], capsys)
+    assert summary["merges"] == 25 and len(fastbpe.load(out).merges) == 25
+    _run_json(["train", str(small_corpus), "--vocab-size", "400", "--compat", "hf", "--out", str(out)], capsys)
+    api = fastbpe.train(small_corpus, vocab_size=400, compat="hf", progress=False)
+    assert fastbpe.load(out) == api and api.merge_rule == "pair"
+
+
+def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine words here\nthen \xff and more words\n" * 10)
+    assert main(["train", str(bad), "--vocab-size", "260", "--out", str(tmp_path / "t.json"), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("fastbpe: error:") and "bad.txt: invalid UTF-8 at byte offset 21" in err
+    assert "--errors replace" in err
+    assert not (tmp_path / "t.json").exists()
+    assert main(["train", str(bad), "--vocab-size", "260", "--out", str(tmp_path / "t.json"), "-q",
+                 "--errors", "replace"]) == 0
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["train", "--vocab-size", "many"], "is not a size"),
+    (["train", "--bogus"], "unrecognized arguments"),
+    (["train", "--vocab", "300"], "unrecognized arguments: --vocab"),  # no guessing from abbreviations
+    (["train", "--unit", "chars", "--out", "t.json"], "--format fastbpe"),
+    (["train", "--out", "no/such/folder/t.json"], "does not exist"),
+    (["train", "--pattern", "gpt5"], "gpt5"),
+    (["encode", "x.txt"], "required"),
+    (["frobnicate"], "invalid choice"),
+    ([], "required"),
+])
+def test_user_errors_have_one_format_and_exit_code_2(argv, says, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("fastbpe: error: ") and says in last, err
+    done = subprocess.run([sys.executable, "-m", "fastbpe", *argv], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].startswith("fastbpe: error: ")
+
+
+def test_training_on_the_standard_library_only_without_inputs(tmp_path, capsys, monkeypatch):
+    """Files given: never the standard library, whatever the options; none: it, said first."""
+    monkeypatch.setattr("fastbpe.cli.train.default_corpus", lambda: [tmp_path / "std.txt"])
+    (tmp_path / "std.txt").write_text("def f(x):\n    return x\n" * 50, encoding="utf-8")
+    summary = _run_json(["train", "--vocab-size", "260", "--out", str(tmp_path / "t.json")], capsys)
+    assert summary["input"]["source"] == "stdlib"
+    (tmp_path / "mine.txt").write_text("mine " * 100, encoding="utf-8")
+    code = main(["train", "--special-tokens", "<s>", str(tmp_path / "mine.txt"), "--vocab-size", "260",
+                 "--out", str(tmp_path / "t.json"), "-q"])
+    captured = capsys.readouterr()
+    assert code == 0 and "standard library" not in captured.err + captured.out
+
+
+# ------------------------------------------------------------------------------ interoperable outputs
+
+
+@pytest.fixture(scope="module")
+def trained_files(tmp_path_factory, shared_data):
+    """One corpus trained by the command into each output format."""
+    root = tmp_path_factory.mktemp("outputs")
+    corpus = root / "corpus.txt"
+    corpus.write_text(shared_data.text("english.txt.gz", 400_000), encoding="utf-8")
+    common = [str(corpus), "--vocab-size", "1200", "--special-token", EOT, "-q"]
+    for out, extra in (("tokenizer.json", []), ("own.fastbpe.json", []), ("own-json.json", ["--format", "fastbpe"]),
+                       ("ranks.tiktoken", [])):
+        assert main(["train", *common, "--out", str(root / out), *extra]) == 0
+    api = fastbpe.train(corpus, vocab_size=1200, special_tokens=[EOT], progress=False)
+    return root, api, shared_data.text("english.txt.gz", 500_000)[400_000:] + " naïve café 😀 <|endoftext|> x"
+
+
+def test_out_json_is_a_tokenizers_file_with_identical_ids(trained_files):
+    tokenizers = pytest.importorskip("tokenizers")
+    root, api, text = trained_files
+    theirs = tokenizers.Tokenizer.from_file(str(root / "tokenizer.json"))
+    ours = fastbpe.load(root / "tokenizer.json")
+    want = api.encode(text, allowed_special="all")
+    assert theirs.encode(text, add_special_tokens=False).ids == ours.encode(text, allowed_special="all") == want
+    assert theirs.decode(want, skip_special_tokens=False) == text
+
+
+def test_out_json_loads_in_transformers_with_identical_ids(trained_files):
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (optional check)")
+    root, api, text = trained_files
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(root / "tokenizer.json"))
+    assert fast(text, add_special_tokens=False)["input_ids"] == api.encode(text, allowed_special="all")
+    assert fast.convert_tokens_to_ids(EOT) == api.special_tokens[EOT]
+
+
+def test_fastbpe_format_keeps_the_training_stats(trained_files):
+    root, api, text = trained_files
+    for name in ("own.fastbpe.json", "own-json.json"):
+        data = json.loads((root / name).read_text(encoding="utf-8"))
+        assert data["format"] == "fastbpe" and data["training_stats"]["merges"] == len(api.merges)
+        loaded = fastbpe.load(root / name)
+        assert loaded == api and loaded.training_stats["input_bytes"] == api.training_stats["input_bytes"]
+
+
+def test_out_tiktoken_writes_ranks_and_sidecar(trained_files):
+    tiktoken = pytest.importorskip("tiktoken")
+    root, api, text = trained_files
+    sidecar = json.loads((root / "ranks.tiktoken.json").read_text(encoding="utf-8"))
+    assert sidecar["special_tokens"] == {EOT: api.special_tokens[EOT]}
+    from tiktoken.load import load_tiktoken_bpe
+
+    encoding = tiktoken.Encoding(name="mine", pat_str=sidecar["pat_str"],
+                                 mergeable_ranks=load_tiktoken_bpe(str(root / "ranks.tiktoken")),
+                                 special_tokens=sidecar["special_tokens"])
+    ordinary = text.replace(EOT, "")
+    assert encoding.encode_ordinary(ordinary) == api.encode_ordinary(ordinary) == \
+        fastbpe.load(root / "ranks.tiktoken").encode_ordinary(ordinary)
+
+
+# ------------------------------------------------------------------------------ shards and summaries
+
+
+def test_encode_raw_shards_read_with_memmap_and_summary(encode_setup, tmp_path, capsys, monkeypatch):
+    tok, tok_path, paths, docs = encode_setup
+    totals = []
+    real_bar = shards.byte_bar
+
+    def recording_bar(progress, total, desc):
+        totals.append(total)
+        return real_bar(progress, total, desc)
+
+    monkeypatch.setattr(shards, "byte_bar", recording_bar)
+    out = tmp_path / "out"
+    assert main(["encode", *map(str, paths), "-t", str(tok_path), "-o", str(out), "--format", "raw",
+                 "--shard-size", "5000"]) == 0
+    err = capsys.readouterr().err
+    assert totals == [sum(p.stat().st_size for p in paths)]  # the bar's total: the input's bytes
+    assert "MB/s" in err and "tokens/s" in err
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert (manifest["format"], manifest["dtype"]) == ("raw", "uint16")
+    ids = np.concatenate([np.memmap(out / s["file"], dtype=np.uint16, mode="r") for s in manifest["shards"]])
+    assert [len(np.memmap(out / s["file"], dtype=np.uint16, mode="r")) for s in manifest["shards"]] == \
+        [s["tokens"] for s in manifest["shards"]]
+    assert ids.tolist() == tok.encode_ordinary(docs[0]) + [tok.special_tokens[EOT]] + tok.encode_ordinary(docs[1])
+
+
+def test_encode_json_summary(encode_setup, tmp_path, capsys):
+    tok, tok_path, paths, docs = encode_setup
+    summary = _run_json(["encode", str(paths[0]), "-t", str(tok_path), "-o", str(tmp_path / "o"), "--format", "llmc"],
+                        capsys)
+    assert summary["format"] == "llmc" and summary["tokens"] == len(tok.encode_ordinary(docs[0]))
+    assert summary["run"]["text_bytes"] == len(docs[0].encode()) and summary["run"]["tokens_per_second"] > 0
+    again = _run_json(["encode", str(paths[0]), "-t", str(tok_path), "-o", str(tmp_path / "o"), "--format", "llmc"],
+                      capsys)
+    assert again["complete"] and again["run"]["resumed"]

@@ -156,7 +156,7 @@ def test_file_is_human_readable(code_tokenizer, tmp_path):
     "content,message",
     [
         (b"not json", "JSON"),
-        (b'{"format": "other"}', "not a fastbpe"),
+        (b'{"format": "other"}', "neither a fastbpe tokenizer file nor a Hugging Face"),
         (b'{"format": "fastbpe", "version": 99}', "version"),
         (b'{"format": "fastbpe", "version": 1, "unit": "bytes"}', "missing"),
         (b'{"format": "fastbpe", "version": 1, "unit": "bytes", "pattern": "gpt2", '

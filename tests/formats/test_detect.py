@@ -77,6 +77,13 @@ def test_load_recognises_every_format(tmp_path):
     (tmp_path / "other.json").write_text('{"neither": 1}')
     with pytest.raises(ValueError, match="other.json"):
         fastbpe.load(tmp_path / "other.json")
+    # A .tiktoken file reads with the sidecar written beside it, and without one needs its pattern.
     tok.to_tiktoken(tmp_path / "mine.tiktoken")
+    mine = fastbpe.load(tmp_path / "mine.tiktoken")
+    assert mine.encode(text) == tok.encode(text) and mine.special_tokens == tok.special_tokens
+    (tmp_path / "mine.tiktoken.json").unlink()
     with pytest.raises(ValueError, match="from_tiktoken"):
+        fastbpe.load(tmp_path / "mine.tiktoken")
+    (tmp_path / "mine.tiktoken.json").write_text('{"pat_str": 3}')
+    with pytest.raises(ValueError, match="mine.tiktoken.json"):
         fastbpe.load(tmp_path / "mine.tiktoken")

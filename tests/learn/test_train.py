@@ -163,7 +163,7 @@ def hf_train(text, vocab_size, min_frequency, specials):
 
 
 def ours_train(text, vocab_size, min_frequency, specials):
-    tok = fastbpe.train(text, vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+    tok = fastbpe.train(text=text, vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
                         progress=False, compat="hf")
     return tok, [(_bytes_to_text(a), _bytes_to_text(b)) for a, b in tok.merges]
 
@@ -214,3 +214,25 @@ def test_compat_needs_byte_level_gpt2():
         fastbpe.train("a b", vocab_size=300, compat="hf", unit="chars", progress=False)
     with pytest.raises(ValueError, match="compat must be"):
         fastbpe.train("a b", vocab_size=300, compat="sentencepiece", progress=False)
+
+
+def test_a_mistyped_path_is_never_trained_on_as_text(tmp_path, monkeypatch):
+    """A str that names no file is text only when it cannot be a path; a typo is a ValueError."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.txt").write_text("the cat sat on the mat " * 20, encoding="utf-8")
+    from_file = fastbpe.train("corpus/a.txt", vocab_size=270, progress=False)
+    for typo in ("corpus/a.txtt", "a.txt", "corpus/my notes.txt", "tokens"):
+        with pytest.raises(ValueError, match="names no file.*text="):
+            fastbpe.train(typo, vocab_size=270, progress=False)
+    # text= always means text, whatever it looks like; a str with spaces still reads as text
+    typo_as_text = fastbpe.train(text="corpus/a.txtt", num_merges=3, min_frequency=1, progress=False)
+    assert typo_as_text.training_stats["input_bytes"] == len("corpus/a.txtt")
+    as_text = fastbpe.train(text="the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    assert as_text == from_file == fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    with pytest.raises(ValueError, match="not both"):
+        fastbpe.train("corpus/a.txt", text="x y", vocab_size=270)
+    with pytest.raises(ValueError, match="give a corpus"):
+        fastbpe.train(vocab_size=270)
+    with pytest.raises(TypeError, match="text must be a str"):
+        fastbpe.train(text=["a b"], vocab_size=270)
