@@ -117,7 +117,7 @@ def test_documents_by_blank_line(tok, tmp_path):
 def whitespace_tok(shared_data):
     """Splits on whitespace, whose rule cuts anywhere before a space or newline: between the two
     newlines of a blank line too."""
-    return fastbpe.train(shared_data.text("english.txt.gz", 100_000), vocab_size=400, pretokenizer="whitespace",
+    return fastbpe.train(shared_data.text("english.txt.gz", 100_000), vocab_size=400, pattern="whitespace",
                          progress=False, special_tokens=[EOT])
 
 
@@ -181,7 +181,7 @@ NORMALISATION_TEXT = ("caf\u00e9. na\u00efve, \u0958. \u095b.\n\u2475\nb\u2100 \
 def test_normalising_tokenizers_cut_the_normalised_text(form, tmp_path):
     """Normalising changes what the split sees (U+0958 is a letter, its NFC ends with a mark; NFD
     ends "é" with a mark; NFKC turns ⑵ into "(2)"), so cuts are made on the normalised text."""
-    base = fastbpe.train(unicodedata.normalize(form, NORMALISATION_TEXT), vocab_size=320, pretokenizer="cl100k",
+    base = fastbpe.train(unicodedata.normalize(form, NORMALISATION_TEXT), vocab_size=320, pattern="cl100k",
                          progress=False)
     tok = fastbpe.Tokenizer(base.token_bytes, base.merge_ids, pattern="cl100k", normalizer=form)
     whole = tok.encode_ordinary(NORMALISATION_TEXT)
