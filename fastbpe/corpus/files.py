@@ -28,8 +28,8 @@ _SUFFIXES = {".gz": "gzip", ".xz": "xz", ".lzma": "xz", ".bz2": "bz2", ".zst": "
 
 
 class CorpusDecodeError(ValueError):
-    """Invalid UTF-8 in the corpus under errors="strict": the message names the file (or item)
-    and the byte offset."""
+    """The corpus cannot be read as text: invalid UTF-8 under errors="strict", or compressed data
+    that is corrupt or truncated. The message names the file (or item) and the byte offset."""
 
 
 def decode_error(source: Union[str, int], offset: int, bad: bytes, advice: str = "") -> CorpusDecodeError:
@@ -101,21 +101,84 @@ def open_bytes(path: str) -> Tuple[BinaryIO, BinaryIO]:
     try:
         kind = _compression(path, raw)
         if kind == "gzip":
-            return gzip.GzipFile(fileobj=raw, mode="rb"), raw
+            return _Decompressed(gzip.GzipFile(fileobj=raw, mode="rb"), path, kind), raw
         if kind == "xz":
-            return lzma.LZMAFile(raw), raw
+            return _Decompressed(lzma.LZMAFile(raw), path, kind), raw
         if kind == "bz2":
-            return bz2.BZ2File(raw), raw
+            return _Decompressed(bz2.BZ2File(raw), path, kind), raw
         if kind == "zstd":
             try:
                 import zstandard
             except ImportError:
                 raise ImportError(f"{path}: reading .zst needs the 'zstandard' module (pip install zstandard)") from None
-            return zstandard.ZstdDecompressor().stream_reader(raw), raw
+            return _Decompressed(_ZstdFrames(raw, zstandard.ZstdDecompressor()), path, kind), raw
     except BaseException:
         raw.close()
         raise
     return raw, raw
+
+
+class _ZstdFrames:
+    """The frames of a zstd file one after another. zstandard's stream reader ends quietly at a
+    truncated frame (a half-written file would read as shorter text, or as none); here the end
+    of the file inside a frame is an EOFError, like the other decompressors raise."""
+
+    def __init__(self, raw: BinaryIO, decompressor):
+        self._raw, self._decompressor = raw, decompressor
+        self._frame = None  # the decompressor of the frame being read, None between frames
+        self._pending = bytearray()
+        self._done = False
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._done and (size < 0 or len(self._pending) < size):
+            data = self._raw.read(1 << 16)
+            if not data:
+                if self._frame is not None:
+                    raise EOFError("the file ends inside a zstd frame")
+                self._done = True
+            while data:
+                if self._frame is None:
+                    self._frame = self._decompressor.decompressobj()
+                self._pending += self._frame.decompress(data)
+                data = b""
+                if self._frame.eof:  # the frame is complete; what follows starts the next one
+                    data, self._frame = self._frame.unused_data, None
+        size = len(self._pending) if size < 0 else size
+        piece = bytes(self._pending[:size])
+        del self._pending[:size]
+        return piece
+
+    def close(self) -> None:
+        pass  # the raw file is the caller's
+
+
+class _Decompressed:
+    """A decompressing reader whose failures (a truncated or damaged file: EOFError, zlib.error,
+    lzma.LZMAError, BadGzipFile, zstandard.ZstdError, ...) become one CorpusDecodeError naming the
+    file and how far it decompressed, instead of a bare library error that names nothing."""
+
+    def __init__(self, reader, path: str, kind: str):
+        self._reader, self._path, self._kind = reader, path, kind
+        self._offset = 0  # decompressed bytes handed out so far
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            piece = self._reader.read(size)
+        except Exception as exc:  # every decompressor has its own error types
+            raise CorpusDecodeError(
+                f"{self._path}: the {self._kind} data is corrupt or truncated after {self._offset} bytes "
+                f"of decompressed text ({type(exc).__name__}: {exc})") from None
+        self._offset += len(piece)
+        return piece
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
 
 def read_pieces(reader: BinaryIO, size: int) -> Iterator[bytes]:

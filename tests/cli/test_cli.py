@@ -387,3 +387,16 @@ def test_encode_json_summary(encode_setup, tmp_path, capsys):
     again = _run_json(["encode", str(paths[0]), "-t", str(tok_path), "-o", str(tmp_path / "o"), "--format", "llmc"],
                       capsys)
     assert again["complete"] and again["run"]["resumed"]
+
+
+def test_damaged_compressed_input_is_one_line_and_exit_2(tmp_path, capsys):
+    import gzip
+
+    data = gzip.compress(("the cat sat on the mat. " * 5000).encode())
+    bad = tmp_path / "corpus.txt.gz"
+    bad.write_bytes(data[: len(data) // 2])
+    assert main(["train", str(bad), "--vocab-size", "300", "--out", str(tmp_path / "t.json"), "-q"]) == 2
+    error = capsys.readouterr().err
+    failures = [line for line in error.splitlines() if line.startswith("fastbpe: error:")]
+    assert len(failures) == 1 and "corpus.txt.gz" in failures[0] and "truncated" in failures[0]
+    assert "Traceback" not in error and not (tmp_path / "t.json").exists()

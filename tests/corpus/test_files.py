@@ -1,7 +1,11 @@
-"""Corpus files: pieces of a fixed size whatever the decompressor returns, and the decode error."""
+"""Corpus files: pieces of a fixed size whatever the decompressor returns, the decode error, and
+damaged compressed files."""
 import io
 
-from fastbpe.corpus.files import CorpusDecodeError, decode_error, read_pieces
+import pytest
+
+import fastbpe
+from fastbpe.corpus.files import CorpusDecodeError, decode_error, open_bytes, read_pieces
 
 
 class ShortReads(io.RawIOBase):
@@ -33,3 +37,36 @@ def test_decode_error_names_the_source(tmp_path):
     error = decode_error(str(path), 7, b"\xfe")
     assert isinstance(error, CorpusDecodeError) and isinstance(error, ValueError)
     assert str(error) == f"{path}: invalid UTF-8 at byte offset 7 (byte 0xfe)"
+
+
+def _damaged_copies(tmp_path, kind):
+    """A truncated and a garbled compressed copy of a text, in format ``kind``."""
+    import bz2
+    import gzip
+    import lzma
+
+    text = ("the cat sat on the mat. " * 5000).encode()
+    if kind == "zst":
+        zstandard = pytest.importorskip("zstandard", reason="zstandard is optional")
+        data = zstandard.ZstdCompressor().compress(text)
+    else:
+        data = {"gz": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress}[kind](text)
+    truncated = tmp_path / f"truncated.txt.{kind}"
+    truncated.write_bytes(data[: len(data) // 2])
+    garbled = tmp_path / f"garbled.txt.{kind}"
+    garbled.write_bytes(data[:20] + b"\x00garbage" * 40 + data[340:])
+    return truncated, garbled
+
+
+@pytest.mark.parametrize("kind", ["gz", "xz", "bz2", "zst"])
+def test_damaged_compressed_files_are_a_decode_error_naming_the_file(tmp_path, kind):
+    for path in _damaged_copies(tmp_path, kind):
+        with pytest.raises(CorpusDecodeError, match=f"{path}: the .* data is corrupt or truncated"):
+            with open_bytes(str(path))[0] as reader:
+                list(read_pieces(reader, 1 << 16))
+        for workers in (1, 2):
+            with pytest.raises(CorpusDecodeError, match=str(path.name)):
+                fastbpe.count_words([str(path)] * 4, workers=workers, progress=False)
+        tok = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [])
+        with pytest.raises(CorpusDecodeError, match=str(path.name)):
+            fastbpe.encode_files(tok, [path], tmp_path / f"out-{path.name}", separator=None, progress=False)
