@@ -490,6 +490,38 @@ def _pool_context():
     return mp.get_context("spawn")
 
 
+def _exit_with_parent(parent: Optional[int]) -> None:
+    """Worker initializer: a counting worker never outlives the process that started it
+    (``parent``; None: whichever process is the parent now, the forkserver).
+
+    Killed parents (SIGKILL, a crash) run no clean-up, and their workers would go on counting
+    under PID 1. On Linux the kernel kills the worker when its parent dies (PR_SET_PDEATHSIG;
+    a forkserver exits with the parent, and takes its workers with it); elsewhere, and as a
+    second guard, a daemon thread ends the worker once it has been reparented.
+    """
+    import signal
+    import threading
+    import time
+
+    parent = os.getppid() if parent is None else parent
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the guard was set
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fastbpe-parent-watch", daemon=True).start()
+
+
 def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context=None) -> ChunkCounter:
     import concurrent.futures as cf
 
@@ -506,7 +538,10 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
         yield from tasks
 
     context = context or _pool_context()
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # a worker's parent is this process (fork, spawn) or the forkserver
+    parent = os.getpid() if context.get_start_method() != "forkserver" else None
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_with_parent,
+                                initargs=(parent,)) as pool:
         def results():
             pending = deque()
             for task in all_tasks():

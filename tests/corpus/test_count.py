@@ -3,6 +3,7 @@ import bz2
 import gzip
 import lzma
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -298,3 +299,69 @@ def test_cjk_without_spaces_or_newlines_is_cut(name, multi_bytes):
     assert len(segments) > 20
     assert count_words(iter([zh]), name, workers=1, block_size=64, progress=False) == \
         count_words_reference([zh], name)
+
+
+ENDLESS_COUNT = """
+import sys, fastbpe
+
+def texts():
+    while True:
+        yield "the cat sat on the mat and counted every chunk again " * 2000
+
+if __name__ == "__main__":
+    fastbpe.count_words(texts(), workers=2, block_size=1 << 16, progress=False)
+"""
+
+
+def _children(pid):
+    """Pids of the live processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_workers_do_not_outlive_a_killed_parent(tmp_path, signal_name):
+    """Killing the parent of count_words(workers=2) leaves no worker running."""
+    import signal
+    import subprocess
+    import time
+
+    script = tmp_path / "endless.py"
+    script.write_text(ENDLESS_COUNT)
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path))
+    try:
+        deadline = time.monotonic() + 60
+        workers = []
+        while len(workers) < 2 and time.monotonic() < deadline and parent.poll() is None:
+            time.sleep(0.2)
+            workers = _children(parent.pid)
+        assert len(workers) >= 2, "the workers never started"
+        parent.send_signal(getattr(signal, signal_name))
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while any(map(_alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(map(_alive, workers)), f"workers {workers} outlived their parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for pid in _children(parent.pid):
+            os.kill(pid, 9)
