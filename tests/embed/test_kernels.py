@@ -541,3 +541,49 @@ def test_analogy_errors():
         K.analogy(E, 0, 1, 2, k=3)  # only 5 - 3 = 2 candidates
     ids, scores = K.analogy(E, [], [], [], k=2)
     assert ids.shape == (0, 2)
+
+
+# --- optimiser row updates: checked against the arrays they write ------------------------------
+
+def test_row_updates_check_ids_and_shapes_against_the_table():
+    table = np.zeros((10, 4), dtype=np.float32)
+    m, v = np.zeros_like(table), np.zeros_like(table)
+    rows = np.ones((2, 4), dtype=np.float32)
+    adam = lambda t, m, v, ids, rows: K.adam_rows(t, m, v, ids, rows, 0.1, 0.9, 0.999, 1e-8, 1)
+    sgd = lambda t, m, v, ids, rows: K.sgd_rows(t, ids, rows, 0.1)
+    for update in (sgd, adam):
+        with pytest.raises(IndexError, match="999"):
+            update(table, m, v, np.array([1, 999]), rows)
+        with pytest.raises(IndexError, match="-1"):
+            update(table, m, v, np.array([1, -1]), rows)
+        with pytest.raises(ValueError, match="shape"):
+            update(table, m, v, np.array([1, 2]), np.ones((3, 4), dtype=np.float32))
+        with pytest.raises(ValueError, match="shape"):
+            update(table, m, v, np.array([1, 2]), np.ones((2, 5), dtype=np.float32))
+        with pytest.raises(TypeError, match="dtype"):
+            update(table, m, v, np.array([1, 2]), np.ones((2, 4)))
+        with pytest.raises(ValueError, match="distinct"):
+            update(table, m, v, np.array([2, 2]), rows)
+        with pytest.raises(ValueError, match="1-D"):
+            update(table, m, v, np.array([[1, 2]]), rows)
+        frozen = table.copy()
+        frozen.setflags(write=False)
+        with pytest.raises(ValueError, match="writeable"):
+            update(frozen, m, v, np.array([1, 2]), rows)
+        with pytest.raises(ValueError, match="2-D"):
+            update(np.zeros(10, dtype=np.float32), m, v, np.array([1, 2]), rows)
+    with pytest.raises(ValueError, match="m has shape"):
+        adam(table, np.zeros((3, 4), dtype=np.float32), v, np.array([1, 2]), rows)
+    with pytest.raises(TypeError, match="v must be"):
+        adam(table, m, np.zeros((10, 4)), np.array([1, 2]), rows)
+    with pytest.raises(ValueError, match="overlap"):
+        adam(table, m, m, np.array([1, 2]), rows)
+    assert not table.any() and not m.any() and not v.any()  # nothing was written
+
+
+def test_row_update_reading_rows_of_its_own_table():
+    table = np.arange(12, dtype=np.float64).reshape(6, 2)
+    expected = table.copy()
+    K.sgd_rows_reference(expected, np.array([0, 1, 2]), expected[1:4].copy(), 1.0)
+    K.sgd_rows(table, np.array([0, 1, 2]), table[1:4], 1.0, parallel=True)
+    np.testing.assert_array_equal(table, expected)
