@@ -20,6 +20,8 @@ Conventions shared by every function here:
   arrays on hot paths). An ``out`` array is never copied: it must be a C-contiguous ndarray of
   exactly the result's shape and dtype and must not overlap an input, else ``ValueError`` /
   ``TypeError``.
+* **Read-only inputs** (``np.load(..., mmap_mode="r")``, ``setflags(write=False)``) are taken
+  as they are, without a copy; results are new writeable arrays, and an ``out`` must be writeable.
 * **Bad input** raises before any memory is touched: ``IndexError`` naming the first offending
   id for negative or out-of-range ids (negative ids are *not* wrapped as in NumPy), ``ValueError``
   for shape mismatches, ``TypeError`` for wrong dtypes.
