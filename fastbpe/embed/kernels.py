@@ -143,6 +143,8 @@ def _check_out(out, shape, dtype, inputs=()) -> np.ndarray:
 
 def _num_rows(num_rows) -> int:
     try:
+        if isinstance(num_rows, (bool, np.bool_)):
+            raise TypeError
         n = operator.index(num_rows)
     except TypeError:
         raise TypeError(f"num_rows must be an integer, got {type(num_rows).__name__}") from None
@@ -430,6 +432,8 @@ def _topk_normalized(An, Bn, k, exclude, parallel, symmetric=False):
 
 def _check_k(k, available: int) -> int:
     try:
+        if isinstance(k, (bool, np.bool_)):
+            raise TypeError  # an int to Python, but never a count the caller meant
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"k must be an integer, got {type(k).__name__}") from None

@@ -643,3 +643,14 @@ def test_row_updates_take_read_only_ids_and_rows(dtype, parallel):
     assert table[1].tolist() == table[4].tolist() == [-0.5] * 3
     K.adam_rows(table, m, v, ids, rows, 0.1, 0.9, 0.999, 1e-8, 1, parallel=parallel)
     assert m[1].tolist() == m[4].tolist() and m[0].tolist() == [0.0] * 3
+
+
+@pytest.mark.parametrize("flag", [True, False, np.bool_(True)])
+def test_a_bool_is_not_a_count(flag):
+    A = np.random.default_rng(12).standard_normal((5, 3))
+    with pytest.raises(TypeError, match="k must be an integer"):
+        K.topk_cosine(A, k=flag)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        K.analogy(A, 0, 1, 2, k=flag)
+    with pytest.raises(TypeError, match="num_rows must be an integer"):
+        K.scatter_add(np.ones((1, 3)), [0], num_rows=flag)
