@@ -2,16 +2,49 @@
 writes that no reader ever sees half done."""
 import json
 import os
+import stat
 import tempfile
+import threading
 from typing import Any, Union
 
 __all__ = ["write_atomic", "read_json"]
 
 PathLike = Union[str, os.PathLike]
 
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process's current umask, read without changing it where Linux shows it
+    (``/proc/self/status``); elsewhere set and restored at once, under a lock."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def _mode_for(path: str) -> int:
+    """The permission bits ``open(path, "w")`` would leave: an existing file keeps its own, a
+    new one gets ``0o666`` less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
 
 def write_atomic(path: PathLike, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` so that readers see the old file or the whole new one."""
+    """Write ``payload`` to ``path`` so that readers see the old file or the whole new one.
+
+    The file ends up with the permissions a plain ``open(path, "w")`` would give it (the
+    temporary file ``mkstemp`` makes is private until then).
+    """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
@@ -19,6 +52,7 @@ def write_atomic(path: PathLike, payload: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
+            os.fchmod(f.fileno(), _mode_for(path))
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -82,6 +82,13 @@ def _sigs(build):
     return [build(f) for f in _F]
 
 
+def _in(array_type):
+    """``array_type`` as a read-only input: the compiled body takes read-only arrays
+    (``np.load(..., mmap_mode="r")``, ``setflags(write=False)``) and, since a writeable array
+    converts to a read-only one, writeable arrays too, from the same single compile."""
+    return array_type.copy(readonly=True)
+
+
 # --- streaming (non-temporal) row stores ------------------------------------------------------
 #
 # A gathered or summed row is written once and not read back soon, and the outputs here are far
@@ -172,7 +179,7 @@ def _copy_row(dst, src, stream):
 _GATHER_BLOCK = 256  # rows per parallel iteration (one store fence each)
 
 
-@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[::1], f[:, ::1],
+@serial_and_parallel(_sigs(lambda f: numba.void(_in(f[:, ::1]), _in(numba.int64[::1]), f[:, ::1],
                                                  numba.boolean)))
 def gather_rows(table, ids, out, stream):
     """``out[i] = table[ids[i]]``; each output row is written by one iteration.
@@ -193,7 +200,7 @@ def gather_rows(table, ids, out, stream):
 
 # --- scatter-add: bucket positions by destination row, then one owner per row -----------------
 
-@numba.njit(numba.types.Tuple((numba.int64[::1], numba.int64[::1]))(numba.int64[::1], numba.int64),
+@numba.njit(numba.types.Tuple((numba.int64[::1], numba.int64[::1]))(_in(numba.int64[::1]), numba.int64),
             cache=_CACHE, nogil=True)
 def bucket_by_row(ids, num_rows):
     """Stable counting sort of positions by id.
@@ -217,7 +224,7 @@ def bucket_by_row(ids, num_rows):
     return starts, order
 
 
-@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[::1], numba.int64[::1],
+@serial_and_parallel(_sigs(lambda f: numba.void(_in(f[:, ::1]), numba.int64[::1], numba.int64[::1],
                                                  numba.int64[::1], f[:, ::1])))
 def sum_buckets(grad, order, starts, chunk_bounds, out):
     """``out[b] = sum(grad[order[p]] for p in starts[b]..starts[b+1]-1)``, summed left to right.
@@ -257,7 +264,7 @@ def sum_buckets(grad, order, starts, chunk_bounds, out):
 
 # --- cosine: row normalisation and blocked top-k selection ---------------------------------------
 
-@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], f[:, ::1])))
+@serial_and_parallel(_sigs(lambda f: numba.void(_in(f[:, ::1]), f[:, ::1])))
 def normalize_rows(a, out):
     """``out[i] = a[i] / ||a[i]||``; a zero row stays zero (so its cosines are 0, never NaN).
 
@@ -495,7 +502,7 @@ def topk_finish(heap_scores, heap_ids, heap_size):
 
 # --- optimiser steps on touched rows -------------------------------------------------------------
 
-@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], numba.int64[::1], f[:, ::1], f)))
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], _in(numba.int64[::1]), _in(f[:, ::1]), f)))
 def sgd_rows(table, ids, rows, lr):
     """``table[ids[i]] -= lr * rows[i]`` for distinct ``ids`` (one owner per row)."""
     d = table.shape[1]
@@ -506,8 +513,8 @@ def sgd_rows(table, ids, rows, lr):
             dst[j] -= lr * src[j]
 
 
-@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], f[:, ::1], f[:, ::1], numba.int64[::1],
-                                                 f[:, ::1], f, f, f, f, f, f, f, f)))
+@serial_and_parallel(_sigs(lambda f: numba.void(f[:, ::1], f[:, ::1], f[:, ::1], _in(numba.int64[::1]),
+                                                 _in(f[:, ::1]), f, f, f, f, f, f, f, f)))
 def adam_rows(table, m, v, ids, rows, lr, beta1, beta2, eps, bias1, bias2, one_m_beta1,
               one_m_beta2):
     """Adam on rows ``ids`` (distinct) only: moments and weights of other rows are untouched.

@@ -173,8 +173,14 @@ class Embedding:
         self._dense = None
 
     def step(self) -> np.ndarray:
-        """Apply the optimiser to the rows with pending gradient, clear it, return those rows."""
+        """Apply the optimiser to the rows with pending gradient, clear it, return those rows.
+
+        ``weight`` may have been replaced since :meth:`backward` (by an array of its dtype,
+        C-contiguous and writeable); a pending gradient that does not fit the current table (a
+        row it no longer has, another width, Adam moments of another shape) is a ValueError
+        and stays pending."""
         touched, rows = self.pending_gradient()
+        self._check_step(touched, rows)
         self.zero_grad()
         self.step_count += 1
         if self.optimizer == "sgd":
@@ -183,3 +189,23 @@ class Embedding:
             kernels.adam_rows(self.weight, self._m, self._v, touched, rows, self.lr,
                               self.betas[0], self.betas[1], self.eps, self.step_count)
         return touched
+
+    def _check_step(self, touched: np.ndarray, rows: np.ndarray) -> None:
+        """Refuse a step whose gradient was computed for another table than ``weight``."""
+        weight = self.weight
+        if not isinstance(weight, np.ndarray) or weight.dtype not in kernels.FLOAT_DTYPES \
+                or weight.ndim != 2:
+            raise TypeError("weight must be a 2-D float32 or float64 ndarray")
+        if not weight.flags.c_contiguous or not weight.flags.writeable:
+            raise ValueError("weight is updated in place: it must be a writeable C-contiguous array")
+        if rows.dtype != weight.dtype:
+            raise TypeError(f"the pending gradient is {rows.dtype}, weight is {weight.dtype}")
+        if rows.shape[1:] != (weight.shape[1],):
+            raise ValueError(f"the pending gradient has rows of width {rows.shape[1]}, weight "
+                             f"{weight.shape[1]}: was weight replaced after backward()?")
+        if touched.size and int(touched.max()) >= weight.shape[0]:
+            raise ValueError(f"the pending gradient touches row {int(touched.max())}, weight has "
+                             f"{weight.shape[0]} rows: was weight replaced after backward()?")
+        if self.optimizer == "adam" and (self._m.shape != weight.shape or self._m.dtype != weight.dtype):
+            raise ValueError(f"the Adam moments are {self._m.dtype} {self._m.shape}, weight is "
+                             f"{weight.dtype} {weight.shape}: replace weight only by an array like it")

@@ -20,6 +20,8 @@ Conventions shared by every function here:
   arrays on hot paths). An ``out`` array is never copied: it must be a C-contiguous ndarray of
   exactly the result's shape and dtype and must not overlap an input, else ``ValueError`` /
   ``TypeError``.
+* **Read-only inputs** (``np.load(..., mmap_mode="r")``, ``setflags(write=False)``) are taken
+  as they are, without a copy; results are new writeable arrays, and an ``out`` must be writeable.
 * **Bad input** raises before any memory is touched: ``IndexError`` naming the first offending
   id for negative or out-of-range ids (negative ids are *not* wrapped as in NumPy), ``ValueError``
   for shape mismatches, ``TypeError`` for wrong dtypes.
@@ -141,6 +143,8 @@ def _check_out(out, shape, dtype, inputs=()) -> np.ndarray:
 
 def _num_rows(num_rows) -> int:
     try:
+        if isinstance(num_rows, (bool, np.bool_)):
+            raise TypeError
         n = operator.index(num_rows)
     except TypeError:
         raise TypeError(f"num_rows must be an integer, got {type(num_rows).__name__}") from None
@@ -428,6 +432,8 @@ def _topk_normalized(An, Bn, k, exclude, parallel, symmetric=False):
 
 def _check_k(k, available: int) -> int:
     try:
+        if isinstance(k, (bool, np.bool_)):
+            raise TypeError  # an int to Python, but never a count the caller meant
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
@@ -548,9 +554,65 @@ def analogy_reference(E, a, b, c, k: int = 10):
 
 # --- optimiser row updates (used by fastbpe.embedding) -------------------------------------------
 
-def sgd_rows(table: np.ndarray, ids: np.ndarray, rows: np.ndarray, lr: float, *,
+def _checked_row_update(table, ids, rows, moments=()) -> Tuple[np.ndarray, np.ndarray]:
+    """Validate an in-place update of rows ``ids`` of ``table`` by ``rows`` (and of the same
+    rows of the ``moments`` tables) against the very arrays the kernel will write; return
+    ``(ids, rows)`` as the kernel takes them.
+
+    The kernels index ``table`` (and each moment table) with every id unchecked, so a table
+    swapped for a smaller one since the ids were computed must be refused here: ``IndexError``
+    for an id outside the table, ``ValueError`` for shapes, layout, repeated ids or aliasing,
+    ``TypeError`` for dtypes.
+    """
+    if not isinstance(table, np.ndarray):
+        raise TypeError(f"table must be a numpy ndarray, got {type(table).__name__}")
+    if table.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"table must be a float32 or float64 array, got dtype {table.dtype}")
+    if table.ndim != 2:
+        raise ValueError(f"table must be 2-D (rows x dim), got shape {table.shape}")
+    if not table.flags.c_contiguous or not table.flags.writeable:
+        raise ValueError("table is updated in place: it must be a writeable C-contiguous array")
+    ids = _id_array(ids)
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be 1-D, got shape {ids.shape}")
+    _check_id_range(ids, table.shape[0])
+    ids = _flat_int64(ids)
+    if ids.size > 1 and not (ids[1:] > ids[:-1]).all() and np.unique(ids).size != ids.size:
+        raise ValueError("ids must be distinct (each row is updated once)")
+    if not isinstance(rows, np.ndarray):
+        rows = np.asarray(rows)
+    if rows.dtype != table.dtype:
+        raise TypeError(f"rows has dtype {rows.dtype}, the table is {table.dtype}")
+    if rows.shape != (ids.size, table.shape[1]):
+        raise ValueError(f"rows must have shape (len(ids), dim) = {(ids.size, table.shape[1])}, "
+                         f"got {rows.shape}")
+    rows = np.ascontiguousarray(rows)
+    written = [table]
+    for name, moment in moments:
+        if not isinstance(moment, np.ndarray) or moment.dtype != table.dtype:
+            raise TypeError(f"{name} must be a {table.dtype} ndarray like the table")
+        if moment.shape != table.shape:
+            raise ValueError(f"{name} has shape {moment.shape}, the table {table.shape}")
+        if not moment.flags.c_contiguous or not moment.flags.writeable:
+            raise ValueError(f"{name} is updated in place: it must be a writeable C-contiguous array")
+        written.append(moment)
+    for i, a in enumerate(written):
+        for b in written[i + 1:]:
+            if np.may_share_memory(a, b):
+                raise ValueError("the table and its moment tables must not overlap")
+    if any(np.may_share_memory(rows, a) for a in written):
+        rows = rows.copy()  # read while the table is written: take the values as they were
+    return ids, rows
+
+
+def sgd_rows(table: np.ndarray, ids, rows, lr: float, *,
              parallel: Optional[bool] = None) -> None:
-    """In place: ``table[ids] -= lr * rows`` for distinct, in-range int64 ``ids`` (caller checked)."""
+    """In place: ``table[ids] -= lr * rows`` for distinct ids in ``[0, len(table))``.
+
+    Checked against ``table`` itself before anything is written (see
+    :func:`_checked_row_update`).
+    """
+    ids, rows = _checked_row_update(table, ids, rows)
     if ids.size and table.shape[1]:
         _nb.sgd_rows(table, ids, rows, table.dtype.type(lr),
                      parallel=_use_parallel(parallel, rows.size))
@@ -564,7 +626,12 @@ def sgd_rows_reference(table, ids, rows, lr) -> None:
 
 def adam_rows(table, m, v, ids, rows, lr, beta1, beta2, eps, step, *,
               parallel: Optional[bool] = None) -> None:
-    """In place: one Adam step (bias-corrected with the global ``step``) on rows ``ids`` only."""
+    """In place: one Adam step (bias-corrected with the global ``step``) on rows ``ids`` only.
+
+    ``m`` and ``v`` (the moments) must have the table's shape and dtype; everything is checked
+    against the arrays written before anything is written.
+    """
+    ids, rows = _checked_row_update(table, ids, rows, (("m", m), ("v", v)))
     t = table.dtype.type
     bias1 = t(1.0 - beta1 ** step)
     bias2 = t(1.0 - beta2 ** step)

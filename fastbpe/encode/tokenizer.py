@@ -22,6 +22,7 @@ Encoding a text, in order: 1. special tokens are found and set apart (:mod:`.spe
 steps 3 and 4 in one compiled pass; character-level ones and word markers hand the core the
 symbol ids of each chunk instead of its bytes.
 """
+import contextlib
 import os
 import threading
 import unicodedata
@@ -41,11 +42,57 @@ from ..split.patterns import compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
 from . import special
 
-__all__ = ["Tokenizer", "MERGE_RULES"]
+__all__ = ["Tokenizer", "MERGE_RULES", "check_workers"]
 
 UNITS = ("bytes", "chars")
 NORMALIZERS = (None, "NFC", "NFD", "NFKC", "NFKD")
 PathLike = Union[str, os.PathLike]
+
+
+def check_workers(workers) -> int:
+    """A thread or process count given by a caller: an int >= 1 (not a bool, not a float).
+
+    >>> check_workers(2)
+    2
+    """
+    if isinstance(workers, (bool, np.bool_)) or not isinstance(workers, (int, np.integer)):
+        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    return int(workers)
+
+
+class _PoolRegistry:
+    """The thread pools of one tokenizer's ``encode_batch``, one per worker count, shared safely.
+
+    A pool is kept between calls so that its threads keep their warm chunk caches. Calls that
+    run at the same time may ask for different sizes: each call borrows the pool of its size
+    (counted while in use), and a pool is shut down only when no call is using it and a call
+    asks for another size. So at most one idle pool is kept, and no pool is ever shut down
+    under a caller.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pools: Dict[int, ThreadPoolExecutor] = {}
+        self._users: Dict[int, int] = {}
+
+    @contextlib.contextmanager
+    def borrow(self, workers: int):
+        with self._lock:
+            for size in [s for s, n in self._users.items() if n == 0 and s != workers]:
+                self._pools.pop(size).shutdown(wait=False)
+                del self._users[size]
+            pool = self._pools.get(workers)
+            if pool is None:
+                pool = self._pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="fastbpe-encode")
+                self._users[workers] = 0
+            self._users[workers] += 1
+        try:
+            yield pool
+        finally:
+            with self._lock:
+                self._users[workers] -= 1
 
 
 class Tokenizer:
@@ -129,7 +176,7 @@ class Tokenizer:
         self._core_obj: Optional[BPECore] = None
         self._core_lock = threading.Lock()
         self._local = threading.local()
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pools = _PoolRegistry()
 
     def _checked_merges(self, merges) -> np.ndarray:
         """Merges as an int64 ``(n, 2)`` array, each pair of existing tokens whose concatenation
@@ -160,16 +207,17 @@ class Tokenizer:
     def __getstate__(self) -> dict:
         # The compiled tables, the lock and the per-thread state are rebuilt on demand.
         state = dict(self.__dict__)
-        for key in ("_core_obj", "_core_lock", "_local", "_pool"):
+        for key in ("_core_obj", "_core_lock", "_local", "_pools"):
             state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.pop("_pool", None)  # what pickles of earlier versions hold
         self.__dict__.update(state)
         self._core_obj = None
         self._core_lock = threading.Lock()
         self._local = threading.local()
-        self._pool = None
+        self._pools = _PoolRegistry()
 
     # ---- views ------------------------------------------------------------------------------
 
@@ -364,15 +412,16 @@ class Tokenizer:
                      disallowed_special: Union[str, Collection[str]] = "all",
                      as_numpy: bool = False) -> List:
         """Encode many texts on ``workers`` threads (default: all cores); the compiled core and
-        the regex matching release the GIL. Returns lists of ids (arrays with ``as_numpy``)."""
+        the regex matching release the GIL. Returns lists of ids (arrays with ``as_numpy``).
+
+        Safe to call from several threads at once on one tokenizer, with any ``workers``: each
+        call borrows a thread pool of its size that no other call can shut down."""
         texts = list(texts)
         for text in texts:
             self._check_text(text)
         self._special_sets(allowed_special, disallowed_special)
+        workers = (os.cpu_count() or 1) if workers is None else check_workers(workers)
         self._core()
-        workers = (os.cpu_count() or 1) if workers is None else int(workers)
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
 
         def one(text: str):
             ids = self._encode_array(text, allowed_special, disallowed_special)
@@ -380,17 +429,8 @@ class Tokenizer:
 
         if workers == 1 or len(texts) <= 1:
             return [one(t) for t in texts]
-        return list(self._executor(workers).map(one, texts))
-
-    def _executor(self, workers: int) -> ThreadPoolExecutor:
-        """A thread pool kept between calls, so each worker keeps its warm chunk cache."""
-        with self._core_lock:
-            pool = getattr(self, "_pool", None)
-            if pool is None or pool._max_workers != workers:
-                if pool is not None:
-                    pool.shutdown(wait=False)
-                pool = self._pool = ThreadPoolExecutor(workers, thread_name_prefix="fastbpe-encode")
-            return pool
+        with self._pools.borrow(workers) as pool:
+            return list(pool.map(one, texts))
 
     def _piece(self, i: int) -> Union[str, bytes]:
         if i >= 0:

@@ -192,3 +192,33 @@ def test_weight_is_copied_and_zero_sized_tables_work():
     empty = Embedding(0, 3)
     assert empty.forward(np.zeros(0, dtype=np.int64)).shape == (0, 3)
     assert empty.step().size == 0
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_step_refuses_a_weight_replaced_after_backward(optimizer):
+    emb = Embedding(1000, 8, optimizer=optimizer)
+    emb.forward(np.arange(1000))
+    emb.backward(np.ones((1000, 8), dtype=np.float32))
+    replacements = [
+        (np.zeros((10, 8), dtype=np.float32), ValueError, "row 999"),   # fewer rows
+        (np.zeros((1000, 4), dtype=np.float32), ValueError, "width"),  # narrower rows
+        (np.zeros((1000, 8), dtype=np.float64), TypeError, "float64"),
+        (np.zeros((8, 1000), dtype=np.float32).T, ValueError, "C-contiguous"),
+        (np.zeros((1000, 8), dtype=np.int32), TypeError, "float"),
+    ]
+    original = emb.weight
+    for weight, error, message in replacements:
+        emb.weight = weight
+        with pytest.raises(error, match=message):
+            emb.step()
+    emb.weight = original
+    assert emb.pending_gradient()[0].size == 1000  # refused steps leave the gradient pending
+    assert emb.step().size == 1000
+
+
+def test_adam_step_refuses_a_weight_of_another_shape_than_its_moments():
+    emb = Embedding(10, 4, optimizer="adam")
+    emb.backward(np.ones((2, 4), dtype=np.float32), [0, 1])
+    emb.weight = np.zeros((20, 4), dtype=np.float32)  # larger: ids fit, the moments do not
+    with pytest.raises(ValueError, match="moments"):
+        emb.step()

@@ -541,3 +541,116 @@ def test_analogy_errors():
         K.analogy(E, 0, 1, 2, k=3)  # only 5 - 3 = 2 candidates
     ids, scores = K.analogy(E, [], [], [], k=2)
     assert ids.shape == (0, 2)
+
+
+# --- optimiser row updates: checked against the arrays they write ------------------------------
+
+def test_row_updates_check_ids_and_shapes_against_the_table():
+    table = np.zeros((10, 4), dtype=np.float32)
+    m, v = np.zeros_like(table), np.zeros_like(table)
+    rows = np.ones((2, 4), dtype=np.float32)
+    adam = lambda t, m, v, ids, rows: K.adam_rows(t, m, v, ids, rows, 0.1, 0.9, 0.999, 1e-8, 1)
+    sgd = lambda t, m, v, ids, rows: K.sgd_rows(t, ids, rows, 0.1)
+    for update in (sgd, adam):
+        with pytest.raises(IndexError, match="999"):
+            update(table, m, v, np.array([1, 999]), rows)
+        with pytest.raises(IndexError, match="-1"):
+            update(table, m, v, np.array([1, -1]), rows)
+        with pytest.raises(ValueError, match="shape"):
+            update(table, m, v, np.array([1, 2]), np.ones((3, 4), dtype=np.float32))
+        with pytest.raises(ValueError, match="shape"):
+            update(table, m, v, np.array([1, 2]), np.ones((2, 5), dtype=np.float32))
+        with pytest.raises(TypeError, match="dtype"):
+            update(table, m, v, np.array([1, 2]), np.ones((2, 4)))
+        with pytest.raises(ValueError, match="distinct"):
+            update(table, m, v, np.array([2, 2]), rows)
+        with pytest.raises(ValueError, match="1-D"):
+            update(table, m, v, np.array([[1, 2]]), rows)
+        frozen = table.copy()
+        frozen.setflags(write=False)
+        with pytest.raises(ValueError, match="writeable"):
+            update(frozen, m, v, np.array([1, 2]), rows)
+        with pytest.raises(ValueError, match="2-D"):
+            update(np.zeros(10, dtype=np.float32), m, v, np.array([1, 2]), rows)
+    with pytest.raises(ValueError, match="m has shape"):
+        adam(table, np.zeros((3, 4), dtype=np.float32), v, np.array([1, 2]), rows)
+    with pytest.raises(TypeError, match="v must be"):
+        adam(table, m, np.zeros((10, 4)), np.array([1, 2]), rows)
+    with pytest.raises(ValueError, match="overlap"):
+        adam(table, m, m, np.array([1, 2]), rows)
+    assert not table.any() and not m.any() and not v.any()  # nothing was written
+
+
+def test_row_update_reading_rows_of_its_own_table():
+    table = np.arange(12, dtype=np.float64).reshape(6, 2)
+    expected = table.copy()
+    K.sgd_rows_reference(expected, np.array([0, 1, 2]), expected[1:4].copy(), 1.0)
+    K.sgd_rows(table, np.array([0, 1, 2]), table[1:4], 1.0, parallel=True)
+    np.testing.assert_array_equal(table, expected)
+
+
+# --- read-only inputs ----------------------------------------------------------------------------
+
+def read_only(a):
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_read_only_inputs_are_accepted_and_results_are_writeable(dtype, parallel, tmp_path):
+    rng = np.random.default_rng(3)
+    E = random_matrix(rng, 40, 6, dtype)
+    ids = zipf_ids(rng, 40, (5, 3))
+    np.save(tmp_path / "E.npy", E)
+    np.save(tmp_path / "ids.npy", ids)
+    mapped_E = np.load(tmp_path / "E.npy", mmap_mode="r")
+    mapped_ids = np.load(tmp_path / "ids.npy", mmap_mode="r")
+    grad = random_matrix(rng, 15, 6, dtype).reshape(5, 3, 6)
+    for E_in, ids_in, grad_in in ((read_only(E), read_only(ids), read_only(grad)),
+                                  (mapped_E, mapped_ids, read_only(grad))):
+        assert not E_in.flags.writeable and not ids_in.flags.writeable
+        results = [
+            (K.gather(E_in, ids_in, parallel=parallel), K.gather_reference(E, ids)),
+            (K.scatter_add(grad_in, ids_in, 40, parallel=parallel), K.scatter_add_reference(grad, ids, 40)),
+            (K.scatter_add_sparse(grad_in, ids_in, parallel=parallel)[1],
+             K.scatter_add_sparse_reference(grad, ids)[1]),
+            (K.normalize_rows(E_in, parallel=parallel), K.normalize_rows(E, parallel=parallel)),
+            (K.cosine_similarity(E_in, parallel=parallel), K.cosine_similarity(E, parallel=parallel)),
+            (K.cosine_similarity(E_in, read_only(E[:4]), parallel=parallel),
+             K.cosine_similarity(E, E[:4], parallel=parallel)),
+            (K.topk_cosine(E_in, k=3, parallel=parallel)[0], K.topk_cosine(E, k=3, parallel=parallel)[0]),
+            (K.analogy(E_in, read_only([0, 1]), read_only([2, 3]), read_only([4, 5]), k=2,
+                       parallel=parallel)[0],
+             K.analogy(E, [0, 1], [2, 3], [4, 5], k=2, parallel=parallel)[0]),
+        ]
+        for got, expected in results:
+            assert got.flags.writeable
+            np.testing.assert_array_equal(got, expected)
+        out = np.empty(ids.shape + (6,), dtype=dtype)
+        K.gather(E_in, ids_in, out=out, parallel=parallel)
+        np.testing.assert_array_equal(out, E[ids])
+        with pytest.raises(ValueError, match="writeable"):
+            K.gather(E_in, ids_in, out=read_only(out), parallel=parallel)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_row_updates_take_read_only_ids_and_rows(dtype, parallel):
+    table = np.zeros((6, 3), dtype=dtype)
+    m, v = np.zeros_like(table), np.zeros_like(table)
+    ids, rows = read_only(np.array([1, 4])), read_only(np.ones((2, 3), dtype=dtype))
+    K.sgd_rows(table, ids, rows, 0.5, parallel=parallel)
+    assert table[1].tolist() == table[4].tolist() == [-0.5] * 3
+    K.adam_rows(table, m, v, ids, rows, 0.1, 0.9, 0.999, 1e-8, 1, parallel=parallel)
+    assert m[1].tolist() == m[4].tolist() and m[0].tolist() == [0.0] * 3
+
+
+@pytest.mark.parametrize("flag", [True, False, np.bool_(True)])
+def test_a_bool_is_not_a_count(flag):
+    A = np.random.default_rng(12).standard_normal((5, 3))
+    with pytest.raises(TypeError, match="k must be an integer"):
+        K.topk_cosine(A, k=flag)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        K.analogy(A, 0, 1, 2, k=flag)
+    with pytest.raises(TypeError, match="num_rows must be an integer"):
+        K.scatter_add(np.ones((1, 3)), [0], num_rows=flag)

@@ -199,3 +199,46 @@ def test_train_argument_errors():
         fastbpe.train("abc abc", num_merges=1, unit="words")
     with pytest.raises(ValueError, match="empty"):
         fastbpe.train("", vocab_size=300)
+
+
+def test_encode_batch_from_many_threads_with_different_worker_counts(code_tokenizer):
+    import threading
+
+    texts = [CODE[i * 97:i * 97 + 300] for i in range(48)]
+    expected = [code_tokenizer.encode(t) for t in texts]
+    errors, done = [], []
+
+    def run(workers):
+        try:
+            for _ in range(20):
+                assert code_tokenizer.encode_batch(texts, workers=workers) == expected
+            done.append(workers)
+        except Exception as exc:  # collected: a thread's exception would be lost otherwise
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(2 + i % 4,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(done) == 8
+
+
+def test_a_borrowed_pool_survives_calls_of_other_sizes(code_tokenizer):
+    registry = code_tokenizer._pools
+    with registry.borrow(2) as two:
+        with registry.borrow(3) as three:
+            with registry.borrow(4):
+                pass
+            assert three.submit(sum, [1, 2]).result() == 3
+        assert two.submit(sum, [1, 2]).result() == 3
+    with registry.borrow(5):
+        pass  # the idle pools of other sizes are let go
+    assert sorted(registry._pools) == [5]
+
+
+@pytest.mark.parametrize("workers,error", [(-3, ValueError), (0, ValueError), (True, TypeError),
+                                           (2.5, TypeError), ("2", TypeError)])
+def test_encode_batch_refuses_bad_worker_counts(code_tokenizer, workers, error):
+    with pytest.raises(error, match="workers"):
+        code_tokenizer.encode_batch(["a b", "c"], workers=workers)
