@@ -23,7 +23,6 @@ steps 3 and 4 in one compiled pass; character-level ones and word markers hand t
 symbol ids of each chunk instead of its bytes.
 """
 import contextlib
-import json
 import os
 import threading
 import unicodedata
@@ -33,13 +32,13 @@ from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optio
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
-from ..fileio import read_json, write_atomic
+from ..fileio import json_bytes, read_json, write_atomic
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
 from ..formats import native as native_format
 from ..formats import tiktoken as tiktoken_format
 from ..split.bounds import chunk_bounds, staged_chunk_bounds
-from ..split.patterns import compiled_regex, fused_scanner_id
+from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
 from . import special
 
@@ -154,7 +153,10 @@ class Tokenizer:
         self.split_gaps = bool(split_gaps)
         self.unit = unit
         self.pattern = pattern
-        compiled_regex(pattern)  # a bad pattern fails here, not at the first encode
+        check_user_pattern(pattern)  # an unknown name or a bad regex fails here, not at the first encode
+        for name, marker in (("word_start", word_start), ("word_end", word_end)):
+            if marker is not None and not isinstance(marker, str):
+                raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
         self.word_start = word_start or ""
         self.word_end = word_end or ""
         self.token_bytes: List[bytes] = [bytes(t) for t in tokens]
@@ -490,7 +492,7 @@ class Tokenizer:
 
     def save(self, path: PathLike) -> None:
         """Write the tokenizer as versioned JSON, atomically (temp file, then rename)."""
-        write_atomic(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1).encode("utf-8"))
+        write_atomic(path, json_bytes(self.to_dict(), indent=1))
 
     @classmethod
     def load(cls, path: PathLike) -> "Tokenizer":

@@ -214,3 +214,13 @@ def test_compat_needs_byte_level_gpt2():
         fastbpe.train("a b", vocab_size=300, compat="hf", unit="chars", progress=False)
     with pytest.raises(ValueError, match="compat must be"):
         fastbpe.train("a b", vocab_size=300, compat="sentencepiece", progress=False)
+
+
+def test_train_takes_special_tokens_as_a_list_only():
+    text = "the cat sat on the mat " * 20
+    with pytest.raises(TypeError, match="special_tokens"):
+        fastbpe.train(text, vocab_size=300, special_tokens="<|endoftext|>", progress=False)
+    with pytest.raises(TypeError, match="special_tokens"):
+        fastbpe.train(text, vocab_size=300, special_tokens=7, progress=False)
+    tok = fastbpe.train(text, vocab_size=300, special_tokens=("<|endoftext|>",), progress=False)
+    assert list(tok.special_tokens) == ["<|endoftext|>"]
