@@ -2,12 +2,13 @@
 writes that no reader ever sees half done."""
 import json
 import os
+import re
 import stat
 import tempfile
 import threading
-from typing import Any, Union
+from typing import Any, Optional, Union
 
-__all__ = ["write_atomic", "read_json"]
+__all__ = ["write_atomic", "read_json", "json_bytes"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -62,9 +63,27 @@ def write_atomic(path: PathLike, payload: bytes) -> None:
 
 
 def read_json(path: PathLike, what: str) -> Any:
-    """The parsed JSON of a file; ValueError naming the file and ``what`` it should have been."""
+    """The parsed JSON of a file; ValueError naming the file and ``what`` it should have been
+    (arrays nested deeper than the JSON reader's stack included)."""
     try:
         with open(path, "rb") as f:
             return json.loads(f.read().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{os.fspath(path)}: not a valid {what} (bad JSON: {exc})") from None
+    except RecursionError:
+        raise ValueError(f"{os.fspath(path)}: not a valid {what} (JSON nested too deeply)") from None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_bytes(value: Any, indent: Optional[int] = None) -> bytes:
+    """``value`` as UTF-8 JSON, non-ASCII text written as itself (readable), except lone
+    surrogates (a token of invalid UTF-8 read with ``surrogatepass``), which UTF-8 cannot hold:
+    they are written as ``\\udXXX`` escapes, which JSON readers turn back into the same str.
+
+    >>> json_bytes(["é", "\\udcff"])
+    b'["\\xc3\\xa9", "\\\\udcff"]'
+    """
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")

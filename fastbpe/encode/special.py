@@ -8,8 +8,9 @@ instead encodes it as ordinary text.
 import functools
 from typing import AbstractSet, Collection, Dict, Iterator, Mapping, Sequence, Tuple, Union
 
-import numpy as np
 import regex
+
+from ..formats.ids import check_id
 
 __all__ = ["special_ids", "allowed_and_disallowed", "check_disallowed", "split_on_specials"]
 
@@ -25,16 +26,23 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
     >>> special_ids(["<a>", "<b>"], 5, [b"x"] * 5)
     {'<a>': 5, '<b>': 6}
     """
+    if isinstance(special_tokens, (str, bytes, bytearray)):
+        raise TypeError(f"special_tokens must be a list of names or a name -> id mapping, not one "
+                        f"{type(special_tokens).__name__} (write [{special_tokens!r:.40}])")
     if not isinstance(special_tokens, Mapping):
-        special_tokens = {s: num_tokens + i for i, s in enumerate(special_tokens)}
-    ids = dict(special_tokens)
-    for text, sid in ids.items():
+        names = list(special_tokens)
+        if len(set(names)) != len(names):
+            raise ValueError("special_tokens lists a name twice")
+        special_tokens = {s: num_tokens + i for i, s in enumerate(names)}
+    ids = {}
+    for text, sid in special_tokens.items():
         if not isinstance(text, str) or not text:
             raise ValueError(f"special token {text!r} must be a non-empty str")
-        if isinstance(sid, bool) or not isinstance(sid, (int, np.integer)) or sid < 0:
-            raise ValueError(f"special token {text!r} has an invalid id {sid!r}")
+        # an int (not a bool, not a float: 1000.7 is not id 1000) that fits the int32 ids
+        sid = check_id(sid, f"special token {text!r}")
         if sid < len(token_bytes) and token_bytes[sid]:
             raise ValueError(f"special token {text!r} has id {sid}, which a mergeable token uses")
+        ids[text] = sid
     if len(set(ids.values())) != len(ids):
         raise ValueError("two special tokens share an id")
     return ids

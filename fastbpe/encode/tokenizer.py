@@ -38,7 +38,7 @@ from ..formats import huggingface as huggingface_format
 from ..formats import native as native_format
 from ..formats import tiktoken as tiktoken_format
 from ..split.bounds import chunk_bounds, staged_chunk_bounds
-from ..split.patterns import compiled_regex, fused_scanner_id
+from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
 from . import special
 
@@ -155,7 +155,10 @@ class Tokenizer:
         self.split_gaps = bool(split_gaps)
         self.unit = unit
         self.pattern = pattern
-        compiled_regex(pattern)  # a bad pattern fails here, not at the first encode
+        check_user_pattern(pattern)  # an unknown name or a bad regex fails here, not at the first encode
+        for name, marker in (("word_start", word_start), ("word_end", word_end)):
+            if marker is not None and not isinstance(marker, str):
+                raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
         self.word_start = word_start or ""
         self.word_end = word_end or ""
         self.token_bytes: List[bytes] = [bytes(t) for t in tokens]

@@ -4,14 +4,14 @@ They load to the same tokenizer as tiktoken's ``r50k_base`` and encode the same 
 (``merge_rule="token"``): the merges' results and the 256 bytes are the mergeable tokens; any
 other entry of ``encoder.json`` (``<|endoftext|>``) is a special token.
 """
-import json
 import os
 from pathlib import Path
 from typing import Dict, List, Tuple, Union
 
-from ..fileio import read_json, write_atomic
+from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_PATTERN
 from .bytelevel import check_byte_level, text_to_token, token_to_text
+from .ids import check_id, table_size
 
 __all__ = ["read", "write"]
 
@@ -47,17 +47,16 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
     if not isinstance(encoder, dict) or not encoder:
         raise ValueError(f"{os.fspath(encoder_json)}: expected a non-empty JSON object of token -> id")
     merges = _read_vocab_bpe(vocab_bpe)
-    tokens_by_text: Dict[str, int] = {}
-    for text, i in encoder.items():
-        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
-            raise ValueError(f"{os.fspath(encoder_json)}: token {text!r} has an invalid id {i!r}")
-        tokens_by_text[text] = i
+    source = os.fspath(encoder_json)
+    tokens_by_text: Dict[str, int] = {text: check_id(i, f"{source}: token {text!r}") for text, i in encoder.items()}
     byte_chars = [token_to_text(bytes([b])) for b in range(256)]
     mergeable = set(byte_chars) | {a + b for a, b in merges}
     missing = [t for t in byte_chars if t not in tokens_by_text]
     if missing:
-        raise ValueError(f"{os.fspath(encoder_json)}: the byte token {missing[0]!r} is missing")
-    size = 1 + max(tokens_by_text[t] for t in mergeable if t in tokens_by_text)
+        raise ValueError(f"{source}: the byte token {missing[0]!r} is missing")
+    mergeable_ids = [tokens_by_text[t] for t in mergeable if t in tokens_by_text]
+    # ids index a table: refuse far-off ids before allocating it (fastbpe.formats.ids)
+    size = table_size(max(mergeable_ids), len(mergeable_ids), len(tokens_by_text) - len(mergeable_ids), source)
     tokens: List[bytes] = [b""] * size
     specials: Dict[str, int] = {}
     for text, i in tokens_by_text.items():
@@ -87,5 +86,5 @@ def write(tok, directory: PathLike) -> None:
         encoder[text] = i
     lines = ["#version: 0.2"] + [f"{token_to_text(tok.token_bytes[a])} {token_to_text(tok.token_bytes[b])}"
                                  for a, b in tok.merge_ids.tolist()]
-    write_atomic(directory / "encoder.json", json.dumps(encoder, ensure_ascii=False).encode("utf-8"))
+    write_atomic(directory / "encoder.json", json_bytes(encoder))
     write_atomic(directory / "vocab.bpe", ("\n".join(lines) + "\n").encode("utf-8"))

@@ -5,7 +5,6 @@ first), whole-chunk lookup when the file says ``ignore_merges``, the file's spli
 normaliser; its added tokens become special tokens. The regex dialect differs (``tokenizers``
 runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern` convert.
 """
-import json
 import os
 import warnings
 from pathlib import Path
@@ -13,13 +12,18 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 import regex
 
-from ..fileio import read_json, write_atomic
+from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_ORIGINAL_PATTERN, source
 from .bytelevel import check_byte_level, text_to_token, token_to_text
+from .ids import check_id, check_special_ids, table_size
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
 
 PathLike = Union[str, os.PathLike]
+
+# A split regex spelled like a name ("abc") would select fastbpe's pattern of that name, or be
+# refused as an unknown one; the file means the regex.
+_NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
 
 
 def _hf_pattern(pre: Mapping, source: str) -> List[Tuple[str, bool]]:
@@ -34,13 +38,17 @@ def _hf_pattern(pre: Mapping, source: str) -> List[Tuple[str, bool]]:
         raise ValueError(f"{source}: the pre_tokenizer must end with ByteLevel (byte-level BPE)")
     if last.get("add_prefix_space"):
         raise ValueError(f"{source}: ByteLevel with add_prefix_space=true is not supported")
+    for key in ("add_prefix_space", "use_regex"):
+        if not isinstance(last.get(key, False), bool):
+            raise ValueError(f"{source}: ByteLevel {key} must be true or false")
     stages: List[Tuple[str, bool]] = []
     for step in splits:
         if not isinstance(step, Mapping) or step.get("type") != "Split":
             raise ValueError(f"{source}: unsupported pre-tokenizer step {step!r:.80}")
         pattern = step.get("pattern")
-        if not isinstance(pattern, Mapping) or not ("Regex" in pattern or "String" in pattern):
-            raise ValueError(f"{source}: Split pattern must be {{'Regex': ...}} or {{'String': ...}}")
+        if not isinstance(pattern, Mapping) or not ("Regex" in pattern or "String" in pattern) \
+                or not isinstance(pattern.get("Regex", pattern.get("String")), str):
+            raise ValueError(f"{source}: Split pattern must be {{'Regex': str}} or {{'String': str}}")
         behavior, invert = step.get("behavior"), bool(step.get("invert", False))
         if (behavior, invert) == ("Isolated", False):
             keep_gaps = True
@@ -49,8 +57,10 @@ def _hf_pattern(pre: Mapping, source: str) -> List[Tuple[str, bool]]:
         else:
             raise ValueError(f"{source}: Split behavior {behavior!r} (invert={invert}) is not supported; "
                              "Isolated, or Removed with invert, is")
-        stages.append((from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern
-                       else regex.escape(pattern["String"]), keep_gaps))
+        text = from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern else regex.escape(pattern["String"])
+        if _NAME_LIKE.fullmatch(text):
+            text = f"(?:{text})"  # a regex, not the name of one of fastbpe's patterns
+        stages.append((text, keep_gaps))
     if last.get("use_regex", True):
         stages.append((GPT2_ORIGINAL_PATTERN, True))  # ByteLevel's own split (Isolated)
     if not stages:
@@ -102,12 +112,23 @@ def read(path: PathLike) -> dict:
         raise ValueError(f"{source}: the model needs a 'vocab' object and a 'merges' list")
     (pattern, keep_gaps), *more_stages = _hf_pattern(data.get("pre_tokenizer"), source)
     normalizer = _hf_normalizer(data.get("normalizer"), source)
-    ids: Dict[str, int] = {}
-    for text, i in vocab.items():
-        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
-            raise ValueError(f"{source}: vocab entry {text!r} has an invalid id {i!r}")
-        ids[text] = i
-    size = max(ids.values(), default=-1) + 1
+    if not isinstance(model.get("ignore_merges", False), bool):
+        raise ValueError(f"{source}: ignore_merges must be true or false")
+    ids: Dict[str, int] = {text: check_id(i, f"{source}: vocab entry {text!r}") for text, i in vocab.items()}
+    added = data.get("added_tokens") or []
+    if not isinstance(added, list):
+        raise ValueError(f"{source}: added_tokens must be a list")
+    specials: Dict[str, int] = {}
+    for entry in added:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not entry["content"]:
+            raise ValueError(f"{source}: malformed added token {entry!r:.80}")
+        content = entry["content"]
+        if content in specials:
+            raise ValueError(f"{source}: the added token {content!r} is listed twice")
+        specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
+    check_special_ids(specials, source)
+    # ids index a table: refuse far-off ids before allocating it (fastbpe.formats.ids)
+    size = table_size(max(ids.values(), default=-1), len(ids), len(specials), source)
     tokens: List[bytes] = [b""] * size
     for text, i in ids.items():
         if tokens[i]:
@@ -118,20 +139,11 @@ def read(path: PathLike) -> dict:
             raise ValueError(f"{source}: vocab entry {text!r} is not a byte-level token") from None
         if not tokens[i]:
             raise ValueError(f"{source}: vocab entry {i} is empty")
-    specials: Dict[str, int] = {}
-    added = data.get("added_tokens") or []
-    if not isinstance(added, list):
-        raise ValueError(f"{source}: added_tokens must be a list")
-    for entry in added:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) \
-                or not isinstance(entry.get("id"), int):
-            raise ValueError(f"{source}: malformed added token {entry!r:.80}")
-        content, i = entry["content"], entry["id"]
+    for content, i in specials.items():
         if i < size and tokens[i]:
             if tokens[i] != content.encode("utf-8"):
                 raise ValueError(f"{source}: added token {content!r} has id {i}, which the vocab uses for another token")
             tokens[i] = b""  # the added token takes the id; tokenizers splits it out before BPE
-        specials[content] = i
     merge_ids = []
     for number, merge in enumerate(merges):
         if isinstance(merge, str):
@@ -222,4 +234,4 @@ def write(tok, path: PathLike) -> None:
             "merges": [[token_to_text(tok.token_bytes[a]), token_to_text(tok.token_bytes[b])] for a, b in merges],
         },
     }
-    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
+    write_atomic(path, json_bytes(data, indent=1))

@@ -4,14 +4,12 @@ Byte-level tokens are written as GPT-2 byte-level text (``"token_text": "gpt2-by
 character-level ones as their UTF-8 text. Encoding options are written only when they differ
 from a trained tokenizer's, so a trained tokenizer's file reads in every version 1 reader.
 """
-from typing import Mapping
-
-import json
 import os
-from typing import Union
+from typing import Mapping, Union
 
-from ..fileio import read_json, write_atomic
+from ..fileio import json_bytes, read_json, write_atomic
 from .bytelevel import text_to_token, token_to_text
+from .ids import check_id, check_special_ids
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "to_dict", "read_dict", "read", "write"]
 
@@ -42,39 +40,74 @@ def to_dict(tok) -> dict:
     }
 
 
+def _field(data: Mapping, key: str, kinds, default=None, what: str = ""):
+    """``data[key]`` (or ``default`` when absent), ValueError unless it is one of ``kinds``."""
+    value = data.get(key, default)
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise ValueError(f"fastbpe tokenizer file: {key!r} must be {what or names}, got {value!r:.60}")
+    return value
+
+
+def _int_list(values, key: str) -> list:
+    if not all(type(v) is int for v in values):
+        bad = next(v for v in values if type(v) is not int)
+        raise ValueError(f"fastbpe tokenizer file: {key!r} holds {bad!r:.60}, not an integer")
+    return list(values)
+
+
 def read_dict(data: Mapping) -> dict:
-    """The Tokenizer keyword arguments of a file's JSON object; ValueError if it is not one."""
+    """The Tokenizer keyword arguments of a file's JSON object; ValueError if it is not one
+    (a field of the wrong type included: ``"word_start": 5`` is not a marker, and an id of
+    ``1000.7`` is not id 1000)."""
     if not isinstance(data, Mapping) or data.get("format") != FORMAT_NAME:
         raise ValueError("not a fastbpe tokenizer file (no \"format\": \"fastbpe\")")
     version = data.get("version")
-    if version != FORMAT_VERSION:
+    if version != FORMAT_VERSION or isinstance(version, bool):
         raise ValueError(f"unsupported fastbpe file version {version!r} (this build reads {FORMAT_VERSION})")
+    for key in ("unit", "pattern", "vocab", "merges"):
+        if key not in data:
+            raise ValueError(f"fastbpe tokenizer file is missing the field {key!r}")
+    unit = _field(data, "unit", (str,))
+    pattern = _field(data, "pattern", (str,))
+    vocab = _field(data, "vocab", (list,))
+    if not all(isinstance(s, str) for s in vocab):
+        raise ValueError("fastbpe tokenizer file: every vocab entry must be a str")
+    from_text = (lambda s: s.encode("utf-8", "surrogatepass")) if unit == "chars" else text_to_token
+    merges = []
+    for m in _field(data, "merges", (list,)):
+        if not isinstance(m, list) or len(m) not in (2, 3):
+            raise ValueError(f"fastbpe tokenizer file: every merge must be a pair of token ids, got {m!r:.60}")
+        merges.append(tuple(check_id(i, "a merge") for i in _int_list(m, "merges")))
+    merge_counts = _field(data, "merge_counts", (list, type(None)))
+    if merge_counts is not None:
+        merge_counts = _int_list(merge_counts, "merge_counts")
+    stages = []
+    for stage in _field(data, "split_stages", (list,), []):
+        if not (isinstance(stage, list) and len(stage) == 2 and isinstance(stage[0], str)
+                and isinstance(stage[1], bool)):
+            raise ValueError(f"fastbpe tokenizer file: split stages are [pattern, keep_gaps] pairs, got {stage!r:.60}")
+        stages.append(tuple(stage))
     try:
-        unit = data["unit"]
-        from_text = (lambda s: s.encode("utf-8", "surrogatepass")) if unit == "chars" else text_to_token
-        merges = [tuple(m) for m in data["merges"]]
-        if any(len(m) != 2 for m in merges):
-            raise ValueError("every merge must be a pair of token ids")
-        return dict(
-            tokens=[from_text(s) for s in data["vocab"]],
-            merges=merges,
-            unit=unit,
-            pattern=data["pattern"],
-            word_start=data.get("word_start") or None,
-            word_end=data.get("word_end") or None,
-            special_tokens={str(k): int(v) for k, v in data.get("special_tokens", {}).items()},
-            merge_counts=data.get("merge_counts"),
-            merge_rule=data.get("merge_rule", "replay"),
-            whole_token_lookup=bool(data.get("whole_token_lookup", False)),
-            normalizer=data.get("normalizer"),
-            split_gaps=bool(data.get("split_gaps", False)),
-            split_stages=[tuple(x) for x in data.get("split_stages", [])],
-            training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
-        )
-    except KeyError as exc:
-        raise ValueError(f"fastbpe tokenizer file is missing the field {exc.args[0]!r}") from None
-    except (TypeError, AttributeError) as exc:
-        raise ValueError(f"malformed fastbpe tokenizer file: {exc}") from None
+        tokens = [from_text(s) for s in vocab]
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"fastbpe tokenizer file: a vocab entry is not text ({exc})") from None
+    return dict(
+        tokens=tokens,
+        merges=merges,
+        unit=unit,
+        pattern=pattern,
+        word_start=_field(data, "word_start", (str, type(None)), what="a str (the word-start marker) or null") or None,
+        word_end=_field(data, "word_end", (str, type(None)), what="a str (the word-end marker) or null") or None,
+        special_tokens=check_special_ids(_field(data, "special_tokens", (dict,), {}), "fastbpe tokenizer file"),
+        merge_counts=merge_counts,
+        merge_rule=_field(data, "merge_rule", (str,), "replay"),
+        whole_token_lookup=_field(data, "whole_token_lookup", (bool,), False),
+        normalizer=_field(data, "normalizer", (str, type(None))),
+        split_gaps=_field(data, "split_gaps", (bool,), False),
+        split_stages=stages,
+        training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
+    )
 
 
 def read(path: Union[str, os.PathLike]) -> dict:
@@ -87,4 +120,4 @@ def write(tok, path: Union[str, os.PathLike]) -> None:
     data = to_dict(tok)
     if tok.training_stats:
         data["training_stats"] = tok.training_stats
-    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
+    write_atomic(path, json_bytes(data, indent=1))

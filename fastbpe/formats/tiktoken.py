@@ -6,7 +6,6 @@ compiled core needs are derived from the ranks.
 """
 import base64
 import binascii
-import json
 import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple, Union
@@ -14,9 +13,10 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from .._core.encode import derive_merges
-from ..fileio import read_json, write_atomic
-from ..split.patterns import GPT2_PATTERN, compiled_regex, source
+from ..fileio import json_bytes, read_json, write_atomic
+from ..split.patterns import GPT2_PATTERN, check_user_pattern, source
 from .bytelevel import check_byte_level
+from .ids import check_special_ids, table_size
 
 __all__ = ["read_tiktoken_ranks", "read", "read_openai", "read_with_sidecar", "write", "to_tiktoken_encoding", "OPENAI_ENCODINGS"]
 
@@ -73,7 +73,9 @@ def read_tiktoken_ranks(path: PathLike) -> Dict[bytes, int]:
 def spec_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int],
                     source: str) -> dict:
     """The tokenizer that encodes like tiktoken with these ranks (ids = ranks)."""
-    size = max(ranks.values()) + 1
+    special_tokens = check_special_ids(special_tokens, source)
+    # ranks index a table: refuse far-off ranks before allocating it (fastbpe.formats.ids)
+    size = table_size(max(ranks.values()), len(ranks), len(special_tokens), source)
     tokens: List[bytes] = [b""] * size
     for token, rank in ranks.items():
         tokens[rank] = token
@@ -90,10 +92,13 @@ def spec_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Ma
 
 def read(path: PathLike, pattern: str, special_tokens: Optional[Mapping[str, int]] = None) -> dict:
     """A ``.tiktoken`` rank file; ``pattern`` is the split regex (or a fastbpe pattern name),
-    ``special_tokens`` maps their text to ids. See :func:`read_openai` for the presets."""
-    compiled_regex(pattern)
+    ``special_tokens`` maps their text to ids. See :func:`read_openai` for the presets.
+
+    Ranks may leave gaps, but only a few (:mod:`fastbpe.formats.ids`): a file naming a rank
+    far beyond its number of lines is refused before anything is allocated for it."""
+    check_user_pattern(pattern)
     ranks = read_tiktoken_ranks(path)
-    return spec_from_ranks(ranks, pattern, dict(special_tokens or {}), os.fspath(path))
+    return spec_from_ranks(ranks, pattern, special_tokens or {}, os.fspath(path))
 
 
 def read_openai(name: str, path: PathLike) -> dict:
@@ -134,7 +139,7 @@ def write(tok, path: PathLike) -> None:
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
     write_atomic(path, b"\n".join(lines) + b"\n")
     sidecar = {"pat_str": source(tok.pattern), "special_tokens": tok.special_tokens}
-    write_atomic(os.fspath(path) + ".json", json.dumps(sidecar, ensure_ascii=False, indent=1).encode())
+    write_atomic(os.fspath(path) + ".json", json_bytes(sidecar, indent=1))
 
 
 def to_tiktoken_encoding(tok, name: str = "fastbpe"):

@@ -9,7 +9,7 @@ import glob
 from itertools import chain
 import os
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -357,6 +357,9 @@ def train(
             raise ValueError("compat='hf' needs unit='bytes', pattern='gpt2' (ByteLevel's split) "
                              "and no word markers")
         tie_ranks = hf_byte_tie_ranks()
+    if isinstance(special_tokens, (str, bytes, bytearray)) or not isinstance(special_tokens, Iterable):
+        raise TypeError(f"special_tokens must be a list of names, not one {type(special_tokens).__name__} "
+                        f"(write [{special_tokens!r:.40}])")
     special_tokens = list(special_tokens)
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError("special_tokens has duplicates")

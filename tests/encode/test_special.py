@@ -125,3 +125,15 @@ def test_special_tokens_on_the_python_path():
     ids = tok.encode("low <eos> lower", allowed_special="all")
     assert ids.count(tok.special_tokens["<eos>"]) == 1
     assert ids == tok.encode("low") + [tok.special_tokens["<eos>"]] + tok.encode("lower")
+
+
+def test_one_string_is_not_a_list_of_special_tokens():
+    bytes_ = [bytes([b]) for b in range(256)]
+    # a str is a sequence of characters: it made one special token per character
+    with pytest.raises(TypeError, match="special_tokens"):
+        Tokenizer(bytes_, [], special_tokens="<|endoftext|>")
+    with pytest.raises(TypeError, match="special_tokens"):
+        Tokenizer(bytes_, [], special_tokens=b"<s>")
+    with pytest.raises(ValueError, match="twice"):
+        Tokenizer(bytes_, [], special_tokens=["<s>", "<s>"])
+    assert Tokenizer(bytes_, [], special_tokens=("<s>",)).special_tokens == {"<s>": 256}

@@ -242,3 +242,26 @@ def test_a_borrowed_pool_survives_calls_of_other_sizes(code_tokenizer):
 def test_encode_batch_refuses_bad_worker_counts(code_tokenizer, workers, error):
     with pytest.raises(error, match="workers"):
         code_tokenizer.encode_batch(["a b", "c"], workers=workers)
+
+
+def test_the_pattern_must_be_a_known_name_or_a_regex():
+    tokens = [bytes([b]) for b in range(256)]
+    for name in ("gpt5", "cl100k_bsae", "llama"):
+        # a typo of a name was compiled as a regex matching that very word
+        with pytest.raises(ValueError, match="unknown split pattern"):
+            Tokenizer(tokens, [], pattern=name)
+    with pytest.raises(ValueError, match="invalid split pattern"):
+        Tokenizer(tokens, [], pattern="(unclosed")
+    with pytest.raises(TypeError, match="pattern"):
+        Tokenizer(tokens, [], pattern=5)
+    assert Tokenizer(tokens, [], pattern="cl100k_base").encode("it's") == \
+        Tokenizer(tokens, [], pattern="cl100k").encode("it's")
+    assert Tokenizer(tokens, [], pattern=r"(?:gpt5)").tokens("a gpt5") == [b"g", b"p", b"t", b"5"]
+
+
+def test_word_markers_must_be_text():
+    tokens = [bytes([b]) for b in range(256)]
+    with pytest.raises(TypeError, match="word_start"):
+        Tokenizer(tokens, [], word_start=5)
+    with pytest.raises(TypeError, match="word_end"):
+        Tokenizer(tokens, [], word_end=b"</w>")

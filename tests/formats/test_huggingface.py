@@ -108,3 +108,38 @@ def test_several_split_steps_load_and_export(tmp_path, shared_data):
     assert Tokenizer.from_file(str(tmp_path / "again.json")).encode(sample, add_special_tokens=False).ids == expected
     with pytest.raises(ValueError, match="single split"):
         tok.to_tiktoken(tmp_path / "x.tiktoken")
+
+
+def test_added_tokens_are_distinct_and_well_typed(tmp_path):
+    small = fastbpe.train("the cat sat on the mat " * 20, vocab_size=300, progress=False,
+                          special_tokens=["<|endoftext|>", "<pad>"])
+    small.to_huggingface(tmp_path / "tokenizer.json")
+    real = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
+
+    def broken(change):
+        data = json.loads(json.dumps(real))
+        change(data)
+        (tmp_path / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+        with pytest.raises(ValueError) as info:
+            from_huggingface(tmp_path)
+        return str(info.value)
+
+    # two added tokens with one content became one special token
+    assert "listed twice" in broken(lambda d: d["added_tokens"][1].update(content="<|endoftext|>"))
+    assert "share the id" in broken(lambda d: d["added_tokens"][1].update(id=d["added_tokens"][0]["id"]))
+    assert "invalid id" in broken(lambda d: d["added_tokens"][0].update(id=True))
+    assert "Split pattern" in broken(lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(pattern={"Regex": 5}))
+    assert "ignore_merges" in broken(lambda d: d["model"].update(ignore_merges="false"))
+
+
+def test_a_split_regex_spelled_like_a_word_is_a_regex(tmp_path):
+    small = fastbpe.train("the cat sat on the mat " * 20, vocab_size=300, progress=False)
+    small.to_huggingface(tmp_path / "tokenizer.json")
+    data = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
+    data["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {"String": "gpt2"}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    tok = from_huggingface(tmp_path)
+    # the chunks are the matches of the literal text "gpt2" (this export drops the gaps), not
+    # the chunks of GPT-2's pattern ("agpt", "2", "b")
+    assert tok.tokens("agpt2b gpt2") == [b"g", b"p", b"t", b"2"] * 2
+    assert tok.pattern == "(?:gpt2)"

@@ -1,4 +1,6 @@
 """fastbpe's own tokenizer file."""
+import json
+
 import pytest
 
 import fastbpe
@@ -24,3 +26,38 @@ def test_truncated_native_file(tmp_path):
     (tmp_path / "t.json").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError):
         Tokenizer.load(tmp_path / "t.json")
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("word_start", 5, "word_start"),
+    ("word_end", ["</w>"], "word_end"),
+    ("pattern", None, "pattern"),
+    ("pattern", "gpt5", "unknown split pattern"),
+    ("unit", 3, "unit"),
+    ("merges", [[0, 1.5]], "merges"),
+    ("merges", [[0, True]], "merges"),
+    ("merges", [[0, 2**70]], "invalid id"),
+    ("merge_counts", ["12"], "merge_counts"),
+    ("special_tokens", {"<a>": 1000.7}, "invalid id"),
+    ("special_tokens", ["<a>"], "special_tokens"),
+    ("whole_token_lookup", "yes", "whole_token_lookup"),
+    ("split_stages", [["\\d+", "true"]], "split stages"),
+    ("vocab", [1, 2], "vocab"),
+])
+def test_fields_of_the_wrong_type_are_value_errors(tmp_path, field, value, message):
+    tok = fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    data = tok.to_dict()
+    data[field] = value
+    (tmp_path / "t.json").write_text(json.dumps(data), encoding="utf-8")
+    for load in (Tokenizer.load, fastbpe.load):
+        with pytest.raises(ValueError, match=message):
+            load(tmp_path / "t.json")
+
+
+def test_tokens_and_special_tokens_that_are_not_utf8_save_and_load(tmp_path):
+    tok = Tokenizer([b"a", "\udcff".encode("utf-8", "surrogatepass"), b"b"], [],
+                    unit="chars", pattern="whitespace", special_tokens={"<\ud800>": 7})
+    tok.save(tmp_path / "t.json")
+    again = Tokenizer.load(tmp_path / "t.json")
+    assert again == tok and again.special_tokens == {"<\ud800>": 7}
+    assert again.encode("a\udcff b", allowed_special="all") == [0, 1, 2]

@@ -236,3 +236,13 @@ def test_a_mistyped_path_is_never_trained_on_as_text(tmp_path, monkeypatch):
         fastbpe.train(vocab_size=270)
     with pytest.raises(TypeError, match="text must be a str"):
         fastbpe.train(text=["a b"], vocab_size=270)
+
+
+def test_train_takes_special_tokens_as_a_list_only():
+    text = "the cat sat on the mat " * 20
+    with pytest.raises(TypeError, match="special_tokens"):
+        fastbpe.train(text, vocab_size=300, special_tokens="<|endoftext|>", progress=False)
+    with pytest.raises(TypeError, match="special_tokens"):
+        fastbpe.train(text, vocab_size=300, special_tokens=7, progress=False)
+    tok = fastbpe.train(text, vocab_size=300, special_tokens=("<|endoftext|>",), progress=False)
+    assert list(tok.special_tokens) == ["<|endoftext|>"]
