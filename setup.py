@@ -13,7 +13,9 @@ with them, so the ASan runtime must be loaded first:
 
     LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 python -m pytest ...
 
-``.ci/sanitize`` does all of it in a separate environment (CI runs it after the tests).
+``.ci/sanitize`` does all of it in a separate environment (CI runs it after the tests). The
+flags do not change the sources, so switching a checkout's own build between them needs
+``build_ext --force``.
 """
 import glob
 import os
