@@ -6,6 +6,16 @@ Compiler directives are set once, below. Each extension depends on every header 
 without optimisation, for chasing a crash:
 
     FASTBPE_DEBUG=1 python -m pip install -e . --no-build-isolation
+
+``FASTBPE_SANITIZE=1`` builds with AddressSanitizer and UndefinedBehaviorSanitizer
+(``-fsanitize=address,undefined -O1 -g -fno-omit-frame-pointer``). Python itself is not built
+with them, so the ASan runtime must be loaded first:
+
+    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 python -m pytest ...
+
+``.ci/sanitize`` does all of it in a separate environment (CI runs it after the tests). The
+flags do not change the sources, so switching a checkout's own build between them needs
+``build_ext --force``.
 """
 import glob
 import os
@@ -15,6 +25,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("FASTBPE_DEBUG", "") not in ("", "0")
+SANITIZE = os.environ.get("FASTBPE_SANITIZE", "") not in ("", "0")
 CORE = os.path.join("fastbpe", "_core")
 
 directives = {
@@ -27,6 +38,11 @@ directives = {
     "embedsignature": True,
 }
 compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
+link_args = []
+if SANITIZE:
+    sanitizers = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+    compile_args = (["-O0"] if DEBUG else ["-O1"]) + ["-g"] + sanitizers
+    link_args = sanitizers
 headers = sorted(glob.glob(os.path.join(CORE, "*.h")))
 
 extensions = [
@@ -38,6 +54,7 @@ extensions = [
         depends=headers,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args + ["-std=c++17"],
+        extra_link_args=link_args,
     )
     for path in sorted(glob.glob(os.path.join(CORE, "*.pyx")))
 ]
