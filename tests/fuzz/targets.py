@@ -680,23 +680,41 @@ class LoaderHuggingface(LoaderTarget):
         return [fastbpe.Tokenizer.from_huggingface(path), fastbpe.load(path), fastbpe.load(self.folder)]
 
 
+SIDECAR_SEPARATOR = b"\n\x00sidecar\x00\n"
+
+
 class LoaderTiktoken(LoaderTarget):
+    """A ``.tiktoken`` file, alone (read with OpenAI's preset of its name, and with a pattern and
+    special tokens given) or followed by a separator line and the ``.tiktoken.json`` sidecar
+    that :meth:`Tokenizer.to_tiktoken` writes beside it."""
+
     name = "loader-tiktoken"
     ext = ".tiktoken"
 
     def make_seeds(self) -> List[bytes]:
         self.tok.to_tiktoken(self.folder / "seed.tiktoken")
-        return [(self.folder / "seed.tiktoken").read_bytes()]
+        ranks = (self.folder / "seed.tiktoken").read_bytes()
+        return [ranks, ranks + SIDECAR_SEPARATOR + (self.folder / "seed.tiktoken.json").read_bytes()]
 
     def mutate(self, data: bytes, rng: random.Random) -> bytes:
-        return mutate_lines(data, rng, self.max_size) if rng.random() < 0.7 else \
-            mutate_bytes(data, rng, self.max_size)
+        ranks, separator, sidecar = data.partition(SIDECAR_SEPARATOR)
+        if separator and rng.random() < 0.4:
+            return ranks + separator + mutate_json_bytes(sidecar, rng, self.max_size)
+        ranks = mutate_lines(ranks, rng, self.max_size) if rng.random() < 0.7 else \
+            mutate_bytes(ranks, rng, self.max_size)
+        return ranks + separator + sidecar
 
     def load(self, data: bytes) -> list:
         import fastbpe
 
+        ranks, separator, sidecar = data.partition(SIDECAR_SEPARATOR)
+        if separator:
+            path = self.folder / "mine.tiktoken"
+            path.write_bytes(ranks)
+            (self.folder / "mine.tiktoken.json").write_bytes(sidecar)
+            return [fastbpe.load(path), fastbpe.Tokenizer.load(path)]
         path = self.folder / "r50k_base.tiktoken"
-        path.write_bytes(data)
+        path.write_bytes(ranks)
         specials = {"<|endoftext|>": 318, "<pad>": 319}
         return [fastbpe.Tokenizer.from_tiktoken(path, "gpt2", specials), fastbpe.load(path)]
 
