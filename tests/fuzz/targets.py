@@ -5,6 +5,8 @@
   same ``InvalidUTF8`` at the same offset) and the chunk-bounds path the encoder uses.
 * ``cut``: every cut ``find_cut`` finds is safe (the chunks of the two sides are the chunks of
   the whole), and it never reads outside the buffer whatever the bytes.
+* ``count``: ``count_words`` (compiled chunk tables, block cuts, the corpus reader) gives the
+  reference's counts in the same order, for any block size and ``errors`` mode.
 * ``roundtrip-trained``, ``roundtrip-tiktoken``, ``roundtrip-huggingface``: encode then decode
   gives the text back, and the ids are the reference's: the pure-Python encoder for tokenizers
   trained here (byte-level, character-level with word markers, several patterns), tiktoken
@@ -222,6 +224,45 @@ class Cut(TextTarget):
                 assert parts == whole, f"{name}: the cut at {cut} changes the chunks"
             features |= {(name, unicodedata.category(data[:c].decode()[-1])) for c in cuts if c}
         return frozenset(features)
+
+
+class Count(TextTarget):
+    """Counting (the compiled chunk tables, the block cuts, the corpus reader) against the
+    reference count, on several documents with small blocks so that texts are cut often. The
+    first byte picks the pattern, the errors mode and the block size; documents are separated by
+    NUL bytes."""
+
+    name = "count"
+    max_size = 2048
+
+    def generate(self, rng: random.Random) -> bytes:
+        docs = [random_utf8(rng, invalid=rng.random() < 0.2) for _ in range(rng.randint(1, 4))]
+        return bytes([rng.randrange(256)]) + b"\x00".join(docs)
+
+    def check(self, data: bytes):
+        import fastbpe
+        from fastbpe.reference import count as reference_count
+        from fastbpe.reference.split import NAMED
+
+        flags = data[0] if data else 0
+        pattern = sorted(NAMED)[flags % len(NAMED)]
+        errors = ("strict", "replace", "bytes")[(flags >> 3) % 3]
+        block_size = (1, 2, 3, 5, 8, 16, 64, None)[(flags >> 5) % 8]
+        docs = data[1:].split(b"\x00")
+        try:
+            want = reference_count.count_words(docs, pattern, errors)
+        except ValueError:
+            want = ValueError
+        try:
+            table = fastbpe.count_words(iter(docs), pattern, workers=1, errors=errors, progress=False,
+                                        block_size=block_size)
+            got = dict(table.items())
+        except ValueError as exc:
+            got = {} if "corpus is empty" in str(exc) else ValueError  # no chunk: an error, by design
+        assert got == want, f"{pattern}, errors={errors}, block_size={block_size}: {got!r} != {want!r}"
+        if got is not ValueError:
+            assert list(got) == list(want), "first-appearance order differs"
+        return (pattern, errors, block_size, got is ValueError)
 
 
 # --- (b) encode/decode round trips ------------------------------------------------------------------
@@ -750,7 +791,7 @@ class LoaderGpt2(LoaderTarget):
         return [fastbpe.Tokenizer.from_gpt2(self.folder / "encoder.json", self.folder / "vocab.bpe")]
 
 
-TARGETS: List[Target] = [Pretokenize(), Cut(), RoundTripTrained(), RoundTripTiktoken(), RoundTripHuggingface(),
+TARGETS: List[Target] = [Pretokenize(), Cut(), Count(), RoundTripTrained(), RoundTripTiktoken(), RoundTripHuggingface(),
                          Train(), LoaderNative(), LoaderHuggingface(), LoaderTiktoken(), LoaderGpt2()]
 
 
