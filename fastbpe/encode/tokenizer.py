@@ -184,8 +184,21 @@ class Tokenizer:
     def _checked_merges(self, merges) -> np.ndarray:
         """Merges as an int64 ``(n, 2)`` array, each pair of existing tokens whose concatenation
         is a token (and, given a third column, that very token)."""
-        rows = np.asarray(merges if isinstance(merges, np.ndarray) else list(merges), dtype=np.int64)
-        rows = rows.reshape(-1, rows.shape[1] if rows.ndim == 2 and rows.shape[1] in (2, 3) else 2)
+        if not isinstance(merges, np.ndarray):
+            merges = list(merges)
+        try:
+            rows = np.asarray(merges) if len(merges) else np.zeros((0, 2), dtype=np.int64)
+        except ValueError:  # rows of different lengths
+            raise ValueError("merges must be (left, right) pairs of token ids") from None
+        if rows.ndim != 2 or rows.shape[1] not in (2, 3):
+            raise ValueError(f"merges must be (left, right) pairs of token ids, got an array of shape {rows.shape}")
+        if rows.dtype == object:
+            raise ValueError("merges hold ids that are not 64-bit integers")
+        if not np.issubdtype(rows.dtype, np.integer) or (
+                not isinstance(merges, np.ndarray) and any(type(v) is bool for row in merges for v in row)):
+            # a float, bool or str id was silently truncated, taken as 0/1 or parsed before
+            raise TypeError(f"merges must hold integer token ids, got {rows.dtype}")
+        rows = rows.astype(np.int64, copy=False)
         pairs = np.ascontiguousarray(rows[:, :2])
         tokens = self.token_bytes
         if self.merge_rule == "token":

@@ -2,6 +2,7 @@
 import json
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -265,3 +266,18 @@ def test_word_markers_must_be_text():
         Tokenizer(tokens, [], word_start=5)
     with pytest.raises(TypeError, match="word_end"):
         Tokenizer(tokens, [], word_end=b"</w>")
+
+
+@pytest.mark.parametrize("merges,error", [
+    ([(97.7, 98.2)], TypeError),      # was truncated to (97, 98)
+    ([("97", "98")], TypeError),      # was parsed
+    ([(True, 98)], TypeError),        # was (1, 98)
+    ([(97, 98, 99, 100)], ValueError),  # was read as two merges
+    ([(97, 98), (97,)], ValueError),
+    ([(97, 2**70)], ValueError),      # was OverflowError
+])
+def test_merges_must_be_pairs_of_integer_ids(merges, error):
+    tokens = [bytes([b]) for b in range(256)] + [b"ab"]
+    with pytest.raises(error, match="merges"):
+        Tokenizer(tokens, merges)
+    assert Tokenizer(tokens, np.array([[97, 98, 256]], dtype=np.int32)).merge_ids.tolist() == [[97, 98]]
