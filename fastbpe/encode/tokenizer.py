@@ -161,6 +161,11 @@ class Tokenizer:
                 raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
         self.word_start = word_start or ""
         self.word_end = word_end or ""
+        if isinstance(tokens, (str, bytes, bytearray)):
+            raise TypeError(f"tokens must be a sequence of bytes, not one {type(tokens).__name__}")
+        bad = next((t for t in tokens if not isinstance(t, (bytes, bytearray, memoryview))), None)
+        if bad is not None:  # bytes(5) would be five NUL bytes, bytes(10**10) ten gigabytes
+            raise TypeError(f"every token must be bytes, got {type(bad).__name__} {bad!r:.40}")
         self.token_bytes: List[bytes] = [bytes(t) for t in tokens]
         self._ids: Dict[bytes, int] = {}
         for i, token in enumerate(self.token_bytes):
@@ -170,7 +175,7 @@ class Tokenizer:
                 raise ValueError(f"token {i} ({token!r}) duplicates token {self._ids[token]}")
             self._ids[token] = i
         self.merge_ids = self._checked_merges(merges)
-        self.merge_counts = None if merge_counts is None else [int(c) for c in merge_counts]
+        self.merge_counts = None if merge_counts is None else self._checked_counts(merge_counts)
         # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
         # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
@@ -180,6 +185,17 @@ class Tokenizer:
         self._core_lock = threading.Lock()
         self._local = threading.local()
         self._pools = _PoolRegistry()
+
+    def _checked_counts(self, merge_counts) -> List[int]:
+        """One count per merge, each an int >= 0 (not a float, bool or str)."""
+        counts = list(merge_counts)
+        if any(isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)) or c < 0 for c in counts):
+            bad = next(c for c in counts if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer))
+                       or c < 0)
+            raise ValueError(f"merge_counts must be ints >= 0, got {bad!r:.40}")
+        if len(counts) != len(self.merge_ids):
+            raise ValueError(f"merge_counts has {len(counts)} counts for {len(self.merge_ids)} merges")
+        return [int(c) for c in counts]
 
     def _checked_merges(self, merges) -> np.ndarray:
         """Merges as an int64 ``(n, 2)`` array, each pair of existing tokens whose concatenation

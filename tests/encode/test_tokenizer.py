@@ -281,3 +281,19 @@ def test_merges_must_be_pairs_of_integer_ids(merges, error):
     with pytest.raises(error, match="merges"):
         Tokenizer(tokens, merges)
     assert Tokenizer(tokens, np.array([[97, 98, 256]], dtype=np.int32)).merge_ids.tolist() == [[97, 98]]
+
+
+def test_tokens_must_be_bytes_and_counts_ints():
+    tokens = [bytes([b]) for b in range(256)] + [b"ab"]
+    with pytest.raises(TypeError, match="bytes"):
+        Tokenizer(tokens[:-1] + [10**10], [])  # bytes(10**10) would allocate ten gigabytes
+    with pytest.raises(TypeError, match="bytes"):
+        Tokenizer(["a", "b"], [])
+    with pytest.raises(TypeError, match="sequence of bytes"):
+        Tokenizer(b"abc", [])
+    for counts in ([1.5], ["3"], [True], [-1]):
+        with pytest.raises(ValueError, match="merge_counts"):
+            Tokenizer(tokens, [(97, 98)], merge_counts=counts)
+    with pytest.raises(ValueError, match="2 counts for 1 merges"):
+        Tokenizer(tokens, [(97, 98)], merge_counts=[3, 4])
+    assert Tokenizer(tokens, [(97, 98)], merge_counts=np.array([3])).merge_counts == [3]
