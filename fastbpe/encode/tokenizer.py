@@ -490,9 +490,11 @@ class Tokenizer:
         specials = {i: s for s, i in self.special_tokens.items()}
         parts = []
         for i in ids:
+            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+                raise TypeError(f"token ids must be ints, got {type(i).__name__} {i!r:.40}")  # 97.5 is not 97
             i = int(i)
             if i in specials:
-                parts.append(specials[i].encode("utf-8"))
+                parts.append(specials[i].encode("utf-8", "surrogatepass"))  # as tokens are stored
             elif 0 <= i < len(table) and table[i]:
                 parts.append(table[i])
             else:

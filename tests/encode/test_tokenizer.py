@@ -297,3 +297,16 @@ def test_tokens_must_be_bytes_and_counts_ints():
     with pytest.raises(ValueError, match="2 counts for 1 merges"):
         Tokenizer(tokens, [(97, 98)], merge_counts=[3, 4])
     assert Tokenizer(tokens, [(97, 98)], merge_counts=np.array([3])).merge_counts == [3]
+
+
+def test_decode_takes_int_ids_only():
+    tok = Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<\ud800>": 300})
+    assert tok.decode([104, 105, np.int64(33)]) == "hi!"
+    for bad in ([104.7], [True], ["104"], np.array([104.0])):
+        with pytest.raises(TypeError, match="ints"):  # 104.7 was taken as 104
+            tok.decode(bad)
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        tok.decode([104, 299])
+    # a special token that is not valid UTF-8 decodes like such a token would
+    assert tok.decode_bytes([300]) == "<\ud800>".encode("utf-8", "surrogatepass")
+    assert tok.decode([104, 300]) == "h<\ufffd\ufffd\ufffd>"
