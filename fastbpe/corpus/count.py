@@ -34,6 +34,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from .._core.count import ChunkCounter
+from ..encode.tokenizer import check_workers
 from ..progress import byte_bar
 from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source
@@ -388,10 +389,7 @@ def count_words(
     rule = cut_rule(pattern)
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be a positive number of bytes or None")
-    if workers is None:
-        workers = _default_workers()
-    if workers < 1:
-        raise ValueError("workers must be >= 1")
+    workers = _default_workers() if workers is None else check_workers(workers)
 
     client, own_client = _dask_client(cluster) if cluster is not None else (None, False)
     try:

@@ -344,3 +344,11 @@ def test_workers_do_not_outlive_a_killed_parent(tmp_path, signal_name):
             parent.kill()
         for pid in children(parent.pid):
             os.kill(pid, 9)
+
+
+@pytest.mark.parametrize("workers,error", [(True, TypeError), (2.5, TypeError), ("2", TypeError),
+                                           (0, ValueError), (-3, ValueError)])
+def test_worker_counts_are_ints_of_at_least_one(workers, error):
+    # True counted as one worker, 2.5 as a float that range() later refused
+    with pytest.raises(error, match="workers"):
+        count_words(iter(["the cat"]), workers=workers, progress=False)
