@@ -7,7 +7,7 @@ import re
 import secrets
 import stat
 import threading
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["write_atomic", "read_json", "json_bytes"]
 
@@ -112,8 +112,12 @@ def _note_own_change(directory: str) -> None:
             _STALE[directory] = (_mtime(directory), _STALE[directory][1])
 
 
-def write_atomic(path: PathLike, payload: bytes) -> None:
+def write_atomic(path: PathLike, payload: Union[bytes, Sequence]) -> None:
     """Write ``payload`` to ``path`` so that readers see the old file or the whole new one.
+
+    ``payload``: bytes, or a sequence of bytes-like pieces written one after the other (a
+    header and a NumPy array's memory, say, so that a large array is never copied into one
+    ``bytes`` first).
 
     The payload goes to a temporary file beside ``path`` (``.tmp-PID-RANDOM-NAME``), renamed
     over ``path`` once complete; on an exception (Ctrl-C included) it is removed. A writer
@@ -132,7 +136,8 @@ def write_atomic(path: PathLike, payload: bytes) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+            for piece in [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload:
+                f.write(piece)
             f.flush()
             os.fchmod(f.fileno(), _mode_for(path))
             os.fsync(f.fileno())

@@ -120,3 +120,12 @@ def test_a_long_file_name_still_gets_a_temporary_name_the_system_accepts(tmp_pat
     name = "é" * 120 + ".json"  # 245 bytes: at the limit, with no room for a prefix
     write_atomic(tmp_path / name, b"{}")
     assert os.listdir(tmp_path) == [name]
+
+
+def test_a_payload_in_pieces_is_written_in_order(tmp_path):
+    import numpy as np
+
+    ids = np.arange(300, dtype="<u2")
+    write_atomic(tmp_path / "ids.bin", [b"head", memoryview(ids).cast("B"), bytearray(b"tail")])
+    assert (tmp_path / "ids.bin").read_bytes() == b"head" + ids.tobytes() + b"tail"
+    assert os.listdir(tmp_path) == ["ids.bin"]
