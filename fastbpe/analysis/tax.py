@@ -80,14 +80,16 @@ def _token_counts(tokenizer, texts: List[str], workers: Optional[int]) -> np.nda
 
 def tax(tokenizers: Sequence[Any], corpus: Union[PathLike, Tuple[Sequence[str], Sequence[Sequence[str]]]], *,
         reference: str = "en", languages: Optional[Sequence[str]] = None, rows: Optional[int] = None,
-        labels: Optional[Sequence[str]] = None, workers: Optional[int] = None) -> Dict[str, Any]:
+        labels: Optional[Sequence[str]] = None, complete: bool = False,
+        workers: Optional[int] = None) -> Dict[str, Any]:
     """The token tax of each language for each tokenizer, on a parallel corpus.
 
     ``tokenizers``: names, paths or Tokenizers. ``corpus``: a TSV path (:func:`read_parallel`)
     or ``(header, rows)``. For each language, the rows where both it and the ``reference`` have
     text: the tokens, bytes and characters of each, tokens per row, bytes and characters per
     token, and the premium (tokens of the language / tokens of the reference on those rows,
-    Petrov et al. 2023). Returns ``{"reference", "rows", "languages", "tokenizers", "results"}``,
+    Petrov et al. 2023). ``complete``: only the rows where every measured language has text,
+    so that every premium is taken on the same content. Returns ``{"reference", "rows", "languages", "tokenizers", "results"}``,
     ``results`` one dict per (tokenizer, language).
     """
     header, table = read_parallel(corpus, rows) if isinstance(corpus, (str, os.PathLike)) else corpus
@@ -99,6 +101,10 @@ def tax(tokenizers: Sequence[Any], corpus: Union[PathLike, Tuple[Sequence[str], 
     if len(labels) != len(tokenizers):
         raise ValueError("give one label per tokenizer")
     index = {name: header.index(name) for name in columns}
+    if complete:
+        table = [row for row in table if all(row[index[name]] for name in columns)]
+        if not table:
+            raise ValueError(f"no row has text in every column of {', '.join(columns)}")
     cells = {name: [row[index[name]] for row in table] for name in columns}
     present = {name: np.array([bool(c) for c in cells[name]]) for name in columns}
     chars = {name: np.fromiter(map(len, cells[name]), dtype=np.int64) for name in columns}
@@ -127,8 +133,8 @@ def tax(tokenizers: Sequence[Any], corpus: Union[PathLike, Tuple[Sequence[str], 
                 "chars_per_token": c / tokens if tokens else float("nan"),
                 "premium": tokens / reference_tokens if reference_tokens else float("nan"),
             })
-    return {"reference": reference, "rows": len(table), "languages": columns, "tokenizers": labels,
-            "results": results}
+    return {"reference": reference, "rows": len(table), "complete": bool(complete), "languages": columns,
+            "tokenizers": labels, "results": results}
 
 
 def premium_table(result: Dict[str, Any]) -> List[Dict[str, Any]]:

@@ -174,7 +174,8 @@ def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2"
     curve = [learner.corpus_tokens()]
 
     def after_each_merge(done: int, count: int) -> None:
-        curve.append(learner.corpus_tokens())
+        if done == len(curve):  # called once per merge, and once more when the learner stops early
+            curve.append(learner.corpus_tokens())
 
     merge_ids, counts, tokens = learner.run(int(num_merges), int(min_frequency), -1, after_each_merge, 1)
     tokenizer = Tokenizer(tokens, merge_ids, unit=unit, pattern=pattern, word_start=word_start,

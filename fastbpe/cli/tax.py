@@ -53,14 +53,15 @@ def _cmd_tax(args: argparse.Namespace) -> int:
         raise ValueError("give at least one --tokenizer (or --sweep)")
     languages = [lang for lang in args.languages.split(",") if lang] if args.languages else None
     result = tax([spec for _, spec in specs], args.corpus, reference=args.reference, languages=languages,
-                 rows=args.rows, labels=[label for label, _ in specs], workers=args.workers)
+                 rows=args.rows, labels=[label for label, _ in specs], complete=args.complete_rows,
+                 workers=args.workers)
     if args.plot:
         plot_premiums(result, args.plot)
     if args.json:
         print(json_text({"command": "tax", **result}))
         return 0
     print(f"premium: tokens of each language / tokens of {args.reference} on the same rows "
-          f"({result['rows']:,} rows read)")
+          f"({result['rows']:,} rows{', each with every language' if args.complete_rows else ' read'})")
     print(format_table(premium_table(result)))
     print()
     print(format_table(result["results"], DETAIL_COLUMNS))
@@ -83,6 +84,8 @@ def add_tax_subcommand(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--reference", default="en", help="the column every language is compared with")
     t.add_argument("--languages", default=None,
                    help="the columns to measure, comma-separated (default: every column named like a language code)")
+    t.add_argument("--complete-rows", action="store_true",
+                   help="only the rows where every measured language has text (every premium on the same content)")
     t.add_argument("--rows", type=size_arg, default=None, help="read only the first ROWS rows (default: all)")
     t.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
     sweep = t.add_argument_group("--sweep: the premium against the training mix")
