@@ -126,6 +126,8 @@ def add_tokenizer_option(parser: argparse.ArgumentParser, *, repeatable: bool, r
     help_text = ("a tokenizer: a file fastbpe reads (tokenizer.json, NAME.tiktoken, NAME.fastbpe.json, GPT-2's "
                  "encoder.json/vocab.bpe or their folder) or an OpenAI encoding name (cl100k_base, o200k_base, "
                  "r50k_base, gpt2...) found in the folder $FASTBPE_ENCODINGS; LABEL= names it in the output")
+    if not required:
+        help_text += " (default: none)"
     if repeatable:
         parser.add_argument("--tokenizer", "-t", action="append", required=required, default=None,
                             metavar="[LABEL=]NAME_OR_PATH", help=help_text + " (repeat for several)")
