@@ -118,3 +118,21 @@ def test_user_errors(argv, says, capsys, monkeypatch, tmp_path):
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert "fastbpe: error:" in error and says in error
+
+
+def test_readme_examples_parse():
+    """Every command the README's analysis section shows is one the parser accepts."""
+    import re
+    import shlex
+
+    from fastbpe.cli import build_parser
+
+    readme = (TREE / "README.md").read_text(encoding="utf-8")
+    body = readme.split("## Questions about a vocabulary\n", 1)[1].split("\n## ", 1)[0]
+    commands = [line[2:] if line.startswith("$ ") else line
+                for block in re.findall(r"```(?:sh)?\n(.*?)```", body, re.S)
+                for line in block.replace("\\\n", " ").splitlines()
+                if re.match(r"(\$ )?fastbpe ", line)]
+    assert {c.split()[1] for c in commands} == {"tax", "cost", "trace", "audit"}
+    for command in commands:
+        build_parser().parse_args(shlex.split(command)[1:])
