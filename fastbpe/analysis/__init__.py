@@ -1,4 +1,5 @@
-"""Stage 8: questions about a vocabulary, one function each.
+"""Questions about a vocabulary, one function each (the stage after the pipeline: it reads
+tokenizers and corpora, and trains through ``learn``).
 
 * :func:`tax`: the token premium of each language on a parallel corpus (Petrov et al. 2023),
   and :func:`tax_sweep`, the premium of a language against its share of the training text;

@@ -59,11 +59,12 @@ def reachability(tokenizer, *, workers: Optional[int] = None) -> Dict[str, Any]:
     the rest are built otherwise by the merges), ``not_utf8`` (ids of tokens that are not valid
     UTF-8 on their own, left out of the check) and the counts."""
     tokenizer = resolve_tokenizer(tokenizer)
+    if tokenizer.word_start or tokenizer.word_end:
+        # a marked tokenizer adds its marker to every chunk: a token without it (a word's
+        # middle) is never one chunk's whole encoding, so the check means nothing there
+        raise ValueError("reachability needs a tokenizer without word markers")
     ids = _ordinary_ids(tokenizer)
     texts, valid, invalid = _utf8_texts(tokenizer, ids)
-    if tokenizer.unit == "chars" or tokenizer.word_start or tokenizer.word_end:
-        # the text of a token with a word marker holds the marker: strip it as encoding adds it
-        texts = [_strip_markers(tokenizer, t) for t in texts]
     # one thread by default: the texts are a few bytes each, so threads would only contend
     encoded = tokenizer.encode_batch(texts, workers=workers or 1, disallowed_special=(), as_numpy=True)
     flat, lengths = _flat(encoded)
@@ -81,14 +82,6 @@ def reachability(tokenizer, *, workers: Optional[int] = None) -> Dict[str, Any]:
         "split_by_pattern": split,
         "not_utf8": invalid.tolist(),
     }
-
-
-def _strip_markers(tokenizer: Tokenizer, text: str) -> str:
-    if tokenizer.word_start and text.startswith(tokenizer.word_start):
-        text = text[len(tokenizer.word_start):]
-    if tokenizer.word_end and text.endswith(tokenizer.word_end):
-        text = text[: -len(tokenizer.word_end)]
-    return text
 
 
 def _chunk_count(tokenizer: Tokenizer, text: str) -> int:
@@ -214,20 +207,26 @@ def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corp
         return [{"id": int(i), "token": tokenizer.token_bytes[int(i)].decode("utf-8", "backslashreplace")}
                 for i in list(ids)[:examples]]
 
-    reach = reachability(tokenizer, workers=workers)
+    ordinary = _ordinary_ids(tokenizer)
+    _, _, invalid = _utf8_texts(tokenizer, ordinary)
     result: Dict[str, Any] = {
         "tokenizer": name,
         "vocab_size": tokenizer.vocab_size,
-        "ordinary_tokens": reach["tokens"],
-        "special_tokens": reach["special"],
-        "not_utf8": len(reach["not_utf8"]),
-        "not_utf8_ids": reach["not_utf8"],
-        "not_utf8_examples": shown(reach["not_utf8"]),
-        "unreachable": len(reach["unreachable"]),
-        "unreachable_ids": reach["unreachable"],
-        "unreachable_split_by_pattern": len(reach["split_by_pattern"]),
-        "unreachable_examples": shown(reach["unreachable"]),
+        "ordinary_tokens": len(ordinary),
+        "special_tokens": len(tokenizer.special_tokens),
+        "not_utf8": len(invalid),
+        "not_utf8_ids": invalid.tolist(),
+        "not_utf8_examples": shown(invalid.tolist()),
     }
+    reach = {"unreachable": [], "not_utf8": invalid.tolist()}
+    if not (tokenizer.word_start or tokenizer.word_end):  # meaningless with word markers
+        reach = reachability(tokenizer, workers=workers)
+        result.update({
+            "unreachable": len(reach["unreachable"]),
+            "unreachable_ids": reach["unreachable"],
+            "unreachable_split_by_pattern": len(reach["split_by_pattern"]),
+            "unreachable_examples": shown(reach["unreachable"]),
+        })
     if corpus is not None or texts is not None:
         seen = never_produced(tokenizer, corpus, texts=texts, limit=corpus_limit, workers=workers)
         # under-trained candidates: merged tokens (not base bytes) that text can produce
@@ -253,8 +252,8 @@ def summary_row(result: Dict[str, Any]) -> Dict[str, Any]:
         "vocab": result["vocab_size"],
         "special": result["special_tokens"],
         "not_utf8": result["not_utf8"],
-        "unreachable": result["unreachable"],
-        "by_pattern": result["unreachable_split_by_pattern"],
+        "unreachable": result.get("unreachable"),
+        "by_pattern": result.get("unreachable_split_by_pattern"),
     }
     if "never_produced" in result:
         row["never_produced"] = result["never_produced"]

@@ -42,7 +42,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print(format_table([summary_row(r) for r in results]))
     for r in results:
         print()
-        print(f"{r['tokenizer']}: unreachable {_examples(r['unreachable_examples'])}")
+        if "unreachable_examples" in r:
+            print(f"{r['tokenizer']}: unreachable {_examples(r['unreachable_examples'])}")
         print(f"{r['tokenizer']}: not UTF-8 {_examples(r['not_utf8_examples'])}")
         if "never_produced_examples" in r:
             print(f"{r['tokenizer']}: never produced on the corpus ({r['corpus_tokens']:,} tokens), "

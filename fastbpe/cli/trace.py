@@ -1,6 +1,5 @@
 """``fastbpe trace``: a training run merge by merge, and the order a word's merges fire in."""
 import argparse
-import sys
 
 from ..analysis.common import format_table, json_text
 from ..analysis.trace import plot_curve, segmentation_text, trace, trace_word

@@ -111,3 +111,13 @@ def test_audit_of_gpt2(gpt2):
     assert result["not_utf8"] >= 128  # at least the lone bytes 0x80..0xff
     assert result["never_produced"] > 50000 and result["never_produced_candidates"] <= result["never_produced"]
     assert [d["digits"] for d in result["digits"]] == [1, 2, 3]
+
+
+def test_word_markers_have_no_reachability_but_an_audit(worked_example):
+    tok = fastbpe.train(text=worked_example.text, num_merges=15, unit="chars", pattern="whitespace", word_start="_",
+                        min_frequency=1, progress=False)
+    with pytest.raises(ValueError, match="word markers"):
+        reachability(tok)
+    result = audit(tok, texts=["saya makan nasi"], digits_up_to=None)
+    assert "unreachable" not in result and result["not_utf8"] == 0
+    assert result["never_produced"] == len(never_produced(tok, texts=["saya makan nasi"])["never"])

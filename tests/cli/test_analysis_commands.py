@@ -136,3 +136,24 @@ def test_readme_examples_parse():
     assert {c.split()[1] for c in commands} == {"tax", "cost", "trace", "audit"}
     for command in commands:
         build_parser().parse_args(shlex.split(command)[1:])
+
+
+def test_tax_sweep_command(capsys, tmp_path):
+    english = tmp_path / "en.txt"
+    english.write_text("the quick brown fox jumps over the lazy dog\n" * 300, encoding="utf-8")
+    other = tmp_path / "zz.txt"
+    other.write_text("zyxq vwut kjih onml\nsrqp zyxq onml\n" * 200, encoding="utf-8")
+    corpus = tmp_path / "p.tsv"
+    corpus.write_text("domain\ten\tzz\n" + "x\tthe lazy dog\tzyxq onml vwut\n" * 20, encoding="utf-8")
+    argv = ["tax", "--sweep", "--english", str(english), "--other", str(other), "--language", "zz",
+            "--corpus", str(corpus), "--vocab-size", "300", "--train-bytes", "8k", "--shares", "0,50"]
+    result = run_json(capsys, argv)
+    assert [p["share"] for p in result["points"]] == [0.0, 0.5]
+    assert result["points"][1]["premium"] < result["points"][0]["premium"]
+    assert main(argv) == 0 and "premium" in capsys.readouterr().out
+
+
+def test_cost_takes_the_vocabulary_of_a_tokenizer(capsys, trained):
+    tok, path = trained
+    result = run_json(capsys, ["cost", "-t", str(path), "--d-model", "32", "--tokens", "10"])
+    assert result["vocab"] == tok.vocab_size and result["lm_head_flops"] == 10 * 2 * tok.vocab_size * 32
