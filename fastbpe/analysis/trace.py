@@ -216,9 +216,18 @@ def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2"
     }
 
 
+_VISIBLE = str.maketrans({" ": "\u2423", "\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"})
+
+
 def segmentation_text(shown: Sequence[Dict[str, Any]], pieces: Sequence[Sequence[str]]) -> str:
-    """``low_ x5 | l o w e r _ x2``: the shown chunks' pieces, space-separated, with counts."""
-    return " | ".join(f"{' '.join(p)} x{w['count']}" for w, p in zip(shown, pieces))
+    """``low_ x5 | l o w e r _ x2``: the shown chunks' pieces, space-separated, with counts
+    (a space inside a piece shown as ``␣``, a newline as ``↵``).
+
+    >>> segmentation_text([{"count": 2}, {"count": 1}], [["low", "er_"], [" the"]])
+    'low er_ x2 | ␣the x1'
+    """
+    return " | ".join(f"{' '.join(piece.translate(_VISIBLE) for piece in p)} x{w['count']}"
+                      for w, p in zip(shown, pieces))
 
 
 def plot_curve(result: Dict[str, Any], path) -> None:

@@ -93,10 +93,7 @@ def test_word_trace_under_the_imported_rules(rule):
     assert [s["new"] for s in chunk["steps"]][:1] == (["bc"] if rule == "pair" else ["ab"])
 
 
-def test_word_trace_of_gpt2_and_cl100k(shared_data):
-    gpt2 = fastbpe.Tokenizer.from_gpt2(shared_data.path("tokenizers", "encoder.json"),
-                                       shared_data.path("tokenizers", "vocab.bpe"))
-    cl100k = fastbpe.load(shared_data.path("tokenizers", "tiktoken", "cl100k_base.tiktoken"))
+def test_word_trace_of_gpt2_and_cl100k(gpt2, cl100k):
     for tok in (gpt2, cl100k):
         chunks = trace_word(tok, " tokenization 20261130")
         assert sum((c["ids"] for c in chunks), []) == tok.encode(" tokenization 20261130")
