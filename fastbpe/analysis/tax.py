@@ -184,6 +184,25 @@ def _read_prefix(source, size: int) -> str:
     return _cut(text, size)
 
 
+def _lines_not_in(source, held_out: set, size: int) -> Tuple[List[str], int]:
+    """Lines of a file or text, those in ``held_out`` skipped, until ``size`` bytes are kept (or
+    the source ends); and how many lines were skipped."""
+    lines = source.splitlines(keepends=True) if isinstance(source, str) and (
+        "\n" in source or not os.path.exists(source)) else text_lines(source)
+    kept, skipped, total = [], 0, 0
+    for line in lines:
+        if total >= size:
+            break
+        if line.rstrip("\r\n") in held_out:
+            skipped += 1
+            continue
+        kept.append(line)
+        total += len(line.encode("utf-8", "surrogatepass"))
+    if hasattr(lines, "close"):
+        lines.close()
+    return kept, skipped
+
+
 def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = "en", vocab_size: int = 8192,
               train_bytes: int = 2_000_000, shares: Sequence[float] = DEFAULT_SHARES, rows: Optional[int] = None,
               pattern: str = "gpt2", workers: Optional[int] = None) -> Dict[str, Any]:
@@ -206,9 +225,7 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
     header = list(header)
     _languages(header, reference, [language])
     held_out = {row[header.index(language)] for row in table}
-    most = max(shares)
-    other_text = _read_prefix(other, int(train_bytes * most * 1.5) + 1 if most else 0) if most else ""
-    other_lines = [line for line in other_text.splitlines(keepends=True) if line.rstrip("\r\n") not in held_out]
+    other_lines, skipped = _lines_not_in(other, held_out, int(train_bytes * max(shares)))
     english_text = _read_prefix(english, train_bytes)
     points = []
     for share in shares:
@@ -237,7 +254,7 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
             "premium": by[language]["premium"],
         })
     return {"language": language, "reference": reference, "vocab_size": vocab_size, "train_bytes": train_bytes,
-            "held_out_lines": len(other_text.splitlines()) - len(other_lines), "points": points}
+            "held_out_lines": skipped, "points": points}
 
 
 def plot_sweep(result: Dict[str, Any], path: PathLike) -> None:

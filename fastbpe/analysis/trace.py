@@ -78,10 +78,12 @@ def _fire_order(tokenizer: Tokenizer, chunk: bytes) -> Tuple[List[Dict[str, Any]
         if ranks is None:
             ranks = tokenizer._trace_ranks = {t: i for i, t in enumerate(tokenizer.token_bytes) if t}
         pieces = tuple(reference_encode.encode_by_token_rank(chunk, ranks, False, steps))
-        if tokenizer.whole_token_lookup and chunk in ranks and pieces != (chunk,):
-            # tiktoken looks a whole chunk up before merging: one step, the lookup
-            steps = [(ranks[chunk], None, (chunk,))]
-            pieces = (chunk,)
+    whole = tokenizer._ids.get(chunk)
+    if tokenizer.whole_token_lookup and whole is not None and pieces != (chunk,):
+        # tiktoken (and Hugging Face's ignore_merges) look a whole chunk up before merging:
+        # one step, the lookup
+        steps = [(whole, None, (chunk,))]
+        pieces = (chunk,)
     rows = []
     for rank, pair, after in steps:
         rows.append({

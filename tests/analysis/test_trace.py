@@ -109,3 +109,13 @@ def test_bad_arguments():
         trace(iter(["a b"]), 3, words=-2)
     with pytest.raises(TypeError):
         trace_word(fastbpe.train(text="ab ab ab", vocab_size=258, progress=False), b"ab")
+
+
+def test_a_whole_chunk_lookup_is_one_step():
+    # "abc" is a token the merge list never builds ("ab" + "c" is no merge): under the pair
+    # rule (Hugging Face's ignore_merges) only the lookup reaches it
+    tokens = [b"a", b"b", b"c", b"ab", b"abc"]
+    tok = fastbpe.Tokenizer(tokens, [(0, 1)], merge_rule="pair", whole_token_lookup=True)
+    (chunk,) = trace_word(tok, "abc")
+    assert chunk["ids"] == tok.encode("abc") == [4]
+    assert [(s["left"], s["new"]) for s in chunk["steps"]] == [(None, "abc")]
