@@ -16,6 +16,7 @@
 
 Everything is computed in batches (``encode_batch``, NumPy), never one Python call per token.
 """
+from itertools import chain
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -45,10 +46,10 @@ def _utf8_texts(tokenizer: Tokenizer, ids: np.ndarray):
     return texts, np.array(valid, dtype=np.int64), np.array(invalid, dtype=np.int64)
 
 
-def _flat(arrays: List[np.ndarray]):
-    """Many id arrays as one flat int64 array and their lengths."""
-    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-    flat = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+def _flat(lists: List[List[int]]):
+    """Many id lists as one flat int64 array and their lengths."""
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(lengths.sum()))
     return flat, lengths
 
 
@@ -65,8 +66,9 @@ def reachability(tokenizer, *, workers: Optional[int] = None) -> Dict[str, Any]:
         raise ValueError("reachability needs a tokenizer without word markers")
     ids = _ordinary_ids(tokenizer)
     texts, valid, invalid = _utf8_texts(tokenizer, ids)
-    # one thread by default: the texts are a few bytes each, so threads would only contend
-    encoded = tokenizer.encode_batch(texts, workers=workers or 1, disallowed_special=(), as_numpy=True)
+    # one thread by default: the texts are a few bytes each, so threads would only contend;
+    # lists, not arrays: on texts this short a NumPy array per text costs more than the encoding
+    encoded = tokenizer.encode_batch(texts, workers=workers or 1, disallowed_special=())
     flat, lengths = _flat(encoded)
     first = np.full(len(lengths), -1, dtype=np.int64)
     nonempty = lengths > 0
