@@ -157,3 +157,19 @@ def test_cost_takes_the_vocabulary_of_a_tokenizer(capsys, trained):
     tok, path = trained
     result = run_json(capsys, ["cost", "-t", str(path), "--d-model", "32", "--tokens", "10"])
     assert result["vocab"] == tok.vocab_size and result["lm_head_flops"] == 10 * 2 * tok.vocab_size * 32
+
+
+def test_train_takes_the_word_markers_trace_takes(tmp_path, capsys, worked_example):
+    corpus = tmp_path / "malay.txt"
+    corpus.write_text(worked_example.text, encoding="utf-8")
+    out = tmp_path / "t.fastbpe.json"
+    argv = [str(corpus), "--unit", "chars", "--pretokenizer", "whitespace", "--word-start", "_",
+            "--min-frequency", "1"]
+    assert main(["train", *argv, "--num-merges", "15", "--vocab-size", "1000", "--out", str(out), "-q"]) == 0
+    capsys.readouterr()
+    tok = fastbpe.load(out)
+    assert [(a, b) for a, b, _ in worked_example.merges] == tok.merges
+    result = run_json(capsys, ["trace", *argv, "--num-merges", "15", "--words", "0"])
+    assert [(m["left"], m["right"], m["count"]) for m in result["merges"]] == worked_example.merges
+    assert main(["train", str(corpus), "--word-start", "_", "--out", str(tmp_path / "t.json")]) == 2
+    assert "word markers" in capsys.readouterr().err
