@@ -74,7 +74,8 @@ def _languages(header: Sequence[str], reference: str, languages: Optional[Sequen
 
 def _token_counts(tokenizer, texts: List[str], workers: Optional[int]) -> np.ndarray:
     """Tokens of each text (special-token strings are ordinary text here)."""
-    ids = tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+    # lists, not arrays: on texts of a few words an array per text costs more than the encoding
+    ids = tokenizer.encode_batch(texts, workers=workers, disallowed_special=())
     return np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
 
 
