@@ -26,8 +26,9 @@ from .split import PATTERNS, pretokenize, pretokenize_bytes
 __version__ = "0.1.0"
 
 # The embedding kernels import Numba (about a second); they load on first use so that the
-# tokenizer and the CLI start fast.
+# tokenizer and the CLI start fast. The analyses load on first use too.
 _LAZY = {
+    "analysis": ("analysis", None),
     "embed": ("embed", None),
     "kernels": ("embed.kernels", None),
     "gather": ("embed.kernels", "gather"),

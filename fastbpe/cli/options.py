@@ -3,10 +3,10 @@ the help formatter (every default shown), and the parsers of sizes and special-t
 import argparse
 import re
 import sys
-from typing import List, NoReturn, Sequence
+from typing import List, NoReturn, Optional, Sequence
 
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "special_token_list", "split_token_list",
-           "fail"]
+           "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs"]
 
 PROG = "fastbpe"
 
@@ -102,3 +102,64 @@ def fail(message: str) -> NoReturn:
 
 def flatten(lists: Sequence[Sequence[str]]) -> List[str]:
     return [item for items in lists or () for item in items]
+
+
+def add_learning_options(parser: argparse.ArgumentParser) -> None:
+    """The options that say how merges are learned, shared by ``train`` and ``trace``."""
+    parser.add_argument("--unit", choices=("bytes", "chars"), default="bytes",
+                        help="base symbols: the 256 bytes (any text encodes) or the corpus's characters")
+    parser.add_argument("--pattern", "--pretokenizer", dest="pattern", default="gpt2",
+                        help="the split pattern: a name (gpt2, cl100k, o200k, llama3, whitespace) or a regex "
+                             "(--pretokenizer is its former name)")
+    parser.add_argument("--min-frequency", type=int, default=2,
+                        help="stop when the most frequent pair occurs fewer times than this")
+    parser.add_argument("--word-start", default=None, metavar="MARK",
+                        help="a symbol put before every chunk (Sennrich et al. 2016 mark word ends with one; "
+                             "the worked example of BPE by hand marks word starts with _) (default: none)")
+    parser.add_argument("--word-end", default=None, metavar="MARK", help="a symbol put after every chunk (default: none)")
+
+
+def add_tokenizer_option(parser: argparse.ArgumentParser, *, repeatable: bool, required: bool = True) -> None:
+    """``--tokenizer [LABEL=]NAME_OR_PATH``: a tokenizer file (any format ``fastbpe.load``
+    reads, or GPT-2's encoder.json/vocab.bpe or their folder) or an OpenAI encoding name found
+    in the folder $FASTBPE_ENCODINGS; LABEL names it in tables and plots."""
+    help_text = ("a tokenizer: a file fastbpe reads (tokenizer.json, NAME.tiktoken, NAME.fastbpe.json, GPT-2's "
+                 "encoder.json/vocab.bpe or their folder) or an OpenAI encoding name (cl100k_base, o200k_base, "
+                 "r50k_base, gpt2...) found in the folder $FASTBPE_ENCODINGS; LABEL= names it in the output")
+    if not required:
+        help_text += " (default: none)"
+    if repeatable:
+        parser.add_argument("--tokenizer", "-t", action="append", required=required, default=None,
+                            metavar="[LABEL=]NAME_OR_PATH", help=help_text + " (repeat for several)")
+    else:
+        parser.add_argument("--tokenizer", "-t", required=required, default=None,
+                            metavar="[LABEL=]NAME_OR_PATH", help=help_text)
+
+
+def tokenizer_specs(values) -> List:
+    """``(label, name_or_path)`` of each ``--tokenizer`` value. ``LABEL=`` is read as a label
+    only when what precedes ``=`` names no existing file and holds no path separator.
+
+    >>> tokenizer_specs(["cl100k_base", "mine=runs/t.json"])
+    [('cl100k_base', 'cl100k_base'), ('mine', 'runs/t.json')]
+    """
+    import os
+
+    from ..analysis.common import tokenizer_label
+
+    specs = []
+    for value in ([values] if isinstance(values, str) else values or []):
+        label, sep, rest = value.partition("=")
+        if sep and label and rest and os.sep not in label and not os.path.exists(value):
+            specs.append((label, rest))
+        else:
+            specs.append((tokenizer_label(value), value))
+    return specs
+
+
+def add_report_options(parser: argparse.ArgumentParser, *, plot: Optional[str] = None) -> None:
+    """``--json`` (the result as one JSON object instead of the table) and, where a picture
+    helps, ``--plot FILE.png`` (``plot`` says what it draws; it needs matplotlib)."""
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object instead of a table")
+    if plot:
+        parser.add_argument("--plot", default=None, metavar="FILE.png", help=f"draw {plot} to FILE.png (needs matplotlib) (default: no plot)")

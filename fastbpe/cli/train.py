@@ -21,7 +21,7 @@ from typing import List
 
 from ..corpus.files import CorpusDecodeError, expand_paths
 from ..learn.train import train
-from .options import flatten, size_arg, special_token_list
+from .options import add_learning_options, flatten, size_arg, special_token_list
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
 
@@ -93,6 +93,9 @@ def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
     if fmt != "fastbpe" and args.unit != "bytes":
         raise ValueError(f"--unit {args.unit} tokenizers cannot be written as {fmt} files (byte-level only); "
                          "use --format fastbpe or an --out name ending in .fastbpe.json")
+    if fmt != "fastbpe" and (args.word_start or args.word_end):
+        raise ValueError(f"tokenizers with word markers cannot be written as {fmt} files; "
+                         "use --format fastbpe or an --out name ending in .fastbpe.json")
     if args.compat == "hf" and args.unit != "bytes":
         raise ValueError("--compat hf needs --unit bytes")
 
@@ -105,6 +108,8 @@ def _train(args: argparse.Namespace, files: List[Path], special_tokens: List[str
         unit=args.unit,
         pattern=args.pattern,
         min_frequency=args.min_frequency,
+        word_start=args.word_start,
+        word_end=args.word_end,
         special_tokens=special_tokens,
         progress=False if args.quiet or args.json else None,
         workers=args.workers,
@@ -211,13 +216,7 @@ def add_train_subcommand(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--format", choices=OUT_FORMATS, default="auto",
                    help="the file format; auto: .tiktoken -> tiktoken, .fastbpe.json -> fastbpe, "
                         "anything else -> huggingface")
-    t.add_argument("--unit", choices=("bytes", "chars"), default="bytes",
-                   help="base symbols: the 256 bytes (any text encodes) or the corpus's characters")
-    t.add_argument("--pattern", "--pretokenizer", dest="pattern", default="gpt2",
-                   help="the split pattern: a name (gpt2, cl100k, o200k, llama3, whitespace) or a regex "
-                        "(--pretokenizer is its former name)")
-    t.add_argument("--min-frequency", type=int, default=2,
-                   help="stop when the most frequent pair occurs fewer times than this")
+    add_learning_options(t)
     t.add_argument("--special-token", "--special-tokens", dest="special_token", action="append",
                    type=special_token_list, default=[], metavar="TOKEN",
                    help="a special token (repeat the flag for more, or give a comma-separated list; "

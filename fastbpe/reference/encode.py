@@ -6,28 +6,36 @@
 
 Quadratic and plain on purpose; tests compare ``fastbpe/_core/encode.pyx`` against them.
 """
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .learning import Pair, Word, merge_word
+
+# One merge as it fires while encoding: its rank, the pair, and the pieces after it.
+Step = Tuple[int, Pair, Tuple]
 
 __all__ = ["encode_word", "encode_by_pair_rank", "encode_by_token_rank"]
 
 
-def encode_word(word: Word, merges: Iterable[Pair]) -> Word:
-    """Encode one word by replaying ``merges`` in learned order.
+def encode_word(word: Word, merges: Iterable[Pair], steps: Optional[List[Step]] = None) -> Word:
+    """Encode one word by replaying ``merges`` in learned order. ``steps``, a list, receives
+    ``(rank, pair, word after)`` for every merge that changes the word, in the order they fire.
 
     >>> encode_word(tuple("_lower"), [("_", "l"), ("_l", "o"), ("e", "r")])
     ('_lo', 'w', 'er')
     """
-    for pair in merges:
-        word = merge_word(word, pair)
+    for rank, pair in enumerate(merges):
+        merged = merge_word(word, pair)
+        if steps is not None and merged != word:
+            steps.append((rank, pair, merged))
+        word = merged
     return word
 
 
-def encode_by_pair_rank(word: bytes, merges: Sequence[Tuple[bytes, bytes]]) -> List[bytes]:
+def encode_by_pair_rank(word: bytes, merges: Sequence[Tuple[bytes, bytes]],
+                        steps: Optional[List[Step]] = None) -> List[bytes]:
     """Hugging Face ``tokenizers``' rule: repeatedly merge the adjacent pair that comes first in
     the merge list (leftmost among equals), no memory of earlier merges. A pair listed twice
-    keeps its last rank, as ``tokenizers`` does.
+    keeps its last rank, as ``tokenizers`` does. ``steps`` as for :func:`encode_word`.
 
     >>> encode_by_pair_rank(b"abc", [(b"b", b"c"), (b"a", b"b"), (b"a", b"bc")])
     [b'abc']
@@ -38,16 +46,21 @@ def encode_by_pair_rank(word: bytes, merges: Sequence[Tuple[bytes, bytes]]) -> L
     parts = [bytes([b]) for b in word]
     while len(parts) > 1:
         best = min(range(len(parts) - 1), key=lambda i: (rank.get((parts[i], parts[i + 1]), float("inf")), i))
-        if (parts[best], parts[best + 1]) not in rank:
+        pair = (parts[best], parts[best + 1])
+        if pair not in rank:
             break
         parts[best:best + 2] = [parts[best] + parts[best + 1]]
+        if steps is not None:
+            steps.append((rank[pair], pair, tuple(parts)))
     return parts
 
 
-def encode_by_token_rank(word: bytes, ranks: Mapping[bytes, int], whole: bool = True) -> List[bytes]:
+def encode_by_token_rank(word: bytes, ranks: Mapping[bytes, int], whole: bool = True,
+                         steps: Optional[List[Step]] = None) -> List[bytes]:
     """tiktoken's rule: a chunk that is a token is that token (with ``whole``); otherwise
     repeatedly merge the adjacent pair whose concatenation has the lowest rank (leftmost
-    among equals).
+    among equals). ``steps`` as for :func:`encode_word`, the rank being the new token's (a
+    whole-chunk lookup records nothing).
 
     >>> encode_by_token_rank(b"abc", {b"a": 0, b"b": 1, b"c": 2, b"bc": 3, b"ab": 4})
     [b'a', b'bc']
@@ -58,7 +71,10 @@ def encode_by_token_rank(word: bytes, ranks: Mapping[bytes, int], whole: bool = 
     while len(parts) > 1:
         best = min(range(len(parts) - 1),
                    key=lambda i: (ranks.get(parts[i] + parts[i + 1], float("inf")), i))
-        if parts[best] + parts[best + 1] not in ranks:
+        pair = (parts[best], parts[best + 1])
+        if pair[0] + pair[1] not in ranks:
             break
-        parts[best:best + 2] = [parts[best] + parts[best + 1]]
+        parts[best:best + 2] = [pair[0] + pair[1]]
+        if steps is not None:
+            steps.append((ranks[pair[0] + pair[1]], pair, tuple(parts)))
     return parts

@@ -186,7 +186,7 @@ def _subparsers():
     return sub.choices
 
 
-@pytest.mark.parametrize("command", ["train", "encode"])
+@pytest.mark.parametrize("command", ["train", "encode", "tax", "cost", "trace", "audit"])
 def test_every_option_has_help_and_shows_its_default(command):
     sub = _subparsers()[command]
     text = " ".join(sub.format_help().split())

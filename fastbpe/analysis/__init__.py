@@ -1,0 +1,27 @@
+"""Questions about a vocabulary, one function each (the stage after the pipeline: it reads
+tokenizers and corpora, and trains through ``learn``).
+
+* :func:`tax`: the token premium of each language on a parallel corpus (Petrov et al. 2023),
+  and :func:`tax_sweep`, the premium of a language against its share of the training text;
+* :func:`cost`: what a [V, d] vocabulary table costs a model (parameters, bytes, lm_head FLOPs,
+  logits), and :func:`text_cost`, that cost on a given text;
+* :func:`trace`: a training run merge by merge (Sennrich et al. 2016), and :func:`trace_word`,
+  the order a word's merges fire in;
+* :func:`audit`: unreachable tokens, tokens that are not UTF-8, tokens a corpus never produces
+  (under-trained candidates, Land and Bartolo 2024), and how digit runs split.
+
+Plots need matplotlib (optional: ``pip install 'fastbpe[analysis]'``).
+"""
+from .audit import audit, digit_splits, never_produced, reachability
+from .common import resolve_tokenizer
+from .cost import PRESETS, cost, text_cost
+from .tax import read_parallel, tax, tax_sweep
+from .trace import trace, trace_word
+
+__all__ = [
+    "tax", "tax_sweep", "read_parallel",
+    "cost", "text_cost", "PRESETS",
+    "trace", "trace_word",
+    "audit", "reachability", "never_produced", "digit_splits",
+    "resolve_tokenizer",
+]

@@ -1,0 +1,210 @@
+"""What every analysis shares: naming a tokenizer, printing a table, and drawing a plot.
+
+* :func:`resolve_tokenizer`: a path is read with :func:`fastbpe.load` (a folder or file of
+  GPT-2's ``encoder.json`` + ``vocab.bpe`` too); any other text is the name of an OpenAI
+  encoding (``cl100k_base``...; ``gpt2`` is ``r50k_base``, the same ranks).
+* :func:`format_table`: rows of dicts as an aligned text table, numbers right-aligned.
+* :func:`pyplot`: matplotlib, imported only when a plot is asked for (it is optional).
+"""
+import codecs
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ..corpus.files import expand_paths, open_bytes, read_pieces
+from ..encode.loading import load, openai
+from ..encode.tokenizer import Tokenizer
+from ..fileio import write_atomic
+
+__all__ = ["resolve_tokenizer", "tokenizer_label", "format_table", "pyplot", "save_figure",
+           "json_text", "text_lines", "read_texts", "ENCODINGS_ENV", "NAME_ALIASES"]
+
+PathLike = Union[str, os.PathLike]
+
+# The folder of the OpenAI ``{name}.tiktoken`` files (nothing is downloaded).
+ENCODINGS_ENV = "FASTBPE_ENCODINGS"
+# Names that are another encoding: GPT-2's files hold exactly the ranks of r50k_base.
+NAME_ALIASES = {"gpt2": "r50k_base"}
+
+
+def _encoding_by_name(name: str) -> Tokenizer:
+    """An OpenAI encoding by name, from the ``{name}.tiktoken`` file in ``$FASTBPE_ENCODINGS``."""
+    folder = os.environ.get(ENCODINGS_ENV)
+    if not folder:
+        raise ValueError(f"{name!r} is not a file, and no folder of OpenAI encodings is set to find it by name "
+                         f"(set {ENCODINGS_ENV} to a folder holding {name}.tiktoken, or give a path)")
+    return openai(name, folder)
+
+
+def _gpt2_files(path: Path) -> Optional[Tuple[Path, Path]]:
+    """``(encoder.json, vocab.bpe)`` when ``path`` is one of them or a folder holding both."""
+    folder = path if path.is_dir() else path.parent
+    if path.is_dir() or path.name in ("encoder.json", "vocab.bpe"):
+        encoder, vocab = folder / "encoder.json", folder / "vocab.bpe"
+        if encoder.is_file() and vocab.is_file() and not (folder / "tokenizer.json").exists():
+            return encoder, vocab
+    return None
+
+
+def resolve_tokenizer(name_or_path: Union[PathLike, Tokenizer]) -> Tokenizer:
+    """The tokenizer a command line names: an existing path (any file :func:`fastbpe.load`
+    reads, or GPT-2's ``encoder.json``/``vocab.bpe`` or their folder), else an OpenAI encoding
+    name. A :class:`Tokenizer` is returned as is."""
+    if isinstance(name_or_path, Tokenizer):
+        return name_or_path
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(f"a tokenizer is a name, a path or a Tokenizer, got {type(name_or_path).__name__}")
+    path = Path(name_or_path)
+    if path.exists():
+        gpt2 = _gpt2_files(path)
+        if gpt2 is not None:
+            return Tokenizer.from_gpt2(*gpt2)
+        return load(path)
+    name = os.fspath(name_or_path)
+    if os.sep in name or name.endswith((".json", ".tiktoken")):
+        raise ValueError(f"tokenizer file {name!r} does not exist")
+    return _encoding_by_name(NAME_ALIASES.get(name, name))
+
+
+def tokenizer_label(name_or_path: Union[PathLike, Tokenizer]) -> str:
+    """A short name for a table's row or a plot's legend: the encoding name, or the file's (or
+    its folder's, for ``tokenizer.json`` and GPT-2's files) name without its extension.
+
+    >>> tokenizer_label("cl100k_base"), tokenizer_label("models/llama3/tokenizer.json")
+    ('cl100k_base', 'llama3')
+    >>> tokenizer_label("runs/mine.fastbpe.json"), tokenizer_label("o200k_base.tiktoken")
+    ('mine', 'o200k_base')
+    """
+    if isinstance(name_or_path, Tokenizer):
+        return f"tokenizer({name_or_path.vocab_size})"
+    path = Path(name_or_path)
+    if path.name in ("tokenizer.json", "encoder.json", "vocab.bpe") and path.parent.name:
+        return path.parent.name
+    name = path.name
+    for suffix in (".fastbpe.json", ".tiktoken", ".json"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name or os.fspath(name_or_path)
+
+
+def text_lines(path: PathLike) -> Iterator[str]:
+    """The lines of a UTF-8 text file, plain or compressed (gz, xz, bz2, zst: known by its
+    first bytes), each with its ``\\n``; read a megabyte at a time."""
+    reader, raw = open_bytes(os.fspath(path))
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        rest = ""
+        for piece in read_pieces(reader, 1 << 20):
+            lines = (rest + decoder.decode(piece)).split("\n")
+            rest = lines.pop()
+            for line in lines:
+                yield line + "\n"
+        rest += decoder.decode(b"", final=True)
+        if rest:
+            yield rest
+    finally:
+        reader.close()
+        raw.close()
+
+
+def read_texts(paths: Union[PathLike, Sequence[PathLike]], limit: Optional[int] = None) -> List[str]:
+    """The texts of files (folders and globs expanded) in pieces of whole lines, about a
+    megabyte each, up to ``limit`` bytes in all (whole lines; None: everything)."""
+    pieces: List[str] = []
+    part: List[str] = []
+    size = total = 0
+    for path in expand_paths(paths):
+        for line in text_lines(path):
+            if limit is not None and total >= limit:
+                break
+            n = len(line.encode("utf-8", "surrogatepass"))
+            part.append(line)
+            size += n
+            total += n
+            if size >= 1 << 20:
+                pieces.append("".join(part))
+                part, size = [], 0
+    if part:
+        pieces.append("".join(part))
+    return pieces
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        return f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Optional[Sequence[str]] = None,
+                 headers: Optional[Mapping[str, str]] = None) -> str:
+    """An aligned text table: a header line, then one line per row; numbers right-aligned
+    (ints with thousands separators, floats to 3 decimals, NaN as ``-``).
+
+    >>> print(format_table([{"lang": "en", "tokens": 1200}, {"lang": "ms", "tokens": 15}]))
+    lang  tokens
+    en     1,200
+    ms        15
+    """
+    if columns is None:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+    headers = dict(headers or {})
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    titles = [headers.get(c, c) for c in columns]
+    widths = [max([len(t)] + [len(line[i]) for line in cells]) for i, t in enumerate(titles)]
+    numeric = [all(isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool)
+                   for row in rows if row.get(c) is not None) for c in columns]
+
+    def line(values: Iterable[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(titles)] + [line(c) for c in cells])
+
+
+def json_text(result: Mapping[str, Any]) -> str:
+    """One JSON object on one line (NaN written as null, as JSON has no NaN)."""
+    def clean(value):
+        if isinstance(value, float) and math.isnan(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        return value
+
+    return json.dumps(clean(result), ensure_ascii=False)
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the file-only Agg backend; a clear ImportError without it."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install matplotlib "
+                          "(or pip install 'fastbpe[analysis]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(figure, path: PathLike) -> None:
+    """Save a figure as PNG through a temporary file, then close it (no half-written image)."""
+    import io
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    pyplot().close(figure)
+    write_atomic(path, buffer.getvalue())
+
+
+def as_dict(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    return [dict(row) for row in rows]

@@ -1,0 +1,75 @@
+"""``fastbpe audit``: unreachable tokens, tokens that are not UTF-8, tokens a corpus never
+produces, and how digit runs split."""
+import argparse
+
+from ..analysis.audit import audit, summary_row
+from ..analysis.common import format_table, json_text, pyplot, save_figure
+from .options import add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
+
+__all__ = ["add_audit_subcommand"]
+
+
+def _plot_digits(results, path) -> None:
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 3.6))
+    for r in results:
+        digits = r["digits"]
+        axis.plot([d["digits"] for d in digits], [d["mean_tokens"] for d in digits], marker="o", label=r["tokenizer"])
+    axis.set_xlabel("digits in the number")
+    axis.set_ylabel("tokens (mean)")
+    axis.set_title("how numbers split")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    save_figure(figure, path)
+
+
+def _examples(items) -> str:
+    return ", ".join(f"{e['id']} {e['token']!r}" for e in items) or "-"
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    digits = None if args.no_digits else args.digits_up_to
+    results = [audit(spec, corpus=args.corpus, corpus_limit=args.corpus_bytes, digits_up_to=digits, label=label,
+                     examples=args.examples, workers=args.workers)
+               for label, spec in tokenizer_specs(args.tokenizer)]
+    if args.plot:
+        if digits is None:
+            raise ValueError("--plot draws the digit splits: drop --no-digits")
+        _plot_digits(results, args.plot)
+    if args.json:
+        print(json_text({"command": "audit", "results": results}))
+        return 0
+    print(format_table([summary_row(r) for r in results]))
+    for r in results:
+        print()
+        if "unreachable_examples" in r:
+            print(f"{r['tokenizer']}: unreachable {_examples(r['unreachable_examples'])}")
+        print(f"{r['tokenizer']}: not UTF-8 {_examples(r['not_utf8_examples'])}")
+        if "never_produced_examples" in r:
+            print(f"{r['tokenizer']}: never produced on the corpus ({r['corpus_tokens']:,} tokens), "
+                  f"merged and reachable: {_examples(r['never_produced_examples'])}")
+        if "digits" in r:
+            print(format_table(r["digits"]))
+    return 0
+
+
+def add_audit_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Register ``fastbpe audit``."""
+    a = subparsers.add_parser(
+        "audit", help="unreachable, non-UTF-8 and never-produced tokens; how digit runs split",
+        description="For each --tokenizer: tokens whose own text does not encode back to them (unreachable), "
+                    "tokens that are not valid UTF-8 on their own, tokens never produced on --corpus "
+                    "(under-trained candidates, Land and Bartolo 2024), and how the numbers 1 .. "
+                    "--digits-up-to split into tokens.")
+    add_tokenizer_option(a, repeatable=True)
+    a.add_argument("--corpus", nargs="+", default=None, metavar="FILE",
+                   help="files to encode for the never-produced tokens (default: none, that check is skipped)")
+    a.add_argument("--corpus-bytes", type=size_arg, default=None,
+                   help="read at most this much of --corpus (default: all of it)")
+    a.add_argument("--digits-up-to", type=size_arg, default=10**7, help="encode the numbers 1 .. this")
+    a.add_argument("--no-digits", action="store_true", help="skip the digit splits")
+    a.add_argument("--examples", type=int, default=10, help="token texts shown per list")
+    a.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
+    add_report_options(a, plot="the mean tokens of a number against its digits, one line per tokenizer")
+    a.set_defaults(run=_cmd_audit)
+    return a

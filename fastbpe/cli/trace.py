@@ -1,0 +1,93 @@
+"""``fastbpe trace``: a training run merge by merge, and the order a word's merges fire in."""
+import argparse
+
+from ..analysis.common import format_table, json_text
+from ..analysis.trace import plot_curve, segmentation_text, trace, trace_word
+from ..corpus.files import expand_paths
+from .options import add_learning_options, add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
+
+__all__ = ["add_trace_subcommand"]
+
+
+def _word_lines(word: str, chunks) -> list:
+    lines = []
+    for chunk in chunks:
+        lines.append(f"{chunk['chunk']!r}: {' '.join(chunk['symbols'])}")
+        for step in chunk["steps"]:
+            how = "whole-chunk lookup" if step["left"] is None else f"{step['left']!r} + {step['right']!r}"
+            lines.append(f"  merge {step['rank']:>7,}  {how:<24} -> {step['new']!r:<14} {' '.join(step['pieces'])}")
+        lines.append(f"  = {' '.join(chunk['pieces'])}  ids {chunk['ids']}")
+    return lines
+
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    if args.tokenizer is not None:
+        if args.corpus:
+            raise ValueError("give a corpus to trace a training run, or --tokenizer to trace --word through it, "
+                             "not both")
+        if not args.word:
+            raise ValueError("--tokenizer traces words: give --word WORD")
+        (label, spec), = tokenizer_specs(args.tokenizer)
+        words = {w: trace_word(spec, w) for w in args.word}
+        if args.json:
+            print(json_text({"command": "trace", "tokenizer": label, "words": words}))
+        else:
+            for word, chunks in words.items():
+                print("\n".join(_word_lines(word, chunks)))
+        return 0
+    if not args.corpus:
+        raise ValueError("give the corpus to train on (files), or --tokenizer with --word")
+    if args.num_merges is None:
+        raise ValueError("give --num-merges")
+    files = expand_paths(args.corpus)
+    if not files:
+        raise ValueError("the inputs name no files (empty folders?)")
+    result = trace(files, args.num_merges, unit=args.unit, pattern=args.pattern, word_start=args.word_start,
+                   word_end=args.word_end, min_frequency=args.min_frequency, words=args.words,
+                   workers=args.workers, errors=args.errors)
+    tokenizer = result.pop("tokenizer")
+    words = {w: trace_word(tokenizer, w) for w in args.word or ()}
+    if args.plot:
+        plot_curve(result, args.plot)
+    if args.json:
+        print(json_text({"command": "trace", **result, "traced_words": words}))
+        return 0
+    rows = [{"merge": m["rank"], "pair": f"{m['left']!r} + {m['right']!r}", "new": repr(m["new"]), "count": m["count"],
+             "symbols": m["symbols"], **({"segmentation": segmentation_text(result["words"], m["segmentation"])}
+                                         if result["words"] else {})}
+            for m in result["merges"]]
+    print(f"start: {result['symbols_before']:,} symbols in {result['unique_chunks']:,} distinct chunks "
+          f"({result['base_symbols']:,} base symbols)"
+          + (f"; {segmentation_text(result['words'], [w['symbols'] for w in result['words']])}" if result["words"] else ""))
+    if rows:
+        print(format_table(rows))
+    print(f"{len(result['merges']):,} merges: {result['symbols_before']:,} -> {result['symbols_after']:,} symbols")
+    for word, chunks in words.items():
+        print()
+        print("\n".join(_word_lines(word, chunks)))
+    return 0
+
+
+def add_trace_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Register ``fastbpe trace``."""
+    t = subparsers.add_parser(
+        "trace", help="a training run merge by merge; the order a word's merges fire in",
+        description="Train on CORPUS for --num-merges merges and print every merge as the learner made it "
+                    "(left + right -> new, its count), the corpus's total symbols after it and how the most "
+                    "frequent chunks are segmented; --plot draws the compression curve. --word traces a word "
+                    "through the trained tokenizer, or through --tokenizer without a corpus. Sennrich et "
+                    "al. (2016)'s example: --unit chars --pretokenizer whitespace --word-end _.")
+    t.add_argument("corpus", nargs="*", help="files, folders or globs to train on (default: none, with --tokenizer)")
+    t.add_argument("--num-merges", type=size_arg, default=None, help="how many merges to learn (default: none; "
+                                                                      "required with a corpus)")
+    add_learning_options(t)
+    t.add_argument("--words", type=int, default=5, help="how many of the most frequent chunks to show segmented")
+    t.add_argument("--word", action="append", default=None, metavar="WORD",
+                   help="trace the merges that fire while WORD is encoded (repeatable) (default: none)")
+    add_tokenizer_option(t, repeatable=False, required=False)
+    t.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")
+    t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
+                   help="invalid UTF-8 in the corpus: fail, replace it with U+FFFD, or count the raw bytes")
+    add_report_options(t, plot="the compression curve (symbols against merges)")
+    t.set_defaults(run=_cmd_trace)
+    return t

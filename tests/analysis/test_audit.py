@@ -1,0 +1,123 @@
+"""The audit, in batches, against the plain per-token loop that defines each check."""
+import numpy as np
+import pytest
+
+import fastbpe
+from fastbpe.analysis import audit, digit_splits, never_produced, reachability
+
+
+def per_token_unreachable(tok):
+    """The definition, one encode per token."""
+    special = set(tok.special_tokens.values())
+    out, invalid = [], []
+    for i, t in enumerate(tok.token_bytes):
+        if not t or i in special:
+            continue
+        try:
+            text = t.decode("utf-8")
+        except UnicodeDecodeError:
+            invalid.append(i)
+            continue
+        if tok.encode(text, disallowed_special=()) != [i]:
+            out.append(i)
+    return out, invalid
+
+
+BYTES = [bytes([b]) for b in range(256)]
+
+
+def test_a_token_the_merges_build_another_way_is_unreachable():
+    # replayed in order, "abc" becomes "ab" + "c" before (a, bc) can fire: "abc" is unreachable
+    tokens = BYTES + [b"ab", b"bc", b"abc"]
+    a, b, c = ord("a"), ord("b"), ord("c")
+    tok = fastbpe.Tokenizer(tokens, [(a, b), (b, c), (a, 257)])
+    result = reachability(tok)
+    assert result["unreachable"] == [258] and result["split_by_pattern"] == []
+    assert (result["unreachable"], result["not_utf8"]) == per_token_unreachable(tok)
+
+
+def test_a_token_the_pattern_cuts_is_unreachable_by_the_pattern():
+    tokens = BYTES + [b"a ", b"a b", b"\xc3\xa9"]
+    tok = fastbpe.Tokenizer(tokens, [(ord("a"), ord(" ")), (256, ord("b")), (0xC3, 0xA9)], special_tokens=["<|x|>"])
+    result = reachability(tok)
+    assert set(result["unreachable"]) == {256, 257}  # gpt2's split: "a b" -> "a", " b"; "a " -> "a", " "
+    assert set(result["split_by_pattern"]) == {256, 257}
+    assert result["not_utf8"] == list(range(0x80, 0x100))  # lone bytes of multi-byte characters
+    assert 258 not in result["unreachable"] and result["special"] == 1
+    assert (result["unreachable"], result["not_utf8"]) == per_token_unreachable(tok)
+
+
+def test_trained_tokenizer_matches_the_per_token_loop():
+    tok = fastbpe.train(text="naïve café 12345 the cat sat on the mat, aaaa bbbb " * 30, vocab_size=330,
+                        special_tokens=["<|endoftext|>"], progress=False)
+    result = reachability(tok)
+    assert (result["unreachable"], result["not_utf8"]) == per_token_unreachable(tok)
+
+
+def test_never_produced_is_every_token_no_text_gave():
+    tok = fastbpe.train(text="the cat sat on the mat " * 20 + "zebra quagga " * 5, vocab_size=290, progress=False)
+    texts = ["the cat sat", "on the mat"]
+    result = never_produced(tok, texts=texts)
+    produced = {i for t in texts for i in tok.encode(t)}
+    assert result["never"] == [i for i in range(len(tok.token_bytes)) if i not in produced]
+    assert result["corpus_tokens"] == sum(len(tok.encode(t)) for t in texts)
+    assert tok.encode(" zebra")[0] in result["never"]
+
+
+def test_never_produced_reads_files(tmp_path):
+    tok = fastbpe.train(text="the cat sat on the mat " * 20, vocab_size=280, progress=False)
+    (tmp_path / "a.txt").write_text("the cat\n" * 3, encoding="utf-8")
+    from_file = never_produced(tok, tmp_path / "a.txt")
+    assert from_file["never"] == never_produced(tok, texts=["the cat\n" * 3])["never"]
+    with pytest.raises(ValueError):
+        never_produced(tok, tmp_path / "a.txt", texts=["x"])
+
+
+def per_number(tok, up_to):
+    """The definition: each number encoded alone."""
+    by_digits = {}
+    for n in range(1, up_to + 1):
+        by_digits.setdefault(len(str(n)), []).append(len(tok.encode(str(n))))
+    return {d: (float(np.mean(v)), max(v), sum(1 for x in v if x == 1)) for d, v in by_digits.items()}
+
+
+def test_digit_splits_match_encoding_each_number():
+    tok = fastbpe.train(text=" ".join(str(n) for n in range(0, 3000, 7)) + " 1999 2000 2024 " * 40,
+                        vocab_size=300, progress=False)
+    rows = digit_splits(tok, 2500, block=700)  # blocks that cut inside a digit length
+    expected = per_number(tok, 2500)
+    assert [r["digits"] for r in rows] == [1, 2, 3, 4]
+    for row in rows:
+        assert (row["mean_tokens"], row["max_tokens"], row["one_token"]) == pytest.approx(expected[row["digits"]])
+
+
+def test_no_merges_split_every_digit():
+    rows = digit_splits(fastbpe.Tokenizer(BYTES, []), 1000)
+    assert [(r["mean_tokens"], r["commonest_split"]) for r in rows] == [(1, "1"), (2, "1+1"), (3, "1+1+1"), (4, "1+1+1+1")]
+
+
+def test_cl100k_caps_digit_chunks_at_three_and_gpt2_does_not(cl100k, gpt2):
+    capped = {r["digits"]: r for r in digit_splits(cl100k, 10**5)}
+    assert capped[4]["commonest_split"] == "3+1" and capped[4]["commonest_share"] == 1.0
+    assert capped[5]["commonest_split"] == "3+2" and capped[5]["longest_token"] == 3
+    free = {r["digits"]: r for r in digit_splits(gpt2, 10**5)}
+    assert free[5]["longest_token"] > 3 and free[4]["splits"] > 1  # merges, not the pattern, decide
+
+
+def test_audit_of_gpt2(gpt2):
+    result = audit(gpt2, texts=["Hello world, this is a test of 12345 numbers."], digits_up_to=100)
+    assert result["ordinary_tokens"] == 50256 and result["special_tokens"] == 1
+    assert result["unreachable"] == len(per_token_unreachable(gpt2)[0])
+    assert result["not_utf8"] >= 128  # at least the lone bytes 0x80..0xff
+    assert result["never_produced"] > 50000 and result["never_produced_candidates"] <= result["never_produced"]
+    assert [d["digits"] for d in result["digits"]] == [1, 2, 3]
+
+
+def test_word_markers_have_no_reachability_but_an_audit(worked_example):
+    tok = fastbpe.train(text=worked_example.text, num_merges=15, unit="chars", pattern="whitespace", word_start="_",
+                        min_frequency=1, progress=False)
+    with pytest.raises(ValueError, match="word markers"):
+        reachability(tok)
+    result = audit(tok, texts=["saya makan nasi"], digits_up_to=None)
+    assert "unreachable" not in result and result["not_utf8"] == 0
+    assert result["never_produced"] == len(never_produced(tok, texts=["saya makan nasi"])["never"])

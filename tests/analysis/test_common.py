@@ -1,0 +1,46 @@
+"""Naming a tokenizer on the command line, and the text table every analysis prints."""
+import pytest
+
+import fastbpe
+from fastbpe.analysis.common import (ENCODINGS_ENV, format_table, read_texts, resolve_tokenizer,
+                                     tokenizer_label)
+
+
+def test_a_path_is_loaded_and_a_tokenizer_kept(tmp_path):
+    tok = fastbpe.train(text="the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    tok.save(tmp_path / "t.fastbpe.json")
+    assert resolve_tokenizer(tmp_path / "t.fastbpe.json") == tok
+    assert resolve_tokenizer(tok) is tok
+    with pytest.raises(ValueError, match="does not exist"):
+        resolve_tokenizer(str(tmp_path / "missing.json"))
+
+
+def test_gpt2_files_by_folder_or_file(shared_data, gpt2):
+    folder = shared_data.path("tokenizers")
+    assert resolve_tokenizer(folder) == gpt2
+    assert resolve_tokenizer(folder / "encoder.json").encode("hello world") == [31373, 995]
+
+
+def test_names_come_from_the_encodings_folder(shared_data, monkeypatch):
+    monkeypatch.delenv(ENCODINGS_ENV, raising=False)
+    with pytest.raises(ValueError, match=ENCODINGS_ENV):
+        resolve_tokenizer("cl100k_base")
+    monkeypatch.setenv(ENCODINGS_ENV, str(shared_data.path("tokenizers", "tiktoken")))
+    assert resolve_tokenizer("gpt2").encode("hello world") == [31373, 995]  # r50k_base: the same ranks
+
+
+def test_labels():
+    assert tokenizer_label("qwen3/tokenizer.json") == "qwen3"
+    assert tokenizer_label("data/encoder.json") == "data"
+    assert tokenizer_label("o200k_base") == "o200k_base"
+
+
+def test_table_aligns_numbers_right_and_shows_nan_as_a_dash():
+    text = format_table([{"name": "a", "x": 1.5, "n": 1000}, {"name": "bb", "x": float("nan"), "n": 7}])
+    assert text.splitlines() == ["name      x      n", "a     1.500  1,000", "bb        -      7"]
+
+
+def test_read_texts_stops_at_whole_lines(tmp_path):
+    (tmp_path / "a.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    assert read_texts(tmp_path / "a.txt", limit=5) == ["one\ntwo\n"]
+    assert "".join(read_texts(tmp_path)) == "one\ntwo\nthree\n"

@@ -1,0 +1,175 @@
+"""The analysis subcommands end to end: a table on stdout, --json for the same result, --plot,
+tokenizers by path and by name, and one error format."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fastbpe
+from fastbpe.cli import main
+
+TREE = Path(__file__).resolve().parents[2]
+SENNRICH = "low " * 5 + "lower " * 2 + "newest " * 6 + "widest " * 3
+
+
+@pytest.fixture
+def trained(tmp_path):
+    tok = fastbpe.train(text="the cat sat on the mat. kucing itu duduk di atas tikar. " * 30, vocab_size=300,
+                        progress=False)
+    path = tmp_path / "small.fastbpe.json"
+    tok.save(path)
+    return tok, path
+
+
+@pytest.fixture
+def parallel(tmp_path):
+    path = tmp_path / "p.tsv"
+    path.write_text("domain\ten\tms\nx\tthe cat sat\tkucing itu duduk\nx\ton the mat\tdi atas tikar\n",
+                    encoding="utf-8")
+    return path
+
+
+def run_json(capsys, argv):
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cost_known_answer_table_and_json(capsys):
+    assert main(["cost", "--preset", "llama3-8b"]) == 0
+    table = capsys.readouterr().out
+    assert "525,336,576" in table and "13.1%" in table and "1.051 GFLOP" in table and "513 KB" in table
+    result = run_json(capsys, ["cost", "--vocab", "50257", "--d-model", "768", "--tied", "--params", "124439808"])
+    assert result["vocab_params"] == 38_597_376 and round(result["vocab_share"], 2) == 0.31
+
+
+def test_cost_on_a_text(capsys, trained, tmp_path):
+    tok, path = trained
+    text = tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat\n" * 5, encoding="utf-8")
+    result = run_json(capsys, ["cost", "--tokenizer", f"mine={path}", "--text", str(text), "--d-model", "64"])
+    (row,) = result["rows"]
+    assert row["tokenizer"] == "mine" and row["tokens"] == len(tok.encode(text.read_text(encoding="utf-8")))
+
+
+def test_trace_sennrich(capsys, tmp_path):
+    corpus = tmp_path / "toy.txt"
+    corpus.write_text(SENNRICH, encoding="utf-8")
+    argv = ["trace", str(corpus), "--num-merges", "10", "--unit", "chars", "--pretokenizer", "whitespace",
+            "--word-end", "_", "--word", "lowest"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "10 merges: 95 -> 28 symbols" in out and "newest_ x6" in out
+    result = run_json(capsys, argv)
+    assert result["curve"][0] == 95 and result["curve"][-1] == 28 and result["merges"][2]["new"] == "est_"
+    assert result["traced_words"]["lowest"][0]["pieces"] == ["low", "est_"]
+
+
+def test_trace_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="plots need matplotlib (an optional dependency)")
+    corpus = tmp_path / "toy.txt"
+    corpus.write_text(SENNRICH, encoding="utf-8")
+    assert main(["trace", str(corpus), "--num-merges", "5", "--plot", str(tmp_path / "c.png")]) == 0
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tax_and_audit_on_a_trained_tokenizer(capsys, trained, parallel):
+    tok, path = trained
+    result = run_json(capsys, ["tax", "--tokenizer", str(path), "--corpus", str(parallel)])
+    by = {r["language"]: r for r in result["results"]}
+    assert by["ms"]["premium"] == by["ms"]["tokens"] / by["en"]["tokens"]
+    assert main(["tax", "-t", str(path), "--corpus", str(parallel)]) == 0
+    assert "premium" in capsys.readouterr().out
+    result = run_json(capsys, ["audit", "-t", str(path), "--corpus", str(parallel), "--digits-up-to", "200"])
+    (audited,) = result["results"]
+    assert audited["tokenizer"] == "small" and audited["vocab_size"] == tok.vocab_size
+    assert [d["digits"] for d in audited["digits"]] == [1, 2, 3]
+
+
+def test_tokenizer_by_encoding_name(shared_data, tmp_path):
+    """An OpenAI encoding named, found in $FASTBPE_ENCODINGS, in a fresh process."""
+    folder = shared_data.path("tokenizers", "tiktoken")
+    done = subprocess.run([sys.executable, "-m", "fastbpe", "audit", "-t", "cl100k_base", "--digits-up-to", "1000",
+                           "--json"], capture_output=True, text=True, cwd=TREE, timeout=300,
+                          env={"PATH": "", "PYTHONPATH": str(TREE), "FASTBPE_ENCODINGS": str(folder)})
+    assert done.returncode == 0, done.stderr
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["tokenizer"] == "cl100k_base" and result["vocab_size"] == 100261
+    assert result["digits"][3]["commonest_split"] == "3+1"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["cost"], "give vocab and d_model, or a preset"),
+    (["cost", "--preset", "gpt5"], "invalid choice"),
+    (["tax", "--corpus", "p.tsv"], "at least one --tokenizer"),
+    (["tax", "-t", "nope/tok.json", "--corpus", "p.tsv"], "does not exist"),
+    (["tax", "--sweep", "--corpus", "p.tsv"], "--english"),
+    (["tax", "--sweep", "--shares", "0,150", "--corpus", "p.tsv"], "percentages"),
+    (["trace"], "give the corpus"),
+    (["trace", "toy.txt"], "--num-merges"),
+    (["audit", "-t", "cl100k_base"], "FASTBPE_ENCODINGS"),
+])
+def test_user_errors(argv, says, capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("FASTBPE_ENCODINGS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.tsv").write_text("en\tms\na\tb\n", encoding="utf-8")
+    (tmp_path / "toy.txt").write_text(SENNRICH, encoding="utf-8")
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "fastbpe: error:" in error and says in error
+
+
+def test_readme_examples_parse():
+    """Every command the README's analysis section shows is one the parser accepts."""
+    import re
+    import shlex
+
+    from fastbpe.cli import build_parser
+
+    readme = (TREE / "README.md").read_text(encoding="utf-8")
+    body = readme.split("## Questions about a vocabulary\n", 1)[1].split("\n## ", 1)[0]
+    commands = [line[2:] if line.startswith("$ ") else line
+                for block in re.findall(r"```(?:sh)?\n(.*?)```", body, re.S)
+                for line in block.replace("\\\n", " ").splitlines()
+                if re.match(r"(\$ )?fastbpe ", line)]
+    assert {c.split()[1] for c in commands} == {"tax", "cost", "trace", "audit"}
+    for command in commands:
+        build_parser().parse_args(shlex.split(command)[1:])
+
+
+def test_tax_sweep_command(capsys, tmp_path):
+    english = tmp_path / "en.txt"
+    english.write_text("the quick brown fox jumps over the lazy dog\n" * 300, encoding="utf-8")
+    other = tmp_path / "zz.txt"
+    other.write_text("zyxq vwut kjih onml\nsrqp zyxq onml\n" * 200, encoding="utf-8")
+    corpus = tmp_path / "p.tsv"
+    corpus.write_text("domain\ten\tzz\n" + "x\tthe lazy dog\tzyxq onml vwut\n" * 20, encoding="utf-8")
+    argv = ["tax", "--sweep", "--english", str(english), "--other", str(other), "--language", "zz",
+            "--corpus", str(corpus), "--vocab-size", "300", "--train-bytes", "8k", "--shares", "0,50"]
+    result = run_json(capsys, argv)
+    assert [p["share"] for p in result["points"]] == [0.0, 0.5]
+    assert result["points"][1]["premium"] < result["points"][0]["premium"]
+    assert main(argv) == 0 and "premium" in capsys.readouterr().out
+
+
+def test_cost_takes_the_vocabulary_of_a_tokenizer(capsys, trained):
+    tok, path = trained
+    result = run_json(capsys, ["cost", "-t", str(path), "--d-model", "32", "--tokens", "10"])
+    assert result["vocab"] == tok.vocab_size and result["lm_head_flops"] == 10 * 2 * tok.vocab_size * 32
+
+
+def test_train_takes_the_word_markers_trace_takes(tmp_path, capsys, worked_example):
+    corpus = tmp_path / "malay.txt"
+    corpus.write_text(worked_example.text, encoding="utf-8")
+    out = tmp_path / "t.fastbpe.json"
+    argv = [str(corpus), "--unit", "chars", "--pretokenizer", "whitespace", "--word-start", "_",
+            "--min-frequency", "1"]
+    assert main(["train", *argv, "--num-merges", "15", "--vocab-size", "1000", "--out", str(out), "-q"]) == 0
+    capsys.readouterr()
+    tok = fastbpe.load(out)
+    assert [(a, b) for a, b, _ in worked_example.merges] == tok.merges
+    result = run_json(capsys, ["trace", *argv, "--num-merges", "15", "--words", "0"])
+    assert [(m["left"], m["right"], m["count"]) for m in result["merges"]] == worked_example.merges
+    assert main(["train", str(corpus), "--word-start", "_", "--out", str(tmp_path / "t.json")]) == 2
+    assert "word markers" in capsys.readouterr().err
