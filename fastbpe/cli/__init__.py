@@ -1,4 +1,5 @@
-"""The ``fastbpe`` command: one argparse tree, one subcommand module each (``train``, ``encode``).
+"""The ``fastbpe`` command: one argparse tree, one subcommand module each (``train``, ``encode``,
+``extend``, ``skipgram``).
 
 Every user error (a bad option, a missing file, invalid input) is reported the same way,
 ``fastbpe: error: ...`` on stderr, with exit code 2.
@@ -7,6 +8,7 @@ import sys
 from typing import Optional, Sequence
 
 from .encode import add_encode_subcommand
+from .extend import add_extend_subcommand
 from .options import Parser, fail, parse_size
 from .train import add_train_subcommand, default_corpus
 
@@ -22,9 +24,10 @@ def _version() -> str:
 def build_parser() -> Parser:
     parser = Parser(prog="fastbpe", description="Train and use byte-pair-encoding tokenizers.")
     parser.add_argument("--version", action="version", version=f"fastbpe {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,encode}", parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,encode,extend,skipgram}", parser_class=Parser)
     add_train_subcommand(sub)
     add_encode_subcommand(sub)
+    add_extend_subcommand(sub)
     return parser
 
 
