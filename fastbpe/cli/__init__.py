@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 from .encode import add_encode_subcommand
 from .extend import add_extend_subcommand
 from .options import Parser, fail, parse_size
+from .skipgram import add_skipgram_subcommand
 from .train import add_train_subcommand, default_corpus
 
 __all__ = ["main", "build_parser", "default_corpus", "parse_size"]
@@ -28,6 +29,7 @@ def build_parser() -> Parser:
     add_train_subcommand(sub)
     add_encode_subcommand(sub)
     add_extend_subcommand(sub)
+    add_skipgram_subcommand(sub)
     return parser
 
 
