@@ -34,29 +34,19 @@ __all__ = ["skipgram", "skipgram_ids", "SkipGram", "sgns_loss_reference", "sgns_
            "sgns_gradients_reference"]
 
 
-def _log_sigmoid(x: np.ndarray) -> np.ndarray:
-    """log s(x), stable for large |x|."""
-    return -np.logaddexp(0, -x)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.exp(_log_sigmoid(x))
-
-
-def _pair_terms(h: np.ndarray, u_pos: np.ndarray, u_neg: np.ndarray):
+def _pair_terms(h: np.ndarray, u: np.ndarray):
     """The loss of every pair and the gradients w.r.t. the gathered rows: ``h`` (P, d) center
-    rows, ``u_pos`` (P, d) context rows, ``u_neg`` (P, K, d) negative rows.
-    Returns ``(loss (P,), d_h (P, d), d_pos (P, d), d_neg (P, K, d))``."""
-    s_pos = np.einsum("pd,pd->p", h, u_pos)
-    s_neg = np.einsum("pd,pkd->pk", h, u_neg)
-    loss = -_log_sigmoid(s_pos) - _log_sigmoid(-s_neg).sum(axis=1)
-    g_pos = _sigmoid(s_pos) - 1          # d loss / d s_pos
-    g_neg = _sigmoid(s_neg)              # d loss / d s_neg
-    d_h = g_pos[:, None] * u_pos + np.einsum("pk,pkd->pd", g_neg, u_neg)
-    d_pos = g_pos[:, None] * h
-    d_neg = g_neg[:, :, None] * h[:, None, :]
-    dtype = h.dtype
-    return loss, d_h.astype(dtype, copy=False), d_pos.astype(dtype, copy=False), d_neg.astype(dtype, copy=False)
+    rows, ``u`` (P, 1 + K, d) output rows, the context first, then the K negatives.
+    Returns ``(loss (P,), d_h (P, d), d_u (P, 1 + K, d))``."""
+    s = np.einsum("pd,pkd->pk", h, u)                      # (P, 1 + K) scores
+    z = s.copy()
+    z[:, 0] = -z[:, 0]                                     # the context's term is -log s(+s), the negatives' -log s(-s)
+    softplus = np.logaddexp(0, z)                          # -log s(-z), stable for large |z|
+    g = np.exp(z - softplus)                               # s(z) = d softplus(z) / dz
+    g[:, 0] = -g[:, 0]                                     # d loss / d score
+    d_h = np.einsum("pk,pkd->pd", g, u)
+    d_u = g[:, :, None] * h[:, None, :]
+    return softplus.sum(axis=1), d_h.astype(h.dtype, copy=False), d_u.astype(h.dtype, copy=False)
 
 
 def sgns_loss_reference(W_in: np.ndarray, W_out: np.ndarray, centers, contexts, negatives) -> float:
@@ -76,12 +66,9 @@ def sgns_gradients(W_in: np.ndarray, W_out: np.ndarray, centers, contexts, negat
     Returns ``(loss, (in_ids, in_rows), (out_ids, out_rows))`` (touched rows only)."""
     centers, contexts, negatives = (np.asarray(a, dtype=np.int64) for a in (centers, contexts, negatives))
     h = kernels.gather(W_in, centers)
-    u_pos = kernels.gather(W_out, contexts)
-    u_neg = kernels.gather(W_out, negatives)
-    loss, d_h, d_pos, d_neg = _pair_terms(h, u_pos, u_neg)
-    out_ids = np.concatenate([contexts, negatives.reshape(-1)])
-    out_grad = np.concatenate([d_pos, d_neg.reshape(-1, W_out.shape[1])])
-    return float(loss.sum()), kernels.scatter_add_sparse(d_h, centers), kernels.scatter_add_sparse(out_grad, out_ids)
+    out_ids = np.concatenate([contexts[:, None], negatives], axis=1)
+    loss, d_h, d_u = _pair_terms(h, kernels.gather(W_out, out_ids))
+    return float(loss.sum()), kernels.scatter_add_sparse(d_h, centers), kernels.scatter_add_sparse(d_u, out_ids)
 
 
 def sgns_gradients_reference(W_in, W_out, centers, contexts, negatives):
@@ -173,15 +160,14 @@ class SkipGram:
         return kernels.analogy(self.input, a, b, c, k=k)
 
 
-def _unigram_cdf(frequency: np.ndarray, power: float = 0.75) -> np.ndarray:
-    return np.cumsum(frequency.astype(np.float64) ** power)
-
-
-def _sample_negatives(rng: np.random.Generator, cdf: np.ndarray, last: int, shape) -> np.ndarray:
-    """Ids drawn with probability proportional to ``frequency ** 0.75``; an id of frequency 0
-    has zero mass and is never drawn (``last``: the largest id with mass, against rounding)."""
-    draws = np.searchsorted(cdf, rng.random(int(np.prod(shape))) * cdf[-1], side="right")
-    return np.minimum(draws, last).reshape(shape)
+def _unigram_table(frequency: np.ndarray, size: int = 1 << 22, power: float = 0.75) -> np.ndarray:
+    """word2vec's negative-sampling table: ``size`` ids, each id holding a share of the entries
+    proportional to ``frequency ** power`` (drawing a uniform entry draws an id by that law, to
+    within 1/size). An id of frequency 0 holds no entry, so it is never drawn."""
+    mass = np.cumsum(frequency.astype(np.float64) ** power)
+    ends = np.floor(mass / mass[-1] * size).astype(np.int64)
+    ends[-1] = size
+    return np.repeat(np.arange(len(frequency), dtype=np.int64), np.diff(ends, prepend=0))
 
 
 def skipgram_ids(
@@ -236,8 +222,7 @@ def skipgram_ids(
     if n < 2:
         raise ValueError(f"the embedding corpus has {n} tokens; skip-gram needs at least 2")
     frequency = np.bincount(ids, minlength=num_embeddings).astype(np.int64)
-    cdf = _unigram_cdf(frequency)
-    last = int(np.flatnonzero(frequency)[-1])
+    table = _unigram_table(frequency)
     rng = np.random.default_rng(seed)
     std = 0.5 / dim if init_std is None else float(init_std)
     table_in = Embedding(num_embeddings, dim, dtype=dtype, seed=seed, init_std=std, optimizer=optimizer,
@@ -265,12 +250,12 @@ def skipgram_ids(
             step += 1
             if not len(c_ids):
                 continue
-            neg = _sample_negatives(rng, cdf, last, (len(c_ids), negatives))
-            h = table_in.forward(c_ids)
-            u_out = table_out.forward(np.concatenate([o_ids, neg.reshape(-1)]))
-            loss, d_h, d_pos, d_neg = _pair_terms(h, u_out[:len(c_ids)], u_out[len(c_ids):].reshape(len(c_ids), negatives, dim))
+            out_ids = np.empty((len(c_ids), 1 + negatives), dtype=np.int64)
+            out_ids[:, 0] = o_ids
+            out_ids[:, 1:] = table[rng.integers(0, len(table), size=(len(c_ids), negatives))]
+            loss, d_h, d_u = _pair_terms(table_in.forward(c_ids), table_out.forward(out_ids))
             table_in.backward(d_h, c_ids)
-            table_out.backward(np.concatenate([d_pos, d_neg.reshape(-1, dim)]))
+            table_out.backward(d_u)
             if optimizer == "sgd":
                 table_in.lr = table_out.lr = base_lr * max(1e-4, 1 - (step - 1) / total_steps)
             table_in.step()
