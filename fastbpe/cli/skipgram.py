@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import os
+import re
 from typing import List
 
 import numpy as np
@@ -20,7 +21,8 @@ __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
 
 def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str]:
     """The first ``max_bytes`` of the files (whole lines), as documents: blank-line-separated
-    blocks, lines, or whole files."""
+    blocks, lines, or whole files. Each document keeps its line ends and blank lines, so the
+    documents together are exactly the text read."""
     out: List[str] = []
     left = max_bytes
     for path in files:
@@ -42,9 +44,9 @@ def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str
         if documents == "file":
             out.append(text)
         elif documents == "line":
-            out.extend(line for line in text.split("\n") if line.strip())
+            out.extend(text.splitlines(keepends=True))
         else:
-            out.extend(block for block in text.split("\n\n") if block.strip())
+            out.extend(block for block in re.split(r"(?<=\n\n)(?!\n)", text) if block)
     return out
 
 

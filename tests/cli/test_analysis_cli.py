@@ -103,3 +103,15 @@ def test_skipgram_errors(mixed, prose, tmp_path, capsys):
     assert "three tokens" in capsys.readouterr().err
     assert main(["skipgram", str(prose), "-t", str(path), "--plot", str(tmp_path / "no" / "x.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("documents", ["block", "line", "file"])
+def test_documents_tile_the_text(tmp_path, documents):
+    from fastbpe.cli.skipgram import read_documents
+
+    text = "a b\n\n\nc d\ne\n\nf\n"
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    docs = read_documents([str(path)], 100, documents)
+    assert "".join(docs) == text and all(docs)
+    assert "".join(read_documents([str(path)], 7, documents)) == "a b\n\n\n"   # whole lines only
