@@ -7,6 +7,8 @@ tokenizers and corpora, and trains through ``learn``).
   logits), and :func:`text_cost`, that cost on a given text;
 * :func:`trace`: a training run merge by merge (Sennrich et al. 2016), and :func:`trace_word`,
   the order a word's merges fire in;
+* :func:`skipgram`: skip-gram embeddings on token ids (Mikolov et al. 2013), to see which rows a
+  model trained on other text barely updates (glitch tokens);
 * :func:`audit`: unreachable tokens, tokens that are not UTF-8, tokens a corpus never produces
   (under-trained candidates, Land and Bartolo 2024), and how digit runs split.
 
@@ -15,6 +17,7 @@ Plots need matplotlib (optional: ``pip install 'fastbpe[analysis]'``).
 from .audit import audit, digit_splits, never_produced, reachability
 from .common import resolve_tokenizer
 from .cost import PRESETS, cost, text_cost
+from .skipgram import SkipGram, skipgram, skipgram_ids
 from .tax import read_parallel, tax, tax_sweep
 from .trace import trace, trace_word
 
@@ -23,5 +26,6 @@ __all__ = [
     "cost", "text_cost", "PRESETS",
     "trace", "trace_word",
     "audit", "reachability", "never_produced", "digit_splits",
+    "skipgram", "skipgram_ids", "SkipGram",
     "resolve_tokenizer",
 ]

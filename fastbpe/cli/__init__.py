@@ -1,5 +1,5 @@
 """The ``fastbpe`` command: one argparse tree, one subcommand module each (``train``, ``encode``,
-and the analyses ``tax``, ``cost``, ``trace``, ``audit``).
+``extend``, and the analyses ``tax``, ``cost``, ``trace``, ``audit``, ``skipgram``).
 
 Every user error (a bad option, a missing file, invalid input) is reported the same way,
 ``fastbpe: error: ...`` on stderr, with exit code 2. Ctrl-C (SIGINT) and SIGTERM stop the command
@@ -14,7 +14,9 @@ from typing import Optional, Sequence
 from .audit import add_audit_subcommand
 from .cost import add_cost_subcommand
 from .encode import add_encode_subcommand
+from .extend import add_extend_subcommand
 from .options import Parser, fail, parse_size
+from .skipgram import add_skipgram_subcommand
 from .tax import add_tax_subcommand
 from .trace import add_trace_subcommand
 from .train import add_train_subcommand, default_corpus
@@ -31,13 +33,16 @@ def _version() -> str:
 def build_parser() -> Parser:
     parser = Parser(prog="fastbpe", description="Train and use byte-pair-encoding tokenizers.")
     parser.add_argument("--version", action="version", version=f"fastbpe {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,encode,tax,cost,trace,audit}", parser_class=Parser)
+    commands = "{train,encode,extend,tax,cost,trace,audit,skipgram}"
+    sub = parser.add_subparsers(dest="command", required=True, metavar=commands, parser_class=Parser)
     add_train_subcommand(sub)
     add_encode_subcommand(sub)
+    add_extend_subcommand(sub)
     add_tax_subcommand(sub)
     add_cost_subcommand(sub)
     add_trace_subcommand(sub)
     add_audit_subcommand(sub)
+    add_skipgram_subcommand(sub)
     return parser
 
 

@@ -520,6 +520,14 @@ class Tokenizer:
             text = text[:-1] if text.endswith(" ") else text
         return text
 
+    def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":
+        """A new tokenizer: this one with up to ``num_merges`` merges learned on ``corpus``
+        appended, every existing id, merge and special token kept (:func:`fastbpe.learn.extend.extend`
+        documents the options)."""
+        from ..learn.extend import extend  # learn imports this module
+
+        return extend(self, corpus, num_merges, **options)
+
     # ---- files (fastbpe.formats reads and writes each format) ---------------------------------
 
     def to_dict(self) -> dict:

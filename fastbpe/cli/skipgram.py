@@ -1,0 +1,238 @@
+"""``fastbpe skipgram``: skip-gram embeddings of a tokenizer's ids on a corpus, and the rows
+training barely moved (glitch-token candidates: tokens the tokenizer made from its own corpus
+that are rare in this one). See :mod:`fastbpe.analysis.skipgram`.
+"""
+import argparse
+import io
+import json
+import os
+import re
+from typing import List
+
+import numpy as np
+
+from ..corpus.files import expand_paths, open_bytes
+from ..fileio import write_atomic
+from .options import size_arg
+from ..analysis.common import resolve_tokenizer
+
+__all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
+
+
+def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str]:
+    """The first ``max_bytes`` of the files (whole lines), as documents: blank-line-separated
+    blocks, lines, or whole files. Each document keeps its line ends and blank lines, so the
+    documents together are exactly the text read."""
+    out: List[str] = []
+    left = max_bytes
+    for path in files:
+        if left <= 0:
+            break
+        reader, raw = open_bytes(path)
+        try:
+            data = reader.read(left + 1)
+        finally:
+            reader.close()
+            raw.close()
+        if len(data) > left:
+            data = data[: data.rfind(b"\n", 0, left) + 1] or data[:left]
+        left -= len(data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: invalid UTF-8 at byte {exc.start}") from None
+        if documents == "file":
+            out.append(text)
+        elif documents == "line":
+            out.extend(text.splitlines(keepends=True))
+        else:
+            out.extend(block for block in re.split(r"(?<=\n\n)(?!\n)", text) if block)
+    return out
+
+
+def _label(tokenizer, i: int) -> str:
+    specials = {v: k for k, v in tokenizer.special_tokens.items()}
+    if i in specials:
+        return specials[i]
+    return tokenizer.token_bytes[i].decode("utf-8", "backslashreplace")
+
+
+def _token_ids(tokenizer, texts: List[str]) -> List[int]:
+    """One id per text: the text must be a single token."""
+    ids = []
+    for text in texts:
+        encoded = tokenizer.encode(text, disallowed_special=())
+        if len(encoded) != 1:
+            raise ValueError(f"{text!r} is {len(encoded)} tokens for this tokenizer, not one: "
+                             f"{[_label(tokenizer, i) for i in encoded]}")
+        ids.append(encoded[0])
+    return ids
+
+
+def save_plot(emb, path: str, title: str = "") -> None:
+    """Drift and norm of every input row against its frequency, and the loss curve, as a PNG
+    (written atomically). Needs matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("--plot needs matplotlib (pip install matplotlib)") from None
+    x = emb.frequency + 1
+    absent = emb.frequency == 0
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for ax, values, name in ((axes[0], emb.drift, "drift from the initial row (L2)"),
+                             (axes[1], emb.norm, "row norm (L2)")):
+        ax.scatter(x[~absent], values[~absent], s=3, alpha=0.4, label="seen in the embedding corpus")
+        ax.scatter(x[absent], values[absent], s=6, color="crimson", label=f"never seen ({int(absent.sum())})")
+        ax.set_xscale("log")
+        ax.set_xlabel("frequency in the embedding corpus + 1")
+        ax.set_ylabel(name)
+        ax.legend(loc="upper left", fontsize=8)
+    pairs, losses = zip(*emb.losses) if emb.losses else ((), ())
+    axes[2].plot(pairs, losses)
+    axes[2].set_xlabel("(center, context) pairs seen")
+    axes[2].set_ylabel("mean loss per pair")
+    axes[2].set_title(f"{emb.tokens_per_second:,.0f} tokens/s")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    write_atomic(path, buffer.getvalue())
+
+
+def _split_list(text: str) -> List[str]:
+    return [item for item in text.split(",") if item]
+
+
+def _cmd_skipgram(args: argparse.Namespace) -> int:
+    from ..analysis.skipgram import skipgram  # Numba loads here, not when the CLI starts
+
+    if args.plot:
+        folder = os.path.dirname(os.path.abspath(args.plot))
+        if not os.path.isdir(folder):
+            raise ValueError(f"the folder of --plot {args.plot!r} does not exist")
+    tokenizer = resolve_tokenizer(args.tokenizer)
+    files = expand_paths(args.files)
+    if not files:
+        raise ValueError("the inputs name no files (empty folders?)")
+    neighbour_ids = _token_ids(tokenizer, _split_list(args.neighbours or ""))
+    analogies = []
+    for spec in args.analogy:
+        parts = _split_list(spec)
+        if len(parts) != 3:
+            raise ValueError(f"--analogy {spec!r}: give three tokens a,b,c (a is to b as c is to ?)")
+        analogies.append(_token_ids(tokenizer, parts))
+    texts = read_documents(files, args.max_bytes, args.documents)
+    emb = skipgram(tokenizer, texts, dim=args.dim, window=args.window, negatives=args.negatives,
+                   epochs=args.epochs, batch_size=args.batch_size, optimizer=args.optimizer, lr=args.lr,
+                   seed=args.seed, threads=args.threads)
+    rank = None
+    if tokenizer.merge_counts is not None:  # each token's count in the tokenizer's own corpus
+        rank = np.zeros(emb.input.shape[0], dtype=np.int64)
+        made = tokenizer.merge_ids.tolist()
+        for (a, b), count in zip(made, tokenizer.merge_counts):
+            new = tokenizer._ids[tokenizer.token_bytes[a] + tokenizer.token_bytes[b]]
+            rank[new] = max(rank[new], count)
+    candidates = emb.candidates(args.candidates, max_frequency=args.rare, rank=rank)
+    drift, norm = emb.drift, emb.norm
+    result = {
+        "command": "skipgram",
+        "tokenizer": args.tokenizer,
+        "documents": len(texts),
+        "tokens": emb.tokens,
+        "pairs": emb.pairs,
+        "vocab_rows": int(emb.input.shape[0]),
+        "cpu_seconds": emb.seconds,
+        "tokens_per_second": emb.tokens_per_second,
+        "loss_start": emb.losses[0][1] if emb.losses else None,
+        "loss_end": emb.losses[-1][1] if emb.losses else None,
+        "loss_curve": [[p, l] for p, l in emb.losses],
+        "options": emb.options,
+        "by_frequency": emb.by_frequency(),
+        "never_seen": int((emb.frequency == 0).sum()),
+        "candidates": [{"id": int(i), "token": _label(tokenizer, int(i)), "frequency": int(emb.frequency[i]),
+                        "tokenizer_count": None if rank is None else int(rank[i]),
+                        "drift": float(drift[i]), "norm": float(norm[i])} for i in candidates.tolist()],
+        "neighbours": {},
+        "analogies": [],
+    }
+    if neighbour_ids:
+        idx, score = emb.neighbours(neighbour_ids, k=args.k)
+        for i, row, srow in zip(neighbour_ids, idx.tolist(), score.tolist()):
+            result["neighbours"][_label(tokenizer, i)] = [[_label(tokenizer, j), s] for j, s in zip(row, srow)]
+    for a, b, c in analogies:
+        idx, score = emb.analogy(a, b, c, k=args.k)
+        result["analogies"].append({"query": [_label(tokenizer, t) for t in (a, b, c)],
+                                    "answers": [[_label(tokenizer, j), float(s)]
+                                                for j, s in zip(idx.tolist(), score.tolist())]})
+    if args.plot:
+        save_plot(emb, args.plot, f"skip-gram rows of {os.path.basename(args.tokenizer)} on "
+                                  f"{', '.join(os.path.basename(f) for f in files)}")
+        result["plot"] = args.plot
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"tokens          {emb.tokens:,} ({len(texts):,} documents, {emb.options['epochs']} epochs), "
+          f"{emb.pairs:,} pairs")
+    print(f"speed           {emb.tokens_per_second:,.0f} tokens/s ({emb.seconds:.2f} s CPU)")
+    print(f"loss per pair   {result['loss_start']:.4f} -> {result['loss_end']:.4f}" if emb.losses else "loss  -")
+    print(f"never seen      {result['never_seen']:,} of {emb.input.shape[0]:,} rows (exactly at their initial values)")
+    print("\nfrequency band      tokens  median drift  max drift  median norm")
+    for band in result["by_frequency"]:
+        hi = "+" if band["max_frequency"] is None else f"-{band['max_frequency']}"
+        name = f"{band['min_frequency']}{hi}" if band["min_frequency"] != band["max_frequency"] else str(band["min_frequency"])
+        print(f"{name:<18} {band['tokens']:>7}  {band['median_drift']:12.4f}  {band['max_drift']:9.4f}  "
+              f"{band['median_norm']:11.4f}")
+    print(f"\nglitch candidates (seen at most {args.rare} times"
+          + (", by count in the tokenizer's corpus)" if rank is not None else ", least drift first)"))
+    for c in result["candidates"]:
+        extra = "" if c["tokenizer_count"] is None else f"  tokenizer count {c['tokenizer_count']:,}"
+        print(f"  {c['id']:>7}  {c['token']!r:<24} frequency {c['frequency']:<4} drift {c['drift']:.4f}{extra}")
+    for token, row in result["neighbours"].items():
+        print(f"\nnearest to {token!r}: " + ", ".join(f"{t!r} {s:.3f}" for t, s in row))
+    for a in result["analogies"]:
+        q = a["query"]
+        print(f"\n{q[0]!r} : {q[1]!r} :: {q[2]!r} : " + ", ".join(f"{t!r} {s:.3f}" for t, s in a["answers"]))
+    if args.plot:
+        print(f"\nwrote {args.plot}")
+    return 0
+
+
+def add_skipgram_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Register ``fastbpe skipgram FILES --tokenizer T``."""
+    p = subparsers.add_parser(
+        "skipgram", help="skip-gram embeddings of token ids; find the rows training never moved",
+        description="Train skip-gram embeddings with negative sampling (Mikolov et al. 2013) on the token ids "
+                    "of a corpus, then report how far each row moved from its initialisation against the "
+                    "token's frequency: tokens of the tokenizer that the corpus rarely or never uses keep "
+                    "near-initial rows (glitch-token candidates). Nearest neighbours and analogies by cosine.")
+    p.add_argument("files", nargs="+", help="the embedding corpus: text files, folders or globs")
+    p.add_argument("--tokenizer", "-t", required=True,
+                   help="a tokenizer file or an OpenAI encoding name (read from $FASTBPE_ENCODINGS)")
+    p.add_argument("--max-bytes", type=size_arg, default=2_000_000, help="read at most this much text")
+    p.add_argument("--documents", choices=("block", "line", "file"), default="block",
+                   help="what one document is (windows never cross documents)")
+    p.add_argument("--dim", type=int, default=64, help="embedding width")
+    p.add_argument("--window", type=int, default=5, help="largest distance of a context token")
+    p.add_argument("--negatives", type=int, default=5, help="negative samples per pair")
+    p.add_argument("--epochs", type=int, default=1, help="passes over the corpus")
+    p.add_argument("--batch-size", type=int, default=1024, help="center tokens per step")
+    p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam", help="update rule for the touched rows")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default: 0.01 adam, 0.025 sgd)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation and of every sample")
+    p.add_argument("--threads", type=int, default=None, help="Numba threads (default: Numba's setting)")
+    p.add_argument("--rare", type=int, default=0, help="glitch candidates: tokens seen at most this many times")
+    p.add_argument("--candidates", type=int, default=20, help="how many glitch candidates to list")
+    p.add_argument("--neighbours", default=None,
+                   help="comma-separated tokens (each one token of the tokenizer) to list nearest neighbours of")
+    p.add_argument("--analogy", action="append", default=[], metavar="A,B,C",
+                   help="a is to b as c is to ? (repeatable)")
+    p.add_argument("-k", type=int, default=5, help="neighbours and analogy answers to list")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="scatter of drift and norm against frequency, and the loss curve (needs matplotlib)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+    p.set_defaults(run=_cmd_skipgram)
+    return p
