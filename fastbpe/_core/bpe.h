@@ -86,24 +86,81 @@ class BpeEncoder {
         for (int b = 0; b < 256; ++b) byte_id[b] = -1;
     }
 
-    // The pairs of MERGE_TOKEN: every split of every token into two tokens, keyed by the
-    // whole token's id as rank and new id. tokens[i] is id i's bytes ("" for an unused id).
-    static void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
-                            std::vector<uint64_t>& vals) {
-        std::unordered_map<std::string, int32_t> ids;
-        for (size_t i = 0; i < tokens.size(); ++i)
-            if (!tokens[i].empty()) ids[tokens[i]] = (int32_t)i;
+    // Index the vocabulary: tokens[i] is id i's bytes ("" for an unused id). Fills byte_id and
+    // the bytes -> id map every later step looks up (no per-token allocation). Returns -1, or
+    // the id of the first token that repeats an earlier one (its earlier id in *first).
+    int64_t set_tokens(const std::vector<std::string>& tokens, int64_t* first) {
+        ids_.clear();
         for (size_t i = 0; i < tokens.size(); ++i) {
-            const std::string& t = tokens[i];
-            for (size_t k = 1; k < t.size(); ++k) {
-                auto l = ids.find(t.substr(0, k));
-                if (l == ids.end()) continue;
-                auto r = ids.find(t.substr(k));
-                if (r == ids.end()) continue;
-                keys.push_back(pair_key(l->second, r->second));
+            const uint8_t* p = (const uint8_t*)tokens[i].data();
+            size_t n = tokens[i].size();
+            if (n == 0) continue;
+            uint64_t h = bytes_map_hash(p, n);
+            int64_t count = 0;
+            const int32_t* seen = ids_.find(p, n, h, &count);
+            if (seen != nullptr) {
+                *first = seen[0];
+                return (int64_t)i;
+            }
+            int32_t id = (int32_t)i;
+            ids_.insert(p, n, h, &id, 1);
+            if (n == 1) byte_id[p[0]] = id;
+        }
+        return -1;
+    }
+
+    // The id of the token with bytes p[0:n], or -1. After set_tokens.
+    int32_t token_id(const uint8_t* p, size_t n) const {
+        int64_t count = 0;
+        const int32_t* found = n ? ids_.find(p, n, bytes_map_hash(p, n), &count) : nullptr;
+        return found ? found[0] : -1;
+    }
+
+    // The pairs of MERGE_TOKEN: every split of every token into two tokens, keyed by the
+    // whole token's id as rank and new id. After set_tokens.
+    void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
+                     std::vector<uint64_t>& vals) const {
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            const uint8_t* t = (const uint8_t*)tokens[i].data();
+            size_t n = tokens[i].size();
+            for (size_t k = 1; k < n; ++k) {
+                int32_t l = token_id(t, k);
+                if (l < 0) continue;
+                int32_t r = token_id(t + k, n - k);
+                if (r < 0) continue;
+                keys.push_back(pair_key(l, r));
                 vals.push_back(((uint64_t)i << 32) | (uint32_t)i);
             }
         }
+    }
+
+    // The pairs of MERGE_REPLAY and MERGE_PAIR: merge i joins left[i] and right[i] (rank i)
+    // into the token of their concatenation, whose id goes to made[i]. After set_tokens.
+    // Returns -1, or the index of the first merge naming an unknown token (*why = 1) or
+    // whose concatenation is not a token (*why = 2).
+    int64_t merge_pairs(const std::vector<std::string>& tokens, const int32_t* left, const int32_t* right,
+                        int64_t n, int32_t* made, std::vector<uint64_t>& keys, std::vector<uint64_t>& vals,
+                        int* why) const {
+        std::string joined;
+        int64_t size = (int64_t)tokens.size();
+        for (int64_t i = 0; i < n; ++i) {
+            int32_t a = left[i], b = right[i];
+            if (a < 0 || b < 0 || a >= size || b >= size || tokens[a].empty() || tokens[b].empty()) {
+                *why = 1;
+                return i;
+            }
+            joined.assign(tokens[a]);
+            joined.append(tokens[b]);
+            int32_t m = token_id((const uint8_t*)joined.data(), joined.size());
+            if (m < 0) {
+                *why = 2;
+                return i;
+            }
+            made[i] = m;
+            keys.push_back(pair_key(a, b));
+            vals.push_back(((uint64_t)i << 32) | (uint32_t)m);
+        }
+        return -1;
     }
 
     // Fill the pair table: keys[i] = pair_key(left, right), vals[i] = (rank << 32) | new id,
@@ -126,20 +183,25 @@ class BpeEncoder {
     }
 
     // The whole-chunk lookup: every token, or (consistent) only the tokens BPE rebuilds from
-    // their own bytes, so that the lookup is a pure shortcut. After build_pairs.
+    // their own bytes, so that the lookup is a pure shortcut. After build_pairs. "Every
+    // token" is the map set_tokens made: no second copy.
     void add_whole_tokens(const std::vector<std::string>& tokens, bool consistent) {
+        whole_all_ = !consistent;
+        use_whole_ = true;
+        whole_id_.clear();
+        if (!consistent) return;
         EncodeScratch st;
         int32_t out[1];
         for (size_t i = 0; i < tokens.size(); ++i) {
             const uint8_t* p = (const uint8_t*)tokens[i].data();
             int64_t n = (int64_t)tokens[i].size();
             if (n == 0) continue;
-            if (consistent && n > 1 && !(bpe(p, n, st, out, 1) == 1 && out[0] == (int32_t)i)) continue;
+            if (n > 1 && !(bpe(p, n, st, out, 1) == 1 && out[0] == (int32_t)i)) continue;
             int32_t id = (int32_t)i;
             whole_id_.insert(p, (size_t)n, bytes_map_hash(p, (size_t)n), &id, 1);
         }
     }
-    size_t whole_lookup_size() const { return whole_id_.size(); }
+    size_t whole_lookup_size() const { return !use_whole_ ? 0 : whole_all_ ? ids_.size() : whole_id_.size(); }
 
     // Ids of the m chunks dp[starts[c]:ends[c]] into op (room for their total length).
     // Counts chunks that missed the cache in *misses.
@@ -219,7 +281,9 @@ class BpeEncoder {
     // MERGE_REPLAY only: the later ranks of a pair the merge list repeats (rare; a pair merged
     // again after a duplicate merge re-created one of its tokens), ascending
     std::unordered_map<uint64_t, std::vector<uint64_t>> repeats_;
-    BytesMap whole_id_;
+    BytesMap ids_;        // every token's bytes -> its id (set_tokens)
+    BytesMap whole_id_;   // the consistent tokens, when the whole-chunk lookup is not all of ids_
+    bool use_whole_ = false, whole_all_ = false;
 
     // (rank << 32) | new id of pair (a, b), or NO_MERGE when the pair never merges.
     inline uint64_t lookup(int32_t a, int32_t b) const {
@@ -269,7 +333,8 @@ class BpeEncoder {
             }
             ++*misses;  // the caller's local counter: per-chunk writes to shared state would false-share
         }
-        const int32_t* whole = whole_id_.find(data, (size_t)n, h, &count);
+        const int32_t* whole = !use_whole_ ? nullptr
+                               : (whole_all_ ? ids_ : whole_id_).find(data, (size_t)n, h, &count);
         if (whole != nullptr) {
             out[0] = whole[0];
             count = 1;

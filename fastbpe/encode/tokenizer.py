@@ -41,6 +41,7 @@ from ..split.bounds import chunk_bounds, staged_chunk_bounds
 from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
 from . import special
+from .model import BPEModel
 
 __all__ = ["Tokenizer", "MERGE_RULES", "check_workers"]
 
@@ -149,8 +150,6 @@ class Tokenizer:
             self.split_stages.append((stage[0], bool(stage[1])))
         if normalizer not in NORMALIZERS:
             raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
-        self.merge_rule = merge_rule
-        self.whole_token_lookup = bool(whole_token_lookup)
         self.normalizer = normalizer
         self.split_gaps = bool(split_gaps)
         self.unit = unit
@@ -166,22 +165,19 @@ class Tokenizer:
         bad = next((t for t in tokens if not isinstance(t, (bytes, bytearray, memoryview))), None)
         if bad is not None:  # bytes(5) would be five NUL bytes, bytes(10**10) ten gigabytes
             raise TypeError(f"every token must be bytes, got {type(bad).__name__} {bad!r:.40}")
-        self.token_bytes: List[bytes] = [bytes(t) for t in tokens]
-        self._ids: Dict[bytes, int] = {}
-        for i, token in enumerate(self.token_bytes):
-            if not token:
-                continue  # an unused id: a rank gap of a tiktoken file, or a special token's slot
-            if token in self._ids:
-                raise ValueError(f"token {i} ({token!r}) duplicates token {self._ids[token]}")
-            self._ids[token] = i
-        self.merge_ids = self._checked_merges(merges)
+        token_bytes: List[bytes] = [bytes(t) for t in tokens]
+        if merges is None and merge_rule != "token":
+            raise ValueError("merges are required (only merge_rule='token' derives them from the ranks)")
+        # Step 4, the BPE model: built (and checked, in compiled code) here, so the first
+        # encode finds its tables ready
+        self.model = BPEModel(token_bytes, merges, merge_rule=merge_rule, whole_token_lookup=whole_token_lookup,
+                              symbols=not self._reads_bytes)
         self.merge_counts = None if merge_counts is None else self._checked_counts(merge_counts)
         # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
         # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
         self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
                                                                   self.token_bytes)
-        self._core_obj: Optional[BPECore] = None
         self._core_lock = threading.Lock()
         self._local = threading.local()
         self._pools = _PoolRegistry()
@@ -197,56 +193,40 @@ class Tokenizer:
             raise ValueError(f"merge_counts has {len(counts)} counts for {len(self.merge_ids)} merges")
         return [int(c) for c in counts]
 
-    def _checked_merges(self, merges) -> np.ndarray:
-        """Merges as an int64 ``(n, 2)`` array, each pair of existing tokens whose concatenation
-        is a token (and, given a third column, that very token)."""
-        if not isinstance(merges, np.ndarray):
-            merges = list(merges)
-        try:
-            rows = np.asarray(merges) if len(merges) else np.zeros((0, 2), dtype=np.int64)
-        except ValueError:  # rows of different lengths
-            raise ValueError("merges must be (left, right) pairs of token ids") from None
-        if rows.ndim != 2 or rows.shape[1] not in (2, 3):
-            raise ValueError(f"merges must be (left, right) pairs of token ids, got an array of shape {rows.shape}")
-        if rows.dtype == object:
-            raise ValueError("merges hold ids that are not 64-bit integers")
-        if not np.issubdtype(rows.dtype, np.integer) or (
-                not isinstance(merges, np.ndarray) and any(type(v) is bool for row in merges for v in row)):
-            # a float, bool or str id was silently truncated, taken as 0/1 or parsed before
-            raise TypeError(f"merges must hold integer token ids, got {rows.dtype}")
-        rows = rows.astype(np.int64, copy=False)
-        pairs = np.ascontiguousarray(rows[:, :2])
-        tokens = self.token_bytes
-        if self.merge_rule == "token":
-            # tiktoken's rule never reads the merges (ranks decide); they are derived from the
-            # ranks by compiled code and only need to be in range
-            bad = np.flatnonzero((pairs < 0).any(axis=1) | (pairs >= len(tokens)).any(axis=1))
-            if len(bad):
-                raise ValueError(f"merge {bad[0]} refers to an unknown token id")
-            return pairs
-        produced = rows[:, 2].tolist() if rows.shape[1] == 3 else None
-        for rank, (left, right) in enumerate(pairs.tolist()):
-            for side in (left, right):
-                if not 0 <= side < len(tokens) or not tokens[side]:
-                    raise ValueError(f"merge {rank} refers to unknown token id {side}")
-            new = self._ids.get(tokens[left] + tokens[right])
-            if new is None:
-                raise ValueError(f"merge {rank}: the concatenation of tokens {left} and {right} is not a token")
-            if produced is not None and produced[rank] != new:
-                raise ValueError(f"merge {rank} says it makes token {produced[rank]}, but its concatenation is {new}")
-        return pairs
+    # The BPE model's parts, as attributes of the tokenizer (the names earlier versions had).
+    token_bytes = property(lambda self: self.model.token_bytes, doc="Bytes of every id (b'' for an unused id).")
+    merge_ids = property(lambda self: self.model.merges, doc="int64 (n, 2): the merges as pairs of ids.")
+    merge_rule = property(lambda self: self.model.merge_rule, doc="How the model picks the next merge.")
+    whole_token_lookup = property(lambda self: self.model.whole_token_lookup,
+                                  doc="Whether a chunk that is a token maps straight to its id.")
+
+    @property
+    def _ids(self) -> Dict[bytes, int]:
+        """``{token bytes: id}`` (built on demand: encoding does not need it)."""
+        ids = self.__dict__.get("_ids_cache")
+        if ids is None:
+            ids = self.__dict__["_ids_cache"] = self.model.ids()
+        return ids
 
     def __getstate__(self) -> dict:
-        # The compiled tables, the lock and the per-thread state are rebuilt on demand.
+        # The lock, the per-thread state and the caches are rebuilt on demand (the model
+        # pickles without its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_core_obj", "_core_lock", "_local", "_pools"):
+        for key in ("_core_lock", "_local", "_pools", "_ids_cache"):
             state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         state.pop("_pool", None)  # what pickles of earlier versions hold
+        state.pop("_core_obj", None)
+        state.pop("_ids", None)
+        if "model" not in state:  # a pickle of a version before the BPE model had its own class
+            state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
+                                      merge_rule=state.pop("merge_rule", "replay"),
+                                      whole_token_lookup=state.pop("whole_token_lookup", False),
+                                      symbols=not (state.get("unit") == "bytes" and not state.get("word_start")
+                                                   and not state.get("word_end")))
         self.__dict__.update(state)
-        self._core_obj = None
         self._core_lock = threading.Lock()
         self._local = threading.local()
         self._pools = _PoolRegistry()
@@ -286,23 +266,8 @@ class Tokenizer:
         return self.unit == "bytes" and not self.word_start and not self.word_end
 
     def _core(self) -> BPECore:
-        """The compiled encoding tables, built on first use (once, under a lock)."""
-        if self._core_obj is None:
-            with self._core_lock:
-                if self._core_obj is None:
-                    merges = self.merge_ids.astype(np.int32)
-                    if not self._reads_bytes:
-                        whole = "none"   # the symbol path merges only; no whole-chunk lookup
-                    else:
-                        whole = "all" if self.whole_token_lookup else "consistent"
-                    self._core_obj = BPECore(
-                        self.token_bytes,
-                        np.ascontiguousarray(merges[:, 0]),
-                        np.ascontiguousarray(merges[:, 1]),
-                        merge_rule=self.merge_rule,
-                        whole_token_lookup=whole,
-                    )
-        return self._core_obj
+        """The compiled encoding tables (the BPE model's)."""
+        return self.model.core
 
     def _state(self) -> EncodeState:
         """This thread's chunk cache and scratch space."""
