@@ -25,7 +25,6 @@ symbol ids of each chunk instead of its bytes.
 import contextlib
 import os
 import threading
-import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -42,11 +41,11 @@ from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_i
 from ..split.pretokenize import pretokenize
 from . import special
 from .model import BPEModel
+from .normalizers import Normalizer
 
 __all__ = ["Tokenizer", "MERGE_RULES", "check_workers"]
 
 UNITS = ("bytes", "chars")
-NORMALIZERS = (None, "NFC", "NFD", "NFKC", "NFKD")
 PathLike = Union[str, os.PathLike]
 
 
@@ -103,8 +102,10 @@ class Tokenizer:
     in priority order (a third column, the id each merge produces, as the learner returns it,
     is accepted and checked). ``special_tokens``: names (given the ids after the vocabulary) or
     a name -> id mapping. Encoding options, for the imported formats (:mod:`fastbpe.formats`):
-    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``...,
-    applied before splitting) and ``split_gaps`` (text between pattern matches becomes chunks
+    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or
+    a list of steps, applied before splitting: :mod:`.normalizers`), ``prefix_space`` (a space
+    before every ordinary piece that does not start with one, as Hugging Face's
+    ``ByteLevel(add_prefix_space=True)``) and ``split_gaps`` (text between pattern matches becomes chunks
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
     ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
     splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps);
@@ -130,9 +131,10 @@ class Tokenizer:
         merge_counts: Optional[Sequence[int]] = None,
         merge_rule: str = "replay",
         whole_token_lookup: bool = False,
-        normalizer: Optional[str] = None,
+        normalizer: Union[None, str, Sequence[Mapping], Normalizer] = None,
         split_gaps: bool = False,
         split_stages: Sequence[Tuple[str, bool]] = (),
+        prefix_space: bool = False,
         training_stats: Optional[Mapping] = None,
     ):
         if unit not in UNITS:
@@ -148,9 +150,13 @@ class Tokenizer:
                 raise ValueError(f"split_stages entries must be (pattern, keep_gaps) pairs, got {stage!r:.80}")
             compiled_regex(stage[0])
             self.split_stages.append((stage[0], bool(stage[1])))
-        if normalizer not in NORMALIZERS:
-            raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
-        self.normalizer = normalizer
+        # Step 2, the normaliser (fastbpe.encode.normalizers)
+        self.normalize = Normalizer.from_spec(normalizer)
+        if not isinstance(prefix_space, bool):
+            raise TypeError(f"prefix_space must be True or False, got {prefix_space!r:.40}")
+        if prefix_space and not self._reads_bytes_for(unit, word_start, word_end):
+            raise ValueError("prefix_space needs unit='bytes' and no word markers")
+        self.prefix_space = prefix_space
         self.split_gaps = bool(split_gaps)
         self.unit = unit
         self.pattern = pattern
@@ -220,6 +226,9 @@ class Tokenizer:
         state.pop("_pool", None)  # what pickles of earlier versions hold
         state.pop("_core_obj", None)
         state.pop("_ids", None)
+        if "normalize" not in state:  # a pickle of a version whose normaliser was a name
+            state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
+            state.setdefault("prefix_space", False)
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -263,7 +272,16 @@ class Tokenizer:
     def _reads_bytes(self) -> bool:
         """Whether chunks go to the core as bytes (byte-level, no word markers: every real
         tokenizer) rather than as symbol ids."""
-        return self.unit == "bytes" and not self.word_start and not self.word_end
+        return self._reads_bytes_for(self.unit, self.word_start, self.word_end)
+
+    @staticmethod
+    def _reads_bytes_for(unit: str, word_start, word_end) -> bool:
+        return unit == "bytes" and not word_start and not word_end
+
+    @property
+    def normalizer(self):
+        """The normaliser as its tokenizer files hold it: None, ``"NFC"``..., or a list of steps."""
+        return self.normalize.to_spec()
 
     def _core(self) -> BPECore:
         """The compiled encoding tables (the BPE model's)."""
@@ -304,8 +322,9 @@ class Tokenizer:
     def _ordinary_ids(self, text: str, strict: bool = True) -> np.ndarray:
         """int32 ids of text without special tokens. ``strict``: a byte or character outside the
         vocabulary is a ValueError; otherwise it comes out as its negative id."""
-        if self.normalizer:
-            text = unicodedata.normalize(self.normalizer, text)
+        text = self.normalize(text)
+        if self.prefix_space and text and not text.startswith(" "):
+            text = " " + text  # Hugging Face's ByteLevel(add_prefix_space=True)
         if self._reads_bytes:
             try:
                 return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
