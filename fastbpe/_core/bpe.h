@@ -91,6 +91,7 @@ class BpeEncoder {
     // the id of the first token that repeats an earlier one (its earlier id in *first).
     int64_t set_tokens(const std::vector<std::string>& tokens, int64_t* first) {
         ids_.clear();
+        ids_.reserve(tokens.size());
         for (size_t i = 0; i < tokens.size(); ++i) {
             const uint8_t* p = (const uint8_t*)tokens[i].data();
             size_t n = tokens[i].size();
@@ -116,19 +117,54 @@ class BpeEncoder {
         return found ? found[0] : -1;
     }
 
+    // token_id of the m byte strings p[offsets[i]:offsets[i + 1]] into out, the slots of
+    // PIPELINE_DISTANCE strings ahead prefetched (random accesses into a big table).
+    void token_ids(const uint8_t* p, const int64_t* offsets, int64_t m, int32_t* out) const {
+        uint64_t ring[PIPELINE];
+        auto hash_of = [&](int64_t i) { return bytes_map_hash(p + offsets[i], (size_t)(offsets[i + 1] - offsets[i])); };
+        for (int64_t i = 0; i < m && i < PIPELINE_DISTANCE; ++i) {
+            ring[i % PIPELINE] = hash_of(i);
+            ids_.prefetch_slot(ring[i % PIPELINE]);
+        }
+        for (int64_t i = 0; i < m; ++i) {
+            int64_t ahead = i + PIPELINE_DISTANCE;
+            if (ahead < m) {
+                ring[ahead % PIPELINE] = hash_of(ahead);
+                ids_.prefetch_slot(ring[ahead % PIPELINE]);
+            }
+            size_t n = (size_t)(offsets[i + 1] - offsets[i]);
+            int64_t count = 0;
+            const int32_t* found = n ? ids_.find(p + offsets[i], n, ring[i % PIPELINE], &count) : nullptr;
+            out[i] = found ? found[0] : -1;
+        }
+    }
+
     // The pairs of MERGE_TOKEN: every split of every token into two tokens, keyed by the
-    // whole token's id as rank and new id. After set_tokens.
+    // whole token's id as rank and new id. After set_tokens. The lookups of one token's
+    // splits are random accesses into a table bigger than the CPU caches: their slots are
+    // all prefetched first, then probed, so the misses overlap.
     void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
                      std::vector<uint64_t>& vals) const {
+        std::vector<uint64_t> head, tail;  // hashes of t[0:k] and t[k:n], k = 1..n-1
         for (size_t i = 0; i < tokens.size(); ++i) {
             const uint8_t* t = (const uint8_t*)tokens[i].data();
             size_t n = tokens[i].size();
+            if (n < 2) continue;
+            head.resize(n);
+            tail.resize(n);
             for (size_t k = 1; k < n; ++k) {
-                int32_t l = token_id(t, k);
-                if (l < 0) continue;
-                int32_t r = token_id(t + k, n - k);
-                if (r < 0) continue;
-                keys.push_back(pair_key(l, r));
+                head[k] = bytes_map_hash(t, k);
+                tail[k] = bytes_map_hash(t + k, n - k);
+                ids_.prefetch_slot(head[k]);
+                ids_.prefetch_slot(tail[k]);
+            }
+            for (size_t k = 1; k < n; ++k) {
+                int64_t count = 0;
+                const int32_t* l = ids_.find(t, k, head[k], &count);
+                if (l == nullptr) continue;
+                const int32_t* r = ids_.find(t + k, n - k, tail[k], &count);
+                if (r == nullptr) continue;
+                keys.push_back(pair_key(*l, *r));
                 vals.push_back(((uint64_t)i << 32) | (uint32_t)i);
             }
         }

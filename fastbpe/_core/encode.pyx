@@ -396,3 +396,34 @@ def utf8_positions(str text, const int64_t[::1] char_positions):
             ov[c] = offset
             c += 1
     return out
+
+
+def lookup_tokens(list token_bytes, const uint8_t[::1] blob, const int64_t[::1] offsets):
+    """int32 ids of the byte strings ``blob[offsets[i]:offsets[i + 1]]`` in the vocabulary
+    ``token_bytes`` (``-1`` where none is a token; a repeated token: ``ValueError``). Turns
+    a file's merges, given as token texts, into ids without a Python dict.
+
+    >>> lookup_tokens([b"a", b"b", b"ab"], np.frombuffer(b"abxab", np.uint8), np.array([0, 1, 3, 5])).tolist()
+    [0, -1, 2]
+    """
+    cdef BpeEncoder enc
+    cdef vector[string] tokens
+    cdef bytes tb
+    cdef int64_t first = -1, bad = -1
+    cdef Py_ssize_t i, m = offsets.shape[0] - 1 if offsets.shape[0] else 0
+    for i in range(m):
+        if offsets[i] > offsets[i + 1] or offsets[i] < 0 or offsets[i + 1] > blob.shape[0]:
+            raise ValueError("offsets must ascend inside the blob")
+    tokens.reserve(len(token_bytes))
+    for tb in token_bytes:
+        tokens.push_back(<string>tb)
+    out = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] ov = out
+    cdef const uint8_t* base = &blob[0] if blob.shape[0] else NULL
+    with nogil:
+        bad = enc.set_tokens(tokens, &first)
+        if bad < 0 and m > 0:
+            enc.token_ids(base, &offsets[0], m, &ov[0])
+    if bad >= 0:
+        raise ValueError(f"token {bad} ({token_bytes[bad]!r}) duplicates token {first}")
+    return out

@@ -9,7 +9,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-__all__ = ["bytes_to_unicode", "token_to_text", "text_to_token", "texts_to_tokens", "check_byte_level"]
+__all__ = ["bytes_to_unicode", "token_to_text", "text_to_token", "texts_to_tokens", "text_byte_values",
+           "check_byte_level"]
 
 
 def bytes_to_unicode() -> Dict[int, str]:
@@ -64,6 +65,12 @@ for _char, _byte in _CHAR_TO_BYTE.items():
     _CHAR_TABLE[ord(_char)] = _byte
 
 
+def text_byte_values(points: np.ndarray) -> np.ndarray:
+    """The byte value of each code point of GPT-2 byte-level text (int16; -1 for a character
+    outside the map)."""
+    return _CHAR_TABLE.take(points, mode="clip")  # (the table's last entry is -1)
+
+
 def texts_to_tokens(texts: List[str]) -> List[Optional[bytes]]:
     """:func:`text_to_token` of many texts at once (NumPy over all their characters), None
     for a text that is not byte-level.
@@ -72,8 +79,7 @@ def texts_to_tokens(texts: List[str]) -> List[Optional[bytes]]:
     [b' hi\\n', b'', None]
     """
     joined = "".join(texts)
-    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    values = _CHAR_TABLE[np.minimum(points, len(_CHAR_TABLE) - 1)]
+    values = text_byte_values(np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
     ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
     starts = ends - np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     bad = np.flatnonzero(values < 0)

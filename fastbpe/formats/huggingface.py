@@ -16,7 +16,8 @@ import regex
 
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_ORIGINAL_PATTERN, source
-from .bytelevel import check_byte_level, texts_to_tokens, token_to_text
+from .._core.encode import lookup_tokens
+from .bytelevel import check_byte_level, text_byte_values, texts_to_tokens, token_to_text
 from .ids import ID_LIMIT, check_id, check_special_ids, table_size
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
@@ -158,16 +159,18 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
 def _merge_pairs(merges: list, vocab: Mapping, table: List[bytes], source: str) -> np.ndarray:
     """The merges as ``(left, right)`` ids, in rank order; merges of entries that are not
     byte-level tokens (they never apply to bytes) are left out."""
+    pairs = _merge_pairs_in_bulk(merges, table)
+    if pairs is not None:
+        return pairs
     try:
         if all(type(m) is str for m in merges):
-            # "a b": byte-level text has no space or newline, so one split cuts every merge
-            flat = "\n".join(merges).replace(" ", "\n").split("\n") if merges else []
+            flat = [part for m in merges for part in m.split(" ")] if merges else []
+            if len(flat) != 2 * len(merges):
+                raise ValueError
         else:
             flat = list(itertools.chain.from_iterable(merges))
             if set(map(len, merges)) - {2}:
                 raise ValueError
-        if len(flat) != 2 * len(merges):
-            raise ValueError
         flat_ids = list(map(vocab.__getitem__, flat))
     except (KeyError, TypeError, ValueError):
         _check_merges_one_by_one(merges, vocab, source)
@@ -175,6 +178,40 @@ def _merge_pairs(merges: list, vocab: Mapping, table: List[bytes], source: str) 
     pairs = np.array(flat_ids, dtype=np.int64).reshape(-1, 2)
     unused = np.fromiter(map(len, table), dtype=np.int64, count=len(table)) == 0
     return pairs[~unused[pairs].any(axis=1)] if unused[pairs].any() else pairs
+
+
+def _merge_pairs_in_bulk(merges: list, table: List[bytes]) -> Optional[np.ndarray]:
+    """:func:`_merge_pairs` of a file whose merges all join byte-level tokens (every published
+    file): all the texts joined into one string, turned into bytes by one NumPy lookup and
+    into ids by compiled code, with no Python string per merge part. None when any merge is
+    not like that (the caller's one-by-one path then decides, or says what is wrong)."""
+    if not merges:
+        return np.zeros((0, 2), dtype=np.int64)
+    if all(type(m) is str for m in merges):
+        joined = "\n".join(merges)
+        if joined.count("\n") != len(merges) - 1:
+            return None  # a newline inside a merge
+        joined = joined.replace(" ", "\n")
+    elif all(type(m) is list and len(m) == 2 for m in merges):
+        try:
+            joined = "\n".join(itertools.chain.from_iterable(merges))
+        except TypeError:
+            return None  # a part that is not a str
+    else:
+        return None
+    if joined.count("\n") != 2 * len(merges) - 1:
+        return None  # a part holding a space or a newline, or a merge of other than two parts
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    values = text_byte_values(points)
+    newline = points == 10
+    if (values[~newline] < 0).any():
+        return None  # a part that is not byte-level text
+    cuts = np.flatnonzero(newline)
+    offsets = np.concatenate([[0], cuts - np.arange(len(cuts)), [len(points) - len(cuts)]]).astype(np.int64)
+    ids = lookup_tokens(table, values[~newline].astype(np.uint8), offsets)
+    if (ids < 0).any() or (np.diff(offsets) == 0).any():
+        return None  # a part that is no token (or an empty part)
+    return ids.astype(np.int64).reshape(-1, 2)
 
 
 def _check_merges_one_by_one(merges: list, vocab: Mapping, source: str) -> None:
