@@ -24,6 +24,7 @@
 // Return codes of the encoding functions: the id count, -1 - b when byte b is not in the
 // vocabulary, or TOO_MANY_IDS when more ids than the room given come out.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -92,19 +93,22 @@ class BpeEncoder {
     int64_t set_tokens(const std::vector<std::string>& tokens, int64_t* first) {
         ids_.clear();
         ids_.reserve(tokens.size());
+        std::vector<uint64_t> hashes(tokens.size());
+        for (size_t i = 0; i < tokens.size(); ++i)
+            hashes[i] = bytes_map_hash((const uint8_t*)tokens[i].data(), tokens[i].size());
         for (size_t i = 0; i < tokens.size(); ++i) {
+            if (i + PIPELINE_DISTANCE < tokens.size()) ids_.prefetch_slot(hashes[i + PIPELINE_DISTANCE]);
             const uint8_t* p = (const uint8_t*)tokens[i].data();
             size_t n = tokens[i].size();
             if (n == 0) continue;
-            uint64_t h = bytes_map_hash(p, n);
             int64_t count = 0;
-            const int32_t* seen = ids_.find(p, n, h, &count);
+            const int32_t* seen = ids_.find(p, n, hashes[i], &count);
             if (seen != nullptr) {
                 *first = seen[0];
                 return (int64_t)i;
             }
             int32_t id = (int32_t)i;
-            ids_.insert(p, n, h, &id, 1);
+            ids_.insert(p, n, hashes[i], &id, 1);
             if (n == 1) byte_id[p[0]] = id;
         }
         return -1;
@@ -145,27 +149,37 @@ class BpeEncoder {
     // all prefetched first, then probed, so the misses overlap.
     void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
                      std::vector<uint64_t>& vals) const {
-        std::vector<uint64_t> head, tail;  // hashes of t[0:k] and t[k:n], k = 1..n-1
-        for (size_t i = 0; i < tokens.size(); ++i) {
-            const uint8_t* t = (const uint8_t*)tokens[i].data();
-            size_t n = tokens[i].size();
-            if (n < 2) continue;
-            head.resize(n);
-            tail.resize(n);
-            for (size_t k = 1; k < n; ++k) {
-                head[k] = bytes_map_hash(t, k);
-                tail[k] = bytes_map_hash(t + k, n - k);
-                ids_.prefetch_slot(head[k]);
-                ids_.prefetch_slot(tail[k]);
+        // a batch of tokens at a time: hashes of every t[0:k] and t[k:n] (k = 1..n-1) of the
+        // batch, their slots prefetched, then probed in order
+        const size_t BATCH = 16;
+        std::vector<uint64_t> head, tail;
+        for (size_t begin = 0; begin < tokens.size(); begin += BATCH) {
+            size_t end = std::min(tokens.size(), begin + BATCH);
+            head.clear();
+            tail.clear();
+            for (size_t i = begin; i < end; ++i) {
+                const uint8_t* t = (const uint8_t*)tokens[i].data();
+                size_t n = tokens[i].size();
+                for (size_t k = 1; k < n; ++k) {
+                    head.push_back(bytes_map_hash(t, k));
+                    tail.push_back(bytes_map_hash(t + k, n - k));
+                    ids_.prefetch_slot(head.back());
+                    ids_.prefetch_slot(tail.back());
+                }
             }
-            for (size_t k = 1; k < n; ++k) {
-                int64_t count = 0;
-                const int32_t* l = ids_.find(t, k, head[k], &count);
-                if (l == nullptr) continue;
-                const int32_t* r = ids_.find(t + k, n - k, tail[k], &count);
-                if (r == nullptr) continue;
-                keys.push_back(pair_key(*l, *r));
-                vals.push_back(((uint64_t)i << 32) | (uint32_t)i);
+            size_t h = 0;
+            for (size_t i = begin; i < end; ++i) {
+                const uint8_t* t = (const uint8_t*)tokens[i].data();
+                size_t n = tokens[i].size();
+                for (size_t k = 1; k < n; ++k, ++h) {
+                    int64_t count = 0;
+                    const int32_t* l = ids_.find(t, k, head[h], &count);
+                    if (l == nullptr) continue;
+                    const int32_t* r = ids_.find(t + k, n - k, tail[h], &count);
+                    if (r == nullptr) continue;
+                    keys.push_back(pair_key(*l, *r));
+                    vals.push_back(((uint64_t)i << 32) | (uint32_t)i);
+                }
             }
         }
     }

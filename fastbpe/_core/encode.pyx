@@ -427,3 +427,43 @@ def lookup_tokens(list token_bytes, const uint8_t[::1] blob, const int64_t[::1] 
     if bad >= 0:
         raise ValueError(f"token {bad} ({token_bytes[bad]!r}) duplicates token {first}")
     return out
+
+
+cdef extern from "rank_file.h" namespace "fbpt" nogil:
+    int64_t parse_rank_lines(const uint8_t* p, size_t n, vector[uint8_t]& blob, vector[int64_t]& ends,
+                             vector[int64_t]& ranks) except +
+
+
+cdef extern from "Python.h":
+    object PyBytes_FromStringAndSize(const char* v, Py_ssize_t n)
+
+
+def read_rank_lines(const uint8_t[::1] data):
+    """Tokens (a list of bytes) and int64 ranks of a well-formed ``.tiktoken`` file's bytes, or
+    None when it is not one (see rank_file.h).
+
+    >>> read_rank_lines(b"YQ== 0\\nYmM= 1\\n")
+    ([b'a', b'bc'], array([0, 1]))
+    """
+    cdef vector[uint8_t] blob
+    cdef vector[int64_t] ends, ranks
+    cdef int64_t count = 0, i, start = 0
+    cdef size_t n = data.shape[0]
+    if n == 0:
+        return None
+    with nogil:
+        count = parse_rank_lines(&data[0], n, blob, ends, ranks)
+    if count < 0:
+        return None
+    cdef const char* base = <const char*>blob.data()
+    tokens = PyList_New(count)
+    for i in range(count):
+        item = PyBytes_FromStringAndSize(base + start, ends[i] - start)
+        Py_INCREF(item)
+        PyList_SET_ITEM(tokens, i, <PyObject*>item)
+        start = ends[i]
+    out = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    if count:
+        memcpy(&ov[0], ranks.data(), count * sizeof(int64_t))
+    return tokens, out

@@ -7,12 +7,12 @@ model derives its merges from the ranks only when asked for them (tiktoken's rul
 import base64
 import binascii
 import os
-import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
+from .._core.encode import read_rank_lines
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_PATTERN, check_user_pattern, source
 from .bytelevel import check_byte_level
@@ -48,68 +48,16 @@ def read_tiktoken_ranks(path: PathLike) -> Dict[bytes, int]:
     return table
 
 
-# byte -> 1 for base64's alphabet without padding, 2 for "=", 3 for a digit (ranks), else 0
-_BYTE_CLASS = np.zeros(256, dtype=np.uint8)
-_BYTE_CLASS[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/", np.uint8)] = 1
-_BYTE_CLASS[ord("=")] = 2
-_BYTE_CLASS[np.frombuffer(b"0123456789", np.uint8)] = 3
-
-
-def _well_formed_table(data: bytes) -> Optional[Tuple[List[bytes], np.ndarray]]:
-    """Tokens and ranks of a well-formed file (every published one), read in bulk: lines
-    ``base64 rank`` of single-space-separated non-empty fields, the last newline optional,
-    base64 padded only at its end (at most twice), ranks of 1 to 10 digits. None for anything
-    else, which the line reader then explains."""
-    if data.endswith(b"\n"):
-        data = data[:-1]
-    raw = np.frombuffer(data, dtype=np.uint8)
-    if not len(raw):
-        return None
-    is_space, is_newline = raw == 32, raw == 10
-    separators = np.flatnonzero(is_space | is_newline)
-    kinds = raw[separators]
-    if (len(separators) % 2 != 1 or (kinds[0::2] != 32).any() or (kinds[1::2] != 10).any()
-            or separators[0] == 0 or separators[-1] == len(raw) - 1 or (np.diff(separators) == 1).any()):
-        return None  # not "field space field newline ..." with fields never empty
-    spaces, newlines = separators[0::2], np.append(separators[1::2], len(raw))
-    rank_lengths = newlines - spaces - 1
-    if rank_lengths.max() > 10:
-        return None
-    in_rank = np.zeros(len(raw) + 1, dtype=np.int8)  # +1 from a space, -1 from a newline
-    in_rank[spaces] += 1
-    in_rank[newlines] -= 1
-    in_rank = np.cumsum(in_rank[:-1], dtype=np.int8).astype(bool) & ~is_space
-    kind = _BYTE_CLASS[raw]
-    if (kind[in_rank] != 3).any() or (kind[~(in_rank | is_newline | is_space)] == 0).any():
-        return None  # a rank that is not digits, a token that is not base64 (a tab, a "\r"...)
-    padding = np.flatnonzero(kind == 2)
-    after = np.append(raw, 32)[padding + 1]
-    if ((after != 61) & (after != 32) & (after != 10)).any() or ((after == 61) & (np.append(raw, [32, 32])[padding + 2] == 61)).any():
-        return None  # "=" inside a token, or three of them
-    fields = data.split()
-    try:
-        tokens = list(map(binascii.a2b_base64, fields[0::2]))
-    except binascii.Error:
-        return None
-    # ranks from their digits: each digit times 10 to the power of its place from the end
-    # (the digits of a rank are contiguous among all digits: one sum per rank)
-    digits = raw[in_rank].astype(np.int64) - 48
-    place = np.repeat(newlines, rank_lengths) - np.flatnonzero(in_rank) - 1
-    first_digit = np.cumsum(rank_lengths) - rank_lengths
-    ranks = np.add.reduceat(digits * 10 ** place, first_digit)
-    return tokens, ranks
-
-
 def read_rank_table(path: PathLike) -> Tuple[List[bytes], np.ndarray]:
     """The tokens of a ``.tiktoken`` file in file order and their ranks (int64), checked.
 
-    A well-formed file is read in bulk (:func:`_well_formed_table`); anything else goes
+    A well-formed file is read in one compiled pass (``fastbpe/_core/rank_file.h``); anything else goes
     through the line reader :func:`_read_lines`, which says what is wrong on which line. Both
     give the same result or the same error (tested). Tokens that appear twice are left to the
     tokenizer, which refuses them."""
     with open(path, "rb") as f:
         data = f.read()
-    table = _well_formed_table(data)
+    table = read_rank_lines(data)
     if table is None:
         return _read_lines(path, data)
     tokens, ranks = table
