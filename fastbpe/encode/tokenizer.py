@@ -16,11 +16,20 @@ Encoding rules (``merge_rule``), each exact for the tokenizers it serves (specif
 token straight to its id. Without it the encoder still takes that shortcut, but only for tokens
 the merges rebuild from their own bytes, where it cannot change the result.
 
-Encoding a text, in order: 1. special tokens are found and set apart (:mod:`.special`);
-2. each ordinary piece is normalised (if the tokenizer says so); 3. split into chunks
-(:mod:`fastbpe.split`); 4. each chunk is merged by the compiled core. Byte-level tokenizers run
-steps 3 and 4 in one compiled pass; character-level ones and word markers hand the core the
-symbol ids of each chunk instead of its bytes.
+A tokenizer is made of small parts, in the order the text flows through them (the steps of
+``encode``, numbered as Hugging Face numbers its pipeline); each serialises itself and maps to
+the peers' files (:mod:`fastbpe.formats`):
+
+1. the special-token policy (:mod:`.special`): special tokens are found and set apart;
+2. the normaliser (:mod:`.normalizers`): each ordinary piece is normalised;
+3. the splitter (``pattern``, ``split_gaps``, ``split_stages``, ``prefix_space``;
+   :mod:`fastbpe.split`): the piece is cut into chunks, by one or several split stages;
+4. the BPE model (:mod:`.model`): token bytes, merges with the ids they make, the merge rule
+   and the whole-token lookup, run by the compiled core;
+5. optional word markers (``word_start``/``word_end``) and character-level units: the chunk
+   reaches the same compiled core as symbol ids instead of bytes.
+
+Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split pattern allows.
 """
 import contextlib
 import os
@@ -322,16 +331,16 @@ class Tokenizer:
     def _ordinary_ids(self, text: str, strict: bool = True) -> np.ndarray:
         """int32 ids of text without special tokens. ``strict``: a byte or character outside the
         vocabulary is a ValueError; otherwise it comes out as its negative id."""
-        text = self.normalize(text)
+        text = self.normalize(text)  # step 2, the normaliser
         if self.prefix_space and text and not text.startswith(" "):
-            text = " " + text  # Hugging Face's ByteLevel(add_prefix_space=True)
-        if self._reads_bytes:
+            text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
+        if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
             try:
                 return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
             except ValueError:
                 if strict:
                     raise
-        # symbols: character-level, word markers, or (not strict) bytes outside the vocabulary
+        # step 5, symbols: character-level, word markers, or (not strict) bytes outside the vocabulary
         ids = self._core().encode_symbols(*self._symbols(text), self._state())
         if strict and len(ids) and ids.min() < 0:
             raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
@@ -385,6 +394,8 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
+        # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
+        # pieces between them go through steps 2-5 in _ordinary_ids)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
         special.check_disallowed(text, disallowed)
         if not allowed:
