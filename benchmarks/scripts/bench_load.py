@@ -1,6 +1,6 @@
 """Loading real tokenizer files: fastbpe against each file's own library, in fresh processes.
 
-For each file (cl100k and o200k ``.tiktoken``, llama3's ``tokenizer.json``) and each library,
+For each file (cl100k and o200k ``.tiktoken``, llama3's and qwen3's ``tokenizer.json``) and each library,
 a fresh Python process imports the library, then times (CPU time, ``time.process_time``) the load
 and the first encode of a short text; runs alternate between the libraries so that both see the
 same machine load, and the median of ``--runs`` is reported with the ratio and the load average.
@@ -71,7 +71,8 @@ def main() -> None:
     args = parser.parse_args()
     files = [("cl100k_base", "tiktoken", "tokenizers/tiktoken/cl100k_base.tiktoken", "tiktoken"),
              ("o200k_base", "tiktoken", "tokenizers/tiktoken/o200k_base.tiktoken", "tiktoken"),
-             ("llama3", "hf", "tokenizers/llama3/tokenizer.json", "tokenizers")]
+             ("llama3", "hf", "tokenizers/llama3/tokenizer.json", "tokenizers"),
+             ("qwen3", "hf", "tokenizers/qwen3/tokenizer.json", "tokenizers")]
     print(f"load average before: {os.getloadavg()}")
     print(f"{'file':12} {'peer':10} {'fastbpe load':>13} {'peer load':>10} {'ratio':>6} "
           f"{'fastbpe +1st':>13} {'peer +1st':>10} {'ratio':>6}")

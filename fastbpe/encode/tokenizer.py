@@ -193,7 +193,6 @@ class Tokenizer:
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
         self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
                                                                   self.token_bytes)
-        self._core_lock = threading.Lock()
         self._local = threading.local()
         self._pools = _PoolRegistry()
 
@@ -224,16 +223,17 @@ class Tokenizer:
         return ids
 
     def __getstate__(self) -> dict:
-        # The lock, the per-thread state and the caches are rebuilt on demand (the model
-        # pickles without its compiled tables and rebuilds them).
+        # The per-thread state and the caches are rebuilt on demand (the model pickles without
+        # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_core_lock", "_local", "_pools", "_ids_cache"):
+        for key in ("_local", "_pools", "_ids_cache"):
             state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         state.pop("_pool", None)  # what pickles of earlier versions hold
         state.pop("_core_obj", None)
+        state.pop("_core_lock", None)
         state.pop("_ids", None)
         if "normalize" not in state:  # a pickle of a version whose normaliser was a name
             state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
@@ -245,7 +245,6 @@ class Tokenizer:
                                       symbols=not (state.get("unit") == "bytes" and not state.get("word_start")
                                                    and not state.get("word_end")))
         self.__dict__.update(state)
-        self._core_lock = threading.Lock()
         self._local = threading.local()
         self._pools = _PoolRegistry()
 
