@@ -5,6 +5,7 @@ first), whole-chunk lookup when the file says ``ignore_merges``, the file's spli
 normaliser; its added tokens become special tokens. The regex dialect differs (``tokenizers``
 runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern` convert.
 """
+import collections
 import itertools
 import os
 import warnings
@@ -140,6 +141,12 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     tokens = texts_to_tokens(texts)
     table: List[bytes] = [b""] * size
     special_ids = {i: s for s, i in specials.items()}
+    uses = np.bincount(np.array(ids, dtype=np.int64), minlength=size)
+    if uses.max(initial=0) <= 1 and all(tokens) and not any(i < size and uses[i] for i in special_ids):
+        # every entry a byte-level token with an id of its own, no added token among them
+        # (llama3's, qwen3's...): the table in one pass, without the checks below
+        collections.deque(map(table.__setitem__, ids, tokens), maxlen=0)
+        return table
     for text, i, token in zip(texts, ids, tokens):
         if table[i]:
             raise ValueError(f"{source}: id {i} is used by two vocab entries")
