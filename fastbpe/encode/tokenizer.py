@@ -13,8 +13,7 @@ Encoding rules (``merge_rule``), each exact for the tokenizers it serves (specif
   the lowest rank (= id).
 
 ``whole_token_lookup=True`` (tiktoken; Hugging Face's ``ignore_merges``) maps a chunk that is a
-token straight to its id. Without it the encoder still takes that shortcut, but only for tokens
-the merges rebuild from their own bytes, where it cannot change the result.
+token straight to its id.
 
 A tokenizer is made of small parts, in the order the text flows through them (the steps of
 ``encode``, numbered as Hugging Face numbers its pipeline); each serialises itself and maps to
