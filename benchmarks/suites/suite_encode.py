@@ -8,7 +8,7 @@ generated text, so the vocabulary is the same for every input size.
 import inspect
 import time
 
-from .common import (byte_pair_ranks_encode, corpus_text, fastbpe_module, feature, regex_pattern,
+from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, regex_pattern,
                      skip, tiktoken_encoding, tiktoken_file)
 
 IMPLS = ["fast", "reference"]
@@ -236,3 +236,51 @@ class LoadOpenAI:
 
     def time_load_and_first_encode_cl100k(self):
         _openai_tokenizer("cl100k_base").encode("hello world")
+
+
+def _load(impl: str, name: str):
+    """A loader of one shared tokenizer file: fastbpe's, or its own library's (tiktoken,
+    tokenizers). Skips when the file, the library or the loader is absent."""
+    if name.endswith("_base"):
+        if impl == "fast":
+            _openai_tokenizer(name)
+            return lambda: _openai_tokenizer(name)
+        tiktoken_encoding(name)
+        return lambda: tiktoken_encoding(name)
+    path = data_file(f"tokenizers/{name}/tokenizer.json")
+    if path is None:
+        skip(f"tokenizers/{name}/tokenizer.json is not in the shared data")
+    if impl == "fast":
+        from_huggingface = feature("Tokenizer.from_huggingface")
+        if from_huggingface is None:
+            skip("Tokenizer.from_huggingface is not in this commit")
+        return lambda: from_huggingface(str(path))
+    try:
+        import tokenizers
+    except ImportError:
+        skip("tokenizers is not installed")
+    return lambda: tokenizers.Tokenizer.from_file(str(path))
+
+
+class Load:
+    """Loading a real tokenizer file, and loading it then encoding a first short text (tables
+    an encoder builds lazily count there): fastbpe against the file's own library (tiktoken for
+    the ``.tiktoken`` files, tokenizers for llama3's ``tokenizer.json``)."""
+
+    params = (["fast", "peer"], ["cl100k_base", "o200k_base", "llama3"])
+    param_names = ["impl", "file"]
+    timeout = 120
+
+    def setup(self, impl, file):
+        self.load = _load(impl, file)  # also warms the page cache
+        self.load()
+
+    def time_load(self, impl, file):
+        self.load()
+
+    def time_load_and_first_encode(self, impl, file):
+        tok = self.load()
+        if hasattr(tok, "encode_ordinary"):
+            tok.encode_ordinary("hello world, 12345")
+        else:
+            tok.encode("hello world, 12345", add_special_tokens=False)

@@ -24,6 +24,7 @@
 // Return codes of the encoding functions: the id count, -1 - b when byte b is not in the
 // vocabulary, or TOO_MANY_IDS when more ids than the room given come out.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -86,24 +87,130 @@ class BpeEncoder {
         for (int b = 0; b < 256; ++b) byte_id[b] = -1;
     }
 
-    // The pairs of MERGE_TOKEN: every split of every token into two tokens, keyed by the
-    // whole token's id as rank and new id. tokens[i] is id i's bytes ("" for an unused id).
-    static void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
-                            std::vector<uint64_t>& vals) {
-        std::unordered_map<std::string, int32_t> ids;
+    // Index the vocabulary: tokens[i] is id i's bytes ("" for an unused id). Fills byte_id and
+    // the bytes -> id map every later step looks up (no per-token allocation). Returns -1, or
+    // the id of the first token that repeats an earlier one (its earlier id in *first).
+    int64_t set_tokens(const std::vector<std::string>& tokens, int64_t* first) {
+        ids_.clear();
+        ids_.reserve(tokens.size());
+        std::vector<uint64_t> hashes(tokens.size());
         for (size_t i = 0; i < tokens.size(); ++i)
-            if (!tokens[i].empty()) ids[tokens[i]] = (int32_t)i;
+            hashes[i] = bytes_map_hash((const uint8_t*)tokens[i].data(), tokens[i].size());
         for (size_t i = 0; i < tokens.size(); ++i) {
-            const std::string& t = tokens[i];
-            for (size_t k = 1; k < t.size(); ++k) {
-                auto l = ids.find(t.substr(0, k));
-                if (l == ids.end()) continue;
-                auto r = ids.find(t.substr(k));
-                if (r == ids.end()) continue;
-                keys.push_back(pair_key(l->second, r->second));
-                vals.push_back(((uint64_t)i << 32) | (uint32_t)i);
+            if (i + PIPELINE_DISTANCE < tokens.size()) ids_.prefetch_slot(hashes[i + PIPELINE_DISTANCE]);
+            const uint8_t* p = (const uint8_t*)tokens[i].data();
+            size_t n = tokens[i].size();
+            if (n == 0) continue;
+            int64_t count = 0;
+            const int32_t* seen = ids_.find(p, n, hashes[i], &count);
+            if (seen != nullptr) {
+                *first = seen[0];
+                return (int64_t)i;
+            }
+            int32_t id = (int32_t)i;
+            ids_.insert(p, n, hashes[i], &id, 1);
+            if (n == 1) byte_id[p[0]] = id;
+        }
+        return -1;
+    }
+
+    // The id of the token with bytes p[0:n], or -1. After set_tokens.
+    int32_t token_id(const uint8_t* p, size_t n) const {
+        int64_t count = 0;
+        const int32_t* found = n ? ids_.find(p, n, bytes_map_hash(p, n), &count) : nullptr;
+        return found ? found[0] : -1;
+    }
+
+    // token_id of the m byte strings p[offsets[i]:offsets[i + 1]] into out, the slots of
+    // PIPELINE_DISTANCE strings ahead prefetched (random accesses into a big table).
+    void token_ids(const uint8_t* p, const int64_t* offsets, int64_t m, int32_t* out) const {
+        uint64_t ring[PIPELINE];
+        auto hash_of = [&](int64_t i) { return bytes_map_hash(p + offsets[i], (size_t)(offsets[i + 1] - offsets[i])); };
+        for (int64_t i = 0; i < m && i < PIPELINE_DISTANCE; ++i) {
+            ring[i % PIPELINE] = hash_of(i);
+            ids_.prefetch_slot(ring[i % PIPELINE]);
+        }
+        for (int64_t i = 0; i < m; ++i) {
+            int64_t ahead = i + PIPELINE_DISTANCE;
+            if (ahead < m) {
+                ring[ahead % PIPELINE] = hash_of(ahead);
+                ids_.prefetch_slot(ring[ahead % PIPELINE]);
+            }
+            size_t n = (size_t)(offsets[i + 1] - offsets[i]);
+            int64_t count = 0;
+            const int32_t* found = n ? ids_.find(p + offsets[i], n, ring[i % PIPELINE], &count) : nullptr;
+            out[i] = found ? found[0] : -1;
+        }
+    }
+
+    // The pairs of MERGE_TOKEN: every split of every token into two tokens, keyed by the
+    // whole token's id as rank and new id. After set_tokens. The lookups of one token's
+    // splits are random accesses into a table bigger than the CPU caches: their slots are
+    // all prefetched first, then probed, so the misses overlap.
+    void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
+                     std::vector<uint64_t>& vals) const {
+        // a batch of tokens at a time: hashes of every t[0:k] and t[k:n] (k = 1..n-1) of the
+        // batch, their slots prefetched, then probed in order
+        const size_t BATCH = 16;
+        std::vector<uint64_t> head, tail;
+        for (size_t begin = 0; begin < tokens.size(); begin += BATCH) {
+            size_t end = std::min(tokens.size(), begin + BATCH);
+            head.clear();
+            tail.clear();
+            for (size_t i = begin; i < end; ++i) {
+                const uint8_t* t = (const uint8_t*)tokens[i].data();
+                size_t n = tokens[i].size();
+                for (size_t k = 1; k < n; ++k) {
+                    head.push_back(bytes_map_hash(t, k));
+                    tail.push_back(bytes_map_hash(t + k, n - k));
+                    ids_.prefetch_slot(head.back());
+                    ids_.prefetch_slot(tail.back());
+                }
+            }
+            size_t h = 0;
+            for (size_t i = begin; i < end; ++i) {
+                const uint8_t* t = (const uint8_t*)tokens[i].data();
+                size_t n = tokens[i].size();
+                for (size_t k = 1; k < n; ++k, ++h) {
+                    int64_t count = 0;
+                    const int32_t* l = ids_.find(t, k, head[h], &count);
+                    if (l == nullptr) continue;
+                    const int32_t* r = ids_.find(t + k, n - k, tail[h], &count);
+                    if (r == nullptr) continue;
+                    keys.push_back(pair_key(*l, *r));
+                    vals.push_back(((uint64_t)i << 32) | (uint32_t)i);
+                }
             }
         }
+    }
+
+    // The pairs of MERGE_REPLAY and MERGE_PAIR: merge i joins left[i] and right[i] (rank i)
+    // into the token of their concatenation, whose id goes to made[i]. After set_tokens.
+    // Returns -1, or the index of the first merge naming an unknown token (*why = 1) or
+    // whose concatenation is not a token (*why = 2).
+    int64_t merge_pairs(const std::vector<std::string>& tokens, const int32_t* left, const int32_t* right,
+                        int64_t n, int32_t* made, std::vector<uint64_t>& keys, std::vector<uint64_t>& vals,
+                        int* why) const {
+        std::string joined;
+        int64_t size = (int64_t)tokens.size();
+        for (int64_t i = 0; i < n; ++i) {
+            int32_t a = left[i], b = right[i];
+            if (a < 0 || b < 0 || a >= size || b >= size || tokens[a].empty() || tokens[b].empty()) {
+                *why = 1;
+                return i;
+            }
+            joined.assign(tokens[a]);
+            joined.append(tokens[b]);
+            int32_t m = token_id((const uint8_t*)joined.data(), joined.size());
+            if (m < 0) {
+                *why = 2;
+                return i;
+            }
+            made[i] = m;
+            keys.push_back(pair_key(a, b));
+            vals.push_back(((uint64_t)i << 32) | (uint32_t)m);
+        }
+        return -1;
     }
 
     // Fill the pair table: keys[i] = pair_key(left, right), vals[i] = (rank << 32) | new id,
@@ -126,20 +233,25 @@ class BpeEncoder {
     }
 
     // The whole-chunk lookup: every token, or (consistent) only the tokens BPE rebuilds from
-    // their own bytes, so that the lookup is a pure shortcut. After build_pairs.
+    // their own bytes, so that the lookup is a pure shortcut. After build_pairs. "Every
+    // token" is the map set_tokens made: no second copy.
     void add_whole_tokens(const std::vector<std::string>& tokens, bool consistent) {
+        whole_all_ = !consistent;
+        use_whole_ = true;
+        whole_id_.clear();
+        if (!consistent) return;
         EncodeScratch st;
         int32_t out[1];
         for (size_t i = 0; i < tokens.size(); ++i) {
             const uint8_t* p = (const uint8_t*)tokens[i].data();
             int64_t n = (int64_t)tokens[i].size();
             if (n == 0) continue;
-            if (consistent && n > 1 && !(bpe(p, n, st, out, 1) == 1 && out[0] == (int32_t)i)) continue;
+            if (n > 1 && !(bpe(p, n, st, out, 1) == 1 && out[0] == (int32_t)i)) continue;
             int32_t id = (int32_t)i;
             whole_id_.insert(p, (size_t)n, bytes_map_hash(p, (size_t)n), &id, 1);
         }
     }
-    size_t whole_lookup_size() const { return whole_id_.size(); }
+    size_t whole_lookup_size() const { return !use_whole_ ? 0 : whole_all_ ? ids_.size() : whole_id_.size(); }
 
     // Ids of the m chunks dp[starts[c]:ends[c]] into op (room for their total length).
     // Counts chunks that missed the cache in *misses.
@@ -219,7 +331,9 @@ class BpeEncoder {
     // MERGE_REPLAY only: the later ranks of a pair the merge list repeats (rare; a pair merged
     // again after a duplicate merge re-created one of its tokens), ascending
     std::unordered_map<uint64_t, std::vector<uint64_t>> repeats_;
-    BytesMap whole_id_;
+    BytesMap ids_;        // every token's bytes -> its id (set_tokens)
+    BytesMap whole_id_;   // the consistent tokens, when the whole-chunk lookup is not all of ids_
+    bool use_whole_ = false, whole_all_ = false;
 
     // (rank << 32) | new id of pair (a, b), or NO_MERGE when the pair never merges.
     inline uint64_t lookup(int32_t a, int32_t b) const {
@@ -269,7 +383,8 @@ class BpeEncoder {
             }
             ++*misses;  // the caller's local counter: per-chunk writes to shared state would false-share
         }
-        const int32_t* whole = whole_id_.find(data, (size_t)n, h, &count);
+        const int32_t* whole = !use_whole_ ? nullptr
+                               : (whole_all_ ? ids_ : whole_id_).find(data, (size_t)n, h, &count);
         if (whole != nullptr) {
             out[0] = whole[0];
             count = 1;

@@ -25,9 +25,14 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         int merge_rule
         int scan_max
         int32_t byte_id[256]
-        @staticmethod
+        int64_t set_tokens(const vector[string]& tokens, int64_t* first) except +
+        int32_t token_id(const uint8_t* p, size_t n)
+        void token_ids(const uint8_t* p, const int64_t* offsets, int64_t m, int32_t* out)
         void token_pairs(const vector[string]& tokens, vector[uint64_t]& keys,
                          vector[uint64_t]& vals) except +
+        int64_t merge_pairs(const vector[string]& tokens, const int32_t* left, const int32_t* right,
+                            int64_t n, int32_t* made, vector[uint64_t]& keys, vector[uint64_t]& vals,
+                            int* why) except +
         void build_pairs(const vector[uint64_t]& keys, const vector[uint64_t]& vals) except +
         void add_whole_tokens(const vector[string]& tokens, bool consistent) except +
         size_t whole_lookup_size()

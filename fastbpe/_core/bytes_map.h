@@ -55,6 +55,12 @@ class BytesMap {
         used_ = 0;
     }
     size_t size() const { return used_; }
+    // Room for n keys without growing (an empty map only).
+    void reserve(size_t n) {
+        size_t slots = INITIAL_SLOTS;
+        while (slots < 2 * n + 2) slots *= 2;
+        if (used_ == 0 && slots > slots_.size()) slots_.assign(slots, Slot{0, 0, 0, 0, 0});
+    }
     size_t num_vals() const { return vals_.size(); }
 
     // Pointer to the ids of key p[0:n] with hash h (count in *count), or nullptr.

@@ -15,12 +15,10 @@ described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libcpp.string cimport string
-from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 import numpy as np
 
-from cython.operator cimport dereference as deref
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
@@ -81,22 +79,23 @@ cdef class BPECore:
 
     ``token_bytes``: bytes of every id (``b""`` for an unused id). ``left``, ``right``:
     int32 merge pairs in rank order (merge rules ``replay`` and ``pair``; ignored for ``token``,
-    which derives its pairs from the vocabulary). ``whole_token_lookup``: ``"all"`` (every token is
+    which derives its pairs from the vocabulary; ``made`` then holds the id each merge makes).
+    ``whole_token_lookup``: ``"all"`` (every token is
     looked up before merging), ``"consistent"`` (only tokens that BPE rebuilds from their own
     bytes, so the lookup is a pure shortcut) or ``"none"``.
     """
     cdef BpeEncoder enc
     cdef readonly Py_ssize_t num_tokens
     cdef readonly Py_ssize_t num_pairs
+    cdef readonly object made     # int32: the token each merge makes (rules replay and pair)
 
     def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
                  str merge_rule="replay", str whole_token_lookup="consistent"):
-        cdef unordered_map[string, int32_t] ids
-        cdef unordered_map[string, int32_t].iterator found
         cdef vector[string] tokens
         cdef vector[uint64_t] keys, vals
-        cdef Py_ssize_t i, n = len(token_bytes)
-        cdef int32_t a, b
+        cdef Py_ssize_t i, n = len(token_bytes), m = left.shape[0]
+        cdef int64_t bad = -1, first = -1
+        cdef int why = 0
         cdef bytes tb
         cdef bint consistent = whole_token_lookup == "consistent"
         if merge_rule not in MERGE_RULE_IDS:
@@ -109,35 +108,37 @@ cdef class BPECore:
             raise OverflowError("too many tokens or merges")
         self.enc.merge_rule = MERGE_RULE_IDS[merge_rule]
         self.num_tokens = n
-        for i in range(n):
-            tb = token_bytes[i]
+        tokens.reserve(n)
+        for tb in token_bytes:
             tokens.push_back(<string>tb)
-            if len(tb) == 0:
-                continue                      # an unused id (a rank gap in a tiktoken file)
-            ids[<string>tb] = <int32_t>i
-            if len(tb) == 1:
-                self.enc.byte_id[<uint8_t>tb[0]] = <int32_t>i
+        made = np.full(m if self.enc.merge_rule != MERGE_TOKEN else 0, -1, dtype=np.int32)
+        cdef int32_t[::1] mv = made
+        with nogil:
+            bad = self.enc.set_tokens(tokens, &first)
+        if bad >= 0:
+            raise ValueError(f"token {bad} ({token_bytes[bad]!r}) duplicates token {first}")
         if self.enc.merge_rule == MERGE_TOKEN:
             with nogil:
-                BpeEncoder.token_pairs(tokens, keys, vals)
-        else:
+                self.enc.token_pairs(tokens, keys, vals)
+        elif m > 0:
             # rank = merge index; checked here, where a bad merge can name itself
-            for i in range(left.shape[0]):
-                a = left[i]
-                b = right[i]
-                if a < 0 or b < 0 or a >= n or b >= n or tokens[a].size() == 0 or tokens[b].size() == 0:
-                    raise ValueError(f"merge {i} refers to an unknown token id")
-                found = ids.find(tokens[a] + tokens[b])
-                if found == ids.end():
-                    raise ValueError(f"merge {i}: the concatenation of tokens {a} and {b} is not a token")
-                keys.push_back(pair_key(a, b))
-                vals.push_back((<uint64_t>i << 32) | <uint32_t>deref(found).second)
+            with nogil:
+                bad = self.enc.merge_pairs(tokens, &left[0], &right[0], m, &mv[0], keys, vals, &why)
+            if bad >= 0 and why == 1:
+                raise ValueError(f"merge {bad} refers to an unknown token id")
+            if bad >= 0:
+                raise ValueError(f"merge {bad}: the concatenation of tokens {left[bad]} and {right[bad]} is not a token")
+        self.made = made
         with nogil:
             self.enc.build_pairs(keys, vals)
         self.num_pairs = keys.size()
         if whole_token_lookup != "none":
             with nogil:
                 self.enc.add_whole_tokens(tokens, consistent)
+
+    def token_id(self, bytes token):
+        """The id of the token with these bytes, or -1."""
+        return self.enc.token_id(<const uint8_t*><const char*>token, len(token))
 
     def encode_chunks(self, const uint8_t[::1] data, const int64_t[::1] starts,
                       const int64_t[::1] ends, EncodeState state):
@@ -395,3 +396,74 @@ def utf8_positions(str text, const int64_t[::1] char_positions):
             ov[c] = offset
             c += 1
     return out
+
+
+def lookup_tokens(list token_bytes, const uint8_t[::1] blob, const int64_t[::1] offsets):
+    """int32 ids of the byte strings ``blob[offsets[i]:offsets[i + 1]]`` in the vocabulary
+    ``token_bytes`` (``-1`` where none is a token; a repeated token: ``ValueError``). Turns
+    a file's merges, given as token texts, into ids without a Python dict.
+
+    >>> lookup_tokens([b"a", b"b", b"ab"], np.frombuffer(b"abxab", np.uint8), np.array([0, 1, 3, 5])).tolist()
+    [0, -1, 2]
+    """
+    cdef BpeEncoder enc
+    cdef vector[string] tokens
+    cdef bytes tb
+    cdef int64_t first = -1, bad = -1
+    cdef Py_ssize_t i, m = offsets.shape[0] - 1 if offsets.shape[0] else 0
+    for i in range(m):
+        if offsets[i] > offsets[i + 1] or offsets[i] < 0 or offsets[i + 1] > blob.shape[0]:
+            raise ValueError("offsets must ascend inside the blob")
+    tokens.reserve(len(token_bytes))
+    for tb in token_bytes:
+        tokens.push_back(<string>tb)
+    out = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] ov = out
+    cdef const uint8_t* base = &blob[0] if blob.shape[0] else NULL
+    with nogil:
+        bad = enc.set_tokens(tokens, &first)
+        if bad < 0 and m > 0:
+            enc.token_ids(base, &offsets[0], m, &ov[0])
+    if bad >= 0:
+        raise ValueError(f"token {bad} ({token_bytes[bad]!r}) duplicates token {first}")
+    return out
+
+
+cdef extern from "rank_file.h" namespace "fbpt" nogil:
+    int64_t parse_rank_lines(const uint8_t* p, size_t n, vector[uint8_t]& blob, vector[int64_t]& ends,
+                             vector[int64_t]& ranks) except +
+
+
+cdef extern from "Python.h":
+    object PyBytes_FromStringAndSize(const char* v, Py_ssize_t n)
+
+
+def read_rank_lines(const uint8_t[::1] data):
+    """Tokens (a list of bytes) and int64 ranks of a well-formed ``.tiktoken`` file's bytes, or
+    None when it is not one (see rank_file.h).
+
+    >>> read_rank_lines(b"YQ== 0\\nYmM= 1\\n")
+    ([b'a', b'bc'], array([0, 1]))
+    """
+    cdef vector[uint8_t] blob
+    cdef vector[int64_t] ends, ranks
+    cdef int64_t count = 0, i, start = 0
+    cdef size_t n = data.shape[0]
+    if n == 0:
+        return None
+    with nogil:
+        count = parse_rank_lines(&data[0], n, blob, ends, ranks)
+    if count < 0:
+        return None
+    cdef const char* base = <const char*>blob.data()
+    tokens = PyList_New(count)
+    for i in range(count):
+        item = PyBytes_FromStringAndSize(base + start, ends[i] - start)
+        Py_INCREF(item)
+        PyList_SET_ITEM(tokens, i, <PyObject*>item)
+        start = ends[i]
+    out = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    if count:
+        memcpy(&ov[0], ranks.data(), count * sizeof(int64_t))
+    return tokens, out

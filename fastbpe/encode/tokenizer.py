@@ -13,19 +13,26 @@ Encoding rules (``merge_rule``), each exact for the tokenizers it serves (specif
   the lowest rank (= id).
 
 ``whole_token_lookup=True`` (tiktoken; Hugging Face's ``ignore_merges``) maps a chunk that is a
-token straight to its id. Without it the encoder still takes that shortcut, but only for tokens
-the merges rebuild from their own bytes, where it cannot change the result.
+token straight to its id.
 
-Encoding a text, in order: 1. special tokens are found and set apart (:mod:`.special`);
-2. each ordinary piece is normalised (if the tokenizer says so); 3. split into chunks
-(:mod:`fastbpe.split`); 4. each chunk is merged by the compiled core. Byte-level tokenizers run
-steps 3 and 4 in one compiled pass; character-level ones and word markers hand the core the
-symbol ids of each chunk instead of its bytes.
+A tokenizer is made of small parts, in the order the text flows through them (the steps of
+``encode``, numbered as Hugging Face numbers its pipeline); each serialises itself and maps to
+the peers' files (:mod:`fastbpe.formats`):
+
+1. the special-token policy (:mod:`.special`): special tokens are found and set apart;
+2. the normaliser (:mod:`.normalizers`): each ordinary piece is normalised;
+3. the splitter (``pattern``, ``split_gaps``, ``split_stages``, ``prefix_space``;
+   :mod:`fastbpe.split`): the piece is cut into chunks, by one or several split stages;
+4. the BPE model (:mod:`.model`): token bytes, merges with the ids they make, the merge rule
+   and the whole-token lookup, run by the compiled core;
+5. optional word markers (``word_start``/``word_end``) and character-level units: the chunk
+   reaches the same compiled core as symbol ids instead of bytes.
+
+Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split pattern allows.
 """
 import contextlib
 import os
 import threading
-import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -41,11 +48,12 @@ from ..split.bounds import chunk_bounds, staged_chunk_bounds
 from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
 from . import special
+from .model import BPEModel
+from .normalizers import Normalizer
 
 __all__ = ["Tokenizer", "MERGE_RULES", "check_workers", "check_word_markers"]
 
 UNITS = ("bytes", "chars")
-NORMALIZERS = (None, "NFC", "NFD", "NFKC", "NFKD")
 PathLike = Union[str, os.PathLike]
 
 
@@ -109,8 +117,10 @@ class Tokenizer:
     in priority order (a third column, the id each merge produces, as the learner returns it,
     is accepted and checked). ``special_tokens``: names (given the ids after the vocabulary) or
     a name -> id mapping. Encoding options, for the imported formats (:mod:`fastbpe.formats`):
-    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``...,
-    applied before splitting) and ``split_gaps`` (text between pattern matches becomes chunks
+    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or
+    a list of steps, applied before splitting: :mod:`.normalizers`), ``prefix_space`` (a space
+    before every ordinary piece that does not start with one, as Hugging Face's
+    ``ByteLevel(add_prefix_space=True)``) and ``split_gaps`` (text between pattern matches becomes chunks
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
     ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
     splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps);
@@ -136,9 +146,10 @@ class Tokenizer:
         merge_counts: Optional[Sequence[int]] = None,
         merge_rule: str = "replay",
         whole_token_lookup: bool = False,
-        normalizer: Optional[str] = None,
+        normalizer: Union[None, str, Sequence[Mapping], Normalizer] = None,
         split_gaps: bool = False,
         split_stages: Sequence[Tuple[str, bool]] = (),
+        prefix_space: bool = False,
         training_stats: Optional[Mapping] = None,
     ):
         if unit not in UNITS:
@@ -154,11 +165,13 @@ class Tokenizer:
                 raise ValueError(f"split_stages entries must be (pattern, keep_gaps) pairs, got {stage!r:.80}")
             compiled_regex(stage[0])
             self.split_stages.append((stage[0], bool(stage[1])))
-        if normalizer not in NORMALIZERS:
-            raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
-        self.merge_rule = merge_rule
-        self.whole_token_lookup = bool(whole_token_lookup)
-        self.normalizer = normalizer
+        # Step 2, the normaliser (fastbpe.encode.normalizers)
+        self.normalize = Normalizer.from_spec(normalizer)
+        if not isinstance(prefix_space, bool):
+            raise TypeError(f"prefix_space must be True or False, got {prefix_space!r:.40}")
+        if prefix_space and not self._reads_bytes_for(unit, word_start, word_end):
+            raise ValueError("prefix_space needs unit='bytes' and no word markers")
+        self.prefix_space = prefix_space
         self.split_gaps = bool(split_gaps)
         self.unit = unit
         self.pattern = pattern
@@ -171,23 +184,19 @@ class Tokenizer:
         bad = next((t for t in tokens if not isinstance(t, (bytes, bytearray, memoryview))), None)
         if bad is not None:  # bytes(5) would be five NUL bytes, bytes(10**10) ten gigabytes
             raise TypeError(f"every token must be bytes, got {type(bad).__name__} {bad!r:.40}")
-        self.token_bytes: List[bytes] = [bytes(t) for t in tokens]
-        self._ids: Dict[bytes, int] = {}
-        for i, token in enumerate(self.token_bytes):
-            if not token:
-                continue  # an unused id: a rank gap of a tiktoken file, or a special token's slot
-            if token in self._ids:
-                raise ValueError(f"token {i} ({token!r}) duplicates token {self._ids[token]}")
-            self._ids[token] = i
-        self.merge_ids = self._checked_merges(merges)
+        token_bytes: List[bytes] = [bytes(t) for t in tokens]
+        if merges is None and merge_rule != "token":
+            raise ValueError("merges are required (only merge_rule='token' derives them from the ranks)")
+        # Step 4, the BPE model: built (and checked, in compiled code) here, so the first
+        # encode finds its tables ready
+        self.model = BPEModel(token_bytes, merges, merge_rule=merge_rule, whole_token_lookup=whole_token_lookup,
+                              symbols=not self._reads_bytes)
         self.merge_counts = None if merge_counts is None else self._checked_counts(merge_counts)
         # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
         # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
         self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
                                                                   self.token_bytes)
-        self._core_obj: Optional[BPECore] = None
-        self._core_lock = threading.Lock()
         self._local = threading.local()
         self._pools = _PoolRegistry()
 
@@ -202,57 +211,44 @@ class Tokenizer:
             raise ValueError(f"merge_counts has {len(counts)} counts for {len(self.merge_ids)} merges")
         return [int(c) for c in counts]
 
-    def _checked_merges(self, merges) -> np.ndarray:
-        """Merges as an int64 ``(n, 2)`` array, each pair of existing tokens whose concatenation
-        is a token (and, given a third column, that very token)."""
-        if not isinstance(merges, np.ndarray):
-            merges = list(merges)
-        try:
-            rows = np.asarray(merges) if len(merges) else np.zeros((0, 2), dtype=np.int64)
-        except ValueError:  # rows of different lengths
-            raise ValueError("merges must be (left, right) pairs of token ids") from None
-        if rows.ndim != 2 or rows.shape[1] not in (2, 3):
-            raise ValueError(f"merges must be (left, right) pairs of token ids, got an array of shape {rows.shape}")
-        if rows.dtype == object:
-            raise ValueError("merges hold ids that are not 64-bit integers")
-        if not np.issubdtype(rows.dtype, np.integer) or (
-                not isinstance(merges, np.ndarray) and any(type(v) is bool for row in merges for v in row)):
-            # a float, bool or str id was silently truncated, taken as 0/1 or parsed before
-            raise TypeError(f"merges must hold integer token ids, got {rows.dtype}")
-        rows = rows.astype(np.int64, copy=False)
-        pairs = np.ascontiguousarray(rows[:, :2])
-        tokens = self.token_bytes
-        if self.merge_rule == "token":
-            # tiktoken's rule never reads the merges (ranks decide); they are derived from the
-            # ranks by compiled code and only need to be in range
-            bad = np.flatnonzero((pairs < 0).any(axis=1) | (pairs >= len(tokens)).any(axis=1))
-            if len(bad):
-                raise ValueError(f"merge {bad[0]} refers to an unknown token id")
-            return pairs
-        produced = rows[:, 2].tolist() if rows.shape[1] == 3 else None
-        for rank, (left, right) in enumerate(pairs.tolist()):
-            for side in (left, right):
-                if not 0 <= side < len(tokens) or not tokens[side]:
-                    raise ValueError(f"merge {rank} refers to unknown token id {side}")
-            new = self._ids.get(tokens[left] + tokens[right])
-            if new is None:
-                raise ValueError(f"merge {rank}: the concatenation of tokens {left} and {right} is not a token")
-            if produced is not None and produced[rank] != new:
-                raise ValueError(f"merge {rank} says it makes token {produced[rank]}, but its concatenation is {new}")
-        return pairs
+    # The BPE model's parts, as attributes of the tokenizer (the names earlier versions had).
+    token_bytes = property(lambda self: self.model.token_bytes, doc="Bytes of every id (b'' for an unused id).")
+    merge_ids = property(lambda self: self.model.merges, doc="int64 (n, 2): the merges as pairs of ids.")
+    merge_rule = property(lambda self: self.model.merge_rule, doc="How the model picks the next merge.")
+    whole_token_lookup = property(lambda self: self.model.whole_token_lookup,
+                                  doc="Whether a chunk that is a token maps straight to its id.")
+
+    @property
+    def _ids(self) -> Dict[bytes, int]:
+        """``{token bytes: id}`` (built on demand: encoding does not need it)."""
+        ids = self.__dict__.get("_ids_cache")
+        if ids is None:
+            ids = self.__dict__["_ids_cache"] = self.model.ids()
+        return ids
 
     def __getstate__(self) -> dict:
-        # The compiled tables, the lock and the per-thread state are rebuilt on demand.
+        # The per-thread state and the caches are rebuilt on demand (the model pickles without
+        # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_core_obj", "_core_lock", "_local", "_pools"):
+        for key in ("_local", "_pools", "_ids_cache"):
             state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         state.pop("_pool", None)  # what pickles of earlier versions hold
+        state.pop("_core_obj", None)
+        state.pop("_core_lock", None)
+        state.pop("_ids", None)
+        if "normalize" not in state:  # a pickle of a version whose normaliser was a name
+            state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
+            state.setdefault("prefix_space", False)
+        if "model" not in state:  # a pickle of a version before the BPE model had its own class
+            state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
+                                      merge_rule=state.pop("merge_rule", "replay"),
+                                      whole_token_lookup=state.pop("whole_token_lookup", False),
+                                      symbols=not (state.get("unit") == "bytes" and not state.get("word_start")
+                                                   and not state.get("word_end")))
         self.__dict__.update(state)
-        self._core_obj = None
-        self._core_lock = threading.Lock()
         self._local = threading.local()
         self._pools = _PoolRegistry()
 
@@ -288,26 +284,20 @@ class Tokenizer:
     def _reads_bytes(self) -> bool:
         """Whether chunks go to the core as bytes (byte-level, no word markers: every real
         tokenizer) rather than as symbol ids."""
-        return self.unit == "bytes" and not self.word_start and not self.word_end
+        return self._reads_bytes_for(self.unit, self.word_start, self.word_end)
+
+    @staticmethod
+    def _reads_bytes_for(unit: str, word_start, word_end) -> bool:
+        return unit == "bytes" and not word_start and not word_end
+
+    @property
+    def normalizer(self):
+        """The normaliser as its tokenizer files hold it: None, ``"NFC"``..., or a list of steps."""
+        return self.normalize.to_spec()
 
     def _core(self) -> BPECore:
-        """The compiled encoding tables, built on first use (once, under a lock)."""
-        if self._core_obj is None:
-            with self._core_lock:
-                if self._core_obj is None:
-                    merges = self.merge_ids.astype(np.int32)
-                    if not self._reads_bytes:
-                        whole = "none"   # the symbol path merges only; no whole-chunk lookup
-                    else:
-                        whole = "all" if self.whole_token_lookup else "consistent"
-                    self._core_obj = BPECore(
-                        self.token_bytes,
-                        np.ascontiguousarray(merges[:, 0]),
-                        np.ascontiguousarray(merges[:, 1]),
-                        merge_rule=self.merge_rule,
-                        whole_token_lookup=whole,
-                    )
-        return self._core_obj
+        """The compiled encoding tables (the BPE model's)."""
+        return self.model.core
 
     def _state(self) -> EncodeState:
         """This thread's chunk cache and scratch space."""
@@ -344,15 +334,16 @@ class Tokenizer:
     def _ordinary_ids(self, text: str, strict: bool = True) -> np.ndarray:
         """int32 ids of text without special tokens. ``strict``: a byte or character outside the
         vocabulary is a ValueError; otherwise it comes out as its negative id."""
-        if self.normalizer:
-            text = unicodedata.normalize(self.normalizer, text)
-        if self._reads_bytes:
+        text = self.normalize(text)  # step 2, the normaliser
+        if self.prefix_space and text and not text.startswith(" "):
+            text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
+        if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
             try:
                 return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
             except ValueError:
                 if strict:
                     raise
-        # symbols: character-level, word markers, or (not strict) bytes outside the vocabulary
+        # step 5, symbols: character-level, word markers, or (not strict) bytes outside the vocabulary
         ids = self._core().encode_symbols(*self._symbols(text), self._state())
         if strict and len(ids) and ids.min() < 0:
             raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
@@ -406,6 +397,8 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
+        # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
+        # pieces between them go through steps 2-5 in _ordinary_ids)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
         special.check_disallowed(text, disallowed)
         if not allowed:

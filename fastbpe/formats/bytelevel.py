@@ -5,9 +5,12 @@ Byte-level vocabularies are stored as text (Hugging Face ``tokenizer.json``, GPT
 printable character: printable Latin-1 bytes to themselves, the others (controls, space, ...) to
 the code points from U+0100 on, in byte order.
 """
-from typing import Dict
+from typing import Dict, List, Optional
 
-__all__ = ["bytes_to_unicode", "token_to_text", "text_to_token", "check_byte_level"]
+import numpy as np
+
+__all__ = ["bytes_to_unicode", "token_to_text", "text_to_token", "texts_to_tokens", "text_byte_values",
+           "check_byte_level"]
 
 
 def bytes_to_unicode() -> Dict[int, str]:
@@ -54,6 +57,38 @@ def text_to_token(text: str) -> bytes:
         return bytes(_CHAR_TO_BYTE[c] for c in text)
     except KeyError as exc:
         raise ValueError(f"{text!r} is not a byte token in GPT-2's byte-to-unicode form") from exc
+
+
+# code point -> byte value (-1: not a byte-level character), for texts_to_tokens
+_CHAR_TABLE = np.full(max(map(ord, _CHAR_TO_BYTE)) + 2, -1, dtype=np.int16)
+for _char, _byte in _CHAR_TO_BYTE.items():
+    _CHAR_TABLE[ord(_char)] = _byte
+
+
+def text_byte_values(points: np.ndarray) -> np.ndarray:
+    """The byte value of each code point of GPT-2 byte-level text (int16; -1 for a character
+    outside the map)."""
+    return _CHAR_TABLE.take(points, mode="clip")  # (the table's last entry is -1)
+
+
+def texts_to_tokens(texts: List[str]) -> List[Optional[bytes]]:
+    """:func:`text_to_token` of many texts at once (NumPy over all their characters), None
+    for a text that is not byte-level.
+
+    >>> texts_to_tokens(["ĠhiĊ", "", "<｜x｜>"])
+    [b' hi\\n', b'', None]
+    """
+    joined = "".join(texts)
+    values = text_byte_values(np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+    starts = ends - np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    bad = np.flatnonzero(values < 0)
+    blob = values.astype(np.uint8).tobytes()
+    tokens: List[Optional[bytes]] = [blob[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+    if len(bad):
+        for k in np.unique(np.searchsorted(ends, bad, side="right")).tolist():
+            tokens[k] = None
+    return tokens
 
 
 def check_byte_level(tok, one_split: bool = True) -> None:

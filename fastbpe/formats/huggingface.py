@@ -5,17 +5,21 @@ first), whole-chunk lookup when the file says ``ignore_merges``, the file's spli
 normaliser; its added tokens become special tokens. The regex dialect differs (``tokenizers``
 runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern` convert.
 """
+import collections
+import itertools
 import os
 import warnings
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
+import numpy as np
 import regex
 
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_ORIGINAL_PATTERN, source
-from .bytelevel import check_byte_level, text_to_token, token_to_text
-from .ids import check_id, check_special_ids, table_size
+from .._core.encode import lookup_tokens
+from .bytelevel import check_byte_level, text_byte_values, texts_to_tokens, token_to_text
+from .ids import ID_LIMIT, check_id, check_special_ids, table_size
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
 
@@ -26,8 +30,33 @@ PathLike = Union[str, os.PathLike]
 _NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
 
 
-def _hf_pattern(pre: Mapping, source: str) -> List[Tuple[str, bool]]:
-    """The ``(split regex, keep_gaps)`` stages of a byte-level pre-tokenizer, in order."""
+# What the whole piece as one chunk is, for a ByteLevel without its regex and no Split.
+WHOLE_PIECE = r"(?s:.+)"
+
+
+def _split_stage(step: Mapping, source: str) -> Tuple[str, bool]:
+    """A ``Split`` pre-tokenizer as a ``(regex, keep_gaps)`` stage."""
+    pattern = step.get("pattern")
+    if not isinstance(pattern, Mapping) or not ("Regex" in pattern or "String" in pattern) \
+            or not isinstance(pattern.get("Regex", pattern.get("String")), str):
+        raise ValueError(f"{source}: pre_tokenizer Split pattern must be {{'Regex': str}} or {{'String': str}}")
+    behavior, invert = step.get("behavior"), bool(step.get("invert", False))
+    if (behavior, invert) == ("Isolated", False):
+        keep_gaps = True
+    elif (behavior, invert) == ("Removed", True):
+        keep_gaps = False
+    else:
+        raise ValueError(f"{source}: pre_tokenizer Split behavior {behavior!r} (invert={invert}) is not supported; "
+                         "Isolated, or Removed with invert, is")
+    text = from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern else regex.escape(pattern["String"])
+    if _NAME_LIKE.fullmatch(text):
+        text = f"(?:{text})"  # a regex, not the name of one of fastbpe's patterns
+    return text, keep_gaps
+
+
+def _hf_splitter(pre: Mapping, source: str) -> Tuple[List[Tuple[str, bool]], bool]:
+    """The ``(split regex, keep_gaps)`` stages of a byte-level pre-tokenizer, in order, and
+    whether a space goes before each piece (``ByteLevel(add_prefix_space=True)``)."""
     if not isinstance(pre, Mapping):
         raise ValueError(f"{source}: no pre_tokenizer; only byte-level BPE files are supported")
     steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
@@ -35,63 +64,185 @@ def _hf_pattern(pre: Mapping, source: str) -> List[Tuple[str, bool]]:
         raise ValueError(f"{source}: malformed pre_tokenizer Sequence")
     *splits, last = steps
     if not isinstance(last, Mapping) or last.get("type") != "ByteLevel":
-        raise ValueError(f"{source}: the pre_tokenizer must end with ByteLevel (byte-level BPE)")
-    if last.get("add_prefix_space"):
-        raise ValueError(f"{source}: ByteLevel with add_prefix_space=true is not supported")
+        raise ValueError(f"{source}: the pre_tokenizer must end with ByteLevel (byte-level BPE), "
+                         f"got {last!r:.80}")
     for key in ("add_prefix_space", "use_regex"):
         if not isinstance(last.get(key, False), bool):
-            raise ValueError(f"{source}: ByteLevel {key} must be true or false")
+            raise ValueError(f"{source}: pre_tokenizer ByteLevel {key} must be true or false")
+    prefix_space = last.get("add_prefix_space", False)
+    if prefix_space and splits:
+        # ByteLevel would put its space before every chunk of the Splits, not before the text
+        raise ValueError(f"{source}: pre_tokenizer ByteLevel with add_prefix_space=true after a Split is not "
+                         "supported (only as the whole pre-tokenizer)")
     stages: List[Tuple[str, bool]] = []
     for step in splits:
         if not isinstance(step, Mapping) or step.get("type") != "Split":
-            raise ValueError(f"{source}: unsupported pre-tokenizer step {step!r:.80}")
-        pattern = step.get("pattern")
-        if not isinstance(pattern, Mapping) or not ("Regex" in pattern or "String" in pattern) \
-                or not isinstance(pattern.get("Regex", pattern.get("String")), str):
-            raise ValueError(f"{source}: Split pattern must be {{'Regex': str}} or {{'String': str}}")
-        behavior, invert = step.get("behavior"), bool(step.get("invert", False))
-        if (behavior, invert) == ("Isolated", False):
-            keep_gaps = True
-        elif (behavior, invert) == ("Removed", True):
-            keep_gaps = False
-        else:
-            raise ValueError(f"{source}: Split behavior {behavior!r} (invert={invert}) is not supported; "
-                             "Isolated, or Removed with invert, is")
-        text = from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern else regex.escape(pattern["String"])
-        if _NAME_LIKE.fullmatch(text):
-            text = f"(?:{text})"  # a regex, not the name of one of fastbpe's patterns
-        stages.append((text, keep_gaps))
+            raise ValueError(f"{source}: unsupported pre_tokenizer step {step!r:.80} (supported: Split, then ByteLevel)")
+        stages.append(_split_stage(step, source))
     if last.get("use_regex", True):
         stages.append((GPT2_ORIGINAL_PATTERN, True))  # ByteLevel's own split (Isolated)
     if not stages:
-        raise ValueError(f"{source}: no split at all (ByteLevel without use_regex and no Split)")
+        stages.append((WHOLE_PIECE, True))  # ByteLevel alone without its regex: one chunk per piece
     for pattern_text, _ in stages:
         try:
             regex.compile(pattern_text)
         except regex.error as exc:
-            raise ValueError(f"{source}: split pattern {pattern_text!r:.80} does not compile: {exc}") from None
-    return stages
+            raise ValueError(f"{source}: pre_tokenizer split pattern {pattern_text!r:.80} does not compile: "
+                             f"{exc}") from None
+    return stages, prefix_space
 
 
-def _hf_normalizer(norm, source: str) -> Optional[str]:
-    if norm is None:
+def _has_normalizer(norm) -> bool:
+    """Whether a ``normalizer`` object changes anything (an empty Sequence does not). The steps
+    themselves are checked where they are run (:mod:`fastbpe.encode.normalizers`)."""
+    if isinstance(norm, Mapping) and norm.get("type") == "Sequence" and isinstance(norm.get("normalizers"), list):
+        return any(_has_normalizer(step) for step in norm["normalizers"])
+    return norm is not None
+
+
+def _added_tokens(data: Mapping, normalizer: bool, source: str) -> Dict[str, int]:
+    """``{content: id}`` of the added tokens, which fastbpe encodes as special tokens (split
+    out of the text before anything else, as ``tokenizers`` does with every added token)."""
+    added = data.get("added_tokens") or []
+    if not isinstance(added, list):
+        raise ValueError(f"{source}: added_tokens must be a list")
+    specials: Dict[str, int] = {}
+    for entry in added:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not entry["content"]:
+            raise ValueError(f"{source}: malformed added token {entry!r:.80}")
+        content = entry["content"]
+        if content in specials:
+            raise ValueError(f"{source}: the added token {content!r} is listed twice")
+        for flag in ("single_word", "lstrip", "rstrip"):
+            if entry.get(flag):
+                raise ValueError(f"{source}: added token {content!r} has {flag}=true, which fastbpe does not "
+                                 "support (it matches added tokens exactly)")
+        if entry.get("normalized", not entry.get("special", False)) and normalizer:
+            raise ValueError(f"{source}: added token {content!r} is matched in normalized text "
+                             "(normalized=true) and the file has a normalizer; fastbpe matches added tokens "
+                             "in the text as given")
+        specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
+    return check_special_ids(specials, source)
+
+
+def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> List[bytes]:
+    """The table of token bytes (index = id) of a byte-level vocabulary, converted in bulk.
+
+    An entry that is not byte-level text is an added token stored in the vocabulary (its slot
+    stays empty: it is split out as a special token), or a token byte-level BPE can never
+    produce, which is left out."""
+    texts = list(vocab)
+    ids = list(vocab.values())
+    if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
+        for text, i in vocab.items():
+            check_id(i, f"{source}: vocab entry {text!r}")
+    # ids index a table: refuse far-off ids before allocating it (fastbpe.formats.ids)
+    size = table_size(max(ids, default=-1), len(ids), len(specials), source)
+    tokens = texts_to_tokens(texts)
+    table: List[bytes] = [b""] * size
+    special_ids = {i: s for s, i in specials.items()}
+    uses = np.bincount(np.array(ids, dtype=np.int64), minlength=size)
+    if uses.max(initial=0) <= 1 and all(tokens) and not any(i < size and uses[i] for i in special_ids):
+        # every entry a byte-level token with an id of its own, no added token among them
+        # (llama3's, qwen3's...): the table in one pass, without the checks below
+        collections.deque(map(table.__setitem__, ids, tokens), maxlen=0)
+        return table
+    for text, i, token in zip(texts, ids, tokens):
+        if table[i]:
+            raise ValueError(f"{source}: id {i} is used by two vocab entries")
+        if i in special_ids:
+            if token is not None and token != special_ids[i].encode("utf-8") and text != special_ids[i]:
+                raise ValueError(f"{source}: added token {special_ids[i]!r} has id {i}, which the vocab uses for "
+                                 "another token")
+            continue  # the added token takes the id; tokenizers splits it out before BPE
+        if token is None:
+            continue  # not byte-level text: BPE over bytes never makes it
+        if not token:
+            raise ValueError(f"{source}: vocab entry {i} is empty")
+        table[i] = token
+    return table
+
+
+def _merge_pairs(merges: list, vocab: Mapping, table: List[bytes], source: str) -> np.ndarray:
+    """The merges as ``(left, right)`` ids, in rank order; merges of entries that are not
+    byte-level tokens (they never apply to bytes) are left out."""
+    pairs = _merge_pairs_in_bulk(merges, table)
+    if pairs is not None:
+        return pairs
+    try:
+        if all(type(m) is str for m in merges):
+            flat = [part for m in merges for part in m.split(" ")] if merges else []
+            if len(flat) != 2 * len(merges):
+                raise ValueError
+        else:
+            flat = list(itertools.chain.from_iterable(merges))
+            if set(map(len, merges)) - {2}:
+                raise ValueError
+        flat_ids = list(map(vocab.__getitem__, flat))
+    except (KeyError, TypeError, ValueError):
+        _check_merges_one_by_one(merges, vocab, source)
+        raise ValueError(f"{source}: malformed merges") from None
+    pairs = np.array(flat_ids, dtype=np.int64).reshape(-1, 2)
+    unused = np.fromiter(map(len, table), dtype=np.int64, count=len(table)) == 0
+    return pairs[~unused[pairs].any(axis=1)] if unused[pairs].any() else pairs
+
+
+def _merge_pairs_in_bulk(merges: list, table: List[bytes]) -> Optional[np.ndarray]:
+    """:func:`_merge_pairs` of a file whose merges all join byte-level tokens (every published
+    file): all the texts joined into one string, turned into bytes by one NumPy lookup and
+    into ids by compiled code, with no Python string per merge part. None when any merge is
+    not like that (the caller's one-by-one path then decides, or says what is wrong)."""
+    if not merges:
+        return np.zeros((0, 2), dtype=np.int64)
+    if all(type(m) is str for m in merges):
+        joined = "\n".join(merges)
+        if joined.count("\n") != len(merges) - 1:
+            return None  # a newline inside a merge
+        joined = joined.replace(" ", "\n")
+    elif all(type(m) is list and len(m) == 2 for m in merges):
+        try:
+            joined = "\n".join(itertools.chain.from_iterable(merges))
+        except TypeError:
+            return None  # a part that is not a str
+    else:
         return None
-    if isinstance(norm, Mapping) and norm.get("type") == "Sequence":
-        inner = norm.get("normalizers")
-        if isinstance(inner, list) and len(inner) == 0:
-            return None
-        if isinstance(inner, list) and len(inner) == 1:
-            return _hf_normalizer(inner[0], source)
-    if isinstance(norm, Mapping) and norm.get("type") in ("NFC", "NFD", "NFKC", "NFKD"):
-        return norm["type"]
-    raise ValueError(f"{source}: unsupported normalizer {norm!r:.80} (supported: none, NFC, NFD, NFKC, NFKD)")
+    if joined.count("\n") != 2 * len(merges) - 1:
+        return None  # a part holding a space or a newline, or a merge of other than two parts
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    values = text_byte_values(points)
+    newline = points == 10
+    if (values[~newline] < 0).any():
+        return None  # a part that is not byte-level text
+    cuts = np.flatnonzero(newline)
+    offsets = np.concatenate([[0], cuts - np.arange(len(cuts)), [len(points) - len(cuts)]]).astype(np.int64)
+    ids = lookup_tokens(table, values[~newline].astype(np.uint8), offsets)
+    if (ids < 0).any() or (np.diff(offsets) == 0).any():
+        return None  # a part that is no token (or an empty part)
+    return ids.astype(np.int64).reshape(-1, 2)
+
+
+def _check_merges_one_by_one(merges: list, vocab: Mapping, source: str) -> None:
+    """The error of the first bad merge (the bulk path's fallback)."""
+    for number, merge in enumerate(merges):
+        if isinstance(merge, str):
+            parts = merge.split(" ")
+        elif isinstance(merge, list):
+            parts = merge
+        else:
+            parts = []
+        if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+            raise ValueError(f"{source}: merge {number} is not a pair of tokens: {merge!r:.80}")
+        a, b = parts
+        if a not in vocab or b not in vocab:
+            raise ValueError(f"{source}: merge {number} ({a!r}, {b!r}) uses a token missing from the vocab")
 
 
 def read(path: PathLike) -> dict:
     """A byte-level BPE ``tokenizer.json`` (a folder holding one works too), encoding exactly as
-    ``tokenizers`` does: lowest merge rank first, the file's split pattern and normaliser, and
-    its added tokens as special tokens (pass ``allowed_special="all"`` to match
-    ``tokenizers``, which always splits them out)."""
+    ``tokenizers`` does: lowest merge rank first, the file's split stages, normaliser and
+    prefix space, and its added tokens (inside ``model.vocab`` or not, special or not) as
+    special tokens (pass ``allowed_special="all"`` to match ``tokenizers``, which always splits
+    them out). What fastbpe cannot reproduce exactly is a ValueError naming the component."""
     path = Path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
@@ -104,66 +255,30 @@ def read(path: PathLike) -> dict:
         raise ValueError(f"{source}: the model must be BPE")
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key):
-            raise ValueError(f"{source}: {key}={model[key]!r} is not supported (byte-level BPE only)")
-    if model.get("byte_fallback") or model.get("dropout"):
-        raise ValueError(f"{source}: byte_fallback and dropout are not supported")
+            raise ValueError(f"{source}: model {key}={model[key]!r} is not supported (byte-level BPE only)")
+    if model.get("byte_fallback"):
+        raise ValueError(f"{source}: model byte_fallback=true is not supported (byte-level BPE only)")
+    if model.get("dropout"):
+        raise ValueError(f"{source}: model dropout is not supported (encoding would be random)")
     vocab, merges = model.get("vocab"), model.get("merges")
     if not isinstance(vocab, Mapping) or not isinstance(merges, list):
         raise ValueError(f"{source}: the model needs a 'vocab' object and a 'merges' list")
-    (pattern, keep_gaps), *more_stages = _hf_pattern(data.get("pre_tokenizer"), source)
-    normalizer = _hf_normalizer(data.get("normalizer"), source)
+    stages, prefix_space = _hf_splitter(data.get("pre_tokenizer"), source)
+    (pattern, keep_gaps), *more_stages = stages
+    normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
-        raise ValueError(f"{source}: ignore_merges must be true or false")
-    ids: Dict[str, int] = {text: check_id(i, f"{source}: vocab entry {text!r}") for text, i in vocab.items()}
-    added = data.get("added_tokens") or []
-    if not isinstance(added, list):
-        raise ValueError(f"{source}: added_tokens must be a list")
-    specials: Dict[str, int] = {}
-    for entry in added:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not entry["content"]:
-            raise ValueError(f"{source}: malformed added token {entry!r:.80}")
-        content = entry["content"]
-        if content in specials:
-            raise ValueError(f"{source}: the added token {content!r} is listed twice")
-        specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
-    check_special_ids(specials, source)
-    # ids index a table: refuse far-off ids before allocating it (fastbpe.formats.ids)
-    size = table_size(max(ids.values(), default=-1), len(ids), len(specials), source)
-    tokens: List[bytes] = [b""] * size
-    for text, i in ids.items():
-        if tokens[i]:
-            raise ValueError(f"{source}: id {i} is used by two vocab entries")
-        try:
-            tokens[i] = text_to_token(text)
-        except ValueError:
-            raise ValueError(f"{source}: vocab entry {text!r} is not a byte-level token") from None
-        if not tokens[i]:
-            raise ValueError(f"{source}: vocab entry {i} is empty")
-    for content, i in specials.items():
-        if i < size and tokens[i]:
-            if tokens[i] != content.encode("utf-8"):
-                raise ValueError(f"{source}: added token {content!r} has id {i}, which the vocab uses for another token")
-            tokens[i] = b""  # the added token takes the id; tokenizers splits it out before BPE
-    merge_ids = []
-    for number, merge in enumerate(merges):
-        if isinstance(merge, str):
-            parts = merge.split(" ")
-        elif isinstance(merge, list):
-            parts = merge
-        else:
-            parts = []
-        if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
-            raise ValueError(f"{source}: merge {number} is not a pair of tokens: {merge!r:.80}")
-        a, b = parts
-        if a not in ids or b not in ids or a + b not in ids:
-            raise ValueError(f"{source}: merge {number} ({a!r}, {b!r}) uses a token missing from the vocab")
-        merge_ids.append((ids[a], ids[b]))
-    missing = [b for b in range(256) if bytes([b]) not in set(t for t in tokens if len(t) == 1)]
+        raise ValueError(f"{source}: model ignore_merges must be true or false")
+    specials = _added_tokens(data, _has_normalizer(normalizer), source)
+    tokens = _vocab_bytes(vocab, specials, source)
+    pairs = _merge_pairs(merges, vocab, tokens, source)
+    singles = {t[0] for t in tokens if len(t) == 1}
+    missing = [b for b in range(256) if b not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, which byte-level BPE needs")
-    return dict(tokens=tokens, merges=merge_ids, pattern=pattern, special_tokens=specials, merge_rule="pair",
+    return dict(tokens=tokens, merges=pairs, pattern=pattern, special_tokens=specials, merge_rule="pair",
                 whole_token_lookup=bool(model.get("ignore_merges", False)),
-                normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages)
+                normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages,
+                prefix_space=prefix_space)
 
 
 _POSSESSIVE_INTERVAL = regex.compile(r"(\\[pP]\{[^}]*\}|\[(?:\\.|[^\]\\])*\]|\\.|[^\\()|])(\{\d+(?:,\d*)?\})\+")
@@ -209,9 +324,18 @@ def write(tok, path: PathLike) -> None:
                           stacklevel=2)
     # A chunk that is a whole token maps to it in tiktoken's rule: HF's ignore_merges does that.
     ignore_merges = tok.whole_token_lookup or tok.merge_rule == "token"
-    splits = [{"type": "Split", "pattern": {"Regex": oniguruma_pattern(source(pattern))},
+    stages = [(source(pattern), keep_gaps) for pattern, keep_gaps in [(tok.pattern, tok.split_gaps), *tok.split_stages]]
+    use_regex = stages[-1] == (source(GPT2_ORIGINAL_PATTERN), True)  # ByteLevel's own regex does the last split
+    if use_regex or stages == [(WHOLE_PIECE, True)]:
+        stages = stages[:-1]
+    if tok.prefix_space and stages:
+        raise ValueError("a tokenizer with prefix_space is written to tokenizer.json only with ByteLevel's own "
+                         "split (GPT-2's regex) or none")
+    splits = [{"type": "Split", "pattern": {"Regex": oniguruma_pattern(pattern)},
                "behavior": "Isolated" if keep_gaps else "Removed", "invert": not keep_gaps}
-              for pattern, keep_gaps in [(tok.pattern, tok.split_gaps), *tok.split_stages]]
+              for pattern, keep_gaps in stages]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": tok.prefix_space, "trim_offsets": True,
+                  "use_regex": use_regex}
     data = {
         "version": "1.0",
         "truncation": None,
@@ -221,9 +345,8 @@ def write(tok, path: PathLike) -> None:
              "normalized": False, "special": True}
             for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
         ],
-        "normalizer": {"type": tok.normalizer} if tok.normalizer else None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            *splits, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "normalizer": tok.normalize.to_huggingface(),
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [*splits, byte_level]},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {

@@ -37,6 +37,7 @@ def to_dict(tok) -> dict:
         **({"normalizer": tok.normalizer} if tok.normalizer else {}),
         **({"split_gaps": True} if tok.split_gaps else {}),
         **({"split_stages": [list(x) for x in tok.split_stages]} if tok.split_stages else {}),
+        **({"prefix_space": True} if tok.prefix_space else {}),
     }
 
 
@@ -103,7 +104,8 @@ def read_dict(data: Mapping) -> dict:
         merge_counts=merge_counts,
         merge_rule=_field(data, "merge_rule", (str,), "replay"),
         whole_token_lookup=_field(data, "whole_token_lookup", (bool,), False),
-        normalizer=_field(data, "normalizer", (str, type(None))),
+        normalizer=_field(data, "normalizer", (str, list, type(None))),
+        prefix_space=_field(data, "prefix_space", (bool,), False),
         split_gaps=_field(data, "split_gaps", (bool,), False),
         split_stages=stages,
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,

@@ -2,7 +2,7 @@
 
 A loaded file encodes as tiktoken does: ``merge_rule="token"`` (the adjacent pair whose
 concatenation has the lowest rank) with the whole-chunk lookup; ids are the ranks. The merges the
-compiled core needs are derived from the ranks.
+model derives its merges from the ranks only when asked for them (tiktoken's rule needs none).
 """
 import base64
 import binascii
@@ -12,7 +12,7 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import derive_merges
+from .._core.encode import read_rank_lines
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_PATTERN, check_user_pattern, source
 from .bytelevel import check_byte_level
@@ -40,53 +40,91 @@ _TIKTOKEN_FILE = {"p50k_edit": "p50k_base"}
 
 def read_tiktoken_ranks(path: PathLike) -> Dict[bytes, int]:
     """``{token bytes: rank}`` of a ``.tiktoken`` file (lines ``base64(token) rank``)."""
+    tokens, ranks = read_rank_table(path)
+    table = dict(zip(tokens, ranks.tolist()))
+    if len(table) != len(tokens):
+        with open(path, "rb") as f:
+            _read_lines(path, f.read())  # says which line repeats a token
+    return table
+
+
+def read_rank_table(path: PathLike) -> Tuple[List[bytes], np.ndarray]:
+    """The tokens of a ``.tiktoken`` file in file order and their ranks (int64), checked.
+
+    A well-formed file is read in one compiled pass (``fastbpe/_core/rank_file.h``); anything else goes
+    through the line reader :func:`_read_lines`, which says what is wrong on which line. Both
+    give the same result or the same error (tested). Tokens that appear twice are left to the
+    tokenizer, which refuses them."""
+    with open(path, "rb") as f:
+        data = f.read()
+    table = read_rank_lines(data)
+    if table is None:
+        return _read_lines(path, data)
+    tokens, ranks = table
+    in_order = ranks[0] == 0 and (np.diff(ranks) == 1).all()  # distinct, then
+    if not all(tokens) or int(ranks.max()) >= 2**31 - 1 or not in_order and (np.diff(np.sort(ranks)) == 0).any():
+        return _read_lines(path, data)  # for its message
+    return tokens, ranks
+
+
+def _read_lines(path: PathLike, data: bytes) -> Tuple[List[bytes], np.ndarray]:
+    """:func:`read_rank_table` one line at a time: the reference, and the reader of errors."""
     ranks: Dict[bytes, int] = {}
     seen_ranks: Dict[int, int] = {}
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            fields = line.split()
-            if len(fields) != 2:
-                raise ValueError(f"{os.fspath(path)}, line {number}: expected 'base64-token rank', got {line[:60]!r}")
-            try:
-                token = base64.b64decode(fields[0], validate=True)
-                rank = int(fields[1])
-            except (binascii.Error, ValueError):
-                raise ValueError(f"{os.fspath(path)}, line {number}: bad token or rank {line[:60]!r}") from None
-            if not token:
-                raise ValueError(f"{os.fspath(path)}, line {number}: empty token")
-            if rank < 0 or rank >= 2**31 - 1:
-                raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} out of range")
-            if token in ranks:
-                raise ValueError(f"{os.fspath(path)}, line {number}: token {token!r} appears twice")
-            if rank in seen_ranks:
-                raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} appears twice "
-                                 f"(also on line {seen_ranks[rank]})")
-            ranks[token] = rank
-            seen_ranks[rank] = number
+    for number, line in enumerate(data.splitlines(keepends=True), 1):
+        if not line.strip():
+            continue
+        fields = line.split()
+        if len(fields) != 2:
+            raise ValueError(f"{os.fspath(path)}, line {number}: expected 'base64-token rank', got {line[:60]!r}")
+        try:
+            token = base64.b64decode(fields[0], validate=True)
+            rank = int(fields[1])
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{os.fspath(path)}, line {number}: bad token or rank {line[:60]!r}") from None
+        if not token:
+            raise ValueError(f"{os.fspath(path)}, line {number}: empty token")
+        if rank < 0 or rank >= 2**31 - 1:
+            raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} out of range")
+        if token in ranks:
+            raise ValueError(f"{os.fspath(path)}, line {number}: token {token!r} appears twice")
+        if rank in seen_ranks:
+            raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} appears twice "
+                             f"(also on line {seen_ranks[rank]})")
+        ranks[token] = rank
+        seen_ranks[rank] = number
     if not ranks:
         raise ValueError(f"{os.fspath(path)}: no tokens (empty or truncated .tiktoken file)")
-    return ranks
+    return list(ranks), np.array(list(ranks.values()), dtype=np.int64)
 
 
 def spec_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int],
                     source: str) -> dict:
     """The tokenizer that encodes like tiktoken with these ranks (ids = ranks)."""
+    return _spec_from_table(list(ranks), np.array(list(ranks.values()), dtype=np.int64), pattern,
+                            special_tokens, source)
+
+
+def _spec_from_table(tokens: List[bytes], ranks: np.ndarray, pattern: str, special_tokens: Mapping[str, int],
+                     source: str) -> dict:
     special_tokens = check_special_ids(special_tokens, source)
     # ranks index a table: refuse far-off ranks before allocating it (fastbpe.formats.ids)
-    size = table_size(max(ranks.values()), len(ranks), len(special_tokens), source)
-    tokens: List[bytes] = [b""] * size
-    for token, rank in ranks.items():
-        tokens[rank] = token
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    size = table_size(int(ranks.max()), len(tokens), len(special_tokens), source)
+    if size == len(tokens) and (ranks == np.arange(size)).all():
+        table = tokens  # ranks 0..n-1 in file order: every published file
+    else:
+        table = [b""] * size
+        for token, rank in zip(tokens, ranks.tolist()):
+            table[rank] = token
+    singles = {t[0] for t in table if len(t) == 1}
+    missing = [b for b in range(256) if b not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, so some text could not be encoded")
-    left, right, _ = derive_merges(tokens)
     for text, sid in special_tokens.items():
-        if sid < size and tokens[sid]:
+        if sid < size and table[sid]:
             raise ValueError(f"{source}: special token {text!r} has id {sid}, which a ranked token uses")
-    return dict(tokens=tokens, merges=np.stack([left, right], axis=1), pattern=pattern,
+    # merges=None: tiktoken's rule needs none; the model derives them if they are asked for
+    return dict(tokens=table, merges=None, pattern=pattern,
                 special_tokens=dict(special_tokens), merge_rule="token", whole_token_lookup=True)
 
 
@@ -97,8 +135,8 @@ def read(path: PathLike, pattern: str, special_tokens: Optional[Mapping[str, int
     Ranks may leave gaps, but only a few (:mod:`fastbpe.formats.ids`): a file naming a rank
     far beyond its number of lines is refused before anything is allocated for it."""
     check_user_pattern(pattern)
-    ranks = read_tiktoken_ranks(path)
-    return spec_from_ranks(ranks, pattern, special_tokens or {}, os.fspath(path))
+    tokens, ranks = read_rank_table(path)
+    return _spec_from_table(tokens, ranks, pattern, special_tokens or {}, os.fspath(path))
 
 
 def read_openai(name: str, path: PathLike) -> dict:

@@ -72,7 +72,7 @@ def test_malformed_huggingface_files(tmp_path, shared_data):
     assert "merge 0" in broken(lambda d: d["model"]["merges"].__setitem__(0, ["Ġ"]))
     assert "missing" in broken(lambda d: d["model"]["merges"].__setitem__(0, ["t", "nope-token"]))
     assert "ByteLevel" in broken(lambda d: d.update(pre_tokenizer={"type": "Whitespace"}))
-    assert "normalizer" in broken(lambda d: d.update(normalizer={"type": "Lowercase"}))
+    assert "BertNormalizer" in broken(lambda d: d.update(normalizer={"type": "BertNormalizer"}))
     assert "Split" in broken(lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="Contiguous"))
     assert "added token" in broken(lambda d: d["added_tokens"].append({"id": "x"}))
     assert "invalid id" in broken(lambda d: d["model"]["vocab"].update({"t": -5}))

@@ -8,6 +8,7 @@ from fastbpe import Tokenizer, openai
 from fastbpe.formats import read_tiktoken_ranks, to_tiktoken_encoding
 
 tiktoken = pytest.importorskip("tiktoken", reason="tiktoken (test extra) verifies the tiktoken format")
+pytest.importorskip("tiktoken.load", reason="tiktoken (test extra) reads its own rank files")
 
 @pytest.mark.parametrize("name,hello", [("r50k_base", [31373, 995]), ("p50k_base", [31373, 995]),
                                         ("cl100k_base", [15339, 1917]), ("o200k_base", [24912, 2375])])
@@ -62,3 +63,54 @@ def test_malformed_tiktoken_files(tmp_path, shared_data):
         Tokenizer.from_tiktoken(path, "gpt2")
     with pytest.raises(ValueError, match="unknown OpenAI encoding"):
         openai("nope", tmp_path)
+
+
+def _read_or_error(read, path, data):
+    try:
+        tokens, ranks = read(path, data)
+        return tokens, ranks.tolist()
+    except ValueError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bulk_rank_reader_equals_the_line_reader(tmp_path, seed):
+    """The compiled reader of well-formed files and the line reader agree on generated files,
+    well-formed or not (the bulk reader hands what it refuses to the line reader)."""
+    import base64
+    import random
+
+    from hypothesis import given, settings, strategies as st
+
+    from fastbpe.encode.model import BPEModel
+    from fastbpe.formats.tiktoken import _read_lines, read_rank_table
+
+    path = tmp_path / "gen.tiktoken"
+
+    def bulk(path, data):
+        path.write_bytes(data)
+        return read_rank_table(path)
+
+    noise = st.sampled_from([b"", b" ", b"\n", b"\r", b"\t", b"=", b"-", b"+", b"0", b"9" * 11, b"A", b"  ", b"\n\n"])
+    tokens = st.lists(st.binary(min_size=0, max_size=6), min_size=1, max_size=12)
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(tokens, st.lists(st.tuples(st.integers(0, 200), noise), max_size=3), st.booleans(), st.randoms())
+    def check(toks, edits, trailing, rnd):
+        ranks = list(range(len(toks)))
+        rnd.shuffle(ranks)
+        data = b"\n".join(base64.b64encode(t) + b" " + str(r).encode() for t, r in zip(toks, ranks))
+        data += b"\n" if trailing else b""
+        for position, text in edits:  # insert noise: most edits make a malformed file
+            position %= len(data) + 1
+            data = data[:position] + text + data[position:]
+        got, expected = _read_or_error(bulk, path, data), _read_or_error(_read_lines, path, data)
+        if isinstance(got, tuple) and len(set(got[0])) < len(got[0]):
+            assert "appears twice" in expected  # left to the tokenizer, which refuses them (below)
+            with pytest.raises(ValueError, match="duplicates token"):
+                BPEModel(got[0], None, merge_rule="token")
+        else:
+            assert got == expected
+
+    random.seed(seed)
+    check()

@@ -1,0 +1,148 @@
+"""Step 4 of encoding, the BPE model: token bytes, merges with the ids they make, the merge
+rule and the whole-token lookup, and the compiled tables that run them.
+
+Token ids index ``token_bytes`` (``b""`` marks an unused id: a rank gap of a tiktoken file, or
+a special token's slot). Merge ``i`` joins ``merges[i, 0]`` and ``merges[i, 1]`` into
+``made[i]``, the token of their concatenation. The merge rules (``"replay"``, ``"pair"``,
+``"token"``) are those of :mod:`fastbpe.reference.encode`, run by ``fastbpe/_core/bpe.h``.
+
+The compiled tables (``BPECore``) are built when the model is made: that is where the
+vocabulary is indexed, the merges are checked and the ids they make are found, in C++, with no
+Python dict of tokens or merges. A model read from a rank-only file (tiktoken's rule needs no
+merge list) derives its merges only when they are asked for (writing a Hugging Face file).
+"""
+import threading
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from .._core.encode import MERGE_RULES, BPECore, derive_merges
+
+__all__ = ["BPEModel", "MERGE_RULES", "checked_merge_array"]
+
+
+def checked_merge_array(merges) -> np.ndarray:
+    """Merges as an int64 ``(n, 2)`` or ``(n, 3)`` array (a third column: the id each merge
+    makes, as the learner returns it); TypeError/ValueError for anything else."""
+    if not isinstance(merges, np.ndarray):
+        merges = list(merges)
+    try:
+        rows = np.asarray(merges) if len(merges) else np.zeros((0, 2), dtype=np.int64)
+    except ValueError:  # rows of different lengths
+        raise ValueError("merges must be (left, right) pairs of token ids") from None
+    if rows.ndim != 2 or rows.shape[1] not in (2, 3):
+        raise ValueError(f"merges must be (left, right) pairs of token ids, got an array of shape {rows.shape}")
+    if rows.dtype == object:
+        raise ValueError("merges hold ids that are not 64-bit integers")
+    if not np.issubdtype(rows.dtype, np.integer) or (
+            not isinstance(merges, np.ndarray) and any(type(v) is bool for row in merges for v in row)):
+        # a float, bool or str id was silently truncated, taken as 0/1 or parsed before
+        raise TypeError(f"merges must hold integer token ids, got {rows.dtype}")
+    return rows.astype(np.int64, copy=False)
+
+
+class BPEModel:
+    """The BPE model of a tokenizer (step 4 of :meth:`fastbpe.Tokenizer.encode`).
+
+    ``token_bytes``: bytes of every id. ``merges``: ``(left, right)`` or ``(left, right,
+    made)`` rows in priority order, or None for a rank-only vocabulary (``merge_rule="token"``:
+    derived on demand). ``whole_token_lookup``: a chunk that is a token maps straight to its id
+    (tiktoken; Hugging Face's ``ignore_merges``). ``symbols``: the model is fed symbol ids
+    (character-level tokenizers, word markers) and never looks whole chunks up.
+
+    >>> m = BPEModel([b"a", b"b", b"ab"], [(0, 1)])
+    >>> m.made.tolist(), m.token_id(b"ab")
+    ([2], 2)
+    """
+
+    def __init__(self, token_bytes: List[bytes], merges: Optional[Iterable[Tuple[int, int]]], *,
+                 merge_rule: str = "replay", whole_token_lookup: bool = False, symbols: bool = False):
+        if merge_rule not in MERGE_RULES:
+            raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
+        if merges is None and merge_rule != "token":
+            raise ValueError("only merge_rule='token' derives its merges from the vocabulary")
+        self.token_bytes = token_bytes
+        self.merge_rule = merge_rule
+        self.whole_token_lookup = bool(whole_token_lookup)
+        self.symbols = bool(symbols)
+        self._merges: Optional[np.ndarray] = None
+        rows = None if merges is None else checked_merge_array(merges)
+        if rows is not None:
+            self._merges = np.ascontiguousarray(rows[:, :2])
+            if merge_rule == "token":
+                # tiktoken's rule never reads the merges (ranks decide): they need only be in range
+                bad = np.flatnonzero((self._merges < 0).any(axis=1) | (self._merges >= len(token_bytes)).any(axis=1))
+                if len(bad):
+                    raise ValueError(f"merge {bad[0]} refers to an unknown token id")
+            else:
+                self._check_in_vocabulary(self._merges)
+        self._lock = threading.Lock()
+        self.core = self._build_core()
+        if rows is not None and rows.shape[1] == 3 and merge_rule != "token":
+            wrong = np.flatnonzero(rows[:, 2] != self.core.made)
+            if len(wrong):
+                r = wrong[0]
+                raise ValueError(f"merge {r} says it makes token {rows[r, 2]}, but its concatenation is "
+                                 f"{self.core.made[r]}")
+
+    def _check_in_vocabulary(self, pairs: np.ndarray) -> None:
+        """Every merge names two used ids (the core checks that their concatenation is a token)."""
+        n = len(self.token_bytes)
+        if not len(pairs):
+            return
+        inside = (pairs >= 0) & (pairs < n)
+        if inside.all():
+            empty = np.fromiter(map(len, self.token_bytes), dtype=np.int64, count=n) == 0
+            inside = ~empty[pairs]
+        if not inside.all():
+            rank, side = np.argwhere(~inside)[0]
+            raise ValueError(f"merge {rank} refers to unknown token id {pairs[rank, side]}")
+
+    def _build_core(self) -> BPECore:
+        # Without the lookup's semantics (tiktoken, ignore_merges) there is no whole-chunk table:
+        # the "consistent" one (tokens BPE rebuilds from their own bytes) cost a BPE run per
+        # token at load (0.15 s for qwen3's 151k tokens) and measured no faster encoding, since
+        # the chunk cache memoizes the same chunks
+        whole = "all" if self.whole_token_lookup and not self.symbols else "none"
+        pairs = self._merges if self._merges is not None else np.zeros((0, 2), dtype=np.int64)
+        left = np.ascontiguousarray(pairs[:, 0], dtype=np.int32)
+        right = np.ascontiguousarray(pairs[:, 1], dtype=np.int32)
+        return BPECore(self.token_bytes, left, right, merge_rule=self.merge_rule, whole_token_lookup=whole)
+
+    @property
+    def merges(self) -> np.ndarray:
+        """int64 ``(n, 2)``: the merges in priority order (derived once for a rank-only model)."""
+        if self._merges is None:
+            with self._lock:
+                if self._merges is None:
+                    left, right, _ = derive_merges(self.token_bytes)
+                    self._merges = np.stack([left, right], axis=1).astype(np.int64)
+        return self._merges
+
+    @property
+    def made(self) -> np.ndarray:
+        """int32: the id each merge makes."""
+        if self.merge_rule != "token":
+            return self.core.made
+        pairs = self.merges
+        return np.array([self.core.token_id(self.token_bytes[a] + self.token_bytes[b]) for a, b in pairs.tolist()],
+                        dtype=np.int32)
+
+    def token_id(self, token: bytes) -> int:
+        """The id of the mergeable token with these bytes, or -1."""
+        return self.core.token_id(bytes(token))
+
+    def ids(self) -> Dict[bytes, int]:
+        """``{token bytes: id}`` of the mergeable tokens (a fresh dict)."""
+        return {t: i for i, t in enumerate(self.token_bytes) if t}
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("core", None)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self.core = self._build_core()

@@ -1,0 +1,146 @@
+"""Step 2 of encoding, the normaliser: what the text becomes before it is split.
+
+A :class:`Normalizer` is a sequence of steps applied in order, each a small JSON object, the
+ones Hugging Face ``tokenizers`` files use:
+
+* ``{"type": "NFC"}`` (also ``NFD``, ``NFKC``, ``NFKD``): Unicode normal forms;
+* ``{"type": "Lowercase"}``;
+* ``{"type": "Replace", "pattern": {"String": s} or {"Regex": r}, "content": c}``;
+* ``{"type": "Prepend", "prepend": s}``: ``s`` before a non-empty text;
+* ``{"type": "Strip", "strip_left": bool, "strip_right": bool}``: whitespace at the ends.
+
+>>> Normalizer([{"type": "NFKC"}, {"type": "Lowercase"}])("Ｈello")
+'hello'
+>>> Normalizer.from_spec("NFC").to_spec()
+'NFC'
+"""
+import unicodedata
+from typing import Callable, List, Mapping, Optional, Sequence, Union
+
+import regex
+
+__all__ = ["Normalizer", "UNICODE_FORMS"]
+
+UNICODE_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+Spec = Union[None, str, Sequence[Mapping]]
+
+
+def _step(step: Mapping) -> Callable[[str], str]:
+    """The function of one step; ValueError naming a step fastbpe does not know."""
+    if not isinstance(step, Mapping):
+        raise ValueError(f"a normalizer step must be an object, got {step!r:.80}")
+    kind = step.get("type")
+    if kind in UNICODE_FORMS:
+        return lambda text: unicodedata.normalize(kind, text)
+    if kind == "Lowercase":
+        return str.lower
+    if kind == "Replace":
+        pattern, content = step.get("pattern"), step.get("content")
+        if not isinstance(content, str) or not isinstance(pattern, Mapping) or len(pattern) != 1:
+            raise ValueError(f"normalizer Replace needs a pattern {{'String': s}} or {{'Regex': r}} and a content str, "
+                             f"got {step!r:.80}")
+        if isinstance(pattern.get("String"), str):
+            old = pattern["String"]
+            if not old:
+                raise ValueError("normalizer Replace with an empty String pattern is not supported")
+            return lambda text: text.replace(old, content)
+        if isinstance(pattern.get("Regex"), str):
+            try:
+                compiled = regex.compile(pattern["Regex"])
+            except regex.error as exc:
+                raise ValueError(f"normalizer Replace: regex {pattern['Regex']!r:.80} does not compile: {exc}") from None
+            literal = content.replace("\\", "\\\\")  # the content is text, not a template
+            return lambda text: compiled.sub(literal, text)
+        raise ValueError(f"normalizer Replace: unsupported pattern {pattern!r:.80}")
+    if kind == "Prepend":
+        prefix = step.get("prepend")
+        if not isinstance(prefix, str):
+            raise ValueError(f"normalizer Prepend needs a 'prepend' str, got {step!r:.80}")
+        return lambda text: prefix + text if text else text
+    if kind == "Strip":
+        left, right = step.get("strip_left", True), step.get("strip_right", True)
+        if not isinstance(left, bool) or not isinstance(right, bool):
+            raise ValueError(f"normalizer Strip: strip_left and strip_right must be true or false, got {step!r:.80}")
+        # Rust's char::is_whitespace is Unicode's White_Space, as \s is in the regex module
+        pattern = regex.compile("|".join(p for p, on in ((r"^\s+", left), (r"\s+$", right)) if on) or "(?!)")
+        return lambda text: pattern.sub("", text)
+    raise ValueError(f"unsupported normalizer {kind!r} (supported: {', '.join(UNICODE_FORMS)}, Lowercase, Replace, "
+                     "Prepend, Strip and Sequences of them)")
+
+
+def _flatten(spec, into: List[Mapping]) -> None:
+    """Hugging Face's nested ``Sequence`` steps, in order."""
+    if isinstance(spec, Mapping) and spec.get("type") == "Sequence":
+        inner = spec.get("normalizers")
+        if not isinstance(inner, list):
+            raise ValueError(f"normalizer Sequence needs a 'normalizers' list, got {spec!r:.80}")
+        for step in inner:
+            _flatten(step, into)
+    elif spec is not None:
+        into.append(dict(spec) if isinstance(spec, Mapping) else spec)
+
+
+class Normalizer:
+    """The steps a text goes through before splitting (none: the text as it is)."""
+
+    def __init__(self, steps: Sequence[Mapping] = ()):
+        if isinstance(steps, (str, bytes, Mapping)):
+            raise TypeError("steps must be a list of normalizer steps")
+        flat: List[Mapping] = []
+        for step in steps:
+            _flatten(step, flat)
+        self.steps: List[Mapping] = flat
+        self._functions = [_step(step) for step in flat]
+
+    @classmethod
+    def from_spec(cls, spec: Spec) -> "Normalizer":
+        """From what a tokenizer file holds: None, a Unicode form's name, or a list of steps."""
+        if spec is None:
+            return cls()
+        if isinstance(spec, str):
+            if spec not in UNICODE_FORMS:
+                raise ValueError(f"normalizer must be one of {(None, *UNICODE_FORMS)} or a list of steps, got {spec!r}")
+            return cls([{"type": spec}])
+        if isinstance(spec, Mapping):
+            return cls([spec])
+        if isinstance(spec, Normalizer):
+            return cls(spec.steps)
+        if isinstance(spec, (list, tuple)):
+            return cls(spec)
+        raise ValueError(f"normalizer must be None, a name or a list of steps, got {spec!r:.80}")
+
+    def to_spec(self) -> Spec:
+        """What :meth:`from_spec` reads back: None, a Unicode form's name, or the list of steps."""
+        if not self.steps:
+            return None
+        if len(self.steps) == 1 and set(self.steps[0]) == {"type"} and self.steps[0]["type"] in UNICODE_FORMS:
+            return self.steps[0]["type"]
+        return [dict(step) for step in self.steps]
+
+    def to_huggingface(self) -> Optional[dict]:
+        """The ``normalizer`` object of a ``tokenizer.json``."""
+        if not self.steps:
+            return None
+        if len(self.steps) == 1:
+            return dict(self.steps[0])
+        return {"type": "Sequence", "normalizers": [dict(step) for step in self.steps]}
+
+    def __call__(self, text: str) -> str:
+        for function in self._functions:
+            text = function(text)
+        return text
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Normalizer) and self.steps == other.steps
+
+    def __repr__(self) -> str:
+        return f"Normalizer({self.steps!r})"
+
+    def __getstate__(self) -> dict:
+        return {"steps": self.steps}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["steps"])
