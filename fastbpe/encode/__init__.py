@@ -3,6 +3,7 @@ the compiled core; decode), its special-token policy (``special``), and tokenize
 (``loading``).
 """
 from .loading import load, openai
+from .registry import encoding_for_model, get_encoding
 from .tokenizer import MERGE_RULES, Tokenizer
 
-__all__ = ["Tokenizer", "MERGE_RULES", "load", "openai"]
+__all__ = ["Tokenizer", "MERGE_RULES", "load", "openai", "get_encoding", "encoding_for_model"]
