@@ -59,7 +59,8 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
         return huggingface.read(path)
     if isinstance(data, Mapping) and data and all(isinstance(v, int) for v in data.values()):
         return _gpt2_pair(path)  # a flat token -> id table: GPT-2's encoder.json
-    raise ValueError(f"{path}: not a tokenizer file fastbpe recognises: fastbpe's own JSON has "
+    raise ValueError(f"{path}: neither a fastbpe tokenizer file nor a Hugging Face tokenizer.json nor "
+                     "GPT-2's encoder.json: fastbpe's own JSON has "
                      f"\"format\": \"{native.FORMAT_NAME}\", a Hugging Face tokenizer.json a \"model\", "
                      "GPT-2's encoder.json maps tokens to ids (with vocab.bpe beside it); "
                      ".tiktoken files are recognised by their name")
