@@ -321,16 +321,6 @@ cdef class BPECore:
             st.out.shrink_to_fit()
         return _int32_array(all_ids), ends, [k for k in range(count) if bad[k]]
 
-    def id_lists(self, const int32_t[::1] ids, const int64_t[::1] ends, EncodeState state):
-        """``[id_list(ids[ends[k]:ends[k + 1]]) for k ...]`` in one call."""
-        cdef Py_ssize_t k, count = ends.shape[0] - 1
-        if count < 0:
-            return []
-        for k in range(count):
-            if ends[k] < 0 or ends[k + 1] < ends[k] or ends[k + 1] > ids.shape[0]:
-                raise ValueError("ends must be non-decreasing and within the ids")
-        return [self.id_list(ids[ends[k]:ends[k + 1]], state) for k in range(count)]
-
     cdef _check_fused(self, int pattern, EncodeState state, size_t n):
         if not pattern_tiles(pattern):
             raise ValueError(f"encode_text needs a pattern whose chunks tile the text, got id {pattern}")
@@ -348,15 +338,38 @@ cdef class BPECore:
         >>> core.id_list(np.array([2, 0, 7], np.int32), EncodeState())
         [2, 0, 7]
         """
-        cdef Py_ssize_t i, n = ids.shape[0]
-        cdef int32_t v
-        cdef PyObject* item
+        cdef tuple ints = self._shared_ints(state)
+        return self._list_of(&ids[0] if ids.shape[0] else NULL, ids.shape[0], ints)
+
+    def id_lists(self, const int32_t[::1] ids, const int64_t[::1] ends, EncodeState state):
+        """``[id_list(ids[ends[k]:ends[k + 1]]) for k ...]`` in one call."""
+        cdef Py_ssize_t k, count = ends.shape[0] - 1
+        if count <= 0:
+            return []
+        for k in range(count):
+            if ends[k] < 0 or ends[k + 1] < ends[k] or ends[k + 1] > ids.shape[0]:
+                raise ValueError("ends must be non-decreasing and within the ids")
+        cdef tuple ints = self._shared_ints(state)
+        cdef const int32_t* base = &ids[0] if ids.shape[0] else NULL
+        cdef list out = PyList_New(count)
+        for k in range(count):
+            item = self._list_of(base + ends[k] if base != NULL else NULL, ends[k + 1] - ends[k], ints)
+            Py_INCREF(item)
+            PyList_SET_ITEM(out, k, <PyObject*>item)
+        return out
+
+    cdef tuple _shared_ints(self, EncodeState state):
         if state is None:
             raise TypeError("state must be an EncodeState")
         if state.ints is None or len(state.ints) < self.num_tokens:
             # range() makes a new object for every int above 256, hence per thread
             state.ints = tuple(range(self.num_tokens))
-        cdef tuple ints = state.ints
+        return state.ints
+
+    cdef list _list_of(self, const int32_t* ids, Py_ssize_t n, tuple ints):
+        cdef Py_ssize_t i
+        cdef int32_t v
+        cdef PyObject* item
         cdef list out = PyList_New(n)
         for i in range(n):
             v = ids[i]

@@ -11,6 +11,7 @@ holding the rest). tiktoken's ``decode_with_offsets`` gives the start of the sam
 starts are ``offsets[:, 0]``. Computed with array operations: the cumulative byte lengths of the
 tokens, then a byte -> character map of the text.
 """
+import unicodedata
 from typing import List, Optional, Tuple, Union
 
 import numpy as np
@@ -181,13 +182,15 @@ def char_offsets(text: str, byte_lengths: np.ndarray) -> np.ndarray:
 def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarray]:
     """``(ids, offsets)``: the ids of ``tok.encode(text, **special)`` and the ``[n, 2]``
     character span of each in ``text`` (module docstring). Byte-level tokenizers without a
-    normaliser only: a normaliser would need alignments back to the original text."""
+    normaliser, or with one and a text it leaves unchanged (offsets are not mapped back
+    through a normaliser)."""
     if tok.unit != "bytes" or tok.word_start or tok.word_end:
         raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers")
-    if tok.normalizer:
-        raise ValueError("encode_with_offsets does not map offsets through a normaliser")
     ids = tok._encode_array(text, *_special_args(special))
     text = surrogates.as_tiktoken(text)
+    if tok.normalizer and not unicodedata.is_normalized(tok.normalizer, text):
+        raise ValueError(f"encode_with_offsets: the text is not {tok.normalizer}-normalised, and offsets "
+                         "are not mapped back through the normaliser (normalise it first)")
     return tok._id_list(ids), char_offsets(text, token_lengths(tok, ids.astype(np.int64)))
 
 
