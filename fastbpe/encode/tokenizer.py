@@ -239,7 +239,7 @@ class Tokenizer:
     def __getstate__(self) -> dict:
         # The compiled tables, the lock and the per-thread state are rebuilt on demand.
         state = dict(self.__dict__)
-        for key in ("_core_obj", "_core_lock", "_local", "_pools"):
+        for key in ("_core_obj", "_core_lock", "_local", "_pools", "_decode_table"):
             state.pop(key, None)
         return state
 
