@@ -6,7 +6,8 @@ encoded by one compiled call (``BPECore.encode_str_many``) that holds the GIL on
 str objects and build the result, so the threads run the encoder at the same time. Texts the
 one-call path does not take (special tokens present, a lone surrogate, a byte outside the
 vocabulary, a tokenizer that is not byte-level with a compiled pattern) go through ``encode``'s
-own path, text by text, so every text gets exactly ``encode``'s ids or error.
+own path, text by text, so every text gets exactly ``encode``'s ids or error. Which texts hold a
+special token's text is found by one search over all of them.
 """
 from typing import List, Optional
 
@@ -15,7 +16,7 @@ import numpy as np
 from ..split.patterns import fused_scanner_id
 from . import special
 
-__all__ = ["encode_batch", "byte_balanced_groups"]
+__all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials"]
 
 
 def byte_balanced_groups(sizes: np.ndarray, groups: int) -> List[slice]:
@@ -40,12 +41,23 @@ def _fused_pattern(tok) -> Optional[int]:
     return fused_scanner_id(tok.pattern)
 
 
-def _has_special(texts: List[str], names: frozenset) -> bool:
-    """Whether any special-token name occurs in any text: one search of the joined texts (a
-    name inside a text is inside the joined text; a hit across a seam only costs the slow path)."""
-    if not names:
-        return False
-    return special._alternation(names).search("\n".join(texts)) is not None
+def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
+    """The indices of the texts in which a special-token name may occur: one search of the
+    joined texts (a name inside a text is inside the joined text; a hit across the seam of two
+    texts flags both, which only sends them to the exact path).
+
+    >>> texts_with_specials(["a", "b<s>", "c<", "s>"], frozenset(["<s>"]))
+    [1]
+    """
+    if not names or not texts:
+        return []
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
+    flagged = set()
+    for match in special._alternation(names).finditer("\n".join(texts)):
+        first = int(np.searchsorted(ends, match.start(), side="right"))
+        last = int(np.searchsorted(ends, match.end() - 1, side="right"))
+        flagged.update(range(first, last + 1))
+    return sorted(flagged)
 
 
 def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, as_numpy: bool) -> list:
@@ -61,7 +73,11 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         return ids.astype(dtype) if as_numpy else tok._id_list(ids)
 
     pattern = _fused_pattern(tok)
-    fused = pattern is not None and not _has_special(texts, allowed | disallowed)
+    fused = pattern is not None
+    exact = texts_with_specials(texts, allowed | disallowed) if fused else []
+    for k in exact:  # a special token's text: encode's own path, in order, before any thread starts
+        if disallowed:
+            special.check_disallowed(texts[k], disallowed)
 
     def group(part: slice) -> list:
         chunk = texts[part]
@@ -73,7 +89,9 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
             out = [piece.astype(dtype) for piece in np.split(ids, ends[1:-1])]
         else:
             out = core.id_lists(ids, ends, state)
-        for k in failed:  # lone surrogates, bytes outside the vocabulary: encode's own path
+        # lone surrogates, bytes outside the vocabulary, special tokens: encode's own path
+        redo = sorted(set(failed) | {k - part.start for k in exact if part.start <= k < part.stop})
+        for k in redo:
             out[k] = one(chunk[k])
         return out
 

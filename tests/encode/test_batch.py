@@ -66,3 +66,15 @@ def test_groups_are_contiguous_and_cover_everything(sizes, groups):
     parts = byte_balanced_groups(np.array(sizes, dtype=np.int64), groups)
     covered = [i for p in parts for i in range(p.start, p.stop)]
     assert covered == list(range(len(sizes))) and len(parts) <= max(groups, 1)
+
+
+@given(st.lists(st.one_of(st.text(max_size=20), st.sampled_from(["<|endoftext|>", "a<|endof", "text|>b", "x <|endoftext|>"])),
+                max_size=10), st.integers(1, 3))
+def test_batch_with_special_tokens_among_the_texts(byte_level, texts, workers):
+    want = [byte_level.encode(t, allowed_special="all") for t in texts]
+    assert byte_level.encode_batch(texts, workers=workers, allowed_special="all") == want
+    if any("<|endoftext|>" in t for t in texts):
+        with pytest.raises(ValueError, match="endoftext"):
+            byte_level.encode_batch(texts, workers=workers)
+    else:
+        assert byte_level.encode_batch(texts, workers=workers) == [byte_level.encode(t) for t in texts]
