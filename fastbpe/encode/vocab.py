@@ -181,7 +181,8 @@ def char_offsets(text: str, byte_lengths: np.ndarray) -> np.ndarray:
 
 def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarray]:
     """``(ids, offsets)``: the ids of ``tok.encode(text, **special)`` and the ``[n, 2]``
-    character span of each in ``text`` (module docstring). Byte-level tokenizers without a
+    character span of each in ``text`` (module docstring; a text with surrogates is spanned as
+    it is encoded, lone ones as U+FFFD, pairs joined). Byte-level tokenizers without a
     normaliser, or with one and a text it leaves unchanged (offsets are not mapped back
     through a normaliser)."""
     if tok.unit != "bytes" or tok.word_start or tok.word_end:
