@@ -18,7 +18,7 @@ from importlib import import_module
 
 from . import _moved, formats, reference
 from .corpus import CorpusDecodeError, WordTable, count_words
-from .encode import Tokenizer, load, openai
+from .encode import Tokenizer, encoding_for_model, get_encoding, load, openai
 from .learn import learn_from_table, train, train_words
 from .shards import encode_files, read_shard
 from .split import PATTERNS, pretokenize, pretokenize_bytes
@@ -56,6 +56,8 @@ __all__ = [
     "pretokenize_bytes",
     "PATTERNS",
     "openai",
+    "get_encoding",
+    "encoding_for_model",
     "encode_files",
     "read_shard",
     *_LAZY,

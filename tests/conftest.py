@@ -76,3 +76,20 @@ class WorkedExample:
 @pytest.fixture(scope="session")
 def worked_example() -> WorkedExample:
     return WorkedExample()
+
+
+@pytest.fixture(scope="session")
+def tiktoken_encoding(shared_data):
+    """tiktoken's Encoding of an OpenAI encoding name, built from the shared rank file."""
+    from fastbpe.formats import OPENAI_ENCODINGS, read_tiktoken_ranks
+    from fastbpe.split.patterns import source
+
+    tiktoken = pytest.importorskip("tiktoken", reason="tiktoken (test extra) verifies the tiktoken format")
+
+    def build(name):
+        path = shared_data.path("tokenizers", "tiktoken", f"{'p50k_base' if name == 'p50k_edit' else name}.tiktoken")
+        pattern, specials = OPENAI_ENCODINGS[name]
+        return tiktoken.Encoding(name, pat_str=source(pattern), mergeable_ranks=read_tiktoken_ranks(path),
+                                 special_tokens=specials)
+
+    return build

@@ -8,8 +8,8 @@ generated text, so the vocabulary is the same for every input size.
 import inspect
 import time
 
-from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, regex_pattern,
-                     skip, tiktoken_encoding, tiktoken_file)
+from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, input_size,
+                     parallel_rows, regex_pattern, skip, tiktoken_encoding, tiktoken_file)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -284,3 +284,58 @@ class Load:
             tok.encode_ordinary("hello world, 12345")
         else:
             tok.encode("hello world, 12345", add_special_tokens=False)
+
+
+class DecodeOpenAI:
+    """``decode`` of the cl100k ids of 1 MB of English (a list of ints): fastbpe's compiled
+    gather against tiktoken's ``decode`` on the same ranks."""
+
+    params = (["fast", "tiktoken"],)
+    param_names = ["impl"]
+
+    def setup(self, impl):
+        enc = tiktoken_encoding("cl100k_base")
+        self.ids = enc.encode_ordinary(corpus_text("english", "1MB"))
+        self.decode = _openai_tokenizer("cl100k_base").decode if impl == "fast" else enc.decode
+        self.decode(self.ids[:100])
+
+    def time_decode(self, impl):
+        self.decode(self.ids)
+
+
+class EncodeBatchShortLines:
+    """Short texts (up to 20,000 rows of the multilingual table, 200 characters at most, 9
+    languages) with cl100k: a loop of ``encode_ordinary`` against ``encode_batch`` at 1 and 2
+    workers, and tiktoken's ``encode_ordinary_batch`` at 1 and 2 threads."""
+
+    params = (["loop", "batch", "tiktoken"], [1, 2])
+    param_names = ["impl", "workers"]
+    timeout = 300
+
+    def setup(self, impl, workers):
+        if impl == "loop" and workers == 2:
+            skip("a loop has one worker")
+        rows = parallel_rows(2300)
+        lines = [row[:200] for lang in sorted(rows) for row in rows[lang]][:20000]
+        budget = input_size("10MB")  # the smoke run's cap applies to the total
+        total, self.lines = 0, []
+        for line in lines:
+            total += len(line.encode("utf-8"))
+            if total > budget:
+                break
+            self.lines.append(line)
+        if impl == "tiktoken":
+            enc = tiktoken_encoding("cl100k_base")
+            self.run = lambda: enc.encode_ordinary_batch(self.lines, num_threads=workers)
+        else:
+            tok = _openai_tokenizer("cl100k_base")
+            if impl == "loop":
+                self.run = lambda: [tok.encode_ordinary(line) for line in self.lines]
+            else:
+                if not hasattr(tok, "encode_batch"):
+                    skip("Tokenizer.encode_batch is not in this commit")
+                self.run = lambda: tok.encode_batch(self.lines, workers=workers, disallowed_special=())
+        self.run()
+
+    def time_encode_lines(self, impl, workers):
+        self.run()

@@ -6,8 +6,10 @@ and ``EncodeState`` one thread's chunk cache and buffers. Each entry point check
 arguments and bounds, releases the GIL for the whole encoding, and copies the ids out:
 ``encode_chunks`` (chunk bounds given), ``encode_text``/``encode_str`` (split by a compiled
 pattern too, in one pass; ``encode_str`` makes the UTF-8 of a str without the GIL as well),
-``encode_symbols`` (words as base symbol ids) and ``id_list`` (a list of ids from shared int
-objects: list output costs no allocation per token).
+``encode_symbols`` (words as base symbol ids), ``encode_str_many`` (many texts in one call,
+for ``encode_batch``), ``id_list``/``id_lists`` (lists of ids from shared int objects: list
+output costs no allocation per token), and ``gather_bytes`` (decoding: the bytes of ids from one
+flat buffer).
 
 The merge rules (``MERGE_RULES``), the cache, the whole-chunk lookup and the merge loops are
 described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h).
@@ -39,6 +41,11 @@ cdef extern from "Python.h":
     void PyList_SET_ITEM(list lst, Py_ssize_t i, PyObject* item)   # steals the reference
     PyObject* PyTuple_GET_ITEM(tuple t, Py_ssize_t i)                # borrowed
     PyObject* PyLong_FromLong(long v)                                # new reference
+    PyObject* PyList_GET_ITEM(list lst, Py_ssize_t i)                # borrowed
+    bint PyLong_CheckExact(PyObject* o)
+    long long PyLong_AsLongLongAndOverflow(PyObject* o, int* overflow)
+    bytes PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
+    char* PyBytes_AS_STRING(object o)
 
 MERGE_RULE_IDS = {"replay": MERGE_REPLAY, "pair": MERGE_PAIR, "token": MERGE_TOKEN}
 # the names in id order: what Tokenizer(merge_rule=...) accepts
@@ -253,6 +260,68 @@ cdef class BPECore:
             st.utf8.shrink_to_fit()
         return self._result(state, got, chunks, misses) if size >= 0 else None
 
+    def encode_str_many(self, list texts, int pattern, EncodeState state):
+        """``encode_str`` of every str of ``texts`` in one call, the GIL released for all of
+        them: ``(ids, ends, failed)``, text ``k``'s ids being ``ids[ends[k]:ends[k + 1]]``
+        (int32 ids, int64 ends). ``failed`` lists the texts left empty here, for the caller to
+        encode one by one: a lone surrogate (no UTF-8) or a byte outside the vocabulary (whose
+        error the single-text path names)."""
+        cdef Py_ssize_t count = len(texts), k
+        cdef vector[int] kinds
+        cdef vector[const void*] datas
+        cdef vector[size_t] lengths
+        cdef vector[char] is_ascii
+        cdef vector[char] bad
+        cdef size_t widest = 1, n
+        cdef int64_t size = 0, got = 0, chunks = 0, misses = 0
+        cdef vector[int32_t] all_ids
+        cdef const uint8_t* dp
+        for k in range(count):
+            text = texts[k]
+            if not isinstance(text, str):
+                raise TypeError(f"text must be a str, got {type(text).__name__}")
+            PyUnicode_READY(text)
+            kinds.push_back(PyUnicode_KIND(text))
+            datas.push_back(PyUnicode_DATA(text))
+            lengths.push_back(len(text))
+            is_ascii.push_back(PyUnicode_IS_ASCII(text))
+            n = len(text) * (1 if is_ascii.back() else (4 if kinds.back() == 4 else kinds.back() + 1))
+            widest = n if n > widest else widest
+        self._check_fused(pattern, state, widest)
+        ends = np.zeros(count + 1, dtype=np.int64)
+        cdef int64_t[::1] ev = ends
+        bad.resize(count)
+        cdef EncodeScratch* st = &state.scratch
+        if st.utf8.size() < widest:
+            st.utf8.resize(widest)
+        if st.out.size() < widest:
+            st.out.resize(widest)
+        # The list holds every str, and strs are immutable: their characters stay put without the GIL.
+        with nogil:
+            for k in range(count):
+                size = <int64_t>lengths[k]
+                dp = <const uint8_t*>datas[k]
+                if not is_ascii[k]:
+                    size = utf8_from_str_data(kinds[k], datas[k], lengths[k], st.utf8.data())
+                    dp = st.utf8.data()
+                got = 0
+                if size > 0:
+                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses)
+                if size < 0 or got < 0:
+                    bad[k] = 1
+                elif got > 0:
+                    all_ids.insert(all_ids.end(), st.out.data(), st.out.data() + got)
+                ev[k + 1] = <int64_t>all_ids.size()
+        state.misses += misses
+        state.hits += chunks - misses
+        if st.utf8.size() > KEEP_BUFFER:
+            st.utf8.clear()
+            st.utf8.shrink_to_fit()
+        if st.out.size() > KEEP_BUFFER:
+            st.out.clear()
+            st.out.shrink_to_fit()
+        return _int32_array(all_ids), ends, [k for k in range(count) if bad[k]]
+
     cdef _check_fused(self, int pattern, EncodeState state, size_t n):
         if not pattern_tiles(pattern):
             raise ValueError(f"encode_text needs a pattern whose chunks tile the text, got id {pattern}")
@@ -270,15 +339,38 @@ cdef class BPECore:
         >>> core.id_list(np.array([2, 0, 7], np.int32), EncodeState())
         [2, 0, 7]
         """
-        cdef Py_ssize_t i, n = ids.shape[0]
-        cdef int32_t v
-        cdef PyObject* item
+        cdef tuple ints = self._shared_ints(state)
+        return self._list_of(&ids[0] if ids.shape[0] else NULL, ids.shape[0], ints)
+
+    def id_lists(self, const int32_t[::1] ids, const int64_t[::1] ends, EncodeState state):
+        """``[id_list(ids[ends[k]:ends[k + 1]]) for k ...]`` in one call."""
+        cdef Py_ssize_t k, count = ends.shape[0] - 1
+        if count <= 0:
+            return []
+        for k in range(count):
+            if ends[k] < 0 or ends[k + 1] < ends[k] or ends[k + 1] > ids.shape[0]:
+                raise ValueError("ends must be non-decreasing and within the ids")
+        cdef tuple ints = self._shared_ints(state)
+        cdef const int32_t* base = &ids[0] if ids.shape[0] else NULL
+        cdef list out = PyList_New(count)
+        for k in range(count):
+            item = self._list_of(base + ends[k] if base != NULL else NULL, ends[k + 1] - ends[k], ints)
+            Py_INCREF(item)
+            PyList_SET_ITEM(out, k, <PyObject*>item)
+        return out
+
+    cdef tuple _shared_ints(self, EncodeState state):
         if state is None:
             raise TypeError("state must be an EncodeState")
         if state.ints is None or len(state.ints) < self.num_tokens:
             # range() makes a new object for every int above 256, hence per thread
             state.ints = tuple(range(self.num_tokens))
-        cdef tuple ints = state.ints
+        return state.ints
+
+    cdef list _list_of(self, const int32_t* ids, Py_ssize_t n, tuple ints):
+        cdef Py_ssize_t i
+        cdef int32_t v
+        cdef PyObject* item
         cdef list out = PyList_New(n)
         for i in range(n):
             v = ids[i]
@@ -467,3 +559,82 @@ def read_rank_lines(const uint8_t[::1] data):
     if count:
         memcpy(&ov[0], ranks.data(), count * sizeof(int64_t))
     return tokens, out
+
+
+cdef inline int64_t _gather_size(const int64_t* offsets, int64_t slots, int64_t v) noexcept nogil:
+    """The byte length of id ``v``'s slot, or -1 when ``v`` has none (outside, or empty)."""
+    if v < 0 or v >= slots:
+        return -1
+    cdef int64_t size = offsets[v + 1] - offsets[v]
+    return size if size > 0 else -1
+
+
+def gather_bytes(const uint8_t[::1] flat, const int64_t[::1] offsets, ids):
+    """The concatenated bytes of ``ids``, id ``i`` being ``flat[offsets[i]:offsets[i + 1]]``.
+
+    ``ids`` is a list (of exact ints) or an int64 array. Returns the bytes, or, when some id
+    cannot be gathered (not an exact int, outside the table, or an empty slot), the index of
+    the first such id as an int, so that the caller can explain it or handle it (the table
+    leaves out what it does not hold). Every id is checked before any byte is copied.
+    """
+    cdef Py_ssize_t slots = offsets.shape[0] - 1, n, i
+    cdef int64_t total = 0, size, v
+    cdef int overflow = 0
+    cdef PyObject* item
+    cdef vector[int32_t] checked
+    cdef const int64_t[::1] arr
+    cdef const int64_t* op = &offsets[0]
+    cdef const int64_t* ap
+    cdef const uint8_t* fp = &flat[0] if flat.shape[0] > 0 else NULL
+    cdef uint8_t* dst
+    if slots < 0 or (slots > 0 and offsets[slots] > flat.shape[0]):
+        raise ValueError("offsets must hold one more entry than the table and end inside flat")
+    if isinstance(ids, list):
+        n = len(<list>ids)
+        checked.resize(n)
+        for i in range(n):
+            item = PyList_GET_ITEM(<list>ids, i)
+            if not PyLong_CheckExact(item):
+                return i
+            v = PyLong_AsLongLongAndOverflow(item, &overflow)
+            size = -1 if overflow else _gather_size(op, slots, v)
+            if size < 0:
+                return i
+            checked[i] = <int32_t>v
+            total += size
+        out = PyBytes_FromStringAndSize(NULL, total)
+        dst = <uint8_t*>PyBytes_AS_STRING(out)
+        with nogil:
+            _gather(fp, op, checked.data(), n, dst)
+        return out
+    arr = ids
+    n = arr.shape[0]
+    ap = &arr[0] if n > 0 else NULL
+    i = -1
+    with nogil:
+        for v in range(n):
+            size = _gather_size(op, slots, ap[v])
+            if size < 0:
+                i = v
+                break
+            total += size
+    if i >= 0:
+        return i
+    out = PyBytes_FromStringAndSize(NULL, total)
+    dst = <uint8_t*>PyBytes_AS_STRING(out)
+    with nogil:
+        for v in range(n):
+            size = op[ap[v] + 1] - op[ap[v]]
+            memcpy(dst, fp + op[ap[v]], size)
+            dst += size
+    return out
+
+
+cdef void _gather(const uint8_t* flat, const int64_t* offsets, const int32_t* ids, Py_ssize_t n,
+                  uint8_t* dst) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int64_t size
+    for i in range(n):
+        size = offsets[ids[i] + 1] - offsets[ids[i]]
+        memcpy(dst, flat + offsets[ids[i]], size)
+        dst += size

@@ -14,38 +14,18 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..corpus.files import expand_paths, open_bytes, read_pieces
-from ..encode.loading import load, openai
+from ..encode.loading import load
+from ..encode.registry import get_encoding
 from ..encode.tokenizer import Tokenizer
 from ..fileio import write_atomic
 
 __all__ = ["resolve_tokenizer", "tokenizer_label", "format_table", "pyplot", "save_figure",
-           "json_text", "text_lines", "read_texts", "ENCODINGS_ENV", "NAME_ALIASES"]
+           "json_text", "text_lines", "read_texts", "NAME_ALIASES"]
 
 PathLike = Union[str, os.PathLike]
 
-# The folder of the OpenAI ``{name}.tiktoken`` files (nothing is downloaded).
-ENCODINGS_ENV = "FASTBPE_ENCODINGS"
 # Names that are another encoding: GPT-2's files hold exactly the ranks of r50k_base.
 NAME_ALIASES = {"gpt2": "r50k_base"}
-
-
-def _encoding_by_name(name: str) -> Tokenizer:
-    """An OpenAI encoding by name, from the ``{name}.tiktoken`` file in ``$FASTBPE_ENCODINGS``."""
-    folder = os.environ.get(ENCODINGS_ENV)
-    if not folder:
-        raise ValueError(f"{name!r} is not a file, and no folder of OpenAI encodings is set to find it by name "
-                         f"(set {ENCODINGS_ENV} to a folder holding {name}.tiktoken, or give a path)")
-    return openai(name, folder)
-
-
-def _gpt2_files(path: Path) -> Optional[Tuple[Path, Path]]:
-    """``(encoder.json, vocab.bpe)`` when ``path`` is one of them or a folder holding both."""
-    folder = path if path.is_dir() else path.parent
-    if path.is_dir() or path.name in ("encoder.json", "vocab.bpe"):
-        encoder, vocab = folder / "encoder.json", folder / "vocab.bpe"
-        if encoder.is_file() and vocab.is_file() and not (folder / "tokenizer.json").exists():
-            return encoder, vocab
-    return None
 
 
 def resolve_tokenizer(name_or_path: Union[PathLike, Tokenizer]) -> Tokenizer:
@@ -58,14 +38,11 @@ def resolve_tokenizer(name_or_path: Union[PathLike, Tokenizer]) -> Tokenizer:
         raise TypeError(f"a tokenizer is a name, a path or a Tokenizer, got {type(name_or_path).__name__}")
     path = Path(name_or_path)
     if path.exists():
-        gpt2 = _gpt2_files(path)
-        if gpt2 is not None:
-            return Tokenizer.from_gpt2(*gpt2)
         return load(path)
     name = os.fspath(name_or_path)
     if os.sep in name or name.endswith((".json", ".tiktoken")):
         raise ValueError(f"tokenizer file {name!r} does not exist")
-    return _encoding_by_name(NAME_ALIASES.get(name, name))
+    return get_encoding(NAME_ALIASES.get(name, name))
 
 
 def tokenizer_label(name_or_path: Union[PathLike, Tokenizer]) -> str:

@@ -222,8 +222,9 @@ def add_train_subcommand(subparsers) -> argparse.ArgumentParser:
                    help="a special token (repeat the flag for more, or give a comma-separated list; "
                         "\\, is a literal comma); they take the last ids (default: none)")
     t.add_argument("--compat", choices=("hf",), default=None,
-                   help="hf: learn exactly the merges of Hugging Face's BpeTrainer (byte-level, gpt2 split) "
-                        "(default: fastbpe's own tie rule)")
+                   help="hf: learn exactly the merges of Hugging Face's BpeTrainer trained on these files "
+                        "(byte-level, gpt2 split; each line with its line ending a text of its own, as "
+                        "Tokenizer.train(files) reads them) (default: fastbpe's own tie rule)")
     t.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")
     t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the input: fail naming the file and offset, replace it with "

@@ -8,7 +8,9 @@ Training on that table gives the merges the reference gives on the same text.
 
 What is one text. Each file is one text and each item of an iterable is one text: chunks never
 span two files or two items (the pattern sees the end of the text at the end of each). A file is
-*not* split into lines: ``"a\\n\\nb"`` chunks as a whole.
+*not* split into lines: ``"a\\n\\nb"`` chunks as a whole, unless ``lines=True`` asks for every
+line (with its ``\\n``) to be a text, as Hugging Face's training on files reads them: the line
+ends are added to each block's document ends, so the compiled scanner does the rest.
 
 Blocks. Text is read in blocks of about ``block_size`` bytes that end only at safe cuts
 (:mod:`fastbpe.corpus.cut`), so counting block by block gives exactly the table of the whole.
@@ -279,13 +281,20 @@ def _count_block_regex(counter: ChunkCounter, block: Block, pattern: str, errors
         counter.add_table(table.data, table.offsets, table.counts)
 
 
-def _count_block(counter: ChunkCounter, block: Block, pattern: str, scanner: int, errors: str) -> None:
+def _count_block(counter: ChunkCounter, block: Block, pattern: str, scanner: int, errors: str,
+                 lines: bool = False) -> None:
     if scanner < 0:
         _count_block_regex(counter, block, pattern, errors)
         return
-    doc = counter.add_documents(block.data, block.ends, scanner, check_errors(errors))
+    ends = block.ends
+    if lines:  # every line (with its "\n") a document of its own; cuts stay safe inside a line
+        newlines = np.flatnonzero(np.frombuffer(block.data, dtype=np.uint8) == 0x0A) + 1
+        ends = np.union1d(newlines, block.ends).astype(np.int64)
+    doc = counter.add_documents(block.data, ends, scanner, check_errors(errors))
     if doc >= 0:
-        raise _decode_error(block, doc, counter.bad_offset)
+        at = (int(ends[doc - 1]) if doc else 0) + counter.bad_offset  # in the block
+        doc = int(np.searchsorted(block.ends, at, side="right"))
+        raise _decode_error(block, doc, at - (int(block.ends[doc - 1]) if doc else 0))
 
 
 def _task_blocks(task, rule: int, block_size: Optional[int]) -> Iterator[Block]:
@@ -296,7 +305,7 @@ def _task_blocks(task, rule: int, block_size: Optional[int]) -> Iterator[Block]:
     return iter([task])
 
 
-def count_task(task, pattern: str, errors: str, block_size: Optional[int]):
+def count_task(task, pattern: str, errors: str, block_size: Optional[int], lines: bool = False):
     """Count one task (a Block or a _Range) into a fresh table; returns its three arrays.
 
     This is what runs in worker processes and on Dask workers.
@@ -304,7 +313,7 @@ def count_task(task, pattern: str, errors: str, block_size: Optional[int]):
     scanner, rule = scanner_id(pattern), cut_rule(pattern)
     counter = ChunkCounter()
     for block in _task_blocks(task, rule, block_size):
-        _count_block(counter, block, pattern, scanner, errors)
+        _count_block(counter, block, pattern, scanner, errors, lines)
     return counter.arrays()
 
 
@@ -336,6 +345,7 @@ def count_words(
     block_size: Optional[int] = DEFAULT_BLOCK_SIZE,
     partition_size: Optional[int] = None,
     *,
+    lines: bool = False,
     pretokenizer: Optional[str] = None,
 ) -> WordTable:
     """Pre-tokenize a corpus and count its unique chunks, in bounded memory.
@@ -375,6 +385,10 @@ def count_words(
     partition_size
         Bytes per partition of a plain file handed to a worker (default: the corpus size over
         the number of workers, between 16 MiB and 256 MiB).
+    lines
+        Every line, with its ``\n``, is a text of its own (no chunk spans a line end), as
+        Hugging Face's ``Tokenizer.train(files)`` reads files. Needs a pattern with a
+        compiled scanner.
 
     Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts).
     Raises ValueError when the corpus holds no chunk at all.
@@ -387,6 +401,8 @@ def count_words(
     pattern = renamed_pattern(pattern, pretokenizer)
     check_user_pattern(pattern)  # a typo or a bad regex fails now, not in a worker
     rule = cut_rule(pattern)
+    if lines and scanner_id(pattern) < 0:
+        raise ValueError("count_words(lines=True) needs a named pattern (one with a compiled scanner)")
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be a positive number of bytes or None")
     workers = _default_workers() if workers is None else check_workers(workers)
@@ -406,7 +422,7 @@ def count_words(
         many_compressed = files is not None and sum(map(is_compressed, files)) >= 2 * parallelism
         to_workers = client is not None or (parallelism > 1 and many_compressed)
         tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files)
-        return _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total)
+        return _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total, lines)
     finally:
         if own_client:
             client.close()
@@ -434,20 +450,20 @@ def _dask_client(cluster):
     return Client(cluster), True
 
 
-def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total) -> WordTable:
+def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total, lines=False) -> WordTable:
     context = _pool_context() if client is None and workers > 1 else None  # before tqdm's thread
     bar = byte_bar(progress, total, "counting")
     try:
         if client is not None:
-            counter = _count_dask(tasks, client, pattern, errors, block_size, bar)
+            counter = _count_dask(tasks, client, pattern, errors, block_size, bar, lines)
         elif workers > 1:
-            counter = _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context)
+            counter = _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context, lines)
         else:
             scanner, rule = scanner_id(pattern), cut_rule(pattern)
             counter = ChunkCounter()
             for task in tasks:
                 for block in _task_blocks(task, rule, block_size):
-                    _count_block(counter, block, pattern, scanner, errors)
+                    _count_block(counter, block, pattern, scanner, errors, lines)
                     if bar is not None:
                         bar.update(block.raw)
     finally:
@@ -558,7 +574,8 @@ def _exit_with_parent(parent: Optional[int]) -> None:
     threading.Thread(target=watch, name="fastbpe-parent-watch", daemon=True).start()
 
 
-def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context=None) -> ChunkCounter:
+def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context=None,
+                          lines=False) -> ChunkCounter:
     import concurrent.futures as cf
 
     first = next(tasks, None)
@@ -566,7 +583,7 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
     if first is None:
         return ChunkCounter()
     if second is None:  # a single task: no pool to start
-        return _merge_in_order(iter([(count_task(first, pattern, errors, block_size), _task_raw(first))]), bar)
+        return _merge_in_order(iter([(count_task(first, pattern, errors, block_size, lines), _task_raw(first))]), bar)
 
     def all_tasks():
         yield first
@@ -582,7 +599,7 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
             pending = deque()
             for task in all_tasks():
                 with _parent_signals_held():  # submit may fork a worker
-                    future = pool.submit(count_task, task, pattern, errors, block_size)
+                    future = pool.submit(count_task, task, pattern, errors, block_size, lines)
                 pending.append((future, _task_raw(task)))
                 while len(pending) >= 2 * workers:  # bound the blocks in flight
                     future, raw = pending.popleft()
@@ -605,14 +622,14 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
             raise
 
 
-def _count_dask(tasks, client, pattern, errors, block_size, bar) -> ChunkCounter:
+def _count_dask(tasks, client, pattern, errors, block_size, bar, lines=False) -> ChunkCounter:
     """Submit tasks to the Dask workers (a bounded window in flight) and merge in task order."""
     inflight = 2 * max(1, sum(client.nthreads().values()))
 
     def results():
         pending = deque()
         for task in tasks:
-            future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
+            future = client.submit(count_task, task, pattern, errors, block_size, lines, pure=False)
             pending.append((future, _task_raw(task)))
             while len(pending) >= inflight:
                 future, raw = pending.popleft()

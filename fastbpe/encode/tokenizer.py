@@ -47,7 +47,7 @@ from ..formats import tiktoken as tiktoken_format
 from ..split.bounds import chunk_bounds, staged_chunk_bounds
 from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
-from . import special
+from . import batch, special, surrogates, vocab
 from .model import BPEModel
 from .normalizers import Normalizer
 
@@ -230,7 +230,7 @@ class Tokenizer:
         # The per-thread state and the caches are rebuilt on demand (the model pickles without
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_local", "_pools", "_ids_cache"):
+        for key in ("_local", "_pools", "_ids_cache", "_decode_table"):
             state.pop(key, None)
         return state
 
@@ -397,6 +397,8 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
+        if self._reads_bytes:  # lone surrogates have no bytes: U+FFFD, as tiktoken (a character-level
+            text = surrogates.as_tiktoken(text)  # vocabulary may hold them as symbols)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
@@ -441,28 +443,16 @@ class Tokenizer:
                      allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                      disallowed_special: Union[str, Collection[str]] = "all",
                      as_numpy: bool = False) -> List:
-        """Encode many texts on ``workers`` threads (default: all cores); the compiled core and
-        the regex matching release the GIL. Returns lists of ids (arrays with ``as_numpy``).
+        """Encode many texts on ``workers`` threads (default: all cores), each thread a
+        contiguous group of about equal size (:mod:`.batch`); the compiled core releases the
+        GIL. Returns lists of ids (arrays with ``as_numpy``), as ``encode`` gives them.
 
         Safe to call from several threads at once on one tokenizer, with any ``workers``: each
         call borrows a thread pool of its size that no other call can shut down."""
         if isinstance(texts, (str, bytes)):  # one text, not one per character
             raise TypeError(f"encode_batch takes a list of texts, not one {type(texts).__name__} (encode takes one)")
-        texts = list(texts)
-        for text in texts:
-            self._check_text(text)
-        self._special_sets(allowed_special, disallowed_special)
         workers = (os.cpu_count() or 1) if workers is None else check_workers(workers)
-        self._core()
-
-        def one(text: str):
-            ids = self._encode_array(text, allowed_special, disallowed_special)
-            return ids.astype(self.id_dtype) if as_numpy else self._id_list(ids)
-
-        if workers == 1 or len(texts) <= 1:
-            return [one(t) for t in texts]
-        with self._pools.borrow(workers) as pool:
-            return list(pool.map(one, texts))
+        return batch.encode_batch(self, texts, workers, allowed_special, disallowed_special, as_numpy)
 
     def _piece(self, i: int) -> Union[str, bytes]:
         if i >= 0:
@@ -478,28 +468,9 @@ class Tokenizer:
     # ---- decoding ---------------------------------------------------------------------------
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes the ids stand for (special tokens as their UTF-8 text)."""
-        table = self.token_bytes
-        ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
-        if ids and all(type(i) is int for i in ids) and 0 <= min(ids) and max(ids) < len(table):
-            parts = list(map(table.__getitem__, ids))
-            if all(parts):  # every id a mergeable token: the common case
-                return b"".join(parts)
-        elif not ids:
-            return b""
-        specials = {i: s for s, i in self.special_tokens.items()}
-        parts = []
-        for i in ids:
-            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
-                raise TypeError(f"token ids must be ints, got {type(i).__name__} {i!r:.40}")  # 97.5 is not 97
-            i = int(i)
-            if i in specials:
-                parts.append(specials[i].encode("utf-8", "surrogatepass"))  # as tokens are stored
-            elif 0 <= i < len(table) and table[i]:
-                parts.append(table[i])
-            else:
-                raise ValueError(f"token id {i} is not in the vocabulary")
-        return b"".join(parts)
+        """The bytes the ids stand for (special tokens as their UTF-8 text), gathered by the
+        compiled core. ``ids``: ints, or an int array; TypeError for anything else."""
+        return vocab.decode_bytes(self, ids)
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
@@ -520,6 +491,40 @@ class Tokenizer:
         from ..learn.extend import extend  # learn imports this module
 
         return extend(self, corpus, num_merges, **options)
+
+    # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------
+
+    def token_to_id(self, token: Union[str, bytes]) -> Optional[int]:
+        """Id of a token given as bytes, or as text (a special token, else its UTF-8); None if absent."""
+        return vocab.token_to_id(self, token)
+
+    def id_to_token(self, token_id: int) -> Optional[Union[str, bytes]]:
+        """A special token's name or a token's bytes (text for ``unit="chars"``); None if absent."""
+        return vocab.id_to_token(self, token_id)
+
+    def decode_single_token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one id (KeyError for an id that is no token, as tiktoken)."""
+        return vocab.decode_single_token_bytes(self, token_id)
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id, special tokens included (tiktoken's ``n_vocab``)."""
+        return vocab.n_vocab(self)
+
+    @property
+    def eot_token(self) -> Optional[int]:
+        """Id of the end-of-text special token (``<|endoftext|>``, ``<|end_of_text|>``, ``</s>``, ``<eos>``)."""
+        return vocab.eot_token(self)
+
+    def __len__(self) -> int:
+        """How many ids are tokens, special tokens included (gaps not counted)."""
+        return vocab.vocab_len(self)
+
+    def encode_with_offsets(self, text: str, **special_options) -> Tuple[List[int], np.ndarray]:
+        """``(ids, offsets)``: ``encode``'s ids and each token's ``[start, end)`` character
+        span in ``text`` (an ``[n, 2]`` array), as Hugging Face's ``Encoding.offsets``.
+        Takes ``encode``'s ``allowed_special``/``disallowed_special``."""
+        return vocab.encode_with_offsets(self, text, **special_options)
 
     # ---- files (fastbpe.formats reads and writes each format) ---------------------------------
 

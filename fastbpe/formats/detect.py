@@ -4,19 +4,44 @@ from pathlib import Path
 from typing import Mapping, Union
 
 from ..fileio import read_json
-from . import huggingface, native, tiktoken
+from . import gpt2, huggingface, native, tiktoken
 
 __all__ = ["read_any"]
+
+GPT2_FILES = ("encoder.json", "vocab.bpe")
+
+
+def _gpt2_pair(path: Path) -> dict:
+    """GPT-2's two files, given their folder or either one of them (the other sits beside it)."""
+    folder = path if path.is_dir() else path.parent
+    encoder, vocab = (folder / name for name in GPT2_FILES)
+    if not path.is_dir() and path.name not in GPT2_FILES:
+        encoder = path if path.suffix == ".json" else encoder
+        vocab = path if path.suffix == ".bpe" else vocab
+    for part in (encoder, vocab):
+        if not part.is_file():
+            raise ValueError(f"{path}: GPT-2's files come in pairs and {part} is missing "
+                             "(Tokenizer.from_gpt2(encoder_json, vocab_bpe) takes them by name)")
+    return gpt2.read(encoder, vocab)
 
 
 def read_any(path: Union[str, os.PathLike]) -> dict:
     """The Tokenizer keyword arguments of any tokenizer file fastbpe reads: a fastbpe file, a
-    Hugging Face ``tokenizer.json`` (or a folder holding one), a ``NAME.tiktoken`` file with the
-    ``NAME.tiktoken.json`` written beside it (its ``pat_str`` and ``special_tokens``), or an
-    OpenAI ``{name}.tiktoken`` file (its name picks the published pattern and special tokens)."""
+    Hugging Face ``tokenizer.json`` (or a folder holding one), GPT-2's ``encoder.json`` and
+    ``vocab.bpe`` (their folder or either file; the other must sit beside it), a
+    ``NAME.tiktoken`` file with the ``NAME.tiktoken.json`` written beside it (its ``pat_str``
+    and ``special_tokens``), or an OpenAI ``{name}.tiktoken`` file (its name picks the
+    published pattern and special tokens)."""
     path = Path(path)
     if path.is_dir():
+        if not (path / "tokenizer.json").exists() and all((path / name).exists() for name in GPT2_FILES):
+            return _gpt2_pair(path)
+        if not (path / "tokenizer.json").exists():
+            raise ValueError(f"{path}: a folder must hold a Hugging Face tokenizer.json or GPT-2's "
+                             "encoder.json and vocab.bpe; give the file's own path for other formats")
         return huggingface.read(path)
+    if path.suffix == ".bpe":
+        return _gpt2_pair(path)
     stem = path.name[: -len(".tiktoken")] if path.name.endswith(".tiktoken") else None
     if stem is not None:
         sidecar = Path(os.fspath(path) + ".json")
@@ -30,6 +55,12 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
     data = read_json(path, "tokenizer file")
     if isinstance(data, Mapping) and data.get("format") == native.FORMAT_NAME:
         return native.read_dict(data)
-    if isinstance(data, Mapping) and "model" in data:
+    if isinstance(data, Mapping) and isinstance(data.get("model"), Mapping):
         return huggingface.read(path)
-    raise ValueError(f"{path}: neither a fastbpe tokenizer file nor a Hugging Face tokenizer.json")
+    if isinstance(data, Mapping) and data and all(isinstance(v, int) for v in data.values()):
+        return _gpt2_pair(path)  # a flat token -> id table: GPT-2's encoder.json
+    raise ValueError(f"{path}: neither a fastbpe tokenizer file nor a Hugging Face tokenizer.json nor "
+                     "GPT-2's encoder.json: fastbpe's own JSON has "
+                     f"\"format\": \"{native.FORMAT_NAME}\", a Hugging Face tokenizer.json a \"model\", "
+                     "GPT-2's encoder.json maps tokens to ids (with vocab.bpe beside it); "
+                     ".tiktoken files are recognised by their name")

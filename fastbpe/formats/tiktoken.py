@@ -36,6 +36,10 @@ OPENAI_ENCODINGS: Dict[str, Tuple[str, Dict[str, int]]] = {
     "o200k_base": ("o200k", {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
 }
 _TIKTOKEN_FILE = {"p50k_edit": "p50k_base"}
+# How many ranks each published file holds: a file of another encoding is refused, not mixed
+# with this one's pattern and special tokens into a tokenizer nobody published.
+OPENAI_RANK_COUNTS = {"r50k_base": 50256, "p50k_base": 50280, "p50k_edit": 50280, "cl100k_base": 100256,
+                      "o200k_base": 199998}
 
 
 def read_tiktoken_ranks(path: PathLike) -> Dict[bytes, int]:
@@ -149,7 +153,14 @@ def read_openai(name: str, path: PathLike) -> dict:
     if path.is_dir():
         path = path / f"{_TIKTOKEN_FILE.get(name, name)}.tiktoken"
     pattern, specials = OPENAI_ENCODINGS[name]
-    return read(path, pattern, specials)
+    check_user_pattern(pattern)
+    ranks = read_tiktoken_ranks(path)
+    if len(ranks) != OPENAI_RANK_COUNTS[name]:
+        fits = [n for n, count in OPENAI_RANK_COUNTS.items() if count == len(ranks)]
+        raise ValueError(f"{os.fspath(path)} holds {len(ranks)} ranks, {name} has {OPENAI_RANK_COUNTS[name]}"
+                         + (f": it looks like {fits[0]}.tiktoken" if fits else
+                            ": use Tokenizer.from_tiktoken with its own pattern for other rank files"))
+    return spec_from_ranks(ranks, pattern, specials, os.fspath(path))
 
 
 def read_with_sidecar(path: PathLike, sidecar: Optional[PathLike] = None) -> dict:

@@ -345,7 +345,10 @@ def train(
     ``initial_alphabet=ByteLevel.alphabet()`` (same vocab size, min frequency, special
     tokens): its tie rule (equal counts go to the pair of smaller ids, special tokens first,
     then the bytes in the code-point order of their characters, then merges in order), and its
-    encoder (lowest merge rank first) for the result. Byte-level, GPT-2 split only.
+    encoder (lowest merge rank first) for the result. Byte-level, GPT-2 split only. As there,
+    files (paths) are read line by line, each line with its line ending a text of its own
+    (``Tokenizer.train(files, trainer)``), and an iterator's texts are each one text
+    (``train_from_iterator``).
     """
     if vocab_size is None and num_merges is None:
         raise ValueError("give vocab_size or num_merges")
@@ -392,6 +395,8 @@ def train(
                   "errors": errors}
         if cluster is not None:
             kwargs["cluster"] = cluster
+        if compat == "hf" and isinstance(corpus, (str, os.PathLike, list, tuple)):
+            kwargs["lines"] = True  # Hugging Face trains on files line by line
         table = count_words(corpus, **kwargs)
     counted = time.perf_counter()
     symbols, starts, base_tokens = _table_symbols(table, unit, word_start or "", word_end or "")

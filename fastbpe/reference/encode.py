@@ -13,7 +13,7 @@ from .learning import Pair, Word, merge_word
 # One merge as it fires while encoding: its rank, the pair, and the pieces after it.
 Step = Tuple[int, Pair, Tuple]
 
-__all__ = ["encode_word", "encode_by_pair_rank", "encode_by_token_rank"]
+__all__ = ["encode_word", "encode_by_pair_rank", "encode_by_token_rank", "decode_bytes", "char_spans"]
 
 
 def encode_word(word: Word, merges: Iterable[Pair], steps: Optional[List[Step]] = None) -> Word:
@@ -78,3 +78,21 @@ def encode_by_token_rank(word: bytes, ranks: Mapping[bytes, int], whole: bool = 
         if steps is not None:
             steps.append((ranks[pair[0] + pair[1]], pair, tuple(parts)))
     return parts
+
+
+def decode_bytes(token_of: Mapping[int, bytes], ids: Iterable[int]) -> bytes:
+    """The bytes of ``ids``: each id's bytes (``token_of``: tokens and special tokens' UTF-8),
+    concatenated. The spec of ``Tokenizer.decode_bytes`` (compiled: ``gather_bytes``)."""
+    return b"".join(token_of[i] for i in ids)
+
+
+def char_spans(text: str, tokens: Sequence[bytes]) -> List[Tuple[int, int]]:
+    """The ``(start, end)`` characters of ``text`` that each token's bytes belong to, the
+    tokens being ``text``'s UTF-8 cut in order (Hugging Face's ``offsets`` for byte-level
+    tokenizers). The spec of ``Tokenizer.encode_with_offsets`` (vectorised: ``vocab.char_offsets``)."""
+    char_of_byte = [k for k, c in enumerate(text) for _ in c.encode("utf-8", "surrogatepass")]
+    spans, at = [], 0
+    for token in tokens:
+        spans.append((char_of_byte[at], char_of_byte[at + len(token) - 1] + 1) if token else (0, 0))
+        at += len(token)
+    return spans

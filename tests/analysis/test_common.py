@@ -2,7 +2,7 @@
 import pytest
 
 import fastbpe
-from fastbpe.analysis.common import (ENCODINGS_ENV, format_table, read_texts, resolve_tokenizer,
+from fastbpe.analysis.common import (format_table, read_texts, resolve_tokenizer,
                                      tokenizer_label)
 
 
@@ -21,8 +21,12 @@ def test_gpt2_files_by_folder_or_file(shared_data, gpt2):
     assert resolve_tokenizer(folder / "encoder.json").encode("hello world") == [31373, 995]
 
 
-def test_names_come_from_the_encodings_folder(shared_data, monkeypatch):
+ENCODINGS_ENV = "FASTBPE_ENCODINGS"
+
+
+def test_names_come_from_the_encodings_folder(shared_data, monkeypatch, tmp_path):
     monkeypatch.delenv(ENCODINGS_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # an empty per-user cache
     with pytest.raises(ValueError, match=ENCODINGS_ENV):
         resolve_tokenizer("cl100k_base")
     monkeypatch.setenv(ENCODINGS_ENV, str(shared_data.path("tokenizers", "tiktoken")))

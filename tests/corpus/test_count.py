@@ -3,6 +3,7 @@ import bz2
 import gzip
 import lzma
 import os
+import re
 import sys
 
 import numpy as np
@@ -352,3 +353,25 @@ def test_worker_counts_are_ints_of_at_least_one(workers, error):
     # True counted as one worker, 2.5 as a float that range() later refused
     with pytest.raises(error, match="workers"):
         count_words(iter(["the cat"]), workers=workers, progress=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab é中 \t\r\n\n.'"), max_size=80), st.sampled_from([1, 3, 7, None]))
+def test_lines_count_every_line_as_its_own_text(tmp_path_factory, text, block_size):
+    path = tmp_path_factory.mktemp("lines") / "t.txt"
+    path.write_bytes(text.encode("utf-8"))
+    # each line with its "\n" (not bytes.splitlines: a lone \r ends no line here, nor in Hugging Face)
+    lines = re.findall(rb"[^\n]*\n|[^\n]+", text.encode("utf-8"))
+    if not lines:
+        return
+    expected = count_words(iter(lines), workers=1, block_size=None)
+    assert count_words(path, workers=1, block_size=block_size, lines=True) == expected
+
+
+def test_lines_keep_decode_errors_where_they_are(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"first line\nsecond \xff line\n")
+    with pytest.raises(CorpusDecodeError, match="offset 18"):
+        count_words(path, workers=1, lines=True)
+    with pytest.raises(ValueError, match="named pattern"):
+        count_words(path, workers=1, lines=True, pattern=r"\w+")

@@ -276,3 +276,58 @@ def test_ill_typed_arguments_fail_clearly_before_the_corpus_is_read(argument, er
     with pytest.raises(error, match=message):
         fastbpe.train(corpus(), **arguments)
     assert not read, "the corpus was read before the arguments were checked"
+
+
+def hf_train_files(paths, vocab_size, min_frequency, specials, iterator=None):
+    """Hugging Face BpeTrainer's merges from files (``Tokenizer.train``) or an iterator."""
+    pytest.importorskip("tokenizers", reason="tokenizers (test extra) is the oracle of compat='hf'")
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    if iterator is None:
+        tok.train([str(p) for p in paths], trainer)
+    else:
+        tok.train_from_iterator(iterator, trainer)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
+
+
+def _our_merges(corpus, vocab_size, min_frequency, specials, **options):
+    tok = fastbpe.train(corpus, vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+                        progress=False, compat="hf", **options)
+    return [(_bytes_to_text(a), _bytes_to_text(b)) for a, b in tok.merges]
+
+
+@pytest.mark.parametrize("corpus", ["english", "multi"])
+@pytest.mark.parametrize("vocab_size", [400, 3000])
+def test_same_merges_as_bpetrainer_trained_on_files(shared_data, tmp_path, corpus, vocab_size):
+    """Files are read line by line, each line with its ending its own sequence, as there."""
+    text = (shared_data.text("english.txt.gz", 400_000) if corpus == "english"
+            else "".join(shared_data.rows("parallel_multi.tsv.gz", 1500)))
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(text.encode("utf-8"))
+    specials = ["<|endoftext|>"]
+    theirs = hf_train_files([path], vocab_size, 2, specials)
+    assert _our_merges(path, vocab_size, 2, specials) == theirs
+    assert _our_merges([path], vocab_size, 2, specials, workers=2) == theirs
+    if corpus == "multi" and vocab_size == 3000:  # runs across line ends: the whole text merges otherwise
+        assert _our_merges(iter([text]), vocab_size, 2, specials) != theirs
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["ab", "a", " ", "  ", "\n", "\r\n", "\t", "b a", "é", "\n\n", " \n"]),
+                min_size=1, max_size=60), st.integers(258, 290))
+def test_same_merges_as_bpetrainer_on_files_of_blank_lines_and_runs(tmp_path_factory, parts, vocab_size):
+    path = tmp_path_factory.mktemp("lines") / "corpus.txt"
+    path.write_bytes("".join(parts).encode("utf-8"))
+    assert _our_merges(path, vocab_size, 1, []) == hf_train_files([path], vocab_size, 1, [])
+
+
+def test_same_merges_as_train_from_iterator_on_many_texts(shared_data):
+    rows = shared_data.rows("parallel_multi.tsv.gz", 600)
+    texts = ["".join(rows[i:i + 50]) for i in range(0, len(rows), 50)]
+    theirs = hf_train_files(None, 1200, 2, [], iterator=texts)
+    assert _our_merges(iter(texts), 1200, 2, []) == theirs

@@ -1,0 +1,106 @@
+"""``Tokenizer.encode_batch``: many texts, split by bytes over a persistent pool of threads.
+
+The texts are cut into one contiguous group per worker holding about the same number of
+characters (not of texts: a few long texts would otherwise leave a thread idle). Each group is
+encoded by one compiled call (``BPECore.encode_str_many``) that holds the GIL only to read the
+str objects and build the result, so the threads run the encoder at the same time. Texts the
+one-call path does not take (special tokens present, a lone surrogate, a byte outside the
+vocabulary, a tokenizer that is not byte-level with a compiled pattern) go through ``encode``'s
+own path, text by text, so every text gets exactly ``encode``'s ids or error. Which texts hold a
+special token's text is found by one search over all of them.
+"""
+from typing import List, Optional
+
+import numpy as np
+
+from ..split.patterns import fused_scanner_id
+from . import special
+
+__all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials"]
+
+
+def byte_balanced_groups(sizes: np.ndarray, groups: int) -> List[slice]:
+    """At most ``groups`` contiguous slices of the items, each with about the same total size.
+
+    >>> byte_balanced_groups(np.array([5, 1, 1, 1, 1, 1]), 2)
+    [slice(0, 1, None), slice(1, 6, None)]
+    """
+    total = np.cumsum(sizes, dtype=np.int64)
+    if not len(total) or groups <= 1:
+        return [slice(0, len(sizes))]
+    targets = total[-1] * np.arange(1, groups, dtype=np.float64) / groups
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(total, targets, side="left") + 1, [len(sizes)]]))
+    cuts = np.clip(cuts, 0, len(sizes))
+    return [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _fused_pattern(tok) -> Optional[int]:
+    """The compiled scanner of the tokenizer's pattern when texts may take the one-call path."""
+    if not tok._reads_bytes or tok.normalizer or tok.split_stages:
+        return None
+    return fused_scanner_id(tok.pattern)
+
+
+def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
+    """The indices of the texts in which a special-token name may occur: one search of the
+    joined texts (a name inside a text is inside the joined text; a hit across the seam of two
+    texts flags both, which only sends them to the exact path).
+
+    >>> texts_with_specials(["a", "b<s>", "c<", "s>"], frozenset(["<s>"]))
+    [1]
+    """
+    if not names or not texts:
+        return []
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
+    flagged = set()
+    for match in special._alternation(names).finditer("\n".join(texts)):
+        first = int(np.searchsorted(ends, match.start(), side="right"))
+        last = int(np.searchsorted(ends, match.end() - 1, side="right"))
+        flagged.update(range(first, last + 1))
+    return sorted(flagged)
+
+
+def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, as_numpy: bool) -> list:
+    texts = texts if type(texts) is list else list(texts)
+    for text in texts:
+        tok._check_text(text)
+    allowed, disallowed = tok._special_sets(allowed_special, disallowed_special)
+    tok._core()
+    dtype = tok.id_dtype
+
+    def one(text: str):
+        ids = tok._encode_array(text, allowed_special, disallowed_special)
+        return ids.astype(dtype) if as_numpy else tok._id_list(ids)
+
+    pattern = _fused_pattern(tok)
+    fused = pattern is not None
+    exact = texts_with_specials(texts, allowed | disallowed) if fused else []
+    for k in exact:  # a special token's text: encode's own path, in order, before any thread starts
+        if disallowed:
+            special.check_disallowed(texts[k], disallowed)
+
+    def group(part: slice) -> list:
+        chunk = texts[part]
+        if not fused:
+            return [one(text) for text in chunk]
+        core, state = tok._core(), tok._state()
+        ids, ends, failed = core.encode_str_many(chunk, pattern, state)
+        if as_numpy:
+            out = [piece.astype(dtype) for piece in np.split(ids, ends[1:-1])]
+        else:
+            out = core.id_lists(ids, ends, state)
+        # lone surrogates, bytes outside the vocabulary, special tokens: encode's own path
+        redo = sorted(set(failed) | {k - part.start for k in exact if part.start <= k < part.stop})
+        for k in redo:
+            out[k] = one(chunk[k])
+        return out
+
+    if not texts:
+        return []
+    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    parts = byte_balanced_groups(sizes + 1, workers if len(texts) > 1 else 1)
+    if len(parts) == 1:
+        return group(parts[0])
+    with tok._pools.borrow(len(parts)) as pool:
+        results = list(pool.map(group, parts))
+    return [ids for result in results for ids in result]

@@ -1,0 +1,201 @@
+"""The vocabulary seen from outside: id <-> token lookups, decoding, and character offsets.
+
+Decoding gathers token bytes from one flat buffer (``DecodeTable``: every token's bytes, special
+tokens' UTF-8 in their slots, and int64 offsets) in the compiled core (``gather_bytes``): the
+ids are checked, the result allocated once and filled with the GIL released.
+
+Character offsets (``encode_with_offsets``) are those of Hugging Face's ``Encoding.offsets``
+for byte-level tokenizers: token ``k`` spans the characters its bytes belong to, so a token
+holding part of a multi-byte character spans that whole character (and so does the token
+holding the rest). tiktoken's ``decode_with_offsets`` gives the start of the same span; its
+starts are ``offsets[:, 0]``. Computed with array operations: the cumulative byte lengths of the
+tokens, then a byte -> character map of the text.
+"""
+from typing import List, Optional, Tuple, Union
+
+import numpy as np
+
+from .._core.encode import gather_bytes
+from . import surrogates
+
+__all__ = ["DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
+           "n_vocab", "eot_token", "vocab_len", "encode_with_offsets", "char_offsets"]
+
+# Special tokens whose ids lie this far beyond the vocabulary are left out of the flat table
+# (decoded by the slow path), so an id of 2**31 - 1 costs no 16 GB of offsets.
+TABLE_SLACK = 65536
+# Names of the end-of-text token, by family: tiktoken's, Llama 3's, SentencePiece's.
+EOT_NAMES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>")
+
+
+class DecodeTable:
+    """``flat`` (uint8) and ``offsets`` (int64, one more than ids): id ``i`` decodes to
+    ``flat[offsets[i]:offsets[i + 1]]``; an empty slot is an id that decodes to nothing
+    known (an unused id, or a special token beyond the table)."""
+
+    def __init__(self, token_bytes, special_tokens):
+        size = len(token_bytes)
+        near = {i: s for s, i in special_tokens.items() if i < size + TABLE_SLACK}
+        size = max([size, *(i + 1 for i in near)])
+        pieces = list(token_bytes) + [b""] * (size - len(token_bytes))
+        for i, text in near.items():
+            if not pieces[i]:
+                pieces[i] = text.encode("utf-8", "surrogatepass")  # as tokens are stored
+        self.flat = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        self.offsets = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=size), out=self.offsets[1:])
+        self.lengths = np.diff(self.offsets)
+
+
+def _table(tok) -> DecodeTable:
+    table = getattr(tok, "_decode_table", None)
+    if table is None:  # built once; two threads building it at once build equal tables
+        table = tok._decode_table = DecodeTable(tok.token_bytes, tok.special_tokens)
+    return table
+
+
+def _check_ids(ids):
+    """ids as a list of ints or an int64 array; TypeError for anything else (a str, bytes,
+    floats: ``decode("12")`` and ``decode(b"\\x01")`` are mistakes, not ids)."""
+    if isinstance(ids, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"token ids must be a sequence of ints or an int array, not {type(ids).__name__}")
+    if isinstance(ids, np.ndarray):
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"token ids must be ints, got an array of {ids.dtype}")
+        if ids.ndim != 1:
+            raise ValueError(f"token ids must be one-dimensional, got shape {ids.shape}")
+        if ids.dtype == np.uint64 and len(ids) and ids.max() >= 2**63:
+            raise ValueError(f"token id {int(ids.max())} is not in the vocabulary")
+        return np.ascontiguousarray(ids, dtype=np.int64)
+    return ids if type(ids) is list else list(ids)
+
+
+def _id_bytes(tok, i) -> bytes:
+    """One id's bytes, with the error an id that is not one deserves."""
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+        raise TypeError(f"token ids must be ints, got {type(i).__name__} {i!r:.40}")  # 97.5 is not 97
+    i = int(i)
+    table = tok.token_bytes
+    if 0 <= i < len(table) and table[i]:
+        return table[i]
+    for text, sid in tok.special_tokens.items():
+        if sid == i:
+            return text.encode("utf-8", "surrogatepass")
+    raise ValueError(f"token id {i} is not in the vocabulary")
+
+
+def decode_bytes(tok, ids) -> bytes:
+    """The bytes the ids stand for (special tokens as their UTF-8 text)."""
+    ids = _check_ids(ids)
+    table = _table(tok)
+    out = gather_bytes(table.flat, table.offsets, ids)
+    if isinstance(out, bytes):
+        return out
+    # an id the flat table cannot gather: explain it, or decode the rest one by one
+    ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
+    head = gather_bytes(table.flat, table.offsets, ids[:out]) if out else b""
+    return head + b"".join(_id_bytes(tok, i) for i in ids[out:])
+
+
+def token_lengths(tok, ids: np.ndarray) -> np.ndarray:
+    """Byte length of every id's token (int64)."""
+    table = _table(tok)
+    inside = (ids >= 0) & (ids < len(table.lengths))
+    lengths = np.zeros(len(ids), dtype=np.int64)
+    lengths[inside] = table.lengths[ids[inside]]
+    for k in np.flatnonzero(lengths == 0).tolist():  # far-off special tokens (rare)
+        lengths[k] = len(_id_bytes(tok, int(ids[k])))
+    return lengths
+
+
+def token_to_id(tok, token: Union[str, bytes]) -> Optional[int]:
+    """The id of a token given as its bytes, or as text (a special token's name, else the
+    token whose bytes are the text's UTF-8); None when there is none (as Hugging Face's
+    ``token_to_id``)."""
+    if isinstance(token, str):
+        if token in tok.special_tokens:
+            return tok.special_tokens[token]
+        token = token.encode("utf-8", "surrogatepass")
+    if not isinstance(token, (bytes, bytearray)):
+        raise TypeError(f"token must be str or bytes, got {type(token).__name__}")
+    return tok._ids.get(bytes(token))
+
+
+def decode_single_token_bytes(tok, token_id: int) -> bytes:
+    """The bytes of one id; KeyError for an id that is no token (as tiktoken)."""
+    try:
+        return _id_bytes(tok, token_id)
+    except ValueError:
+        raise KeyError(token_id) from None
+
+
+def id_to_token(tok, token_id: int) -> Optional[Union[str, bytes]]:
+    """A special token's name, a token's bytes (its text for ``unit="chars"``), or None for
+    an id that is no token (as Hugging Face's ``id_to_token``)."""
+    for text, sid in tok.special_tokens.items():
+        if sid == token_id:
+            return text
+    try:
+        token = _id_bytes(tok, token_id)
+    except ValueError:
+        return None
+    return token.decode("utf-8", "surrogatepass") if tok.unit == "chars" else token
+
+
+def n_vocab(tok) -> int:
+    """One more than the largest id, special tokens included (tiktoken's ``n_vocab``)."""
+    return max([len(tok.token_bytes) - 1, *tok.special_tokens.values()]) + 1
+
+
+def vocab_len(tok) -> int:
+    """The number of ids that are tokens, special tokens included (Hugging Face's
+    ``get_vocab_size(with_added_tokens=True)``; gaps in the ids are not counted)."""
+    return len(set(tok._ids.values()) | set(tok.special_tokens.values()))
+
+
+def eot_token(tok) -> Optional[int]:
+    """The end-of-text special token's id (``<|endoftext|>``, ``<|end_of_text|>``, ``</s>`` or
+    ``<eos>``, the first one present), or None."""
+    return next((tok.special_tokens[name] for name in EOT_NAMES if name in tok.special_tokens), None)
+
+
+def char_offsets(text: str, byte_lengths: np.ndarray) -> np.ndarray:
+    """``[n, 2]`` int64 character spans of consecutive pieces of ``text``'s UTF-8 of the given
+    byte lengths (which must add up to its length): a piece spans the characters its bytes
+    belong to."""
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    ends = np.cumsum(byte_lengths, dtype=np.int64)
+    if len(ends) and ends[-1] != len(data):
+        raise ValueError("the tokens' bytes are not the text's (a normaliser changed it?)")
+    # character of every byte: the number of character starts (non-continuation bytes) so far - 1
+    char_of_byte = np.cumsum((data & 0xC0) != 0x80, dtype=np.int64) - 1
+    out = np.empty((len(ends), 2), dtype=np.int64)
+    if len(ends):
+        starts = ends - byte_lengths
+        nonempty = byte_lengths > 0
+        out[:, 0] = np.where(nonempty, char_of_byte[np.minimum(starts, len(data) - 1)], 0)
+        out[:, 1] = np.where(nonempty, char_of_byte[np.maximum(ends - 1, 0)] + 1, 0)
+    return out
+
+
+def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarray]:
+    """``(ids, offsets)``: the ids of ``tok.encode(text, **special)`` and the ``[n, 2]``
+    character span of each in ``text`` (module docstring; a text with surrogates is spanned as
+    it is encoded, lone ones as U+FFFD, pairs joined). Byte-level tokenizers without a
+    normaliser, or with one and a text it leaves unchanged (offsets are not mapped back
+    through a normaliser)."""
+    if tok.unit != "bytes" or tok.word_start or tok.word_end:
+        raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers")
+    ids = tok._encode_array(text, *_special_args(special))
+    text = surrogates.as_tiktoken(text)
+    if tok.normalize and tok.normalize(text) != text:
+        raise ValueError(f"encode_with_offsets: the normaliser ({tok.normalize!r}) changes the text, and offsets "
+                         "are not mapped back through it (normalise the text first)")
+    return tok._id_list(ids), char_offsets(text, token_lengths(tok, ids.astype(np.int64)))
+
+
+def _special_args(special) -> tuple:
+    unknown = set(special) - {"allowed_special", "disallowed_special"}
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
+    return special.get("allowed_special", frozenset()), special.get("disallowed_special", "all")

@@ -1,0 +1,80 @@
+"""encode_batch gives every text exactly encode's ids (or error), whatever the worker count."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fastbpe
+from fastbpe.encode.batch import byte_balanced_groups
+
+TEXT = "the cat sat on the mat; le chat était assis. 猫が座った. кот сидел 😀 " * 20
+
+
+@pytest.fixture(scope="module")
+def byte_level():
+    return fastbpe.train(TEXT, vocab_size=330, progress=False, special_tokens=["<|endoftext|>"])
+
+
+@pytest.fixture(scope="module")
+def char_level():
+    return fastbpe.train(TEXT, vocab_size=200, unit="chars", pattern="whitespace", progress=False)
+
+
+@given(st.lists(st.text(max_size=30), max_size=12), st.integers(1, 4))
+def test_batch_equals_a_loop_of_encode(byte_level, texts, workers):
+    want = [byte_level.encode(t, disallowed_special=()) for t in texts]
+    assert byte_level.encode_batch(texts, workers=workers, disallowed_special=()) == want
+    got = byte_level.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+    assert [a.tolist() for a in got] == want and all(a.dtype == byte_level.id_dtype for a in got)
+
+
+def test_batch_special_tokens_follow_encode(byte_level):
+    texts = ["a <|endoftext|> b", "plain", "", "<|endoftext|>"]
+    for options in ({"allowed_special": "all"}, {"disallowed_special": ()}):
+        assert byte_level.encode_batch(texts, workers=2, **options) == [byte_level.encode(t, **options) for t in texts]
+    with pytest.raises(ValueError, match="endoftext"):
+        byte_level.encode_batch(texts, workers=2)
+    # a name across the seam of two texts is no special token in either
+    texts = ["<|endof", "text|>"]
+    assert byte_level.encode_batch(texts, workers=1) == [byte_level.encode(t) for t in texts]
+
+
+def test_batch_errors_are_encode_errors(char_level, byte_level):
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        char_level.encode_batch(["the cat", "Ω"], workers=2)
+    with pytest.raises(TypeError, match="str"):
+        byte_level.encode_batch(["ok", b"bytes"], workers=2)
+    assert char_level.encode_batch(["the cat", "sat"], workers=2) == [char_level.encode("the cat"), char_level.encode("sat")]
+
+
+def test_batch_on_real_text_and_real_files(shared_data):
+    rows = shared_data.rows("parallel_multi.tsv.gz", 300)
+    tok = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+    want = [tok.encode(r) for r in rows]
+    for workers in (1, 2, 3):
+        assert tok.encode_batch(rows, workers=workers) == want
+
+
+def test_a_byte_outside_the_vocabulary_fails_as_in_encode():
+    tok = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2")
+    with pytest.raises(ValueError, match="0xc3"):
+        tok.encode_batch(["ok", "é"], workers=2)
+
+
+@given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 5))
+def test_groups_are_contiguous_and_cover_everything(sizes, groups):
+    parts = byte_balanced_groups(np.array(sizes, dtype=np.int64), groups)
+    covered = [i for p in parts for i in range(p.start, p.stop)]
+    assert covered == list(range(len(sizes))) and len(parts) <= max(groups, 1)
+
+
+@given(st.lists(st.one_of(st.text(max_size=20), st.sampled_from(["<|endoftext|>", "a<|endof", "text|>b", "x <|endoftext|>"])),
+                max_size=10), st.integers(1, 3))
+def test_batch_with_special_tokens_among_the_texts(byte_level, texts, workers):
+    want = [byte_level.encode(t, allowed_special="all") for t in texts]
+    assert byte_level.encode_batch(texts, workers=workers, allowed_special="all") == want
+    if any("<|endoftext|>" in t for t in texts):
+        with pytest.raises(ValueError, match="endoftext"):
+            byte_level.encode_batch(texts, workers=workers)
+    else:
+        assert byte_level.encode_batch(texts, workers=workers) == [byte_level.encode(t) for t in texts]

@@ -1,0 +1,108 @@
+"""OpenAI's encodings by name (get_encoding, encoding_for_model) and fastbpe.load on every format."""
+import shutil
+
+import pytest
+
+import fastbpe
+from fastbpe.encode import registry
+from fastbpe.formats import OPENAI_ENCODINGS
+
+
+@pytest.fixture
+def shared_encodings(shared_data, monkeypatch):
+    folder = shared_data.path("tokenizers", "tiktoken")
+    monkeypatch.setenv("FASTBPE_ENCODINGS", str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("name", sorted(OPENAI_ENCODINGS))
+def test_get_encoding_encodes_as_tiktoken(shared_encodings, tiktoken_encoding, name, shared_data):
+    tok = fastbpe.get_encoding(name)
+    oracle = tiktoken_encoding(name)
+    text = "".join(shared_data.rows("parallel_multi.tsv.gz", 200)) + " <|endoftext|> done"
+    assert tok.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
+    assert tok.special_tokens == oracle._special_tokens
+    assert fastbpe.get_encoding(name) is tok  # built once per process, as tiktoken does
+
+
+def test_published_hashes_are_those_of_the_shared_files(shared_encodings):
+    for file, digest in registry.PUBLISHED_SHA256.items():
+        assert registry._sha256(shared_encodings / file) == digest
+
+
+def test_a_corrupted_or_missing_file_is_a_clear_error(shared_encodings, tmp_path, monkeypatch):
+    damaged = bytearray((shared_encodings / "r50k_base.tiktoken").read_bytes())
+    damaged[100] ^= 1
+    (tmp_path / "r50k_base.tiktoken").write_bytes(bytes(damaged))
+    monkeypatch.setenv("FASTBPE_ENCODINGS", str(tmp_path))
+    with pytest.raises(ValueError, match="SHA-256 .* not the published") as info:
+        fastbpe.get_encoding("r50k_base")
+    assert str(tmp_path) in str(info.value) and "openaipublic" in str(info.value)
+    with pytest.raises(ValueError, match=f"no cl100k_base.tiktoken in {tmp_path}"):
+        fastbpe.get_encoding("cl100k_base")
+    # p50k_edit reads p50k_base's file
+    shutil.copy(shared_encodings / "p50k_base.tiktoken", tmp_path)
+    assert fastbpe.get_encoding("p50k_edit").special_tokens["<|fim_middle|>"] == 50282
+    with pytest.raises(ValueError, match="unknown encoding"):
+        fastbpe.get_encoding("gpt2")
+    with pytest.raises(TypeError):
+        fastbpe.get_encoding(None)
+
+
+def test_cache_folder_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("FASTBPE_ENCODINGS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert registry.encodings_folder() == tmp_path / "fastbpe"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert registry.encodings_folder() == tmp_path / ".cache" / "fastbpe"
+
+
+MODEL_NAMES = ["gpt-4o", "gpt-4o-2024-05-13", "gpt-4", "gpt-4-0314", "gpt-4-32k", "gpt-3.5-turbo",
+               "gpt-3.5-turbo-0301", "gpt-35-turbo-16k", "o1", "o1-mini", "o3-mini", "o4-mini",
+               "o4-mini-2025", "gpt-4.1", "gpt-4.1-nano", "gpt-5", "gpt-5-mini", "chatgpt-4o-latest",
+               "text-embedding-3-small", "text-embedding-ada-002", "davinci-002", "ft:gpt-4o:org:x",
+               "ft:gpt-3.5-turbo:org", "ft:davinci-002:x", "text-davinci-003", "text-davinci-edit-001",
+               "code-davinci-002", "davinci", "ada", "text-search-ada-doc-001", "gpt-4.5-preview"]
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_model_names_map_as_tiktoken_maps_them(model):
+    tiktoken_model = pytest.importorskip("tiktoken.model", reason="tiktoken (test extra) is the reference")
+    assert registry.encoding_name_for_model(model) == tiktoken_model.encoding_name_for_model(model)
+
+
+def test_unknown_model_is_a_key_error():
+    with pytest.raises(KeyError, match="get_encoding"):
+        fastbpe.encoding_for_model("llama-3")
+
+
+def test_an_openai_name_with_another_encodings_file_is_refused(shared_encodings):
+    with pytest.raises(ValueError, match="looks like cl100k_base"):
+        fastbpe.openai("o200k_base", shared_encodings / "cl100k_base.tiktoken")
+    with pytest.raises(ValueError, match="r50k_base"):
+        fastbpe.openai("cl100k_base", shared_encodings / "r50k_base.tiktoken")
+
+
+def test_load_reads_gpt2_files_by_folder_or_either_file(shared_data, tmp_path, tiktoken_encoding):
+    encoder = shared_data.path("tokenizers", "encoder.json")
+    vocab = shared_data.path("tokenizers", "vocab.bpe")
+    folder = tmp_path / "gpt2"
+    folder.mkdir()
+    shutil.copy(encoder, folder)
+    shutil.copy(vocab, folder)
+    text = "Hello world, it's 2024!  ünïcode 😀"
+    want = tiktoken_encoding("r50k_base").encode(text)
+    for path in (folder, folder / "encoder.json", folder / "vocab.bpe"):
+        assert fastbpe.load(path).encode(text) == want, path
+    (folder / "vocab.bpe").unlink()
+    with pytest.raises(ValueError, match="vocab.bpe is missing"):
+        fastbpe.load(folder / "encoder.json")
+    with pytest.raises(ValueError, match="tokenizer.json or GPT-2"):
+        fastbpe.load(folder)
+
+
+def test_an_unrecognised_file_says_which_loaders_exist(tmp_path):
+    (tmp_path / "x.json").write_text('{"a": "b"}')
+    with pytest.raises(ValueError, match="x.json.*tokenizer.json.*encoder.json"):
+        fastbpe.load(tmp_path / "x.json")

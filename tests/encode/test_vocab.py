@@ -1,0 +1,164 @@
+"""The vocabulary from outside: lookups, compiled decoding, character offsets, lone surrogates."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fastbpe
+from fastbpe import Tokenizer
+from fastbpe.reference import encode as reference_encode
+from fastbpe.encode.surrogates import as_tiktoken
+
+TEXT = "the cat sat on the mat; le chat était assis. 猫が座った. кот сидел 😀 " * 20
+
+
+@pytest.fixture(scope="module")
+def small():
+    return fastbpe.train(TEXT, vocab_size=330, progress=False, special_tokens=["<|endoftext|>", "<pad>"])
+
+
+@pytest.fixture(scope="module")
+def real_files(shared_data):
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) is the reference")
+    out = {}
+    for name in ("llama3", "qwen3"):
+        path = shared_data.path("tokenizers", name, "tokenizer.json")
+        out[name] = (fastbpe.load(path), tokenizers.Tokenizer.from_file(str(path)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def multilingual(shared_data):
+    # rows of nine languages, then characters of 2, 3 and 4 UTF-8 bytes that byte-level
+    # vocabularies split across tokens
+    return "".join(shared_data.rows("parallel_multi.tsv.gz", 120)) + " 😀😀 \U00020000\U0002a6d6x  \n\n ӝ a"
+
+
+def _splits_a_character(tok, ids) -> bool:
+    return any(tok.decode_single_token_bytes(i)[0] & 0xC0 == 0x80 for i in ids)
+
+
+def test_offsets_equal_huggingface_on_real_files(real_files, multilingual):
+    for name, (ours, hf) in real_files.items():
+        want = hf.encode(multilingual, add_special_tokens=False)
+        ids, offsets = ours.encode_with_offsets(multilingual)
+        assert ids == want.ids, name
+        assert [tuple(o) for o in offsets.tolist()] == want.offsets, name
+        assert _splits_a_character(ours, ids), name  # the text exercises partial characters
+
+
+def test_offsets_equal_huggingface_on_a_trained_tokenizer(tmp_path, multilingual):
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) is the reference")
+    tok = fastbpe.train(multilingual, vocab_size=400, progress=False)
+    tok.to_huggingface(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in (multilingual, "", "😀", "a😀b", " \n\t x"):
+        want = hf.encode(text, add_special_tokens=False)
+        ids, offsets = tok.encode_with_offsets(text)
+        assert ids == want.ids and [tuple(o) for o in offsets.tolist()] == want.offsets, text[:40]
+
+
+def test_offset_starts_equal_tiktoken_decode_with_offsets(tiktoken_encoding, shared_data, multilingual):
+    oracle = tiktoken_encoding("cl100k_base")
+    ours = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+    text = multilingual + " <|endoftext|> end"
+    ids, offsets = ours.encode_with_offsets(text, allowed_special="all")
+    decoded, starts = oracle.decode_with_offsets(ids)
+    assert ids == oracle.encode(text, allowed_special="all")
+    assert decoded == text and offsets[:, 0].tolist() == starts
+
+
+def test_offsets_with_a_normaliser_need_normalised_text(real_files):
+    qwen = real_files["qwen3"][0]
+    assert qwen.normalizer == "NFC"
+    hf = real_files["qwen3"][1]
+    assert [tuple(o) for o in qwen.encode_with_offsets("café")[1].tolist()] == hf.encode("café").offsets
+    with pytest.raises(ValueError, match="normalis"):
+        qwen.encode_with_offsets("cafe\u0301")
+
+
+@given(st.text(max_size=60))
+def test_offsets_cover_the_text_in_order(small, text):
+    ids, offsets = small.encode_with_offsets(text)
+    text = as_tiktoken(text)
+    assert len(offsets) == len(ids)
+    if ids:
+        assert offsets[0, 0] == 0 and offsets[-1, 1] == len(text)
+        assert (offsets[1:, 0] >= offsets[:-1, 0]).all() and (offsets[:, 1] > offsets[:, 0]).all()
+        tokens = [small.decode_single_token_bytes(i) for i in ids]
+        assert [tuple(o) for o in offsets.tolist()] == reference_encode.char_spans(text, tokens)
+
+
+def test_lookups(small):
+    assert small.token_to_id("<pad>") == small.special_tokens["<pad>"]
+    assert small.token_to_id(b"t") == small.encode("t")[0] == small.token_to_id("t")
+    assert small.token_to_id("never a token") is None
+    assert small.id_to_token(small.special_tokens["<pad>"]) == "<pad>"
+    assert small.id_to_token(small.token_to_id(b"t")) == b"t" and small.id_to_token(10**6) is None
+    assert small.eot_token == small.special_tokens["<|endoftext|>"]
+    assert small.n_vocab == len(small.token_bytes) + 2 == len(small)  # no gaps: every id is a token
+    with pytest.raises(KeyError):
+        small.decode_single_token_bytes(10**6)
+    with pytest.raises(TypeError):
+        small.token_to_id(5)
+
+
+def test_lookups_equal_tiktoken(tiktoken_encoding, shared_data):
+    oracle = tiktoken_encoding("o200k_base")
+    ours = fastbpe.openai("o200k_base", shared_data.path("tokenizers", "tiktoken"))
+    assert ours.n_vocab == oracle.n_vocab and ours.eot_token == oracle.eot_token
+    for i in (0, 255, 1000, 150000, 199997):
+        assert ours.decode_single_token_bytes(i) == oracle.decode_single_token_bytes(i)
+        assert ours.token_to_id(oracle.decode_single_token_bytes(i)) == oracle.encode_single_token(
+            oracle.decode_single_token_bytes(i))
+
+
+def test_len_equals_huggingface(real_files):
+    for name, (ours, hf) in real_files.items():
+        assert len(ours) == hf.get_vocab_size(with_added_tokens=True), name
+        assert ours.token_to_id("<|endoftext|>") == hf.token_to_id("<|endoftext|>"), name
+
+
+def _reference_decode(tok, ids):
+    token_of = {i: t for i, t in enumerate(tok.token_bytes) if t}
+    token_of.update({i: s.encode("utf-8", "surrogatepass") for s, i in tok.special_tokens.items()})
+    return reference_encode.decode_bytes(token_of, ids)
+
+
+@given(st.lists(st.integers(0, 400), max_size=50))
+def test_compiled_decode_equals_the_reference(small, ids):
+    ids = [i for i in ids if i in small.special_tokens.values() or (i < len(small.token_bytes) and small.token_bytes[i])]
+    want = _reference_decode(small, ids)
+    assert small.decode_bytes(ids) == want
+    assert small.decode_bytes(np.array(ids, dtype=np.uint16)) == want
+    assert small.decode_bytes(np.array(ids, dtype=np.int64)) == want
+    assert small.decode_bytes(tuple(ids)) == want
+    assert small.decode(ids) == want.decode("utf-8", "replace")
+
+
+def test_decode_refuses_what_is_no_id(small):
+    for bad in ("12", b"\x01", bytearray(b"\x01"), [1.7], np.array([1.0]), np.array([True]), [None]):
+        with pytest.raises(TypeError):
+            small.decode(bad)
+    for bad in ([-1], [len(small.token_bytes) + 2], [2**31], [2**70], np.array([-1]), np.array([2**40]),
+                np.array([2**64 - 1], dtype=np.uint64)):
+        with pytest.raises(ValueError, match="not in the vocabulary"):
+            small.decode(bad)
+    with pytest.raises(ValueError, match="dimensional"):
+        small.decode(np.zeros((2, 2), dtype=np.int32))
+    assert small.decode([]) == "" and small.decode(np.array([], dtype=np.int32)) == ""
+
+
+def test_decode_of_a_special_token_far_beyond_the_vocabulary():
+    tok = Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<far>": 2**31 - 1})
+    assert tok.decode([104, 2**31 - 1, 105]) == "h<far>i"
+    assert tok.decode(np.array([2**31 - 1], dtype=np.int64)) == "<far>"
+    assert tok.decode_single_token_bytes(2**31 - 1) == b"<far>" and tok.n_vocab == 2**31
+
+
+@pytest.mark.parametrize("text", ["a\ud800b", "\ud800", "x \udfff\ud83d y", "😀\ud83d", "\ud83d\ude00 ok", "\udc80" * 3])
+def test_lone_surrogates_encode_as_tiktoken(tiktoken_encoding, shared_data, text):
+    oracle = tiktoken_encoding("cl100k_base")
+    ours = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+    assert ours.encode(text) == oracle.encode(text)
+    assert ours.encode_batch([text, "ok"], workers=2) == [oracle.encode(text), oracle.encode("ok")]
