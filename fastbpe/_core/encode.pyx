@@ -526,10 +526,6 @@ cdef extern from "rank_file.h" namespace "fbpt" nogil:
                              vector[int64_t]& ranks) except +
 
 
-cdef extern from "Python.h":
-    object PyBytes_FromStringAndSize(const char* v, Py_ssize_t n)
-
-
 def read_rank_lines(const uint8_t[::1] data):
     """Tokens (a list of bytes) and int64 ranks of a well-formed ``.tiktoken`` file's bytes, or
     None when it is not one (see rank_file.h).
