@@ -94,6 +94,12 @@ struct RankBucket {
         sorted = true;
         queued = false;
     }
+    void release_if_big() {  // (drained) free a big array; a small one is kept for reuse
+        if (cap <= 4096) return;
+        std::free(pos);
+        pos = nullptr;
+        size = cursor = cap = 0;
+    }
     inline void append(int32_t i) {
         if (size == cap) grow();
         pos[size++] = i;
@@ -518,6 +524,7 @@ class BpeEncoder {
             if (st.buckets[b].cursor == st.buckets[b].size) {
                 st.ranks.pop();
                 st.buckets[b].queued = false;
+                st.buckets[b].release_if_big();  // drained: its memory goes back at once
                 continue;
             }
             if (!st.buckets[b].sorted) {
