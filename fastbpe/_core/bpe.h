@@ -21,7 +21,8 @@
 // pairs, taken in ascending order (merge_by_rank). Long chunks cost O(n log n) at worst.
 //
 // Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
-// nxt/prv link live symbols; a merged-away symbol has sid == -1.
+// a merged-away symbol has sid == -1. Symbols tile the chunk, so one array of boundary tags
+// links them (SymbolList): span[i] at a live symbol's first and last position holds its length.
 //
 // Return codes of the encoding functions: the id count, -1 - b when byte b is not in the
 // vocabulary, or TOO_MANY_IDS when more ids than the room given come out.
@@ -136,12 +137,40 @@ template <class T, class U>
 bool operator!=(const UninitAlloc<T>&, const UninitAlloc<U>&) { return false; }
 typedef std::vector<int32_t, UninitAlloc<int32_t>> IdBuffer;
 
+// The symbols of a chunk being merged: sid[i] the id of the live symbol starting at position i
+// (-1 inside a symbol), span[] boundary tags: at the first and the last position of every live
+// symbol, its length. The next symbol starts where this one ends; the previous one ends just
+// before this one starts, and its tag there says where it starts. One int32 per position links
+// the list both ways.
+struct SymbolList {
+    int32_t* sid;
+    int32_t* span;
+    int64_t n;
+
+    inline int64_t next(int64_t i) const {  // -1 at the end
+        int64_t k = i + span[i];
+        return k < n ? k : -1;
+    }
+    inline int64_t prev(int64_t i) const { return i > 0 ? i - span[i - 1] : -1; }  // -1 at the start
+    // Merge symbol i with the next one, j, into the id of v (lookup's value); returns the symbol
+    // after the merged one (-1 at the end).
+    inline int64_t merge(int64_t i, int64_t j, uint64_t v) {
+        sid[i] = (int32_t)(v & 0xFFFFFFFFULL);
+        sid[j] = -1;
+        int64_t end = j + span[j];
+        int32_t length = (int32_t)(end - i);
+        span[i] = length;
+        span[end - 1] = length;
+        return end < n ? end : -1;
+    }
+};
+
 // What one thread needs while encoding: the chunk cache (chunk bytes -> ids, cleared when it
 // holds more than max_ids ids, which bounds its memory) and reusable buffers.
 struct EncodeScratch {
     BytesMap cache;
     size_t max_ids = 4000000;
-    IdBuffer sid, nxt, prv;
+    IdBuffer sid, span;           // the symbol list of a long chunk (SymbolList)
     IdBuffer out;                 // ids of a call, before the caller copies them out
     std::vector<uint8_t> utf8;    // UTF-8 of a str
     Heap<uint64_t, LowestFirst> heap;
@@ -157,13 +186,12 @@ struct EncodeScratch {
 
     // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
     void trim(size_t keep) {
-        size_t held = (sid.capacity() + nxt.capacity() + prv.capacity()) * sizeof(int32_t) +
+        size_t held = (sid.capacity() + span.capacity()) * sizeof(int32_t) +
                       (heap.capacity() + ranks.capacity()) * sizeof(uint64_t);
         for (const RankBucket& b : buckets) held += b.cap * sizeof(int32_t);
         if (held <= keep) return;
         IdBuffer().swap(sid);
-        IdBuffer().swap(nxt);
-        IdBuffer().swap(prv);
+        IdBuffer().swap(span);
         heap.release();
         std::vector<RankBucket>().swap(buckets);
         used_buckets = 0;
@@ -406,51 +434,31 @@ class BpeEncoder {
     }
 
     int64_t merge_long(int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
-        link_symbols(n, st);
-        if (n >= rank_queue_min) return merge_by_rank(n, st, out, cap);
-        return merge_heap(st, 0, out, cap);
+        SymbolList list = link_symbols(n, st);
+        if (n >= rank_queue_min) return merge_by_rank(list, st, out, cap);
+        return merge_heap(list, st, 0, out, cap);
     }
 
-    // The linked list over st.sid[0:n]: every symbol live.
-    static void link_symbols(int64_t n, EncodeScratch& st) {
-        if ((int64_t)st.nxt.size() < n) {
-            st.nxt.resize(n);
-            st.prv.resize(n);
-        }
-        int32_t* nxt = st.nxt.data();
-        int32_t* prv = st.prv.data();
-        for (int64_t i = 0; i < n; ++i) {
-            nxt[i] = (int32_t)(i + 1);
-            prv[i] = (int32_t)(i - 1);
-        }
-        nxt[n - 1] = -1;
+    // The symbol list over st.sid[0:n]: every symbol live, one position long.
+    static SymbolList link_symbols(int64_t n, EncodeScratch& st) {
+        if ((int64_t)st.span.size() < n) st.span.resize(n);
+        int32_t* span = st.span.data();
+        for (int64_t i = 0; i < n; ++i) span[i] = 1;
+        return SymbolList{st.sid.data(), span, n};
     }
 
     // The live symbols from position 0 (always live: a symbol sits at its first position) into
     // out (room for cap ids).
-    static int64_t list_out(const EncodeScratch& st, int32_t* out, int64_t cap) {
-        const int32_t* sid = st.sid.data();
-        const int32_t* nxt = st.nxt.data();
+    static int64_t list_out(const SymbolList& list, int32_t* out, int64_t cap) {
         int64_t count = 0;
-        for (int64_t i = 0; i >= 0; i = nxt[i]) {
+        for (int64_t i = 0; i < list.n; i += list.span[i]) {
             if (count >= cap) return TOO_MANY_IDS;
-            out[count++] = sid[i];
+            out[count++] = list.sid[i];
         }
         return count;
     }
 
-    // Merge symbol i with the next one, j, into the id of v (lookup's value); returns the next
-    // symbol after the merged one (-1 at the end).
-    static inline int64_t merge_at(int64_t i, int64_t j, uint64_t v, int32_t* sid, int32_t* nxt, int32_t* prv) {
-        sid[i] = (int32_t)(v & LOW_BITS);
-        sid[j] = -1;
-        int64_t k = nxt[j];
-        nxt[i] = (int32_t)k;
-        if (k >= 0) prv[k] = (int32_t)i;
-        return k;
-    }
-
-    // Long-chunk BPE over the linked list st.sid/nxt/prv (from link_symbols): the same choice
+    // Long-chunk BPE over the symbol list (from link_symbols): the same choice
     // as the heap, lowest rank then leftmost, organised by rank. Every candidate pair's position
     // is appended to the bucket of its rank; a queue holds the ranks with pending positions.
     // The lowest rank's positions are taken in ascending order, each re-checked (its pair may
@@ -467,10 +475,9 @@ class BpeEncoder {
     // what could cost more than O(n log n) (a rank interrupted again and again); past a budget
     // the heap takes over from the current list, which is exact: the state of the merge is the
     // list and the floor, nothing else.
-    int64_t merge_by_rank(int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
-        int32_t* sid = st.sid.data();
-        int32_t* nxt = st.nxt.data();
-        int32_t* prv = st.prv.data();
+    int64_t merge_by_rank(SymbolList list, EncodeScratch& st, int32_t* out, int64_t cap) const {
+        const int32_t* sid = list.sid;
+        int64_t n = list.n;
         for (size_t b = 0; b < st.used_buckets; ++b) st.buckets[b].reset();
         st.used_buckets = 0;
         st.bucket_of.reset(64);
@@ -530,7 +537,7 @@ class BpeEncoder {
             if (!st.buckets[b].sorted) {
                 RankBucket& bucket = st.buckets[b];
                 sorted += (int64_t)(bucket.size - bucket.cursor);
-                if (sorted > rank_sort_budget * (pushes + n)) return heap_from_list(st, floor, out, cap);
+                if (sorted > rank_sort_budget * (pushes + n)) return heap_from_list(list, st, floor, out, cap);
                 std::sort(bucket.pos + bucket.cursor, bucket.pos + bucket.size);
                 bucket.sorted = true;
             }
@@ -541,13 +548,13 @@ class BpeEncoder {
                 RankBucket& bucket = st.buckets[b];
                 int64_t i = bucket.pos[bucket.cursor++];
                 if (sid[i] < 0) continue;
-                int64_t j = nxt[i];
+                int64_t j = list.next(i);
                 if (j < 0) continue;
                 uint64_t v = lookup_from(sid[i], sid[j], floor);
                 if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) continue;  // stale: a neighbour merged
                 if (merge_rule == MERGE_REPLAY) floor = rank;
-                int64_t k = merge_at(i, j, v, sid, nxt, prv);
-                int64_t p = prv[i];
+                int64_t k = list.merge(i, j, v);
+                int64_t p = list.prev(i);
                 if (p >= 0) {
                     v = lookup_from(sid[p], sid[i], floor);
                     if (v != NO_MERGE) push((uint32_t)(v >> 32), p);
@@ -561,28 +568,26 @@ class BpeEncoder {
                 // pair. (Runs of one letter halve their pushes so.)
                 RankBucket& again = st.buckets[b];
                 if ((uint32_t)(v >> 32) > rank && !interrupt && again.cursor < again.size &&
-                    again.pos[again.cursor] == k && nxt[k] >= 0) {
-                    uint64_t w = lookup_from(sid[k], sid[nxt[k]], floor);
+                    again.pos[again.cursor] == k && list.next(k) >= 0) {
+                    uint64_t w = lookup_from(sid[k], sid[list.next(k)], floor);
                     if (w != NO_MERGE && (uint32_t)(w >> 32) == rank) continue;
                 }
                 push((uint32_t)(v >> 32), i);
             }
         }
-        return list_out(st, out, cap);
+        return list_out(list, out, cap);
     }
 
     // The heap's loop started from the current list (merge_by_rank's way out): every live pair
     // becomes a candidate again.
-    int64_t heap_from_list(EncodeScratch& st, uint32_t floor, int32_t* out, int64_t cap) const {
-        const int32_t* sid = st.sid.data();
-        const int32_t* nxt = st.nxt.data();
+    int64_t heap_from_list(SymbolList list, EncodeScratch& st, uint32_t floor, int32_t* out, int64_t cap) const {
         st.heap.clear();
-        for (int64_t i = 0; nxt[i] >= 0; i = nxt[i]) {
-            uint64_t v = lookup_from(sid[i], sid[nxt[i]], floor);
+        for (int64_t i = 0, j; (j = list.next(i)) >= 0; i = j) {
+            uint64_t v = lookup_from(list.sid[i], list.sid[j], floor);
             if (v != NO_MERGE) st.heap.add((v & RANK_BITS) | (uint64_t)i);
         }
         st.heap.make();
-        return merge_heap(st, floor, out, cap, false);
+        return merge_heap(list, st, floor, out, cap, false);
     }
 
     // Short-chunk BPE over the symbol ids sid[0:n] (changed in place, n <= SCAN_MAX_CHUNK): the
@@ -620,16 +625,15 @@ class BpeEncoder {
         return m;
     }
 
-    // BPE over the linked list st.sid/nxt/prv (from link_symbols): a heap of candidate pairs
+    // BPE over the symbol list (from link_symbols): a heap of candidate pairs
     // keyed (rank << 32) | position, stale entries re-checked when popped. O(n log n). `fill`:
     // the heap starts with the list's pairs (else the caller filled it).
-    int64_t merge_heap(EncodeScratch& st, uint32_t floor, int32_t* out, int64_t cap, bool fill = true) const {
-        int32_t* sid = st.sid.data();
-        int32_t* nxt = st.nxt.data();
-        int32_t* prv = st.prv.data();
+    int64_t merge_heap(SymbolList list, EncodeScratch& st, uint32_t floor, int32_t* out, int64_t cap,
+                       bool fill = true) const {
+        const int32_t* sid = list.sid;
         if (fill) {
             st.heap.clear();
-            for (int64_t i = 0; nxt[i] >= 0; ++i) {
+            for (int64_t i = 0; i + 1 < list.n; ++i) {
                 uint64_t v = lookup(sid[i], sid[i + 1]);
                 if (v != NO_MERGE) st.heap.add((v & RANK_BITS) | (uint64_t)i);
             }
@@ -640,23 +644,23 @@ class BpeEncoder {
             uint32_t rank = (uint32_t)(top >> 32);
             int64_t i = (int64_t)(top & LOW_BITS);
             if (sid[i] < 0) continue;
-            int64_t j = nxt[i];
+            int64_t j = list.next(i);
             if (j < 0) continue;
             uint64_t v = lookup_from(sid[i], sid[j], floor);
             if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) continue;  // stale: a neighbour merged
             if (merge_rule == MERGE_REPLAY) floor = rank;
-            int64_t k = merge_at(i, j, v, sid, nxt, prv);
+            int64_t k = list.merge(i, j, v);
             if (k >= 0) {
                 v = lookup_from(sid[i], sid[k], floor);
                 if (v != NO_MERGE) st.heap.push((v & RANK_BITS) | (uint64_t)i);
             }
-            int64_t p = prv[i];
+            int64_t p = list.prev(i);
             if (p >= 0) {
                 v = lookup_from(sid[p], sid[i], floor);
                 if (v != NO_MERGE) st.heap.push((v & RANK_BITS) | (uint64_t)p);
             }
         }
-        return list_out(st, out, cap);
+        return list_out(list, out, cap);
     }
 };
 
