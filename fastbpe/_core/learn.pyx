@@ -157,6 +157,7 @@ cdef class MergeLearner:
                 if self.node[p].nxt >= 0:
                     self._add(self.node[p].sym, self.node[self.node[p].nxt].sym, self.word_count[self.node[p].word],
                               <int32_t>p)
+                    self.where_total += 1
             self._push_touched()
 
     # ---- pairs ------------------------------------------------------------------------------
@@ -189,7 +190,6 @@ cdef class MergeLearner:
         cdef int32_t pair = self._pair_id(left, right)
         self.pairs[pair].count += count
         self.pair_where[pair].push_back(pos)
-        self.where_total += 1
         if pos < self.pairs[pair].first:
             self.pairs[pair].first = pos
         if not self.pairs[pair].touched:
@@ -326,6 +326,7 @@ cdef class MergeLearner:
         cdef vector[int32_t] where
         cdef int32_t p, q, left, right
         cdef int64_t count
+        cdef int64_t merged = 0, added = 0   # kept in registers; the totals are updated once
         where.swap(self.pair_where[pair])
         self.where_total -= <int64_t>where.size()
         if a == b:
@@ -350,14 +351,18 @@ cdef class MergeLearner:
                 self._remove(b, self.node[right].sym, count)
             self.node[p].sym = new_id
             self.node[q].sym = DEAD
-            self.live_symbols -= 1
+            merged += 1
             self.node[p].nxt = right
             if right >= 0:
                 self.node[right].prev = p
             if left >= 0:
                 self._add(self.node[left].sym, new_id, count, left)
+                added += 1
             if right >= 0:
                 self._add(new_id, self.node[right].sym, count, p)
+                added += 1
+        self.live_symbols -= merged
+        self.where_total += added
         self._push_touched()
         if self.where_total > 2 * self.live_symbols + self.compact_slack:
             self._compact_where()  # amortised: at least half the entries go
