@@ -13,13 +13,16 @@
 //
 // Per chunk, in order: the caller's chunk cache; then a whole-chunk lookup in the vocabulary
 // (always valid for tokens that BPE re-creates from their own bytes; tiktoken and HF with
-// ignore_merges use it for every token, which is their semantics); then BPE: a plain scan for
-// short chunks, otherwise a linked list of symbols with a heap of candidate pairs (stale
-// entries re-checked when popped), O(n log n) in the chunk length, so a 10 MB chunk without a
-// split stays linear-ish. Both pick the lowest (rank, position) each step, so they agree.
+// ignore_merges use it for every token, which is their semantics); then BPE over a linked list
+// of symbols, by one of three loops that all pick the lowest (rank, position) each step, so
+// they agree: a plain scan for short chunks (O(n^2), cheapest there); a heap of candidate
+// pairs (stale entries re-checked when popped) for middling ones; and for long chunks (a
+// megabyte without a split) a queue of ranks, each rank with the positions of its candidate
+// pairs, taken in ascending order (merge_by_rank). Long chunks cost O(n log n) at worst.
 //
 // Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
-// nxt/prv link live symbols; a merged-away symbol has sid == -1.
+// a merged-away symbol has sid == -1. Symbols tile the chunk, so one array of boundary tags
+// links them (SymbolList): span[i] at a live symbol's first and last position holds its length.
 //
 // Return codes of the encoding functions: the id count, -1 - b when byte b is not in the
 // vocabulary, or TOO_MANY_IDS when more ids than the room given come out.
@@ -27,9 +30,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bytes_map.h"
@@ -47,6 +55,8 @@ static const int64_t TOO_MANY_IDS = -1000;
 static const int64_t CACHE_MAX_CHUNK = 128;
 // Chunks up to this length are merged by the scan instead of the heap.
 static const int SCAN_MAX_CHUNK = 32;
+// Chunks of at least this many symbols are merged by the rank queue instead of the heap.
+static const int64_t RANK_QUEUE_MIN = 256;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
@@ -61,18 +71,133 @@ struct LowestFirst {
     bool operator()(uint64_t x, uint64_t y) const { return x < y; }
 };
 
+// merge_by_rank's positions of the candidate pairs of one rank. pos[cursor:] are pending;
+// `sorted` says whether they are ascending (appends usually are: merges run left to right).
+// (pos is a bare growable array: std::vector's push_back was not inlined in the hot loop.)
+struct RankBucket {
+    int32_t* pos = nullptr;
+    size_t size = 0, cap = 0;
+    size_t cursor = 0;
+    bool sorted = true;
+    bool queued = false;  // its rank sits in the rank queue
+
+    RankBucket() = default;
+    RankBucket(const RankBucket&) = delete;
+    RankBucket& operator=(const RankBucket&) = delete;
+    RankBucket(RankBucket&& o) noexcept
+        : pos(o.pos), size(o.size), cap(o.cap), cursor(o.cursor), sorted(o.sorted), queued(o.queued) {
+        o.pos = nullptr;
+        o.size = o.cap = 0;
+    }
+    ~RankBucket() { std::free(pos); }
+
+    void reset() {
+        size = cursor = 0;
+        sorted = true;
+        queued = false;
+    }
+    void release_if_big() {  // (drained) free a big array; a small one is kept for reuse
+        if (cap <= 4096) return;
+        std::free(pos);
+        pos = nullptr;
+        size = cursor = cap = 0;
+    }
+    inline void append(int32_t i) {
+        if (size == cap) grow();
+        pos[size++] = i;
+    }
+    void grow() {
+        size_t want = cap ? 2 * cap : 64;
+        int32_t* p = (int32_t*)std::realloc(pos, want * sizeof(int32_t));
+        if (p == nullptr) throw std::bad_alloc();
+        pos = p;
+        cap = want;
+    }
+};
+
+// An allocator whose resize leaves ints uninitialised: a buffer sized for the worst case (one
+// id per byte) only takes memory where ids are written.
+template <class T>
+struct UninitAlloc {
+    typedef T value_type;
+    UninitAlloc() = default;
+    template <class U>
+    UninitAlloc(const UninitAlloc<U>&) {}
+    T* allocate(size_t n) { return std::allocator<T>().allocate(n); }
+    void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+    template <class U>
+    void construct(U*) noexcept {}
+    template <class U, class A0, class... A>
+    void construct(U* p, A0&& a0, A&&... a) {
+        ::new ((void*)p) U(std::forward<A0>(a0), std::forward<A>(a)...);
+    }
+};
+template <class T, class U>
+bool operator==(const UninitAlloc<T>&, const UninitAlloc<U>&) { return true; }
+template <class T, class U>
+bool operator!=(const UninitAlloc<T>&, const UninitAlloc<U>&) { return false; }
+typedef std::vector<int32_t, UninitAlloc<int32_t>> IdBuffer;
+
+// The symbols of a chunk being merged: sid[i] the id of the live symbol starting at position i
+// (-1 inside a symbol), span[] boundary tags: at the first and the last position of every live
+// symbol, its length. The next symbol starts where this one ends; the previous one ends just
+// before this one starts, and its tag there says where it starts. One int32 per position links
+// the list both ways.
+struct SymbolList {
+    int32_t* sid;
+    int32_t* span;
+    int64_t n;
+
+    inline int64_t next(int64_t i) const {  // -1 at the end
+        int64_t k = i + span[i];
+        return k < n ? k : -1;
+    }
+    inline int64_t prev(int64_t i) const { return i > 0 ? i - span[i - 1] : -1; }  // -1 at the start
+    // Merge symbol i with the next one, j, into the id of v (lookup's value); returns the symbol
+    // after the merged one (-1 at the end).
+    inline int64_t merge(int64_t i, int64_t j, uint64_t v) {
+        sid[i] = (int32_t)(v & 0xFFFFFFFFULL);
+        sid[j] = -1;
+        int64_t end = j + span[j];
+        int32_t length = (int32_t)(end - i);
+        span[i] = length;
+        span[end - 1] = length;
+        return end < n ? end : -1;
+    }
+};
+
 // What one thread needs while encoding: the chunk cache (chunk bytes -> ids, cleared when it
 // holds more than max_ids ids, which bounds its memory) and reusable buffers.
 struct EncodeScratch {
     BytesMap cache;
     size_t max_ids = 4000000;
-    std::vector<int32_t> sid, nxt, prv;
-    std::vector<int32_t> out;     // ids of a call, before the caller copies them out
+    IdBuffer sid, span;           // the symbol list of a long chunk (SymbolList)
+    IdBuffer out;                 // ids of a call, before the caller copies them out
     std::vector<uint8_t> utf8;    // UTF-8 of a str
     Heap<uint64_t, LowestFirst> heap;
+    // merge_by_rank: its buckets (buckets[0:used_buckets] in use), rank -> bucket, and the
+    // queue of ranks with pending positions as (rank << 32) | bucket
+    std::vector<RankBucket> buckets;
+    size_t used_buckets = 0;
+    PairTable<int32_t> bucket_of;
+    Heap<uint64_t, LowestFirst> ranks;
 
     void clear_cache() { cache.clear(); }
     size_t cache_size() const { return cache.size(); }
+
+    // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
+    void trim(size_t keep) {
+        size_t held = (sid.capacity() + span.capacity()) * sizeof(int32_t) +
+                      (heap.capacity() + ranks.capacity()) * sizeof(uint64_t);
+        for (const RankBucket& b : buckets) held += b.cap * sizeof(int32_t);
+        if (held <= keep) return;
+        IdBuffer().swap(sid);
+        IdBuffer().swap(span);
+        heap.release();
+        std::vector<RankBucket>().swap(buckets);
+        used_buckets = 0;
+        ranks.release();
+    }
 };
 
 // The encoding tables. Built once, then read-only: many threads may encode at once, each with
@@ -81,6 +206,10 @@ class BpeEncoder {
   public:
     int merge_rule = MERGE_REPLAY;
     int scan_max = SCAN_MAX_CHUNK;   // 0..SCAN_MAX_CHUNK; 0 = always the heap (tests use it)
+    int64_t rank_queue_min = RANK_QUEUE_MIN;  // longer chunks use the rank queue (tests vary it)
+    // merge_by_rank hands over to the heap once it sorted more than this many times the
+    // positions pushed (0: at its first sort; tests use it)
+    int64_t rank_sort_budget = 4;
     int32_t byte_id[256];            // id of each single byte, -1 if none
 
     BpeEncoder() {
@@ -320,7 +449,7 @@ class BpeEncoder {
             if (length <= scan_max)
                 total += merge_scan(sid, length, out + total, length);
             else
-                total += merge_heap(length, st, out + total, length);
+                total += merge_long(length, st, out + total, length);
             start = ends[w];
         }
         return total;
@@ -416,7 +545,164 @@ class BpeEncoder {
             sid[i] = byte_id[data[i]];
             if (sid[i] < 0) return -1 - (int64_t)data[i];
         }
-        return merge_heap(n, st, out, cap);
+        return merge_long(n, st, out, cap);
+    }
+
+    int64_t merge_long(int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
+        SymbolList list = link_symbols(n, st);
+        if (n >= rank_queue_min) return merge_by_rank(list, st, out, cap);
+        return merge_heap(list, st, 0, out, cap);
+    }
+
+    // The symbol list over st.sid[0:n]: every symbol live, one position long.
+    static SymbolList link_symbols(int64_t n, EncodeScratch& st) {
+        if ((int64_t)st.span.size() < n) st.span.resize(n);
+        int32_t* span = st.span.data();
+        for (int64_t i = 0; i < n; ++i) span[i] = 1;
+        return SymbolList{st.sid.data(), span, n};
+    }
+
+    // The live symbols from position 0 (always live: a symbol sits at its first position) into
+    // out (room for cap ids).
+    static int64_t list_out(const SymbolList& list, int32_t* out, int64_t cap) {
+        int64_t count = 0;
+        for (int64_t i = 0; i < list.n; i += list.span[i]) {
+            if (count >= cap) return TOO_MANY_IDS;
+            out[count++] = list.sid[i];
+        }
+        return count;
+    }
+
+    // Long-chunk BPE over the symbol list (from link_symbols): the same choice
+    // as the heap, lowest rank then leftmost, organised by rank. Every candidate pair's position
+    // is appended to the bucket of its rank; a queue holds the ranks with pending positions.
+    // The lowest rank's positions are taken in ascending order, each re-checked (its pair may
+    // have changed since) and merged. A merge of rank r never creates a pair of rank r (the new
+    // token is longer than the one of rank r, and a pair's bytes determine its rank), so the
+    // bucket being drained gets no new position; the new pairs are pushed as they appear, in
+    // ascending position order, which keeps the buckets sorted in the usual case. Should a
+    // merge create a pair of a rank at or below the current one (a merge table that is not
+    // monotone), draining stops at once and the queue decides again, sorting a bucket's pending
+    // positions first when appends came out of order.
+    //
+    // The positions of one pass over a chunk are appended and read in order, so this runs at
+    // memory speed where a heap of a million entries misses the cache on every pop. Sorting is
+    // what could cost more than O(n log n) (a rank interrupted again and again); past a budget
+    // the heap takes over from the current list, which is exact: the state of the merge is the
+    // list and the floor, nothing else.
+    int64_t merge_by_rank(SymbolList list, EncodeScratch& st, int32_t* out, int64_t cap) const {
+        const int32_t* sid = list.sid;
+        int64_t n = list.n;
+        for (size_t b = 0; b < st.used_buckets; ++b) st.buckets[b].reset();
+        st.used_buckets = 0;
+        st.bucket_of.reset(64);
+        st.ranks.clear();
+        uint32_t current = 0;     // the rank being drained
+        bool interrupt = false;   // a push needs the queue to decide again
+        int64_t pushes = 0;
+        uint32_t memo_rank = ~0U;  // the last rank pushed and its bucket: pushes come in runs
+        int32_t memo_bucket = -1;
+        // Append position i to the bucket of rank `rank`.
+        auto push = [&](uint32_t rank, int64_t i) {
+            int32_t b = memo_bucket;
+            if (rank != memo_rank) {
+                size_t slot = st.bucket_of.index(rank);
+                if (st.bucket_of.occupied(slot)) {
+                    b = st.bucket_of.value(slot);
+                } else {
+                    b = (int32_t)st.used_buckets++;
+                    if (st.buckets.size() < st.used_buckets) st.buckets.emplace_back();
+                    st.bucket_of.insert_at(slot, rank, b);
+                }
+                memo_rank = rank;
+                memo_bucket = b;
+            }
+            RankBucket& bucket = st.buckets[b];
+            if (bucket.cursor == bucket.size) {  // drained: reuse from the start
+                bucket.size = bucket.cursor = 0;
+                bucket.sorted = true;
+            } else if ((int32_t)i < bucket.pos[bucket.size - 1]) {
+                bucket.sorted = false;
+            }
+            bucket.append((int32_t)i);
+            if (!bucket.queued) {
+                bucket.queued = true;
+                st.ranks.push(((uint64_t)rank << 32) | (uint32_t)b);
+            }
+            if (rank <= current) interrupt = true;
+            ++pushes;
+        };
+        for (int64_t i = 0; i + 1 < n; ++i) pairs_.prefetch(pair_key(sid[i], sid[i + 1]));
+        for (int64_t i = 0; i + 1 < n; ++i) {
+            uint64_t v = lookup(sid[i], sid[i + 1]);
+            if (v != NO_MERGE) push((uint32_t)(v >> 32), i);
+        }
+        uint32_t floor = 0;
+        int64_t sorted = 0;
+        while (!st.ranks.empty()) {
+            uint64_t top = st.ranks.top();
+            uint32_t rank = (uint32_t)(top >> 32);
+            size_t b = (size_t)(top & LOW_BITS);
+            if (st.buckets[b].cursor == st.buckets[b].size) {
+                st.ranks.pop();
+                st.buckets[b].queued = false;
+                st.buckets[b].release_if_big();  // drained: its memory goes back at once
+                continue;
+            }
+            if (!st.buckets[b].sorted) {
+                RankBucket& bucket = st.buckets[b];
+                sorted += (int64_t)(bucket.size - bucket.cursor);
+                if (sorted > rank_sort_budget * (pushes + n)) return heap_from_list(list, st, floor, out, cap);
+                std::sort(bucket.pos + bucket.cursor, bucket.pos + bucket.size);
+                bucket.sorted = true;
+            }
+            current = rank;
+            interrupt = false;
+            // (bucket b is re-read on every step: a push may move the buckets)
+            while (!interrupt && st.buckets[b].cursor < st.buckets[b].size) {
+                RankBucket& bucket = st.buckets[b];
+                int64_t i = bucket.pos[bucket.cursor++];
+                if (sid[i] < 0) continue;
+                int64_t j = list.next(i);
+                if (j < 0) continue;
+                uint64_t v = lookup_from(sid[i], sid[j], floor);
+                if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) continue;  // stale: a neighbour merged
+                if (merge_rule == MERGE_REPLAY) floor = rank;
+                int64_t k = list.merge(i, j, v);
+                int64_t p = list.prev(i);
+                if (p >= 0) {
+                    v = lookup_from(sid[p], sid[i], floor);
+                    if (v != NO_MERGE) push((uint32_t)(v >> 32), p);
+                }
+                if (k < 0) continue;
+                v = lookup_from(sid[i], sid[k], floor);
+                if (v == NO_MERGE) continue;
+                // A pair (i, k) of a higher rank is stale before it is read when k's own pair
+                // is the next to merge: the bucket's next position is k and its pair still has
+                // this rank. k's merge then pushes the pair (i, k's new symbol) as its left
+                // pair. (Runs of one letter halve their pushes so.)
+                RankBucket& again = st.buckets[b];
+                if ((uint32_t)(v >> 32) > rank && !interrupt && again.cursor < again.size &&
+                    again.pos[again.cursor] == k && list.next(k) >= 0) {
+                    uint64_t w = lookup_from(sid[k], sid[list.next(k)], floor);
+                    if (w != NO_MERGE && (uint32_t)(w >> 32) == rank) continue;
+                }
+                push((uint32_t)(v >> 32), i);
+            }
+        }
+        return list_out(list, out, cap);
+    }
+
+    // The heap's loop started from the current list (merge_by_rank's way out): every live pair
+    // becomes a candidate again.
+    int64_t heap_from_list(SymbolList list, EncodeScratch& st, uint32_t floor, int32_t* out, int64_t cap) const {
+        st.heap.clear();
+        for (int64_t i = 0, j; (j = list.next(i)) >= 0; i = j) {
+            uint64_t v = lookup_from(list.sid[i], list.sid[j], floor);
+            if (v != NO_MERGE) st.heap.add((v & RANK_BITS) | (uint64_t)i);
+        }
+        st.heap.make();
+        return merge_heap(list, st, floor, out, cap, false);
     }
 
     // Short-chunk BPE over the symbol ids sid[0:n] (changed in place, n <= SCAN_MAX_CHUNK): the
@@ -454,59 +740,42 @@ class BpeEncoder {
         return m;
     }
 
-    // BPE over the symbol ids st.sid[0:n] (n >= 1): a linked list of symbols and a heap of
-    // candidate pairs keyed (rank << 32) | position, stale entries re-checked when popped.
-    // O(n log n).
-    int64_t merge_heap(int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
-        if ((int64_t)st.nxt.size() < n) {
-            st.nxt.resize(n);
-            st.prv.resize(n);
+    // BPE over the symbol list (from link_symbols): a heap of candidate pairs
+    // keyed (rank << 32) | position, stale entries re-checked when popped. O(n log n). `fill`:
+    // the heap starts with the list's pairs (else the caller filled it).
+    int64_t merge_heap(SymbolList list, EncodeScratch& st, uint32_t floor, int32_t* out, int64_t cap,
+                       bool fill = true) const {
+        const int32_t* sid = list.sid;
+        if (fill) {
+            st.heap.clear();
+            for (int64_t i = 0; i + 1 < list.n; ++i) {
+                uint64_t v = lookup(sid[i], sid[i + 1]);
+                if (v != NO_MERGE) st.heap.add((v & RANK_BITS) | (uint64_t)i);
+            }
+            st.heap.make();  // O(n), at once
         }
-        int32_t* sid = st.sid.data();
-        int32_t* nxt = st.nxt.data();
-        int32_t* prv = st.prv.data();
-        for (int64_t i = 0; i < n; ++i) {
-            nxt[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
-            prv[i] = (int32_t)(i - 1);
-        }
-        st.heap.clear();
-        for (int64_t i = 0; i < n - 1; ++i) {
-            uint64_t v = lookup(sid[i], sid[i + 1]);
-            if (v != NO_MERGE) st.heap.add((v & RANK_BITS) | (uint64_t)i);
-        }
-        st.heap.make();  // O(n), at once
-        uint32_t floor = 0;
         while (!st.heap.empty()) {
             uint64_t top = st.heap.pop();
             uint32_t rank = (uint32_t)(top >> 32);
             int64_t i = (int64_t)(top & LOW_BITS);
             if (sid[i] < 0) continue;
-            int64_t j = nxt[i];
+            int64_t j = list.next(i);
             if (j < 0) continue;
             uint64_t v = lookup_from(sid[i], sid[j], floor);
             if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) continue;  // stale: a neighbour merged
             if (merge_rule == MERGE_REPLAY) floor = rank;
-            sid[i] = (int32_t)(v & LOW_BITS);
-            sid[j] = -1;
-            int64_t k = nxt[j];
-            nxt[i] = (int32_t)k;
+            int64_t k = list.merge(i, j, v);
             if (k >= 0) {
-                prv[k] = (int32_t)i;
                 v = lookup_from(sid[i], sid[k], floor);
                 if (v != NO_MERGE) st.heap.push((v & RANK_BITS) | (uint64_t)i);
             }
-            int64_t p = prv[i];
+            int64_t p = list.prev(i);
             if (p >= 0) {
                 v = lookup_from(sid[p], sid[i], floor);
                 if (v != NO_MERGE) st.heap.push((v & RANK_BITS) | (uint64_t)p);
             }
         }
-        int64_t count = 0;
-        for (int64_t i = 0; i >= 0; i = nxt[i]) {
-            if (count >= cap) return TOO_MANY_IDS;
-            out[count++] = sid[i];
-        }
-        return count;
+        return list_out(list, out, cap);
     }
 };
 

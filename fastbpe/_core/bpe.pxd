@@ -11,6 +11,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         MERGE_TOKEN
         MERGE_RULE_COUNT
     const int SCAN_MAX_CHUNK
+    const int64_t RANK_QUEUE_MIN
     const int64_t TOO_MANY_IDS
 
     cdef cppclass EncodeScratch:
@@ -19,11 +20,14 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         vector[int32_t] out
         vector[uint8_t] utf8
         void clear_cache()
+        void trim(size_t keep)
         size_t cache_size()
 
     cdef cppclass BpeEncoder:
         int merge_rule
         int scan_max
+        int64_t rank_queue_min
+        int64_t rank_sort_budget
         int32_t byte_id[256]
         int64_t set_tokens(const vector[string]& tokens, int64_t* first) except +
         int32_t token_id(const uint8_t* p, size_t n)

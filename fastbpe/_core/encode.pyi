@@ -28,6 +28,8 @@ class BPECore:
     @property
     def made(self) -> npt.NDArray[np.int32]: ...
     scan_max: int
+    rank_queue_min: int
+    rank_sort_budget: int
     def __init__(self, token_bytes: List[bytes], left: npt.NDArray[np.int32], right: npt.NDArray[np.int32],
                  merge_rule: str = "replay", whole_token_lookup: str = "consistent") -> None: ...
     def encode_chunks(self, data: _Buffer, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],

@@ -197,6 +197,7 @@ cdef class BPECore:
         if st.out.size() > KEEP_BUFFER:
             st.out.clear()
             st.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
+        st.trim(KEEP_BUFFER)         # nor the merge buffers of a huge chunk
         return out
 
     def encode_text(self, const uint8_t[::1] data, int pattern, EncodeState state):
@@ -420,6 +421,7 @@ cdef class BPECore:
         cdef int32_t[::1] ov = out
         with nogil:
             total = self.enc.encode_symbols(&symbols[0], &ends[0], words, state.scratch, &ov[0])
+        state.scratch.trim(KEEP_BUFFER)
         return out[:total]
 
     @property
@@ -432,6 +434,31 @@ cdef class BPECore:
         if not 0 <= value <= SCAN_MAX_CHUNK:
             raise ValueError(f"scan_max must be between 0 and {SCAN_MAX_CHUNK}")
         self.enc.scan_max = value
+
+    @property
+    def rank_queue_min(self):
+        """Chunks of at least this many symbols are merged by the rank queue (long chunks),
+        shorter ones above ``scan_max`` by the heap."""
+        return self.enc.rank_queue_min
+
+    @rank_queue_min.setter
+    def rank_queue_min(self, int64_t value):
+        if value < 0:
+            raise ValueError("rank_queue_min must be at least 0")
+        self.enc.rank_queue_min = value
+
+    @property
+    def rank_sort_budget(self):
+        """The rank queue hands a chunk over to the heap once it has sorted more than this many
+        times the positions it pushed (which bounds its cost at O(n log n)); 0 hands over at
+        its first sort."""
+        return self.enc.rank_sort_budget
+
+    @rank_sort_budget.setter
+    def rank_sort_budget(self, int64_t value):
+        if value < 0:
+            raise ValueError("rank_sort_budget must be at least 0")
+        self.enc.rank_sort_budget = value
 
     def whole_lookup_size(self):
         """How many tokens the whole-chunk lookup knows."""

@@ -14,6 +14,8 @@ class Heap {
     bool empty() const { return h_.empty(); }
     const T& top() const { return h_[0]; }  // not empty
     void clear() { h_.clear(); }
+    size_t capacity() const { return h_.capacity(); }
+    void release() { std::vector<T>().swap(h_); }  // clear and free the memory
 
     void push(const T& e) {
         size_t i = h_.size();

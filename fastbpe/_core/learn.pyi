@@ -1,15 +1,16 @@
 """Type stubs of the compiled merge learner (fastbpe/_core/learn.pyx)."""
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
 
 class MergeLearner:
     """Incremental BPE merge learner over a flat word table; one instance per training run."""
+    compact_slack: int
 
     def __init__(
         self,
-        symbols: npt.NDArray[np.int32],
+        symbols: Union[npt.NDArray[np.int32], npt.NDArray[np.uint8]],
         word_starts: npt.NDArray[np.int64],
         word_counts: npt.NDArray[np.int64],
         token_bytes: List[bytes],

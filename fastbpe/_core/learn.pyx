@@ -73,7 +73,8 @@ cdef struct Pair:
 cdef class MergeLearner:
     """Learns merges over a flat word table; one instance per training run.
 
-    ``symbols``: int32 ids of every base symbol, words concatenated in table order.
+    ``symbols``: int32 ids of every base symbol, words concatenated in table order (or uint8:
+    byte-level ids, read without an int32 copy of the table).
     ``word_starts``: int64, ``len(words) + 1`` offsets into ``symbols``.
     ``word_counts``: int64 count of each word (positive).
     ``token_bytes``: the content of each base id as bytes (UTF-8 for ``str`` symbols), used only
@@ -85,6 +86,12 @@ cdef class MergeLearner:
     cdef PairTable[int32_t] pair_index        # pair_key(left, right) -> index in ``pairs``
     cdef vector[Pair] pairs
     cdef vector[vector[int32_t]] pair_where   # positions where each pair was created
+    # Entries in pair_where and live symbols: stale entries are dropped from every list once
+    # they outnumber the live ones (_compact_where), which bounds the lists' memory.
+    cdef int64_t where_total, live_symbols
+    # stale entries tolerated beyond the live ones (tests set it very negative: compact
+    # after every merge)
+    cdef public int64_t compact_slack
     cdef vector[int32_t] touched
     cdef MergeHeap heap
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
@@ -96,9 +103,16 @@ cdef class MergeLearner:
     cdef vector[int32_t] out_left, out_right, out_new
     cdef vector[int64_t] out_count
 
-    def __init__(self, const int32_t[::1] symbols, const int64_t[::1] word_starts,
+    def __init__(self, symbols, const int64_t[::1] word_starts,
                  const int64_t[::1] word_counts, list token_bytes, tie_ranks=None):
-        cdef Py_ssize_t n = symbols.shape[0]
+        cdef const int32_t[::1] ids32
+        cdef const uint8_t[::1] ids8
+        cdef bint bytes_only = isinstance(symbols, np.ndarray) and symbols.dtype == np.uint8
+        if bytes_only:
+            ids8 = symbols
+        else:
+            ids32 = symbols
+        cdef Py_ssize_t n = ids8.shape[0] if bytes_only else ids32.shape[0]
         cdef Py_ssize_t num_words = word_counts.shape[0]
         cdef Py_ssize_t w, p, start, end
         cdef bytes content
@@ -119,9 +133,16 @@ cdef class MergeLearner:
                 raise ValueError("tie_ranks must be a permutation of the base token ids")
             for r in tie_ranks:
                 self.tie_rank.push_back(<int64_t>r)
+        self.where_total = 0
+        self.live_symbols = n
+        self.compact_slack = 1_000_000
         with nogil:
-            for p in range(n):
-                self.node[p].sym = symbols[p]
+            if bytes_only:
+                for p in range(n):
+                    self.node[p].sym = ids8[p]
+            else:
+                for p in range(n):
+                    self.node[p].sym = ids32[p]
             for w in range(num_words):
                 self.word_count[w] = word_counts[w]
                 start = word_starts[w]
@@ -136,6 +157,7 @@ cdef class MergeLearner:
                 if self.node[p].nxt >= 0:
                     self._add(self.node[p].sym, self.node[self.node[p].nxt].sym, self.word_count[self.node[p].word],
                               <int32_t>p)
+                    self.where_total += 1
             self._push_touched()
 
     # ---- pairs ------------------------------------------------------------------------------
@@ -218,9 +240,32 @@ cdef class MergeLearner:
                 kept += 1
                 if p < first:
                     first = p
+        self.where_total -= <int64_t>(n - kept)
         where.resize(kept)
         self.pairs[pair].first = first
         return first
+
+    cdef int _compact_where(self) except -1 nogil:
+        """Drop the stale positions of every pair and free the room they took. Positions are
+        only ever a superset of a pair's live occurrences; dropping the stale ones changes no
+        count, no first position and no merge."""
+        cdef size_t pair, i, kept, n
+        cdef int32_t p
+        cdef vector[int32_t]* where
+        self.where_total = 0
+        for pair in range(self.pair_where.size()):
+            where = &self.pair_where[pair]
+            n = where.size()
+            kept = 0
+            for i in range(n):
+                p = where[0][i]
+                if self._occurs_at(<int32_t>pair, p):
+                    where[0][kept] = p
+                    kept += 1
+            where.resize(kept)
+            where.shrink_to_fit()
+            self.where_total += <int64_t>kept
+        return 0
 
     cdef inline int64_t _tie_key(self, int32_t pair) noexcept nogil:
         """The heap's second key: the first position (default), or the pair's rank key."""
@@ -281,7 +326,9 @@ cdef class MergeLearner:
         cdef vector[int32_t] where
         cdef int32_t p, q, left, right
         cdef int64_t count
+        cdef int64_t merged = 0, added = 0   # kept in registers; the totals are updated once
         where.swap(self.pair_where[pair])
+        self.where_total -= <int64_t>where.size()
         if a == b:
             # Only (a, a) can overlap; ascending positions give the reference's left-to-right
             # scan (``aaa`` -> ``aa a``). For a != b, occurrences never share a symbol.
@@ -304,14 +351,21 @@ cdef class MergeLearner:
                 self._remove(b, self.node[right].sym, count)
             self.node[p].sym = new_id
             self.node[q].sym = DEAD
+            merged += 1
             self.node[p].nxt = right
             if right >= 0:
                 self.node[right].prev = p
             if left >= 0:
                 self._add(self.node[left].sym, new_id, count, left)
+                added += 1
             if right >= 0:
                 self._add(new_id, self.node[right].sym, count, p)
+                added += 1
+        self.live_symbols -= merged
+        self.where_total += added
         self._push_touched()
+        if self.where_total > 2 * self.live_symbols + self.compact_slack:
+            self._compact_where()  # amortised: at least half the entries go
         return 0
 
     def corpus_tokens(self):

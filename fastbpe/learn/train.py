@@ -219,8 +219,9 @@ def _table_symbols(table: WordTable, unit: str, word_start: str, word_end: str):
     """Flat base-symbol ids of a table's chunks: the 256 byte values, or the characters in
     first-seen order. Returns ``(symbols, word_starts, base_tokens)``."""
     if unit == "bytes" and not word_start and not word_end:
-        # The common case stays vectorised: a chunk's bytes are already its base ids.
-        return table.data.astype(np.int32), table.offsets, [bytes([b]) for b in range(256)]
+        # The common case stays vectorised: a chunk's bytes are already its base ids (uint8,
+        # which the learner reads as they are: no int32 copy of the table).
+        return table.data, table.offsets, [bytes([b]) for b in range(256)]
     start, end = word_start.encode("utf-8"), word_end.encode("utf-8")
     base_ids: Dict[bytes, int] = {}
     if unit == "bytes":

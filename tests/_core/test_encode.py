@@ -47,17 +47,19 @@ def merge_lists(draw, alphabet=b"abc", max_merges=12):
 
 
 def core_encode_word(tok: Tokenizer, word: bytes, impl: str = "scan"):
-    """The compiled core on one chunk: from its bytes through the short-chunk scan or the heap,
-    or from its symbol ids (the path of character-level tokenizers and word markers)."""
+    """The compiled core on one chunk: from its bytes through the short-chunk scan, the heap or
+    the rank queue of long chunks, or from its symbol ids (the path of character-level
+    tokenizers and word markers; "symbols-ranks" through the rank queue)."""
     core = tok._core()
-    if impl == "symbols":
+    core.scan_max = 32 if impl in ("scan", "symbols") else 0
+    core.rank_queue_min = 0 if impl in ("ranks", "symbols-ranks") else 1 << 40
+    if impl.startswith("symbols"):
         symbols = np.array([tok._ids[bytes([b])] for b in word], dtype=np.int32)
         return core.encode_symbols(symbols, np.array([len(word)], dtype=np.int64), EncodeState()).tolist()
-    core.scan_max = 32 if impl == "scan" else 0
     return tok.encode_chunk_bounds(word, np.array([0]), np.array([len(word)])).tolist()
 
 
-IMPLS = ["scan", "heap", "symbols"]
+IMPLS = ["scan", "heap", "ranks", "symbols", "symbols-ranks"]
 
 
 @settings(max_examples=300)
@@ -118,6 +120,92 @@ def test_token_rule_equals_tiktoken(case, text):
     enc = tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     tok = Tokenizer(tokens, [], merge_rule="token", whole_token_lookup=True, pattern=pattern)
     assert tok.encode(text) == enc.encode_ordinary(text)
+
+
+# Long pieces: the rank queue of long chunks (and its hand-over to the heap) against the
+# references, on pieces of few letters (many ties and overlaps), with the length at the switch
+# from the heap to the rank queue and just either side of it.
+def _reference_ids(tok, rule, tokens, merges, word):
+    if rule == "replay":
+        return [tok._ids[t] for t in reference.encode_word(tuple(bytes([b]) for b in word),
+                                                           [(tokens[a], tokens[b]) for a, b in merges])]
+    if rule == "pair":
+        return [tok._ids[t] for t in encode_by_pair_rank(word, [(tokens[a], tokens[b]) for a, b in merges])]
+    ranks = {t: i for i, t in enumerate(tokens)}
+    return [ranks[t] for t in encode_by_token_rank(word, ranks, False)]
+
+
+def _long_piece_encoders(tok, n):
+    """(label, encode) for the heap, the rank queue at the switch boundary n-1, n, n+1 and the
+    rank queue's hand-over to the heap, all on one chunk of n bytes."""
+    core = tok._core()
+
+    def run(queue_min, budget=4, symbols=False):
+        def encode(word):
+            core.scan_max, core.rank_queue_min, core.rank_sort_budget = 0, queue_min, budget
+            try:
+                if symbols:
+                    ids = np.array([tok._ids[bytes([b])] for b in word], dtype=np.int32)
+                    return core.encode_symbols(ids, np.array([len(word)], dtype=np.int64), EncodeState()).tolist()
+                return tok.encode_chunk_bounds(word, np.array([0]), np.array([len(word)])).tolist()
+            finally:
+                core.scan_max, core.rank_queue_min, core.rank_sort_budget = 32, 256, 4
+        return encode
+
+    return [("heap", run(n + 1)), ("queue at n-1", run(n - 1)), ("queue at n", run(n)),
+            ("queue, hand-over", run(0, budget=0)), ("queue, symbols", run(0, symbols=True))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(merge_lists(alphabet=b"ab\xff", max_merges=16), st.sampled_from(["replay", "pair", "token"]),
+       st.integers(33, 300), st.data())
+def test_long_pieces_equal_reference(case, rule, n, data):
+    """Pieces of 33 to 300 bytes over two letters and an invalid UTF-8 byte, every merge rule;
+    arbitrary merge lists are not monotone, so new pairs of lower ranks interrupt the queue."""
+    tokens, merges = case
+    tok = Tokenizer(tokens, merges if rule != "token" else [], merge_rule=rule, whole_token_lookup="none")
+    unit = data.draw(st.sampled_from([b"a", b"ab", b"aab", b"ab\xff", b"abba"]))
+    noise = data.draw(st.lists(st.integers(0, n - 1), max_size=4))
+    word = bytearray((unit * n)[:n])
+    for i in noise:
+        word[i] = data.draw(st.sampled_from(b"ab\xff"))
+    word = bytes(word)
+    expected = _reference_ids(tok, rule, tokens, merges, word)
+    for label, encode in _long_piece_encoders(tok, n):
+        assert encode(word) == expected, label
+
+
+@pytest.mark.parametrize("rule", ["replay", "pair", "token"])
+def test_tens_of_kilobytes_agree_across_merge_loops(rule):
+    """30 KB pieces, too long for the quadratic references: the rank queue equals the heap
+    (which the references check on shorter pieces) on one letter, two letters and noise."""
+    rng = np.random.default_rng(7)
+    tokens = list(BYTES)
+    ids = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    for _ in range(40):  # random merges over a, b: many tokens of runs and overlaps
+        a, b = (int(x) for x in rng.choice([ids[b"a"], ids[b"b"]] + list(range(256, len(tokens))), 2))
+        new = tokens[a] + tokens[b]
+        if new not in ids:
+            ids[new] = len(tokens)
+            tokens.append(new)
+        merges.append((a, b))
+    tok = Tokenizer(tokens, merges if rule != "token" else [], merge_rule=rule, whole_token_lookup="none")
+    n = 30_000
+    pieces = [b"a" * n, b"ab" * (n // 2), bytes(rng.choice([97, 98], n).astype(np.uint8)),
+              bytes(rng.choice([97, 97, 97, 98], n).astype(np.uint8))]
+    for word in pieces:
+        results = {label: encode(word) for label, encode in _long_piece_encoders(tok, len(word))}
+        assert len(set(map(tuple, results.values()))) == 1, {k: len(v) for k, v in results.items()}
+        assert tok.decode_bytes(results["heap"]) == word
+
+
+def test_rank_queue_settings_are_checked():
+    core = BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32))
+    with pytest.raises(ValueError, match="rank_queue_min"):
+        core.rank_queue_min = -1
+    with pytest.raises(ValueError, match="rank_sort_budget"):
+        core.rank_sort_budget = -1
 
 
 @pytest.fixture(scope="module")

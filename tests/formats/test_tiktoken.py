@@ -1,6 +1,8 @@
 """tiktoken rank files and OpenAI's presets, verified by tiktoken itself."""
 import json
 
+import numpy as np
+
 import pytest
 
 import fastbpe
@@ -23,6 +25,20 @@ def test_openai_encodings_equal_tiktoken(name, hello, samples, shared_data, tikt
     # per row too (short texts exercise chunk edges)
     for row in shared_data.rows("parallel_multi.tsv.gz", 300):
         assert tok.encode_ordinary(row) == enc.encode_ordinary(row)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_long_pieces_equal_tiktoken(name, shared_data, tiktoken_encoding):
+    """Pieces of tens of KB without a split (runs of one letter, few letters, digits-free
+    words), through the rank queue of long chunks, and lengths at its switch from the heap."""
+    tok = openai(name, shared_data.path("tokenizers", "tiktoken"))
+    enc = tiktoken_encoding(name)
+    rng = np.random.default_rng(3)
+    texts = ["a" * 40_000, "ab" * 15_000, "".join(rng.choice(list("ab"), 30_000)),
+             "".join(rng.choice(list("xyzé"), 20_000)), "Ä" * 10_000]
+    texts += ["a" * n for n in (255, 256, 257)] + ["ba" * 128, "ab" * 128 + "a"]
+    for text in texts:
+        assert tok.encode_ordinary(text) == enc.encode_ordinary(text), (len(text), text[:8])
 
 
 def test_trained_tokenizer_exports_to_tiktoken(tmp_path, samples, tiktoken_encoding):

@@ -3,6 +3,7 @@
 import json
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -65,6 +66,26 @@ def test_edge_cases_agree(words):
 def test_huge_word():
     words = {tuple("ab" * 5000 + "c" * 3001): 2, tuple("abc"): 1}
     assert learn(words, 40, "fast") == learn(words, 40, "reference")
+
+
+@settings(max_examples=25, deadline=None)
+@given(letters=st.sampled_from([b"a", b"ab", b"aab", b"ab\xff"]), n=st.integers(200, 3000),
+       seed=st.integers(0, 2**32 - 1), num_merges=st.integers(1, 40))
+def test_long_words_from_byte_ids_with_compaction_equal_reference(letters, n, seed, num_merges):
+    """A long word of few letters (ties and overlaps everywhere) from uint8 ids, the table's own
+    bytes, with the stale positions of every pair dropped after each merge."""
+    from fastbpe._core.learn import MergeLearner
+
+    word = np.random.default_rng(seed).choice(np.frombuffer(letters, np.uint8), n).astype(np.uint8)
+    other = np.frombuffer(b"ab", np.uint8)
+    words = {tuple(bytes([b]) for b in word.tobytes()): 1, (b"a", b"b"): 2}
+    expected = learn(words, num_merges, "reference")
+    learner = MergeLearner(np.concatenate([word, other]), np.array([0, n, n + 2], np.int64),
+                           np.array([1, 2], np.int64), [bytes([b]) for b in range(256)])
+    learner.compact_slack = -(1 << 40)
+    merge_ids, counts, tokens = learner.run(num_merges)
+    got = ([(tokens[a], tokens[b]) for a, b, _ in merge_ids.tolist()], counts.tolist())
+    assert got == expected
 
 
 def test_min_frequency_and_exhaustion(impl):

@@ -1,0 +1,61 @@
+"""asv: long pieces, text with no split point in megabytes (one letter repeated, random letters).
+
+Encoding one such chunk is where a quadratic merge loop (or a heap that misses the cache on every
+pop) shows; training on one long word is where per-position state shows. Both are timed here on
+pieces made in ``setup`` (deterministic, nothing read from disk but the rank file).
+"""
+import numpy as np
+
+from .common import fastbpe_module, input_size, skip, tiktoken_file
+
+KINDS = ["one letter", "two letters", "random letters"]
+SIZES = ["100KB", "1MB", "10MB"]
+
+
+def long_piece(kind: str, size: str) -> str:
+    """A piece of ``size`` bytes without whitespace, digits or punctuation: one chunk for every
+    built-in split pattern."""
+    n = input_size(size)
+    if kind == "one letter":
+        return "a" * n
+    if kind == "two letters":
+        return "ab" * (n // 2)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+    return np.random.default_rng(0).choice(letters, n).tobytes().decode("ascii")
+
+
+class LongPieceEncode:
+    """``Tokenizer.encode_to_numpy`` of one long piece with OpenAI's cl100k_base ranks."""
+
+    params = (KINDS, SIZES)
+    param_names = ["kind", "size"]
+    timeout = 300
+
+    def setup(self, kind, size):
+        fastbpe = fastbpe_module()
+        path = tiktoken_file("cl100k_base")
+        if path is None:
+            skip("tokenizers/tiktoken/cl100k_base.tiktoken not found")
+        if not hasattr(fastbpe, "openai"):
+            skip("this commit has no fastbpe.openai")
+        self.tok = fastbpe.openai("cl100k_base", path)
+        self.text = long_piece(kind, size)
+        self.tok.encode_to_numpy("warm up: the tables are built on the first call")
+
+    def time_encode(self, kind, size):
+        self.tok.encode_to_numpy(self.text)
+
+
+class LongPieceTrain:
+    """``fastbpe.train`` on a corpus that is one long word (vocabulary 1000, one worker)."""
+
+    params = (["random letters", "two letters"], ["1MB", "10MB"])
+    param_names = ["kind", "size"]
+    timeout = 300
+
+    def setup(self, kind, size):
+        self.fastbpe = fastbpe_module()
+        self.text = long_piece(kind, size)
+
+    def time_train(self, kind, size):
+        self.fastbpe.train(text=self.text, vocab_size=1000, progress=False, workers=1)
