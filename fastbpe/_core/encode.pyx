@@ -321,6 +321,7 @@ cdef class BPECore:
         if st.out.size() > KEEP_BUFFER:
             st.out.clear()
             st.out.shrink_to_fit()
+        st.trim(KEEP_BUFFER)  # nor the merge buffers of a huge chunk
         return _int32_array(all_ids), ends, [k for k in range(count) if bad[k]]
 
     cdef _check_fused(self, int pattern, EncodeState state, size_t n):
