@@ -33,6 +33,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from .._core.count import ChunkCounter
+from ..cluster import OrderedReduction, connect, worker_threads
 from ..progress import byte_bar
 from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source
@@ -359,8 +360,10 @@ def count_words(
         tqdm bar with bytes read, MB/s and ETA. Default: only when stderr is a terminal.
     cluster
         A ``dask.distributed.Client``, or a scheduler address (``"tcp://host:8786"``) to connect
-        to. Partitions are counted on the Dask workers and only their tables come back; they
-        are combined here in partition order (the same table as one local worker). Files are
+        to. Partitions are counted on the Dask workers and their tables combined there, in
+        partition order, by a tree reduction (:mod:`fastbpe.cluster`): only the whole table comes
+        back, the same table as one local worker gives. Every worker must run this fastbpe
+        version (checked first: :class:`~fastbpe.cluster.WorkerVersionError`). Files are
         opened *by the workers*: the paths (made absolute here) must be readable on every worker
         under the same path (a shared filesystem, or the same copy everywhere), and fastbpe (the
         same version) must be installed there. Plain files are split into byte ranges, each
@@ -392,9 +395,9 @@ def count_words(
     if workers < 1:
         raise ValueError("workers must be >= 1")
 
-    client, own_client = _dask_client(cluster) if cluster is not None else (None, False)
+    client, own_client = connect(cluster) if cluster is not None else (None, False)
     try:
-        parallelism = workers if client is None else max(1, sum(client.nthreads().values()))
+        parallelism = workers if client is None else worker_threads(client)
         files = _corpus_files_or_none(corpus)
         total = sum(os.path.getsize(f) for f in files) if files is not None else None
         if partition_size is None:
@@ -423,16 +426,6 @@ def _corpus_files_or_none(corpus) -> Optional[List[str]]:
             raise FileNotFoundError(f"{exc} (to count texts rather than files, pass an iterator of "
                                     "str/bytes, e.g. iter(texts))") from None
     return None
-
-
-def _dask_client(cluster):
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ImportError("cluster= needs dask.distributed (pip install 'dask[distributed]')") from None
-    if isinstance(cluster, Client):
-        return cluster, False
-    return Client(cluster), True
 
 
 def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total) -> WordTable:
@@ -567,22 +560,43 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
             raise
 
 
+def concat_arrays(left, right):
+    """The arrays of two tables counted on consecutive parts of a corpus, combined in that
+    order (runs on Dask workers; associative, so any tree of them gives the whole's table)."""
+    counter = ChunkCounter()
+    counter.add_table(*left)
+    counter.add_table(*right)
+    return counter.arrays()
+
+
 def _count_dask(tasks, client, pattern, errors, block_size, bar) -> ChunkCounter:
-    """Submit tasks to the Dask workers (a bounded window in flight) and merge in task order."""
-    inflight = 2 * max(1, sum(client.nthreads().values()))
+    """Count the tasks on the Dask workers and combine their tables there, in task order, by an
+    ordered tree reduction: only the finished table comes back to this process. A bounded
+    window of count tasks is in flight, so the workers hold few tables at a time."""
+    from distributed import wait
 
-    def results():
-        pending = deque()
-        for task in tasks:
-            future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
-            pending.append((future, _task_raw(task)))
-            while len(pending) >= inflight:
-                future, raw = pending.popleft()
-                yield future.result(), raw
-                future.release()
-        while pending:
-            future, raw = pending.popleft()
-            yield future.result(), raw
-            future.release()
+    inflight = 2 * worker_threads(client)
+    reduction = OrderedReduction(client, concat_arrays)
+    pending = deque()
 
-    return _merge_in_order(results(), bar)
+    def settle(future, raw):
+        wait(future)
+        if future.status == "error":
+            future.result()  # raises the task's error here
+        if bar is not None:
+            bar.update(raw)
+
+    for task in tasks:
+        future = client.submit(count_task, task, pattern, errors, block_size, pure=False)
+        reduction.add(future)
+        pending.append((future, _task_raw(task)))
+        while len(pending) >= inflight:
+            settle(*pending.popleft())
+    while pending:
+        settle(*pending.popleft())
+    whole = reduction.result()
+    counter = ChunkCounter()
+    if whole is not None:
+        counter.add_table(*whole.result())
+        whole.release()
+    return counter
