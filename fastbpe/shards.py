@@ -22,9 +22,11 @@ every format, and the ``FBPETOK`` ``.bin`` shards of earlier versions (8-byte ma
 import hashlib
 import json
 import os
+import pickle
 import re
 import struct
 import time
+import uuid
 import warnings
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
@@ -439,7 +441,7 @@ def encode_files(
     client stopped) encodes only the partitions not yet recorded as done. Workers open the
     files themselves (the same paths on every machine: a shared filesystem, which also
     receives the shards) and must run this fastbpe version (checked first). The tokenizer is
-    sent to every worker once. ``workers`` does not apply: each worker runs one partition per
+    sent once (one task unpickles it; each worker fetches that result once). ``workers`` does not apply: each worker runs one partition per
     thread.
     """
     if block_chars is not None:
@@ -696,6 +698,14 @@ def _text_before(parts: list, index: int) -> bool:
     return any(p.get("text") for p in before if p["done"]) or not all(p["done"] for p in before)
 
 
+def _remove_temporaries(out_dir: Path) -> None:
+    """Remove the temporary files of workers lost in the middle of writing a shard (none of this
+    run's tasks is writing one when this runs)."""
+    for name in os.listdir(out_dir):
+        if name.startswith(".tmp-"):
+            os.unlink(out_dir / name)
+
+
 def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster, options: dict,
                        sep_id: Optional[int], progress) -> dict:
     from distributed import as_completed
@@ -705,9 +715,7 @@ def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster,
     client, own_client = connect(cluster)
     parts = manifest["partitions"]
     tokens_before = sum(p["tokens"] for p in parts if p["done"])
-    for name in os.listdir(out_dir):  # temporary files of workers lost mid-write
-        if name.startswith(".tmp-"):
-            os.unlink(out_dir / name)
+    _remove_temporaries(out_dir)
     started = time.perf_counter()
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")
@@ -745,8 +753,13 @@ def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster,
     try:
         if bar is not None:
             bar.update(sum(part_bytes(parts[i]) for i in counted))
-        # sent to every worker once; each task refers to it
-        tok_future = client.scatter(tokenizer, broadcast=True, hash=False)
+        # The tokenizer travels once, inside one task that unpickles it; each worker fetches that
+        # result once and every partition refers to it. Unlike scattered data (client.scatter),
+        # a task's result is recomputed when the workers holding it die, so losing workers
+        # never loses the tokenizer.
+        payload = pickle.dumps(tokenizer, protocol=pickle.HIGHEST_PROTOCOL)
+        tok_future = client.submit(pickle.loads, payload, pure=False,
+                                   key=f"fastbpe-tokenizer-{uuid.uuid4().hex}")
         todo = pending()
         while todo:
             submitted = {}
@@ -766,6 +779,7 @@ def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster,
                 counted.add(i)
                 save(complete=False)
             todo = pending()
+        _remove_temporaries(out_dir)
         save(complete=True)
     except BaseException:
         client.cancel(futures)

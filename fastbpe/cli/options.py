@@ -6,7 +6,7 @@ import sys
 from typing import List, NoReturn, Sequence
 
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "special_token_list", "split_token_list",
-           "fail"]
+           "fail", "add_scheduler_option"]
 
 PROG = "fastbpe"
 
@@ -102,3 +102,11 @@ def fail(message: str) -> NoReturn:
 
 def flatten(lists: Sequence[Sequence[str]]) -> List[str]:
     return [item for items in lists or () for item in items]
+
+
+def add_scheduler_option(parser: argparse.ArgumentParser, work: str) -> None:
+    """``--scheduler ADDRESS``: run ``work`` on the workers of a Dask cluster."""
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help=f"a Dask scheduler's address (tcp://host:8786): {work} on its workers, which "
+                             "must read the input files under the same paths and run the same fastbpe "
+                             "version (default: this machine only)")
