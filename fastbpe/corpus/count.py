@@ -148,6 +148,12 @@ class _File(NamedTuple):
     path: str
 
 
+class _Files(NamedTuple):
+    """Task: several small plain files, whole (each a _Range), read by the worker in order."""
+
+    ranges: Tuple[_Range, ...]
+
+
 def _file_blocks(task: _File, rule: int, block_size: Optional[int]) -> Iterator[Block]:
     reader, raw = open_bytes(task.path)
     with reader, raw:
@@ -159,15 +165,31 @@ def _file_blocks(task: _File, rule: int, block_size: Optional[int]) -> Iterator[
 
 
 def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Optional[int],
-                  compressed_to_workers: bool = False, files: Optional[List[str]] = None) -> Iterator[Any]:
-    """The corpus as an ordered stream of tasks: Block (data in hand), _Range or _File (a worker
-    reads the file itself).
+                  compressed_to_workers: bool = False, files: Optional[List[str]] = None,
+                  plain_to_workers: bool = False) -> Iterator[Any]:
+    """The corpus as an ordered stream of tasks: Block (data in hand), _Range, _Files or _File
+    (a worker reads the file itself).
 
-    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size;
-    compressed files become _File tasks when ``compressed_to_workers``; everything else is read
-    here and packed into Blocks. ``files``: the corpus's files if already expanded.
+    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size, and
+    with ``plain_to_workers`` (a cluster: no text through this process) smaller ones become
+    _Files tasks of consecutive files up to about that size; compressed files become _File tasks
+    when ``compressed_to_workers``; everything else is read here and packed into Blocks.
+    ``files``: the corpus's files if already expanded.
     """
     builder = _BlockBuilder(block_size or (1 << 62))
+    small: List[_Range] = []  # consecutive small plain files for one _Files task
+    small_size = 0
+
+    def pending():
+        """What was gathered before the next task: the small files, or a Block in hand."""
+        nonlocal small, small_size
+        if small:
+            yield _Files(tuple(small))
+            small, small_size = [], 0
+        block = builder.take()
+        if block is not None:
+            yield block
+
     if files is None:
         files = _corpus_files_or_none(corpus)
     if files is not None:
@@ -175,16 +197,18 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
             compressed = is_compressed(path)
             size = os.path.getsize(path)
             if not compressed and split_plain is not None and size > split_plain:
-                block = builder.take()
-                if block is not None:
-                    yield block
+                yield from pending()
                 for start in range(0, size, split_plain):
                     yield _Range(path, start, min(start + split_plain, size))
                 continue
+            if not compressed and split_plain is not None and plain_to_workers:
+                small.append(_Range(path, 0, size))
+                small_size += size
+                if small_size >= split_plain:
+                    yield from pending()
+                continue
             if compressed and compressed_to_workers:
-                block = builder.take()
-                if block is not None:
-                    yield block
+                yield from pending()
                 yield _File(path)
                 continue
             reader, raw = open_bytes(path)
@@ -231,9 +255,7 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
                     lo = k + 1
             yield from builder.add_many(datas[lo:], first + lo)
             first += len(batch)
-    block = builder.take()
-    if block is not None:
-        yield block
+    yield from pending()
 
 
 def _item_bytes(item, index: int) -> bytes:
@@ -292,11 +314,13 @@ def _task_blocks(task, rule: int, block_size: Optional[int]) -> Iterator[Block]:
         return _range_blocks(task, rule, block_size)
     if isinstance(task, _File):
         return _file_blocks(task, rule, block_size)
+    if isinstance(task, _Files):
+        return itertools.chain.from_iterable(_range_blocks(r, rule, block_size) for r in task.ranges)
     return iter([task])
 
 
 def count_task(task, pattern: str, errors: str, block_size: Optional[int]):
-    """Count one task (a Block or a _Range) into a fresh table; returns its three arrays.
+    """Count one task (a Block, _Range, _Files or _File) into a fresh table; returns its three arrays.
 
     This is what runs in worker processes and on Dask workers.
     """
@@ -312,6 +336,8 @@ def _task_raw(task) -> int:
         return task.end - task.start
     if isinstance(task, _File):
         return os.path.getsize(task.path)
+    if isinstance(task, _Files):
+        return sum(r.end - r.start for r in task.ranges)
     return task.raw
 
 
@@ -404,12 +430,14 @@ def count_words(
             # one partition per worker when the corpus allows: every partition builds its own
             # table, so more partitions cost more duplicated work than they gain in balance
             partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // parallelism)))
-        split_plain = partition_size if parallelism > 1 and block_size is not None else None
+        # a cluster reads every file on the workers, so it always cuts (even with one worker)
+        split_plain = partition_size if (parallelism > 1 or client is not None) and block_size is not None else None
         # compressed files are read by the workers on a cluster (spreading the decompression);
         # locally too when there are enough of them to keep every worker busy
         many_compressed = files is not None and sum(map(is_compressed, files)) >= 2 * parallelism
         to_workers = client is not None or (parallelism > 1 and many_compressed)
-        tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files)
+        tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files,
+                              plain_to_workers=client is not None)
         return _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total)
     finally:
         if own_client:
