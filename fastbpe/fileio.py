@@ -1,12 +1,13 @@
 """File helpers shared by every reader and writer: JSON files read with one error style, and
 writes that no reader ever sees half done."""
+import hashlib
 import json
 import os
 import re
+import secrets
 import stat
-import tempfile
 import threading
-from typing import Any, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["write_atomic", "read_json", "json_bytes"]
 
@@ -40,26 +41,114 @@ def _mode_for(path: str) -> int:
         return 0o666 & ~_umask()
 
 
-def write_atomic(path: PathLike, payload: bytes) -> None:
+# A temporary file is named ``.tmp-PID-RANDOM-TARGET``: which process writes it and which file it
+# becomes, so that a writer killed before its rename (SIGKILL, a crash) leaves a file the next
+# write of the same target recognises as its own and removes.
+_TEMP_NAME = re.compile(r"\.tmp-(\d+)-[0-9a-f]{16}-(.*)", re.DOTALL)
+_NAME_ROOM = 200  # bytes of the target's name a temporary name holds (file names have 255)
+_STALE_LOCK = threading.Lock()
+# directory -> (its mtime when last looked at, target tag -> temporary files of dead writers)
+_STALE: Dict[str, Tuple[int, Dict[str, List[str]]]] = {}
+
+
+def _tag(name: str) -> str:
+    """The target ``name`` as its temporary files end: itself, or a digest when it is long."""
+    if len(os.fsencode(name)) <= _NAME_ROOM:
+        return name
+    return "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:32]
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM)
+        return True
+    return True
+
+
+def _dead_writers_temporaries(directory: str) -> Dict[str, List[str]]:
+    """Temporary files of this writer whose process has ended, by target tag."""
+    found: Dict[str, List[str]] = {}
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return found
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match and int(match.group(1)) != os.getpid() and not _process_exists(int(match.group(1))):
+            found.setdefault(match.group(2), []).append(entry.name)
+    return found
+
+
+def _mtime(directory: str) -> int:
+    try:
+        return os.stat(directory).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _remove_dead_writers_temporaries(directory: str, tag: str) -> None:
+    """Remove what writers of ``directory/<target>`` left when they were killed mid-write. The
+    folder is listed again only when something else changed it since this process last wrote
+    there, so writing many files into one folder stays linear."""
+    with _STALE_LOCK:
+        mtime = _mtime(directory)
+        known = _STALE.get(directory)
+        if known is None or known[0] != mtime:
+            known = _STALE[directory] = (mtime, _dead_writers_temporaries(directory))
+        names = known[1].pop(tag, [])
+    for name in names:
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:  # removed meanwhile, or not ours to remove: left alone
+            pass
+
+
+def _note_own_change(directory: str) -> None:
+    with _STALE_LOCK:
+        if directory in _STALE:
+            _STALE[directory] = (_mtime(directory), _STALE[directory][1])
+
+
+def write_atomic(path: PathLike, payload: Union[bytes, Sequence]) -> None:
     """Write ``payload`` to ``path`` so that readers see the old file or the whole new one.
 
-    The file ends up with the permissions a plain ``open(path, "w")`` would give it (the
-    temporary file ``mkstemp`` makes is private until then).
+    ``payload``: bytes, or a sequence of bytes-like pieces written one after the other (a
+    header and a NumPy array's memory, say, so that a large array is never copied into one
+    ``bytes`` first).
+
+    The payload goes to a temporary file beside ``path`` (``.tmp-PID-RANDOM-NAME``), renamed
+    over ``path`` once complete; on an exception (Ctrl-C included) it is removed. A writer
+    killed outright leaves it behind: the next write of the same ``path`` removes the ones whose
+    process no longer runs. The file ends up with the permissions a plain ``open(path, "w")``
+    would give it (the temporary file is private until then).
     """
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    directory, name = os.path.split(os.path.abspath(path))
+    tag = _tag(name)
+    _remove_dead_writers_temporaries(directory, tag)
+    # Named before the try, so that the file is removed whatever instruction an exception (a
+    # Ctrl-C) interrupts, the open itself included. 64 random bits: two writers of this
+    # process never draw the same name.
+    tmp = os.path.join(directory, f".tmp-{os.getpid()}-{secrets.token_hex(8)}-{tag}")
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+            for piece in [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload:
+                f.write(piece)
             f.flush()
             os.fchmod(f.fileno(), _mode_for(path))
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        try:
             os.unlink(tmp)
+        except OSError:  # not created, or renamed already
+            pass
         raise
+    _note_own_change(directory)
 
 
 def read_json(path: PathLike, what: str) -> Any:

@@ -239,18 +239,24 @@ def _llmc_header(count: int) -> bytes:
     return header.tobytes()
 
 
-def _write_shard(path: Path, ids: np.ndarray, fmt: str) -> None:
-    little = ids.astype(ids.dtype.newbyteorder("<"), copy=False)
-    if fmt == "npy":
-        import io
+def _npy_header(ids: np.ndarray) -> bytes:
+    import io
 
-        buf = io.BytesIO()
-        np.save(buf, little, allow_pickle=False)
-        write_atomic(path, buf.getvalue())
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(ids))
+    return head.getvalue()
+
+
+def _write_shard(path: Path, ids: np.ndarray, fmt: str) -> None:
+    """The shard's header, then the ids straight from the writer's buffer (a shard is up to
+    hundreds of MB: no copy of it is made)."""
+    little = np.ascontiguousarray(ids.astype(ids.dtype.newbyteorder("<"), copy=False))
+    if fmt == "npy":
+        write_atomic(path, [_npy_header(little), memoryview(little).cast("B")])
     elif fmt == "raw":
-        write_atomic(path, little.tobytes())
+        write_atomic(path, [memoryview(little).cast("B")])
     elif fmt == "llmc":
-        write_atomic(path, _llmc_header(len(ids)) + little.astype("<u2", copy=False).tobytes())
+        write_atomic(path, [_llmc_header(len(ids)), memoryview(little.astype("<u2", copy=False)).cast("B")])
     else:
         raise ValueError(f"unknown shard format {fmt!r}")
 

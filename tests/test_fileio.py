@@ -48,3 +48,84 @@ def test_a_saved_tokenizer_is_readable_by_the_group_under_umask_022(tmp_path, um
     tok.save(tmp_path / "tok.json")
     tok.to_huggingface(tmp_path / "hf.json")
     assert mode(tmp_path / "tok.json") == mode(tmp_path / "hf.json") == 0o644
+
+
+KILLED_MID_WRITE = """
+import os, sys, time
+from fastbpe import fileio
+
+os.fsync = lambda fd: time.sleep(600)  # hold the writer between its write and its rename
+fileio.write_atomic(sys.argv[1], b"new " * 1000)
+"""
+
+
+def _temporaries(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".tmp-"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs POSIX signals to kill the writer")
+def test_the_temporary_of_a_killed_writer_goes_with_the_next_write_of_that_file(tmp_path):
+    """SIGKILL between write and rename leaves the temporary file (nothing can remove it then);
+    the next write of the same file removes it, and a later one finds nothing to remove."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    target = tmp_path / "tokenizer.json"
+    target.write_bytes(b"old")
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(target)],
+                              env={**os.environ, "PYTHONPATH": root})
+    try:
+        deadline = time.monotonic() + 60
+        while not _temporaries(tmp_path) and writer.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        left = _temporaries(tmp_path)
+        assert left, "the writer never made its temporary file"
+        assert os.path.getsize(tmp_path / left[0]) == 4000  # written, held before the rename
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    assert _temporaries(tmp_path) == left and target.read_bytes() == b"old"
+    write_atomic(target, b"newer")
+    assert _temporaries(tmp_path) == [] and target.read_bytes() == b"newer"
+    write_atomic(target, b"newest")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokenizer.json"]
+
+
+def test_temporaries_of_running_writers_and_of_other_files_are_left_alone(tmp_path):
+    import subprocess
+    import sys
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dead, running = ended.pid, os.getppid()
+    names = {
+        "dead, same file": f".tmp-{dead}-0123456789abcdef-a.json",
+        "dead, other file": f".tmp-{dead}-0123456789abcdef-b.json",
+        "dead, a longer name": f".tmp-{dead}-0123456789abcdef-a.json.bak",
+        "running, same file": f".tmp-{running}-0123456789abcdef-a.json",
+        "this process, same file": f".tmp-{os.getpid()}-0123456789abcdef-a.json",
+        "not one of ours": ".tmp-a.json",
+    }
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"partial")
+    write_atomic(tmp_path / "a.json", b"{}")
+    removed = {what for what, name in names.items() if not (tmp_path / name).exists()}
+    assert removed == {"dead, same file"}
+
+
+def test_a_long_file_name_still_gets_a_temporary_name_the_system_accepts(tmp_path):
+    name = "é" * 120 + ".json"  # 245 bytes: at the limit, with no room for a prefix
+    write_atomic(tmp_path / name, b"{}")
+    assert os.listdir(tmp_path) == [name]
+
+
+def test_a_payload_in_pieces_is_written_in_order(tmp_path):
+    import numpy as np
+
+    ids = np.arange(300, dtype="<u2")
+    write_atomic(tmp_path / "ids.bin", [b"head", memoryview(ids).cast("B"), bytearray(b"tail")])
+    assert (tmp_path / "ids.bin").read_bytes() == b"head" + ids.tobytes() + b"tail"
+    assert os.listdir(tmp_path) == ["ids.bin"]

@@ -31,7 +31,7 @@ __all__ = [
     "REPO_ROOT", "SIZES", "parse_size", "format_size", "skip", "data_dir", "data_file",
     "fastbpe_module", "feature", "generated_text", "corpus_text", "reference_table",
     "reference_words", "regex_pattern", "reference_count", "parallel_rows", "LANGUAGES",
-    "byte_pair_ranks_encode",
+    "byte_pair_ranks_encode", "long_word_file", "corpus_file",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # benchmarks/suites/common.py
@@ -177,15 +177,31 @@ def _cached(key: str, make):
         except Exception:  # a corrupt cache file is remade, never trusted
             pass
     value = make()
+    _write_cache_file(path, lambda f: pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL))
+    return value
+
+
+def _write_cache_file(path: Path, write) -> None:
+    """``write(f)`` into a temporary file beside ``path``, then renamed to it, so that two
+    benchmark processes racing on the same key never read half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            write(f)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return value
+
+
+def _cached_file(key: str, suffix: str, write) -> Path:
+    """The path of a cache file made once by ``write(f)`` (for inputs read from disk, which a
+    benchmark must not hold in memory)."""
+    digest = hashlib.sha1(f"v{CACHE_VERSION}:{key}".encode()).hexdigest()[:20]
+    path = _cache_dir() / f"{digest}{suffix}"
+    if not path.exists():
+        _write_cache_file(path, write)
+    return path
 
 
 # ---- generated text ---------------------------------------------------------------------------
@@ -259,6 +275,29 @@ def generated_text(nbytes, seed: int = 0) -> str:
     return _cached(f"generated:{nbytes}:{seed}", lambda: _generate(nbytes, seed))
 
 
+def long_word_file(nbytes) -> Path:
+    """A file of ``nbytes`` lower-case ASCII letters and nothing else: the pseudo-words of
+    :func:`generated_text` run together into one word, which every split pattern keeps as a
+    single chunk (the worst case of counting and encoding: one chunk as long as the input).
+    Written in pieces, so that making it never holds the whole text."""
+    nbytes = input_size(nbytes)
+
+    def write(f):
+        words = [w.lower() for w in _cached("words:0:200000", lambda: _word_list(np.random.default_rng(0), 200_000))
+                 if w.isascii() and w.isalpha()]
+        words = np.array(words, dtype=object)
+        rng = np.random.default_rng(nbytes)
+        weights = 1.0 / np.arange(1, len(words) + 1)
+        weights /= weights.sum()
+        left = nbytes
+        while left > 0:
+            piece = "".join(words[rng.choice(len(words), size=20_000, p=weights)].tolist()).encode("ascii")
+            f.write(piece[:left])
+            left -= min(len(piece), left)
+
+    return _cached_file(f"long-word:{nbytes}", ".txt", write)
+
+
 # ---- real corpora -----------------------------------------------------------------------------
 
 def data_dir() -> Path:
@@ -301,6 +340,21 @@ def corpus_text(source: str, nbytes) -> str:
     if len(text) < nbytes // 5:  # a short file: compare characters to bytes, loosely
         skip(f"{path.name} holds fewer than {nbytes} bytes")
     return text
+
+
+def corpus_file(source: str) -> Path:
+    """The whole of a shared corpus file (read from disk by the code measured; skips when it is
+    absent), or, with tiny inputs, a plain file of its first 20 KB."""
+    if source not in CORPORA:
+        raise ValueError(f"unknown corpus {source!r}; one of {', '.join(CORPORA)}")
+    path = data_file(CORPORA[source])
+    if path is None:
+        skip(f"{CORPORA[source]} not found in {data_dir()} (set FASTBPE_DATA)")
+    if os.environ.get(TINY_ENV, "") in ("", "0"):
+        return path
+    stat = path.stat()
+    key = f"corpus-file:{path}:{stat.st_size}:{stat.st_mtime_ns}:{TINY_BYTES}"
+    return _cached_file(key, ".txt", lambda f: f.write(_read_prefix(path, TINY_BYTES).encode("utf-8")))
 
 
 # ---- pure-Python references used as baselines and as inputs -----------------------------------

@@ -1,9 +1,13 @@
 """The ``fastbpe`` command: one argparse tree, one subcommand module each (``train``, ``encode``).
 
 Every user error (a bad option, a missing file, invalid input) is reported the same way,
-``fastbpe: error: ...`` on stderr, with exit code 2.
+``fastbpe: error: ...`` on stderr, with exit code 2. Ctrl-C (SIGINT) and SIGTERM stop the command
+the same way: what it was writing is removed (files are written whole or not at all), one line
+says so, and the exit code is 130 or 143 (128 + the signal's number, as shells report).
 """
+import signal
 import sys
+import threading
 from typing import Optional, Sequence
 
 from .encode import add_encode_subcommand
@@ -28,12 +32,27 @@ def build_parser() -> Parser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM while the command runs, so that it unwinds (and
+    cleans up) as after Ctrl-C."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command; returns its exit code (0, or 2 for a user error)."""
+    """Run the command; returns its exit code (0, 2 for a user error, 130 after Ctrl-C, 143
+    after SIGTERM)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) or a usage error (2, already reported)
         return exc.code if isinstance(exc.code, int) else 2
+    # only the main thread may set handlers; a caller's own SIGTERM handler is left alone
+    own_sigterm = (threading.current_thread() is threading.main_thread()
+                   and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+    if own_sigterm:
+        signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         return args.run(args)
     except SystemExit as exc:
@@ -43,6 +62,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             fail(str(exc))
         except SystemExit as stop:
             return stop.code
+    except Terminated:
+        print("fastbpe: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("fastbpe: interrupted", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
+    finally:
+        if own_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)

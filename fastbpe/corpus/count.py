@@ -28,12 +28,14 @@ import itertools
 import os
 import sys
 from collections import deque
+from contextlib import contextmanager
 from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
 from .._core.count import ChunkCounter
 from ..cluster import OrderedReduction, connect, worker_threads
+from ..encode.tokenizer import check_workers
 from ..progress import byte_bar
 from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source
@@ -416,10 +418,7 @@ def count_words(
     rule = cut_rule(pattern)
     if block_size is not None and block_size < 1:
         raise ValueError("block_size must be a positive number of bytes or None")
-    if workers is None:
-        workers = _default_workers()
-    if workers < 1:
-        raise ValueError("workers must be >= 1")
+    workers = _default_workers() if workers is None else check_workers(workers)
 
     client, own_client = connect(cluster) if cluster is not None else (None, False)
     try:
@@ -511,8 +510,45 @@ def _pool_context():
     return mp.get_context("spawn")
 
 
+# Signals a terminal or a service manager sends to the whole process group. The parent handles
+# them (it stops the pool and reports once); a worker ignores Ctrl-C and dies quietly on SIGTERM.
+_PARENT_SIGNALS = {"SIGINT": "SIG_IGN", "SIGTERM": "SIG_DFL"}
+
+
+@contextmanager
+def _parent_signals_held():
+    """Hold back Ctrl-C and SIGTERM from this thread while a worker may be forked: the child
+    inherits them held, so one that arrives before the child's :func:`_init_worker` has
+    disposed of them waits (then is ignored or ends the worker) instead of raising
+    KeyboardInterrupt in the middle of its start-up. This process still gets them, through
+    another thread or at the latest when they are released here."""
+    import signal
+
+    held = [getattr(signal, name) for name in _PARENT_SIGNALS]
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _init_worker(parent: Optional[int]) -> None:
+    """Worker initializer: signals to the group are the parent's to handle, and the worker
+    never outlives its parent."""
+    import signal
+
+    for name, action in _PARENT_SIGNALS.items():
+        signal.signal(getattr(signal, name), getattr(signal, action))
+    if hasattr(signal, "pthread_sigmask"):  # held since the fork (_parent_signals_held)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [getattr(signal, name) for name in _PARENT_SIGNALS])
+    _exit_with_parent(parent)
+
+
 def _exit_with_parent(parent: Optional[int]) -> None:
-    """Worker initializer: a counting worker never outlives the process that started it
+    """A counting worker never outlives the process that started it
     (``parent``; None: whichever process is the parent now, the forkserver).
 
     Killed parents (SIGKILL, a crash) run no clean-up, and their workers would go on counting
@@ -561,12 +597,14 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
     context = context or _pool_context()
     # a worker's parent is this process (fork, spawn) or the forkserver
     parent = os.getpid() if context.get_start_method() != "forkserver" else None
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_with_parent,
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                 initargs=(parent,)) as pool:
         def results():
             pending = deque()
             for task in all_tasks():
-                pending.append((pool.submit(count_task, task, pattern, errors, block_size), _task_raw(task)))
+                with _parent_signals_held():  # submit may fork a worker
+                    future = pool.submit(count_task, task, pattern, errors, block_size)
+                pending.append((future, _task_raw(task)))
                 while len(pending) >= 2 * workers:  # bound the blocks in flight
                     future, raw = pending.popleft()
                     yield future.result(), raw

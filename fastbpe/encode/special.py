@@ -6,7 +6,7 @@ A special token is a string with an id of its own outside the mergeable vocabula
 instead encodes it as ordinary text.
 """
 import functools
-from typing import AbstractSet, Collection, Dict, Iterator, Mapping, Sequence, Tuple, Union
+from typing import AbstractSet, Collection, Dict, Iterable, Iterator, Mapping, Sequence, Tuple, Union
 
 import regex
 
@@ -29,6 +29,9 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
     if isinstance(special_tokens, (str, bytes, bytearray)):
         raise TypeError(f"special_tokens must be a list of names or a name -> id mapping, not one "
                         f"{type(special_tokens).__name__} (write [{special_tokens!r:.40}])")
+    if not isinstance(special_tokens, (Mapping, Iterable)):
+        raise TypeError(f"special_tokens must be a list of names or a name -> id mapping, got "
+                        f"{type(special_tokens).__name__}")
     if not isinstance(special_tokens, Mapping):
         names = list(special_tokens)
         if len(set(names)) != len(names):
@@ -62,6 +65,11 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed,
     >>> allowed_and_disallowed({"<a>", "<b>"}, {"<a>"}, "all")
     (frozenset({'<a>'}), frozenset({'<b>'}))
     """
+    for what, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
+        # a str other than "all" would be read as a set of one-character names
+        if (isinstance(value, str) and value != "all") or not isinstance(value, (str, Iterable)):
+            raise TypeError(f'{what} must be "all" or a collection of special token names, got {value!r:.60}'
+                            + (f" (write {{{value!r:.40}}})" if isinstance(value, str) else ""))
     names = frozenset(names)
     allowed = names if allowed_special == "all" else frozenset(allowed_special)
     unknown = allowed - names

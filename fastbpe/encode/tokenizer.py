@@ -42,7 +42,7 @@ from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_i
 from ..split.pretokenize import pretokenize
 from . import special
 
-__all__ = ["Tokenizer", "MERGE_RULES", "check_workers"]
+__all__ = ["Tokenizer", "MERGE_RULES", "check_workers", "check_word_markers"]
 
 UNITS = ("bytes", "chars")
 NORMALIZERS = (None, "NFC", "NFD", "NFKC", "NFKD")
@@ -60,6 +60,13 @@ def check_workers(workers) -> int:
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     return int(workers)
+
+
+def check_word_markers(word_start, word_end) -> None:
+    """The word markers a caller gives: each a str or None."""
+    for name, marker in (("word_start", word_start), ("word_end", word_end)):
+        if marker is not None and not isinstance(marker, str):
+            raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
 
 
 class _PoolRegistry:
@@ -156,9 +163,7 @@ class Tokenizer:
         self.unit = unit
         self.pattern = pattern
         check_user_pattern(pattern)  # an unknown name or a bad regex fails here, not at the first encode
-        for name, marker in (("word_start", word_start), ("word_end", word_end)):
-            if marker is not None and not isinstance(marker, str):
-                raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
+        check_word_markers(word_start, word_end)
         self.word_start = word_start or ""
         self.word_end = word_end or ""
         if isinstance(tokens, (str, bytes, bytearray)):
@@ -448,6 +453,8 @@ class Tokenizer:
 
         Safe to call from several threads at once on one tokenizer, with any ``workers``: each
         call borrows a thread pool of its size that no other call can shut down."""
+        if isinstance(texts, (str, bytes)):  # one text, not one per character
+            raise TypeError(f"encode_batch takes a list of texts, not one {type(texts).__name__} (encode takes one)")
         texts = list(texts)
         for text in texts:
             self._check_text(text)

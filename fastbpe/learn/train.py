@@ -17,7 +17,7 @@ from .. import reference
 from .._core.learn import MergeLearner
 from ..corpus.count import count_words
 from ..corpus.wordtable import WordTable
-from ..encode.tokenizer import Tokenizer
+from ..encode.tokenizer import Tokenizer, check_word_markers
 from ..formats.bytelevel import bytes_to_unicode
 from ..progress import merge_progress
 from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve
@@ -48,15 +48,17 @@ def hf_byte_tie_ranks() -> List[int]:
     return ranks
 
 
+def _check_count(value, name: str, minimum: int) -> None:
+    """``value`` is an int (not a bool, not a float) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
 def _check_num_merges(num_merges: int, min_frequency: int) -> None:
-    if isinstance(num_merges, bool) or not isinstance(num_merges, (int, np.integer)):
-        raise TypeError(f"num_merges must be an int, got {type(num_merges).__name__}")
-    if num_merges < 0:
-        raise ValueError(f"num_merges must be >= 0, got {num_merges}")
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, (int, np.integer)):
-        raise TypeError(f"min_frequency must be an int, got {type(min_frequency).__name__}")
-    if min_frequency < 1:
-        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
+    _check_count(num_merges, "num_merges", 0)
+    _check_count(min_frequency, "min_frequency", 1)
 
 
 def _first_bad_word(words: Mapping) -> str:
@@ -347,6 +349,11 @@ def train(
     """
     if vocab_size is None and num_merges is None:
         raise ValueError("give vocab_size or num_merges")
+    # arguments are checked before the corpus is read, not after minutes of counting
+    if vocab_size is not None:
+        _check_count(vocab_size, "vocab_size", 1)
+    _check_num_merges(0 if num_merges is None else num_merges, min_frequency)
+    check_word_markers(word_start, word_end)
     pattern = renamed_pattern(pattern, pretokenizer)
     check_user_pattern(pattern)
     if compat not in COMPAT:
@@ -360,6 +367,9 @@ def train(
     if isinstance(special_tokens, (str, bytes, bytearray)) or not isinstance(special_tokens, Iterable):
         raise TypeError(f"special_tokens must be a list of names, not one {type(special_tokens).__name__} "
                         f"(write [{special_tokens!r:.40}])")
+    if isinstance(special_tokens, Mapping):  # its ids would be dropped without a word
+        raise TypeError("special_tokens must be a list of names: training gives them the ids after the "
+                        "vocabulary, in order (a name -> id mapping is for Tokenizer)")
     special_tokens = list(special_tokens)
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError("special_tokens has duplicates")

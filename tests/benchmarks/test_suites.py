@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.suites import common  # noqa: E402
 
-SUITES = ["suite_train", "suite_ingest", "suite_encode", "suite_kernels", "suite_cluster"]
+SUITES = ["suite_train", "suite_ingest", "suite_encode", "suite_kernels", "suite_memory", "suite_cluster"]
 BENCH_PREFIX = re.compile(r"^(time_|peakmem_|track_|mem_)")
 
 
@@ -69,7 +69,10 @@ def tiny_inputs(monkeypatch, tmp_path_factory):
 @pytest.mark.parametrize("cls,methods", list(_benchmark_classes()))
 def test_benchmark_runs(cls, methods):
     ran, skipped = 0, []
-    for args in tiny_params(cls):
+    # asv runs setup_cache once and passes what it returns first to setup, benchmarks, teardown
+    cached = (cls().setup_cache(),) if hasattr(cls, "setup_cache") else ()
+    for params in tiny_params(cls):
+        args = (*cached, *params)
         bench = cls()
         try:
             if hasattr(bench, "setup"):

@@ -15,6 +15,7 @@ from fastbpe.corpus.cut import cut_stream
 from fastbpe.corpus.files import expand_paths as iter_corpus_files
 from fastbpe.reference.count import count_words as reference_counts
 from fastbpe.split.patterns import QWEN_PATTERN, cut_rule
+from tests.processes import alive, children
 
 
 def count_words_reference(texts, pattern, errors="strict"):
@@ -313,29 +314,6 @@ if __name__ == "__main__":
 """
 
 
-def _children(pid):
-    """Pids of the live processes whose parent is ``pid`` (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                found.append(int(entry))
-    return found
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
 def test_workers_do_not_outlive_a_killed_parent(tmp_path, signal_name):
@@ -346,24 +324,25 @@ def test_workers_do_not_outlive_a_killed_parent(tmp_path, signal_name):
 
     script = tmp_path / "endless.py"
     script.write_text(ENDLESS_COUNT)
-    parent = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path))
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                              env={**os.environ, "PYTHONPATH": ROOT})  # this tree's fastbpe
     try:
         deadline = time.monotonic() + 60
         workers = []
         while len(workers) < 2 and time.monotonic() < deadline and parent.poll() is None:
             time.sleep(0.2)
-            workers = _children(parent.pid)
+            workers = children(parent.pid)
         assert len(workers) >= 2, "the workers never started"
         parent.send_signal(getattr(signal, signal_name))
         parent.wait(timeout=30)
         deadline = time.monotonic() + 20
-        while any(map(_alive, workers)) and time.monotonic() < deadline:
+        while any(map(alive, workers)) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not any(map(_alive, workers)), f"workers {workers} outlived their parent"
+        assert not any(map(alive, workers)), f"workers {workers} outlived their parent"
     finally:
         if parent.poll() is None:
             parent.kill()
-        for pid in _children(parent.pid):
+        for pid in children(parent.pid):
             os.kill(pid, 9)
 
 
@@ -386,3 +365,11 @@ def test_on_a_cluster_no_file_is_read_by_the_client(tmp_path, english_bytes):
     assert sum(count_module._task_raw(t) for t in tasks) == sum(os.path.getsize(f) for f in files)
     table = WordTable.concat(WordTable(*count_module.count_task(t, "gpt2", "strict", 4096)) for t in tasks)
     assert table == count_words(str(tmp_path), "gpt2", workers=1, progress=False)
+
+
+@pytest.mark.parametrize("workers,error", [(True, TypeError), (2.5, TypeError), ("2", TypeError),
+                                           (0, ValueError), (-3, ValueError)])
+def test_worker_counts_are_ints_of_at_least_one(workers, error):
+    # True counted as one worker, 2.5 as a float that range() later refused
+    with pytest.raises(error, match="workers"):
+        count_words(iter(["the cat"]), workers=workers, progress=False)

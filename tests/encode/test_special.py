@@ -137,3 +137,17 @@ def test_one_string_is_not_a_list_of_special_tokens():
     with pytest.raises(ValueError, match="twice"):
         Tokenizer(bytes_, [], special_tokens=["<s>", "<s>"])
     assert Tokenizer(bytes_, [], special_tokens=("<s>",)).special_tokens == {"<s>": 256}
+    for not_names in (None, 7):  # was "'NoneType' object is not iterable", naming no argument
+        with pytest.raises(TypeError, match="special_tokens must be a list of names or a name -> id mapping"):
+            Tokenizer(bytes_, [], special_tokens=not_names)
+
+
+@pytest.mark.parametrize("argument", ["allowed_special", "disallowed_special"])
+@pytest.mark.parametrize("value", ["<s>", "al", 5])
+def test_allowed_and_disallowed_special_are_all_or_a_collection(argument, value):
+    """A str other than "all" was read as a set of one-character names ("<s>" as "<", "s", ">")."""
+    tok = Tokenizer([bytes([b]) for b in range(256)], [], special_tokens=["<s>"])
+    with pytest.raises(TypeError, match=f'{argument} must be "all" or a collection'):
+        tok.encode("a <s>", **{argument: value})
+    assert tok.encode("a <s>", allowed_special={"<s>"}) == [97, 32, 256]
+    assert tok.encode("a <s>", disallowed_special=()) == [97, 32, 60, 115, 62]

@@ -245,6 +245,14 @@ def test_encode_batch_refuses_bad_worker_counts(code_tokenizer, workers, error):
         code_tokenizer.encode_batch(["a b", "c"], workers=workers)
 
 
+def test_encode_batch_takes_a_list_not_one_text(code_tokenizer):
+    # a str is a sequence of characters: each one was encoded as a text of its own
+    for one_text in ("abc", b"abc"):
+        with pytest.raises(TypeError, match="list of texts"):
+            code_tokenizer.encode_batch(one_text)
+    assert code_tokenizer.encode_batch(("abc",)) == [code_tokenizer.encode("abc")]
+
+
 def test_the_pattern_must_be_a_known_name_or_a_regex():
     tokens = [bytes([b]) for b in range(256)]
     for name in ("gpt5", "cl100k_bsae", "llama"):

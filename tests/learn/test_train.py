@@ -246,3 +246,33 @@ def test_train_takes_special_tokens_as_a_list_only():
         fastbpe.train(text, vocab_size=300, special_tokens=7, progress=False)
     tok = fastbpe.train(text, vocab_size=300, special_tokens=("<|endoftext|>",), progress=False)
     assert list(tok.special_tokens) == ["<|endoftext|>"]
+
+
+@pytest.mark.parametrize("argument,error,message", [
+    ({"word_start": 5}, TypeError, "word_start must be a str"),          # was AttributeError from .encode
+    ({"word_end": b"</w>", "unit": "chars"}, TypeError, "word_end must be a str"),
+    ({"special_tokens": {"<s>": 1}}, TypeError, "list of names"),       # its ids were dropped
+    ({"special_tokens": "<s>"}, TypeError, "special_tokens"),           # not three one-character tokens
+    ({"pattern": "gpt5"}, ValueError, "unknown split pattern"),
+    ({"pattern": 5}, TypeError, "pattern"),
+    ({"workers": True}, TypeError, "workers must be an int"),           # was one worker
+    ({"workers": 2.5}, TypeError, "workers must be an int"),
+    ({"workers": -3}, ValueError, "workers must be >= 1"),
+    ({"vocab_size": "300"}, TypeError, "vocab_size must be an int"),   # was "unsupported operand"
+    ({"vocab_size": 300.5}, TypeError, "vocab_size must be an int"),   # was blamed on num_merges
+    ({"vocab_size": True}, TypeError, "vocab_size must be an int"),
+    ({"vocab_size": 0}, ValueError, "vocab_size must be >= 1"),
+    ({"num_merges": -1}, ValueError, "num_merges must be >= 0"),
+    ({"min_frequency": 1.5}, TypeError, "min_frequency must be an int"),
+])
+def test_ill_typed_arguments_fail_clearly_before_the_corpus_is_read(argument, error, message):
+    read = []
+
+    def corpus():
+        read.append(True)
+        yield "the cat sat on the mat " * 20
+
+    arguments = {"vocab_size": 300, "progress": False, "workers": 1, **argument}
+    with pytest.raises(error, match=message):
+        fastbpe.train(corpus(), **arguments)
+    assert not read, "the corpus was read before the arguments were checked"

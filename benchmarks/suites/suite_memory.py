@@ -1,0 +1,102 @@
+"""asv: peak memory of whole operations on whole files: ``count_words``, ``train`` and
+``encode_files`` (what ``fastbpe encode`` runs), each reading its input from disk.
+
+Inputs: the whole English corpus (``english.txt.gz``, 167 MB of text; skipped without the
+shared data) and one word without whitespace (lower-case letters, 5 MB and 50 MB; generated),
+which every split pattern keeps as a single chunk: the input where a chunk table or an encoder
+that holds a chunk at once holds the whole file.
+
+asv's ``peakmem_`` is the peak resident set size of the benchmark's process, setup included: the
+inputs are made on disk by ``setup_cache`` (run in a process of its own), the benchmark gets
+their paths only, and ``MemoryFloor`` gives the floor every figure includes (Python, NumPy and
+fastbpe imported). One worker throughout: the memory of worker processes would not be counted.
+Encoding uses GPT-2's ranks (``r50k_base.tiktoken`` of the shared data; skipped without it).
+"""
+import shutil
+import tempfile
+
+from .common import corpus_file, data_file, fastbpe_module, long_word_file, require, skip
+
+INPUTS = ["english", "long_word_5MB", "long_word_50MB"]
+VOCAB_SIZE = 32768
+ENCODER = "tokenizers/tiktoken/r50k_base.tiktoken"
+
+
+def _input_paths():
+    """``{input: path}`` of every input there is (a missing corpus maps to its reason)."""
+    paths = {}
+    for name in INPUTS:
+        try:
+            if name.startswith("long_word_"):
+                paths[name] = str(long_word_file(name[len("long_word_"):]))
+            else:
+                paths[name] = str(corpus_file(name))
+        except NotImplementedError as exc:  # common.skip: the corpus is absent
+            paths[name] = exc
+    return paths
+
+
+def _path(paths, name) -> str:
+    if isinstance(paths[name], Exception):
+        skip(str(paths[name]))
+    return paths[name]
+
+
+class PeakMemory:
+    """Counting and training (vocabulary 32768) on a whole file."""
+
+    params = (INPUTS,)
+    param_names = ["input"]
+    timeout = 1200  # training on the 50 MB word took minutes before the long-word work
+
+    def setup_cache(self):
+        return _input_paths()
+
+    def setup(self, paths, name):
+        self.path = _path(paths, name)
+        fastbpe_module()
+
+    def peakmem_count_words(self, paths, name):
+        fastbpe_module().count_words(self.path, workers=1, progress=False)
+
+    def peakmem_train(self, paths, name):
+        fastbpe_module().train(self.path, VOCAB_SIZE, workers=1, progress=False)
+
+
+class EncodePeakMemory:
+    """``encode_files`` of a whole file into token shards with GPT-2's ranks, loading included
+    (as ``fastbpe encode --workers 1`` does); the shards go to a temporary folder."""
+
+    params = (INPUTS,)
+    param_names = ["input"]
+    timeout = 1200
+
+    def setup_cache(self):
+        return _input_paths()
+
+    def setup(self, paths, name):
+        self.path = _path(paths, name)
+        encoder = data_file(ENCODER)
+        if encoder is None:
+            skip(f"{ENCODER} not found in the shared data (set FASTBPE_DATA)")
+        self.encoder = str(encoder)
+        self.encode_files = require("shards.encode_files")
+        self.out = tempfile.mkdtemp(prefix="fastbpe-peakmem-")
+
+    def teardown(self, paths, name):
+        shutil.rmtree(self.out, ignore_errors=True)
+
+    def peakmem_encode(self, paths, name):
+        tokenizer = fastbpe_module().load(self.encoder)
+        out = tempfile.mkdtemp(dir=self.out)  # a new folder: never a finished job to resume
+        self.encode_files(tokenizer, self.path, out, workers=1, progress=False, separator=None)
+
+
+class MemoryFloor:
+    """What every figure above includes: the benchmark process with fastbpe imported."""
+
+    def setup(self):
+        fastbpe_module()
+
+    def peakmem_import(self):
+        pass

@@ -1,0 +1,260 @@
+"""``fastbpe train`` and ``fastbpe encode`` interrupted at random points by SIGINT, SIGTERM and
+SIGKILL, then run again.
+
+Each command runs as a child process (in its own session, the default SIGINT handler restored,
+two workers) on a generated corpus of a few MB, and is signalled at seeded random moments of a
+normal run: a SIGINT goes to its whole process group (what Ctrl-C in a terminal does), a SIGTERM
+or a SIGKILL to the command's process alone (``kill PID``, an out-of-memory kill). Afterwards:
+
+- no process of its session is left running (the counting workers of ``train``);
+- SIGINT and SIGTERM end it with one line on stderr, no traceback, and exit code 130 or 143;
+- nothing it wrote is partial: the tokenizer file is absent or complete, every shard and the
+  manifest equal those of an uninterrupted run; no temporary file is left, except that a
+  SIGKILL during a write may leave one, which the rerun removes;
+- the same command run again finishes with output identical to an uninterrupted run's (encode
+  resumes from the manifest, train starts over).
+"""
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.processes import session_members
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="finds the command's processes through /proc (Linux)")
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = 20261130
+# fractions of a normal run's working time (from the moment the command is past its start-up)
+BANDS = {"early": (0.0, 0.33), "middle": (0.33, 0.66), "late": (0.6, 0.9)}
+SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")
+EXIT = {"SIGINT": (130, "fastbpe: interrupted"), "SIGTERM": (143, "fastbpe: terminated")}
+TIMEOUT = 120
+SUMMARY = {"train": "\nwrote ", "encode": " tokens ("}  # in the last lines of a finished run
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """About 4 MB of text: Zipf-distributed made-up words in paragraphs of 100, as one plain
+    file (for encode) and as 8 gzip parts (so that train's two workers each count several)."""
+    folder = tmp_path_factory.mktemp("faults-corpus")
+    rng = np.random.default_rng(SEED)
+    syllables = ["ka", "to", "ri", "ne", "sa", "mo", "lu", "pe", "di", "ga", "zo", "fi", "ha",
+                 "u", "e", "a", "o", "str", "th", "ng", "qu", "x", "é", "ß", "中"]
+    parts = rng.integers(0, len(syllables), size=(40_000, 5)).tolist()
+    lengths = rng.integers(1, 6, size=40_000).tolist()
+    words = ["".join(syllables[i] for i in row[:n]) for row, n in zip(parts, lengths)]
+    text = [words[i] for i in np.minimum(rng.zipf(1.2, size=700_000) - 1, len(words) - 1).tolist()]
+    data = ".\n\n".join(" ".join(text[i:i + 100]) for i in range(0, len(text), 100)).encode("utf-8") + b".\n"
+    (folder / "corpus.txt").write_bytes(data)
+    step = -(-len(data) // 8)
+    for i in range(8):
+        with gzip.open(folder / f"part{i}.txt.gz", "wb", compresslevel=1) as f:
+            f.write(data[i * step:(i + 1) * step])
+    return folder
+
+
+def _train_argv(corpus: Path, out: Path):
+    return ["train", *sorted(str(p) for p in corpus.glob("part*.txt.gz")), "--workers", "2",
+            "--vocab-size", "6000", "--special-token", "<|endoftext|>", "--out", str(out / "tok.json")]
+
+
+def _encode_argv(corpus: Path, tokenizer: Path, out: Path):
+    return ["encode", str(corpus / "corpus.txt"), "--tokenizer", str(tokenizer), "--out", str(out / "shards"),
+            "--workers", "2", "--block-size", "64K", "--shard-size", "40000", "--documents", "blank-line", "-q"]
+
+
+def _ready(command: str, out: Path, stderr: Path) -> bool:
+    """Whether the command is past Python's start-up and into its own work: train has printed
+    its first line, encode has made its output folder."""
+    if command == "train":
+        return stderr.exists() and b"\n" in stderr.read_bytes()
+    return (out / "shards").is_dir()
+
+
+def _start(argv, out: Path) -> subprocess.Popen:
+    out.mkdir(parents=True, exist_ok=True)
+
+    def default_sigint():  # a child of a background job would inherit SIGINT ignored
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    with open(out / "stdout.txt", "wb") as stdout, open(out / "stderr.txt", "wb") as stderr:
+        return subprocess.Popen([sys.executable, "-m", "fastbpe.cli", *argv], cwd=str(ROOT),
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=stdout, stderr=stderr,
+                                preexec_fn=default_sigint, start_new_session=True)
+
+
+def _wait_ready(child: subprocess.Popen, command: str, out: Path) -> float:
+    deadline = time.monotonic() + TIMEOUT
+    while not _ready(command, out, out / "stderr.txt"):
+        assert child.poll() is None, (out / "stderr.txt").read_text()
+        assert time.monotonic() < deadline, "the command never got going"
+        time.sleep(0.002)
+    return time.monotonic()
+
+
+def _outputs(out: Path) -> dict:
+    """Every file the command left (name -> bytes), the manifest parsed and without its timing."""
+    found = {}
+    for path in sorted(out.rglob("*")):
+        if path.is_file() and path.name not in ("stdout.txt", "stderr.txt"):
+            name = str(path.relative_to(out))
+            found[name] = path.read_bytes()
+            if path.name == "manifest.json":
+                manifest = json.loads(found[name])
+                manifest.pop("seconds", None)
+                found[name] = manifest
+    return found
+
+
+def _temporary(files: dict) -> list:
+    return [name for name in files if os.path.basename(name).startswith(".tmp-")]
+
+
+def _run(argv, out: Path, command: str):
+    child = _start(argv, out)
+    ready = _wait_ready(child, command, out)
+    assert child.wait(TIMEOUT) == 0, (out / "stderr.txt").read_text()
+    return time.monotonic() - ready
+
+
+@pytest.fixture(scope="module")
+def trained(corpus, tmp_path_factory):
+    """The tokenizer an uninterrupted train writes, and how long its work took."""
+    out = tmp_path_factory.mktemp("train-normal")
+    seconds = _run(_train_argv(corpus, out), out, "train")
+    return out / "tok.json", seconds, _outputs(out)
+
+
+@pytest.fixture(scope="module")
+def encoded(corpus, trained, tmp_path_factory):
+    out = tmp_path_factory.mktemp("encode-normal")
+    seconds = _run(_encode_argv(corpus, trained[0], out), out, "encode")
+    files = _outputs(out)
+    assert len([n for n in files if n.endswith(".npy")]) >= 10, "too few shards to interrupt between"
+    return seconds, files
+
+
+def _no_partial_output(files: dict, normal: dict, signal_name: str) -> None:
+    """Every file left is one the uninterrupted run wrote, whole; a manifest lists a prefix of
+    the shards (and only the last manifest says complete)."""
+    temporary = _temporary(files)
+    if signal_name != "SIGKILL":
+        assert not temporary, f"temporary files left after {signal_name}: {temporary}"
+    for name, content in files.items():
+        if name in temporary:
+            continue
+        assert name in normal, f"{name} is not a file of the normal run"
+        if name.endswith("manifest.json"):
+            shards = content["shards"]
+            assert shards == normal[name]["shards"][:len(shards)]
+            if content["complete"]:
+                assert content == normal[name]
+        else:
+            assert content == normal[name], f"{name} differs from the normal run's (partial?)"
+
+
+def _processes_gone(session: int) -> None:
+    deadline = time.monotonic() + 10
+    while session_members(session) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = session_members(session)
+    assert not left, f"processes {left} outlived the command"
+
+
+def _fault_runs(command: str, signal_name: str, argv_for, normal_seconds: float, normal: dict,
+                tmp_path: Path, rng: random.Random, extra_points=()):
+    """Signal the command at each point, check what it left, rerun it; returns what happened.
+
+    A point is a fraction of the working time of a normal run, which the machine's load
+    changes: a rerun that starts over (train's) measures it again for the next point."""
+    report = []
+    points = [(band, rng.uniform(*limits)) for band, limits in BANDS.items()]
+    points += extra_points
+    for point, (band, fraction) in enumerate(points):
+        out = tmp_path / f"{band}-{point}"
+        argv = argv_for(out)
+        child = _start(argv, out)
+        session = child.pid
+        try:
+            _wait_ready(child, command, out)
+            if fraction == "workers":  # as soon as the counting workers run
+                deadline = time.monotonic() + TIMEOUT
+                while len(session_members(session)) < 3 and child.poll() is None:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.002)
+            else:
+                time.sleep(fraction * normal_seconds)
+            members = session_members(session)
+            if signal_name == "SIGINT":
+                os.killpg(session, signal.SIGINT)
+            else:
+                child.send_signal(getattr(signal, signal_name))
+            code = child.wait(TIMEOUT)
+            _processes_gone(session)
+        finally:
+            for pid in session_members(session):
+                os.kill(pid, signal.SIGKILL)
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        stderr = (out / "stderr.txt").read_text()
+        files = _outputs(out)
+        # The signal may come after the work is done: in Python's shutdown, when its handlers
+        # are gone (the process dies of the signal), or after the exit (code 0).
+        finished = files == normal and SUMMARY[command] in (out / "stdout.txt").read_text() + stderr
+        interrupted = not finished
+        if code == -getattr(signal, signal_name):
+            assert signal_name == "SIGKILL" or finished, f"{signal_name} killed the command midway: {stderr}"
+        elif code != 0 or not finished:
+            want_code, want_line = EXIT[signal_name]
+            assert (code, stderr.splitlines()[-1:]) == (want_code, [want_line]), stderr
+        assert "Traceback" not in stderr, stderr
+        _no_partial_output(files, normal, signal_name)
+        starts_over = command == "train"
+        again = _start(argv, out)  # (its stderr.txt starts empty again)
+        ready = _wait_ready(again, command, out)
+        assert again.wait(TIMEOUT) == 0, (out / "stderr.txt").read_text()
+        if starts_over:
+            normal_seconds = time.monotonic() - ready
+        rerun = _outputs(out)
+        assert not _temporary(rerun), f"the rerun left temporary files {_temporary(rerun)}"
+        assert rerun == normal, "the rerun's output differs from an uninterrupted run's"
+        report.append((band, interrupted, len(members), len(_temporary(files))))
+        caught_workers = len(members) >= 3 and interrupted
+        if fraction == "workers" and not caught_workers and sum(b == "workers" for b, _ in points) < 3:
+            points.append((band, fraction))  # the counting was over before the workers were seen: again
+    print(command, signal_name, report)
+    return report
+
+
+@pytest.mark.parametrize("signal_name", SIGNALS)
+def test_train_interrupted_leaves_nothing_behind_and_reruns_identically(corpus, trained, tmp_path,
+                                                                        signal_name):
+    _, seconds, normal = trained
+    rng = random.Random(f"{SEED}-train-{signal_name}")
+    report = _fault_runs("train", signal_name, lambda out: _train_argv(corpus, out), seconds, normal,
+                         tmp_path, rng, extra_points=[("workers", "workers")])
+    assert any(interrupted for _, interrupted, _, _ in report), f"no point interrupted the command: {report}"
+    # a point taken while the counting workers ran interrupted them, and none of them lived on
+    assert any(band == "workers" and interrupted and members >= 3
+               for band, interrupted, members, _ in report), report
+
+
+@pytest.mark.parametrize("signal_name", SIGNALS)
+def test_encode_interrupted_leaves_nothing_behind_and_resumes_identically(corpus, trained, encoded, tmp_path,
+                                                                          signal_name):
+    seconds, normal = encoded
+    rng = random.Random(f"{SEED}-encode-{signal_name}")
+    report = _fault_runs("encode", signal_name, lambda out: _encode_argv(corpus, trained[0], out), seconds,
+                         normal, tmp_path, rng)
+    assert any(interrupted for _, interrupted, _, _ in report), f"no point interrupted the command: {report}"
