@@ -22,17 +22,19 @@ every format, and the ``FBPETOK`` ``.bin`` shards of earlier versions (8-byte ma
 import hashlib
 import json
 import os
+import pickle
 import re
 import struct
 import time
+import uuid
 import warnings
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .corpus.cut import cut_stream, normalize_stream
-from .corpus.files import decode_error, expand_paths, open_bytes, read_pieces
+from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
+from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .fileio import write_atomic
 from .progress import byte_bar
 from .split.patterns import cut_rule
@@ -56,6 +58,7 @@ FORMATS = ("npy", "raw", "llmc")
 SUFFIX = {"npy": ".npy", "raw": ".bin", "llmc": ".bin"}
 DOCUMENTS = ("file", "blank-line", "line")
 DEFAULT_BLOCK_SIZE = 4 << 20
+DEFAULT_PARTITION_SIZE = 64 << 20
 PathLike = Union[str, os.PathLike]
 
 
@@ -81,10 +84,10 @@ class Block(NamedTuple):
 _SEPARATORS = {"line": re.compile(b"\n"), "blank-line": re.compile(b"\n\n+")}
 
 
-def _document_pieces(pieces: Iterable[bytes], documents: str) -> Iterator[Tuple[bytes, int, bool]]:
-    """The byte stream of one file as ``(piece, its offset, ends a document)``: the pieces of each
-    document in order, its last piece flagged (possibly empty). Separators are left out."""
-    offset = 0  # offset of the next byte to yield (or of the held newlines)
+def _document_pieces(pieces: Iterable[bytes], documents: str, offset: int = 0) -> Iterator[Tuple[bytes, int, bool]]:
+    """The byte stream of one file (from byte ``offset`` on) as ``(piece, its offset, ends a
+    document)``: the pieces of each document in order, its last piece flagged (possibly empty).
+    Separators are left out."""
     if documents == "file":
         for piece in pieces:
             yield piece, offset, False
@@ -109,6 +112,38 @@ def _document_pieces(pieces: Iterable[bytes], documents: str) -> Iterator[Tuple[
     yield (held if len(held) == 1 else b""), offset, True
 
 
+_DOCUMENT_START = {"line": re.compile(b"\n"), "blank-line": re.compile(b"\n\n(?=[^\n])")}
+
+
+def document_start_at_or_after(f: BinaryIO, pos: int, size: int, documents: str) -> int:
+    """The first byte offset at or after ``pos`` of a plain file where a document starts
+    (``size`` if none): after a newline for ``"line"``, after a run of two or more newlines for
+    ``"blank-line"``. Partitions of a file start and end there, so each holds whole documents
+    and neighbouring partitions meet at the same offset."""
+    if pos <= 0:
+        return 0
+    if pos >= size:
+        return size
+    back = 1 if documents == "line" else 2  # the separator bytes that precede a start
+    base = max(0, pos - back)
+    f.seek(base)
+    buf = b""
+    search = pos - base - back  # a match here puts the start at pos
+    while True:
+        piece = f.read(1 << 16)
+        if not piece:
+            return size
+        buf += piece
+        match = _DOCUMENT_START[documents].search(buf, max(0, search))
+        # a blank-line match needs the byte after the run: not at the very end of what is read
+        if match is not None and match.start() + back < len(buf):
+            return base + match.start() + back
+        keep = min(len(buf), back + 1)
+        base += len(buf) - keep
+        search = max(0, search - (len(buf) - keep))
+        buf = buf[-keep:] if keep else b""
+
+
 def _rest_of_document(first: bytes, ends: bool, events: Iterator[Tuple[bytes, int, bool]]) -> Iterator[bytes]:
     yield first
     if not ends:
@@ -119,10 +154,11 @@ def _rest_of_document(first: bytes, ends: bool, events: Iterator[Tuple[bytes, in
 
 
 def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
-                 normalizer: Optional[str]) -> Iterator[Tuple[bytes, bool, int]]:
-    """``(data, ends a document, offset)`` for the byte stream of file ``path``. Documents are
-    split off on the bytes first, so a cut never meets a separator; then each is cut."""
-    events = _document_pieces(pieces, documents)
+                 normalizer: Optional[str], offset: int = 0) -> Iterator[Tuple[bytes, bool, int]]:
+    """``(data, ends a document, offset)`` for the byte stream of file ``path`` (from byte
+    ``offset`` on). Documents are split off on the bytes first, so a cut never meets a
+    separator; then each is cut."""
+    events = _document_pieces(pieces, documents, offset)
     for first, start, ends in events:  # each turn takes one whole document from ``events``
         short = ends and len(first) <= block_size  # a document in one piece (most lines)
         if short and normalizer is None:
@@ -229,7 +265,10 @@ def _manifest_entry(path: Path) -> Tuple[Optional[str], Optional[str]]:
     """``(format, dtype)`` of a shard as the ``manifest.json`` beside it records them, or Nones."""
     try:
         manifest = json.loads((path.parent / MANIFEST).read_text())
-        if not any(shard.get("file") == path.name for shard in manifest.get("shards", ())):
+        listed = list(manifest.get("shards", ()))
+        for part in manifest.get("partitions", ()):
+            listed.extend(part.get("shards", ()))
+        if not any(shard.get("file") == path.name for shard in listed):
             return None, None
         if manifest.get("version", 1) >= 2:
             return manifest.get("format"), manifest.get("dtype")
@@ -329,14 +368,18 @@ def read_shard(path: PathLike, mmap: bool = True, *, fmt: Optional[str] = None,
 
 
 class _ShardWriter:
-    """Cuts the id stream into shards; each finished shard is renamed into place, then the
-    manifest is rewritten to list it with the input position after its last id."""
+    """Cuts the id stream into shards of ``shard_size`` ids. Each finished shard is written
+    atomically as ``name.format(k)`` (k counts the shards of ``shards``, to which it is
+    appended), then ``checkpoint(resume_at, final)`` (if given) records the input position
+    after its last id."""
 
-    def __init__(self, out_dir: Path, manifest: dict, shard_size: int, fmt: str, dtype: np.dtype):
-        self.out_dir, self.manifest, self.shard_size, self.fmt = out_dir, manifest, shard_size, fmt
+    def __init__(self, out_dir: Path, shards: list, shard_size: int, fmt: str, dtype: np.dtype, name: str,
+                 total: int = 0, checkpoint=None):
+        self.out_dir, self.shards, self.shard_size, self.fmt = out_dir, shards, shard_size, fmt
+        self.name, self.checkpoint = name, checkpoint
         self.buffer = np.empty(shard_size, dtype=dtype)
         self.filled = 0
-        self.total = manifest["tokens"]
+        self.total = total  # ids in finished shards
 
     def add(self, ids: np.ndarray, segment: int, skip: int) -> None:
         """Append the ids of segment ``segment``, of which ``skip`` were already written."""
@@ -355,17 +398,14 @@ class _ShardWriter:
     def flush(self, resume_at: Tuple[int, int], final: bool = False) -> None:
         if self.filled == 0 and not final:
             return
-        shards = self.manifest["shards"]
         if self.filled:
-            name = f"shard_{len(shards):06d}{SUFFIX[self.fmt]}"
+            name = self.name.format(len(self.shards)) + SUFFIX[self.fmt]
             _write_shard(self.out_dir / name, self.buffer[:self.filled], self.fmt)
-            shards.append({"file": name, "tokens": int(self.filled)})
+            self.shards.append({"file": name, "tokens": int(self.filled)})
             self.total += self.filled
             self.filled = 0
-        self.manifest["tokens"] = int(self.total)
-        self.manifest["resume_at"] = list(resume_at)
-        self.manifest["complete"] = final
-        write_atomic(self.out_dir / MANIFEST, json.dumps(self.manifest, indent=1).encode())
+        if self.checkpoint is not None:
+            self.checkpoint(resume_at, final)
 
 
 def encode_files(
@@ -382,6 +422,8 @@ def encode_files(
     block_size: Optional[int] = None,
     resume: bool = True,
     block_chars: Optional[int] = None,
+    cluster=None,
+    partition_size: Optional[int] = None,
 ) -> dict:
     """Encode ``files`` into token shards in ``out_dir``; returns the manifest.
 
@@ -393,6 +435,20 @@ def encode_files(
     its former name). ``resume``: continue a previous run with the same inputs and options
     (otherwise a non-empty ``out_dir`` with a manifest is an error). Invalid UTF-8 raises
     :class:`~fastbpe.corpus.files.CorpusDecodeError` naming the file and the byte offset.
+
+    ``cluster``: a ``dask.distributed.Client`` or a scheduler address: the input is cut into
+    partitions of about ``partition_size`` bytes (default 64 MiB): byte ranges of plain files
+    (ending at a safe cut of the split for ``documents="file"``, at a document start otherwise)
+    and whole compressed files. Each partition is encoded on a worker, which writes its own
+    shards, ``part_NNNNNN_KKKK`` (the partition's ids in shards of ``shard_size``, its last one
+    shorter). The manifest lists the partitions, their shards and token counts; its
+    ``shards``, read in order, hold the very ids of a local run (same separators, same
+    document boundaries), cut into other files. A rerun after a failure (a worker lost, the
+    client stopped) encodes only the partitions not yet recorded as done. Workers open the
+    files themselves (the same paths on every machine: a shared filesystem, which also
+    receives the shards) and must run this fastbpe version (checked first). The tokenizer is
+    sent once (one task unpickles it; each worker fetches that result once). ``workers`` does not apply: each worker runs one partition per
+    thread.
     """
     if block_chars is not None:
         if block_size is not None:
@@ -428,6 +484,14 @@ def encode_files(
                          f"{tokenizer.vocab_size - 1} (use fmt='raw' or 'npy', which store uint32)")
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
                "block_size": block_size, "dtype": dtype.name}
+    if cluster is not None:
+        # the partition plan is part of the job: a rerun resumes partition by partition
+        partition_size = DEFAULT_PARTITION_SIZE if partition_size is None else partition_size
+        if isinstance(partition_size, bool) or not isinstance(partition_size, int) or partition_size < 1:
+            raise ValueError(f"partition_size must be a positive number of bytes, got {partition_size!r}")
+        options["partition_size"] = partition_size
+    elif partition_size is not None:
+        raise ValueError("partition_size applies to cluster runs only (cluster=...)")
     job = _fingerprint(tokenizer, files, options)
     manifest_path = out_dir / MANIFEST
     manifest = None
@@ -440,10 +504,15 @@ def encode_files(
             raise ValueError(f"{out_dir} already holds shards of another job (or resume=False); "
                              "use a new directory or delete it")
         try:
-            for shard in manifest["shards"]:
+            listed = list(manifest["shards"])
+            for part in manifest.get("partitions", ()):
+                listed.extend(part["shards"] if part["done"] else ())
+            for shard in listed:
                 if len(read_shard(out_dir / shard["file"], fmt=fmt, dtype=dtype)) != shard["tokens"]:
                     raise ValueError(f"{out_dir / shard['file']}: does not match the manifest")
-            int(manifest["tokens"]), list(manifest["resume_at"])
+            int(manifest["tokens"])
+            if cluster is None:
+                list(manifest["resume_at"])
         except OSError as exc:
             raise ValueError(f"{manifest_path}: a shard it lists cannot be read ({exc}); remove the folder "
                              "to start over") from None
@@ -454,13 +523,26 @@ def encode_files(
     if manifest is None:
         manifest = {"manifest": "fastbpe-shards", "job": job, "shards": [], "tokens": 0,
                     "resume_at": [0, 0], "complete": False}
+        if cluster is not None:
+            del manifest["resume_at"]
+            manifest["partitions"] = _plan_partitions(files, partition_size, documents, tokenizer.normalizer)
     # What a reader needs to know, first in the file (a resumed version 1 manifest gains it too).
     header = {"manifest": "fastbpe-shards", "version": MANIFEST_VERSION, "format": fmt, "dtype": dtype.name,
               "byte_order": "little", "header_bytes": {"npy": None, "raw": 0, "llmc": LLMC_HEADER_BYTES}[fmt]}
     manifest = {**header, **{k: v for k, v in manifest.items() if k not in header}}
+    if cluster is not None:
+        return _encode_on_cluster(tokenizer, files, out_dir, manifest, cluster, options, sep_id, progress)
     resume_segment, resume_offset = manifest["resume_at"]
     tokens_before = int(manifest["tokens"])
-    writer = _ShardWriter(out_dir, manifest, shard_size, fmt, dtype)
+
+    def checkpoint(resume_at: Tuple[int, int], final: bool) -> None:
+        manifest["tokens"] = int(writer.total)
+        manifest["resume_at"] = list(resume_at)
+        manifest["complete"] = final
+        write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1).encode())
+
+    writer = _ShardWriter(out_dir, manifest["shards"], shard_size, fmt, dtype, "shard_{:06d}",
+                          total=tokens_before, checkpoint=checkpoint)
     started = time.perf_counter()
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")
@@ -514,5 +596,207 @@ def encode_files(
     manifest["seconds"] = round(seconds, 3)
     # This run alone (a resumed run skips what earlier runs wrote); not saved in the manifest file.
     manifest["run"] = {"seconds": seconds, "file_bytes": file_bytes, "text_bytes": text_bytes,
+                       "tokens": int(manifest["tokens"]) - tokens_before}
+    return manifest
+
+
+# ------------------------------------------------------------------------------ on a Dask cluster
+
+
+def _plan_partitions(files: Sequence[Path], partition_size: int, documents: str,
+                     normalizer: Optional[str]) -> list:
+    """The partitions of a cluster run, in stream order: byte ranges ``[start, end)`` of plain
+    files (the worker moves both ends to the next cut, so neighbours meet), whole compressed
+    files (``end`` None). A normalising tokenizer cuts the normalised text, so with
+    ``documents="file"`` its plain files stay whole too."""
+    parts = []
+    for path in files:
+        size = path.stat().st_size
+        if is_compressed(str(path)):
+            ranges = [(0, None)]
+        elif documents == "file" and normalizer is not None:
+            ranges = [(0, size)]
+        else:
+            ranges = [(start, min(start + partition_size, size)) for start in range(0, max(size, 1), partition_size)]
+        parts.extend({"path": str(path), "start": start, "end": end, "done": False} for start, end in ranges)
+    return parts
+
+
+def _partition_pieces(f: BinaryIO, lo: int, hi: int, size: int) -> Iterator[bytes]:
+    f.seek(lo)
+    remaining = hi - lo
+    while remaining > 0:
+        piece = f.read(min(remaining, size))
+        if not piece:
+            return
+        remaining -= len(piece)
+        yield piece
+
+
+def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: dict, text_before: bool) -> dict:
+    """Encode one partition of a cluster run into its shards ``part_{number:06d}_KKKK`` in
+    ``out_dir``; runs on a Dask worker. ``text_before``: whether text precedes the partition in
+    the corpus (its first document then gets a separator). Returns the partition's record."""
+    out = Path(out_dir)
+    documents, block_size, sep_id = options["documents"], options["block_size"], options["separator_id"]
+    fmt, dtype = options["format"], tokenizer.id_dtype
+    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    path = part["path"]
+    shards: list = []
+    prefix = f"part_{number:06d}_"
+    writer = _ShardWriter(out, shards, options["shard_size"], fmt, dtype, prefix + "{:04d}")
+    reader, raw = open_bytes(path)
+    with reader, raw:
+        if part["end"] is None:  # a whole (compressed) file
+            lo, hi = 0, None
+            pieces = read_pieces(reader, block_size)
+        else:
+            size = os.fstat(raw.fileno()).st_size
+            if documents == "file":
+                lo, hi = (file_cut_at_or_after(raw, pos, size, rule) for pos in (part["start"], part["end"]))
+            else:
+                lo, hi = (document_start_at_or_after(raw, pos, size, documents) for pos in (part["start"], part["end"]))
+            pieces = _partition_pieces(raw, lo, hi, block_size)
+        # a "file" partition that starts after byte 0 continues the file's document
+        in_doc = documents == "file" and lo > 0
+        emitted = text_before or in_doc
+        has_text = in_doc
+        text_bytes = 0
+        for data, ends, offset in _file_blocks(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
+            needs_sep = bool(data) and not in_doc and emitted and sep_id is not None
+            if data:
+                in_doc = emitted = has_text = True
+                text_bytes += len(data)
+                ids = tokenizer.encode_batch([_decode(Block(data, ends, path, offset, 0))], workers=1,
+                                             disallowed_special=(), as_numpy=True)[0]
+                if needs_sep:
+                    ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
+                writer.add(ids, 0, 0)
+            if ends:
+                in_doc = False
+        writer.flush((0, 0), final=True)
+    # files of an earlier attempt at this partition that this one did not rewrite
+    written = {shard["file"] for shard in shards}
+    for name in os.listdir(out):
+        if name.startswith(prefix) and name not in written:
+            os.unlink(out / name)
+    return {"shards": shards, "tokens": int(writer.total), "text": has_text, "text_before": text_before,
+            "range": [lo, hi], "text_bytes": text_bytes}
+
+
+def _stream_prefix(parts: list) -> Tuple[list, int]:
+    """The shards of the partitions done from the first one on, and their ids: the part of the
+    token stream that is final."""
+    shards, tokens = [], 0
+    for part in parts:
+        if not part["done"]:
+            break
+        shards.extend(part["shards"])
+        tokens += part["tokens"]
+    return shards, tokens
+
+
+def _text_before(parts: list, index: int) -> bool:
+    """Whether text precedes partition ``index``, as far as the partitions done tell: yes when
+    one before it has text; no when all before it are done without text; otherwise assumed
+    (checked once they are done)."""
+    before = parts[:index]
+    return any(p.get("text") for p in before if p["done"]) or not all(p["done"] for p in before)
+
+
+def _remove_temporaries(out_dir: Path) -> None:
+    """Remove the temporary files of workers lost in the middle of writing a shard (none of this
+    run's tasks is writing one when this runs)."""
+    for name in os.listdir(out_dir):
+        if name.startswith(".tmp-"):
+            os.unlink(out_dir / name)
+
+
+def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster, options: dict,
+                       sep_id: Optional[int], progress) -> dict:
+    from distributed import as_completed
+
+    from .cluster import connect
+
+    client, own_client = connect(cluster)
+    parts = manifest["partitions"]
+    tokens_before = sum(p["tokens"] for p in parts if p["done"])
+    _remove_temporaries(out_dir)
+    started = time.perf_counter()
+    file_bytes = sum(f.stat().st_size for f in files)
+    bar = byte_bar(progress, file_bytes, "encoding")
+    task_options = {**options, "separator_id": sep_id}
+    run = {"text_bytes": 0, "tokens": 0}
+
+    def part_bytes(part) -> int:
+        if part["end"] is None:
+            return os.path.getsize(part["path"])
+        return part["end"] - part["start"]
+
+    def save(complete: bool) -> None:
+        manifest["shards"], manifest["tokens"] = _stream_prefix(parts)
+        manifest["complete"] = complete
+        write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1).encode())
+
+    def pending() -> list:
+        """The partitions to encode: those not done; once all are, the one whose separator
+        guess turned out wrong (told "text before" while every partition before it turned out
+        empty: only the first partition with text can be)."""
+        todo = [i for i, p in enumerate(parts) if not p["done"]]
+        if todo:
+            return todo
+        seen_text = False
+        for i, part in enumerate(parts):
+            if part["text"] and part["text_before"] != seen_text:
+                part["done"] = False  # its shards are rewritten: not final until then
+                save(complete=False)
+                return [i]
+            seen_text = seen_text or part["text"]
+        return []
+
+    futures = []
+    counted = {i for i, p in enumerate(parts) if p["done"]}  # partitions the bar has seen
+    try:
+        if bar is not None:
+            bar.update(sum(part_bytes(parts[i]) for i in counted))
+        # The tokenizer travels once, inside one task that unpickles it; each worker fetches that
+        # result once and every partition refers to it. Unlike scattered data (client.scatter),
+        # a task's result is recomputed when the workers holding it die, so losing workers
+        # never loses the tokenizer.
+        payload = pickle.dumps(tokenizer, protocol=pickle.HIGHEST_PROTOCOL)
+        tok_future = client.submit(pickle.loads, payload, pure=False,
+                                   key=f"fastbpe-tokenizer-{uuid.uuid4().hex}")
+        todo = pending()
+        while todo:
+            submitted = {}
+            for i in todo:
+                future = client.submit(encode_partition, tok_future, parts[i], i, str(out_dir), task_options,
+                                       _text_before(parts, i), pure=False)
+                submitted[future] = i
+            futures = list(submitted)
+            for future in as_completed(futures):
+                i = submitted[future]
+                record = future.result()
+                future.release()
+                run["text_bytes"] += record.pop("text_bytes")
+                parts[i].update(record, done=True)
+                if bar is not None and i not in counted:
+                    bar.update(part_bytes(parts[i]))
+                counted.add(i)
+                save(complete=False)
+            todo = pending()
+        _remove_temporaries(out_dir)
+        save(complete=True)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        if own_client:
+            client.close()
+    seconds = time.perf_counter() - started
+    manifest["seconds"] = round(seconds, 3)
+    manifest["run"] = {"seconds": seconds, "file_bytes": file_bytes, "text_bytes": run["text_bytes"],
                        "tokens": int(manifest["tokens"]) - tokens_before}
     return manifest

@@ -157,6 +157,57 @@ def test_any_text_any_blocks_equals_documents_encoded_whole(whitespace_tok, text
         assert all_ids(Path(root) / "out")[1] == expected_ids(whitespace_tok, docs)
 
 
+def _document_start_by_definition(data: bytes, pos: int, documents: str) -> int:
+    for p in range(max(pos, 0), len(data)):
+        if p == 0 or (documents == "line" and data[p - 1:p] == b"\n") or \
+                (documents == "blank-line" and data[p - 2:p] == b"\n\n" and data[p:p + 1] != b"\n"):
+            return p
+    return len(data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.text(alphabet="a\n ", max_size=60).map(str.encode),
+       documents=st.sampled_from(["line", "blank-line"]))
+def test_document_starts_of_partitions(data, documents):
+    with tempfile.TemporaryFile() as f:
+        f.write(data)
+        for pos in range(len(data) + 2):
+            assert shards.document_start_at_or_after(f, pos, len(data), documents) == \
+                min(_document_start_by_definition(data, pos, documents), len(data)), pos
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab \n\t.é中\u0301")), max_size=60), min_size=1,
+                      max_size=3),
+       documents=st.sampled_from(["file", "blank-line", "line"]), partition_size=st.integers(1, 25),
+       block_size=st.integers(1, 9))
+def test_partitions_encoded_apart_give_the_local_stream(whitespace_tok, texts, documents, partition_size,
+                                                         block_size):
+    """What cluster workers do, one partition after another here: the shards of all partitions,
+    in order, hold the ids of a local run, whatever the partition and block sizes (empty files
+    and partitions without text included)."""
+    with tempfile.TemporaryDirectory() as root:
+        paths = []
+        for k, text in enumerate(texts):
+            paths.append(Path(root) / f"{k}.txt")
+            paths[-1].write_bytes(text.encode())
+        encode_files(whitespace_tok, paths, Path(root) / "local", documents=documents, block_size=block_size,
+                     workers=1, progress=False)
+        parts = shards._plan_partitions(paths, partition_size, documents, None)
+        options = {"documents": documents, "block_size": block_size, "format": "raw", "shard_size": 7,
+                   "separator_id": whitespace_tok.special_tokens[EOT]}
+        out = Path(root) / "parts"
+        out.mkdir()
+        ids, seen_text = [], False
+        for number, part in enumerate(parts):
+            record = shards.encode_partition(whitespace_tok, part, number, str(out), options, seen_text)
+            seen_text = seen_text or record["text"]
+            ids += [int(i) for s in record["shards"] for i in read_shard(out / s["file"], fmt="raw", dtype=np.uint16)]
+            assert all(s["tokens"] <= 7 for s in record["shards"])
+        assert ids == all_ids(Path(root) / "local")[1]
+
+
 def test_gaps_kept_as_chunks_are_never_cut_inside(tmp_path):
     """``whitespace`` with its gaps kept (Hugging Face's Split(\\S+, Isolated)): a run of newlines
     is one chunk, so the cut between two newlines that the plain rule allows would change ids."""

@@ -9,7 +9,7 @@ import sys
 
 from ..encode.loading import load
 from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files
-from .options import size_arg
+from .options import add_scheduler_option, size_arg
 
 __all__ = ["add_encode_subcommand"]
 
@@ -32,12 +32,15 @@ def _summary(args: argparse.Namespace, manifest: dict) -> dict:
 
 
 def _cmd_encode(args: argparse.Namespace) -> int:
+    if args.partition_size is not None and args.scheduler is None:
+        raise ValueError("--partition-size needs --scheduler")
     tokenizer = load(args.tokenizer)
     manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
                             workers=args.workers, progress=False if args.quiet or args.json else None,
                             documents=args.documents,
                             separator=None if args.no_separator else args.separator,
-                            block_size=args.block_size, resume=not args.no_resume)
+                            block_size=args.block_size, resume=not args.no_resume, cluster=args.scheduler,
+                            partition_size=args.partition_size)
     summary = _summary(args, manifest)
     if args.json:
         print(json.dumps(summary))
@@ -76,7 +79,12 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-separator", action="store_true", help="put nothing between documents")
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE,
                    help="bytes of text per encoding task (4MiB, 1e6, ...)")
-    p.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="encoding threads on this machine (default: all cores; not used with --scheduler)")
+    add_scheduler_option(p, "partitions of the input are encoded and written")
+    p.add_argument("--partition-size", type=size_arg, default=None,
+                   help="with --scheduler: bytes of input per partition, the unit of work and of resuming "
+                        "(default: 64MiB)")
     p.add_argument("--no-resume", action="store_true", help="fail instead of resuming a previous run")
     p.add_argument("--json", action="store_true",
                    help="print the summary as one JSON object on stdout (and no progress bar)")

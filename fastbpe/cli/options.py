@@ -6,7 +6,8 @@ import sys
 from typing import List, NoReturn, Optional, Sequence
 
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "special_token_list", "split_token_list",
-           "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs"]
+           "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
+           "add_scheduler_option"]
 
 PROG = "fastbpe"
 
@@ -163,3 +164,11 @@ def add_report_options(parser: argparse.ArgumentParser, *, plot: Optional[str] =
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object instead of a table")
     if plot:
         parser.add_argument("--plot", default=None, metavar="FILE.png", help=f"draw {plot} to FILE.png (needs matplotlib) (default: no plot)")
+
+
+def add_scheduler_option(parser: argparse.ArgumentParser, work: str) -> None:
+    """``--scheduler ADDRESS``: run ``work`` on the workers of a Dask cluster."""
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help=f"a Dask scheduler's address (tcp://host:8786): {work} on its workers, which "
+                             "must read the input files under the same paths and run the same fastbpe "
+                             "version (default: this machine only)")

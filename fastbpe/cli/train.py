@@ -21,7 +21,7 @@ from typing import List
 
 from ..corpus.files import CorpusDecodeError, expand_paths
 from ..learn.train import train
-from .options import add_learning_options, flatten, size_arg, special_token_list
+from .options import add_learning_options, add_scheduler_option, flatten, size_arg, special_token_list
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
 
@@ -115,6 +115,7 @@ def _train(args: argparse.Namespace, files: List[Path], special_tokens: List[str
         workers=args.workers,
         errors=args.errors,
         compat=args.compat,
+        cluster=args.scheduler,
     )
 
 
@@ -226,6 +227,7 @@ def add_train_subcommand(subparsers) -> argparse.ArgumentParser:
                         "(byte-level, gpt2 split; each line with its line ending a text of its own, as "
                         "Tokenizer.train(files) reads them) (default: fastbpe's own tie rule)")
     t.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")
+    add_scheduler_option(t, "the corpus is counted (the tables combined there too)")
     t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the input: fail naming the file and offset, replace it with "
                         "U+FFFD, or count the raw bytes")

@@ -36,6 +36,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from .._core.count import ChunkCounter
+from ..cluster import OrderedReduction, connect, worker_threads
 from ..encode.tokenizer import check_workers
 from ..progress import byte_bar
 from ..reference import split as split_reference
@@ -151,6 +152,12 @@ class _File(NamedTuple):
     path: str
 
 
+class _Files(NamedTuple):
+    """Task: several small plain files, whole (each a _Range), read by the worker in order."""
+
+    ranges: Tuple[_Range, ...]
+
+
 def _file_blocks(task: _File, rule: int, block_size: Optional[int]) -> Iterator[Block]:
     reader, raw = open_bytes(task.path)
     with reader, raw:
@@ -162,15 +169,31 @@ def _file_blocks(task: _File, rule: int, block_size: Optional[int]) -> Iterator[
 
 
 def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Optional[int],
-                  compressed_to_workers: bool = False, files: Optional[List[str]] = None) -> Iterator[Any]:
-    """The corpus as an ordered stream of tasks: Block (data in hand), _Range or _File (a worker
-    reads the file itself).
+                  compressed_to_workers: bool = False, files: Optional[List[str]] = None,
+                  plain_to_workers: bool = False) -> Iterator[Any]:
+    """The corpus as an ordered stream of tasks: Block (data in hand), _Range, _Files or _File
+    (a worker reads the file itself).
 
-    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size;
-    compressed files become _File tasks when ``compressed_to_workers``; everything else is read
-    here and packed into Blocks. ``files``: the corpus's files if already expanded.
+    Plain files of more than ``split_plain`` bytes become _Range tasks of about that size, and
+    with ``plain_to_workers`` (a cluster: no text through this process) smaller ones become
+    _Files tasks of consecutive files up to about that size; compressed files become _File tasks
+    when ``compressed_to_workers``; everything else is read here and packed into Blocks.
+    ``files``: the corpus's files if already expanded.
     """
     builder = _BlockBuilder(block_size or (1 << 62))
+    small: List[_Range] = []  # consecutive small plain files for one _Files task
+    small_size = 0
+
+    def pending():
+        """What was gathered before the next task: the small files, or a Block in hand."""
+        nonlocal small, small_size
+        if small:
+            yield _Files(tuple(small))
+            small, small_size = [], 0
+        block = builder.take()
+        if block is not None:
+            yield block
+
     if files is None:
         files = _corpus_files_or_none(corpus)
     if files is not None:
@@ -178,16 +201,18 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
             compressed = is_compressed(path)
             size = os.path.getsize(path)
             if not compressed and split_plain is not None and size > split_plain:
-                block = builder.take()
-                if block is not None:
-                    yield block
+                yield from pending()
                 for start in range(0, size, split_plain):
                     yield _Range(path, start, min(start + split_plain, size))
                 continue
+            if not compressed and split_plain is not None and plain_to_workers:
+                small.append(_Range(path, 0, size))
+                small_size += size
+                if small_size >= split_plain:
+                    yield from pending()
+                continue
             if compressed and compressed_to_workers:
-                block = builder.take()
-                if block is not None:
-                    yield block
+                yield from pending()
                 yield _File(path)
                 continue
             reader, raw = open_bytes(path)
@@ -234,9 +259,7 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
                     lo = k + 1
             yield from builder.add_many(datas[lo:], first + lo)
             first += len(batch)
-    block = builder.take()
-    if block is not None:
-        yield block
+    yield from pending()
 
 
 def _item_bytes(item, index: int) -> bytes:
@@ -302,11 +325,13 @@ def _task_blocks(task, rule: int, block_size: Optional[int]) -> Iterator[Block]:
         return _range_blocks(task, rule, block_size)
     if isinstance(task, _File):
         return _file_blocks(task, rule, block_size)
+    if isinstance(task, _Files):
+        return itertools.chain.from_iterable(_range_blocks(r, rule, block_size) for r in task.ranges)
     return iter([task])
 
 
 def count_task(task, pattern: str, errors: str, block_size: Optional[int], lines: bool = False):
-    """Count one task (a Block or a _Range) into a fresh table; returns its three arrays.
+    """Count one task (a Block, _Range, _Files or _File) into a fresh table; returns its three arrays.
 
     This is what runs in worker processes and on Dask workers.
     """
@@ -322,6 +347,8 @@ def _task_raw(task) -> int:
         return task.end - task.start
     if isinstance(task, _File):
         return os.path.getsize(task.path)
+    if isinstance(task, _Files):
+        return sum(r.end - r.start for r in task.ranges)
     return task.raw
 
 
@@ -371,8 +398,10 @@ def count_words(
         tqdm bar with bytes read, MB/s and ETA. Default: only when stderr is a terminal.
     cluster
         A ``dask.distributed.Client``, or a scheduler address (``"tcp://host:8786"``) to connect
-        to. Partitions are counted on the Dask workers and only their tables come back; they
-        are combined here in partition order (the same table as one local worker). Files are
+        to. Partitions are counted on the Dask workers and their tables combined there, in
+        partition order, by a tree reduction (:mod:`fastbpe.cluster`): only the whole table comes
+        back, the same table as one local worker gives. Every worker must run this fastbpe
+        version (checked first: :class:`~fastbpe.cluster.WorkerVersionError`). Files are
         opened *by the workers*: the paths (made absolute here) must be readable on every worker
         under the same path (a shared filesystem, or the same copy everywhere), and fastbpe (the
         same version) must be installed there. Plain files are split into byte ranges, each
@@ -407,21 +436,23 @@ def count_words(
         raise ValueError("block_size must be a positive number of bytes or None")
     workers = _default_workers() if workers is None else check_workers(workers)
 
-    client, own_client = _dask_client(cluster) if cluster is not None else (None, False)
+    client, own_client = connect(cluster) if cluster is not None else (None, False)
     try:
-        parallelism = workers if client is None else max(1, sum(client.nthreads().values()))
+        parallelism = workers if client is None else worker_threads(client)
         files = _corpus_files_or_none(corpus)
         total = sum(os.path.getsize(f) for f in files) if files is not None else None
         if partition_size is None:
             # one partition per worker when the corpus allows: every partition builds its own
             # table, so more partitions cost more duplicated work than they gain in balance
             partition_size = min(256 << 20, max(16 << 20, -(-(total or 0) // parallelism)))
-        split_plain = partition_size if parallelism > 1 and block_size is not None else None
+        # a cluster reads every file on the workers, so it always cuts (even with one worker)
+        split_plain = partition_size if (parallelism > 1 or client is not None) and block_size is not None else None
         # compressed files are read by the workers on a cluster (spreading the decompression);
         # locally too when there are enough of them to keep every worker busy
         many_compressed = files is not None and sum(map(is_compressed, files)) >= 2 * parallelism
         to_workers = client is not None or (parallelism > 1 and many_compressed)
-        tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files)
+        tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files,
+                              plain_to_workers=client is not None)
         return _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total, lines)
     finally:
         if own_client:
@@ -438,16 +469,6 @@ def _corpus_files_or_none(corpus) -> Optional[List[str]]:
             raise FileNotFoundError(f"{exc} (to count texts rather than files, pass an iterator of "
                                     "str/bytes, e.g. iter(texts))") from None
     return None
-
-
-def _dask_client(cluster):
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ImportError("cluster= needs dask.distributed (pip install 'dask[distributed]')") from None
-    if isinstance(cluster, Client):
-        return cluster, False
-    return Client(cluster), True
 
 
 def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total, lines=False) -> WordTable:
@@ -622,22 +643,43 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
             raise
 
 
+def concat_arrays(left, right):
+    """The arrays of two tables counted on consecutive parts of a corpus, combined in that
+    order (runs on Dask workers; associative, so any tree of them gives the whole's table)."""
+    counter = ChunkCounter()
+    counter.add_table(*left)
+    counter.add_table(*right)
+    return counter.arrays()
+
+
 def _count_dask(tasks, client, pattern, errors, block_size, bar, lines=False) -> ChunkCounter:
-    """Submit tasks to the Dask workers (a bounded window in flight) and merge in task order."""
-    inflight = 2 * max(1, sum(client.nthreads().values()))
+    """Count the tasks on the Dask workers and combine their tables there, in task order, by an
+    ordered tree reduction: only the finished table comes back to this process. A bounded
+    window of count tasks is in flight, so the workers hold few tables at a time."""
+    from distributed import wait
 
-    def results():
-        pending = deque()
-        for task in tasks:
-            future = client.submit(count_task, task, pattern, errors, block_size, lines, pure=False)
-            pending.append((future, _task_raw(task)))
-            while len(pending) >= inflight:
-                future, raw = pending.popleft()
-                yield future.result(), raw
-                future.release()
-        while pending:
-            future, raw = pending.popleft()
-            yield future.result(), raw
-            future.release()
+    inflight = 2 * worker_threads(client)
+    reduction = OrderedReduction(client, concat_arrays)
+    pending = deque()
 
-    return _merge_in_order(results(), bar)
+    def settle(future, raw):
+        wait(future)
+        if future.status == "error":
+            future.result()  # raises the task's error here
+        if bar is not None:
+            bar.update(raw)
+
+    for task in tasks:
+        future = client.submit(count_task, task, pattern, errors, block_size, lines, pure=False)
+        reduction.add(future)
+        pending.append((future, _task_raw(task)))
+        while len(pending) >= inflight:
+            settle(*pending.popleft())
+    while pending:
+        settle(*pending.popleft())
+    whole = reduction.result()
+    counter = ChunkCounter()
+    if whole is not None:
+        counter.add_table(*whole.result())
+        whole.release()
+    return counter

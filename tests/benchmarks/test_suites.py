@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.suites import common  # noqa: E402
 
-SUITES = ["suite_train", "suite_ingest", "suite_encode", "suite_kernels", "suite_memory", "suite_longpiece"]
+SUITES = ["suite_train", "suite_ingest", "suite_encode", "suite_kernels", "suite_memory", "suite_longpiece",
+          "suite_cluster"]
 BENCH_PREFIX = re.compile(r"^(time_|peakmem_|track_|mem_)")
 
 

@@ -347,6 +347,27 @@ def test_workers_do_not_outlive_a_killed_parent(tmp_path, signal_name):
             os.kill(pid, 9)
 
 
+def test_on_a_cluster_no_file_is_read_by_the_client(tmp_path, english_bytes):
+    """The tasks a cluster gets name files (byte ranges, groups of small files, whole compressed
+    files): no text passes through the client, and counting the tasks gives the local table."""
+    from fastbpe.corpus import count as count_module
+
+    paths = []
+    for k in range(7):
+        paths.append(tmp_path / f"{k}.txt")
+        paths[-1].write_bytes(_lines(english_bytes, 3_000 + 9_000 * k))
+    _write(str(tmp_path / "z.txt.gz"), _lines(english_bytes, 20_000))
+    files = iter_corpus_files(str(tmp_path))
+    rule = cut_rule("gpt2")
+    tasks = list(count_module._source_tasks(files, rule, 4096, 25_000, True, files, plain_to_workers=True))
+    assert not any(isinstance(t, count_module.Block) for t in tasks)
+    kinds = {type(t).__name__ for t in tasks}
+    assert kinds == {"_Files", "_Range", "_File"}, kinds
+    assert sum(count_module._task_raw(t) for t in tasks) == sum(os.path.getsize(f) for f in files)
+    table = WordTable.concat(WordTable(*count_module.count_task(t, "gpt2", "strict", 4096)) for t in tasks)
+    assert table == count_words(str(tmp_path), "gpt2", workers=1, progress=False)
+
+
 @pytest.mark.parametrize("workers,error", [(True, TypeError), (2.5, TypeError), ("2", TypeError),
                                            (0, ValueError), (-3, ValueError)])
 def test_worker_counts_are_ints_of_at_least_one(workers, error):
