@@ -18,7 +18,7 @@ import numpy as np
 from ..corpus.count import count_words
 from ..corpus.wordtable import WordTable
 from ..encode.tokenizer import Tokenizer
-from ..learn.train import _check_num_merges, _make_learner, _str_corpus, _table_symbols
+from ..learn.train import check_num_merges, make_learner, str_corpus, table_symbols
 from ..reference import encode as reference_encode
 from ..split.bounds import chunk_bounds, staged_chunk_bounds
 from ..split.patterns import check_user_pattern
@@ -134,7 +134,7 @@ def _count(corpus, pattern: str, workers, errors: str) -> WordTable:
     if isinstance(corpus, WordTable):
         return corpus
     if isinstance(corpus, str):
-        corpus = _str_corpus(corpus)
+        corpus = str_corpus(corpus)
     return count_words(corpus, pattern=pattern, workers=workers, progress=False, errors=errors)
 
 
@@ -164,15 +164,15 @@ def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2"
     The symbol totals are the compiled learner's own (read after each merge), so they hold
     exactly, overlapping pairs (``aaa``) included.
     """
-    _check_num_merges(num_merges, min_frequency)
+    check_num_merges(num_merges, min_frequency)
     check_user_pattern(pattern)
     if unit not in ("bytes", "chars"):
         raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
     if isinstance(words, bool) or not isinstance(words, int) or words < 0:
         raise ValueError(f"words must be an int >= 0, got {words!r}")
     table = _count(corpus, pattern, workers, errors)
-    symbols, starts, base_tokens = _table_symbols(table, unit, word_start or "", word_end or "")
-    learner = _make_learner(symbols, starts, table.counts, base_tokens)
+    symbols, starts, base_tokens = table_symbols(table, unit, word_start or "", word_end or "")
+    learner = make_learner(symbols, starts, table.counts, base_tokens)
     curve = [learner.corpus_tokens()]
 
     def after_each_merge(done: int, count: int) -> None:

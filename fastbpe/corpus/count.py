@@ -37,7 +37,7 @@ import numpy as np
 
 from .._core.count import ChunkCounter
 from ..cluster import OrderedReduction, connect, worker_threads
-from ..encode.tokenizer import check_workers
+from ..arguments import check_workers
 from ..progress import byte_bar
 from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source

@@ -39,6 +39,7 @@ from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optio
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
+from ..arguments import check_word_markers, check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
@@ -51,30 +52,10 @@ from . import batch, special, surrogates, vocab
 from .model import BPEModel
 from .normalizers import Normalizer
 
-__all__ = ["Tokenizer", "MERGE_RULES", "check_workers", "check_word_markers"]
+__all__ = ["Tokenizer", "MERGE_RULES"]
 
 UNITS = ("bytes", "chars")
 PathLike = Union[str, os.PathLike]
-
-
-def check_workers(workers) -> int:
-    """A thread or process count given by a caller: an int >= 1 (not a bool, not a float).
-
-    >>> check_workers(2)
-    2
-    """
-    if isinstance(workers, (bool, np.bool_)) or not isinstance(workers, (int, np.integer)):
-        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    return int(workers)
-
-
-def check_word_markers(word_start, word_end) -> None:
-    """The word markers a caller gives: each a str or None."""
-    for name, marker in (("word_start", word_start), ("word_end", word_end)):
-        if marker is not None and not isinstance(marker, str):
-            raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
 
 
 class _PoolRegistry:

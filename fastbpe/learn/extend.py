@@ -30,7 +30,7 @@ from ..encode.tokenizer import Tokenizer
 from ..progress import merge_progress
 from ..reference import encode as reference_encode
 from ..split.patterns import fused_scanner_id
-from .train import _check_num_merges, _make_learner, _str_corpus
+from .train import check_num_merges, make_learner, str_corpus
 
 __all__ = ["extend", "extend_reference", "check_extendable"]
 
@@ -63,7 +63,7 @@ def _count(tokenizer: Tokenizer, corpus, text, workers, errors, progress) -> Wor
     if isinstance(corpus, WordTable):
         return corpus
     if isinstance(corpus, str):
-        corpus = _str_corpus(corpus)
+        corpus = str_corpus(corpus)
     return count_words(corpus, pattern=tokenizer.pattern, workers=workers, errors=errors,
                        progress=False if callable(progress) else progress)
 
@@ -139,7 +139,7 @@ def extend(
     check_extendable(tokenizer)
     if num_merges is None:
         raise ValueError("give num_merges: how many merges to learn")
-    _check_num_merges(num_merges, min_frequency)
+    check_num_merges(num_merges, min_frequency)
     started = time.perf_counter()
     table = _count(tokenizer, corpus, text, workers, errors, progress)
     counted = time.perf_counter()
@@ -150,7 +150,7 @@ def extend(
                                           count=len(tokenizer.token_bytes)))
     dense_of = np.full(len(tokenizer.token_bytes), -1, dtype=np.int32)
     dense_of[ordinary] = np.arange(len(ordinary), dtype=np.int32)
-    learner = _make_learner(np.ascontiguousarray(dense_of[ids]), starts, table.counts,
+    learner = make_learner(np.ascontiguousarray(dense_of[ids]), starts, table.counts,
                             [tokenizer.token_bytes[i] for i in ordinary.tolist()])
     encoded = time.perf_counter()
     tokens_before = learner.corpus_tokens()

@@ -17,7 +17,8 @@ from .. import reference
 from .._core.learn import MergeLearner
 from ..corpus.count import count_words
 from ..corpus.wordtable import WordTable
-from ..encode.tokenizer import Tokenizer, check_word_markers
+from ..arguments import check_word_markers
+from ..encode.tokenizer import Tokenizer
 from ..formats.bytelevel import bytes_to_unicode
 from ..progress import merge_progress
 from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve
@@ -56,7 +57,7 @@ def _check_count(value, name: str, minimum: int) -> None:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
 
 
-def _check_num_merges(num_merges: int, min_frequency: int) -> None:
+def check_num_merges(num_merges: int, min_frequency: int) -> None:
     _check_count(num_merges, "num_merges", 0)
     _check_count(min_frequency, "min_frequency", 1)
 
@@ -123,7 +124,7 @@ def _decode_symbol(content: bytes, kind: type) -> Symbol:
     return content.decode("utf-8", "surrogatepass") if kind is str else content
 
 
-def _make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> MergeLearner:
+def make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> MergeLearner:
     # A pair's count is at most the sum over words of count * (length - 1); refuse tables
     # where that could pass 2**63 rather than let a 64-bit counter wrap (float64 is plenty
     # precise for a bound).
@@ -167,7 +168,7 @@ def _run_learner(
     progress: Optional[ProgressCallback],
     max_tokens: int = -1,
 ) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
-    learner = _make_learner(symbols, word_starts, counts, base_tokens)
+    learner = make_learner(symbols, word_starts, counts, base_tokens)
     return learner.run(int(num_merges), int(min_frequency), int(max_tokens), progress)
 
 
@@ -191,7 +192,7 @@ def train_words(
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    _check_num_merges(num_merges, min_frequency)
+    check_num_merges(num_merges, min_frequency)
     kind, lengths, word_counts, distinct = _validate_words(words)
     if backend == "reference" or kind is None:
         merges, counts = reference.learn(words, num_merges, min_frequency)
@@ -215,7 +216,7 @@ def train_words(
     return (merges, counts) if with_counts else merges
 
 
-def _table_symbols(table: WordTable, unit: str, word_start: str, word_end: str):
+def table_symbols(table: WordTable, unit: str, word_start: str, word_end: str):
     """Flat base-symbol ids of a table's chunks: the 256 byte values, or the characters in
     first-seen order. Returns ``(symbols, word_starts, base_tokens)``."""
     if unit == "bytes" and not word_start and not word_end:
@@ -260,10 +261,10 @@ def learn_from_table(
     Returns ``(merges, counts, tokens)``: int32 rows ``(left, right, new)``, each merge's count,
     and the bytes of every token id (UTF-8 for characters).
     """
-    _check_num_merges(num_merges, min_frequency)
+    check_num_merges(num_merges, min_frequency)
     if unit not in ("bytes", "chars"):
         raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
-    symbols, starts, base_tokens = _table_symbols(table, unit, word_start, word_end)
+    symbols, starts, base_tokens = table_symbols(table, unit, word_start, word_end)
     return _run_learner(symbols, starts, table.counts, base_tokens, num_merges, min_frequency,
                         progress, max_tokens)
 
@@ -279,13 +280,13 @@ def _names_a_path(text: str) -> bool:
     return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
 
 
-def _str_corpus(corpus: str):
+def str_corpus(corpus: str):
     """What a ``str`` passed as the corpus means: the files it names, else text if it cannot be
     a path; a ValueError for a string that looks like a path to nothing (a typo).
 
-    >>> list(_str_corpus("the cat sat on the mat"))
+    >>> list(str_corpus("the cat sat on the mat"))
     ['the cat sat on the mat']
-    >>> _str_corpus("corpus/a.txtt")
+    >>> str_corpus("corpus/a.txtt")
     Traceback (most recent call last):
     ...
     ValueError: 'corpus/a.txtt' names no file, directory or matching glob; to train on a string as text, pass text='corpus/a.txtt' (or an iterator of strings)
@@ -356,7 +357,7 @@ def train(
     # arguments are checked before the corpus is read, not after minutes of counting
     if vocab_size is not None:
         _check_count(vocab_size, "vocab_size", 1)
-    _check_num_merges(0 if num_merges is None else num_merges, min_frequency)
+    check_num_merges(0 if num_merges is None else num_merges, min_frequency)
     check_word_markers(word_start, word_end)
     pattern = renamed_pattern(pattern, pretokenizer)
     check_user_pattern(pattern)
@@ -391,7 +392,7 @@ def train(
         table = corpus
     else:
         if isinstance(corpus, str):
-            corpus = _str_corpus(corpus)
+            corpus = str_corpus(corpus)
         kwargs = {"pattern": pattern, "workers": workers, "progress": progress,
                   "errors": errors}
         if cluster is not None:
@@ -400,7 +401,7 @@ def train(
             kwargs["lines"] = True  # Hugging Face trains on files line by line
         table = count_words(corpus, **kwargs)
     counted = time.perf_counter()
-    symbols, starts, base_tokens = _table_symbols(table, unit, word_start or "", word_end or "")
+    symbols, starts, base_tokens = table_symbols(table, unit, word_start or "", word_end or "")
     max_tokens = -1
     if vocab_size is not None:
         max_tokens = vocab_size - len(special_tokens)
@@ -410,8 +411,8 @@ def train(
                 f"plus {len(special_tokens)} special tokens")
         if num_merges is None:
             num_merges = max_tokens - len(base_tokens)
-    _check_num_merges(num_merges, min_frequency)
-    learner = _make_learner(symbols, starts, table.counts, base_tokens, tie_ranks)
+    check_num_merges(num_merges, min_frequency)
+    learner = make_learner(symbols, starts, table.counts, base_tokens, tie_ranks)
     prepared = time.perf_counter()
     with merge_progress(progress, num_merges) as callback:
         merge_ids, counts, tokens = learner.run(num_merges, min_frequency, max_tokens, callback)

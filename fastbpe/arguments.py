@@ -1,0 +1,25 @@
+"""Checks of the arguments several stages take alike (counting, learning, encoding), so that
+each is refused with the same clear error wherever it is given."""
+import numpy as np
+
+__all__ = ["check_workers", "check_word_markers"]
+
+
+def check_workers(workers) -> int:
+    """A thread or process count given by a caller: an int >= 1 (not a bool, not a float).
+
+    >>> check_workers(2)
+    2
+    """
+    if isinstance(workers, (bool, np.bool_)) or not isinstance(workers, (int, np.integer)):
+        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    return int(workers)
+
+
+def check_word_markers(word_start, word_end) -> None:
+    """The word markers a caller gives: each a str or None."""
+    for name, marker in (("word_start", word_start), ("word_end", word_end)):
+        if marker is not None and not isinstance(marker, str):
+            raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
