@@ -11,8 +11,8 @@
 //    occurrences) inline as two zero-padded words, the first-appearance index and the count.
 //    A lookup touches one cache line and nothing else (no separate counts array, no key arena,
 //    no front cache): the frequent chunks' lines stay in L1/L2 by themselves;
-//  * chunks are counted in batches: the scanner collects a batch of chunk ends, then one pass
-//    hashes them and prefetches their slots, and a second pass counts them in order, so the
+//  * chunks are counted in batches: a chunk's key and hash are computed and its slot prefetched
+//    when the scanner hands it over, and the batch is counted, in order, when full, so the
 //    misses of the rare chunks (a random DRAM access once the table outgrows L3) overlap;
 //  * the slot array is 2 MiB aligned and advised for transparent huge pages (fewer TLB misses).
 // Open addressing, linear probing, capacity a power of two kept at most 70% full; the slot is
@@ -98,18 +98,16 @@ class ChunkTable {
     size_t size() const { return offsets.size() - 1; }
 
     // The scanners' sink: one occurrence of chunk p[0:len], `limit` the end of the buffer
-    // holding it (the same for every chunk until drain()). Queued and counted a batch at a
-    // time; drain() before that buffer goes away.
+    // holding it. Its key and hash are computed and its slot prefetched now; it is counted
+    // with its batch. drain() before the buffer holding the queued chunks goes away.
     inline void operator()(const uint8_t* p, size_t len, const uint8_t* limit) {
-        limit_ = limit;
-        queue_[queued_].p = p;
-        queue_[queued_].len = (uint32_t)len;  // as Key::len: a chunk is under 4 GiB
-        if (++queued_ == BATCH) drain();
+        enqueue(p, len, limit);
+        if (queued_ == BATCH) drain();
     }
 
     // Count the queued chunks, in order.
     void drain() {
-        count_batch(queue_, queued_, limit_, nullptr);
+        for (size_t j = 0; j < queued_; ++j) count_key(queue_[j].key, queue_[j].hash, queue_[j].p, 1);
         queued_ = 0;
     }
 
@@ -143,25 +141,31 @@ class ChunkTable {
         const uint8_t* end = d + offs[n];
         for (size_t k = 0; k < n; k += BATCH) {
             size_t m = n - k < BATCH ? n - k : BATCH;
-            for (size_t j = 0; j < m; ++j) {
-                queue_[j].p = d + offs[k + j];
-                queue_[j].len = (uint32_t)(offs[k + j + 1] - offs[k + j]);
-            }
-            count_batch(queue_, m, end, cnts + k);
+            for (size_t j = 0; j < m; ++j) enqueue(d + offs[k + j], (size_t)(offs[k + j + 1] - offs[k + j]), end);
+            for (size_t j = 0; j < m; ++j) count_key(queue_[j].key, queue_[j].hash, queue_[j].p, cnts[k + j]);
+            queued_ = 0;
         }
     }
 
   private:
     struct Queued {
+        Key key;
+        uint64_t hash;
         const uint8_t* p;
-        uint32_t len;
     };
-    // Chunks per batch: enough for the slot prefetches of the batch's first pass to land
-    // before its second pass needs them, few enough that they stay in L1.
+    // Chunks per batch: enough for the slot prefetches to land before the chunks are counted,
+    // few enough that the queue stays in L1.
     static const size_t BATCH = 64;
     Queued queue_[BATCH];
     size_t queued_ = 0;
-    const uint8_t* limit_ = nullptr;
+
+    inline void enqueue(const uint8_t* p, size_t len, const uint8_t* limit) {
+        Queued& q = queue_[queued_++];
+        q.key = make_key(p, len, limit);
+        q.hash = key_hash(q.key);
+        q.p = p;
+        __builtin_prefetch(&slots_[q.hash >> shift_]);
+    }
 
     struct Slot {
         uint64_t k0, k1;   // as Key
@@ -175,19 +179,6 @@ class ChunkTable {
     size_t capacity_ = 0, mask_ = 0;
     int shift_ = 64;
     std::string scratch_;
-
-    // Count chunks q[0:m] of the buffer ending at `limit`, in order: cnts[j] occurrences of
-    // chunk j, or one each when cnts is null.
-    inline void count_batch(const Queued* q, size_t m, const uint8_t* limit, const int64_t* cnts) {
-        Key keys[BATCH];
-        uint64_t hashes[BATCH];
-        for (size_t j = 0; j < m; ++j) {
-            keys[j] = make_key(q[j].p, q[j].len, limit);
-            hashes[j] = key_hash(keys[j]);
-            __builtin_prefetch(&slots_[hashes[j] >> shift_]);
-        }
-        for (size_t j = 0; j < m; ++j) count_key(keys[j], hashes[j], q[j].p, cnts ? cnts[j] : 1);
-    }
 
     inline bool same(const Slot& s, const Key& k, const uint8_t* p) const {
         if (s.k0 != k.k0 || s.k1 != k.k1 || s.len != k.len) return false;

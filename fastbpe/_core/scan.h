@@ -59,6 +59,16 @@ class Scanner {
     static inline bool is_other(const Ch& c) {  // [^\s\p{L}\p{N}], and not past the end
         return c.len && !(c.fl & (FB_L | FB_N | FB_WS));
     }
+    // Byte tests for the ASCII fast paths (the ranges of ascii_class_run).
+    static inline bool ascii_letter(uint8_t b) { return (uint8_t)((b | 0x20) - 'a') < 26; }
+    static inline bool ascii_digit(uint8_t b) { return (uint8_t)(b - '0') < 10; }
+    static inline bool ascii_other(uint8_t b) { return b < 0x80 && !(FB_STAGE2[b] & (FB_L | FB_N | FB_WS)); }
+    // The end of `[^\s\p{L}\p{N}]+[\r\n]*` whose first character ends at p.
+    inline size_t other_run_newlines(size_t p) const {
+        p = run_other(p);
+        while (p < n_ && (s_[p] == '\r' || s_[p] == '\n')) ++p;
+        return p;
+    }
     // Runs of a class: FB_L, FB_N, FB_UPPERISH or FB_LOWERISH. ASCII stretches (most of most
     // corpora) go through ascii_run_end; other characters are decoded.
     template <uint16_t MASK>
@@ -71,7 +81,13 @@ class Scanner {
         return ascii_run_end<0, 'a', 26>(s_, p, n_);
     }
     template <uint16_t MASK>
-    inline size_t run_flags(size_t p) const {
+    __attribute__((always_inline)) inline size_t run_flags(size_t p) const {
+        p = ascii_class_run<MASK>(p);
+        if (__builtin_expect(p < n_ && s_[p] >= 0x80, 0)) return run_flags_unicode<MASK>(p);
+        return p;
+    }
+    template <uint16_t MASK>
+    __attribute__((noinline)) size_t run_flags_unicode(size_t p) const {
         while (true) {
             p = ascii_class_run<MASK>(p);
             if (p >= n_ || s_[p] < 0x80) return p;
@@ -156,7 +172,29 @@ class Scanner {
     // the same chunks.) Whitespace run W followed by a non-space: \s+(?!\S) backtracks to W minus
     // its last character; that character, if it is ' ', is then the optional prefix of the next
     // chunk (` ?\p{L}+` ...), otherwise it is a chunk of its own (the final `\s`).
-    inline size_t next_gpt2(size_t p) const {
+    //
+    // The fast path takes the chunks that start with ASCII and are decided by their first one
+    // or two bytes (a letter, digit or other run, with or without the leading space) exactly
+    // as the full code below would; everything else (contractions, whitespace runs, non-ASCII
+    // starts) goes the full way.
+    __attribute__((always_inline)) inline size_t next_gpt2(size_t p) const {
+        uint8_t b = s_[p];
+        if (ascii_letter(b)) return run_flags<FB_L>(p + 1);
+        if (b == ' ') {
+            if (p + 1 < n_) {
+                uint8_t b1 = s_[p + 1];
+                if (ascii_letter(b1)) return run_flags<FB_L>(p + 2);
+                if (ascii_digit(b1)) return run_flags<FB_N>(p + 2);
+                if (ascii_other(b1)) return run_other(p + 2);
+            }
+        } else if (ascii_digit(b)) {
+            return run_flags<FB_N>(p + 1);
+        } else if (b != '\'' && ascii_other(b)) {
+            return run_other(p + 1);
+        }
+        return next_gpt2_full(p);
+    }
+    __attribute__((noinline)) size_t next_gpt2_full(size_t p) const {
         Ch c = at(p);
         if (c.cp == '\'') {
             Ch c1 = at(p + 1);
@@ -227,7 +265,22 @@ class Scanner {
     //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ : the same except that whitespace
     //   ending the text is not taken whole by \s++$ (it splits after its last newline).
     // \s*[\r\n] and \s*[\r\n]+ both end right after the run's last newline (\s* backtracks).
-    inline size_t next_cl100k(size_t p, bool ws_to_end_whole) const {
+    //
+    // The fast path takes the chunks that start with ASCII (not an apostrophe) followed by an
+    // ASCII byte and are decided by these two exactly as the full code below would.
+    __attribute__((always_inline)) inline size_t next_cl100k(size_t p, bool ws_to_end_whole) const {
+        uint8_t b = s_[p];
+        if (ascii_letter(b)) return run_flags<FB_L>(p + 1);
+        if (ascii_digit(b)) return digits_upto3(p, Ch{b, FB_STAGE2[b], 1});
+        if (b < 0x80 && b != '\'' && p + 1 < n_ && s_[p + 1] < 0x80) {
+            uint8_t b1 = s_[p + 1];
+            if (b != '\r' && b != '\n' && ascii_letter(b1)) return run_flags<FB_L>(p + 2);  // prefix + letters
+            if (ascii_other(b)) return other_run_newlines(p + 1);
+            if (b == ' ' && ascii_other(b1)) return other_run_newlines(p + 2);
+        }
+        return next_cl100k_full(p, ws_to_end_whole);
+    }
+    __attribute__((noinline)) size_t next_cl100k_full(size_t p, bool ws_to_end_whole) const {
         size_t r = contraction_ci(p);
         if (r != NPOS) return r;
         Ch c = at(p);
