@@ -79,9 +79,11 @@ static inline Key make_key(const uint8_t* p, size_t len, const uint8_t* limit) {
 
 // The 64-bit hash whose top bits pick a key's slot. Short keys: two multiplies (the top bits
 // of a product depend on every bit of its operands); long keys: their hash_bytes, already mixed.
+static inline uint64_t short_key_hash(uint64_t k0, uint64_t k1, size_t len) {
+    return ((k0 * 0x9E3779B97F4A7C15ULL) ^ (k1 + len)) * 0xC2B2AE3D27D4EB4FULL;
+}
 static inline uint64_t key_hash(const Key& k) {
-    if (k.len > SHORT_CHUNK) return k.k0;
-    return ((k.k0 * 0x9E3779B97F4A7C15ULL) ^ (k.k1 + k.len)) * 0xC2B2AE3D27D4EB4FULL;
+    return k.len > SHORT_CHUNK ? k.k0 : short_key_hash(k.k0, k.k1, k.len);
 }
 
 class ChunkTable {
@@ -100,13 +102,13 @@ class ChunkTable {
     // The scanners' sink: one occurrence of chunk p[0:len], `limit` the end of the buffer
     // holding it. Its key and hash are computed and its slot prefetched now; it is counted
     // with its batch. drain() before the buffer holding the queued chunks goes away.
-    inline void operator()(const uint8_t* p, size_t len, const uint8_t* limit) {
+    __attribute__((always_inline)) inline void operator()(const uint8_t* p, size_t len, const uint8_t* limit) {
         enqueue(p, len, limit);
         if (queued_ == BATCH) drain();
     }
 
     // Count the queued chunks, in order.
-    void drain() {
+    __attribute__((noinline)) void drain() {
         for (size_t j = 0; j < queued_; ++j) count_key(queue_[j].key, queue_[j].hash, queue_[j].p, 1);
         queued_ = 0;
     }
@@ -159,10 +161,24 @@ class ChunkTable {
     Queued queue_[BATCH];
     size_t queued_ = 0;
 
-    inline void enqueue(const uint8_t* p, size_t len, const uint8_t* limit) {
+    // Queue a chunk with its key and hash, and prefetch its slot. The common case (a short
+    // chunk with 16 readable bytes) is written out here so that the key stays in registers.
+    __attribute__((always_inline)) inline void enqueue(const uint8_t* p, size_t len, const uint8_t* limit) {
         Queued& q = queue_[queued_++];
-        q.key = make_key(p, len, limit);
-        q.hash = key_hash(q.key);
+        if (__builtin_expect(len <= SHORT_CHUNK && p + 16 <= limit, 1)) {
+            uint64_t k0, k1;
+            std::memcpy(&k0, p, 8);
+            std::memcpy(&k1, p + 8, 8);
+            k0 &= KEY_MASKS[len].m0;
+            k1 &= KEY_MASKS[len].m1;
+            q.key.k0 = k0;
+            q.key.k1 = k1;
+            q.key.len = (uint32_t)len;
+            q.hash = short_key_hash(k0, k1, len);
+        } else {
+            q.key = make_key(p, len, limit);
+            q.hash = key_hash(q.key);
+        }
         q.p = p;
         __builtin_prefetch(&slots_[q.hash >> shift_]);
     }
