@@ -141,6 +141,12 @@ class ChunkTable {
     // Add another table's chunks in its order (counting consecutive parts of a corpus).
     void add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) {
         const uint8_t* end = d + offs[n];
+        // room for every chunk being new: one rehash at most, instead of one per doubling
+        size_t capacity = capacity_;
+        while ((size() + n) * 10 > capacity * 7) capacity *= 2;
+        if (capacity != capacity_) rehash(capacity);
+        data.reserve(data.size() + (size_t)offs[n]);
+        offsets.reserve(offsets.size() + n);
         for (size_t k = 0; k < n; k += BATCH) {
             size_t m = n - k < BATCH ? n - k : BATCH;
             for (size_t j = 0; j < m; ++j) enqueue(d + offs[k + j], (size_t)(offs[k + j + 1] - offs[k + j]), end);
@@ -198,7 +204,12 @@ class ChunkTable {
 
     inline bool same(const Slot& s, const Key& k, const uint8_t* p) const {
         if (s.k0 != k.k0 || s.k1 != k.k1 || s.len != k.len) return false;
-        return k.len <= SHORT_CHUNK || std::memcmp(data.data() + offsets[s.index], p, k.len) == 0;
+        return __builtin_expect(k.len <= SHORT_CHUNK, 1) || same_long(s, p);
+    }
+    // The bytes of a long chunk (its key is its hash) against the slot's chunk in `data`; out
+    // of line, so that the short keys' hot path saves no registers for the call.
+    __attribute__((noinline)) bool same_long(const Slot& s, const uint8_t* p) const {
+        return std::memcmp(data.data() + offsets[s.index], p, s.len) == 0;
     }
 
     // Add `count` occurrences of the chunk; a new chunk gets the next index (first-appearance
@@ -206,7 +217,7 @@ class ChunkTable {
     __attribute__((always_inline)) inline void count_key(const Key& k, uint64_t h, const uint8_t* p, int64_t count) {
         size_t i = probe(slots_, mask_, (size_t)(h >> shift_),
                          [&](const Slot& s) { return s.len == 0 || same(s, k, p); });
-        if (slots_[i].len != 0) {
+        if (__builtin_expect(slots_[i].len != 0, 1)) {
             slots_[i].count += count;
             return;
         }
