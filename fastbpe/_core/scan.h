@@ -339,7 +339,34 @@ class Scanner {
     //   | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
     // The optional prefix is greedy but not possessive: when the core fails after it, the core
     // is retried at p itself (which can succeed only when the prefix character is a mark \p{M}).
-    inline size_t next_o200k(size_t p) const {
+    //
+    // The fast path takes the chunks that start with ASCII followed by ASCII and are decided by
+    // these two exactly as the full code below would: a letter with an optional non-letter,
+    // non-digit, non-newline prefix (the A1 core, else the A2 core, from the first letter: A1
+    // fails only at an upper-case letter, where A2 succeeds, and neither core can start at
+    // the ASCII prefix) and an ASCII run of [^\s\p{L}\p{N}] with an optional leading space.
+    __attribute__((always_inline)) inline size_t next_o200k(size_t p) const {
+        uint8_t b = s_[p];
+        if (b < 0x80 && p + 1 < n_ && s_[p + 1] < 0x80) {
+            uint8_t b1 = s_[p + 1];
+            size_t q = NPOS;
+            if (ascii_letter(b)) q = p;
+            else if (ascii_letter(b1) && !ascii_digit(b) && b != '\r' && b != '\n') q = p + 1;
+            if (q != NPOS) {
+                size_t r = o200k_a1(q);
+                return r != NPOS ? r : o200k_a2(q);
+            }
+            size_t e = NPOS;
+            if (ascii_other(b)) e = run_other(p + 1);
+            else if (b == ' ' && ascii_other(b1)) e = run_other(p + 2);
+            if (e != NPOS) {
+                while (e < n_ && (s_[e] == '\r' || s_[e] == '\n' || s_[e] == '/')) ++e;
+                return e;
+            }
+        }
+        return next_o200k_full(p);
+    }
+    __attribute__((noinline)) size_t next_o200k_full(size_t p) const {
         Ch c = at(p);
         bool prefix = c.len && !(c.fl & (FB_L | FB_N)) && c.cp != '\r' && c.cp != '\n';
         size_t r;
