@@ -58,6 +58,28 @@ class CountThroughput:
     track_count_seconds_per_mb.unit = "s/MB"
 
 
+class CountPatterns:
+    """Seconds per megabyte counted with each compiled scanner (each pattern has its own ASCII
+    fast path and shares the chunk table), on real English and code."""
+
+    params = (PATTERNS + ["llama3"], ["english", "code"])
+    param_names = ["pattern", "corpus"]
+    size = "2MB"
+
+    def setup(self, pattern, corpus):
+        if regex_pattern(pattern) is None:
+            skip(f"pattern {pattern!r} is not known in this commit")
+        self.text = corpus_text(corpus, self.size)
+        self.nbytes = len(self.text.encode("utf-8"))
+
+    def track_count_seconds_per_mb(self, pattern, corpus):
+        start = time.perf_counter()
+        fastbpe_module().count_words(iter([self.text]), pattern, workers=1)
+        return (time.perf_counter() - start) / (self.nbytes / 1e6)
+
+    track_count_seconds_per_mb.unit = "s/MB"
+
+
 class CountWorkers:
     """Parallel counting: ``count_words(..., workers=N)`` on 10 MB (2 cores here)."""
 

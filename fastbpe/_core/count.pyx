@@ -90,6 +90,7 @@ cdef class ChunkCounter:
     def arrays(self):
         """(data uint8, offsets int64[n+1], counts int64[n]) copies of the table."""
         cdef size_t n = self.table.size()
+        self.table.export_counts()
         data = np.empty(self.table.data.size(), dtype=np.uint8)
         offsets = np.empty(n + 1, dtype=np.int64)
         counts = np.empty(n, dtype=np.int64)

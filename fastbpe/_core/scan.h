@@ -14,11 +14,39 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "patterns.h"
 #include "utf8.h"
 
 namespace fbpt {
+
+// End of the run of ASCII bytes b with ((b | FOLD) - LO) mod 256 < COUNT from q (the first
+// byte at or after q that is not one, or n): the ASCII part of a run of letters (FOLD 0x20,
+// 'a', 26: A-Z a-z), digits, upper- or lower-case letters. These ranges are exactly the ASCII
+// members of \p{L}, \p{N}, the upper-ish and the lower-ish classes of unicode_tables.h (the
+// differential tests against `regex` hold them to it). SSE2 (baseline on x86-64) classifies 16
+// bytes per step: a run ends at the first clear bit of the movemask; elsewhere a byte loop.
+template <uint8_t FOLD, uint8_t LO, uint8_t COUNT>
+__attribute__((always_inline)) static inline size_t ascii_run_end(const uint8_t* s, size_t q, size_t n) {
+#ifdef __SSE2__
+    // (b | FOLD) + (0x80 - LO) moves the range to -128 .. -128 + COUNT - 1 (signed)
+    const __m128i fold = _mm_set1_epi8((char)FOLD);
+    const __m128i shift = _mm_set1_epi8((char)(uint8_t)(0x80 - LO));
+    const __m128i bound = _mm_set1_epi8((char)(-128 + COUNT));
+    while (q + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i*)(s + q));
+        __m128i x = _mm_add_epi8(_mm_or_si128(v, fold), shift);
+        unsigned in_run = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(x, bound));
+        if (in_run != 0xFFFFu) return q + (size_t)__builtin_ctz(~in_run);
+        q += 16;
+    }
+#endif
+    while (q < n && (uint8_t)((s[q] | FOLD) - LO) < COUNT) ++q;
+    return q;
+}
 
 class Scanner {
   public:
@@ -31,14 +59,40 @@ class Scanner {
     static inline bool is_other(const Ch& c) {  // [^\s\p{L}\p{N}], and not past the end
         return c.len && !(c.fl & (FB_L | FB_N | FB_WS));
     }
-    // Runs of a class. ASCII bytes (most of most corpora) are classified by one table lookup
-    // in a tight loop; other characters are decoded.
-    inline size_t run_flags(size_t p, uint16_t mask) const {
+    // Byte tests for the ASCII fast paths (the ranges of ascii_class_run).
+    static inline bool ascii_letter(uint8_t b) { return (uint8_t)((b | 0x20) - 'a') < 26; }
+    static inline bool ascii_digit(uint8_t b) { return (uint8_t)(b - '0') < 10; }
+    static inline bool ascii_other(uint8_t b) { return b < 0x80 && !(FB_STAGE2[b] & (FB_L | FB_N | FB_WS)); }
+    // The end of `[^\s\p{L}\p{N}]+[\r\n]*` whose first character ends at p.
+    inline size_t other_run_newlines(size_t p) const {
+        p = run_other(p);
+        while (p < n_ && (s_[p] == '\r' || s_[p] == '\n')) ++p;
+        return p;
+    }
+    // Runs of a class: FB_L, FB_N, FB_UPPERISH or FB_LOWERISH. ASCII stretches (most of most
+    // corpora) go through ascii_run_end; other characters are decoded.
+    template <uint16_t MASK>
+    __attribute__((always_inline)) inline size_t ascii_class_run(size_t p) const {
+        static_assert(MASK == FB_L || MASK == FB_N || MASK == FB_UPPERISH || MASK == FB_LOWERISH,
+                      "a class with an ASCII range");
+        if (MASK == FB_L) return ascii_run_end<0x20, 'a', 26>(s_, p, n_);
+        if (MASK == FB_N) return ascii_run_end<0, '0', 10>(s_, p, n_);
+        if (MASK == FB_UPPERISH) return ascii_run_end<0, 'A', 26>(s_, p, n_);
+        return ascii_run_end<0, 'a', 26>(s_, p, n_);
+    }
+    template <uint16_t MASK>
+    __attribute__((always_inline)) inline size_t run_flags(size_t p) const {
+        p = ascii_class_run<MASK>(p);
+        if (__builtin_expect(p < n_ && s_[p] >= 0x80, 0)) return run_flags_unicode<MASK>(p);
+        return p;
+    }
+    template <uint16_t MASK>
+    __attribute__((noinline)) size_t run_flags_unicode(size_t p) const {
         while (true) {
-            while (p < n_ && s_[p] < 0x80 && (FB_STAGE2[s_[p]] & mask)) ++p;
+            p = ascii_class_run<MASK>(p);
             if (p >= n_ || s_[p] < 0x80) return p;
             Ch c = decode_valid(s_, p);
-            if (!(c.fl & mask)) return p;
+            if (!(c.fl & MASK)) return p;
             p += c.len;
         }
     }
@@ -61,15 +115,44 @@ class Scanner {
     };
     inline WsRun ws_run(size_t p) const {
         WsRun r{p, p, NPOS};
-        Ch c = at(p);
-        while (c.fl & FB_WS) {
+        while (true) {
+            p = ascii_ws_run(p, r);
+            if (p >= n_ || s_[p] < 0x80) break;
+            Ch c = decode_valid(s_, p);
+            if (!(c.fl & FB_WS)) break;
             r.last = p;
             p += c.len;
-            if (c.cp == '\r' || c.cp == '\n') r.after_nl = p;
-            c = at(p);
         }
         r.end = p;
         return r;
+    }
+    // The ASCII whitespace from p (\t \n \v \f \r and ' ': regex's \s below 0x80), recording
+    // its last character and the end of its last \r or \n in r; returns the first byte after.
+    inline size_t ascii_ws_run(size_t p, WsRun& r) const {
+#ifdef __SSE2__
+        const __m128i tab_shift = _mm_set1_epi8((char)(0x80 - '\t'));
+        const __m128i tab_bound = _mm_set1_epi8((char)(-128 + 5));  // \t \n \v \f \r
+        const __m128i space = _mm_set1_epi8(' ');
+        const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+        while (p + 16 <= n_) {
+            __m128i v = _mm_loadu_si128((const __m128i*)(s_ + p));
+            __m128i ws = _mm_or_si128(_mm_cmplt_epi8(_mm_add_epi8(v, tab_shift), tab_bound), _mm_cmpeq_epi8(v, space));
+            unsigned in_run = (unsigned)_mm_movemask_epi8(ws);
+            unsigned nl = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+            unsigned k = in_run == 0xFFFFu ? 16 : (unsigned)__builtin_ctz(~in_run);  // whitespace bytes here
+            nl &= (1u << k) - 1;
+            if (nl) r.after_nl = p + 32 - (size_t)__builtin_clz(nl);  // after the highest newline
+            if (k) r.last = p + k - 1;
+            p += k;
+            if (k < 16) return p;
+        }
+#endif
+        while (p < n_ && s_[p] < 0x80 && (FB_STAGE2[s_[p]] & FB_WS)) {
+            r.last = p;
+            if (s_[p] == '\r' || s_[p] == '\n') r.after_nl = p + 1;
+            ++p;
+        }
+        return p;
     }
 
     // `\S+` (regex module's \s): runs of non-whitespace; whitespace is dropped.
@@ -89,7 +172,29 @@ class Scanner {
     // the same chunks.) Whitespace run W followed by a non-space: \s+(?!\S) backtracks to W minus
     // its last character; that character, if it is ' ', is then the optional prefix of the next
     // chunk (` ?\p{L}+` ...), otherwise it is a chunk of its own (the final `\s`).
-    inline size_t next_gpt2(size_t p) const {
+    //
+    // The fast path takes the chunks that start with ASCII and are decided by their first one
+    // or two bytes (a letter, digit or other run, with or without the leading space) exactly
+    // as the full code below would; everything else (contractions, whitespace runs, non-ASCII
+    // starts) goes the full way.
+    __attribute__((always_inline)) inline size_t next_gpt2(size_t p) const {
+        uint8_t b = s_[p];
+        if (ascii_letter(b)) return run_flags<FB_L>(p + 1);
+        if (b == ' ') {
+            if (p + 1 < n_) {
+                uint8_t b1 = s_[p + 1];
+                if (ascii_letter(b1)) return run_flags<FB_L>(p + 2);
+                if (ascii_digit(b1)) return run_flags<FB_N>(p + 2);
+                if (ascii_other(b1)) return run_other(p + 2);
+            }
+        } else if (ascii_digit(b)) {
+            return run_flags<FB_N>(p + 1);
+        } else if (b != '\'' && ascii_other(b)) {
+            return run_other(p + 1);
+        }
+        return next_gpt2_full(p);
+    }
+    __attribute__((noinline)) size_t next_gpt2_full(size_t p) const {
         Ch c = at(p);
         if (c.cp == '\'') {
             Ch c1 = at(p + 1);
@@ -101,8 +206,8 @@ class Scanner {
         size_t q = p;
         Ch d = c;
         if (c.cp == ' ') { q = p + 1; d = at(q); }
-        if (d.fl & FB_L) return run_flags(q, FB_L);
-        if (d.fl & FB_N) return run_flags(q, FB_N);
+        if (d.fl & FB_L) return run_flags<FB_L>(q);
+        if (d.fl & FB_N) return run_flags<FB_N>(q);
         if (is_other(d)) return run_other(q);
         // c is whitespace here (a non-space c would have been L, N or other)
         WsRun w = ws_run(p);
@@ -160,16 +265,31 @@ class Scanner {
     //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ : the same except that whitespace
     //   ending the text is not taken whole by \s++$ (it splits after its last newline).
     // \s*[\r\n] and \s*[\r\n]+ both end right after the run's last newline (\s* backtracks).
-    inline size_t next_cl100k(size_t p, bool ws_to_end_whole) const {
+    //
+    // The fast path takes the chunks that start with ASCII (not an apostrophe) followed by an
+    // ASCII byte and are decided by these two exactly as the full code below would.
+    __attribute__((always_inline)) inline size_t next_cl100k(size_t p, bool ws_to_end_whole) const {
+        uint8_t b = s_[p];
+        if (ascii_letter(b)) return run_flags<FB_L>(p + 1);
+        if (ascii_digit(b)) return digits_upto3(p, Ch{b, FB_STAGE2[b], 1});
+        if (b < 0x80 && b != '\'' && p + 1 < n_ && s_[p + 1] < 0x80) {
+            uint8_t b1 = s_[p + 1];
+            if (b != '\r' && b != '\n' && ascii_letter(b1)) return run_flags<FB_L>(p + 2);  // prefix + letters
+            if (ascii_other(b)) return other_run_newlines(p + 1);
+            if (b == ' ' && ascii_other(b1)) return other_run_newlines(p + 2);
+        }
+        return next_cl100k_full(p, ws_to_end_whole);
+    }
+    __attribute__((noinline)) size_t next_cl100k_full(size_t p, bool ws_to_end_whole) const {
         size_t r = contraction_ci(p);
         if (r != NPOS) return r;
         Ch c = at(p);
-        if (c.fl & FB_L) return run_flags(p, FB_L);
+        if (c.fl & FB_L) return run_flags<FB_L>(p);
         if (c.len && !(c.fl & FB_N) && c.cp != '\r' && c.cp != '\n') {
             // optional prefix then letters; without the prefix the letter run cannot start
             // here (c is not a letter), so only the with-prefix attempt can succeed
             Ch d = at(p + c.len);
-            if (d.fl & FB_L) return run_flags(p + c.len, FB_L);
+            if (d.fl & FB_L) return run_flags<FB_L>(p + c.len);
         }
         if (c.fl & FB_N) return digits_upto3(p, c);
         size_t q = other_then_newlines(p, c, false);
@@ -198,15 +318,15 @@ class Scanner {
             d = at(u);
         }
         size_t r;
-        if (d.fl & FB_LOWERISH) r = run_flags(u, FB_LOWERISH);
+        if (d.fl & FB_LOWERISH) r = run_flags<FB_LOWERISH>(u);
         else if (last_lower != NPOS) r = last_lower + at(last_lower).len;
         else return NPOS;
         return o200k_suffix(r);
     }
     inline size_t o200k_a2(size_t q) const {
-        size_t u = run_flags(q, FB_UPPERISH);
+        size_t u = run_flags<FB_UPPERISH>(q);
         if (u == q) return NPOS;
-        return o200k_suffix(run_flags(u, FB_LOWERISH));
+        return o200k_suffix(run_flags<FB_LOWERISH>(u));
     }
     // (?i:'s|'t|'re|'ve|'m|'ll|'d)? : greedy optional, nothing after it can fail
     inline size_t o200k_suffix(size_t r) const {
@@ -219,7 +339,34 @@ class Scanner {
     //   | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
     // The optional prefix is greedy but not possessive: when the core fails after it, the core
     // is retried at p itself (which can succeed only when the prefix character is a mark \p{M}).
-    inline size_t next_o200k(size_t p) const {
+    //
+    // The fast path takes the chunks that start with ASCII followed by ASCII and are decided by
+    // these two exactly as the full code below would: a letter with an optional non-letter,
+    // non-digit, non-newline prefix (the A1 core, else the A2 core, from the first letter: A1
+    // fails only at an upper-case letter, where A2 succeeds, and neither core can start at
+    // the ASCII prefix) and an ASCII run of [^\s\p{L}\p{N}] with an optional leading space.
+    __attribute__((always_inline)) inline size_t next_o200k(size_t p) const {
+        uint8_t b = s_[p];
+        if (b < 0x80 && p + 1 < n_ && s_[p + 1] < 0x80) {
+            uint8_t b1 = s_[p + 1];
+            size_t q = NPOS;
+            if (ascii_letter(b)) q = p;
+            else if (ascii_letter(b1) && !ascii_digit(b) && b != '\r' && b != '\n') q = p + 1;
+            if (q != NPOS) {
+                size_t r = o200k_a1(q);
+                return r != NPOS ? r : o200k_a2(q);
+            }
+            size_t e = NPOS;
+            if (ascii_other(b)) e = run_other(p + 1);
+            else if (b == ' ' && ascii_other(b1)) e = run_other(p + 2);
+            if (e != NPOS) {
+                while (e < n_ && (s_[e] == '\r' || s_[e] == '\n' || s_[e] == '/')) ++e;
+                return e;
+            }
+        }
+        return next_o200k_full(p);
+    }
+    __attribute__((noinline)) size_t next_o200k_full(size_t p) const {
         Ch c = at(p);
         bool prefix = c.len && !(c.fl & (FB_L | FB_N)) && c.cp != '\r' && c.cp != '\n';
         size_t r;

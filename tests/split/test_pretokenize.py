@@ -57,6 +57,24 @@ def test_compiled_equals_regex(name, text):
     assert pretokenize(text, name) == regex_pretokenize(text, name)
 
 
+# Runs of one kind of character, of lengths around the 16 bytes the scanners classify at a
+# time, so that runs start, end and continue at every offset of a 16-byte window (and the text
+# ends inside or right after one), with the characters that end an ASCII stretch mid-run.
+RUN_ALPHABETS = ["abcXYZ", "ABCDE", "xyz", "0123456789", " ", "\t\n\r\x0b\x0c ", "\n", ".,!?-/'", "\u00e9\u00c9\u01c5",
+                 "\u0663\u00b2", "\u00a0\u3000\u2028", "\u0301", "\u4e2d"]
+long_runs_text = st.lists(
+    st.tuples(st.sampled_from(RUN_ALPHABETS), st.integers(1, 40), st.integers(0, 2**32)),
+    max_size=24,
+).map(lambda runs: "".join("".join(a[(seed >> k) % len(a)] for k in range(n)) for a, n, seed in runs))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@FAST
+@given(text=long_runs_text)
+def test_compiled_equals_regex_on_long_runs(name, text):
+    assert pretokenize(text, name) == regex_pretokenize(text, name)
+
+
 @FAST
 @given(text=st.one_of(special_text, ascii_text, spaces_text, any_text))
 def test_gpt2_equals_the_original_release_spelling(text):
