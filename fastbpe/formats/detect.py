@@ -56,7 +56,7 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
     if isinstance(data, Mapping) and data.get("format") == native.FORMAT_NAME:
         return native.read_dict(data)
     if isinstance(data, Mapping) and isinstance(data.get("model"), Mapping):
-        return huggingface.read(path)
+        return huggingface.read(path, data)
     if isinstance(data, Mapping) and data and all(isinstance(v, int) for v in data.values()):
         return _gpt2_pair(path)  # a flat token -> id table: GPT-2's encoder.json
     raise ValueError(f"{path}: neither a fastbpe tokenizer file nor a Hugging Face tokenizer.json nor "

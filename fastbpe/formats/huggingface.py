@@ -10,7 +10,7 @@ import itertools
 import os
 import warnings
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import regex
@@ -237,17 +237,19 @@ def _check_merges_one_by_one(merges: list, vocab: Mapping, source: str) -> None:
             raise ValueError(f"{source}: merge {number} ({a!r}, {b!r}) uses a token missing from the vocab")
 
 
-def read(path: PathLike) -> dict:
+def read(path: PathLike, data: Any = None) -> dict:
     """A byte-level BPE ``tokenizer.json`` (a folder holding one works too), encoding exactly as
     ``tokenizers`` does: lowest merge rank first, the file's split stages, normaliser and
     prefix space, and its added tokens (inside ``model.vocab`` or not, special or not) as
     special tokens (pass ``allowed_special="all"`` to match ``tokenizers``, which always splits
-    them out). What fastbpe cannot reproduce exactly is a ValueError naming the component."""
+    them out). What fastbpe cannot reproduce exactly is a ValueError naming the component.
+    ``data``: the file's JSON when the caller has parsed it already (not parsed twice)."""
     path = Path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
     source = os.fspath(path)
-    data = read_json(path, "Hugging Face tokenizer.json")
+    if data is None:
+        data = read_json(path, "Hugging Face tokenizer.json")
     if not isinstance(data, Mapping):
         raise ValueError(f"{source}: expected a JSON object")
     model = data.get("model")
