@@ -131,15 +131,24 @@ class Tokenizer:
         split_gaps: bool = False,
         split_stages: Sequence[Tuple[str, bool]] = (),
         prefix_space: bool = False,
+        byte_fallback: bool = False,
+        space_marker: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
     ):
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         if merge_rule not in MERGE_RULES:
             raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
-        if (merge_rule != "replay" or split_gaps or split_stages) and (unit != "bytes" or word_start or word_end):
-            raise ValueError("merge_rule other than 'replay', split_gaps and split_stages need unit='bytes' "
-                             "and no word markers")
+        if (merge_rule == "token" or split_gaps or split_stages) and (unit != "bytes" or word_start or word_end):
+            raise ValueError("merge_rule='token', split_gaps and split_stages need unit='bytes' and no word markers")
+        if merge_rule == "pair" and (word_start or word_end):
+            raise ValueError("merge_rule='pair' needs no word markers")
+        if (byte_fallback or space_marker) and (unit != "chars" or word_start or word_end):
+            raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
+        if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
+            raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
+        self.byte_fallback = bool(byte_fallback)
+        self.space_marker = space_marker or ""
         self.split_stages: List[Tuple[str, bool]] = []
         for stage in split_stages:
             if not (isinstance(stage, (tuple, list)) and len(stage) == 2 and isinstance(stage[0], str)):
@@ -178,8 +187,52 @@ class Tokenizer:
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
         self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
                                                                   self.token_bytes)
+        if self.byte_fallback:
+            self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
         self._local = threading.local()
         self._pools = _PoolRegistry()
+
+    def _byte_token_ids(self) -> np.ndarray:
+        """int32 ids of the 256 byte tokens ``<0x00>``..``<0xFF>`` of a ``byte_fallback``
+        vocabulary (SentencePiece's, Kudo and Richardson 2018), which spell a character
+        missing from the vocabulary as its UTF-8 bytes."""
+        found = self.__dict__.get("_byte_ids_cache")
+        if found is None:
+            found = np.array([self.model.token_id(f"<0x{b:02X}>".encode("ascii")) for b in range(256)],
+                             dtype=np.int32)
+            if (found < 0).any():
+                raise ValueError(f"byte_fallback needs the 256 tokens <0x00>..<0xFF>; "
+                                 f"<0x{int(np.flatnonzero(found < 0)[0]):02X}> is missing")
+            self.__dict__["_byte_ids_cache"] = found
+        return found
+
+    def _fall_back_to_bytes(self, ids: np.ndarray) -> np.ndarray:
+        """``ids`` with every character outside the vocabulary (a negative id, ``-1 - ord``)
+        replaced by the ids of its UTF-8 bytes' ``<0xNN>`` tokens. Only the missing
+        characters are visited (rare in text the vocabulary was made for)."""
+        missing = np.flatnonzero(ids < 0)
+        if not len(missing):
+            return ids
+        byte_ids = self._byte_token_ids()
+        spelled = [byte_ids[np.frombuffer(chr(-1 - int(i)).encode("utf-8", "surrogatepass"), dtype=np.uint8)]
+                   for i in ids[missing].tolist()]
+        counts = np.ones(len(ids), dtype=np.int64)
+        counts[missing] = [len(x) for x in spelled]
+        out = np.repeat(ids, counts)
+        starts = np.cumsum(counts) - counts
+        for at, ids_of_char in zip(starts[missing].tolist(), spelled):
+            out[at:at + len(ids_of_char)] = ids_of_char
+        return out
+
+    def _decoded_token_bytes(self) -> List[bytes]:
+        """What each id decodes to: its bytes, except a ``byte_fallback`` vocabulary's
+        ``<0xNN>`` tokens, which stand for the byte NN."""
+        if not self.byte_fallback:
+            return self.token_bytes
+        pieces = list(self.token_bytes)
+        for b, i in enumerate(self._byte_token_ids().tolist()):
+            pieces[i] = bytes([b])
+        return pieces
 
     def _checked_counts(self, merge_counts) -> List[int]:
         """One count per merge, each an int >= 0 (not a float, bool or str)."""
@@ -211,7 +264,7 @@ class Tokenizer:
         # The per-thread state and the caches are rebuilt on demand (the model pickles without
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_local", "_pools", "_ids_cache", "_decode_table"):
+        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache"):
             state.pop(key, None)
         return state
 
@@ -223,6 +276,8 @@ class Tokenizer:
         if "normalize" not in state:  # a pickle of a version whose normaliser was a name
             state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
             state.setdefault("prefix_space", False)
+        state.setdefault("byte_fallback", False)
+        state.setdefault("space_marker", "")
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -326,6 +381,8 @@ class Tokenizer:
                     raise
         # step 5, symbols: character-level, word markers, or (not strict) bytes outside the vocabulary
         ids = self._core().encode_symbols(*self._symbols(text), self._state())
+        if self.byte_fallback:  # step 4 ends: a character missing from the vocabulary as its bytes
+            ids = self._fall_back_to_bytes(ids)
         if strict and len(ids) and ids.min() < 0:
             raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
         return ids
@@ -455,8 +512,13 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
-        Word markers (``word_start``/``word_end``) become single spaces."""
+        Word markers (``word_start``/``word_end``) become single spaces; a ``space_marker``
+        becomes a space, and the one put before the text is dropped (as the decoders of
+        Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
         text = self.decode_bytes(ids).decode("utf-8", errors)
+        if self.space_marker:
+            text = text.replace(self.space_marker, " ")
+            text = text[1:] if text.startswith(" ") else text
         if self.word_start:
             text = text.replace(self.word_start, " ")
             text = text[1:] if text.startswith(" ") else text

@@ -50,7 +50,7 @@ class DecodeTable:
 def _table(tok) -> DecodeTable:
     table = getattr(tok, "_decode_table", None)
     if table is None:  # built once; two threads building it at once build equal tables
-        table = tok._decode_table = DecodeTable(tok.token_bytes, tok.special_tokens)
+        table = tok._decode_table = DecodeTable(tok._decoded_token_bytes(), tok.special_tokens)
     return table
 
 
@@ -75,7 +75,7 @@ def _id_bytes(tok, i) -> bytes:
     if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
         raise TypeError(f"token ids must be ints, got {type(i).__name__} {i!r:.40}")  # 97.5 is not 97
     i = int(i)
-    table = tok.token_bytes
+    table = tok._decoded_token_bytes()
     if 0 <= i < len(table) and table[i]:
         return table[i]
     for text, sid in tok.special_tokens.items():

@@ -258,13 +258,15 @@ def read(path: PathLike, data: Any = None) -> dict:
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key):
             raise ValueError(f"{source}: model {key}={model[key]!r} is not supported (byte-level BPE only)")
-    if model.get("byte_fallback"):
-        raise ValueError(f"{source}: model byte_fallback=true is not supported (byte-level BPE only)")
     if model.get("dropout"):
         raise ValueError(f"{source}: model dropout is not supported (encoding would be random)")
     vocab, merges = model.get("vocab"), model.get("merges")
     if not isinstance(vocab, Mapping) or not isinstance(merges, list):
         raise ValueError(f"{source}: the model needs a 'vocab' object and a 'merges' list")
+    if not isinstance(model.get("byte_fallback", False), bool):
+        raise ValueError(f"{source}: model byte_fallback must be true or false")
+    if model.get("byte_fallback"):
+        return _read_character_level(data, model, source)
     stages, prefix_space = _hf_splitter(data.get("pre_tokenizer"), source)
     (pattern, keep_gaps), *more_stages = stages
     normalizer = data.get("normalizer")
@@ -281,6 +283,135 @@ def read(path: PathLike, data: Any = None) -> dict:
                 whole_token_lookup=bool(model.get("ignore_merges", False)),
                 normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages,
                 prefix_space=prefix_space)
+
+
+def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
+    """A SentencePiece-style file: BPE over Unicode characters with ``byte_fallback`` (a
+    character missing from the vocabulary becomes its UTF-8 bytes' ``<0xNN>`` tokens), spaces
+    made ``▁`` by the normaliser (Llama 2's ``Prepend`` + ``Replace``, the whole piece one
+    chunk) or by a ``Metaspace`` pre-tokenizer (split at each ``▁`` or not)."""
+    if model.get("ignore_merges"):
+        raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
+    normalizer = data.get("normalizer")
+    pattern, metaspace = _character_level_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
+    specials = _added_tokens(data, _has_normalizer(normalizer), source)
+    vocab, merges = model["vocab"], model["merges"]
+    ids = list(vocab.values())
+    if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
+        for text, i in vocab.items():
+            check_id(i, f"{source}: vocab entry {text!r}")
+    tokens: List[bytes] = [b""] * table_size(max(ids, default=-1), len(ids), len(specials), source)
+    special_ids = set(specials.values())
+    for text, i in vocab.items():
+        if not text:
+            raise ValueError(f"{source}: vocab entry {i} is empty")
+        if tokens[i]:
+            raise ValueError(f"{source}: id {i} is used by two vocab entries")
+        if i not in special_ids:  # an added token's slot stays empty: it is split out before BPE
+            tokens[i] = text.encode("utf-8", "surrogatepass")
+    pairs = []
+    for number, merge in enumerate(merges):
+        parts = merge.split(" ") if isinstance(merge, str) else merge
+        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+            raise ValueError(f"{source}: merge {number} is not a pair of tokens: {merge!r:.80}")
+        if parts[0] not in vocab or parts[1] not in vocab:
+            raise ValueError(f"{source}: merge {number} {tuple(parts)!r} uses a token missing from the vocab")
+        pairs.append((vocab[parts[0]], vocab[parts[1]]))
+    decoder = data.get("decoder")
+    if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
+        normalizer = [*([normalizer] if _has_normalizer(normalizer) else []), *metaspace]
+    return dict(tokens=tokens, merges=np.array(pairs, dtype=np.int64).reshape(-1, 2), unit="chars",
+                pattern=pattern, special_tokens=specials, merge_rule="pair", normalizer=normalizer,
+                byte_fallback=True, space_marker=_space_marker(decoder))
+
+
+# Metaspace(split=true) cuts before every marker: "▁a▁▁b" -> "▁a", "▁", "▁b" (the pattern tiles the text)
+METASPACE_SPLIT = "▁[^▁]*|[^▁]+"
+
+
+def _character_level_splitter(pre, has_added_tokens: bool, source: str) -> Tuple[str, List[dict]]:
+    """The split pattern of a character-level file's pre-tokenizer and the normaliser steps
+    that stand for its ``Metaspace`` (spaces become ``▁``; with ``prepend_scheme`` "always", a
+    ``▁`` before every piece that does not start with one)."""
+    if pre is None:
+        return WHOLE_PIECE, []
+    if not isinstance(pre, Mapping):
+        raise ValueError(f"{source}: malformed pre_tokenizer {pre!r:.80}")
+    if pre.get("type") == "Split" and pre.get("pattern") == {"Regex": METASPACE_SPLIT}:
+        return _split_stage(pre, source)[0], []  # what write() gives a Metaspace(split=true)
+    if pre.get("type") != "Metaspace":
+        raise ValueError(f"{source}: pre_tokenizer {pre.get('type')!r:.40} with byte_fallback=true is not supported "
+                         "(none, or Metaspace, is)")
+    if pre.get("replacement") != "▁" or not isinstance(pre.get("split", True), bool):
+        raise ValueError(f"{source}: pre_tokenizer Metaspace with replacement {pre.get('replacement')!r:.20} is not "
+                         "supported (only '▁')")
+    scheme = pre.get("prepend_scheme", "always" if pre.get("add_prefix_space", True) else "never")
+    if scheme == "first" and has_added_tokens:
+        # "first" puts the marker before the piece at the start of the text only, not after an
+        # added token: a per-piece normaliser cannot tell the two apart
+        raise ValueError(f"{source}: pre_tokenizer Metaspace prepend_scheme='first' with added tokens is not "
+                         "supported")
+    if scheme not in ("always", "first", "never"):
+        raise ValueError(f"{source}: pre_tokenizer Metaspace prepend_scheme {scheme!r:.20} is not supported")
+    steps = [{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]
+    if scheme != "never":  # \A: Oniguruma's ^ would match after every newline
+        steps.append({"type": "Replace", "pattern": {"Regex": "\\A(?!▁)(?=[\\s\\S])"}, "content": "▁"})
+    return (METASPACE_SPLIT if pre.get("split", True) else WHOLE_PIECE), steps
+
+
+def _added_token_entries(tok) -> List[dict]:
+    return [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+             "special": True} for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
+
+
+def _character_level_data(tok) -> dict:
+    """The ``tokenizer.json`` object of a ``byte_fallback`` tokenizer (the layout
+    :func:`_read_character_level` reads); what that layout cannot say is a ValueError."""
+    if tok.merge_rule != "pair" or tok.pattern not in (WHOLE_PIECE, METASPACE_SPLIT):
+        raise ValueError("a byte_fallback tokenizer is written to tokenizer.json only with merge_rule='pair' and "
+                         "the whole piece as one chunk or Metaspace's split")
+    texts = [t.decode("utf-8", "surrogatepass") for t in tok.token_bytes]
+    steps = [{"type": "ByteFallback"}, {"type": "Fuse"}]
+    if tok.space_marker:
+        steps = [{"type": "Replace", "pattern": {"String": tok.space_marker}, "content": " "}, *steps,
+                 {"type": "Strip", "content": " ", "start": 1, "stop": 0}]
+    vocab = {text: i for i, text in enumerate(texts) if text}
+    vocab.update({s: i for s, i in tok.special_tokens.items()})
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": _added_token_entries(tok),
+        "normalizer": tok.normalize.to_huggingface(),
+        "pre_tokenizer": None if tok.pattern == WHOLE_PIECE else {
+            "type": "Split", "pattern": {"Regex": METASPACE_SPLIT}, "behavior": "Isolated", "invert": False},
+        "post_processor": None,
+        "decoder": {"type": "Sequence", "decoders": steps},
+        "model": {
+            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": True, "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [[texts[a], texts[b]] for a, b in tok.merge_ids.tolist()],
+        },
+    }
+
+
+def _space_marker(decoder) -> Optional[str]:
+    """The character the decoder turns back into a space, dropping the first (Llama 2's
+    ``Replace(▁, " ")`` ... ``Strip(" ", 1, 0)``, or ``Metaspace``), else None."""
+    if not isinstance(decoder, Mapping):
+        return None
+    if decoder.get("type") == "Metaspace" and isinstance(decoder.get("replacement"), str):
+        return decoder["replacement"] if decoder.get("prepend_scheme", "always") != "never" else None
+    steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else None
+    if not isinstance(steps, list) or not steps or not all(isinstance(x, Mapping) for x in steps):
+        return None
+    first, last = steps[0], steps[-1]
+    if (first.get("type") == "Replace" and first.get("content") == " "
+            and isinstance(first.get("pattern"), Mapping) and isinstance(first["pattern"].get("String"), str)
+            and len(first["pattern"]["String"]) == 1
+            and last.get("type") == "Strip" and last.get("content") == " " and last.get("start") == 1
+            and last.get("stop") == 0):
+        return first["pattern"]["String"]
+    return None
 
 
 _POSSESSIVE_INTERVAL = regex.compile(r"(\\[pP]\{[^}]*\}|\[(?:\\.|[^\]\\])*\]|\\.|[^\\()|])(\{\d+(?:,\d*)?\})\+")
@@ -315,6 +446,9 @@ def from_oniguruma_pattern(pattern: str) -> str:
 def write(tok, path: PathLike) -> None:
     """Write a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` encodes identically
     (with ``add_special_tokens=False``; special tokens become added tokens)."""
+    if tok.byte_fallback:
+        write_atomic(path, json_bytes(_character_level_data(tok), indent=1))
+        return
     check_byte_level(tok, one_split=False)
     merges = tok.merge_ids.tolist()
     if tok.merge_rule == "replay":
@@ -342,11 +476,7 @@ def write(tok, path: PathLike) -> None:
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": [
-            {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": True}
-            for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
-        ],
+        "added_tokens": _added_token_entries(tok),
         "normalizer": tok.normalize.to_huggingface(),
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [*splits, byte_level]},
         "post_processor": None,

@@ -38,6 +38,8 @@ def to_dict(tok) -> dict:
         **({"split_gaps": True} if tok.split_gaps else {}),
         **({"split_stages": [list(x) for x in tok.split_stages]} if tok.split_stages else {}),
         **({"prefix_space": True} if tok.prefix_space else {}),
+        **({"byte_fallback": True} if tok.byte_fallback else {}),
+        **({"space_marker": tok.space_marker} if tok.space_marker else {}),
     }
 
 
@@ -106,6 +108,8 @@ def read_dict(data: Mapping) -> dict:
         whole_token_lookup=_field(data, "whole_token_lookup", (bool,), False),
         normalizer=_field(data, "normalizer", (str, list, type(None))),
         prefix_space=_field(data, "prefix_space", (bool,), False),
+        byte_fallback=_field(data, "byte_fallback", (bool,), False),
+        space_marker=_field(data, "space_marker", (str, type(None)), what="a str (the space marker) or null") or None,
         split_gaps=_field(data, "split_gaps", (bool,), False),
         split_stages=stages,
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,

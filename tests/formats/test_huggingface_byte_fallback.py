@@ -1,0 +1,101 @@
+"""SentencePiece-style Hugging Face files (character-level BPE with byte fallback), built by
+the tokenizers library itself and compared with it."""
+import json
+
+import pytest
+
+from fastbpe import Tokenizer
+
+tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) builds and verifies the files")
+
+BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
+EDGE_CASES = ["", " ", "   ", " leading", "trailing ", "repeated   spaces  inside", "\t\n", "😀 emoji 🙂🙂",
+              "ǅ ꙮ 𝔘 missing characters", "a\u0301 combining", "<s>inside</s> text", "▁ the marker itself",
+              "<0x41> spelled byte token"]
+
+
+def _layout(rows, layout: str) -> dict:
+    """A tokenizer.json trained by tokenizers: BPE over characters with byte fallback, a small
+    alphabet (so that many characters of the test text are missing), and the spaces handled
+    as Llama 2 does (normalizer) or by a Metaspace pre-tokenizer (split or not)."""
+    from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+    hf = tokenizers.Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    if layout == "normalizer":
+        hf.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+        hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                        decoders.Strip(" ", 1, 0)])
+    else:
+        hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always",
+                                                    split=layout == "metaspace-split")
+        hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=["<unk>", "<s>", "</s>", *BYTE_TOKENS],
+                                  limit_alphabet=120, show_progress=False)
+    hf.train_from_iterator(rows, trainer)
+    data = json.loads(hf.to_str())
+    # the byte tokens live in the vocabulary only, as in SentencePiece conversions
+    data["added_tokens"] = [a for a in data["added_tokens"] if a["content"] not in BYTE_TOKENS]
+    return data
+
+
+@pytest.fixture(scope="module")
+def rows(shared_data):
+    return [cell for row in shared_data.rows("parallel_multi.tsv.gz", 300) for cell in row.rstrip("\n").split("\t")]
+
+
+@pytest.mark.parametrize("layout", ["normalizer", "metaspace-split", "metaspace-whole"])
+def test_byte_fallback_file_encodes_as_tokenizers(tmp_path, rows, layout):
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(_layout(rows[::2], layout), ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_huggingface(path)
+    texts = rows + EDGE_CASES + ["\n".join(rows)]
+    for text in texts:
+        expected = hf.encode(text, add_special_tokens=False).ids
+        assert tok.encode(text, allowed_special="all") == expected, text
+    fallen_back = sum(hf.token_to_id("<0xE4>") in hf.encode(t, add_special_tokens=False).ids for t in texts)
+    assert fallen_back > 10  # the test text really has characters outside the vocabulary
+    for text in texts:
+        ids = tok.encode(text, allowed_special="all")
+        if layout == "normalizer":  # the file's own decoder (Replace, ByteFallback, Fuse, Strip)
+            assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), text
+        if "<s>" not in text and "▁" not in text and not text.startswith(" "):  # the marker before the text is dropped
+            assert tok.decode(ids) == text
+
+    # written back: tokenizers loads the file and gives the same ids; fastbpe's own file too
+    tok.to_huggingface(tmp_path / "back.json")
+    back = tokenizers.Tokenizer.from_file(str(tmp_path / "back.json"))
+    tok.save(tmp_path / "native.json")
+    again = Tokenizer.load(tmp_path / "native.json")
+    assert again == tok
+    for text in texts:
+        ids = tok.encode(text, allowed_special="all")
+        assert back.encode(text, add_special_tokens=False).ids == ids, text
+        assert again.encode(text, allowed_special="all") == ids
+        assert back.decode(ids, skip_special_tokens=False) == tok.decode(ids)
+
+
+def test_byte_fallback_files_that_cannot_be_reproduced_are_refused(tmp_path, rows):
+    data = _layout(rows[:400], "normalizer")
+    path = tmp_path / "tokenizer.json"
+
+    def refused(change, words):
+        changed = json.loads(json.dumps(data))
+        change(changed)
+        path.write_text(json.dumps(changed), encoding="utf-8")
+        with pytest.raises(ValueError, match=words):
+            Tokenizer.from_huggingface(path)
+
+    refused(lambda d: d["model"]["vocab"].pop("<0x41>"), "<0x41> is missing")
+    refused(lambda d: d["model"].update(ignore_merges=True), "ignore_merges")
+    refused(lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), "pre_tokenizer 'Whitespace'")
+    refused(lambda d: d.update(pre_tokenizer={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first",
+                                              "split": True}), "prepend_scheme='first' with added tokens")
+    refused(lambda d: d["model"].update(byte_fallback="yes"), "byte_fallback must be true or false")
+
+
+def test_byte_fallback_needs_character_units():
+    with pytest.raises(ValueError, match="unit='chars'"):
+        Tokenizer([b"a"], [], byte_fallback=True)
+    with pytest.raises(ValueError, match="<0x00> is missing"):
+        Tokenizer([b"a", b"b"], [], unit="chars", byte_fallback=True)
