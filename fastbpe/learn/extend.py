@@ -30,7 +30,7 @@ from ..encode.tokenizer import Tokenizer
 from ..progress import merge_progress
 from ..reference import encode as reference_encode
 from ..split.patterns import fused_scanner_id
-from .train import check_num_merges, make_learner, str_corpus
+from .train import check_num_merges, corpus_or_text, make_learner, str_corpus
 
 __all__ = ["extend", "extend_reference", "check_extendable"]
 
@@ -53,13 +53,7 @@ def check_extendable(tokenizer: Tokenizer) -> None:
 
 def _count(tokenizer: Tokenizer, corpus, text, workers, errors, progress) -> WordTable:
     """The corpus's unique chunks under the tokenizer's pattern, as ``train`` counts them."""
-    if (corpus is None) == (text is None):
-        raise ValueError("give the corpus (paths, an iterator of texts, a WordTable) or text=..., not both"
-                         if text is not None else "give a corpus (paths, an iterator of texts, a WordTable) or text=...")
-    if text is not None:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        corpus = iter([text])
+    corpus = corpus_or_text(corpus, text)
     if isinstance(corpus, WordTable):
         return corpus
     if isinstance(corpus, str):

@@ -280,6 +280,24 @@ def _names_a_path(text: str) -> bool:
     return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
 
 
+def corpus_or_text(corpus, text):
+    """What to count: ``corpus`` (paths, an iterator of texts, a WordTable) or ``text=`` (one
+    str), exactly one of them; the text as a one-item iterator, since ``count_words`` reads a
+    str as a path.
+
+    >>> list(corpus_or_text(None, "the cat"))
+    ['the cat']
+    """
+    if (corpus is None) == (text is None):
+        raise ValueError("give the corpus (paths, an iterator of texts, a WordTable) or text=..., not both"
+                         if text is not None else "give a corpus (paths, an iterator of texts, a WordTable) or text=...")
+    if text is not None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        corpus = iter([text])
+    return corpus
+
+
 def str_corpus(corpus: str):
     """What a ``str`` passed as the corpus means: the files it names, else text if it cannot be
     a path; a ValueError for a string that looks like a path to nothing (a typo).
@@ -380,13 +398,7 @@ def train(
         raise ValueError("special_tokens has duplicates")
     if unit not in ("bytes", "chars"):
         raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
-    if (corpus is None) == (text is None):
-        raise ValueError("give the corpus (paths, an iterator of texts, a WordTable) or text=..., not both"
-                         if text is not None else "give a corpus (paths, an iterator of texts, a WordTable) or text=...")
-    if text is not None:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        corpus = iter([text])  # count_words reads a str as a path; an iterator as texts
+    corpus = corpus_or_text(corpus, text)
     started = time.perf_counter()
     if isinstance(corpus, WordTable):
         table = corpus
