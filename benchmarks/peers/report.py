@@ -57,21 +57,33 @@ def train_table(results: dict, sizes: List[int]) -> List[str]:
     return lines
 
 
+def _cpu_mbps(s: dict, key: str) -> str:
+    """Median MB/s over the runs by CPU seconds ``key`` (``cpu_seconds``: the cold pass,
+    ``warm_cpu_seconds``: the second pass in the same process); — where the runs lack it."""
+    times = [r[key] for r in s["runs"] if r.get(key)]
+    return f"{s['runs'][0]['bytes'] / 1e6 / statistics.median(times):.2f}" if times else "—"
+
+
 def encode_table(results: dict) -> List[str]:
-    """One row per encoder; ratios to fastbpe with its own trained vocabulary."""
-    lines = ["| encoder | median | min–max | peak RSS | MB/s | tokens/s | bytes/token | time ÷ fastbpe | agreement |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    """One row per encoder; time ratios to fastbpe on the same vocabulary (``fastbpe:cl100k_base``
+    for every ``*:cl100k_base``; fastbpe's own trained model for the other trained models)."""
+    lines = ["| encoder | median | min–max | peak RSS | MB/s | MB/s CPU, cold | MB/s CPU, warm | tokens/s | "
+             "bytes/token | time ÷ fastbpe | agreement |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = results["encode"]
-    base = rows.get("fastbpe", {})
     for spec, s in rows.items():
         if not s["ok"]:
-            lines.append(f"| {spec} | — | — | — | — | — | — | — | {s['reason']} |")
+            lines.append(f"| {spec} | — | — | — | — | — | — | — | — | — | {s['reason']} |")
             continue
         run = s["runs"][0]
-        ratio = f"{s['median'] / base['median']:.2f}×" if base.get("ok") and spec != "fastbpe" else "1"
+        vocabulary = spec.partition(":")[2]
+        own = f"fastbpe:{vocabulary}" if vocabulary else "fastbpe"
+        base = rows.get(own, {})
+        ratio = ("1" if spec == own else f"{s['median'] / base['median']:.2f}×" if base.get("ok") else "—")
         lines.append(
             f"| {spec} | {_fmt_s(s['median'])} | {_fmt_s(s['min'])}–{_fmt_s(s['max'])} | {s['rss']:.0f} MB | "
-            f"{run['bytes'] / 1e6 / s['median']:.2f} | {run['tokens'] / s['median']:,.0f} | "
+            f"{run['bytes'] / 1e6 / s['median']:.2f} | {_cpu_mbps(s, 'cpu_seconds')} | "
+            f"{_cpu_mbps(s, 'warm_cpu_seconds')} | {run['tokens'] / s['median']:,.0f} | "
             f"{run['bytes'] / run['tokens']:.2f} | {ratio} | {s.get('agreement', '')} |")
     return lines
 
@@ -269,13 +281,12 @@ def render(results: dict, sizes: List[int], level: int = 3) -> str:
         f"{meta['repeats']} repeat(s), each run in a fresh process, libraries alternating.",
         f"Command: `{meta['command']}`",
         "",
-        h + " Training (time includes reading the file; fastbpe's counting phase and merge phase are also shown apart)",
-        "",
-        *train_table(results, sizes),
-        "",
     ]
+    if results["train"]:
+        lines += [h + " Training (time includes reading the file; fastbpe's counting phase and merge phase "
+                  "are also shown apart)", "", *train_table(results, sizes), ""]
     if results["encode"]:
-        models = ", ".join(f"{lib} {common.format_size(int(n))}" for lib, n in meta.get("models", {}).items())
+        models = ", ".join(f"{lib} {common.format_size(int(n))}" for lib, n in meta.get("models", {}).items()) or "none"
         lines += [f"{h} Encoding {common.format_size(meta.get('encode_bytes', 0))} of the corpus", "",
                   "Each library gets the same documents (the text cut after a newline every 64 KB) "
                   "through its batch API where it has one (HF `encode_batch`, fastbpe `encode_batch` "
@@ -283,7 +294,10 @@ def render(results: dict, sizes: List[int], level: int = 3) -> str:
                   "sentencepiece and youtokentome, being line-based, get the documents' lines. "
                   f"{meta['threads']} thread(s). "
                   f"Trained tokenizers come from each library's largest training run ({models}); "
-                  "`tiktoken:*` and `hf:gpt2` are OpenAI's published ranks.", "",
+                  "`<library>:<vocabulary>` encoders use published vocabularies (OpenAI's ranks, "
+                  "`hf:gpt2` GPT-2's files, `llama3` Llama 3's `tokenizer.json`), their ids checked "
+                  "against tiktoken's (HF's for llama3). MB/s CPU: the first pass in a fresh process "
+                  "(cold) and a second pass in the same process (warm), by its CPU time.", "",
                   *encode_table(results), ""]
     if results["languages"]:
         mbps, tax = language_tables(results)

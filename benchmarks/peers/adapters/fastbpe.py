@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict
 
 from ...suites import common
-from .base import Adapter, Timer
+from .base import Adapter, Timer, published_file
 
 
 def has_compat(fastbpe) -> bool:
@@ -59,6 +59,8 @@ class Fastbpe(Adapter):
     def encoder(self, spec, out_dir, threads):
         if spec == "fastbpe":
             tok = common.fastbpe_module().Tokenizer.load(os.path.join(out_dir, "fastbpe.json"))
+        elif spec == "fastbpe:llama3":  # Llama 3's tokenizer.json
+            tok = common.fastbpe_module().Tokenizer.from_huggingface(published_file("llama3"))
         elif spec.startswith("fastbpe:"):  # OpenAI's ranks, through fastbpe's own loader
             from ...suites.suite_encode import _openai_tokenizer
 
