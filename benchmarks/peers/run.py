@@ -72,7 +72,7 @@ def run_child(job: dict, threads: int, timeout: float) -> dict:
     env = dict(os.environ)
     env.update(RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
-               FASTBPE_PEERS_THREADS=str(threads))
+               FASTOKENS_BPE_THREADS=str(threads), FASTBPE_PEERS_THREADS=str(threads))
     # The checkout first (its fastbpe), then this repo (for ``benchmarks``), then the rest.
     paths = [str(CHECKOUT[0]), str(common.REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
