@@ -73,14 +73,16 @@ def run_child(job: dict, threads: int, timeout: float) -> dict:
     env.update(RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
                FASTOKENS_BPE_THREADS=str(threads), FASTBPE_PEERS_THREADS=str(threads))
-    # The checkout first (its fastbpe), then this repo (for ``benchmarks``), then the rest.
-    paths = [str(CHECKOUT[0]), str(common.REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # This repo (for ``benchmarks``), then the rest; the checkout's ``fastbpe`` comes first from the
+    # working directory (below), so that a checkout's own ``benchmarks`` never shadows this one.
+    paths = [str(common.REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        # An empty working directory: ``-m`` puts the cwd first on sys.path, and a cwd holding a
-        # fastbpe tree would shadow the checkout.
+        # A working directory holding only a link to the checkout's ``fastbpe``: ``-m`` puts the
+        # cwd first on sys.path, so the child imports that package and nothing else from there.
         with tempfile.TemporaryDirectory(prefix="fastbpe-peers-cwd-") as cwd:
+            os.symlink(Path(CHECKOUT[0], "fastbpe").resolve(), Path(cwd, "fastbpe"), target_is_directory=True)
             proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers", "--child", json.dumps(job)],
                                     stdout=out, stderr=err, env=env, cwd=cwd)
             status = _wait(proc, start + timeout)

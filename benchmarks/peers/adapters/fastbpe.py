@@ -50,7 +50,8 @@ class Fastbpe(Adapter):
             tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
         end = timer.start + timer.seconds
         result = dict(seconds=timer.seconds, cpu_seconds=timer.cpu_seconds, count_seconds=counted - timer.start,
-                      merge_seconds=end - counted, unique_chunks=len(table), fastbpe_file=fastbpe.__file__)
+                      merge_seconds=end - counted, unique_chunks=len(table),
+                      fastbpe_file=os.path.realpath(fastbpe.__file__))  # the checkout, not the link
         merges = [[a.hex(), b.hex()] for a, b in tok.merges]
         result["vocab"] = tok.vocab_size
         tok.save(os.path.join(out_dir, f"{trainer}.json"))
