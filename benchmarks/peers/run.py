@@ -248,6 +248,9 @@ def train_size(args, nbytes: int, libs: List[str], big_libs: set, big: int, work
         if rows.get(lib, {}).get("ok") and rows.get("hf", {}).get("ok"):
             rows[lib]["agreement"] = ("vs the timed HF run (HF reads the file its own way): "
                                       + (merge_agreement(str(run_dir), lib, "hf") or "?"))
+    if rows.get("gigatoken", {}).get("ok") and rows.get("fastbpe-hf", {}).get("ok"):  # both HF's tie rule
+        rows["gigatoken"]["agreement"] = ('vs fastbpe compat="hf" on the same file: '
+                                          + (merge_agreement(str(run_dir), "gigatoken", "fastbpe-hf") or "?"))
     if rows.get("fastbpe-hf", {}).get("ok") and adapters.available("hf") is None:
         job = {"kind": "agree", "corpus": str(corpus), "vocab": args.vocab,
                "min_frequency": args.min_frequency, "threads": args.threads}
