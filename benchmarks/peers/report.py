@@ -543,9 +543,10 @@ def readme_encoders(results: dict) -> List[str]:
 def readme_encoder_runs(root: Path = common.REPO_ROOT) -> str:
     """The "encoders" block: every committed encode-only run (``benchmarks/results/encoders/*/``),
     one table each."""
-    parts = []
-    for path in sorted((root / ENCODERS_DIR.relative_to(common.REPO_ROOT)).glob("*/peers.json")):
-        parts.append("\n".join(readme_encoders(json.loads(path.read_text(encoding="utf-8")))))
+    runs = [json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted((root / ENCODERS_DIR.relative_to(common.REPO_ROOT)).glob("*/peers.json"))]
+    runs.sort(key=lambda r: r["meta"].get("corpus") is not None)  # the default corpus (English) first
+    parts = ["\n".join(readme_encoders(r)) for r in runs]
     return "\n\n".join(parts) + "\n" if parts else "(no encode-only run committed)\n"
 
 
