@@ -533,7 +533,7 @@ def readme_encoders(results: dict) -> List[str]:
                 ratio = (f"{_ratio(cold / _cpu_speed(base, 'cpu_seconds'))} / "
                          f"{_ratio(warm / _cpu_speed(base, 'warm_cpu_seconds'))}")
         agreement = s.get("agreement", "")
-        reference = {"hf": "HF tokenizers"}.get(agreement.split(":")[0][3:], agreement.split(":")[0][3:])
+        reference = {"hf": "HF"}.get(agreement.split(":")[0][3:], agreement.split(":")[0][3:])
         ids = ("reference" if not agreement else f"identical to {reference}'s"
                if "identical ids" in agreement else agreement)
         lines.append(f"| {label} | {vocabulary} | {_num(cold)} MB/s | {_num(warm)} MB/s | {ratio} | {ids} |")

@@ -168,7 +168,7 @@ def portable_command(argv: List[str]) -> str:
             arg = f"{option}={portable(value)}"
         elif os.path.isabs(arg):
             arg = portable(arg)
-        words.append(arg)
+        words.append(arg or '""')  # an empty value (--libs "") stays visible
     return " ".join(["python -m benchmarks.peers", *words])
 
 
@@ -407,5 +407,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             encode_languages(args, results, specs, skipped, model_dirs, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report.write(results, sizes, out, plots=not args.no_plot)
+    # The plots draw training times and per-language speeds: an encode-only run has neither.
+    report.write(results, sizes, out, plots=not args.no_plot and bool(results["train"]))
     return 0
