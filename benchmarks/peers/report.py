@@ -57,21 +57,33 @@ def train_table(results: dict, sizes: List[int]) -> List[str]:
     return lines
 
 
+def _cpu_mbps(s: dict, key: str) -> str:
+    """Median MB/s over the runs by CPU seconds ``key`` (``cpu_seconds``: the cold pass,
+    ``warm_cpu_seconds``: the second pass in the same process); — where the runs lack it."""
+    times = [r[key] for r in s["runs"] if r.get(key)]
+    return f"{s['runs'][0]['bytes'] / 1e6 / statistics.median(times):.2f}" if times else "—"
+
+
 def encode_table(results: dict) -> List[str]:
-    """One row per encoder; ratios to fastbpe with its own trained vocabulary."""
-    lines = ["| encoder | median | min–max | peak RSS | MB/s | tokens/s | bytes/token | time ÷ fastbpe | agreement |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    """One row per encoder; time ratios to fastbpe on the same vocabulary (``fastbpe:cl100k_base``
+    for every ``*:cl100k_base``; fastbpe's own trained model for the other trained models)."""
+    lines = ["| encoder | median | min–max | peak RSS | MB/s | MB/s CPU, cold | MB/s CPU, warm | tokens/s | "
+             "bytes/token | time ÷ fastbpe | agreement |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = results["encode"]
-    base = rows.get("fastbpe", {})
     for spec, s in rows.items():
         if not s["ok"]:
-            lines.append(f"| {spec} | — | — | — | — | — | — | — | {s['reason']} |")
+            lines.append(f"| {spec} | — | — | — | — | — | — | — | — | — | {s['reason']} |")
             continue
         run = s["runs"][0]
-        ratio = f"{s['median'] / base['median']:.2f}×" if base.get("ok") and spec != "fastbpe" else "1"
+        vocabulary = spec.partition(":")[2]
+        own = f"fastbpe:{vocabulary}" if vocabulary else "fastbpe"
+        base = rows.get(own, {})
+        ratio = ("1" if spec == own else f"{s['median'] / base['median']:.2f}×" if base.get("ok") else "—")
         lines.append(
             f"| {spec} | {_fmt_s(s['median'])} | {_fmt_s(s['min'])}–{_fmt_s(s['max'])} | {s['rss']:.0f} MB | "
-            f"{run['bytes'] / 1e6 / s['median']:.2f} | {run['tokens'] / s['median']:,.0f} | "
+            f"{run['bytes'] / 1e6 / s['median']:.2f} | {_cpu_mbps(s, 'cpu_seconds')} | "
+            f"{_cpu_mbps(s, 'warm_cpu_seconds')} | {run['tokens'] / s['median']:,.0f} | "
             f"{run['bytes'] / run['tokens']:.2f} | {ratio} | {s.get('agreement', '')} |")
     return lines
 
@@ -269,13 +281,12 @@ def render(results: dict, sizes: List[int], level: int = 3) -> str:
         f"{meta['repeats']} repeat(s), each run in a fresh process, libraries alternating.",
         f"Command: `{meta['command']}`",
         "",
-        h + " Training (time includes reading the file; fastbpe's counting phase and merge phase are also shown apart)",
-        "",
-        *train_table(results, sizes),
-        "",
     ]
+    if results["train"]:
+        lines += [h + " Training (time includes reading the file; fastbpe's counting phase and merge phase "
+                  "are also shown apart)", "", *train_table(results, sizes), ""]
     if results["encode"]:
-        models = ", ".join(f"{lib} {common.format_size(int(n))}" for lib, n in meta.get("models", {}).items())
+        models = ", ".join(f"{lib} {common.format_size(int(n))}" for lib, n in meta.get("models", {}).items()) or "none"
         lines += [f"{h} Encoding {common.format_size(meta.get('encode_bytes', 0))} of the corpus", "",
                   "Each library gets the same documents (the text cut after a newline every 64 KB) "
                   "through its batch API where it has one (HF `encode_batch`, fastbpe `encode_batch` "
@@ -283,7 +294,10 @@ def render(results: dict, sizes: List[int], level: int = 3) -> str:
                   "sentencepiece and youtokentome, being line-based, get the documents' lines. "
                   f"{meta['threads']} thread(s). "
                   f"Trained tokenizers come from each library's largest training run ({models}); "
-                  "`tiktoken:*` and `hf:gpt2` are OpenAI's published ranks.", "",
+                  "`<library>:<vocabulary>` encoders use published vocabularies (OpenAI's ranks, "
+                  "`hf:gpt2` GPT-2's files, `llama3` Llama 3's `tokenizer.json`), their ids checked "
+                  "against tiktoken's (HF's for llama3). MB/s CPU: the first pass in a fresh process "
+                  "(cold) and a second pass in the same process (warm), by its CPU time.", "",
                   *encode_table(results), ""]
     if results["languages"]:
         mbps, tax = language_tables(results)
@@ -309,7 +323,13 @@ def write(results: dict, sizes: List[int], out: Path, plots: bool = True) -> Non
 RESULTS_DIR = common.REPO_ROOT / "benchmarks" / "results"
 RESULTS_FILE = RESULTS_DIR / "peers.json"
 # Which generated blocks each README holds.
-READMES = {"README.md": ["speed"], "benchmarks/README.md": ["summary", "report"]}
+READMES = {"README.md": ["speed", "encoders"], "benchmarks/README.md": ["summary", "report"]}
+# Encode-only comparisons with the peers (``--libs ""``), one folder per corpus, each a peers.json:
+# README.md's "encoders" block.
+ENCODERS_DIR = RESULTS_DIR / "encoders"
+# The PyPI distribution of each encoder spec's library (its version is in the run's meta).
+DISTRIBUTIONS = {"fastbpe": "fastbpe", "tiktoken": "tiktoken", "hf": "tokenizers", "gigatoken": "gigatoken",
+                 "fastokens": "fastokens", "splintr": "splintr-rs", "rs-bpe": "rs_bpe", "bpe-openai": "bpe-openai"}
 GENERATOR = "python -m benchmarks.peers.report --readme, from benchmarks/results/peers.json"
 
 
@@ -474,11 +494,68 @@ def readme_summary(results: dict) -> List[str]:
     return [text]
 
 
-def readme_blocks(results: dict) -> Dict[str, str]:
-    """Every generated README block, by name: ``speed`` (README.md), ``summary`` and ``report``
-    (benchmarks/README.md)."""
+def _cpu_speed(s: dict, key: str) -> float:
+    """MB/s of an encode summary by the median CPU seconds ``key`` of its runs (0: none)."""
+    times = [r[key] for r in s["runs"] if r.get(key)]
+    return s["runs"][0]["bytes"] / 1e6 / statistics.median(times) if times else 0.0
+
+
+def readme_encoders(results: dict) -> List[str]:
+    """README.md's table of one encode-only run with the peers: per encoder, MB/s of CPU time on
+    the cold pass (the first call in a fresh process) and the warm second pass, the speed ÷
+    fastbpe's on the same vocabulary, and whether its ids equal the reference's."""
+    meta, enc = results["meta"], results["encode"]
+    loads = [r["load_average"] for s in enc.values() if s.get("ok") for r in s["runs"] if "load_average" in r]
+    corpus = meta.get("corpus") or "english.txt.gz"
+    lines = [f"`{meta['command']}`, fastbpe commit {meta['commit']}: the first "
+             f"{common.format_size(meta.get('encode_bytes', 0))} of `{corpus}`, one thread, "
+             f"{meta['repeats']} fresh processes per library (alternating; load average "
+             f"{' '.join(f'{x:.1f}' for x in meta['load_average'])} at the start, "
+             f"{min(loads, default=0):.1f}–{max(loads, default=0):.1f} as the runs started); MB/s of CPU "
+             "time, medians:", "",
+             "| library (PyPI) | vocabulary | cold pass | warm second pass | speed ÷ fastbpe's (cold / warm) | ids |",
+             "|---|---|---|---|---|---|"]
+    for spec, s in enc.items():
+        lib, _, vocabulary = spec.partition(":")
+        dist = DISTRIBUTIONS.get(lib, lib)
+        label = f"{dist} {meta['versions'].get(dist, '')}".strip()
+        if lib == "fastbpe":
+            label = f"**{label}**"
+        if not s.get("ok"):
+            lines.append(f"| {label} | {vocabulary} | — | — | — | {s.get('reason', '')} |")
+            continue
+        cold, warm = _cpu_speed(s, "cpu_seconds"), _cpu_speed(s, "warm_cpu_seconds")
+        base = enc.get(f"fastbpe:{vocabulary}", {})
+        ratio = "1"
+        if lib != "fastbpe":
+            ratio = "—"
+            if base.get("ok") and _cpu_speed(base, "cpu_seconds") and _cpu_speed(base, "warm_cpu_seconds"):
+                ratio = (f"{_ratio(cold / _cpu_speed(base, 'cpu_seconds'))} / "
+                         f"{_ratio(warm / _cpu_speed(base, 'warm_cpu_seconds'))}")
+        agreement = s.get("agreement", "")
+        reference = {"hf": "HF"}.get(agreement.split(":")[0][3:], agreement.split(":")[0][3:])
+        ids = ("reference" if not agreement else f"identical to {reference}'s"
+               if "identical ids" in agreement else agreement)
+        lines.append(f"| {label} | {vocabulary} | {_num(cold)} MB/s | {_num(warm)} MB/s | {ratio} | {ids} |")
+    return lines
+
+
+def readme_encoder_runs(root: Path = common.REPO_ROOT) -> str:
+    """The "encoders" block: every committed encode-only run (``benchmarks/results/encoders/*/``),
+    one table each."""
+    runs = [json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted((root / ENCODERS_DIR.relative_to(common.REPO_ROOT)).glob("*/peers.json"))]
+    runs.sort(key=lambda r: r["meta"].get("corpus") is not None)  # the default corpus (English) first
+    parts = ["\n".join(readme_encoders(r)) for r in runs]
+    return "\n\n".join(parts) + "\n" if parts else "(no encode-only run committed)\n"
+
+
+def readme_blocks(results: dict, root: Path = common.REPO_ROOT) -> Dict[str, str]:
+    """Every generated README block, by name: ``speed`` and ``encoders`` (README.md), ``summary``
+    and ``report`` (benchmarks/README.md)."""
     sizes = sorted(int(n) for n in results["train"])
     return {"speed": "\n".join(readme_speed(results)) + "\n",
+            "encoders": readme_encoder_runs(root),
             "summary": "\n".join(readme_summary(results)) + "\n",
             "report": render(results, sizes, level=4).rstrip("\n") + "\n"}
 
@@ -497,7 +574,7 @@ def apply_blocks(text: str, blocks: Dict[str, str], names: List[str], where: str
 def update_readmes(results: dict, check: bool = False, root: Path = common.REPO_ROOT) -> List[str]:
     """Write the generated blocks into the READMEs (``check``: only compare). Returns the READMEs
     that were (``check``: would be) changed."""
-    blocks = readme_blocks(results)
+    blocks = readme_blocks(results, root)
     changed = []
     for rel, names in READMES.items():
         path = root / rel

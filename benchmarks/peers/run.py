@@ -26,10 +26,27 @@ COMMITTED = common.REPO_ROOT / "benchmarks" / "results"
 
 # What is encoded besides each library's own trained model: OpenAI's published ranks.
 PUBLISHED_ENCODERS = ["fastbpe:r50k_base", "tiktoken:r50k_base", "hf:gpt2",
-                      "fastbpe:cl100k_base", "tiktoken:cl100k_base", "tiktoken:o200k_base"]
-# Encoders whose ids must be identical (same ranks, same split): (checked, reference).
-SAME_IDS = (("fastbpe:r50k_base", "tiktoken:r50k_base"), ("hf:gpt2", "tiktoken:r50k_base"),
-            ("fastbpe:cl100k_base", "tiktoken:cl100k_base"))
+                      "fastbpe:cl100k_base", "tiktoken:cl100k_base", "fastbpe:o200k_base", "tiktoken:o200k_base",
+                      "fastbpe:llama3", "hf:llama3"]
+
+
+
+def reference_of(spec: str) -> Optional[str]:
+    """The encoder whose ids ``spec``'s must equal (same ranks, same split), or None for a
+    reference itself and for trained models: tiktoken for OpenAI's vocabularies, HF
+    ``tokenizers`` for Llama 3's ``tokenizer.json``.
+
+    >>> reference_of("gigatoken:cl100k_base"), reference_of("hf:gpt2"), reference_of("fastbpe:llama3")
+    ('tiktoken:cl100k_base', 'tiktoken:r50k_base', 'hf:llama3')
+    >>> reference_of("tiktoken:o200k_base"), reference_of("hf:llama3"), reference_of("fastbpe")
+    (None, None, None)
+    """
+    lib, _, vocabulary = spec.partition(":")
+    if spec == "hf:gpt2":  # GPT-2's files: r50k_base's ranks, as a check of the harness
+        return "tiktoken:r50k_base"
+    if not vocabulary or lib in ("tiktoken", "hf"):
+        return None
+    return f"hf:{vocabulary}" if vocabulary == "llama3" else f"tiktoken:{vocabulary}"
 
 
 # ---- one run in a fresh process ---------------------------------------------------------------
@@ -55,15 +72,17 @@ def run_child(job: dict, threads: int, timeout: float) -> dict:
     env = dict(os.environ)
     env.update(RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
-               FASTBPE_PEERS_THREADS=str(threads))
-    # The checkout first (its fastbpe), then this repo (for ``benchmarks``), then the rest.
-    paths = [str(CHECKOUT[0]), str(common.REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+               FASTOKENS_BPE_THREADS=str(threads), FASTBPE_PEERS_THREADS=str(threads))
+    # This repo (for ``benchmarks``), then the rest; the checkout's ``fastbpe`` comes first from the
+    # working directory (below), so that a checkout's own ``benchmarks`` never shadows this one.
+    paths = [str(common.REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        # An empty working directory: ``-m`` puts the cwd first on sys.path, and a cwd holding a
-        # fastbpe tree would shadow the checkout.
+        # A working directory holding only a link to the checkout's ``fastbpe``: ``-m`` puts the
+        # cwd first on sys.path, so the child imports that package and nothing else from there.
         with tempfile.TemporaryDirectory(prefix="fastbpe-peers-cwd-") as cwd:
+            os.symlink(Path(CHECKOUT[0], "fastbpe").resolve(), Path(cwd, "fastbpe"), target_is_directory=True)
             proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers", "--child", json.dumps(job)],
                                     stdout=out, stderr=err, env=env, cwd=cwd)
             status = _wait(proc, start + timeout)
@@ -149,7 +168,7 @@ def portable_command(argv: List[str]) -> str:
             arg = f"{option}={portable(value)}"
         elif os.path.isabs(arg):
             arg = portable(arg)
-        words.append(arg)
+        words.append(arg or '""')  # an empty value (--libs "") stays visible
     return " ".join(["python -m benchmarks.peers", *words])
 
 
@@ -177,7 +196,8 @@ def machine_info() -> dict:
     versions = {"python": platform.python_version(), "fastbpe checkout": portable(CHECKOUT[0])}
     from importlib import metadata
 
-    for name in ("fastbpe", "tokenizers", "tiktoken", "sentencepiece", "youtokentome", "numpy", "numba"):
+    for name in ("fastbpe", "tokenizers", "tiktoken", "sentencepiece", "youtokentome", "gigatoken", "rustbpe",
+                 "fastokens", "splintr-rs", "rs_bpe", "bpe-openai", "numpy", "numba"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -228,6 +248,9 @@ def train_size(args, nbytes: int, libs: List[str], big_libs: set, big: int, work
         if rows.get(lib, {}).get("ok") and rows.get("hf", {}).get("ok"):
             rows[lib]["agreement"] = ("vs the timed HF run (HF reads the file its own way): "
                                       + (merge_agreement(str(run_dir), lib, "hf") or "?"))
+    if rows.get("gigatoken", {}).get("ok") and rows.get("fastbpe-hf", {}).get("ok"):  # both HF's tie rule
+        rows["gigatoken"]["agreement"] = ('vs fastbpe compat="hf" on the same file: '
+                                          + (merge_agreement(str(run_dir), "gigatoken", "fastbpe-hf") or "?"))
     if rows.get("fastbpe-hf", {}).get("ok") and adapters.available("hf") is None:
         job = {"kind": "agree", "corpus": str(corpus), "vocab": args.vocab,
                "min_frequency": args.min_frequency, "threads": args.threads}
@@ -253,7 +276,10 @@ def encode_all(args, results: dict, model_dirs: Dict[str, Path], work: Path) -> 
     specs = [l for l in ("fastbpe", "hf", "sentencepiece", "youtokentome") if l in model_dirs]
     results["meta"]["models"] = {l: d.name.split("_")[-1] for l, d in model_dirs.items()}
     any_dir = str(next(iter(model_dirs.values()), work))
-    specs += PUBLISHED_ENCODERS
+    for spec in args.encoders.split(","):
+        for name in (reference_of(spec), spec):  # the reference first, so every check can run
+            if name and name not in specs:
+                specs.append(name)
     enc_runs: Dict[str, List[dict]] = {s: [] for s in specs}
     skipped: Dict[str, str] = {}
     for spec in specs:
@@ -277,10 +303,14 @@ def encode_all(args, results: dict, model_dirs: Dict[str, Path], work: Path) -> 
     for spec in specs:
         results["encode"][spec] = ({"ok": False, "reason": skipped[spec]} if spec in skipped
                                    else summary(enc_runs[spec]))
-    for a, b in SAME_IDS:
+    for a in specs:  # every encoder of a published vocabulary against its reference
+        b = reference_of(a)
+        if b is None or not results["encode"][a]["ok"]:
+            continue
         fa, fb = work / f"ids_{a.replace(':', '_')}.npy", work / f"ids_{b.replace(':', '_')}.npy"
-        if fa.exists() and fb.exists() and results["encode"][a]["ok"]:
-            results["encode"][a]["agreement"] = f"vs {b}: " + ids_agreement(str(fa), str(fb))
+        results["encode"][a]["agreement"] = (f"vs {b}: " + ids_agreement(str(fa), str(fb))
+                                             if fa.exists() and fb.exists()
+                                             else f"NOT CHECKED: {b} did not run")
     results["meta"]["encode_bytes"] = enc_bytes
     return specs, skipped
 
@@ -316,11 +346,16 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--vocab", type=int, default=32768)
     parser.add_argument("--min-frequency", type=int, default=2)
     parser.add_argument("--corpus", default=None, help="a text file (.gz read as gzip); default english.txt.gz")
-    parser.add_argument("--libs", default=",".join(adapters.TRAINERS), help="trainers to run, comma-separated")
+    parser.add_argument("--libs", default=",".join(adapters.TRAINERS),
+                        help="trainers to run, comma-separated (empty: encode only)")
+    parser.add_argument("--encoders", default=",".join(PUBLISHED_ENCODERS + adapters.PEER_ENCODERS),
+                        help="published-vocabulary encoders, comma-separated <library>:<vocabulary> "
+                             "(each one's reference, tiktoken or hf, is added to check its ids)")
     parser.add_argument("--big-libs", default="fastbpe,fastbpe-hf,hf",
                         help="trainers run at sizes above --big-threshold (the others take too long)")
     parser.add_argument("--big-threshold", default="20MB")
     parser.add_argument("--language-rows", type=int, default=None, help="rows of parallel_multi used (default all)")
+    parser.add_argument("--no-languages", action="store_true", help="skip the per-language encodings")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     parser.add_argument("--quick", action="store_true", help="1 MB, 1 repeat, 1 MB encoded, 2000 language rows")
     parser.add_argument("--out", default=None,
@@ -361,15 +396,17 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"{' '.join(f'{x:.1f}' for x in results['meta']['load_average'])}", flush=True)
     try:
         model_dirs: Dict[str, Path] = {}  # each trainer's largest successful run
-        for nbytes in sizes:
+        for nbytes in sizes if libs else []:
             rows = train_size(args, nbytes, libs, big_libs, big, work)
             results["train"][str(nbytes)] = rows
             for lib in libs:
                 if rows.get(lib, {}).get("ok") and lib in adapters.TRAINERS:
                     model_dirs[lib] = work / f"models_{nbytes}"
         specs, skipped = encode_all(args, results, model_dirs, work)
-        encode_languages(args, results, specs, skipped, model_dirs, work)
+        if not args.no_languages:
+            encode_languages(args, results, specs, skipped, model_dirs, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report.write(results, sizes, out, plots=not args.no_plot)
+    # The plots draw training times and per-language speeds: an encode-only run has neither.
+    report.write(results, sizes, out, plots=not args.no_plot and bool(results["train"]))
     return 0

@@ -137,3 +137,32 @@ def test_workflow_sees_uncommitted_sources(tmp_path):
     assert workflow.dirty_sources(tmp_path) == []
     (tmp_path / "fastbpe" / "core.py").write_text("x = 2\n")
     assert workflow.dirty_sources(tmp_path) == ["fastbpe/core.py"]
+
+
+def test_encoders_table_shows_speeds_ratios_and_every_id_check():
+    """README.md's encoders table: MB/s of CPU time cold and warm, the ratio to fastbpe on the
+    same vocabulary, a peer that did not run with its reason, and ids that differ said so."""
+    def runs(cold, warm):
+        return run.summary([{"seconds": cold, "cpu_seconds": cold, "warm_cpu_seconds": warm, "bytes": 10_000_000,
+                             "tokens": 2_500_000, "peak_rss_mb": 100, "load_average": load}
+                            for load in (1.5, 2.5)])
+
+    encode = {"tiktoken:cl100k_base": runs(1.0, 1.0), "fastbpe:cl100k_base": runs(0.5, 0.25),
+              "gigatoken:cl100k_base": runs(0.25, 0.0625), "fastokens:cl100k_base": {"ok": False,
+                                                                                     "reason": "fastokens is not installed"},
+              "splintr:cl100k_base": runs(0.5, 0.5)}
+    encode["fastbpe:cl100k_base"]["agreement"] = "vs tiktoken:cl100k_base: identical ids (2500000)"
+    encode["gigatoken:cl100k_base"]["agreement"] = "vs tiktoken:cl100k_base: identical ids (2500000)"
+    encode["splintr:cl100k_base"]["agreement"] = ("vs tiktoken:cl100k_base: ids DIFFER (2500000 vs 2500001 tokens, "
+                                                  "first difference at 7)")
+    meta = {"command": "python -m benchmarks.peers --libs ''", "commit": "abc1234", "encode_bytes": 10_000_000,
+            "corpus": None, "repeats": 2, "load_average": [1.2, 1.3, 1.4],
+            "versions": {"fastbpe": "0.1.0", "tiktoken": "0.14.0", "gigatoken": "0.10.0", "splintr-rs": "0.22.0"}}
+    lines = report.readme_encoders({"meta": meta, "encode": encode})
+    text = "\n".join(lines)
+    assert "load average 1.2 1.3 1.4 at the start, 1.5–2.5 as the runs started" in text
+    assert "| tiktoken 0.14.0 | cl100k_base | 10 MB/s | 10 MB/s | 0.50× / 0.25× | reference |" in lines
+    assert "| **fastbpe 0.1.0** | cl100k_base | 20 MB/s | 40 MB/s | 1 | identical to tiktoken's |" in lines
+    assert "| gigatoken 0.10.0 | cl100k_base | 40 MB/s | 160 MB/s | 2.00× / 4.00× | identical to tiktoken's |" in lines
+    assert "| fastokens | cl100k_base | — | — | — | fastokens is not installed |" in lines
+    assert "ids DIFFER (2500000 vs 2500001 tokens, first difference at 7)" in text

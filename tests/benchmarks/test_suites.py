@@ -178,13 +178,59 @@ def test_peers_adapters_share_one_interface():
     from benchmarks.peers import adapters
 
     names = [a.name for a in adapters.ADAPTERS]
-    assert names == ["fastbpe", "hf", "sentencepiece", "youtokentome", "tiktoken"]
-    assert adapters.TRAINERS == ["fastbpe", "fastbpe-hf", "hf", "hf-count", "sentencepiece", "youtokentome"]
+    assert names == ["fastbpe", "hf", "sentencepiece", "youtokentome", "gigatoken", "rustbpe", "tiktoken",
+                     "fastokens", "splintr", "rs-bpe", "bpe-openai"]
+    assert adapters.TRAINERS == ["fastbpe", "fastbpe-hf", "hf", "hf-count", "sentencepiece", "youtokentome",
+                                 "gigatoken", "rustbpe"]
     assert list(adapters.LABELS) == ["fastbpe", "fastbpe-hf", "fastbpe-merge", "hf", "hf-count", "hf-merge",
-                                     "sentencepiece", "youtokentome"]
+                                     "sentencepiece", "youtokentome", "gigatoken", "rustbpe"]
+    assert "gigatoken:llama3" in adapters.PEER_ENCODERS and "rs-bpe:o200k_base" in adapters.PEER_ENCODERS
     for name, owner in [("hf-count", "hf"), ("hf:gpt2", "hf"), ("fastbpe-hf", "fastbpe"),
-                        ("fastbpe:cl100k_base", "fastbpe"), ("tiktoken:o200k_base", "tiktoken")]:
+                        ("fastbpe:cl100k_base", "fastbpe"), ("tiktoken:o200k_base", "tiktoken"),
+                        ("gigatoken", "gigatoken"), ("splintr:llama3", "splintr"), ("rs-bpe:cl100k_base", "rs-bpe")]:
         assert adapters.adapter(name).name == owner
     assert adapters.available("fastbpe") is None and adapters.available("no-such-library") is None
     with pytest.raises(ValueError):
         adapters.adapter("tiktoken").train("tiktoken", "corpus.txt", 300, 2, 1, ".")
+
+
+# The peers that are optional installs, by the module each needs, with one of their names.
+OPTIONAL_PEERS = [("gigatoken", "gigatoken:cl100k_base"), ("gigatoken", "gigatoken"), ("rustbpe", "rustbpe"),
+                  ("fastokens", "fastokens:o200k_base"), ("splintr", "splintr:llama3"),
+                  ("rs_bpe", "rs-bpe:cl100k_base"), ("bpe_openai", "bpe-openai:o200k_base")]
+
+
+@pytest.mark.parametrize("module, name", OPTIONAL_PEERS)
+def test_absent_peer_is_skipped_with_a_message(monkeypatch, module, name):
+    """A peer that is not installed (its import fails) is skipped, saying which module is
+    missing; nothing else needs it."""
+    from benchmarks.peers import adapters
+
+    monkeypatch.setitem(sys.modules, module, None)  # ``import module`` now raises ImportError
+    assert adapters.available(name) == f"{module} is not installed"
+
+
+def test_encode_run_reports_absent_peers_and_their_reference(monkeypatch, tmp_path):
+    """An encode-only run where the peers and tiktoken are all absent runs no child, and the
+    table says why each row is missing; every published-vocabulary encoder is paired with the
+    reference its ids are checked against (tiktoken, or HF for Llama 3's file)."""
+    from benchmarks.peers import report, run
+
+    for module, _ in OPTIONAL_PEERS:
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    monkeypatch.setattr(run, "run_child", lambda *a, **k: pytest.fail("no child should run"))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(common.generated_text(2000), encoding="utf-8")
+    args = run.parse_args(["--libs", "", "--corpus", str(corpus), "--encode-size", "1KB", "--repeats", "1",
+                           "--encoders", "gigatoken:cl100k_base,rs-bpe:o200k_base"])
+    results = {"meta": {"threads": 1}, "encode": {}}
+    specs, skipped = run.encode_all(args, results, {}, tmp_path)
+    assert specs == ["tiktoken:cl100k_base", "gigatoken:cl100k_base", "tiktoken:o200k_base", "rs-bpe:o200k_base"]
+    assert skipped["gigatoken:cl100k_base"] == "gigatoken is not installed"
+    assert skipped["rs-bpe:o200k_base"] == "rs_bpe is not installed"
+    table = "\n".join(report.encode_table(results))
+    assert "| gigatoken:cl100k_base | — |" in table and "tiktoken is not installed" in table
+    assert run.reference_of("splintr:llama3") == "hf:llama3"
+    assert run.reference_of("fastokens:cl100k_base") == "tiktoken:cl100k_base"
+    assert run.reference_of("tiktoken:cl100k_base") is None

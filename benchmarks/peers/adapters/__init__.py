@@ -6,26 +6,37 @@ add a module here and list it in :data:`ADAPTERS`.
 
 Names: a trainer is a row name (``fastbpe``, ``fastbpe-hf``, ``hf``, ``hf-count``, ...); an
 encoder spec is a trainer's name (its trained model) or ``<library>:<vocabulary>``
-(``tiktoken:cl100k_base``, ``fastbpe:r50k_base``, ``hf:gpt2``).
+(``tiktoken:cl100k_base``, ``fastbpe:r50k_base``, ``hf:gpt2``, ``gigatoken:llama3``).
 """
 from typing import Dict, Optional
 
-from .base import Adapter, Encoder, HexMerges, Timer, lines_of
+from .base import Adapter, Encoder, HexMerges, PublishedEncoders, Timer, lines_of
+from .bpe_openai import BpeOpenai
 from .fastbpe import Fastbpe
+from .fastokens import Fastokens
+from .gigatoken import Gigatoken
 from .hf import HuggingFace
+from .rs_bpe import RsBpe
+from .rustbpe import RustBpe
 from .sentencepiece import SentencePiece
+from .splintr import Splintr
 from .tiktoken import Tiktoken
 from .youtokentome import YouTokenToMe
 
 __all__ = ["Adapter", "Encoder", "HexMerges", "Timer", "lines_of", "ADAPTERS", "TRAINERS", "LABELS",
-           "SETTINGS", "adapter", "available"]
+           "SETTINGS", "PEER_ENCODERS", "adapter", "available"]
 
-ADAPTERS = (Fastbpe(), HuggingFace(), SentencePiece(), YouTokenToMe(), Tiktoken())
+# The peers are optional installs: an absent one is skipped, with the reason in the table.
+ADAPTERS = (Fastbpe(), HuggingFace(), SentencePiece(), YouTokenToMe(), Gigatoken(), RustBpe(), Tiktoken(),
+            Fastokens(), Splintr(), RsBpe(), BpeOpenai())
 
 # Every trainer, and every table row with its label and settings, in table order.
 TRAINERS = [t for a in ADAPTERS for t in a.trainers]
 LABELS: Dict[str, str] = {row: label for a in ADAPTERS for row, (label, _) in a.rows.items()}
 SETTINGS: Dict[str, str] = {row: settings for a in ADAPTERS for row, (_, settings) in a.rows.items()}
+
+# Every encoder spec of the libraries that only encode published vocabularies here.
+PEER_ENCODERS = [s for a in ADAPTERS if isinstance(a, PublishedEncoders) for s in a.specs]
 
 
 def adapter(name: str) -> Adapter:

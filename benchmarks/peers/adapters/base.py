@@ -75,6 +75,70 @@ class Timer:
         self.cpu_seconds = self.cpu() - self._cpu
 
 
+# The published vocabularies the peers' encoders can load, beside OpenAI's: Llama 3's
+# ``tokenizer.json`` (its ids are checked against HF ``tokenizers`` on the same file).
+LLAMA3_JSON = "tokenizers/llama3/tokenizer.json"
+OPENAI_VOCABULARIES = ("cl100k_base", "o200k_base")
+
+
+def published_file(vocabulary: str):
+    """The shared-data file of a published vocabulary: ``cl100k_base`` / ``o200k_base`` /
+    ``r50k_base`` -> its ``.tiktoken`` rank file, ``llama3`` -> its ``tokenizer.json``; skips (the
+    run says why) when the file is absent or the vocabulary unknown."""
+    from ...suites import common
+
+    if vocabulary == "llama3":
+        path = common.data_file(LLAMA3_JSON)
+    elif vocabulary.endswith("_base"):
+        path = common.tiktoken_file(vocabulary)
+    else:
+        common.skip(f"no published vocabulary named {vocabulary!r}")
+    if path is None:
+        common.skip(f"the file of {vocabulary} is not in the shared data")
+    return path
+
+
+def flat_rows(ids: bytes, offsets: bytes) -> List[Sequence[int]]:
+    """One id array per document from a flat batch result: ``ids`` the concatenated ids as
+    little-endian uint32, ``offsets`` the ``documents + 1`` row starts as uint64 (the layout of
+    fastokens' and splintr's ``encode_batch_flat``). Views, not copies: cheap to time.
+
+    >>> import numpy as np
+    >>> rows = flat_rows(np.array([1, 2, 3], "<u4").tobytes(), np.array([0, 2, 3], "<u8").tobytes())
+    >>> [r.tolist() for r in rows]
+    [[1, 2], [3]]
+    """
+    import numpy as np
+
+    flat, starts = np.frombuffer(ids, "<u4"), np.frombuffer(offsets, "<u8")
+    return [flat[starts[i]:starts[i + 1]] for i in range(len(starts) - 1)]
+
+
 def lines_of(docs: List[str]) -> List[str]:
     """The documents' lines without their newlines: what line-based libraries are given."""
     return [line for doc in docs for line in doc.split("\n")]
+
+
+class PublishedEncoders(Adapter):
+    """A library that only encodes here, with published vocabularies (``<name>:cl100k_base``):
+    ``vocabularies`` says which it loads, :meth:`load` builds the encoder of one."""
+
+    vocabularies: Tuple[str, ...] = ()
+
+    @property
+    def specs(self) -> List[str]:
+        """The encoder specs this library offers, in order."""
+        return [f"{self.name}:{v}" for v in self.vocabularies]
+
+    def encoder(self, spec, out_dir, threads):
+        kind, _, vocabulary = spec.partition(":")
+        if kind != self.name or not vocabulary:
+            return super().encoder(spec, out_dir, threads)
+        if vocabulary not in self.vocabularies:
+            from ...suites import common
+
+            common.skip(f"{self.name} does not load {vocabulary} here")
+        return self.load(vocabulary, threads)
+
+    def load(self, vocabulary: str, threads: int) -> Encoder:
+        raise NotImplementedError(vocabulary)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict
 
 from ...suites import common
-from .base import Adapter, Timer
+from .base import Adapter, Timer, published_file
 
 
 def has_compat(fastbpe) -> bool:
@@ -50,7 +50,8 @@ class Fastbpe(Adapter):
             tok = fastbpe.train(table, vocab, min_frequency=min_frequency, progress=False, **kwargs)
         end = timer.start + timer.seconds
         result = dict(seconds=timer.seconds, cpu_seconds=timer.cpu_seconds, count_seconds=counted - timer.start,
-                      merge_seconds=end - counted, unique_chunks=len(table), fastbpe_file=fastbpe.__file__)
+                      merge_seconds=end - counted, unique_chunks=len(table),
+                      fastbpe_file=os.path.realpath(fastbpe.__file__))  # the checkout, not the link
         merges = [[a.hex(), b.hex()] for a, b in tok.merges]
         result["vocab"] = tok.vocab_size
         tok.save(os.path.join(out_dir, f"{trainer}.json"))
@@ -59,6 +60,8 @@ class Fastbpe(Adapter):
     def encoder(self, spec, out_dir, threads):
         if spec == "fastbpe":
             tok = common.fastbpe_module().Tokenizer.load(os.path.join(out_dir, "fastbpe.json"))
+        elif spec == "fastbpe:llama3":  # Llama 3's tokenizer.json
+            tok = common.fastbpe_module().Tokenizer.from_huggingface(published_file("llama3"))
         elif spec.startswith("fastbpe:"):  # OpenAI's ranks, through fastbpe's own loader
             from ...suites.suite_encode import _openai_tokenizer
 

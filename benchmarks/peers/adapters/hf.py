@@ -4,7 +4,7 @@ import os
 from typing import Dict, List
 
 from ...suites import common
-from .base import Adapter, HexMerges, Timer
+from .base import Adapter, HexMerges, Timer, published_file
 
 
 def byte_level_bpe(decoder: bool = True):
@@ -88,6 +88,8 @@ class HuggingFace(Adapter):
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
             tok.decoder = decoders.ByteLevel()
             return batch_encoder(tok)
+        if spec == "hf:llama3":  # Llama 3's tokenizer.json: the reference of every llama3 encoder
+            return batch_encoder(Tokenizer.from_file(str(published_file("llama3"))))
         return super().encoder(spec, out_dir, threads)
 
     def derive(self, rows: Dict[str, dict]) -> None:
