@@ -402,7 +402,8 @@ cdef class BPECore:
         The same merge loop as every other entry, started from the caller's symbols instead of
         bytes: the path of character-level tokenizers (a symbol is a character's token) and of
         word markers. A negative symbol (a character outside the vocabulary) never merges and
-        comes out as itself.
+        comes out as itself. The whole-chunk lookup does not apply here (it reads a chunk's
+        bytes; the Tokenizer refuses it for characters and markers).
         """
         cdef Py_ssize_t n = symbols.shape[0], words = ends.shape[0], k
         cdef int64_t total = 0

@@ -139,8 +139,12 @@ class Tokenizer:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         if merge_rule not in MERGE_RULES:
             raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
-        if (merge_rule == "token" or split_gaps or split_stages) and (unit != "bytes" or word_start or word_end):
-            raise ValueError("merge_rule='token', split_gaps and split_stages need unit='bytes' and no word markers")
+        if (merge_rule == "token" or split_gaps or split_stages or whole_token_lookup) and (
+                unit != "bytes" or word_start or word_end):
+            # (the whole-chunk lookup reads a chunk's bytes; the symbol path of characters and
+            # markers has none to look up)
+            raise ValueError("merge_rule='token', whole_token_lookup, split_gaps and split_stages need unit='bytes' "
+                             "and no word markers")
         if merge_rule == "pair" and (word_start or word_end):
             raise ValueError("merge_rule='pair' needs no word markers")
         if (byte_fallback or space_marker) and (unit != "chars" or word_start or word_end):

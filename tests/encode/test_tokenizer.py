@@ -318,3 +318,10 @@ def test_decode_takes_int_ids_only():
     # a special token that is not valid UTF-8 decodes like such a token would
     assert tok.decode_bytes([300]) == "<\ud800>".encode("utf-8", "surrogatepass")
     assert tok.decode([104, 300]) == "h<\ufffd\ufffd\ufffd>"
+
+
+@pytest.mark.parametrize("options", [{"unit": "chars"}, {"word_start": "_"}, {"word_end": "</w>"}])
+def test_whole_token_lookup_needs_bytes_without_markers(options):
+    # the symbol path of characters and markers has no chunk bytes to look up: it was silently ignored
+    with pytest.raises(ValueError, match="whole_token_lookup"):
+        Tokenizer([bytes([i]) for i in range(256)] + [b"ab"], [(97, 98)], whole_token_lookup=True, **options)
