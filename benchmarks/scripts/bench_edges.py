@@ -1,4 +1,4 @@
-"""Load, decode and encode_batch of fastbpe against tiktoken and Hugging Face tokenizers.
+"""Decode and encode_batch of fastbpe against tiktoken (loading: ``bench_load.py``).
 
     flock /tmp/fastbpe-bench.lock python benchmarks/scripts/bench_edges.py [--repeat 3] [--lines 20000]
 
@@ -7,15 +7,12 @@ one library is in the page cache for all, as the first, untimed, read puts it th
 libraries are alternated, their order flipped each round, and the best of ``--repeat`` rounds
 is kept. Printed, with the load average:
 
-* load: fastbpe ``openai(name, path)`` / ``load(path)`` against tiktoken (``load_tiktoken_bpe`` +
-  ``Encoding``) for cl100k and o200k, and against ``tokenizers.Tokenizer.from_file`` for llama3;
-  CPU seconds;
 * decode: the ids of 2 MB of English (cl100k) back to text, a list of ints, CPU seconds;
 * batch: 20,000 short lines (the first lines of the multilingual table, each at most 200
   characters): a loop of ``encode_ordinary``, ``encode_batch`` at 1 and 2 workers, and tiktoken's
   ``encode_ordinary_batch`` at 2 threads; wall and CPU seconds.
 
-Needs the shared data (FASTBPE_DATA, default ../shared/data), tiktoken and tokenizers.
+Needs the shared data (FASTBPE_DATA, default ../shared/data) and tiktoken.
 """
 import argparse
 import json
@@ -29,18 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this checkout: its fastbpe, benchmarks.data
 
 from benchmarks.data import data_path, first_lines, text_slice  # noqa: E402
-
-
-def _tiktoken_encoding(name):
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
-    from fastbpe.formats.tiktoken import OPENAI_ENCODINGS
-    from fastbpe.split.patterns import source
-
-    pattern, specials = OPENAI_ENCODINGS[name]
-    ranks = load_tiktoken_bpe(str(data_path("tokenizers", "tiktoken", f"{name}.tiktoken")))
-    return tiktoken.Encoding(name, pat_str=source(pattern), mergeable_ranks=ranks, special_tokens=specials)
+from benchmarks.suites.common import tiktoken_encoding  # noqa: E402
 
 
 def _fastbpe_openai(name):
@@ -56,20 +42,9 @@ def _short_lines(count):
 def child(task: str, lib: str, lines: int) -> dict:
     """One measurement in this (fresh) process: CPU and wall seconds of the timed part."""
     kind, _, name = task.partition(":")
-    if kind == "load":
-        if name == "llama3":
-            path = str(data_path("tokenizers", "llama3", "tokenizer.json"))
-            if lib == "fastbpe":
-                import fastbpe
-                fn = lambda: fastbpe.load(path)  # noqa: E731
-            else:
-                import tokenizers
-                fn = lambda: tokenizers.Tokenizer.from_file(path)  # noqa: E731
-        else:
-            fn = (lambda: _fastbpe_openai(name)) if lib == "fastbpe" else (lambda: _tiktoken_encoding(name))
-    elif kind == "decode":
+    if kind == "decode":
         text = text_slice("english.txt.gz", 2_000_000)
-        enc = _tiktoken_encoding("cl100k_base")
+        enc = tiktoken_encoding("cl100k_base")
         ids = enc.encode_ordinary(text)
         if lib == "fastbpe":
             tok = _fastbpe_openai("cl100k_base")
@@ -80,7 +55,7 @@ def child(task: str, lib: str, lines: int) -> dict:
     else:  # batch:loop | batch:1 | batch:2
         texts = _short_lines(lines)
         if lib == "tiktoken":
-            enc = _tiktoken_encoding("cl100k_base")
+            enc = tiktoken_encoding("cl100k_base")
             enc.encode_ordinary_batch(texts[:100], num_threads=2)
             fn = lambda: enc.encode_ordinary_batch(texts, num_threads=int(name))  # noqa: E731
         else:
@@ -96,9 +71,6 @@ def child(task: str, lib: str, lines: int) -> dict:
 
 
 ROWS = [
-    ("load:cl100k_base", ["fastbpe", "tiktoken"]),
-    ("load:o200k_base", ["fastbpe", "tiktoken"]),
-    ("load:llama3", ["fastbpe", "hf"]),
     ("decode:cl100k_base", ["fastbpe", "tiktoken"]),
     ("batch:loop", ["fastbpe"]),
     ("batch:1", ["fastbpe", "tiktoken"]),

@@ -33,18 +33,9 @@ if impl == "fastbpe":
         load = lambda: fastbpe.Tokenizer.from_huggingface(path)
     encode = lambda tok, text: tok.encode_ordinary(text)
 elif impl == "tiktoken":
-    import tiktoken, tiktoken.load
-    import tiktoken_ext.openai_public as public
-    name = path.rsplit("/", 1)[-1][:-len(".tiktoken")]
-    def load():
-        ranks = tiktoken.load.load_tiktoken_bpe(path)
-        original = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = lambda *a, **k: ranks
-        try:
-            spec = getattr(public, name)()
-        finally:
-            public.load_tiktoken_bpe = original
-        return tiktoken.Encoding(**spec)
+    sys.path.insert(0, sys.argv[4])
+    from benchmarks.suites.common import tiktoken_encoding  # tiktoken's own spec, ranks from the file
+    load = lambda: tiktoken_encoding(path.rsplit("/", 1)[-1][:-len(".tiktoken")])
     encode = lambda tok, text: tok.encode_ordinary(text)
 else:
     import tokenizers
