@@ -10,7 +10,7 @@ import time
 
 from ..corpus.files import expand_paths
 from ..learn.extend import extend
-from .options import size_arg
+from .options import add_tokenizer_option, size_arg, tokenizer_specs
 from ..analysis.common import resolve_tokenizer
 from .train import OUT_FORMATS, _printable, _write, out_format
 
@@ -23,7 +23,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
     if not files:
         raise ValueError("the inputs name no files (empty folders?)")
     started = time.perf_counter()
-    base = resolve_tokenizer(args.tokenizer)
+    base = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     if fmt != "fastbpe" and base.unit != "bytes":
         raise ValueError(f"a --unit {base.unit} tokenizer cannot be written as {fmt}; use --format fastbpe")
     loaded = time.perf_counter()
@@ -86,9 +86,7 @@ def add_extend_subcommand(subparsers) -> argparse.ArgumentParser:
                     "merge learning continues from there. Every existing id, merge and special token is kept; "
                     "new tokens take the ids after the largest one.")
     p.add_argument("files", nargs="+", help="text files, folders or globs to learn the new merges from")
-    p.add_argument("--tokenizer", "-t", required=True,
-                   help="a tokenizer file (fastbpe, Hugging Face, .tiktoken, GPT-2 encoder.json with vocab.bpe "
-                        "beside it) or an OpenAI encoding name (read from $FASTBPE_ENCODINGS)")
+    add_tokenizer_option(p, repeatable=False)
     p.add_argument("--num-merges", type=size_arg, required=True, help="merges to append (at most)")
     p.add_argument("--out", "-o", required=True, help="the tokenizer file to write")
     p.add_argument("--format", choices=OUT_FORMATS, default="auto",

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..corpus.files import expand_paths, open_bytes
 from ..fileio import write_atomic
-from .options import size_arg
+from .options import add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
 from ..analysis.common import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
@@ -114,7 +114,7 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
         folder = os.path.dirname(os.path.abspath(args.plot))
         if not os.path.isdir(folder):
             raise ValueError(f"the folder of --plot {args.plot!r} does not exist")
-    tokenizer = resolve_tokenizer(args.tokenizer)
+    tokenizer = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     files = expand_paths(args.files)
     if not files:
         raise ValueError("the inputs name no files (empty folders?)")
@@ -210,8 +210,7 @@ def add_skipgram_subcommand(subparsers) -> argparse.ArgumentParser:
                     "token's frequency: tokens of the tokenizer that the corpus rarely or never uses keep "
                     "near-initial rows (glitch-token candidates). Nearest neighbours and analogies by cosine.")
     p.add_argument("files", nargs="+", help="the embedding corpus: text files, folders or globs")
-    p.add_argument("--tokenizer", "-t", required=True,
-                   help="a tokenizer file or an OpenAI encoding name (read from $FASTBPE_ENCODINGS)")
+    add_tokenizer_option(p, repeatable=False)
     p.add_argument("--max-bytes", type=size_arg, default=2_000_000, help="read at most this much text")
     p.add_argument("--documents", choices=("block", "line", "file"), default="block",
                    help="what one document is (windows never cross documents)")
@@ -231,8 +230,6 @@ def add_skipgram_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--analogy", action="append", default=[], metavar="A,B,C",
                    help="a is to b as c is to ? (repeatable)")
     p.add_argument("-k", type=int, default=5, help="neighbours and analogy answers to list")
-    p.add_argument("--plot", default=None, metavar="FILE.png",
-                   help="scatter of drift and norm against frequency, and the loss curve (needs matplotlib)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+    add_report_options(p, plot="a scatter of drift and norm against frequency, and the loss curve")
     p.set_defaults(run=_cmd_skipgram)
     return p
