@@ -79,7 +79,8 @@ def test_offsets_with_a_normaliser_need_normalised_text(real_files):
 
 @given(st.text(max_size=60))
 def test_offsets_cover_the_text_in_order(small, text):
-    ids, offsets = small.encode_with_offsets(text)
+    # ordinary text: a generated text that spells a special token is not an error here
+    ids, offsets = small.encode_with_offsets(text, disallowed_special=())
     text = as_tiktoken(text)
     assert len(offsets) == len(ids)
     if ids:
