@@ -249,13 +249,18 @@ def read(path: PathLike, data: Any = None) -> dict:
     if path.is_dir():
         path = path / "tokenizer.json"
     if data is None:
-        scanned = _scan_model(path)
-        if scanned is not None:
-            found = _read_data(path, *scanned)
-            if found is not None:
-                return found
+        found = read_plain(path)
+        if found is not None:
+            return found
         data = read_json(path, "Hugging Face tokenizer.json")
     return _read_data(path, data, None)
+
+
+def read_plain(path: Path) -> Optional[dict]:
+    """What :func:`read` gives for a plain byte-level ``tokenizer.json``, read by compiled code
+    from the file's bytes; None for any other file (then parse it with the json module)."""
+    scanned = _scan_model(path)
+    return None if scanned is None else _read_data(path, *scanned)
 
 
 def _scan_model(path: Path) -> Optional[tuple]:
