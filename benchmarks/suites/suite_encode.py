@@ -265,9 +265,9 @@ def _load(impl: str, name: str):
 class Load:
     """Loading a real tokenizer file, and loading it then encoding a first short text (tables
     an encoder builds lazily count there): fastbpe against the file's own library (tiktoken for
-    the ``.tiktoken`` files, tokenizers for llama3's ``tokenizer.json``)."""
+    the ``.tiktoken`` files, tokenizers for llama3's and qwen3's ``tokenizer.json``)."""
 
-    params = (["fast", "peer"], ["cl100k_base", "o200k_base", "llama3"])
+    params = (["fast", "peer"], ["cl100k_base", "o200k_base", "llama3", "qwen3"])
     param_names = ["impl", "file"]
     timeout = 120
 
