@@ -97,7 +97,9 @@ class Tokenizer:
     ``tokens``: the bytes of every id (``b""`` marks an unused id); ``merges``: pairs of ids
     in priority order (a third column, the id each merge produces, as the learner returns it,
     is accepted and checked). ``special_tokens``: names (given the ids after the vocabulary) or
-    a name -> id mapping. Encoding options, for the imported formats (:mod:`fastbpe.formats`):
+    a name -> id mapping; ``special_token_options``: ``{name: {"lstrip": True, ...}}``, how a
+    special token is matched (Hugging Face's added-token options ``single_word``, ``lstrip``,
+    ``rstrip``, ``normalized``: :class:`.special.AddedTokenSplitter`). Encoding options, for the imported formats (:mod:`fastbpe.formats`):
     ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or
     a list of steps, applied before splitting: :mod:`.normalizers`), ``prefix_space`` (a space
     before every ordinary piece that does not start with one, as Hugging Face's
@@ -124,6 +126,7 @@ class Tokenizer:
         word_start: Optional[str] = None,
         word_end: Optional[str] = None,
         special_tokens: Union[Mapping[str, int], Sequence[str]] = (),
+        special_token_options: Optional[Mapping[str, Mapping[str, bool]]] = None,
         merge_counts: Optional[Sequence[int]] = None,
         merge_rule: str = "replay",
         whole_token_lookup: bool = False,
@@ -191,6 +194,10 @@ class Tokenizer:
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
         self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
                                                                   self.token_bytes)
+        # Step 1's matching options (Hugging Face's added tokens); none: exact matches in the text
+        self.special_token_options = special.special_token_options(
+            special_token_options, self.special_tokens.keys(), bool(self.normalize))
+        self._added_splitter = self._make_added_splitter()
         if self.byte_fallback:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
         self._local = threading.local()
@@ -268,7 +275,7 @@ class Tokenizer:
         # The per-thread state and the caches are rebuilt on demand (the model pickles without
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache"):
+        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter"):
             state.pop(key, None)
         return state
 
@@ -282,6 +289,7 @@ class Tokenizer:
             state.setdefault("prefix_space", False)
         state.setdefault("byte_fallback", False)
         state.setdefault("space_marker", "")
+        state.setdefault("special_token_options", {})
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -289,8 +297,15 @@ class Tokenizer:
                                       symbols=not (state.get("unit") == "bytes" and not state.get("word_start")
                                                    and not state.get("word_end")))
         self.__dict__.update(state)
+        self._added_splitter = self._make_added_splitter()
         self._local = threading.local()
         self._pools = _PoolRegistry()
+
+    def _make_added_splitter(self) -> Optional[special.AddedTokenSplitter]:
+        """The matcher of special tokens with options; None when none has any (exact matches)."""
+        if not self.special_token_options:
+            return None
+        return special.AddedTokenSplitter(self.special_tokens, self.special_token_options, self.normalize)
 
     # ---- views ------------------------------------------------------------------------------
 
@@ -371,10 +386,12 @@ class Tokenizer:
             symbols = by_char[inverse.reshape(-1)] if len(points) else np.zeros(0, dtype=np.int32)
         return np.ascontiguousarray(symbols, dtype=np.int32), np.ascontiguousarray(ends[1:])
 
-    def _ordinary_ids(self, text: str, strict: bool = True) -> np.ndarray:
+    def _ordinary_ids(self, text: str, strict: bool = True, normalized: bool = False) -> np.ndarray:
         """int32 ids of text without special tokens. ``strict``: a byte or character outside the
-        vocabulary is a ValueError; otherwise it comes out as its negative id."""
-        text = self.normalize(text)  # step 2, the normaliser
+        vocabulary is a ValueError; otherwise it comes out as its negative id. ``normalized``:
+        the text has been through the normaliser already."""
+        if not normalized:
+            text = self.normalize(text)  # step 2, the normaliser
         if self.prefix_space and text and not text.startswith(" "):
             text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
         if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
@@ -447,6 +464,8 @@ class Tokenizer:
         special.check_disallowed(text, disallowed)
         if not allowed:
             return self._ordinary_ids(text)
+        if self._added_splitter is not None:  # matching options: Hugging Face's added-token rules
+            return np.concatenate([part[0] for part in self._added_parts(text, allowed)])
         parts = []
         for piece, is_special in special.split_on_specials(text, allowed):
             if is_special:
@@ -454,6 +473,19 @@ class Tokenizer:
             elif piece or not parts:
                 parts.append(self._ordinary_ids(piece))
         return np.concatenate(parts)
+
+    def _added_parts(self, text: str, allowed: frozenset) -> List[Tuple[np.ndarray, int, int, Optional[str]]]:
+        """``(ids, start, end, piece)`` of each piece of ``text`` cut at its allowed special
+        tokens with their matching options (:class:`.special.AddedTokenSplitter`): an ordinary
+        piece's text (normalised, when it was cut out of normalised text), None for a special
+        token, whose span includes the whitespace its ``lstrip``/``rstrip`` took in."""
+        parts = []
+        for start, end, name, piece, normalized in self._added_splitter.split(text, allowed):
+            if name is not None:
+                parts.append((np.array([self.special_tokens[name]], dtype=np.int32), start, end, None))
+            elif piece or not parts:
+                parts.append((self._ordinary_ids(piece, normalized=normalized), start, end, piece))
+        return parts
 
     def encode(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                disallowed_special: Union[str, Collection[str]] = "all") -> List[int]:

@@ -100,29 +100,31 @@ def _has_normalizer(norm) -> bool:
     return norm is not None
 
 
-def _added_tokens(data: Mapping, normalizer: bool, source: str) -> Dict[str, int]:
+def _added_tokens(data: Mapping, source: str) -> Tuple[Dict[str, int], Dict[str, Dict[str, bool]]]:
     """``{content: id}`` of the added tokens, which fastbpe encodes as special tokens (split
-    out of the text before anything else, as ``tokenizers`` does with every added token)."""
+    out of the text before anything else, as ``tokenizers`` does with every added token), and
+    ``{content: options}``: how each is matched (``single_word``, ``lstrip``, ``rstrip``,
+    ``normalized``; :class:`fastbpe.encode.special.AddedTokenSplitter`)."""
     added = data.get("added_tokens") or []
     if not isinstance(added, list):
         raise ValueError(f"{source}: added_tokens must be a list")
     specials: Dict[str, int] = {}
+    options: Dict[str, Dict[str, bool]] = {}
     for entry in added:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not entry["content"]:
             raise ValueError(f"{source}: malformed added token {entry!r:.80}")
         content = entry["content"]
         if content in specials:
             raise ValueError(f"{source}: the added token {content!r} is listed twice")
-        for flag in ("single_word", "lstrip", "rstrip"):
-            if entry.get(flag):
-                raise ValueError(f"{source}: added token {content!r} has {flag}=true, which fastbpe does not "
-                                 "support (it matches added tokens exactly)")
-        if entry.get("normalized", not entry.get("special", False)) and normalizer:
-            raise ValueError(f"{source}: added token {content!r} is matched in normalized text "
-                             "(normalized=true) and the file has a normalizer; fastbpe matches added tokens "
-                             "in the text as given")
+        # tokenizers' default: an added token that is not special is matched in normalised text
+        flags = {"normalized": entry.get("normalized", not entry.get("special", False)),
+                 **{flag: entry.get(flag, False) for flag in ("single_word", "lstrip", "rstrip")}}
+        for flag, value in flags.items():
+            if not isinstance(value, bool):
+                raise ValueError(f"{source}: added token {content!r} {flag} must be true or false, got {value!r:.20}")
         specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
-    return check_special_ids(specials, source)
+        options[content] = {flag: True for flag, value in flags.items() if value}
+    return check_special_ids(specials, source), {name: flags for name, flags in options.items() if flags}
 
 
 def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> List[bytes]:
@@ -272,14 +274,15 @@ def read(path: PathLike, data: Any = None) -> dict:
     normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
-    specials = _added_tokens(data, _has_normalizer(normalizer), source)
+    specials, options = _added_tokens(data, source)
     tokens = _vocab_bytes(vocab, specials, source)
     pairs = _merge_pairs(merges, vocab, tokens, source)
     singles = {t[0] for t in tokens if len(t) == 1}
     missing = [b for b in range(256) if b not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, which byte-level BPE needs")
-    return dict(tokens=tokens, merges=pairs, pattern=pattern, special_tokens=specials, merge_rule="pair",
+    return dict(tokens=tokens, merges=pairs, pattern=pattern, special_tokens=specials,
+                special_token_options=options, merge_rule="pair",
                 whole_token_lookup=bool(model.get("ignore_merges", False)),
                 normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages,
                 prefix_space=prefix_space)
@@ -294,7 +297,11 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
     pattern, metaspace = _character_level_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
-    specials = _added_tokens(data, _has_normalizer(normalizer), source)
+    specials, options = _added_tokens(data, source)
+    if metaspace and any(flags.get("normalized") for flags in options.values()):
+        # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
+        raise ValueError(f"{source}: added tokens with normalized=true and a Metaspace pre_tokenizer are not "
+                         "supported")
     vocab, merges = model["vocab"], model["merges"]
     ids = list(vocab.values())
     if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
@@ -321,7 +328,8 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
         normalizer = [*([normalizer] if _has_normalizer(normalizer) else []), *metaspace]
     return dict(tokens=tokens, merges=np.array(pairs, dtype=np.int64).reshape(-1, 2), unit="chars",
-                pattern=pattern, special_tokens=specials, merge_rule="pair", normalizer=normalizer,
+                pattern=pattern, special_tokens=specials, special_token_options=options, merge_rule="pair",
+                normalizer=normalizer,
                 byte_fallback=True, space_marker=_space_marker(decoder))
 
 
@@ -360,7 +368,10 @@ def _character_level_splitter(pre, has_added_tokens: bool, source: str) -> Tuple
 
 
 def _added_token_entries(tok) -> List[dict]:
-    return [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+    """The special tokens as added tokens, each with its matching options."""
+    return [{"id": i, "content": s,
+             **{flag: tok.special_token_options.get(s, {}).get(flag, False)
+                for flag in ("single_word", "lstrip", "rstrip", "normalized")},
              "special": True} for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
 
 
