@@ -107,6 +107,9 @@ class Tokenizer:
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
     ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
     splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps);
+    ``end_of_word_suffix``: the last byte of every chunk starts as the token of that byte with
+    this text after it (Hugging Face's BPE ``end_of_word_suffix``, ``"</w>"`` in CLIP's and
+    openai-gpt's files; Sennrich et al. 2016 mark word ends so);
     ``training_stats``: what each phase of training took (fastbpe's own files keep it).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
@@ -136,6 +139,7 @@ class Tokenizer:
         prefix_space: bool = False,
         byte_fallback: bool = False,
         space_marker: Optional[str] = None,
+        end_of_word_suffix: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
     ):
         if unit not in UNITS:
@@ -154,6 +158,13 @@ class Tokenizer:
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
         if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
             raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
+        if end_of_word_suffix is not None and not (isinstance(end_of_word_suffix, str) and end_of_word_suffix):
+            raise ValueError(f"end_of_word_suffix must be a non-empty str or None, got {end_of_word_suffix!r:.40}")
+        if end_of_word_suffix and (unit != "bytes" or word_start or word_end or merge_rule != "pair"
+                                   or whole_token_lookup):
+            raise ValueError("end_of_word_suffix needs unit='bytes', merge_rule='pair', no word markers and no "
+                             "whole_token_lookup")
+        self.end_of_word_suffix = end_of_word_suffix or ""
         self.byte_fallback = bool(byte_fallback)
         self.space_marker = space_marker or ""
         self.split_stages: List[Tuple[str, bool]] = []
@@ -187,7 +198,7 @@ class Tokenizer:
         # Step 4, the BPE model: built (and checked, in compiled code) here, so the first
         # encode finds its tables ready
         self.model = BPEModel(token_bytes, merges, merge_rule=merge_rule, whole_token_lookup=whole_token_lookup,
-                              symbols=not self._reads_bytes)
+                              symbols=not self._reads_bytes or bool(end_of_word_suffix))
         self.merge_counts = None if merge_counts is None else self._checked_counts(merge_counts)
         # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
         # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
@@ -200,6 +211,8 @@ class Tokenizer:
         self._added_splitter = self._make_added_splitter()
         if self.byte_fallback:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
+        if self.end_of_word_suffix:
+            self._suffix_symbol_ids()  # every byte with and without the suffix a token, or a ValueError now
         self._local = threading.local()
         self._pools = _PoolRegistry()
 
@@ -216,6 +229,39 @@ class Tokenizer:
                                  f"<0x{int(np.flatnonzero(found < 0)[0]):02X}> is missing")
             self.__dict__["_byte_ids_cache"] = found
         return found
+
+    def _suffix_symbol_ids(self) -> np.ndarray:
+        """int32 ``[2, 256]``: the id of every byte's token, and of the byte followed by
+        ``end_of_word_suffix`` (what the last byte of a chunk starts as)."""
+        found = self.__dict__.get("_suffix_ids_cache")
+        if found is None:
+            suffix = self.end_of_word_suffix.encode("utf-8", "surrogatepass")
+            found = np.array([[self.model.token_id(bytes([b]) + end) for b in range(256)] for end in (b"", suffix)],
+                             dtype=np.int32)
+            if (found < 0).any():
+                kind, b = np.argwhere(found < 0)[0]
+                raise ValueError(f"end_of_word_suffix {self.end_of_word_suffix!r}: byte 0x{b:02x}"
+                                 f"{' followed by it' if kind else ''} has no token")
+            self.__dict__["_suffix_ids_cache"] = found
+        return found
+
+    def _suffixed_ids(self, text: str) -> np.ndarray:
+        """int32 ids of normalised text through the splitter and the model of a tokenizer with an
+        ``end_of_word_suffix``: each chunk's bytes as symbols, the last one with the suffix."""
+        stages = [(self.pattern, self.split_gaps), *self.split_stages]
+        data, starts, ends = (staged_chunk_bounds(text, stages) if self.split_stages
+                              else chunk_bounds(text, self.pattern, self.split_gaps))
+        lengths = ends - starts
+        starts, lengths = starts[lengths > 0], lengths[lengths > 0]
+        symbol_ends = np.cumsum(lengths, dtype=np.int64)
+        # the bytes of the chunks, gaps left out: position i of chunk k is starts[k] + i
+        at = np.arange(int(symbol_ends[-1]) if len(lengths) else 0, dtype=np.int64)
+        at += np.repeat(starts - (symbol_ends - lengths), lengths)
+        raw = np.frombuffer(data, dtype=np.uint8)[at]
+        table = self._suffix_symbol_ids()
+        symbols = table[0][raw]
+        symbols[symbol_ends - 1] = table[1][raw[symbol_ends - 1]]
+        return self._core().encode_symbols(np.ascontiguousarray(symbols), symbol_ends, self._state())
 
     def _fall_back_to_bytes(self, ids: np.ndarray) -> np.ndarray:
         """``ids`` with every character outside the vocabulary (a negative id, ``-1 - ord``)
@@ -275,7 +321,8 @@ class Tokenizer:
         # The per-thread state and the caches are rebuilt on demand (the model pickles without
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter"):
+        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter",
+                    "_suffix_ids_cache"):
             state.pop(key, None)
         return state
 
@@ -290,6 +337,7 @@ class Tokenizer:
         state.setdefault("byte_fallback", False)
         state.setdefault("space_marker", "")
         state.setdefault("special_token_options", {})
+        state.setdefault("end_of_word_suffix", "")
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -339,7 +387,7 @@ class Tokenizer:
     def _reads_bytes(self) -> bool:
         """Whether chunks go to the core as bytes (byte-level, no word markers: every real
         tokenizer) rather than as symbol ids."""
-        return self._reads_bytes_for(self.unit, self.word_start, self.word_end)
+        return self._reads_bytes_for(self.unit, self.word_start, self.word_end) and not self.end_of_word_suffix
 
     @staticmethod
     def _reads_bytes_for(unit: str, word_start, word_end) -> bool:
@@ -394,6 +442,8 @@ class Tokenizer:
             text = self.normalize(text)  # step 2, the normaliser
         if self.prefix_space and text and not text.startswith(" "):
             text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
+        if self.end_of_word_suffix:  # steps 3 and 4 with the suffix on each chunk's last byte
+            return self._suffixed_ids(text)
         if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
             try:
                 return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
@@ -456,8 +506,8 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
-        if self._reads_bytes:  # lone surrogates have no bytes: U+FFFD, as tiktoken (a character-level
-            text = surrogates.as_tiktoken(text)  # vocabulary may hold them as symbols)
+        if self._reads_bytes or self.end_of_word_suffix:  # lone surrogates have no bytes: U+FFFD, as
+            text = surrogates.as_tiktoken(text)  # tiktoken (a character-level vocabulary may hold them)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
@@ -548,7 +598,8 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
-        Word markers (``word_start``/``word_end``) become single spaces; a ``space_marker``
+        Word markers (``word_start``/``word_end``, ``end_of_word_suffix``) become single
+        spaces, the last one dropped; a ``space_marker``
         becomes a space, and the one put before the text is dropped (as the decoders of
         Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
         text = self.decode_bytes(ids).decode("utf-8", errors)
@@ -558,9 +609,10 @@ class Tokenizer:
         if self.word_start:
             text = text.replace(self.word_start, " ")
             text = text[1:] if text.startswith(" ") else text
-        if self.word_end:
-            text = text.replace(self.word_end, " ")
-            text = text[:-1] if text.endswith(" ") else text
+        for end in (self.word_end, self.end_of_word_suffix):  # as Hugging Face's BPEDecoder
+            if end:
+                text = text.replace(end, " ")
+                text = text[:-1] if text.endswith(" ") else text
         return text
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":

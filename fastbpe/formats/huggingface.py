@@ -257,9 +257,7 @@ def read(path: PathLike, data: Any = None) -> dict:
     model = data.get("model")
     if not isinstance(model, Mapping) or model.get("type", "BPE") != "BPE":
         raise ValueError(f"{source}: the model must be BPE")
-    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(key):
-            raise ValueError(f"{source}: model {key}={model[key]!r} is not supported (byte-level BPE only)")
+    suffix = _model_suffix(model, source)
     if model.get("dropout"):
         raise ValueError(f"{source}: model dropout is not supported (encoding would be random)")
     vocab, merges = model.get("vocab"), model.get("merges")
@@ -268,12 +266,17 @@ def read(path: PathLike, data: Any = None) -> dict:
     if not isinstance(model.get("byte_fallback", False), bool):
         raise ValueError(f"{source}: model byte_fallback must be true or false")
     if model.get("byte_fallback"):
+        if suffix:
+            raise ValueError(f"{source}: model end_of_word_suffix with byte_fallback=true is not supported")
         return _read_character_level(data, model, source)
     stages, prefix_space = _hf_splitter(data.get("pre_tokenizer"), source)
     (pattern, keep_gaps), *more_stages = stages
     normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
+    if suffix and model.get("ignore_merges"):
+        # tokenizers looks the chunk up without its suffix: fastbpe's suffix path has no lookup
+        raise ValueError(f"{source}: model end_of_word_suffix with ignore_merges=true is not supported")
     specials, options = _added_tokens(data, source)
     tokens = _vocab_bytes(vocab, specials, source)
     pairs = _merge_pairs(merges, vocab, tokens, source)
@@ -285,7 +288,29 @@ def read(path: PathLike, data: Any = None) -> dict:
                 special_token_options=options, merge_rule="pair",
                 whole_token_lookup=bool(model.get("ignore_merges", False)),
                 normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages,
-                prefix_space=prefix_space)
+                prefix_space=prefix_space, end_of_word_suffix=suffix)
+
+
+def _model_suffix(model: Mapping, source: str) -> Optional[str]:
+    """The model's ``end_of_word_suffix`` as the text of its bytes (byte-level text such as
+    ``"</w>"`` turned into bytes), or None; ``continuing_subword_prefix`` is refused (the
+    concatenation rule of fastbpe's merges cannot drop it from the right-hand token)."""
+    if model.get("continuing_subword_prefix"):
+        raise ValueError(f"{source}: model continuing_subword_prefix={model['continuing_subword_prefix']!r:.20} is "
+                         "not supported")
+    suffix = model.get("end_of_word_suffix")
+    if not suffix:
+        return None
+    if not isinstance(suffix, str):
+        raise ValueError(f"{source}: model end_of_word_suffix must be a str, got {suffix!r:.20}")
+    token = texts_to_tokens([suffix])[0]
+    if token is None:
+        raise ValueError(f"{source}: model end_of_word_suffix {suffix!r:.20} is not byte-level text")
+    try:
+        return token.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{source}: model end_of_word_suffix {suffix!r:.20} is not UTF-8 once byte-level "
+                         "decoded") from None
 
 
 def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
@@ -460,7 +485,7 @@ def write(tok, path: PathLike) -> None:
     if tok.byte_fallback:
         write_atomic(path, json_bytes(_character_level_data(tok), indent=1))
         return
-    check_byte_level(tok, one_split=False)
+    check_byte_level(tok, one_split=False, suffix=True)
     merges = tok.merge_ids.tolist()
     if tok.merge_rule == "replay":
         ids = {t: i for i, t in enumerate(tok.token_bytes) if t}
@@ -494,7 +519,8 @@ def write(tok, path: PathLike) -> None:
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
             "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+            "end_of_word_suffix": token_to_text(tok.end_of_word_suffix.encode("utf-8")) or None,
+            "fuse_unk": False, "byte_fallback": False,
             "ignore_merges": ignore_merges,
             "vocab": {token_to_text(t): i for i, t in enumerate(tok.token_bytes) if t},
             "merges": [[token_to_text(tok.token_bytes[a]), token_to_text(tok.token_bytes[b])] for a, b in merges],

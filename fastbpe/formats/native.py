@@ -41,6 +41,7 @@ def to_dict(tok) -> dict:
         **({"prefix_space": True} if tok.prefix_space else {}),
         **({"byte_fallback": True} if tok.byte_fallback else {}),
         **({"space_marker": tok.space_marker} if tok.space_marker else {}),
+        **({"end_of_word_suffix": tok.end_of_word_suffix} if tok.end_of_word_suffix else {}),
     }
 
 
@@ -113,6 +114,8 @@ def read_dict(data: Mapping) -> dict:
         prefix_space=_field(data, "prefix_space", (bool,), False),
         byte_fallback=_field(data, "byte_fallback", (bool,), False),
         space_marker=_field(data, "space_marker", (str, type(None)), what="a str (the space marker) or null") or None,
+        end_of_word_suffix=_field(data, "end_of_word_suffix", (str, type(None)),
+                                  what="a str (the end-of-word suffix) or null") or None,
         split_gaps=_field(data, "split_gaps", (bool,), False),
         split_stages=stages,
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
