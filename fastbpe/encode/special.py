@@ -51,7 +51,9 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
             raise ValueError(f"special token {text!r} must be a non-empty str")
         # an int (not a bool, not a float: 1000.7 is not id 1000) that fits the int32 ids
         sid = check_id(sid, f"special token {text!r}")
-        if sid < len(token_bytes) and token_bytes[sid]:
+        # a special token may share the id of the mergeable token of the same bytes (a Hugging
+        # Face added token that is also in model.vocab: BPE makes it too, the text split out)
+        if sid < len(token_bytes) and token_bytes[sid] and token_bytes[sid] != text.encode("utf-8", "surrogatepass"):
             raise ValueError(f"special token {text!r} has id {sid}, which a mergeable token uses")
         ids[text] = sid
     if len(set(ids.values())) != len(ids):

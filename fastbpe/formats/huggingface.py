@@ -2,7 +2,8 @@
 
 A loaded file encodes exactly as ``tokenizers`` does: ``merge_rule="pair"`` (lowest merge rank
 first), whole-chunk lookup when the file says ``ignore_merges``, the file's split stages and
-normaliser; its added tokens become special tokens. The regex dialect differs (``tokenizers``
+normaliser, the model's ``end_of_word_suffix``; its added tokens become special tokens that
+keep their matching options. The regex dialect differs (``tokenizers``
 runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern` convert.
 """
 import collections
@@ -156,7 +157,9 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
             if token is not None and token != special_ids[i].encode("utf-8") and text != special_ids[i]:
                 raise ValueError(f"{source}: added token {special_ids[i]!r} has id {i}, which the vocab uses for "
                                  "another token")
-            continue  # the added token takes the id; tokenizers splits it out before BPE
+            if token != special_ids[i].encode("utf-8"):
+                continue  # the added token takes the id; tokenizers splits it out before BPE
+            # its own bytes as byte-level text: BPE can make it too (tokenizers' model keeps it)
         if token is None:
             continue  # not byte-level text: BPE over bytes never makes it
         if not token:
@@ -242,9 +245,10 @@ def _check_merges_one_by_one(merges: list, vocab: Mapping, source: str) -> None:
 def read(path: PathLike, data: Any = None) -> dict:
     """A byte-level BPE ``tokenizer.json`` (a folder holding one works too), encoding exactly as
     ``tokenizers`` does: lowest merge rank first, the file's split stages, normaliser and
-    prefix space, and its added tokens (inside ``model.vocab`` or not, special or not) as
-    special tokens (pass ``allowed_special="all"`` to match ``tokenizers``, which always splits
-    them out). What fastbpe cannot reproduce exactly is a ValueError naming the component.
+    prefix space, its model's ``end_of_word_suffix``, and its added tokens (inside
+    ``model.vocab`` or not, special or not, with their ``lstrip``/``rstrip``/``single_word``/
+    ``normalized`` options) as special tokens (pass ``allowed_special="all"`` to match
+    ``tokenizers``, which always splits them out). What fastbpe cannot reproduce exactly is a ValueError naming the component.
     ``data``: the file's JSON when the caller has parsed it already (not parsed twice)."""
     path = Path(path)
     if path.is_dir():

@@ -46,6 +46,7 @@ def _with_added(base, normalizer=None):
     vocab = data["model"]["vocab"]
     n = len(vocab)
     vocab["<in>"] = n
+    made = next(t for t in ("ing", "and", "ent", "the") if t in vocab)  # a token the merges make
     # ids as tokenizers gives them (after the vocabulary, in order), which it uses over the file's
     data["added_tokens"] = [
         _added("<in>", n, normalized=True, single_word=True),
@@ -56,6 +57,8 @@ def _with_added(base, normalizer=None):
         _added("ab", n + 5),
         _added("xabc", n + 6, normalized=True),
         _added("<|eot|>", n + 7, special=True),
+        # in model.vocab and made by the merges too: BPE still makes it inside words
+        _added(made, vocab[made], normalized=True, single_word=True),
     ]
     data["normalizer"] = normalizer
     return data
@@ -69,7 +72,7 @@ def _load_both(data, tmp_path, name="tokenizer.json"):
     return tok, hf
 
 
-NEAR_TOKENS = ["<mask>", "<w>", "<LS>", "<ls>", "<rs>", "<RS>", "ab", "xabc", "XABC", "<in>", "<IN>", "<|eot|>",
+NEAR_TOKENS = ["<mask>", "<w>", "<LS>", "<ls>", "<rs>", "<RS>", "ab", "xabc", "XABC", "<in>", "<IN>", "<|eot|>", "ing", "ING", "thing",
                " ", "  ", "\n", "\t", "\r\n", "\u2000", "\u3000", "a", "_", "é", "Ω", "9", "-", "你好", "word"]
 
 
@@ -100,7 +103,7 @@ def test_options_without_normalizer_ids_and_offsets(base, rows, tmp_path):
     tok, hf = _load_both(_with_added(base), tmp_path)
     assert tok.special_token_options["<mask>"] == {"lstrip": True, "rstrip": True}
     for text in [*rows[:100], *_spliced(rows[:100]), "", " <mask> ", "a  <mask>\n\nb", "<w>a <w> _<w> é<w>",
-                 "xabc", "<rs>  x<rs> <rs>", "\t<LS>\t<LS>", "  <mask><mask>  ", "<in>x <in> x<in>"]:
+                 "xabc", "<rs>  x<rs> <rs>", "\t<LS>\t<LS>", "  <mask><mask>  ", "<in>x <in> x<in>", "ing thing ing\nbring ing"]:
         _check(tok, hf, text)
 
 
