@@ -99,9 +99,10 @@ class Tokenizer:
     is accepted and checked). ``special_tokens``: names (given the ids after the vocabulary) or
     a name -> id mapping; ``special_token_options``: ``{name: {"lstrip": True, ...}}``, how a
     special token is matched (Hugging Face's added-token options ``single_word``, ``lstrip``,
-    ``rstrip``, ``normalized``: :class:`.special.AddedTokenSplitter`). Encoding options, for the imported formats (:mod:`fastbpe.formats`):
-    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or
-    a list of steps, applied before splitting: :mod:`.normalizers`), ``prefix_space`` (a space
+    ``rstrip``, ``normalized``: :class:`.special.AddedTokenSplitter`). Encoding options, for
+    the imported formats (:mod:`fastbpe.formats`): ``merge_rule`` (module docstring),
+    ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or a list of steps, applied before
+    splitting: :mod:`.normalizers`), ``prefix_space`` (a space
     before every ordinary piece that does not start with one, as Hugging Face's
     ``ByteLevel(add_prefix_space=True)``) and ``split_gaps`` (text between pattern matches becomes chunks
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as

@@ -248,7 +248,8 @@ def read(path: PathLike, data: Any = None) -> dict:
     prefix space, its model's ``end_of_word_suffix``, and its added tokens (inside
     ``model.vocab`` or not, special or not, with their ``lstrip``/``rstrip``/``single_word``/
     ``normalized`` options) as special tokens (pass ``allowed_special="all"`` to match
-    ``tokenizers``, which always splits them out). What fastbpe cannot reproduce exactly is a ValueError naming the component.
+    ``tokenizers``, which always splits them out). What fastbpe cannot reproduce exactly is a
+    ValueError naming the component.
     ``data``: the file's JSON when the caller has parsed it already (not parsed twice)."""
     path = Path(path)
     if path.is_dir():

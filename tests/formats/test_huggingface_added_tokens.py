@@ -72,7 +72,8 @@ def _load_both(data, tmp_path, name="tokenizer.json"):
     return tok, hf
 
 
-NEAR_TOKENS = ["<mask>", "<w>", "<LS>", "<ls>", "<rs>", "<RS>", "ab", "xabc", "XABC", "<in>", "<IN>", "<|eot|>", "ing", "ING", "thing",
+NEAR_TOKENS = ["<mask>", "<w>", "<LS>", "<ls>", "<rs>", "<RS>", "ab", "xabc", "XABC", "<in>", "<IN>", "<|eot|>",
+               "ing", "ING", "thing",
                " ", "  ", "\n", "\t", "\r\n", "\u2000", "\u3000", "a", "_", "é", "Ω", "9", "-", "你好", "word"]
 
 
@@ -103,7 +104,8 @@ def test_options_without_normalizer_ids_and_offsets(base, rows, tmp_path):
     tok, hf = _load_both(_with_added(base), tmp_path)
     assert tok.special_token_options["<mask>"] == {"lstrip": True, "rstrip": True}
     for text in [*rows[:100], *_spliced(rows[:100]), "", " <mask> ", "a  <mask>\n\nb", "<w>a <w> _<w> é<w>",
-                 "xabc", "<rs>  x<rs> <rs>", "\t<LS>\t<LS>", "  <mask><mask>  ", "<in>x <in> x<in>", "ing thing ing\nbring ing"]:
+                 "xabc", "<rs>  x<rs> <rs>", "\t<LS>\t<LS>", "  <mask><mask>  ", "<in>x <in> x<in>",
+                 "ing thing ing\nbring ing"]:
         _check(tok, hf, text)
 
 

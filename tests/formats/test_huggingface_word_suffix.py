@@ -92,7 +92,7 @@ def test_suffix_decodes_to_spaces(suffixed, tmp_path):
 @pytest.mark.parametrize("change, component", [
     (lambda d: d["model"].update(continuing_subword_prefix="##"), "continuing_subword_prefix"),
     (lambda d: d["model"].update(ignore_merges=True), "ignore_merges"),
-    (lambda d: d["model"]["vocab"].pop("é</w>" if "é</w>" in d["model"]["vocab"] else "Ã</w>"), "end_of_word_suffix"),
+    (lambda d: d["model"]["vocab"].pop("Ã</w>"), "end_of_word_suffix"),  # a byte's suffixed token missing
 ])
 def test_what_cannot_be_reproduced_is_refused(suffixed, tmp_path, change, component):
     data = json.loads(json.dumps(suffixed[1]))
