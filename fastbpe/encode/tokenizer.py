@@ -110,7 +110,9 @@ class Tokenizer:
     splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps);
     ``end_of_word_suffix``: the last byte of every chunk starts as the token of that byte with
     this text after it (Hugging Face's BPE ``end_of_word_suffix``, ``"</w>"`` in CLIP's and
-    openai-gpt's files; Sennrich et al. 2016 mark word ends so);
+    openai-gpt's files; Sennrich et al. 2016 mark word ends so); ``continuing_subword_prefix``:
+    every byte of a chunk but the first starts as the token of this text followed by the byte,
+    and a merge drops it from its right-hand token (Hugging Face's BPE option, ``"##"``);
     ``training_stats``: what each phase of training took (fastbpe's own files keep it).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
@@ -141,6 +143,7 @@ class Tokenizer:
         byte_fallback: bool = False,
         space_marker: Optional[str] = None,
         end_of_word_suffix: Optional[str] = None,
+        continuing_subword_prefix: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
     ):
         if unit not in UNITS:
@@ -159,13 +162,15 @@ class Tokenizer:
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
         if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
             raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
-        if end_of_word_suffix is not None and not (isinstance(end_of_word_suffix, str) and end_of_word_suffix):
-            raise ValueError(f"end_of_word_suffix must be a non-empty str or None, got {end_of_word_suffix!r:.40}")
-        if end_of_word_suffix and (unit != "bytes" or word_start or word_end or merge_rule != "pair"
-                                   or whole_token_lookup):
-            raise ValueError("end_of_word_suffix needs unit='bytes', merge_rule='pair', no word markers and no "
-                             "whole_token_lookup")
+        for name, marker in (("end_of_word_suffix", end_of_word_suffix),
+                             ("continuing_subword_prefix", continuing_subword_prefix)):
+            if marker is not None and not (isinstance(marker, str) and marker):
+                raise ValueError(f"{name} must be a non-empty str or None, got {marker!r:.40}")
+            if marker and (unit != "bytes" or word_start or word_end or merge_rule != "pair" or whole_token_lookup):
+                raise ValueError(f"{name} needs unit='bytes', merge_rule='pair', no word markers and no "
+                                 "whole_token_lookup")
         self.end_of_word_suffix = end_of_word_suffix or ""
+        self.continuing_subword_prefix = continuing_subword_prefix or ""
         self.byte_fallback = bool(byte_fallback)
         self.space_marker = space_marker or ""
         self.split_stages: List[Tuple[str, bool]] = []
@@ -198,8 +203,15 @@ class Tokenizer:
             raise ValueError("merges are required (only merge_rule='token' derives them from the ranks)")
         # Step 4, the BPE model: built (and checked, in compiled code) here, so the first
         # encode finds its tables ready
-        self.model = BPEModel(token_bytes, merges, merge_rule=merge_rule, whole_token_lookup=whole_token_lookup,
-                              symbols=not self._reads_bytes or bool(end_of_word_suffix))
+        try:
+            self.model = BPEModel(token_bytes, merges, merge_rule=merge_rule, whole_token_lookup=whole_token_lookup,
+                                  symbols=not self._reads_bytes,
+                                  core_bytes=self._marked_bytes(token_bytes) if continuing_subword_prefix else None)
+        except ValueError as exc:
+            if not continuing_subword_prefix:
+                raise
+            raise ValueError(f"continuing_subword_prefix {continuing_subword_prefix!r}: {exc} (every merge's "
+                             "right-hand token must start with the prefix)") from None
         self.merge_counts = None if merge_counts is None else self._checked_counts(merge_counts)
         # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
         # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
@@ -212,8 +224,8 @@ class Tokenizer:
         self._added_splitter = self._make_added_splitter()
         if self.byte_fallback:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
-        if self.end_of_word_suffix:
-            self._suffix_symbol_ids()  # every byte with and without the suffix a token, or a ValueError now
+        if self._has_subword_markers:
+            self._marked_symbol_ids()  # every byte's token with and without the markers, or a ValueError now
         self._local = threading.local()
         self._pools = _PoolRegistry()
 
@@ -231,24 +243,55 @@ class Tokenizer:
             self.__dict__["_byte_ids_cache"] = found
         return found
 
-    def _suffix_symbol_ids(self) -> np.ndarray:
-        """int32 ``[2, 256]``: the id of every byte's token, and of the byte followed by
-        ``end_of_word_suffix`` (what the last byte of a chunk starts as)."""
-        found = self.__dict__.get("_suffix_ids_cache")
+    # The prefix and the suffix of Hugging Face's BPE, and the mark the compiled tables put
+    # before a token without the prefix (so that a merge's plain concatenation is the token it
+    # makes: "a" + "##b" -> "ab" is MARK+"a" + "b" -> MARK+"ab"; "##a" + "##b" is "a" + "b")
+    _WORD_START_MARK = b"\xff\xfe"
+
+    @property
+    def _has_subword_markers(self) -> bool:
+        return bool(self.end_of_word_suffix or self.continuing_subword_prefix)
+
+    def _marked_bytes(self, token_bytes: Sequence[bytes]) -> List[bytes]:
+        """What the compiled tables index for a ``continuing_subword_prefix`` vocabulary: a
+        token with the prefix without it, any other token after ``_WORD_START_MARK``."""
+        prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
+        marked = [t[len(prefix):] if t.startswith(prefix) else self._WORD_START_MARK + t if t else t
+                  for t in token_bytes]
+        if len(set(marked)) - (b"" in marked) != sum(map(bool, token_bytes)):
+            raise ValueError(f"continuing_subword_prefix {self.continuing_subword_prefix!r}: two tokens differ only "
+                             f"by it ({self._WORD_START_MARK!r} ahead of a token is reserved)")
+        if any(t == prefix for t in token_bytes):
+            raise ValueError(f"continuing_subword_prefix {self.continuing_subword_prefix!r} is a token by itself")
+        return marked
+
+    def _marked_symbol_ids(self) -> np.ndarray:
+        """int32 ``[4, 256]``: the id each byte of a chunk starts as, by its place (row =
+        not first + 2 * last): the byte's token, with ``continuing_subword_prefix`` before it
+        unless it is the first byte, and ``end_of_word_suffix`` after it if it is the last."""
+        found = self.__dict__.get("_marked_ids_cache")
         if found is None:
+            prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
             suffix = self.end_of_word_suffix.encode("utf-8", "surrogatepass")
-            found = np.array([[self.model.token_id(bytes([b]) + end) for b in range(256)] for end in (b"", suffix)],
-                             dtype=np.int32)
+            rows = []
+            for place in range(4):
+                texts = [(prefix if place & 1 else b"") + bytes([b]) + (suffix if place & 2 else b"")
+                         for b in range(256)]
+                indexed = self._marked_bytes(texts) if prefix else texts
+                rows.append([self.model.token_id(t) for t in indexed])
+            found = np.array(rows, dtype=np.int32)
             if (found < 0).any():
-                kind, b = np.argwhere(found < 0)[0]
-                raise ValueError(f"end_of_word_suffix {self.end_of_word_suffix!r}: byte 0x{b:02x}"
-                                 f"{' followed by it' if kind else ''} has no token")
-            self.__dict__["_suffix_ids_cache"] = found
+                place, b = np.argwhere(found < 0)[0]
+                raise ValueError(f"continuing_subword_prefix {self.continuing_subword_prefix!r} / end_of_word_suffix "
+                                 f"{self.end_of_word_suffix!r}: byte 0x{b:02x} "
+                                 f"{('first', 'inside', 'alone', 'last')[place]} in a chunk has no token")
+            self.__dict__["_marked_ids_cache"] = found
         return found
 
-    def _suffixed_ids(self, text: str) -> np.ndarray:
-        """int32 ids of normalised text through the splitter and the model of a tokenizer with an
-        ``end_of_word_suffix``: each chunk's bytes as symbols, the last one with the suffix."""
+    def _marked_ids(self, text: str) -> np.ndarray:
+        """int32 ids of normalised text through the splitter and the model of a tokenizer with
+        an ``end_of_word_suffix`` or a ``continuing_subword_prefix``: each chunk's bytes as
+        symbols, each the token of its place in the chunk (:meth:`_marked_symbol_ids`)."""
         stages = [(self.pattern, self.split_gaps), *self.split_stages]
         data, starts, ends = (staged_chunk_bounds(text, stages) if self.split_stages
                               else chunk_bounds(text, self.pattern, self.split_gaps))
@@ -259,9 +302,10 @@ class Tokenizer:
         at = np.arange(int(symbol_ends[-1]) if len(lengths) else 0, dtype=np.int64)
         at += np.repeat(starts - (symbol_ends - lengths), lengths)
         raw = np.frombuffer(data, dtype=np.uint8)[at]
-        table = self._suffix_symbol_ids()
-        symbols = table[0][raw]
-        symbols[symbol_ends - 1] = table[1][raw[symbol_ends - 1]]
+        place = np.ones(len(raw), dtype=np.int64)  # inside a chunk
+        place[symbol_ends - lengths] = 0  # first
+        place[symbol_ends - 1] += 2  # last (a one-byte chunk: alone)
+        symbols = self._marked_symbol_ids()[place, raw]
         return self._core().encode_symbols(np.ascontiguousarray(symbols), symbol_ends, self._state())
 
     def _fall_back_to_bytes(self, ids: np.ndarray) -> np.ndarray:
@@ -284,7 +328,11 @@ class Tokenizer:
 
     def _decoded_token_bytes(self) -> List[bytes]:
         """What each id decodes to: its bytes, except a ``byte_fallback`` vocabulary's
-        ``<0xNN>`` tokens, which stand for the byte NN."""
+        ``<0xNN>`` tokens, which stand for the byte NN, and a token with the
+        ``continuing_subword_prefix``, which stands for what follows it."""
+        if self.continuing_subword_prefix:
+            prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
+            return [t[len(prefix):] if t.startswith(prefix) else t for t in self.token_bytes]
         if not self.byte_fallback:
             return self.token_bytes
         pieces = list(self.token_bytes)
@@ -323,7 +371,7 @@ class Tokenizer:
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
         for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter",
-                    "_suffix_ids_cache"):
+                    "_marked_ids_cache"):
             state.pop(key, None)
         return state
 
@@ -339,6 +387,7 @@ class Tokenizer:
         state.setdefault("space_marker", "")
         state.setdefault("special_token_options", {})
         state.setdefault("end_of_word_suffix", "")
+        state.setdefault("continuing_subword_prefix", "")
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -388,7 +437,7 @@ class Tokenizer:
     def _reads_bytes(self) -> bool:
         """Whether chunks go to the core as bytes (byte-level, no word markers: every real
         tokenizer) rather than as symbol ids."""
-        return self._reads_bytes_for(self.unit, self.word_start, self.word_end) and not self.end_of_word_suffix
+        return self._reads_bytes_for(self.unit, self.word_start, self.word_end) and not self._has_subword_markers
 
     @staticmethod
     def _reads_bytes_for(unit: str, word_start, word_end) -> bool:
@@ -443,8 +492,8 @@ class Tokenizer:
             text = self.normalize(text)  # step 2, the normaliser
         if self.prefix_space and text and not text.startswith(" "):
             text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
-        if self.end_of_word_suffix:  # steps 3 and 4 with the suffix on each chunk's last byte
-            return self._suffixed_ids(text)
+        if self._has_subword_markers:  # steps 3 and 4, each byte the token of its place in its chunk
+            return self._marked_ids(text)
         if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
             try:
                 return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
@@ -507,7 +556,7 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
-        if self._reads_bytes or self.end_of_word_suffix:  # lone surrogates have no bytes: U+FFFD, as
+        if self._reads_bytes or self._has_subword_markers:  # lone surrogates have no bytes: U+FFFD, as
             text = surrogates.as_tiktoken(text)  # tiktoken (a character-level vocabulary may hold them)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)

@@ -185,8 +185,9 @@ def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarra
     it is encoded, lone ones as U+FFFD, pairs joined). Byte-level tokenizers without a
     normaliser, or with one and a text it leaves unchanged (offsets are not mapped back
     through a normaliser)."""
-    if tok.unit != "bytes" or tok.word_start or tok.word_end or tok.end_of_word_suffix:
-        raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers or end_of_word_suffix")
+    if tok.unit != "bytes" or tok.word_start or tok.word_end or tok._has_subword_markers:
+        raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers, "
+                         "end_of_word_suffix or continuing_subword_prefix")
     if tok._added_splitter is not None and tok._special_sets(*_special_args(special))[0]:
         return _offsets_by_piece(tok, text, *_special_args(special))
     ids = tok._encode_array(text, *_special_args(special))

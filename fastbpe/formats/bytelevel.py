@@ -93,11 +93,13 @@ def texts_to_tokens(texts: List[str]) -> List[Optional[bytes]]:
 
 def check_byte_level(tok, one_split: bool = True, suffix: bool = False) -> None:
     """Refuse to export a tokenizer the peer formats cannot express: character-level, word
-    markers, an ``end_of_word_suffix`` (unless ``suffix``: Hugging Face's BPE has one), or
+    markers, an ``end_of_word_suffix`` or ``continuing_subword_prefix`` (unless ``suffix``:
+    Hugging Face's BPE has them), or
     (``one_split``) several split stages."""
     if tok.unit != "bytes" or tok.word_start or tok.word_end:
         raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
-    if tok.end_of_word_suffix and not suffix:
-        raise ValueError("a tokenizer with an end_of_word_suffix can be exported only to tokenizer.json")
+    if (tok.end_of_word_suffix or tok.continuing_subword_prefix) and not suffix:
+        raise ValueError("a tokenizer with an end_of_word_suffix or a continuing_subword_prefix can be exported "
+                         "only to tokenizer.json")
     if one_split and tok.split_stages:
         raise ValueError("this format has a single split pattern; the tokenizer splits in several stages")

@@ -2,9 +2,10 @@
 
 A loaded file encodes exactly as ``tokenizers`` does: ``merge_rule="pair"`` (lowest merge rank
 first), whole-chunk lookup when the file says ``ignore_merges``, the file's split stages and
-normaliser, the model's ``end_of_word_suffix``; its added tokens become special tokens that
-keep their matching options. The regex dialect differs (``tokenizers``
-runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern` convert.
+normaliser, the model's ``end_of_word_suffix`` and ``continuing_subword_prefix``; its added
+tokens become special tokens that keep their matching options. The regex dialect differs
+(``tokenizers`` runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern`
+convert.
 """
 import collections
 import itertools
@@ -245,7 +246,8 @@ def _check_merges_one_by_one(merges: list, vocab: Mapping, source: str) -> None:
 def read(path: PathLike, data: Any = None) -> dict:
     """A byte-level BPE ``tokenizer.json`` (a folder holding one works too), encoding exactly as
     ``tokenizers`` does: lowest merge rank first, the file's split stages, normaliser and
-    prefix space, its model's ``end_of_word_suffix``, and its added tokens (inside
+    prefix space, its model's ``end_of_word_suffix`` and ``continuing_subword_prefix``, and its
+    added tokens (inside
     ``model.vocab`` or not, special or not, with their ``lstrip``/``rstrip``/``single_word``/
     ``normalized`` options) as special tokens (pass ``allowed_special="all"`` to match
     ``tokenizers``, which always splits them out). What fastbpe cannot reproduce exactly is a
@@ -262,7 +264,7 @@ def read(path: PathLike, data: Any = None) -> dict:
     model = data.get("model")
     if not isinstance(model, Mapping) or model.get("type", "BPE") != "BPE":
         raise ValueError(f"{source}: the model must be BPE")
-    suffix = _model_suffix(model, source)
+    prefix, suffix = _model_markers(model, source)
     if model.get("dropout"):
         raise ValueError(f"{source}: model dropout is not supported (encoding would be random)")
     vocab, merges = model.get("vocab"), model.get("merges")
@@ -271,17 +273,19 @@ def read(path: PathLike, data: Any = None) -> dict:
     if not isinstance(model.get("byte_fallback", False), bool):
         raise ValueError(f"{source}: model byte_fallback must be true or false")
     if model.get("byte_fallback"):
-        if suffix:
-            raise ValueError(f"{source}: model end_of_word_suffix with byte_fallback=true is not supported")
+        if suffix or prefix:
+            raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with "
+                             "byte_fallback=true is not supported")
         return _read_character_level(data, model, source)
     stages, prefix_space = _hf_splitter(data.get("pre_tokenizer"), source)
     (pattern, keep_gaps), *more_stages = stages
     normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
-    if suffix and model.get("ignore_merges"):
-        # tokenizers looks the chunk up without its suffix: fastbpe's suffix path has no lookup
-        raise ValueError(f"{source}: model end_of_word_suffix with ignore_merges=true is not supported")
+    if (suffix or prefix) and model.get("ignore_merges"):
+        # tokenizers looks the chunk up without its markers: fastbpe's marker path has no lookup
+        raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with ignore_merges=true "
+                         "is not supported")
     specials, options = _added_tokens(data, source)
     tokens = _vocab_bytes(vocab, specials, source)
     pairs = _merge_pairs(merges, vocab, tokens, source)
@@ -293,29 +297,26 @@ def read(path: PathLike, data: Any = None) -> dict:
                 special_token_options=options, merge_rule="pair",
                 whole_token_lookup=bool(model.get("ignore_merges", False)),
                 normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages,
-                prefix_space=prefix_space, end_of_word_suffix=suffix)
+                prefix_space=prefix_space, end_of_word_suffix=suffix, continuing_subword_prefix=prefix)
 
 
-def _model_suffix(model: Mapping, source: str) -> Optional[str]:
-    """The model's ``end_of_word_suffix`` as the text of its bytes (byte-level text such as
-    ``"</w>"`` turned into bytes), or None; ``continuing_subword_prefix`` is refused (the
-    concatenation rule of fastbpe's merges cannot drop it from the right-hand token)."""
-    if model.get("continuing_subword_prefix"):
-        raise ValueError(f"{source}: model continuing_subword_prefix={model['continuing_subword_prefix']!r:.20} is "
-                         "not supported")
-    suffix = model.get("end_of_word_suffix")
-    if not suffix:
-        return None
-    if not isinstance(suffix, str):
-        raise ValueError(f"{source}: model end_of_word_suffix must be a str, got {suffix!r:.20}")
-    token = texts_to_tokens([suffix])[0]
-    if token is None:
-        raise ValueError(f"{source}: model end_of_word_suffix {suffix!r:.20} is not byte-level text")
-    try:
-        return token.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{source}: model end_of_word_suffix {suffix!r:.20} is not UTF-8 once byte-level "
-                         "decoded") from None
+def _model_markers(model: Mapping, source: str) -> Tuple[Optional[str], Optional[str]]:
+    """The model's ``continuing_subword_prefix`` and ``end_of_word_suffix``, each as the text
+    of its bytes (byte-level text such as ``"</w>"`` turned into bytes), or None."""
+    markers = []
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        marker = model.get(key)
+        if not marker:
+            markers.append(None)
+            continue
+        if not isinstance(marker, str):
+            raise ValueError(f"{source}: model {key} must be a str, got {marker!r:.20}")
+        token = texts_to_tokens([marker])[0]
+        try:
+            markers.append(token.decode("utf-8"))
+        except (AttributeError, UnicodeDecodeError):
+            raise ValueError(f"{source}: model {key} {marker!r:.20} is not byte-level text of UTF-8") from None
+    return markers[0], markers[1]
 
 
 def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
@@ -523,7 +524,8 @@ def write(tok, path: PathLike) -> None:
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+            "type": "BPE", "dropout": None, "unk_token": None,
+            "continuing_subword_prefix": token_to_text(tok.continuing_subword_prefix.encode("utf-8")) or None,
             "end_of_word_suffix": token_to_text(tok.end_of_word_suffix.encode("utf-8")) or None,
             "fuse_unk": False, "byte_fallback": False,
             "ignore_merges": ignore_merges,

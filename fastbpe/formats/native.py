@@ -42,6 +42,7 @@ def to_dict(tok) -> dict:
         **({"byte_fallback": True} if tok.byte_fallback else {}),
         **({"space_marker": tok.space_marker} if tok.space_marker else {}),
         **({"end_of_word_suffix": tok.end_of_word_suffix} if tok.end_of_word_suffix else {}),
+        **({"continuing_subword_prefix": tok.continuing_subword_prefix} if tok.continuing_subword_prefix else {}),
     }
 
 
@@ -116,6 +117,8 @@ def read_dict(data: Mapping) -> dict:
         space_marker=_field(data, "space_marker", (str, type(None)), what="a str (the space marker) or null") or None,
         end_of_word_suffix=_field(data, "end_of_word_suffix", (str, type(None)),
                                   what="a str (the end-of-word suffix) or null") or None,
+        continuing_subword_prefix=_field(data, "continuing_subword_prefix", (str, type(None)),
+                                         what="a str (the continuing-subword prefix) or null") or None,
         split_gaps=_field(data, "split_gaps", (bool,), False),
         split_stages=stages,
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
