@@ -48,7 +48,10 @@ class BPEModel:
     made)`` rows in priority order, or None for a rank-only vocabulary (``merge_rule="token"``:
     derived on demand). ``whole_token_lookup``: a chunk that is a token maps straight to its id
     (tiktoken; Hugging Face's ``ignore_merges``). ``symbols``: the model is fed symbol ids
-    (character-level tokenizers, word markers) and never looks whole chunks up.
+    (character-level tokenizers, word markers) and never looks whole chunks up. ``core_bytes``:
+    what the compiled tables index instead of ``token_bytes`` (one entry per id), for a
+    vocabulary whose merges do not make the plain concatenation (Hugging Face's
+    ``continuing_subword_prefix``: :meth:`fastbpe.Tokenizer._marked_bytes`).
 
     >>> m = BPEModel([b"a", b"b", b"ab"], [(0, 1)])
     >>> m.made.tolist(), m.token_id(b"ab")
@@ -56,12 +59,16 @@ class BPEModel:
     """
 
     def __init__(self, token_bytes: List[bytes], merges: Optional[Iterable[Tuple[int, int]]], *,
-                 merge_rule: str = "replay", whole_token_lookup: bool = False, symbols: bool = False):
+                 merge_rule: str = "replay", whole_token_lookup: bool = False, symbols: bool = False,
+                 core_bytes: Optional[List[bytes]] = None):
         if merge_rule not in MERGE_RULES:
             raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
         if merges is None and merge_rule != "token":
             raise ValueError("only merge_rule='token' derives its merges from the vocabulary")
         self.token_bytes = token_bytes
+        if core_bytes is not None and len(core_bytes) != len(token_bytes):
+            raise ValueError("core_bytes needs one entry per token")
+        self.core_bytes = core_bytes
         self.merge_rule = merge_rule
         self.whole_token_lookup = bool(whole_token_lookup)
         self.symbols = bool(symbols)
@@ -107,7 +114,8 @@ class BPEModel:
         pairs = self._merges if self._merges is not None else np.zeros((0, 2), dtype=np.int64)
         left = np.ascontiguousarray(pairs[:, 0], dtype=np.int32)
         right = np.ascontiguousarray(pairs[:, 1], dtype=np.int32)
-        return BPECore(self.token_bytes, left, right, merge_rule=self.merge_rule, whole_token_lookup=whole)
+        indexed = self.token_bytes if self.core_bytes is None else self.core_bytes
+        return BPECore(indexed, left, right, merge_rule=self.merge_rule, whole_token_lookup=whole)
 
     @property
     def merges(self) -> np.ndarray:
@@ -129,7 +137,8 @@ class BPEModel:
                         dtype=np.int32)
 
     def token_id(self, token: bytes) -> int:
-        """The id of the mergeable token with these bytes, or -1."""
+        """The id of the mergeable token with these bytes (as the compiled tables index them:
+        ``core_bytes`` when given), or -1."""
         return self.core.token_id(bytes(token))
 
     def ids(self) -> Dict[bytes, int]:
@@ -143,6 +152,7 @@ class BPEModel:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("core_bytes", None)
         self.__dict__.update(state)
         self._lock = threading.Lock()
         self.core = self._build_core()

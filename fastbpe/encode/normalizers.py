@@ -5,7 +5,8 @@ ones Hugging Face ``tokenizers`` files use:
 
 * ``{"type": "NFC"}`` (also ``NFD``, ``NFKC``, ``NFKD``): Unicode normal forms;
 * ``{"type": "Lowercase"}``;
-* ``{"type": "Replace", "pattern": {"String": s} or {"Regex": r}, "content": c}``;
+* ``{"type": "Replace", "pattern": {"String": s} or {"Regex": r}, "content": c}`` (``r`` in
+  Hugging Face's dialect, Oniguruma's Ruby syntax: :func:`ruby_regex`);
 * ``{"type": "Prepend", "prepend": s}``: ``s`` before a non-empty text;
 * ``{"type": "Strip", "strip_left": bool, "strip_right": bool}``: whitespace at the ends.
 
@@ -19,7 +20,7 @@ from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 import regex
 
-__all__ = ["Normalizer", "UNICODE_FORMS"]
+__all__ = ["Normalizer", "UNICODE_FORMS", "ruby_regex"]
 
 UNICODE_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 Spec = Union[None, str, Sequence[Mapping]]
@@ -46,11 +47,12 @@ def _step(step: Mapping) -> Callable[[str], str]:
             return lambda text: text.replace(old, content)
         if isinstance(pattern.get("Regex"), str):
             try:
-                compiled = regex.compile(pattern["Regex"])
+                compiled = regex.compile(ruby_regex(pattern["Regex"]), regex.MULTILINE)
             except regex.error as exc:
                 raise ValueError(f"normalizer Replace: regex {pattern['Regex']!r:.80} does not compile: {exc}") from None
             literal = content.replace("\\", "\\\\")  # the content is text, not a template
-            return lambda text: compiled.sub(literal, text)
+            # tokenizers never matches in an empty text (an empty match would insert the content)
+            return lambda text: compiled.sub(literal, text) if text else text
         raise ValueError(f"normalizer Replace: unsupported pattern {pattern!r:.80}")
     if kind == "Prepend":
         prefix = step.get("prepend")
@@ -66,6 +68,35 @@ def _step(step: Mapping) -> Callable[[str], str]:
         return lambda text: pattern.sub("", text)
     raise ValueError(f"unsupported normalizer {kind!r} (supported: {', '.join(UNICODE_FORMS)}, Lowercase, Replace, "
                      "Prepend, Strip and Sequences of them)")
+
+
+# The parts of a Ruby (Oniguruma) pattern whose meaning differs in the regex module: an escape,
+# a character class (copied as it is), an inline option group, or a bare ^
+_RUBY_PART = regex.compile(r"\\.|\[(?:\\.|\[(?:\\.|[^\]\\])*\]|[^\]\\])*\]|\(\?[imx-]+[:)]|\^", regex.DOTALL)
+
+
+def ruby_regex(pattern: str) -> str:
+    r"""A ``Replace`` regex as ``tokenizers`` runs it (Oniguruma, Ruby syntax), spelled for the
+    ``regex`` module compiled with MULTILINE. In Ruby ``^`` and ``$`` always match at line
+    starts and ends, but ``^`` not after a newline that ends the text; ``\Z`` is the end or
+    before a final newline, ``\z`` the very end; the ``m`` option is the regex module's ``s``
+    (``.`` matches a newline).
+
+    >>> regex.sub(ruby_regex("^"), "#", "a\nb\n", flags=regex.MULTILINE)
+    '#a\n#b\n'
+    """
+    def part(match) -> str:
+        text = match.group()
+        if text == "^":
+            return r"(?:^(?!\Z))"
+        if text == r"\Z":
+            return r"(?=\n?\Z)"
+        if text == r"\z":
+            return r"\Z"
+        if text.startswith("(?"):
+            return text.replace("m", "s")
+        return text
+    return _RUBY_PART.sub(part, pattern)
 
 
 def _flatten(spec, into: List[Mapping]) -> None:

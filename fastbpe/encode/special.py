@@ -4,15 +4,23 @@ A special token is a string with an id of its own outside the mergeable vocabula
 (``<|endoftext|>``). Its text in user input is an error unless the call allows it
 (``allowed_special``, a set or ``"all"``), in which case it becomes its id; ``disallowed_special=()``
 instead encodes it as ordinary text.
+
+Each special token may carry the matching options of Hugging Face's added tokens
+(:class:`AddedTokenSplitter`): ``lstrip``/``rstrip`` (the match takes in the whitespace on that
+side), ``single_word`` (matched only where no word character touches it) and ``normalized``
+(matched in the normalised text, after the tokens matched in the text as given). A token without
+options is matched exactly in the text as given.
 """
 import functools
-from typing import AbstractSet, Collection, Dict, Iterable, Iterator, Mapping, Sequence, Tuple, Union
+from typing import (AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 import regex
 
 from ..formats.ids import check_id
 
-__all__ = ["special_ids", "allowed_and_disallowed", "check_disallowed", "split_on_specials"]
+__all__ = ["special_ids", "allowed_and_disallowed", "check_disallowed", "split_on_specials", "OPTION_NAMES",
+           "special_token_options", "AddedTokenSplitter"]
 
 Allowed = Union[str, AbstractSet[str]]
 Disallowed = Union[str, Collection[str]]
@@ -43,7 +51,9 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
             raise ValueError(f"special token {text!r} must be a non-empty str")
         # an int (not a bool, not a float: 1000.7 is not id 1000) that fits the int32 ids
         sid = check_id(sid, f"special token {text!r}")
-        if sid < len(token_bytes) and token_bytes[sid]:
+        # a special token may share the id of the mergeable token of the same bytes (a Hugging
+        # Face added token that is also in model.vocab: BPE makes it too, the text split out)
+        if sid < len(token_bytes) and token_bytes[sid] and token_bytes[sid] != text.encode("utf-8", "surrogatepass"):
             raise ValueError(f"special token {text!r} has id {sid}, which a mergeable token uses")
         ids[text] = sid
     if len(set(ids.values())) != len(ids):
@@ -108,3 +118,136 @@ def split_on_specials(text: str, allowed: frozenset) -> Iterator[Tuple[str, bool
             yield match.group(), True
             position = match.end()
     yield text[position:], False
+
+
+# The options of an added token, as Hugging Face's tokenizer.json spells them; all false is a
+# token matched exactly in the text as given (what a special token without options is).
+OPTION_NAMES = ("single_word", "lstrip", "rstrip", "normalized")
+
+# Rust regex's Unicode \w and \s (UTS #18), which tokenizers' added-token matching uses
+_WORD_CHAR = regex.compile(r"[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]")
+_SPACES_BEFORE = regex.compile(r"(?r)\p{White_Space}*")  # matched backwards from a position
+_SPACES_AFTER = regex.compile(r"\p{White_Space}*")
+
+
+def special_token_options(options: Optional[Mapping[str, Mapping[str, bool]]], names: Collection[str],
+                          has_normalizer: bool) -> Dict[str, Dict[str, bool]]:
+    """The options of the special tokens that have some, checked: ``{name: {option: True}}``
+    with only the options that are on. ``normalized`` is kept only where it changes what
+    matches: with a normaliser, or when some tokens have it and others not (the tokens matched
+    in the text as given are found first).
+
+    >>> special_token_options({"<m>": {"lstrip": True, "rstrip": False}}, ["<m>"], False)
+    {'<m>': {'lstrip': True}}
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"special_token_options must be a name -> options mapping, got {type(options).__name__}")
+    checked: Dict[str, Dict[str, bool]] = {}
+    for name, flags in options.items():
+        if name not in names:
+            raise ValueError(f"special_token_options names {name!r:.60}, which is not a special token")
+        if not isinstance(flags, Mapping) or set(flags) - set(OPTION_NAMES):
+            raise ValueError(f"the options of special token {name!r:.60} must be a mapping of {OPTION_NAMES}, "
+                             f"got {flags!r:.80}")
+        if not all(isinstance(v, bool) for v in flags.values()):
+            raise ValueError(f"the options of special token {name!r:.60} must be true or false, got {flags!r:.80}")
+        on = {k: True for k in OPTION_NAMES if flags.get(k)}
+        if on:
+            checked[name] = on
+    normalized = [name for name in names if checked.get(name, {}).get("normalized")]
+    if not has_normalizer and len(normalized) in (0, len(names)):
+        for name in normalized:  # one pass over the text as given either way
+            del checked[name]["normalized"]
+            if not checked[name]:
+                del checked[name]
+    return checked
+
+
+# One piece of a text cut at its added tokens: (start, end, special token or None, the piece's
+# text, whether that text is normalised already). start/end are character positions in the
+# text as given; for a piece cut out of normalised text, positions in it.
+Piece = Tuple[int, int, Optional[str], str, bool]
+
+
+class AddedTokenSplitter:
+    """Finds a tokenizer's special tokens in a text with their options, as ``tokenizers``'
+    ``AddedVocabulary`` does: first the tokens matched in the text as given (leftmost-longest,
+    non-overlapping), then, in every piece between them once normalised, the ``normalized``
+    ones (whose own text is normalised too). A ``single_word`` match with a word character
+    beside it is skipped; ``lstrip``/``rstrip`` widen the match over the whitespace beside it
+    (never back over the previous match)."""
+
+    def __init__(self, names: Collection[str], options: Mapping[str, Mapping[str, bool]],
+                 normalize: Callable[[str], str]):
+        self.options = options
+        self.normalize = normalize
+        self._matchers: Dict[frozenset, tuple] = {}
+        self._matchers_for(frozenset(names))  # a token that cannot be matched is a ValueError now
+
+    def _matcher(self, names: Iterable[str], normalized: bool):
+        """(alternation, {matched text: (name, single_word, lstrip, rstrip)}) or None."""
+        by_text: Dict[str, tuple] = {}
+        for name in names:
+            flags = self.options.get(name, {})
+            text = self.normalize(name) if normalized else name
+            if not text:
+                raise ValueError(f"the special token {name!r:.60} is normalized to nothing, so it never matches")
+            if text in by_text:
+                raise ValueError(f"the special tokens {by_text[text][0]!r:.60} and {name!r:.60} match the same "
+                                 "normalized text")
+            by_text[text] = (name, bool(flags.get("single_word")), bool(flags.get("lstrip")),
+                             bool(flags.get("rstrip")))
+        return (_alternation(frozenset(by_text)), by_text) if by_text else None
+
+    def _matchers_for(self, allowed: frozenset) -> tuple:
+        found = self._matchers.get(allowed)
+        if found is None:
+            as_given = [n for n in sorted(allowed) if not self.options.get(n, {}).get("normalized")]
+            normalized = [n for n in sorted(allowed) if self.options.get(n, {}).get("normalized")]
+            found = self._matchers[allowed] = (self._matcher(as_given, False), self._matcher(normalized, True))
+        return found
+
+    def split(self, text: str, allowed: frozenset) -> List[Piece]:
+        """The pieces of ``text`` in order (an ordinary piece is never empty, unless the text is)."""
+        as_given, normalized = self._matchers_for(allowed)
+        pieces: List[Piece] = []
+        for start, end, name in _find(text, as_given):
+            if name is not None or normalized is None:
+                pieces.append((start, end, name, text[start:end], False))
+                continue
+            piece = self.normalize(text[start:end])
+            for sub_start, sub_end, sub_name in _find(piece, normalized):
+                if sub_end > sub_start or not pieces:
+                    pieces.append((start + sub_start, start + sub_end, sub_name, piece[sub_start:sub_end], True))
+        return pieces
+
+
+def _find(text: str, matcher) -> List[Tuple[int, int, Optional[str]]]:
+    """``(start, end, name or None)`` spans of ``text``: its matches with their options
+    applied, and the ordinary text between them. ``tokenizers``' rule, kept as it is: a match
+    skipped by ``single_word`` does not let a later one start inside it, and a token that
+    starts with whitespace may begin inside the previous token's ``rstrip``."""
+    if matcher is None or not text:
+        return [(0, len(text), None)]
+    alternation, by_text = matcher
+    spans: List[Tuple[int, int, Optional[str]]] = []
+    position = 0
+    for match in alternation.finditer(text):
+        start, end = match.span()
+        name, single_word, lstrip, rstrip = by_text[match.group()]
+        if single_word and ((start > 0 and _WORD_CHAR.match(text, start - 1))
+                            or (end < len(text) and _WORD_CHAR.match(text, end))):
+            continue
+        if lstrip:
+            start = max(_SPACES_BEFORE.match(text, 0, start).start(), position)
+        if rstrip:
+            end = _SPACES_AFTER.match(text, end).end()
+        if position < start:
+            spans.append((position, start, None))
+        spans.append((start, end, name))
+        position = end
+    if position != len(text):
+        spans.append((position, len(text), None))
+    return spans

@@ -97,14 +97,22 @@ class Tokenizer:
     ``tokens``: the bytes of every id (``b""`` marks an unused id); ``merges``: pairs of ids
     in priority order (a third column, the id each merge produces, as the learner returns it,
     is accepted and checked). ``special_tokens``: names (given the ids after the vocabulary) or
-    a name -> id mapping. Encoding options, for the imported formats (:mod:`fastbpe.formats`):
-    ``merge_rule`` (module docstring), ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or
-    a list of steps, applied before splitting: :mod:`.normalizers`), ``prefix_space`` (a space
+    a name -> id mapping; ``special_token_options``: ``{name: {"lstrip": True, ...}}``, how a
+    special token is matched (Hugging Face's added-token options ``single_word``, ``lstrip``,
+    ``rstrip``, ``normalized``: :class:`.special.AddedTokenSplitter`). Encoding options, for
+    the imported formats (:mod:`fastbpe.formats`): ``merge_rule`` (module docstring),
+    ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or a list of steps, applied before
+    splitting: :mod:`.normalizers`), ``prefix_space`` (a space
     before every ordinary piece that does not start with one, as Hugging Face's
     ``ByteLevel(add_prefix_space=True)``) and ``split_gaps`` (text between pattern matches becomes chunks
     too, as Hugging Face's ``Split(behavior="Isolated")``; by default it is dropped, as
     ``regex.findall`` and tiktoken do); ``split_stages``: further ``(pattern, keep_gaps)``
     splits applied to every chunk in turn (Hugging Face files with several ``Split`` steps);
+    ``end_of_word_suffix``: the last byte of every chunk starts as the token of that byte with
+    this text after it (Hugging Face's BPE ``end_of_word_suffix``, ``"</w>"`` in CLIP's and
+    openai-gpt's files; Sennrich et al. 2016 mark word ends so); ``continuing_subword_prefix``:
+    every byte of a chunk but the first starts as the token of this text followed by the byte,
+    and a merge drops it from its right-hand token (Hugging Face's BPE option, ``"##"``);
     ``training_stats``: what each phase of training took (fastbpe's own files keep it).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
@@ -124,6 +132,7 @@ class Tokenizer:
         word_start: Optional[str] = None,
         word_end: Optional[str] = None,
         special_tokens: Union[Mapping[str, int], Sequence[str]] = (),
+        special_token_options: Optional[Mapping[str, Mapping[str, bool]]] = None,
         merge_counts: Optional[Sequence[int]] = None,
         merge_rule: str = "replay",
         whole_token_lookup: bool = False,
@@ -133,6 +142,8 @@ class Tokenizer:
         prefix_space: bool = False,
         byte_fallback: bool = False,
         space_marker: Optional[str] = None,
+        end_of_word_suffix: Optional[str] = None,
+        continuing_subword_prefix: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
     ):
         if unit not in UNITS:
@@ -151,6 +162,15 @@ class Tokenizer:
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
         if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
             raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
+        for name, marker in (("end_of_word_suffix", end_of_word_suffix),
+                             ("continuing_subword_prefix", continuing_subword_prefix)):
+            if marker is not None and not (isinstance(marker, str) and marker):
+                raise ValueError(f"{name} must be a non-empty str or None, got {marker!r:.40}")
+            if marker and (unit != "bytes" or word_start or word_end or merge_rule != "pair" or whole_token_lookup):
+                raise ValueError(f"{name} needs unit='bytes', merge_rule='pair', no word markers and no "
+                                 "whole_token_lookup")
+        self.end_of_word_suffix = end_of_word_suffix or ""
+        self.continuing_subword_prefix = continuing_subword_prefix or ""
         self.byte_fallback = bool(byte_fallback)
         self.space_marker = space_marker or ""
         self.split_stages: List[Tuple[str, bool]] = []
@@ -183,16 +203,29 @@ class Tokenizer:
             raise ValueError("merges are required (only merge_rule='token' derives them from the ranks)")
         # Step 4, the BPE model: built (and checked, in compiled code) here, so the first
         # encode finds its tables ready
-        self.model = BPEModel(token_bytes, merges, merge_rule=merge_rule, whole_token_lookup=whole_token_lookup,
-                              symbols=not self._reads_bytes)
+        try:
+            self.model = BPEModel(token_bytes, merges, merge_rule=merge_rule, whole_token_lookup=whole_token_lookup,
+                                  symbols=not self._reads_bytes,
+                                  core_bytes=self._marked_bytes(token_bytes) if continuing_subword_prefix else None)
+        except ValueError as exc:
+            if not continuing_subword_prefix:
+                raise
+            raise ValueError(f"continuing_subword_prefix {continuing_subword_prefix!r}: {exc} (every merge's "
+                             "right-hand token must start with the prefix)") from None
         self.merge_counts = None if merge_counts is None else self._checked_counts(merge_counts)
         # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
         # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
         self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
                                                                   self.token_bytes)
+        # Step 1's matching options (Hugging Face's added tokens); none: exact matches in the text
+        self.special_token_options = special.special_token_options(
+            special_token_options, self.special_tokens.keys(), bool(self.normalize))
+        self._added_splitter = self._make_added_splitter()
         if self.byte_fallback:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
+        if self._has_subword_markers:
+            self._marked_symbol_ids()  # every byte's token with and without the markers, or a ValueError now
         self._local = threading.local()
         self._pools = _PoolRegistry()
 
@@ -209,6 +242,71 @@ class Tokenizer:
                                  f"<0x{int(np.flatnonzero(found < 0)[0]):02X}> is missing")
             self.__dict__["_byte_ids_cache"] = found
         return found
+
+    # The prefix and the suffix of Hugging Face's BPE, and the mark the compiled tables put
+    # before a token without the prefix (so that a merge's plain concatenation is the token it
+    # makes: "a" + "##b" -> "ab" is MARK+"a" + "b" -> MARK+"ab"; "##a" + "##b" is "a" + "b")
+    _WORD_START_MARK = b"\xff\xfe"
+
+    @property
+    def _has_subword_markers(self) -> bool:
+        return bool(self.end_of_word_suffix or self.continuing_subword_prefix)
+
+    def _marked_bytes(self, token_bytes: Sequence[bytes]) -> List[bytes]:
+        """What the compiled tables index for a ``continuing_subword_prefix`` vocabulary: a
+        token with the prefix without it, any other token after ``_WORD_START_MARK``."""
+        prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
+        marked = [t[len(prefix):] if t.startswith(prefix) else self._WORD_START_MARK + t if t else t
+                  for t in token_bytes]
+        if len(set(marked)) - (b"" in marked) != sum(map(bool, token_bytes)):
+            raise ValueError(f"continuing_subword_prefix {self.continuing_subword_prefix!r}: two tokens differ only "
+                             f"by it ({self._WORD_START_MARK!r} ahead of a token is reserved)")
+        if any(t == prefix for t in token_bytes):
+            raise ValueError(f"continuing_subword_prefix {self.continuing_subword_prefix!r} is a token by itself")
+        return marked
+
+    def _marked_symbol_ids(self) -> np.ndarray:
+        """int32 ``[4, 256]``: the id each byte of a chunk starts as, by its place (row =
+        not first + 2 * last): the byte's token, with ``continuing_subword_prefix`` before it
+        unless it is the first byte, and ``end_of_word_suffix`` after it if it is the last."""
+        found = self.__dict__.get("_marked_ids_cache")
+        if found is None:
+            prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
+            suffix = self.end_of_word_suffix.encode("utf-8", "surrogatepass")
+            rows = []
+            for place in range(4):
+                texts = [(prefix if place & 1 else b"") + bytes([b]) + (suffix if place & 2 else b"")
+                         for b in range(256)]
+                indexed = self._marked_bytes(texts) if prefix else texts
+                rows.append([self.model.token_id(t) for t in indexed])
+            found = np.array(rows, dtype=np.int32)
+            if (found < 0).any():
+                place, b = np.argwhere(found < 0)[0]
+                raise ValueError(f"continuing_subword_prefix {self.continuing_subword_prefix!r} / end_of_word_suffix "
+                                 f"{self.end_of_word_suffix!r}: byte 0x{b:02x} "
+                                 f"{('first', 'inside', 'alone', 'last')[place]} in a chunk has no token")
+            self.__dict__["_marked_ids_cache"] = found
+        return found
+
+    def _marked_ids(self, text: str) -> np.ndarray:
+        """int32 ids of normalised text through the splitter and the model of a tokenizer with
+        an ``end_of_word_suffix`` or a ``continuing_subword_prefix``: each chunk's bytes as
+        symbols, each the token of its place in the chunk (:meth:`_marked_symbol_ids`)."""
+        stages = [(self.pattern, self.split_gaps), *self.split_stages]
+        data, starts, ends = (staged_chunk_bounds(text, stages) if self.split_stages
+                              else chunk_bounds(text, self.pattern, self.split_gaps))
+        lengths = ends - starts
+        starts, lengths = starts[lengths > 0], lengths[lengths > 0]
+        symbol_ends = np.cumsum(lengths, dtype=np.int64)
+        # the bytes of the chunks, gaps left out: position i of chunk k is starts[k] + i
+        at = np.arange(int(symbol_ends[-1]) if len(lengths) else 0, dtype=np.int64)
+        at += np.repeat(starts - (symbol_ends - lengths), lengths)
+        raw = np.frombuffer(data, dtype=np.uint8)[at]
+        place = np.ones(len(raw), dtype=np.int64)  # inside a chunk
+        place[symbol_ends - lengths] = 0  # first
+        place[symbol_ends - 1] += 2  # last (a one-byte chunk: alone)
+        symbols = self._marked_symbol_ids()[place, raw]
+        return self._core().encode_symbols(np.ascontiguousarray(symbols), symbol_ends, self._state())
 
     def _fall_back_to_bytes(self, ids: np.ndarray) -> np.ndarray:
         """``ids`` with every character outside the vocabulary (a negative id, ``-1 - ord``)
@@ -230,7 +328,11 @@ class Tokenizer:
 
     def _decoded_token_bytes(self) -> List[bytes]:
         """What each id decodes to: its bytes, except a ``byte_fallback`` vocabulary's
-        ``<0xNN>`` tokens, which stand for the byte NN."""
+        ``<0xNN>`` tokens, which stand for the byte NN, and a token with the
+        ``continuing_subword_prefix``, which stands for what follows it."""
+        if self.continuing_subword_prefix:
+            prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
+            return [t[len(prefix):] if t.startswith(prefix) else t for t in self.token_bytes]
         if not self.byte_fallback:
             return self.token_bytes
         pieces = list(self.token_bytes)
@@ -268,7 +370,8 @@ class Tokenizer:
         # The per-thread state and the caches are rebuilt on demand (the model pickles without
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache"):
+        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter",
+                    "_marked_ids_cache"):
             state.pop(key, None)
         return state
 
@@ -282,6 +385,9 @@ class Tokenizer:
             state.setdefault("prefix_space", False)
         state.setdefault("byte_fallback", False)
         state.setdefault("space_marker", "")
+        state.setdefault("special_token_options", {})
+        state.setdefault("end_of_word_suffix", "")
+        state.setdefault("continuing_subword_prefix", "")
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -289,8 +395,15 @@ class Tokenizer:
                                       symbols=not (state.get("unit") == "bytes" and not state.get("word_start")
                                                    and not state.get("word_end")))
         self.__dict__.update(state)
+        self._added_splitter = self._make_added_splitter()
         self._local = threading.local()
         self._pools = _PoolRegistry()
+
+    def _make_added_splitter(self) -> Optional[special.AddedTokenSplitter]:
+        """The matcher of special tokens with options; None when none has any (exact matches)."""
+        if not self.special_token_options:
+            return None
+        return special.AddedTokenSplitter(self.special_tokens, self.special_token_options, self.normalize)
 
     # ---- views ------------------------------------------------------------------------------
 
@@ -324,7 +437,7 @@ class Tokenizer:
     def _reads_bytes(self) -> bool:
         """Whether chunks go to the core as bytes (byte-level, no word markers: every real
         tokenizer) rather than as symbol ids."""
-        return self._reads_bytes_for(self.unit, self.word_start, self.word_end)
+        return self._reads_bytes_for(self.unit, self.word_start, self.word_end) and not self._has_subword_markers
 
     @staticmethod
     def _reads_bytes_for(unit: str, word_start, word_end) -> bool:
@@ -371,12 +484,16 @@ class Tokenizer:
             symbols = by_char[inverse.reshape(-1)] if len(points) else np.zeros(0, dtype=np.int32)
         return np.ascontiguousarray(symbols, dtype=np.int32), np.ascontiguousarray(ends[1:])
 
-    def _ordinary_ids(self, text: str, strict: bool = True) -> np.ndarray:
+    def _ordinary_ids(self, text: str, strict: bool = True, normalized: bool = False) -> np.ndarray:
         """int32 ids of text without special tokens. ``strict``: a byte or character outside the
-        vocabulary is a ValueError; otherwise it comes out as its negative id."""
-        text = self.normalize(text)  # step 2, the normaliser
+        vocabulary is a ValueError; otherwise it comes out as its negative id. ``normalized``:
+        the text has been through the normaliser already."""
+        if not normalized:
+            text = self.normalize(text)  # step 2, the normaliser
         if self.prefix_space and text and not text.startswith(" "):
             text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
+        if self._has_subword_markers:  # steps 3 and 4, each byte the token of its place in its chunk
+            return self._marked_ids(text)
         if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
             try:
                 return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
@@ -439,14 +556,16 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
-        if self._reads_bytes:  # lone surrogates have no bytes: U+FFFD, as tiktoken (a character-level
-            text = surrogates.as_tiktoken(text)  # vocabulary may hold them as symbols)
+        if self._reads_bytes or self._has_subword_markers:  # lone surrogates have no bytes: U+FFFD, as
+            text = surrogates.as_tiktoken(text)  # tiktoken (a character-level vocabulary may hold them)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
         special.check_disallowed(text, disallowed)
         if not allowed:
             return self._ordinary_ids(text)
+        if self._added_splitter is not None:  # matching options: Hugging Face's added-token rules
+            return np.concatenate([part[0] for part in self._added_parts(text, allowed)])
         parts = []
         for piece, is_special in special.split_on_specials(text, allowed):
             if is_special:
@@ -454,6 +573,19 @@ class Tokenizer:
             elif piece or not parts:
                 parts.append(self._ordinary_ids(piece))
         return np.concatenate(parts)
+
+    def _added_parts(self, text: str, allowed: frozenset) -> List[Tuple[np.ndarray, int, int, Optional[str]]]:
+        """``(ids, start, end, piece)`` of each piece of ``text`` cut at its allowed special
+        tokens with their matching options (:class:`.special.AddedTokenSplitter`): an ordinary
+        piece's text (normalised, when it was cut out of normalised text), None for a special
+        token, whose span includes the whitespace its ``lstrip``/``rstrip`` took in."""
+        parts = []
+        for start, end, name, piece, normalized in self._added_splitter.split(text, allowed):
+            if name is not None:
+                parts.append((np.array([self.special_tokens[name]], dtype=np.int32), start, end, None))
+            elif piece or not parts:
+                parts.append((self._ordinary_ids(piece, normalized=normalized), start, end, piece))
+        return parts
 
     def encode(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                disallowed_special: Union[str, Collection[str]] = "all") -> List[int]:
@@ -516,7 +648,8 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
-        Word markers (``word_start``/``word_end``) become single spaces; a ``space_marker``
+        Word markers (``word_start``/``word_end``, ``end_of_word_suffix``) become single
+        spaces, the last one dropped; a ``space_marker``
         becomes a space, and the one put before the text is dropped (as the decoders of
         Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
         text = self.decode_bytes(ids).decode("utf-8", errors)
@@ -526,9 +659,10 @@ class Tokenizer:
         if self.word_start:
             text = text.replace(self.word_start, " ")
             text = text[1:] if text.startswith(" ") else text
-        if self.word_end:
-            text = text.replace(self.word_end, " ")
-            text = text[:-1] if text.endswith(" ") else text
+        for end in (self.word_end, self.end_of_word_suffix):  # as Hugging Face's BPEDecoder
+            if end:
+                text = text.replace(end, " ")
+                text = text[:-1] if text.endswith(" ") else text
         return text
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":

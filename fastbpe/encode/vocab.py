@@ -17,6 +17,7 @@ import numpy as np
 
 from .._core.encode import gather_bytes
 from . import surrogates
+from .special import check_disallowed
 
 __all__ = ["DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
            "n_vocab", "eot_token", "vocab_len", "encode_with_offsets", "char_offsets"]
@@ -184,14 +185,50 @@ def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarra
     it is encoded, lone ones as U+FFFD, pairs joined). Byte-level tokenizers without a
     normaliser, or with one and a text it leaves unchanged (offsets are not mapped back
     through a normaliser)."""
-    if tok.unit != "bytes" or tok.word_start or tok.word_end:
-        raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers")
+    if tok.unit != "bytes" or tok.word_start or tok.word_end or tok._has_subword_markers:
+        raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers, "
+                         "end_of_word_suffix or continuing_subword_prefix")
+    if tok._added_splitter is not None and tok._special_sets(*_special_args(special))[0]:
+        return _offsets_by_piece(tok, text, *_special_args(special))
     ids = tok._encode_array(text, *_special_args(special))
     text = surrogates.as_tiktoken(text)
     if tok.normalize and tok.normalize(text) != text:
         raise ValueError(f"encode_with_offsets: the normaliser ({tok.normalize!r}) changes the text, and offsets "
                          "are not mapped back through it (normalise the text first)")
     return tok._id_list(ids), char_offsets(text, token_lengths(tok, ids.astype(np.int64)))
+
+
+def _offsets_by_piece(tok, text: str, allowed_special, disallowed_special) -> Tuple[List[int], np.ndarray]:
+    """:func:`encode_with_offsets` of a tokenizer whose special tokens have matching options:
+    piece by piece, a special token spanning the whitespace its ``lstrip``/``rstrip`` took in
+    (as Hugging Face's offsets do)."""
+    tok._check_text(text)
+    allowed, disallowed = tok._special_sets(allowed_special, disallowed_special)
+    text = surrogates.as_tiktoken(text)
+    check_disallowed(text, disallowed)
+    all_ids, spans = [], []
+    for ids, start, end, piece in tok._added_parts(text, allowed):
+        all_ids.append(ids)
+        if piece is None:
+            spans.append(np.array([[start, end]], dtype=np.int64))
+        else:
+            if text[start:end] != piece:
+                _normaliser_changes(tok)
+            spans.append(_plain_offsets(tok, piece, ids) + start)
+    ids = np.concatenate(all_ids)
+    return tok._id_list(ids), np.concatenate(spans)
+
+
+def _plain_offsets(tok, text: str, ids: np.ndarray) -> np.ndarray:
+    """Offsets of the ids of an ordinary piece, which the normaliser must leave as it is."""
+    if tok.normalize and tok.normalize(text) != text:
+        _normaliser_changes(tok)
+    return char_offsets(text, token_lengths(tok, ids.astype(np.int64)))
+
+
+def _normaliser_changes(tok) -> None:
+    raise ValueError(f"encode_with_offsets: the normaliser ({tok.normalize!r}) changes the text, and offsets "
+                     "are not mapped back through it (normalise the text first)")
 
 
 def _special_args(special) -> tuple:

@@ -100,10 +100,15 @@ def texts_to_tokens(texts: List[str]) -> List[Optional[bytes]]:
     return tokens
 
 
-def check_byte_level(tok, one_split: bool = True) -> None:
+def check_byte_level(tok, one_split: bool = True, suffix: bool = False) -> None:
     """Refuse to export a tokenizer the peer formats cannot express: character-level, word
-    markers, or (``one_split``) several split stages."""
+    markers, an ``end_of_word_suffix`` or ``continuing_subword_prefix`` (unless ``suffix``:
+    Hugging Face's BPE has them), or
+    (``one_split``) several split stages."""
     if tok.unit != "bytes" or tok.word_start or tok.word_end:
         raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
+    if (tok.end_of_word_suffix or tok.continuing_subword_prefix) and not suffix:
+        raise ValueError("a tokenizer with an end_of_word_suffix or a continuing_subword_prefix can be exported "
+                         "only to tokenizer.json")
     if one_split and tok.split_stages:
         raise ValueError("this format has a single split pattern; the tokenizer splits in several stages")

@@ -2,8 +2,10 @@
 
 A loaded file encodes exactly as ``tokenizers`` does: ``merge_rule="pair"`` (lowest merge rank
 first), whole-chunk lookup when the file says ``ignore_merges``, the file's split stages and
-normaliser; its added tokens become special tokens. The regex dialect differs (``tokenizers``
-runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern` convert.
+normaliser, the model's ``end_of_word_suffix`` and ``continuing_subword_prefix``; its added
+tokens become special tokens that keep their matching options. The regex dialect differs
+(``tokenizers`` runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern`
+convert.
 """
 import collections
 import itertools
@@ -101,29 +103,31 @@ def _has_normalizer(norm) -> bool:
     return norm is not None
 
 
-def _added_tokens(data: Mapping, normalizer: bool, source: str) -> Dict[str, int]:
+def _added_tokens(data: Mapping, source: str) -> Tuple[Dict[str, int], Dict[str, Dict[str, bool]]]:
     """``{content: id}`` of the added tokens, which fastbpe encodes as special tokens (split
-    out of the text before anything else, as ``tokenizers`` does with every added token)."""
+    out of the text before anything else, as ``tokenizers`` does with every added token), and
+    ``{content: options}``: how each is matched (``single_word``, ``lstrip``, ``rstrip``,
+    ``normalized``; :class:`fastbpe.encode.special.AddedTokenSplitter`)."""
     added = data.get("added_tokens") or []
     if not isinstance(added, list):
         raise ValueError(f"{source}: added_tokens must be a list")
     specials: Dict[str, int] = {}
+    options: Dict[str, Dict[str, bool]] = {}
     for entry in added:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not entry["content"]:
             raise ValueError(f"{source}: malformed added token {entry!r:.80}")
         content = entry["content"]
         if content in specials:
             raise ValueError(f"{source}: the added token {content!r} is listed twice")
-        for flag in ("single_word", "lstrip", "rstrip"):
-            if entry.get(flag):
-                raise ValueError(f"{source}: added token {content!r} has {flag}=true, which fastbpe does not "
-                                 "support (it matches added tokens exactly)")
-        if entry.get("normalized", not entry.get("special", False)) and normalizer:
-            raise ValueError(f"{source}: added token {content!r} is matched in normalized text "
-                             "(normalized=true) and the file has a normalizer; fastbpe matches added tokens "
-                             "in the text as given")
+        # tokenizers' default: an added token that is not special is matched in normalised text
+        flags = {"normalized": entry.get("normalized", not entry.get("special", False)),
+                 **{flag: entry.get(flag, False) for flag in ("single_word", "lstrip", "rstrip")}}
+        for flag, value in flags.items():
+            if not isinstance(value, bool):
+                raise ValueError(f"{source}: added token {content!r} {flag} must be true or false, got {value!r:.20}")
         specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
-    return check_special_ids(specials, source)
+        options[content] = {flag: True for flag, value in flags.items() if value}
+    return check_special_ids(specials, source), {name: flags for name, flags in options.items() if flags}
 
 
 def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> List[bytes]:
@@ -155,7 +159,9 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
             if token is not None and token != special_ids[i].encode("utf-8") and text != special_ids[i]:
                 raise ValueError(f"{source}: added token {special_ids[i]!r} has id {i}, which the vocab uses for "
                                  "another token")
-            continue  # the added token takes the id; tokenizers splits it out before BPE
+            if token != special_ids[i].encode("utf-8"):
+                continue  # the added token takes the id; tokenizers splits it out before BPE
+            # its own bytes as byte-level text: BPE can make it too (tokenizers' model keeps it)
         if token is None:
             continue  # not byte-level text: BPE over bytes never makes it
         if not token:
@@ -241,9 +247,12 @@ def _check_merges_one_by_one(merges: list, vocab: Mapping, source: str) -> None:
 def read(path: PathLike, data: Any = None) -> dict:
     """A byte-level BPE ``tokenizer.json`` (a folder holding one works too), encoding exactly as
     ``tokenizers`` does: lowest merge rank first, the file's split stages, normaliser and
-    prefix space, and its added tokens (inside ``model.vocab`` or not, special or not) as
-    special tokens (pass ``allowed_special="all"`` to match ``tokenizers``, which always splits
-    them out). What fastbpe cannot reproduce exactly is a ValueError naming the component.
+    prefix space, its model's ``end_of_word_suffix`` and ``continuing_subword_prefix``, and its
+    added tokens (inside
+    ``model.vocab`` or not, special or not, with their ``lstrip``/``rstrip``/``single_word``/
+    ``normalized`` options) as special tokens (pass ``allowed_special="all"`` to match
+    ``tokenizers``, which always splits them out). What fastbpe cannot reproduce exactly is a
+    ValueError naming the component.
     ``data``: the file's JSON when the caller has parsed it already (not parsed twice)."""
     path = Path(path)
     if path.is_dir():
@@ -324,9 +333,7 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     model = data.get("model")
     if not isinstance(model, Mapping) or model.get("type", "BPE") != "BPE":
         raise ValueError(f"{source}: the model must be BPE")
-    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(key):
-            raise ValueError(f"{source}: model {key}={model[key]!r} is not supported (byte-level BPE only)")
+    prefix, suffix = _model_markers(model, source)
     if model.get("dropout"):
         raise ValueError(f"{source}: model dropout is not supported (encoding would be random)")
     vocab, merges = model.get("vocab"), model.get("merges")
@@ -337,15 +344,24 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     if model.get("byte_fallback"):
         if scanned is not None:
             return None  # (its vocabulary is characters, not byte-level text)
+        if suffix or prefix:
+            raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with "
+                             "byte_fallback=true is not supported")
         return _read_character_level(data, model, source)
     stages, prefix_space = _hf_splitter(data.get("pre_tokenizer"), source)
     (pattern, keep_gaps), *more_stages = stages
     normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
-    specials = _added_tokens(data, _has_normalizer(normalizer), source)
+    if (suffix or prefix) and model.get("ignore_merges"):
+        # tokenizers looks the chunk up without its markers: fastbpe's marker path has no lookup
+        raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with ignore_merges=true "
+                         "is not supported")
+    specials, options = _added_tokens(data, source)
     if scanned is not None:
-        tables = _scanned_tables(scanned, specials, source)
+        # the compiled reader's tables hold the plain case only (no markers, no added token in
+        # the vocabulary): anything else is read from the parsed JSON
+        tables = None if suffix or prefix else _scanned_tables(scanned, specials, source)
         if tables is None:
             return None
         tokens, pairs = tables
@@ -356,10 +372,30 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     missing = [b for b in range(256) if b not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, which byte-level BPE needs")
-    return dict(tokens=tokens, merges=pairs, pattern=pattern, special_tokens=specials, merge_rule="pair",
+    return dict(tokens=tokens, merges=pairs, pattern=pattern, special_tokens=specials,
+                special_token_options=options, merge_rule="pair",
                 whole_token_lookup=bool(model.get("ignore_merges", False)),
                 normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages,
-                prefix_space=prefix_space)
+                prefix_space=prefix_space, end_of_word_suffix=suffix, continuing_subword_prefix=prefix)
+
+
+def _model_markers(model: Mapping, source: str) -> Tuple[Optional[str], Optional[str]]:
+    """The model's ``continuing_subword_prefix`` and ``end_of_word_suffix``, each as the text
+    of its bytes (byte-level text such as ``"</w>"`` turned into bytes), or None."""
+    markers = []
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        marker = model.get(key)
+        if not marker:
+            markers.append(None)
+            continue
+        if not isinstance(marker, str):
+            raise ValueError(f"{source}: model {key} must be a str, got {marker!r:.20}")
+        token = texts_to_tokens([marker])[0]
+        try:
+            markers.append(token.decode("utf-8"))
+        except (AttributeError, UnicodeDecodeError):
+            raise ValueError(f"{source}: model {key} {marker!r:.20} is not byte-level text of UTF-8") from None
+    return markers[0], markers[1]
 
 
 def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
@@ -371,7 +407,11 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
     pattern, metaspace = _character_level_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
-    specials = _added_tokens(data, _has_normalizer(normalizer), source)
+    specials, options = _added_tokens(data, source)
+    if metaspace and any(flags.get("normalized") for flags in options.values()):
+        # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
+        raise ValueError(f"{source}: added tokens with normalized=true and a Metaspace pre_tokenizer are not "
+                         "supported")
     vocab, merges = model["vocab"], model["merges"]
     ids = list(vocab.values())
     if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
@@ -398,7 +438,8 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
         normalizer = [*([normalizer] if _has_normalizer(normalizer) else []), *metaspace]
     return dict(tokens=tokens, merges=np.array(pairs, dtype=np.int64).reshape(-1, 2), unit="chars",
-                pattern=pattern, special_tokens=specials, merge_rule="pair", normalizer=normalizer,
+                pattern=pattern, special_tokens=specials, special_token_options=options, merge_rule="pair",
+                normalizer=normalizer,
                 byte_fallback=True, space_marker=_space_marker(decoder))
 
 
@@ -437,7 +478,10 @@ def _character_level_splitter(pre, has_added_tokens: bool, source: str) -> Tuple
 
 
 def _added_token_entries(tok) -> List[dict]:
-    return [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+    """The special tokens as added tokens, each with its matching options."""
+    return [{"id": i, "content": s,
+             **{flag: tok.special_token_options.get(s, {}).get(flag, False)
+                for flag in ("single_word", "lstrip", "rstrip", "normalized")},
              "special": True} for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
 
 
@@ -526,7 +570,7 @@ def write(tok, path: PathLike) -> None:
     if tok.byte_fallback:
         write_atomic(path, json_bytes(_character_level_data(tok), indent=1))
         return
-    check_byte_level(tok, one_split=False)
+    check_byte_level(tok, one_split=False, suffix=True)
     merges = tok.merge_ids.tolist()
     if tok.merge_rule == "replay":
         ids = {t: i for i, t in enumerate(tok.token_bytes) if t}
@@ -559,8 +603,10 @@ def write(tok, path: PathLike) -> None:
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+            "type": "BPE", "dropout": None, "unk_token": None,
+            "continuing_subword_prefix": token_to_text(tok.continuing_subword_prefix.encode("utf-8")) or None,
+            "end_of_word_suffix": token_to_text(tok.end_of_word_suffix.encode("utf-8")) or None,
+            "fuse_unk": False, "byte_fallback": False,
             "ignore_merges": ignore_merges,
             "vocab": {token_to_text(t): i for i, t in enumerate(tok.token_bytes) if t},
             "merges": [[token_to_text(tok.token_bytes[a]), token_to_text(tok.token_bytes[b])] for a, b in merges],

@@ -29,6 +29,7 @@ def to_dict(tok) -> dict:
         "word_start": tok.word_start,
         "word_end": tok.word_end,
         "special_tokens": tok.special_tokens,
+        **({"special_token_options": tok.special_token_options} if tok.special_token_options else {}),
         "vocab": [as_text(t) for t in tok.token_bytes],
         "merges": tok.merge_ids.tolist(),
         "merge_counts": tok.merge_counts,
@@ -40,6 +41,8 @@ def to_dict(tok) -> dict:
         **({"prefix_space": True} if tok.prefix_space else {}),
         **({"byte_fallback": True} if tok.byte_fallback else {}),
         **({"space_marker": tok.space_marker} if tok.space_marker else {}),
+        **({"end_of_word_suffix": tok.end_of_word_suffix} if tok.end_of_word_suffix else {}),
+        **({"continuing_subword_prefix": tok.continuing_subword_prefix} if tok.continuing_subword_prefix else {}),
     }
 
 
@@ -103,6 +106,8 @@ def read_dict(data: Mapping) -> dict:
         word_start=_field(data, "word_start", (str, type(None)), what="a str (the word-start marker) or null") or None,
         word_end=_field(data, "word_end", (str, type(None)), what="a str (the word-end marker) or null") or None,
         special_tokens=check_special_ids(_field(data, "special_tokens", (dict,), {}), "fastbpe tokenizer file"),
+        special_token_options=_field(data, "special_token_options", (dict,), {},
+                                     what="an object of special token name -> matching options"),
         merge_counts=merge_counts,
         merge_rule=_field(data, "merge_rule", (str,), "replay"),
         whole_token_lookup=_field(data, "whole_token_lookup", (bool,), False),
@@ -110,6 +115,10 @@ def read_dict(data: Mapping) -> dict:
         prefix_space=_field(data, "prefix_space", (bool,), False),
         byte_fallback=_field(data, "byte_fallback", (bool,), False),
         space_marker=_field(data, "space_marker", (str, type(None)), what="a str (the space marker) or null") or None,
+        end_of_word_suffix=_field(data, "end_of_word_suffix", (str, type(None)),
+                                  what="a str (the end-of-word suffix) or null") or None,
+        continuing_subword_prefix=_field(data, "continuing_subword_prefix", (str, type(None)),
+                                         what="a str (the continuing-subword prefix) or null") or None,
         split_gaps=_field(data, "split_gaps", (bool,), False),
         split_stages=stages,
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,

@@ -99,3 +99,25 @@ def test_byte_fallback_needs_character_units():
         Tokenizer([b"a"], [], byte_fallback=True)
     with pytest.raises(ValueError, match="<0x00> is missing"):
         Tokenizer([b"a", b"b"], [], unit="chars", byte_fallback=True)
+
+
+@pytest.mark.parametrize("layout", ["normalizer", "metaspace-split"])
+def test_added_token_options_in_character_level_files(tmp_path, rows, layout):
+    """lstrip/rstrip/single_word added tokens (and, with Llama 2's normaliser, a normalized one,
+    whose own text becomes "▁<n>") match as tokenizers matches them."""
+    data = _layout(rows[::4], layout)
+    n = max(data["model"]["vocab"].values()) + 1
+    off = dict(lstrip=False, rstrip=False, single_word=False, normalized=False)
+    options = [dict(lstrip=True, rstrip=True), dict(single_word=True), dict(rstrip=True, single_word=True)]
+    data["added_tokens"] += [{"id": n + k, "content": name, "special": k == 0, **off, **opts}
+                             for k, (name, opts) in enumerate(zip(["<m>", "<w>", "<r>"], options))]
+    if layout == "normalizer":
+        data["added_tokens"].append({"id": n + 3, "content": "<n>", "special": False, **off, "normalized": True})
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_huggingface(path)
+    spliced = [f"{a}  <m>\n{b}<w> <w>{a} <r>  <n>{b} <n>" for a, b in zip(rows[:60], rows[60:120])]
+    for text in [*spliced, "<n>", " <n> <n>x", "a <m> b", "<m><m>", "  <r>  "]:
+        expected = hf.encode(text, add_special_tokens=False).ids
+        assert tok.encode(text, allowed_special="all") == expected, repr(text)

@@ -106,10 +106,9 @@ def test_prepend_and_one_chunk_per_piece(base, rows, tmp_path):
     (lambda d: d["model"].update(end_of_word_suffix="</w>"), "end_of_word_suffix"),
     (lambda d: d.update(normalizer={"type": "BertNormalizer"}), "BertNormalizer"),
     (lambda d: d.update(pre_tokenizer={"type": "Metaspace"}), "pre_tokenizer"),
-    (lambda d: d["added_tokens"].append(_added("<mask>", 5000) | {"lstrip": True}), "lstrip"),
-    (lambda d: d["added_tokens"].append(_added("<w>", 5000) | {"single_word": True}), "single_word"),
-    (lambda d: d.update(normalizer={"type": "NFC"}) or d["added_tokens"].append(_added("<n>", 5000, normalized=True)),
-     "normalized"),
+    (lambda d: d["added_tokens"].append(_added("<mask>", 5000) | {"lstrip": 1}), "lstrip"),
+    (lambda d: d.update(normalizer={"type": "Lowercase"}) or d["added_tokens"].extend(
+        [_added("<A>", 5000, normalized=True), _added("<a>", 5001, normalized=True)]), "normalized"),
 ])
 def test_what_cannot_be_reproduced_is_refused(base, tmp_path, change, component):
     data = json.loads(json.dumps(base))

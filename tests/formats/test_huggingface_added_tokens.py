@@ -1,0 +1,177 @@
+"""Added tokens with Hugging Face's matching options (``lstrip``, ``rstrip``, ``single_word``,
+``normalized``; special or not, inside ``model.vocab`` or not) and ``Replace`` normaliser
+regexes, in tokenizer.json files built here: ids and offsets checked against ``tokenizers``
+itself on the multilingual table and on generated text full of spaces, newlines and added
+tokens next to words."""
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastbpe import Tokenizer
+
+tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) is the reference for tokenizer.json")
+
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+
+
+@pytest.fixture(scope="module")
+def rows(shared_data):
+    return shared_data.rows("parallel_multi.tsv.gz", 200)
+
+
+@pytest.fixture(scope="module")
+def base(rows):
+    """A byte-level BPE tokenizer.json (as a dict) trained by tokenizers on the table."""
+    from tokenizers import Tokenizer as HF, models, pre_tokenizers, trainers
+
+    hf = HF(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    hf.train_from_iterator(rows, trainers.BpeTrainer(vocab_size=800, show_progress=False,
+                                                     initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return json.loads(hf.to_str())
+
+
+def _added(content, i, special=False, normalized=False, **flags):
+    return {"id": i, "content": content, "single_word": flags.get("single_word", False),
+            "lstrip": flags.get("lstrip", False), "rstrip": flags.get("rstrip", False),
+            "normalized": normalized, "special": special}
+
+
+def _with_added(base, normalizer=None):
+    """The base file with added tokens using every option: outside the vocabulary (new ids)
+    and one inside it (in model.vocab too, as GPT-2's <|endoftext|> is)."""
+    data = json.loads(json.dumps(base))
+    vocab = data["model"]["vocab"]
+    n = len(vocab)
+    vocab["<in>"] = n
+    made = next(t for t in ("ing", "and", "ent", "the") if t in vocab)  # a token the merges make
+    # ids as tokenizers gives them (after the vocabulary, in order), which it uses over the file's
+    data["added_tokens"] = [
+        _added("<in>", n, normalized=True, single_word=True),
+        _added("<mask>", n + 1, special=True, lstrip=True, rstrip=True),
+        _added("<w>", n + 2, single_word=True),
+        _added("<LS>", n + 3, lstrip=True, normalized=True),
+        _added("<rs>", n + 4, special=True, rstrip=True, single_word=True, normalized=True),
+        _added("ab", n + 5),
+        _added("xabc", n + 6, normalized=True),
+        _added("<|eot|>", n + 7, special=True),
+        # in model.vocab and made by the merges too: BPE still makes it inside words
+        _added(made, vocab[made], normalized=True, single_word=True),
+    ]
+    data["normalizer"] = normalizer
+    return data
+
+
+def _load_both(data, tmp_path, name="tokenizer.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    tok, hf = Tokenizer.from_huggingface(path), tokenizers.Tokenizer.from_file(str(path))
+    assert tok.special_tokens == {t.content: i for i, t in hf.get_added_tokens_decoder().items()}
+    return tok, hf
+
+
+NEAR_TOKENS = ["<mask>", "<w>", "<LS>", "<ls>", "<rs>", "<RS>", "ab", "xabc", "XABC", "<in>", "<IN>", "<|eot|>",
+               "ing", "ING", "thing",
+               " ", "  ", "\n", "\t", "\r\n", "\u2000", "\u3000", "a", "_", "é", "Ω", "9", "-", "你好", "word"]
+
+
+def _check(tok, hf, text, offsets=True):
+    expected = hf.encode(text, add_special_tokens=False)
+    assert tok.encode(text, allowed_special="all") == expected.ids, repr(text)
+    if offsets:
+        ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+        assert ids == expected.ids
+        assert [tuple(s) for s in spans.tolist()] == expected.offsets, repr(text)
+
+
+def _spliced(rows):
+    """Rows of the table with added tokens put next to words, and in whitespace runs."""
+    out = []
+    for k, row in enumerate(rows):
+        words = row.split(" ")
+        token = NEAR_TOKENS[k % 12]
+        at = k % max(len(words), 1)
+        out.append(" ".join(words[:at] + [token + words[at] if k % 3 == 0 else token] + words[at:]))
+        out.append(row.replace(" ", f"  {token}\n", 1))
+    return out
+
+
+def test_options_without_normalizer_ids_and_offsets(base, rows, tmp_path):
+    """lstrip/rstrip take in whitespace (and the token's offsets span it), single_word skips
+    matches inside words, tokens matched in the text as given are found before normalized ones."""
+    tok, hf = _load_both(_with_added(base), tmp_path)
+    assert tok.special_token_options["<mask>"] == {"lstrip": True, "rstrip": True}
+    for text in [*rows[:100], *_spliced(rows[:100]), "", " <mask> ", "a  <mask>\n\nb", "<w>a <w> _<w> é<w>",
+                 "xabc", "<rs>  x<rs> <rs>", "\t<LS>\t<LS>", "  <mask><mask>  ", "<in>x <in> x<in>",
+                 "ing thing ing\nbring ing"]:
+        _check(tok, hf, text)
+
+
+def test_options_with_a_normalizer(base, rows, tmp_path):
+    """normalized=true tokens are matched in the lowercased pieces, their own text lowercased."""
+    normalizer = {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]}
+    tok, hf = _load_both(_with_added(base, normalizer), tmp_path)
+    for text in [*rows[:100], *_spliced(rows[:100]), "XABC <RS>", " <In> <LS>  <IN>\n<ls>", "Ｘabc"]:
+        _check(tok, hf, text, offsets=False)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(NEAR_TOKENS), max_size=14))
+def test_generated_text_with_and_without_normalizer(base, tmp_path_factory, parts):
+    text = "".join(parts)
+    tmp = tmp_path_factory.mktemp("added")
+    plain, hf_plain = _load_both(_with_added(base), tmp, "plain.json")
+    _check(plain, hf_plain, text)
+    lower, hf_lower = _load_both(_with_added(base, {"type": "Lowercase"}), tmp, "lower.json")
+    _check(lower, hf_lower, text, offsets=False)
+
+
+def test_options_survive_native_and_tokenizer_json_files(base, rows, tmp_path):
+    tok, hf = _load_both(_with_added(base, {"type": "Lowercase"}), tmp_path)
+    tok.save(tmp_path / "native.json")
+    again = Tokenizer.load(tmp_path / "native.json")
+    assert again.special_token_options == tok.special_token_options and again == tok
+    tok.to_huggingface(tmp_path / "again.json")
+    hf_again = tokenizers.Tokenizer.from_file(str(tmp_path / "again.json"))
+    for text in [*_spliced(rows[:40]), " <In> <LS>  <IN>\n<ls> <RS>x <rs>"]:
+        expected = hf.encode(text, add_special_tokens=False).ids
+        assert again.encode(text, allowed_special="all") == expected
+        assert hf_again.encode(text, add_special_tokens=False).ids == expected
+
+
+def test_tokens_without_options_keep_the_exact_match(base, tmp_path):
+    """A file whose added tokens have no options needs no matching options at all."""
+    data = json.loads(json.dumps(base))
+    data["added_tokens"] = [_added("<|eot|>", len(data["model"]["vocab"]), special=True)]
+    tok, _ = _load_both(data, tmp_path)
+    assert tok.special_token_options == {} and tok._added_splitter is None
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"<x>": {"lstrip": 1}}, "true or false"),
+    ({"<x>": {"strip": True}}, "mapping of"),
+    ({"<y>": {"lstrip": True}}, "not a special token"),
+])
+def test_bad_options_are_refused(options, error):
+    with pytest.raises(ValueError, match=error):
+        Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<x>": 256}, special_token_options=options)
+
+
+# (patterns that never match empty text: tokenizers' ByteLevel doubles what an empty match at
+# the start of a piece inserts)
+REPLACE_PATTERNS = ["^\\s+", "\\s+$", "^[^\\n]", "[^\\n]$", "^\\p{L}+", "\\n$", "\\s\\Z", "\\s\\z", "(?m)a.b",
+                    "(?m:\\t.)", "[\\^^a]", "\\A\\s"]
+
+
+@pytest.mark.parametrize("pattern", REPLACE_PATTERNS)
+def test_replace_regex_anchors_as_tokenizers(base, rows, tmp_path, pattern):
+    """Replace regexes mean what Oniguruma (Ruby syntax) makes of them: ^ and $ at every line,
+    \\Z also before a final newline, (?m) lets . match a newline."""
+    data = json.loads(json.dumps(base))
+    data["normalizer"] = {"type": "Replace", "pattern": {"Regex": pattern}, "content": "#"}
+    tok, hf = _load_both(data, tmp_path)
+    texts = ["\n".join(rows[k:k + 3]) + "\n" * (k % 3) for k in range(0, 60, 3)]
+    for text in [*texts, "", "\n", "a\n\n", " a \n b ", "a\r\nb", "^a\n^"]:
+        assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids, repr(text)
