@@ -123,4 +123,110 @@ class BytesMap {
     }
 };
 
+// The chunk cache's first level: the ids of chunks of 2..SHORT_KEY_MAX bytes, for the chunks
+// that come back again and again (a few thousand chunks make most of a text: "the", " of", ...).
+// BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
+// (slot, key, ids); here one small entry holds the chunk's bytes packed in two words, its length
+// and up to SHORT_IDS ids, and the table fits the L2 cache. Direct-mapped: a chunk goes to one
+// entry and evicts whatever was there, so a lookup is one probe and two word compares. Only a
+// cache: every entry holds a result the encoder computed, and a miss falls back to BytesMap.
+static const size_t SHORT_KEY_MAX = 16;
+static const int SHORT_IDS = 3;
+static const int SHORT_CACHE_BITS = 16;
+
+// p[0:n] (1 <= n <= 16) packed into two words, zero beyond n (with n, an injective key). `room`:
+// bytes readable from p; with 16 of them the words are read whole and masked, else copied.
+static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t* w0, uint64_t* w1) {
+    uint64_t a = 0, b = 0;
+    if (room >= 16) {
+        std::memcpy(&a, p, 8);
+        std::memcpy(&b, p + 8, 8);
+        // keep the first n bytes: those at the low addresses (low bits on a little-endian CPU)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        if (n < 8) a &= ~(~0ULL >> (8 * n));
+        b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL >> (8 * (n - 8))) : b);
+#else
+        if (n < 8) a &= ~(~0ULL << (8 * n));
+        b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL << (8 * (n - 8))) : b);
+#endif
+    } else {
+        std::memcpy(&a, p, n < 8 ? n : 8);
+        if (n > 8) std::memcpy(&b, p + 8, n - 8);
+    }
+    *w0 = a;
+    *w1 = b;
+}
+
+class ShortChunkCache {
+  public:
+    // 2^bits entries of 32 bytes (2 MB: the distinct chunks of a megabyte of text fit), allocated
+    // at the first put (an unused cache costs nothing). Bigger than the L2 cache, which costs
+    // little: the encoder prefetches the entries of a whole block of chunks before reading them.
+    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits) {}
+
+    // The entry of the chunk packed as (w0, w1) of n bytes (nullptr while the cache is empty),
+    // for prefetch() and get(): a caller of many lookups computes them all, prefetches every
+    // entry, then reads them, so that the misses overlap.
+    inline const void* entry(uint64_t w0, uint64_t w1, size_t n) const {
+        return entries_.empty() ? nullptr : &entries_[slot(w0, w1, n)];
+    }
+    static inline void prefetch(const void* e) {
+        if (e != nullptr) __builtin_prefetch(e);
+    }
+    // Whether the entry e (from entry()) holds the chunk (w0, w1, n).
+    static inline bool holds(const void* e, uint64_t w0, uint64_t w1, size_t n) {
+        const Entry& x = *(const Entry*)e;
+        return x.w0 == w0 && x.w1 == w1 && x.n == n;  // (an empty entry has n == 0)
+    }
+    // The ids of the chunk (w0, w1, n) whose entry() is e into ids (room for SHORT_IDS);
+    // returns their count, or 0 when the chunk is not here.
+    static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
+        if (e == nullptr || !holds(e, w0, w1, n)) return 0;
+        const Entry& x = *(const Entry*)e;
+        ids[0] = x.ids[0];
+        if (x.count > 1) {
+            ids[1] = x.ids[1];
+            if (x.count > 2) ids[2] = x.ids[2];
+        }
+        return x.count;
+    }
+
+    // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
+    inline void put(uint64_t w0, uint64_t w1, size_t n, const int32_t* ids, int64_t count) {
+        if (count < 1 || count > SHORT_IDS) return;
+        if (entries_.empty()) entries_.assign((size_t)1 << bits_, Entry{0, 0, {0, 0, 0}, 0, 0});
+        Entry& e = entries_[slot(w0, w1, n)];
+        e.w0 = w0;
+        e.w1 = w1;
+        e.n = (uint16_t)n;
+        e.count = (uint16_t)count;
+        for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
+    }
+
+    void clear() { std::vector<Entry>().swap(entries_); }
+    // Use 2^bits entries from now on (emptied; tests make it tiny to force collisions).
+    void set_bits(int bits) {
+        clear();
+        bits_ = bits;
+    }
+    int bits() const { return bits_; }
+    size_t capacity() const { return entries_.size(); }
+
+  private:
+    struct Entry {
+        uint64_t w0, w1;
+        int32_t ids[SHORT_IDS];
+        uint16_t n;  // 0: empty
+        uint16_t count;
+    };
+    static_assert(sizeof(Entry) == 32, "two entries a cache line");
+    int bits_;
+    std::vector<Entry> entries_;
+
+    inline size_t slot(uint64_t w0, uint64_t w1, size_t n) const {
+        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)n) * 0xBF58476D1CE4E5B9ULL;
+        return (size_t)(x >> (64 - bits_));
+    }
+};
+
 }  // namespace fbpt
