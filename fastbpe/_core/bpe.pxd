@@ -17,7 +17,6 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
     cdef cppclass ShortChunkCache:
         void set_bits(int bits)
         int bits()
-        size_t capacity()
 
     cdef cppclass EncodeScratch:
         size_t max_ids

@@ -7,8 +7,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "hash.h"
 
@@ -159,43 +165,48 @@ static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t*
 
 class ShortChunkCache {
   public:
-    // 2^bits entries of 32 bytes (2 MB: the distinct chunks of a megabyte of text fit), allocated
-    // at the first put (an unused cache costs nothing). Bigger than the L2 cache, which costs
-    // little: the encoder prefetches the entries of a whole block of chunks before reading them.
+    // 2^bits entries of 32 bytes (2 MB: the distinct short chunks of megabytes of text fit),
+    // allocated at the first put (an unused cache costs nothing). Two-way: the two entries a
+    // chunk may sit in share one cache line, the newer first (a put moves the older out to the
+    // second way), so one rare chunk does not evict a frequent one. Bigger than the L2 cache,
+    // which costs little: the encoder prefetches the lines of a block of chunks before reading
+    // them; and it asks for huge pages, so those prefetches do not miss the TLB.
     explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits) {}
 
-    // The entry of the chunk packed as (w0, w1) of n bytes (nullptr while the cache is empty),
+    // The set of the chunk packed as (w0, w1) of n bytes (nullptr while the cache is empty),
     // for prefetch() and get(): a caller of many lookups computes them all, prefetches every
-    // entry, then reads them, so that the misses overlap.
+    // set, then reads them, so that the misses overlap.
     inline const void* entry(uint64_t w0, uint64_t w1, size_t n) const {
-        return entries_.empty() ? nullptr : &entries_[slot(w0, w1, n)];
+        return sets_ ? &sets_[set_of(w0, w1, n)] : nullptr;
     }
     static inline void prefetch(const void* e) {
         if (e != nullptr) __builtin_prefetch(e);
     }
-    // Whether the entry e (from entry()) holds the chunk (w0, w1, n).
-    static inline bool holds(const void* e, uint64_t w0, uint64_t w1, size_t n) {
-        const Entry& x = *(const Entry*)e;
-        return x.w0 == w0 && x.w1 == w1 && x.n == n;  // (an empty entry has n == 0)
-    }
     // The ids of the chunk (w0, w1, n) whose entry() is e into ids (room for SHORT_IDS);
     // returns their count, or 0 when the chunk is not here.
     static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
-        if (e == nullptr || !holds(e, w0, w1, n)) return 0;
-        const Entry& x = *(const Entry*)e;
-        ids[0] = x.ids[0];
-        if (x.count > 1) {
-            ids[1] = x.ids[1];
-            if (x.count > 2) ids[2] = x.ids[2];
+        if (e == nullptr) return 0;
+        const Set& set = *(const Set*)e;
+        const Entry* x = &set.way[0];
+        if (!x->holds(w0, w1, n)) {
+            x = &set.way[1];
+            if (!x->holds(w0, w1, n)) return 0;
         }
-        return x.count;
+        ids[0] = x->ids[0];
+        if (x->count > 1) {
+            ids[1] = x->ids[1];
+            if (x->count > 2) ids[2] = x->ids[2];
+        }
+        return x->count;
     }
 
     // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
     inline void put(uint64_t w0, uint64_t w1, size_t n, const int32_t* ids, int64_t count) {
         if (count < 1 || count > SHORT_IDS) return;
-        if (entries_.empty()) entries_.assign((size_t)1 << bits_, Entry{0, 0, {0, 0, 0}, 0, 0});
-        Entry& e = entries_[slot(w0, w1, n)];
+        if (!sets_) allocate();
+        Set& set = sets_[set_of(w0, w1, n)];
+        if (!set.way[0].holds(w0, w1, n)) set.way[1] = set.way[0];
+        Entry& e = set.way[0];
         e.w0 = w0;
         e.w1 = w1;
         e.n = (uint16_t)n;
@@ -203,14 +214,13 @@ class ShortChunkCache {
         for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
     }
 
-    void clear() { std::vector<Entry>().swap(entries_); }
+    void clear() { sets_.reset(); }
     // Use 2^bits entries from now on (emptied; tests make it tiny to force collisions).
     void set_bits(int bits) {
         clear();
         bits_ = bits;
     }
     int bits() const { return bits_; }
-    size_t capacity() const { return entries_.size(); }
 
   private:
     struct Entry {
@@ -218,14 +228,34 @@ class ShortChunkCache {
         int32_t ids[SHORT_IDS];
         uint16_t n;  // 0: empty
         uint16_t count;
+        inline bool holds(uint64_t a, uint64_t b, size_t m) const { return w0 == a && w1 == b && n == m; }
     };
-    static_assert(sizeof(Entry) == 32, "two entries a cache line");
+    struct alignas(64) Set {
+        Entry way[2];
+    };
+    static_assert(sizeof(Set) == 64, "a set is one cache line");
+    struct Free {
+        void operator()(Set* p) const { std::free(p); }
+    };
     int bits_;
-    std::vector<Entry> entries_;
+    std::unique_ptr<Set[], Free> sets_;
 
-    inline size_t slot(uint64_t w0, uint64_t w1, size_t n) const {
+    size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
+    inline size_t set_of(uint64_t w0, uint64_t w1, size_t n) const {
         uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)n) * 0xBF58476D1CE4E5B9ULL;
-        return (size_t)(x >> (64 - bits_));
+        return (size_t)(x >> 40) & (num_sets() - 1);  // (bits <= 24: the top bits, well mixed)
+    }
+    void allocate() {
+        size_t bytes = num_sets() * sizeof(Set);
+        const size_t huge = (size_t)1 << 21;
+        size_t align = bytes % huge == 0 ? huge : sizeof(Set);
+        Set* p = (Set*)std::aligned_alloc(align, bytes);
+        if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        if (align == huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+        std::memset((void*)p, 0, bytes);
+        sets_.reset(p);
     }
 };
 

@@ -59,8 +59,8 @@ cdef class EncodeState:
     """Per-thread scratch space and chunk cache. Never share one between threads.
 
     The cache maps chunk bytes to their ids; it is cleared when it holds more than ``max_ids``
-    ids, which bounds its memory. In front of it, a direct-mapped cache of ``2**short_cache_bits``
-    entries (32 bytes each) answers the chunks of 2 to 16 bytes that come back most (see
+    ids, which bounds its memory. In front of it, a cache of ``2**short_cache_bits``
+    entries (32 bytes each, two-way) answers the chunks of 2 to 16 bytes that come back most (see
     bytes_map.h); tests make it tiny to force collisions.
     """
     cdef EncodeScratch scratch
