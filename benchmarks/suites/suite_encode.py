@@ -224,6 +224,29 @@ class EncodeOpenAI:
         self.encode(self.text)
 
 
+class EncodeOpenAIWarm:
+    """The warm pass: 1 MB of English encoded again by the same tokenizer, so every chunk is
+    answered by the encoder's caches (the short-chunk cache in front of the chunk cache), as
+    in the peers comparison's second pass; ids as a list and as NumPy arrays."""
+
+    params = (["cl100k_base", "o200k_base"],)
+    param_names = ["encoding"]
+    timeout = 300
+
+    def setup(self, encoding):
+        self.tok = _openai_tokenizer(encoding)
+        text = corpus_text("english", "1MB")  # in documents of 64 KB, as the peers comparison
+        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.tok.encode_batch(self.docs, workers=1)  # the first pass fills the caches
+
+    def time_encode_warm(self, encoding):
+        for doc in self.docs:
+            self.tok.encode(doc)
+
+    def time_encode_batch_numpy_warm(self, encoding):
+        self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
+
+
 class LoadOpenAI:
     """Building fastbpe's cl100k tokenizer from the rank file (100k tokens), and that plus the
     first ``encode`` (any lazy initialisation the encoder defers to its first call)."""

@@ -170,6 +170,7 @@ struct SymbolList {
 // holds more than max_ids ids, which bounds its memory) and reusable buffers.
 struct EncodeScratch {
     BytesMap cache;
+    ShortChunkCache short_cache;  // the cache's first level, for chunks of up to SHORT_KEY_MAX bytes
     size_t max_ids = 4000000;
     IdBuffer sid, span;           // the symbol list of a long chunk (SymbolList)
     IdBuffer out;                 // ids of a call, before the caller copies them out
@@ -182,7 +183,10 @@ struct EncodeScratch {
     PairTable<int32_t> bucket_of;
     Heap<uint64_t, LowestFirst> ranks;
 
-    void clear_cache() { cache.clear(); }
+    void clear_cache() {
+        cache.clear();
+        short_cache.clear();
+    }
     size_t cache_size() const { return cache.size(); }
 
     // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
@@ -382,28 +386,92 @@ class BpeEncoder {
     }
     size_t whole_lookup_size() const { return !use_whole_ ? 0 : whole_all_ ? ids_.size() : whole_id_.size(); }
 
-    // Ids of the m chunks dp[starts[c]:ends[c]] into op (room for their total length).
-    // Counts chunks that missed the cache in *misses.
-    //
-    // A software pipeline over the chunk cache, whose slots are random accesses into a table
-    // bigger than the CPU caches: hash chunk c + 2D and prefetch its slot; at c + D prefetch
-    // the key and ids the slot points at; at c use them.
-    int64_t encode_run(const uint8_t* dp, const int64_t* starts, const int64_t* ends, int64_t m,
+    // Ids of the m chunks dp[starts[c]:ends[c]] into op (room for their total length); the
+    // chunks lie inside dp[0:len]. Counts chunks that missed the cache in *misses.
+    int64_t encode_run(const uint8_t* dp, size_t len, const int64_t* starts, const int64_t* ends, int64_t m,
                        EncodeScratch& st, int32_t* op, int64_t* misses) const {
-        uint64_t ring[PIPELINE];
         int64_t count = 0;
-        for (int64_t c = 0; c < m && c < 2 * PIPELINE_DISTANCE; ++c)
-            ring[c % PIPELINE] = hash_ahead(dp, starts[c], ends[c], st);
-        for (int64_t c = 0; c < m && c < PIPELINE_DISTANCE; ++c) st.cache.prefetch_entry(ring[c % PIPELINE]);
-        for (int64_t c = 0; c < m; ++c) {
-            int64_t ahead = c + 2 * PIPELINE_DISTANCE;
-            if (ahead < m) ring[ahead % PIPELINE] = hash_ahead(dp, starts[ahead], ends[ahead], st);
-            ahead = c + PIPELINE_DISTANCE;
-            if (ahead < m && ring[ahead % PIPELINE] != 0) st.cache.prefetch_entry(ring[ahead % PIPELINE]);
-            int64_t got = encode_chunk(dp + starts[c], ends[c] - starts[c], st, op + count, misses,
-                                       ring[c % PIPELINE]);
+        for (int64_t b = 0; b < m; b += FUSED_BLOCK) {
+            int64_t got = encode_block(dp, len, starts + b, ends + b, std::min<int64_t>(FUSED_BLOCK, m - b), st,
+                                       op + count, misses);
             if (got < 0) return got;
             count += got;
+        }
+        return count;
+    }
+
+    // encode_run of at most FUSED_BLOCK chunks, in three loops, so that the memory accesses of
+    // many chunks overlap instead of waiting one after the other. The first packs every chunk
+    // of 2..SHORT_KEY_MAX bytes and prefetches its entry of the short-chunk cache (where most
+    // chunks of a text end). The second copies out what that cache holds (a copy: the third
+    // loop's inserts may replace an entry) and, for the other chunks, hashes them and
+    // prefetches their slot of the big cache. The third writes the ids in order, encoding the
+    // others (encode_chunk) while the key and ids of those a few steps ahead are prefetched,
+    // and remembers them in the short-chunk cache.
+    int64_t encode_block(const uint8_t* dp, size_t len, const int64_t* starts, const int64_t* ends, int64_t m,
+                         EncodeScratch& st, int32_t* op, int64_t* misses) const {
+        int32_t found[FUSED_BLOCK * SHORT_IDS];  // the ids of chunk c at found[SHORT_IDS * c]
+        int32_t got[FUSED_BLOCK];                // their count; -1: chunk c is left to encode_chunk
+        uint64_t hash[FUSED_BLOCK];
+        uint64_t word0[FUSED_BLOCK], word1[FUSED_BLOCK];  // a short chunk's packed bytes
+        const void* entry[FUSED_BLOCK];          // and its short-cache entry (nullptr: no lookup)
+        int32_t todo[FUSED_BLOCK];               // the chunks left, in order
+        int64_t left = 0;
+        for (int64_t c = 0; c < m; ++c) {  // every short chunk's entry prefetched first
+            int64_t s = starts[c], n = ends[c] - s;
+            entry[c] = nullptr;
+            if (n < 2 || n > (int64_t)SHORT_KEY_MAX) continue;
+            pack_short(dp + s, (size_t)n, len - (size_t)s, &word0[c], &word1[c]);
+            entry[c] = st.short_cache.entry(word0[c], word1[c], (size_t)n);
+            ShortChunkCache::prefetch(entry[c]);
+        }
+        for (int64_t c = 0; c < m; ++c) {
+            int64_t s = starts[c], n = ends[c] - s;
+            int32_t* f = found + SHORT_IDS * c;
+            got[c] = -1;
+            if (n == 1) {
+                f[0] = byte_id[dp[s]];
+                if (f[0] >= 0) {
+                    got[c] = 1;
+                    continue;
+                }
+            } else if (n == 0) {
+                got[c] = 0;
+                continue;
+            } else if (entry[c] != nullptr) {
+                int k = ShortChunkCache::get(entry[c], word0[c], word1[c], (size_t)n, f);
+                if (k > 0) {
+                    got[c] = k;
+                    continue;
+                }
+            }
+            hash[c] = hash_ahead(dp, s, ends[c], st);
+            todo[left++] = (int32_t)c;
+        }
+        for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
+            if (hash[todo[k]] != 0) st.cache.prefetch_entry(hash[todo[k]]);
+        int64_t count = 0, next = 0;
+        for (int64_t c = 0; c < m; ++c) {
+            int32_t g = got[c];
+            if (g > 0) {
+                const int32_t* f = found + SHORT_IDS * c;
+                op[count] = f[0];
+                if (g > 1) {
+                    op[count + 1] = f[1];
+                    if (g > 2) op[count + 2] = f[2];
+                }
+                count += g;
+                continue;
+            }
+            if (g == 0) continue;
+            int64_t ahead = next + PIPELINE_DISTANCE;
+            if (ahead < left && hash[todo[ahead]] != 0) st.cache.prefetch_entry(hash[todo[ahead]]);
+            ++next;
+            int64_t s = starts[c], n = ends[c] - s;
+            int64_t k = encode_chunk(dp + s, n, st, op + count, misses, hash[c]);
+            if (k < 0) return k;
+            if (n >= 2 && n <= (int64_t)SHORT_KEY_MAX) st.short_cache.put(word0[c], word1[c], (size_t)n, op + count, k);
+            count += k;
         }
         return count;
     }
@@ -427,7 +495,7 @@ class BpeEncoder {
                 ++m;
             }
             *chunks += m;
-            int64_t got = encode_run(dp, starts, ends, m, st, op + count, misses);
+            int64_t got = encode_block(dp, n, starts, ends, m, st, op + count, misses);
             if (got < 0) return got;
             count += got;
         }

@@ -14,8 +14,13 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
     const int64_t RANK_QUEUE_MIN
     const int64_t TOO_MANY_IDS
 
+    cdef cppclass ShortChunkCache:
+        void set_bits(int bits)
+        int bits()
+
     cdef cppclass EncodeScratch:
         size_t max_ids
+        ShortChunkCache short_cache
         vector[int32_t] sid
         vector[int32_t] out
         vector[uint8_t] utf8
@@ -40,7 +45,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void build_pairs(const vector[uint64_t]& keys, const vector[uint64_t]& vals) except +
         void add_whole_tokens(const vector[string]& tokens, bool consistent) except +
         size_t whole_lookup_size()
-        int64_t encode_run(const uint8_t* dp, const int64_t* starts, const int64_t* ends, int64_t m,
+        int64_t encode_run(const uint8_t* dp, size_t len, const int64_t* starts, const int64_t* ends, int64_t m,
                            EncodeScratch& st, int32_t* op, int64_t* misses) except +
         int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
                             int64_t* chunks, int64_t* misses) except +

@@ -7,8 +7,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "hash.h"
 
@@ -120,6 +126,136 @@ class BytesMap {
             if (!s.hash) continue;
             slots_[probe(slots_.data(), mask, s.hash & mask, [](const Slot& t) { return t.hash == 0; })] = s;
         }
+    }
+};
+
+// The chunk cache's first level: the ids of chunks of 2..SHORT_KEY_MAX bytes, for the chunks
+// that come back again and again (a few thousand chunks make most of a text: "the", " of", ...).
+// BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
+// (slot, key, ids); here one small entry holds the chunk's bytes packed in two words, its length
+// and up to SHORT_IDS ids, and the table fits the L2 cache. Direct-mapped: a chunk goes to one
+// entry and evicts whatever was there, so a lookup is one probe and two word compares. Only a
+// cache: every entry holds a result the encoder computed, and a miss falls back to BytesMap.
+static const size_t SHORT_KEY_MAX = 16;
+static const int SHORT_IDS = 3;
+static const int SHORT_CACHE_BITS = 16;
+
+// p[0:n] (1 <= n <= 16) packed into two words, zero beyond n (with n, an injective key). `room`:
+// bytes readable from p; with 16 of them the words are read whole and masked, else copied.
+static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t* w0, uint64_t* w1) {
+    uint64_t a = 0, b = 0;
+    if (room >= 16) {
+        std::memcpy(&a, p, 8);
+        std::memcpy(&b, p + 8, 8);
+        // keep the first n bytes: those at the low addresses (low bits on a little-endian CPU)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        if (n < 8) a &= ~(~0ULL >> (8 * n));
+        b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL >> (8 * (n - 8))) : b);
+#else
+        if (n < 8) a &= ~(~0ULL << (8 * n));
+        b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL << (8 * (n - 8))) : b);
+#endif
+    } else {
+        std::memcpy(&a, p, n < 8 ? n : 8);
+        if (n > 8) std::memcpy(&b, p + 8, n - 8);
+    }
+    *w0 = a;
+    *w1 = b;
+}
+
+class ShortChunkCache {
+  public:
+    // 2^bits entries of 32 bytes (2 MB: the distinct short chunks of megabytes of text fit),
+    // allocated at the first put (an unused cache costs nothing). Two-way: the two entries a
+    // chunk may sit in share one cache line, the newer first (a put moves the older out to the
+    // second way), so one rare chunk does not evict a frequent one. Bigger than the L2 cache,
+    // which costs little: the encoder prefetches the lines of a block of chunks before reading
+    // them; and it asks for huge pages, so those prefetches do not miss the TLB.
+    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits) {}
+
+    // The set of the chunk packed as (w0, w1) of n bytes (nullptr while the cache is empty),
+    // for prefetch() and get(): a caller of many lookups computes them all, prefetches every
+    // set, then reads them, so that the misses overlap.
+    inline const void* entry(uint64_t w0, uint64_t w1, size_t n) const {
+        return sets_ ? &sets_[set_of(w0, w1, n)] : nullptr;
+    }
+    static inline void prefetch(const void* e) {
+        if (e != nullptr) __builtin_prefetch(e);
+    }
+    // The ids of the chunk (w0, w1, n) whose entry() is e into ids (room for SHORT_IDS);
+    // returns their count, or 0 when the chunk is not here.
+    static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
+        if (e == nullptr) return 0;
+        const Set& set = *(const Set*)e;
+        const Entry* x = &set.way[0];
+        if (!x->holds(w0, w1, n)) {
+            x = &set.way[1];
+            if (!x->holds(w0, w1, n)) return 0;
+        }
+        ids[0] = x->ids[0];
+        if (x->count > 1) {
+            ids[1] = x->ids[1];
+            if (x->count > 2) ids[2] = x->ids[2];
+        }
+        return x->count;
+    }
+
+    // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
+    inline void put(uint64_t w0, uint64_t w1, size_t n, const int32_t* ids, int64_t count) {
+        if (count < 1 || count > SHORT_IDS) return;
+        if (!sets_) allocate();
+        Set& set = sets_[set_of(w0, w1, n)];
+        if (!set.way[0].holds(w0, w1, n)) set.way[1] = set.way[0];
+        Entry& e = set.way[0];
+        e.w0 = w0;
+        e.w1 = w1;
+        e.n = (uint16_t)n;
+        e.count = (uint16_t)count;
+        for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
+    }
+
+    void clear() { sets_.reset(); }
+    // Use 2^bits entries from now on (emptied; tests make it tiny to force collisions).
+    void set_bits(int bits) {
+        clear();
+        bits_ = bits;
+    }
+    int bits() const { return bits_; }
+
+  private:
+    struct Entry {
+        uint64_t w0, w1;
+        int32_t ids[SHORT_IDS];
+        uint16_t n;  // 0: empty
+        uint16_t count;
+        inline bool holds(uint64_t a, uint64_t b, size_t m) const { return w0 == a && w1 == b && n == m; }
+    };
+    struct alignas(64) Set {
+        Entry way[2];
+    };
+    static_assert(sizeof(Set) == 64, "a set is one cache line");
+    struct Free {
+        void operator()(Set* p) const { std::free(p); }
+    };
+    int bits_;
+    std::unique_ptr<Set[], Free> sets_;
+
+    size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
+    inline size_t set_of(uint64_t w0, uint64_t w1, size_t n) const {
+        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)n) * 0xBF58476D1CE4E5B9ULL;
+        return (size_t)(x >> 40) & (num_sets() - 1);  // (bits <= 24: the top bits, well mixed)
+    }
+    void allocate() {
+        size_t bytes = num_sets() * sizeof(Set);
+        const size_t huge = (size_t)1 << 21;
+        size_t align = bytes % huge == 0 ? huge : sizeof(Set);
+        Set* p = (Set*)std::aligned_alloc(align, bytes);
+        if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        if (align == huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+        std::memset((void*)p, 0, bytes);
+        sets_.reset(p);
     }
 };
 

@@ -59,15 +59,20 @@ cdef class EncodeState:
     """Per-thread scratch space and chunk cache. Never share one between threads.
 
     The cache maps chunk bytes to their ids; it is cleared when it holds more than ``max_ids``
-    ids, which bounds its memory.
+    ids, which bounds its memory. In front of it, a cache of ``2**short_cache_bits``
+    entries (32 bytes each, two-way) answers the chunks of 2 to 16 bytes that come back most (see
+    bytes_map.h); tests make it tiny to force collisions.
     """
     cdef EncodeScratch scratch
     cdef tuple ints             # id_list's int of every id: this thread's own objects, so two
                                 # threads never write to the same refcount (cache-line ping-pong)
     cdef public int64_t hits, misses
 
-    def __init__(self, size_t max_ids=4_000_000):
+    def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16):
+        if not 1 <= short_cache_bits <= 24:
+            raise ValueError(f"short_cache_bits must be between 1 and 24, got {short_cache_bits}")
         self.scratch.max_ids = max_ids
+        self.scratch.short_cache.set_bits(short_cache_bits)
         self.hits = 0
         self.misses = 0
 
@@ -178,7 +183,7 @@ cdef class BPECore:
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         if m > 0:
             with nogil:
-                got = self.enc.encode_run(dp, &starts[0], &ends[0], m, st[0], st.out.data(), &misses)
+                got = self.enc.encode_run(dp, data.shape[0], &starts[0], &ends[0], m, st[0], st.out.data(), &misses)
         return self._result(state, got, m, misses)
 
     cdef object _result(self, EncodeState state, int64_t got, Py_ssize_t chunks, int64_t misses):

@@ -90,10 +90,22 @@ static inline bool flags_before(const uint8_t* s, size_t i, uint16_t* fl) {
 
 // UTF-8 of n code units of a str (1, 2 or 4 bytes each) into out (room for 4 per unit, fewer
 // for narrow kinds): the byte count, or -1 at a lone surrogate (not encodable as UTF-8).
+// ASCII runs go 16 units at a time (the OR of the units says whether all are ASCII, and the
+// fixed-size loops compile to vector code): most text is mostly ASCII even when the str is not.
 template <class T>
 static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out) {
+    const size_t RUN = 16;
     size_t o = 0;
     for (size_t i = 0; i < n; ++i) {
+        while (i + RUN <= n) {
+            T any = 0;
+            for (size_t k = 0; k < RUN; ++k) any |= s[i + k];
+            if (any >= 0x80) break;
+            for (size_t k = 0; k < RUN; ++k) out[o + k] = (uint8_t)s[i + k];
+            i += RUN;
+            o += RUN;
+        }
+        if (i >= n) break;
         uint32_t c = s[i];
         if (c < 0x80) {
             out[o++] = (uint8_t)c;

@@ -506,3 +506,73 @@ def test_id_list_outlives_its_core():
     del core, state
     gc.collect()
     assert ids == [256, 255, 256, 1000]
+
+
+def _chunked(chunks):
+    """``encode_chunks`` arguments for a list of byte chunks laid end to end."""
+    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    return b"".join(chunks), ends - lengths, ends
+
+
+def _one_by_one(core, chunks):
+    """Ids of every chunk encoded alone, each with a fresh state: no cache can answer."""
+    ids = []
+    for c in chunks:
+        ids += core.encode_chunks(c, np.array([0], np.int64), np.array([len(c)], np.int64), EncodeState()).tolist()
+    return ids
+
+
+# chunks of up to 20 bytes over a few letters, NUL and 0xff: many repeats, lengths on both
+# sides of the short-chunk cache's 8- and 16-byte words, chunks that differ only past their end
+SHORT_CHUNKS = st.lists(st.binary(min_size=1, max_size=20).map(lambda b: bytes(b"ab\x00\xff"[x % 4] for x in b)),
+                        min_size=1, max_size=400)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=merge_lists(alphabet=b"ab\x00\xff", max_merges=16), chunks=SHORT_CHUNKS,
+       bits=st.sampled_from([1, 2, 16]))
+def test_short_chunk_cache_collisions_keep_results_exact(case, chunks, bits):
+    """The short-chunk cache in front of the chunk cache: one state over many calls, its table
+    tiny (every chunk collides with others) or full size, against each chunk encoded alone."""
+    tokens, merges = case
+    tok = Tokenizer(tokens, merges)
+    core = tok._core()
+    expected = _one_by_one(core, chunks)
+    state = EncodeState(short_cache_bits=bits)
+    for _ in range(3):  # the second and third calls are answered from the caches
+        assert core.encode_chunks(*_chunked(chunks), state).tolist() == expected
+    assert core.encode_chunks(*_chunked(chunks[::-1]), state).tolist() == _one_by_one(core, chunks[::-1])
+
+
+def test_short_chunk_cache_keys_are_exact_at_word_boundaries(trained):
+    """Chunks of 7..17 bytes, equal up to their end and followed by different bytes, with a NUL
+    at the end (zero padding must not make "ab" and "ab\\0" one key), and at the very end of the
+    data (fewer than 16 bytes left to read)."""
+    tok = trained[0]
+    core = tok._core()
+    state = EncodeState(short_cache_bits=1)
+    for n in range(1, 18):
+        word = (b"the quick brown fox"[:n])
+        for chunks in ([word, b"x" * 20], [word, b"y" * 20], [word + b"\x00", b"z"], [word], [b"q", word]):
+            assert core.encode_chunks(*_chunked(chunks), state).tolist() == _one_by_one(core, chunks)
+
+
+def test_short_chunk_cache_size_is_checked():
+    with pytest.raises(ValueError, match="short_cache_bits"):
+        EncodeState(short_cache_bits=0)
+    with pytest.raises(ValueError, match="short_cache_bits"):
+        EncodeState(short_cache_bits=25)
+
+
+def test_short_chunk_cache_does_not_hide_a_byte_outside_the_vocabulary():
+    """A byte the vocabulary lacks is an error wherever it sits, also after cached chunks."""
+    tok = Tokenizer([bytes([b]) for b in range(255)] + [b"ab"], [(97, 98)])  # no 0xff
+    core = tok._core()
+    state = EncodeState()
+    chunks = [b"ab", b"ab", b"a"]
+    core.encode_chunks(*_chunked(chunks), state)
+    with pytest.raises(ValueError, match="0xff"):
+        core.encode_chunks(*_chunked(chunks + [b"\xff"]), state)
+    with pytest.raises(ValueError, match="0xff"):
+        core.encode_chunks(*_chunked(chunks + [b"a\xff"]), state)
