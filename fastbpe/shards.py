@@ -28,6 +28,7 @@ import struct
 import time
 import uuid
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -576,20 +577,38 @@ def encode_files(
             yield batch
 
     last_index = resume_segment - 1
+
+    def encode(batch):
+        texts = [text for _, text, _, _ in batch]
+        return tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+
+    def write(batch, encoded) -> None:
+        nonlocal last_index
+        for (index, _, needs_sep, _), ids in zip(batch, encoded.result()):
+            if needs_sep:
+                ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
+            writer.add(ids, index, resume_offset if index == resume_segment else 0)
+            last_index = index
+        if bar is not None:
+            bar.update(sum(raw for _, _, _, raw in batch))
+            bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
+
+    # A pipeline of three stages: while the workers encode a batch (submitted through one
+    # thread, so batches are encoded one after the other), this thread writes the previous
+    # batch's ids and reads and decodes the next batch. Shards are written in order as before.
+    ahead = ThreadPoolExecutor(1, thread_name_prefix="fastbpe-shards")
     try:
+        previous = None
         for batch in batches():
-            texts = [text for _, text, _, _ in batch]
-            encoded = tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
-            for (index, _, needs_sep, _), ids in zip(batch, encoded):
-                if needs_sep:
-                    ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
-                writer.add(ids, index, resume_offset if index == resume_segment else 0)
-                last_index = index
-            if bar is not None:
-                bar.update(sum(raw for _, _, _, raw in batch))
-                bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
+            encoded = ahead.submit(encode, batch)
+            if previous is not None:
+                write(*previous)
+            previous = (batch, encoded)
+        if previous is not None:
+            write(*previous)
         writer.flush((last_index + 1, 0), final=True)
     finally:
+        ahead.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
             bar.close()
     seconds = time.perf_counter() - started
