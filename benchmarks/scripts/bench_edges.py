@@ -127,9 +127,12 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=20000)
     parser.add_argument("--mb", type=int, default=20, help="MB of English for the large inputs (0: skip them)")
     parser.add_argument("--only-large", action="store_true", help="only the large inputs")
+    parser.add_argument("--checkout", help="measure the fastbpe of this checkout (built in place), e.g. a baseline")
     parser.add_argument("--child", nargs=2, metavar=("TASK", "LIB"))
     args = parser.parse_args()
     if args.child:
+        if args.checkout:
+            sys.path.insert(0, str(Path(args.checkout).resolve()))
         print(json.dumps(child(*args.child, args.lines, args.mb)))
         return
     rows = ([] if args.only_large else ROWS) + (LARGE_ROWS if args.mb else [])
@@ -140,12 +143,13 @@ def main() -> None:
         for task, libs in rows:
             for lib in (libs if round_ % 2 == 0 else libs[::-1]):
                 out = subprocess.run([sys.executable, __file__, "--child", task, lib, "--lines", str(args.lines),
-                                      "--mb", str(args.mb)],
+                                      "--mb", str(args.mb)] + (["--checkout", args.checkout] if args.checkout else []),
                                      check=True, capture_output=True, text=True).stdout
                 got = json.loads(out.strip().splitlines()[-1])
                 key = (task, lib)
                 best[key] = {k: min(v, best.get(key, {}).get(k, float("inf"))) for k, v in got.items()}
-    print(f"load average {os.getloadavg()}; best of {args.repeat} fresh processes per cell")
+    print(f"load average {os.getloadavg()}; best of {args.repeat} fresh processes per cell"
+          + (f"; fastbpe of {args.checkout}" if args.checkout else ""))
     print(f"{'task':22s} {'library':9s} {'cpu s':>8s} {'wall s':>8s}")
     for task, libs in rows:
         for lib in libs:
