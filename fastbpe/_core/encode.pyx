@@ -46,9 +46,6 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(PyObject* o, int* overflow)
     bytes PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     char* PyBytes_AS_STRING(object o)
-    void PyObject_GC_UnTrack(void* op)
-    void PyObject_GC_Track(void* op)
-    int PyObject_GC_IsTracked(PyObject* op)
 
 MERGE_RULE_IDS = {"replay": MERGE_REPLAY, "pair": MERGE_PAIR, "token": MERGE_TOKEN}
 # the names in id order: what Tokenizer(merge_rule=...) accepts
@@ -358,22 +355,10 @@ cdef class BPECore:
         cdef tuple ints = self._shared_ints(state)
         cdef const int32_t* base = &ids[0] if ids.shape[0] else NULL
         cdef list out = PyList_New(count)
-        cdef PyObject* lst
-        # The lists stay out of the cycle collector's sight until all exist, then are tracked
-        # again: they hold ints only, so no cycle runs through them meanwhile, and creating
-        # 10^5-10^6 tracked lists starts a full collection (a walk over every tracked object)
-        # each time the old generation grows by a quarter: 6x the time of building them.
-        PyObject_GC_UnTrack(<void*>out)
         for k in range(count):
             item = self._list_of(base + ends[k] if base != NULL else NULL, ends[k + 1] - ends[k], ints)
-            PyObject_GC_UnTrack(<void*>item)
             Py_INCREF(item)
             PyList_SET_ITEM(out, k, <PyObject*>item)
-        for k in range(count):
-            lst = PyList_GET_ITEM(out, k)
-            if not PyObject_GC_IsTracked(lst):
-                PyObject_GC_Track(<void*>lst)
-        PyObject_GC_Track(<void*>out)
         return out
 
     cdef tuple _shared_ints(self, EncodeState state):

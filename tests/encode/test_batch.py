@@ -96,12 +96,23 @@ def test_several_groups_per_worker_keep_the_order(byte_level, texts, workers):
     assert got == [byte_level.encode(t, disallowed_special=()) for t in texts]
 
 
-def test_id_lists_are_tracked_by_the_cycle_collector(byte_level):
-    """The lists of ids are built out of the cycle collector's sight, and handed back tracked:
-    a list the caller later makes part of a cycle is still collected."""
+def test_the_cycle_collector_is_left_as_it_was(byte_level, char_level):
+    """encode_batch pauses the cycle collector while it builds its lists, and leaves it as it
+    found it (on, or off), also when a text fails; the lists it returns are tracked."""
     import gc
 
     texts = ["the cat", "", "sat on the mat"] * 50
-    lists = byte_level.encode_batch(texts, workers=1, disallowed_special=())
+    assert gc.isenabled()
+    lists = byte_level.encode_batch(texts, workers=2, disallowed_special=())
+    assert gc.isenabled()
     assert gc.is_tracked(lists) and all(map(gc.is_tracked, lists))
     assert lists == [byte_level.encode(t, disallowed_special=()) for t in texts]
+    gc.disable()
+    try:
+        byte_level.encode_batch(texts, workers=2, disallowed_special=())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError, match="not in the vocabulary"):  # raised while paused
+        char_level.encode_batch(["the cat", "Ω"], workers=2)
+    assert gc.isenabled()
