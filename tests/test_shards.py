@@ -575,3 +575,44 @@ def test_block_chars_is_the_former_name_of_block_size(tok, corpus, tmp_path):
         encode_files(tok, paths, tmp_path / "old", block_chars=3000, progress=False)
     encode_files(tok, paths, tmp_path / "new", block_size=3000, progress=False)
     assert all_ids(tmp_path / "old")[1] == all_ids(tmp_path / "new")[1] == expected_ids(tok, docs)
+
+
+def test_the_job_names_everything_that_decides_the_ids(tok, cl100k):
+    """The tokenizer digest of a job changes with any field, token or merge that changes the
+    ids, and not with the training statistics; it equals for an equal tokenizer."""
+    digest = shards._tokenizer_digest
+    assert digest(tok) == digest(fastbpe.Tokenizer.from_dict(tok.to_dict()))
+    data = tok.to_dict()
+    changed = [dict(data, pattern="whitespace"), dict(data, special_tokens={EOT: len(data["vocab"]) + 1}),
+               dict(data, merges=data["merges"][:-1], vocab=data["vocab"][:-1], merge_counts=None),
+               dict(data, prefix_space=True)]
+    for other in changed:
+        assert digest(fastbpe.Tokenizer.from_dict(other)) != digest(tok), [k for k in data if other[k] != data[k]]
+    assert data["merge_counts"], "a trained tokenizer has its merge counts"
+    assert digest(fastbpe.Tokenizer.from_dict(dict(data, merge_counts=[c + 1 for c in data["merge_counts"]]))) == \
+        digest(tok)
+    swapped = list(cl100k.token_bytes)
+    swapped[300], swapped[301] = swapped[301], swapped[300]  # two tokens' bytes: other ids
+    assert digest(fastbpe.Tokenizer(swapped, None, merge_rule="token", pattern=cl100k.pattern,
+                                    special_tokens=cl100k.special_tokens, whole_token_lookup=True)) != digest(cl100k)
+
+
+def test_a_run_of_an_earlier_version_resumes(tok, corpus, tmp_path):
+    """A manifest whose job names the tokenizer as earlier versions did (the SHA-256 of its
+    file's JSON) resumes, and a different tokenizer is still refused."""
+    paths, _ = corpus
+    options = dict(shard_size=5000, fmt="raw", progress=False, block_size=4000)
+    encode_files(tok, paths, tmp_path / "whole", **options)
+    out = tmp_path / "earlier"
+    encode_files(tok, paths, out, **options)
+    manifest = json.loads((out / MANIFEST).read_text())
+    manifest["job"].pop("tokenizer_digest")
+    manifest["job"]["tokenizer_sha256"] = shards._fingerprint(tok, [], {}, earlier=True)["tokenizer_sha256"]
+    manifest["complete"] = False
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    assert encode_files(tok, paths, out, **options)["complete"]
+    assert all_ids(out)[1] == all_ids(tmp_path / "whole")[1]
+    manifest["job"]["tokenizer_sha256"] = "0" * 64
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="another job"):
+        encode_files(tok, paths, out, **options)

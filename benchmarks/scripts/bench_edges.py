@@ -10,7 +10,12 @@ is kept. Printed, with the load average:
 * decode: the ids of 2 MB of English (cl100k) back to text, a list of ints, CPU seconds;
 * batch: 20,000 short lines (the first lines of the multilingual table, each at most 200
   characters): a loop of ``encode_ordinary``, ``encode_batch`` at 1 and 2 workers, and tiktoken's
-  ``encode_ordinary_batch`` at 2 threads; wall and CPU seconds.
+  ``encode_ordinary_batch`` at 2 threads; wall and CPU seconds;
+* large inputs (``--mb`` MB of English, 0 to skip): ``encode_batch`` of its lines, and
+  ``encode_files`` (what ``fastbpe encode`` runs) of it as one plain file, at 1 and 2 workers
+  (cold: the first call of a fresh process), with the 2-worker speed-up of wall time and the
+  CPU/wall ratio (2.0: both cores busy all along; lower: a worker waited, or the machine was
+  shared).
 
 Needs the shared data (FASTBPE_DATA, default ../shared/data) and tiktoken.
 """
@@ -39,9 +44,46 @@ def _short_lines(count):
     return [line[:200] for line in first_lines("parallel_multi.tsv.gz", count)]
 
 
-def child(task: str, lib: str, lines: int) -> dict:
+def _english_file(mb: int) -> str:
+    """The first ``mb`` MB of english.txt.gz (whole lines) in a temporary file, made once."""
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), f"fastbpe_bench_english_lines_{mb}.txt")
+    if not os.path.exists(path):
+        data = text_slice("english.txt.gz", mb * 1_000_000).encode("utf-8")
+        data = data[: data.rindex(b"\n") + 1]
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def child(task: str, lib: str, lines: int, mb: int = 0) -> dict:
     """One measurement in this (fresh) process: CPU and wall seconds of the timed part."""
     kind, _, name = task.partition(":")
+    if kind in ("lines", "files"):  # large inputs, fastbpe at `name` workers
+        import shutil
+        import tempfile
+
+        path = _english_file(mb)
+        tok = _fastbpe_openai("cl100k_base")
+        if kind == "lines":
+            with open(path, encoding="utf-8") as f:
+                texts = f.readlines()
+            fn = lambda: tok.encode_batch(texts, workers=int(name), disallowed_special=())  # noqa: E731
+        else:
+            import fastbpe
+
+            out = tempfile.mkdtemp(prefix="fastbpe-bench-shards-")
+            fn = lambda: fastbpe.encode_files(tok, [path], out, workers=int(name), fmt="raw",  # noqa: E731
+                                              progress=False, resume=False)
+        cpu, wall = time.process_time(), time.perf_counter()
+        try:
+            fn()
+        finally:
+            if kind == "files":
+                shutil.rmtree(out, ignore_errors=True)
+        return {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
     if kind == "decode":
         text = text_slice("english.txt.gz", 2_000_000)
         enc = tiktoken_encoding("cl100k_base")
@@ -76,40 +118,58 @@ ROWS = [
     ("batch:1", ["fastbpe", "tiktoken"]),
     ("batch:2", ["fastbpe", "tiktoken"]),
 ]
+LARGE_ROWS = [("lines:1", ["fastbpe"]), ("lines:2", ["fastbpe"]), ("files:1", ["fastbpe"]), ("files:2", ["fastbpe"])]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--lines", type=int, default=20000)
+    parser.add_argument("--mb", type=int, default=20, help="MB of English for the large inputs (0: skip them)")
+    parser.add_argument("--only-large", action="store_true", help="only the large inputs")
+    parser.add_argument("--checkout", help="measure the fastbpe of this checkout (built in place), e.g. a baseline")
     parser.add_argument("--child", nargs=2, metavar=("TASK", "LIB"))
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(*args.child, args.lines)))
+        if args.checkout:
+            sys.path.insert(0, str(Path(args.checkout).resolve()))
+        print(json.dumps(child(*args.child, args.lines, args.mb)))
         return
+    rows = ([] if args.only_large else ROWS) + (LARGE_ROWS if args.mb else [])
+    if args.mb:
+        _english_file(args.mb)  # made (and in the page cache) before any timing
     best = {}
     for round_ in range(args.repeat):
-        for task, libs in ROWS:
+        for task, libs in rows:
             for lib in (libs if round_ % 2 == 0 else libs[::-1]):
-                out = subprocess.run([sys.executable, __file__, "--child", task, lib, "--lines", str(args.lines)],
+                out = subprocess.run([sys.executable, __file__, "--child", task, lib, "--lines", str(args.lines),
+                                      "--mb", str(args.mb)] + (["--checkout", args.checkout] if args.checkout else []),
                                      check=True, capture_output=True, text=True).stdout
                 got = json.loads(out.strip().splitlines()[-1])
                 key = (task, lib)
                 best[key] = {k: min(v, best.get(key, {}).get(k, float("inf"))) for k, v in got.items()}
-    print(f"load average {os.getloadavg()}; best of {args.repeat} fresh processes per cell")
+    print(f"load average {os.getloadavg()}; best of {args.repeat} fresh processes per cell"
+          + (f"; fastbpe of {args.checkout}" if args.checkout else ""))
     print(f"{'task':22s} {'library':9s} {'cpu s':>8s} {'wall s':>8s}")
-    for task, libs in ROWS:
+    for task, libs in rows:
         for lib in libs:
             b = best[(task, lib)]
             print(f"{task:22s} {lib:9s} {b['cpu']:8.4f} {b['wall']:8.4f}")
-    print("ratios (other / fastbpe, > 1: fastbpe faster), CPU unless wall is said:")
-    for task, libs in ROWS:
-        if len(libs) == 2:
-            print(f"  {task:22s} {best[(task, libs[1])]['cpu'] / best[(task, libs[0])]['cpu']:.2f}")
-    loop = best[("batch:loop", "fastbpe")]["wall"]
-    for workers in ("1", "2"):
-        print(f"  loop of encode / encode_batch(workers={workers}), wall: "
-              f"{loop / best[(f'batch:{workers}', 'fastbpe')]['wall']:.2f}")
+    if not args.only_large:
+        print("ratios (other / fastbpe, > 1: fastbpe faster), CPU unless wall is said:")
+        for task, libs in ROWS:
+            if len(libs) == 2:
+                print(f"  {task:22s} {best[(task, libs[1])]['cpu'] / best[(task, libs[0])]['cpu']:.2f}")
+        loop = best[("batch:loop", "fastbpe")]["wall"]
+        for workers in ("1", "2"):
+            print(f"  loop of encode / encode_batch(workers={workers}), wall: "
+                  f"{loop / best[(f'batch:{workers}', 'fastbpe')]['wall']:.2f}")
+    if args.mb:
+        print(f"large inputs ({args.mb} MB of English): 2 workers vs 1, wall; CPU/wall of 2 workers")
+        for kind, what in (("lines", "encode_batch of its lines"), ("files", "encode_files of it")):
+            one, two = best[(f"{kind}:1", "fastbpe")], best[(f"{kind}:2", "fastbpe")]
+            print(f"  {what:28s} {one['wall'] / two['wall']:.2f}x   {args.mb / one['wall']:.1f} -> "
+                  f"{args.mb / two['wall']:.1f} MB/s   CPU/wall {two['cpu'] / two['wall']:.2f}")
 
 
 if __name__ == "__main__":

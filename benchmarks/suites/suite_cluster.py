@@ -1,6 +1,6 @@
 """asv: the same counting and shard encoding on this machine and on a Dask cluster.
 
-``mode="local"`` runs ``count_words`` with 2 processes and ``encode_files`` with 2 threads;
+``mode="local"`` runs ``count_words`` and ``encode_files`` with 2 threads;
 ``mode="cluster"`` runs them with ``cluster=`` on a process-based ``LocalCluster`` of 2
 single-threaded workers on loopback TCP, started in ``setup`` (not timed). The difference is
 the cost of the cluster path: shipping tasks and tokenizer, combining tables on the workers,

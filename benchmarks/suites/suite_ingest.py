@@ -97,6 +97,37 @@ class CountWorkers:
         fastbpe_module().count_words(iter([self.text]), "gpt2", workers=workers)
 
 
+class CountWorkersFile:
+    """Parallel counting of a plain file: ``count_words(path, workers=N)`` on 10 MB of English
+    cut into one byte range per worker (each read by its worker; the tables combined in order)."""
+
+    params = ([1, 2],)
+    param_names = ["workers"]
+    size = "10MB"
+
+    def setup(self, workers):
+        import os
+        import tempfile
+
+        count_words = require("count_words")
+        if "partition_size" not in inspect.signature(count_words).parameters:
+            skip("count_words has no partition_size option in this commit")
+        data = corpus_text("english", self.size).encode("utf-8")
+        handle, self.path = tempfile.mkstemp(suffix=".txt")
+        with os.fdopen(handle, "wb") as f:
+            f.write(data)
+        self.partition = -(-len(data) // workers)
+
+    def teardown(self, workers):
+        import os
+
+        os.unlink(self.path)
+
+    def time_count(self, workers):
+        fastbpe_module().count_words(self.path, "gpt2", workers=workers, partition_size=self.partition,
+                                     progress=False)
+
+
 class Pretokenize:
     """``pretokenize(text, pattern)`` against ``regex.findall`` of the same pattern."""
 

@@ -141,10 +141,10 @@ class ChunkTable {
     // Add another table's chunks in its order (counting consecutive parts of a corpus).
     void add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) {
         const uint8_t* end = d + offs[n];
-        // room for every chunk being new: one rehash at most, instead of one per doubling
-        size_t capacity = capacity_;
-        while ((size() + n) * 10 > capacity * 7) capacity *= 2;
-        if (capacity != capacity_) rehash(capacity);
+        // An empty table takes every chunk: room for all of them now (one rehash at most,
+        // instead of one per doubling). A table that holds chunks already (consecutive parts
+        // of one corpus share most of theirs) grows as it goes, only as far as it needs.
+        if (size() == 0) reserve(n);
         data.reserve(data.size() + (size_t)offs[n]);
         offsets.reserve(offsets.size() + n);
         for (size_t k = 0; k < n; k += BATCH) {
@@ -153,6 +153,21 @@ class ChunkTable {
             for (size_t j = 0; j < m; ++j) count_key(queue_[j].key, queue_[j].hash, queue_[j].p, cnts[k + j]);
             queued_ = 0;
         }
+    }
+
+    // Add another table's chunks in its order (its counts included): merging the table of
+    // the next part of a corpus without copying it out first.
+    void add_counter(ChunkTable& other) {
+        if (other.size() == 0) return;
+        other.export_counts();
+        add_table(other.data.data(), other.offsets.data(), other.counts.data(), other.size());
+    }
+
+    // Room for `n` chunks in all without a rehash (a hint: the table grows past it as needed).
+    void reserve(size_t n) {
+        size_t capacity = capacity_;
+        while (n * 10 > capacity * 7) capacity *= 2;
+        if (capacity != capacity_) rehash(capacity);
     }
 
   private:

@@ -94,7 +94,7 @@ def add_extend_subcommand(subparsers) -> argparse.ArgumentParser:
                         "anything else -> huggingface")
     p.add_argument("--min-frequency", type=int, default=2,
                    help="stop when the most frequent pair occurs fewer times than this")
-    p.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")
+    p.add_argument("--workers", type=int, default=None, help="counting workers (default: all cores)")
     p.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the input: fail, replace it with U+FFFD, or count the raw bytes")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")

@@ -85,7 +85,7 @@ def add_trace_subcommand(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--word", action="append", default=None, metavar="WORD",
                    help="trace the merges that fire while WORD is encoded (repeatable) (default: none)")
     add_tokenizer_option(t, repeatable=False, required=False)
-    t.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")
+    t.add_argument("--workers", type=int, default=None, help="counting workers (default: all cores)")
     t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the corpus: fail, replace it with U+FFFD, or count the raw bytes")
     add_report_options(t, plot="the compression curve (symbols against merges)")

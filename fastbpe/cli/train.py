@@ -226,7 +226,7 @@ def add_train_subcommand(subparsers) -> argparse.ArgumentParser:
                    help="hf: learn exactly the merges of Hugging Face's BpeTrainer trained on these files "
                         "(byte-level, gpt2 split; each line with its line ending a text of its own, as "
                         "Tokenizer.train(files) reads them) (default: fastbpe's own tie rule)")
-    t.add_argument("--workers", type=int, default=None, help="counting processes (default: all cores)")
+    t.add_argument("--workers", type=int, default=None, help="counting workers (default: all cores)")
     add_scheduler_option(t, "the corpus is counted (the tables combined there too)")
     t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the input: fail naming the file and offset, replace it with "

@@ -9,6 +9,9 @@ vocabulary, a tokenizer that is not byte-level with a compiled pattern) go throu
 own path, text by text, so every text gets exactly ``encode``'s ids or error. Which texts hold a
 special token's text is found by one search over all of them.
 """
+import gc
+import threading
+from contextlib import contextmanager
 from typing import List, Optional
 
 import numpy as np
@@ -32,6 +35,56 @@ def byte_balanced_groups(sizes: np.ndarray, groups: int) -> List[slice]:
     cuts = np.unique(np.concatenate([[0], np.searchsorted(total, targets, side="left") + 1, [len(sizes)]]))
     cuts = np.clip(cuts, 0, len(sizes))
     return [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+# Characters per group, about, when there is enough for several groups per worker.
+GROUP_CHARS = 1 << 21
+
+
+def _group_count(chars: int, workers: int) -> int:
+    """How many groups to cut ``chars`` characters into for ``workers`` threads: one per worker,
+    or for large batches up to 8 per worker. A group's encoding runs without the GIL but its
+    result conversion (the lists of ids) holds it, so with several groups per worker one
+    thread's conversion overlaps another's encoding instead of all conversions queueing at the
+    end.
+
+    >>> _group_count(1000, 2), _group_count(40 << 20, 2), _group_count(40 << 20, 1)
+    (2, 16, 1)
+    """
+    if workers <= 1:
+        return 1
+    return workers * max(1, min(8, chars // (workers * GROUP_CHARS)))
+
+
+_collector_lock = threading.Lock()
+_collector_pauses = 0  # encode_batch calls running with the cycle collector paused
+_collector_was_enabled = False
+
+
+@contextmanager
+def _cycle_collector_paused():
+    """The cycle collector paused while a batch's result is built, then as it was before.
+
+    A batch of 10^5-10^6 texts returns as many new lists: created with the collector on, they
+    start a full collection (a walk over every tracked object) each time the old generation
+    grows by a quarter, which costs more than the encoding itself (measured: CPU of 20 MB of
+    English lines at 2 workers 0.47 s paused, 0.73-1.0 s not). The lists hold ints only, so
+    no cycle can form meanwhile; they are collected as usual afterwards. Concurrent calls
+    share one pause: the last to finish restores the state the first found.
+    """
+    global _collector_pauses, _collector_was_enabled
+    with _collector_lock:
+        if _collector_pauses == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _collector_pauses += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _collector_pauses -= 1
+            if _collector_pauses == 0 and _collector_was_enabled:
+                gc.enable()
 
 
 def _fused_pattern(tok) -> Optional[int]:
@@ -98,9 +151,10 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
     if not texts:
         return []
     sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    parts = byte_balanced_groups(sizes + 1, workers if len(texts) > 1 else 1)
-    if len(parts) == 1:
-        return group(parts[0])
-    with tok._pools.borrow(len(parts)) as pool:
-        results = list(pool.map(group, parts))
-    return [ids for result in results for ids in result]
+    parts = byte_balanced_groups(sizes + 1, _group_count(int(sizes.sum()), workers) if len(texts) > 1 else 1)
+    with _cycle_collector_paused():
+        if len(parts) == 1:
+            return group(parts[0])
+        with tok._pools.borrow(min(workers, len(parts))) as pool:  # one cache per thread: few threads
+            results = list(pool.map(group, parts))
+        return [ids for result in results for ids in result]

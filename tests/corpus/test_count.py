@@ -152,7 +152,8 @@ def test_one_vs_two_workers_identical(tmp_path, english_bytes, multi_bytes):
 
 
 def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
-    """With another thread alive, workers start by forkserver instead of fork: same table."""
+    """With another thread alive, worker processes (a user regex) start by forkserver instead
+    of fork: same table."""
     import threading
 
     plain = tmp_path / "plain.txt"
@@ -161,11 +162,29 @@ def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
     thread = threading.Thread(target=stop.wait, daemon=True)
     thread.start()
     try:
-        two = count_words(str(plain), "o200k", workers=2, block_size=20_000, partition_size=60_000, progress=False)
+        two = count_words(str(plain), USER_REGEX, workers=2, block_size=20_000, partition_size=60_000,
+                          progress=False)
     finally:
         stop.set()
         thread.join()
-    assert two == count_words_reference([english_bytes], "o200k")
+    assert two == count_words_reference([english_bytes], USER_REGEX)
+
+
+@SETTINGS
+@given(words=st.lists(st.one_of(st.sampled_from(SPECIAL), st.sampled_from(["ab", "\u4e2d\u4e2d", "\n\n"]),
+                                st.integers(1, 300).map(lambda n: "x" * n)), max_size=120).map("".join),
+       block_size=st.sampled_from([1, 5, 64, 1000]), partition_size=st.sampled_from([7, 200, 3000]),
+       workers=st.sampled_from([1, 2]))
+def test_byte_ranges_of_a_file_equal_the_reference(tmp_path_factory, words, block_size, partition_size, workers):
+    """A plain file read as byte ranges (cut inside characters, ranges without a cut, so
+    empty, and blocks longer than block_size where no cut comes) counts as the whole text."""
+    path = tmp_path_factory.mktemp("ranges") / "text.txt"
+    data = words.encode("utf-8")
+    path.write_bytes(data)
+    if not data.strip():
+        return  # no chunk, or only whitespace: the empty-corpus error is tested elsewhere
+    assert count_words(str(path), "gpt2", workers=workers, block_size=block_size, partition_size=partition_size,
+                       progress=False) == count_words_reference([data], "gpt2")
 
 
 def test_invalid_utf8(tmp_path):
@@ -180,11 +199,16 @@ def test_invalid_utf8(tmp_path):
         for name in NAMES + [USER_REGEX]:
             assert count_words(str(path), name, workers=1, errors=errors, progress=False) == \
                 count_words_reference([data], name, errors=errors)
-    # raised in a worker process, for a byte range far into the file: same message and offset
+    # raised in a worker (a thread; a process for a user regex), for a byte range far into the
+    # file: same message and offset, and no worker left running
     big = tmp_path / "big_bad.txt"
     big.write_bytes(b"word " * 40_000 + b"x\xc3(" + b" word" * 1000)
-    with pytest.raises(CorpusDecodeError, match=r"big_bad\.txt: invalid UTF-8 at byte offset 200001 \(byte 0xc3\)"):
-        count_words(str(big), workers=2, block_size=10_000, partition_size=50_000, progress=False)
+    import threading
+
+    for name in ("gpt2", USER_REGEX):
+        with pytest.raises(CorpusDecodeError, match=r"big_bad\.txt: invalid UTF-8 at byte offset 200001 \(byte 0xc3\)"):
+            count_words(str(big), name, workers=2, block_size=10_000, partition_size=50_000, progress=False)
+        assert not [t for t in threading.enumerate() if t.name.startswith("fastbpe-count")]
     gz = tmp_path / "bad.txt.gz"
     _write(str(gz), data)
     with pytest.raises(CorpusDecodeError, match=r"bad\.txt\.gz: invalid UTF-8 at byte offset 24 \(offset in the decompressed"):
@@ -310,22 +334,23 @@ def texts():
     while True:
         yield "the cat sat on the mat and counted every chunk again " * 2000
 
-if __name__ == "__main__":
-    fastbpe.count_words(texts(), workers=2, block_size=1 << 16, progress=False)
+if __name__ == "__main__":  # a user regex: counted in worker processes
+    fastbpe.count_words(texts(), sys.argv[1], workers=2, block_size=1 << 16, progress=False)
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
 def test_workers_do_not_outlive_a_killed_parent(tmp_path, signal_name):
-    """Killing the parent of count_words(workers=2) leaves no worker running."""
+    """Killing the parent of count_words(workers=2) with a user regex (counted in worker
+    processes) leaves no worker running."""
     import signal
     import subprocess
     import time
 
     script = tmp_path / "endless.py"
     script.write_text(ENDLESS_COUNT)
-    parent = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+    parent = subprocess.Popen([sys.executable, str(script), USER_REGEX], cwd=str(tmp_path),
                               env={**os.environ, "PYTHONPATH": ROOT})  # this tree's fastbpe
     try:
         deadline = time.monotonic() + 60

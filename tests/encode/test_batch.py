@@ -78,3 +78,41 @@ def test_batch_with_special_tokens_among_the_texts(byte_level, texts, workers):
             byte_level.encode_batch(texts, workers=workers)
     else:
         assert byte_level.encode_batch(texts, workers=workers) == [byte_level.encode(t) for t in texts]
+
+
+@given(st.lists(st.text(max_size=30), min_size=8, max_size=40), st.integers(2, 3))
+def test_several_groups_per_worker_keep_the_order(byte_level, texts, workers):
+    """Large batches are cut into several groups per worker (one's list building overlaps
+    another's encoding): the groups' results come back in text order."""
+    from fastbpe.encode import batch
+
+    old = batch.GROUP_CHARS
+    batch.GROUP_CHARS = 1  # many groups even for short texts
+    try:
+        assert batch._group_count(sum(len(t) + 1 for t in texts), workers) > workers
+        got = byte_level.encode_batch(texts, workers=workers, disallowed_special=())
+    finally:
+        batch.GROUP_CHARS = old
+    assert got == [byte_level.encode(t, disallowed_special=()) for t in texts]
+
+
+def test_the_cycle_collector_is_left_as_it_was(byte_level, char_level):
+    """encode_batch pauses the cycle collector while it builds its lists, and leaves it as it
+    found it (on, or off), also when a text fails; the lists it returns are tracked."""
+    import gc
+
+    texts = ["the cat", "", "sat on the mat"] * 50
+    assert gc.isenabled()
+    lists = byte_level.encode_batch(texts, workers=2, disallowed_special=())
+    assert gc.isenabled()
+    assert gc.is_tracked(lists) and all(map(gc.is_tracked, lists))
+    assert lists == [byte_level.encode(t, disallowed_special=()) for t in texts]
+    gc.disable()
+    try:
+        byte_level.encode_batch(texts, workers=2, disallowed_special=())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError, match="not in the vocabulary"):  # raised while paused
+        char_level.encode_batch(["the cat", "Ω"], workers=2)
+    assert gc.isenabled()
