@@ -9,7 +9,8 @@ Data layout (ids, never Python objects, in the loop):
   (``sym == DEAD``); a symbol therefore always lives at the position of its first base symbol.
 * Pairs get dense ids through the open-addressing table of pair_table.h. Per pair:
   its exact weighted count, a lower bound on its first position, and the positions where it was
-  created (entries go stale when a neighbour merges; they are re-checked when read).
+  created (entries go stale when a neighbour merges; they are re-checked when read), kept in
+  one pool for all pairs (position_lists.h).
 * A binary heap (heap.h) of (count, first position, pair) entries (merge_heap.h) with lazy
   revalidation picks the next merge.
 
@@ -42,6 +43,7 @@ import numpy as np
 
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
 from fastbpe._core.pair_table cimport PairTable, pair_key
+from fastbpe._core.position_lists cimport PositionLists
 
 cdef extern from *:
     # a hint that the node at p is about to be written (read-write, little reuse)
@@ -49,6 +51,8 @@ cdef extern from *:
 
 # How many occurrences ahead to prefetch: merging is bound by cache misses on random positions.
 cdef size_t PREFETCH_AHEAD = 16
+# ... and the pair-table slots of its neighbours' pairs, once its node is (likely) in cache.
+cdef size_t PREFETCH_PAIRS_AHEAD = 6
 
 cdef int32_t DEAD = -1
 
@@ -85,13 +89,17 @@ cdef class MergeLearner:
     cdef vector[int64_t] word_count
     cdef PairTable[int32_t] pair_index        # pair_key(left, right) -> index in ``pairs``
     cdef vector[Pair] pairs
-    cdef vector[vector[int32_t]] pair_where   # positions where each pair was created
+    cdef PositionLists pair_where             # positions where each pair was created (list = pair id)
+    cdef vector[int32_t] merging              # the positions of the pair being merged
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
     # stale entries tolerated beyond the live ones (tests set it very negative: compact
     # after every merge)
     cdef public int64_t compact_slack
+    # occurrences replaced by merges so far (each updates up to four pair counts): the work a
+    # merge phase cannot avoid, against which its time is judged
+    cdef readonly int64_t merged_occurrences
     cdef vector[int32_t] touched
     cdef MergeHeap heap
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
@@ -136,6 +144,7 @@ cdef class MergeLearner:
         self.where_total = 0
         self.live_symbols = n
         self.compact_slack = 1_000_000
+        self.merged_occurrences = 0
         with nogil:
             if bytes_only:
                 for p in range(n):
@@ -181,7 +190,7 @@ cdef class MergeLearner:
         fresh.right = right
         fresh.touched = 0
         self.pairs.push_back(fresh)
-        self.pair_where.push_back(vector[int32_t]())
+        self.pair_where.add_list()
         self.pair_index.insert_at(i, key, pair)
         return pair
 
@@ -189,7 +198,7 @@ cdef class MergeLearner:
         """A new occurrence of (left, right) at ``pos``: the pair's key may improve."""
         cdef int32_t pair = self._pair_id(left, right)
         self.pairs[pair].count += count
-        self.pair_where[pair].push_back(pos)
+        self.pair_where.push(pair, pos)
         if pos < self.pairs[pair].first:
             self.pairs[pair].first = pos
         if not self.pairs[pair].touched:
@@ -226,22 +235,22 @@ cdef class MergeLearner:
 
     cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
         """Drop stale positions of ``pair`` and return its first live position (exact)."""
-        cdef vector[int32_t]* where = &self.pair_where[pair]
+        cdef int32_t* where = self.pair_where.data(pair)
         cdef size_t i, kept = 0
         cdef int32_t p
         cdef int64_t first = 0x7FFFFFFFFFFFFFFF
-        cdef size_t n = where.size()
+        cdef size_t n = self.pair_where.size(pair)
         for i in range(n):
             if i + PREFETCH_AHEAD < n:
-                prefetch_node(&self.node[where[0][i + PREFETCH_AHEAD]], 1, 1)
-            p = where[0][i]
+                prefetch_node(&self.node[where[i + PREFETCH_AHEAD]], 1, 1)
+            p = where[i]
             if self._occurs_at(pair, p):
-                where[0][kept] = p
+                where[kept] = p
                 kept += 1
                 if p < first:
                     first = p
         self.where_total -= <int64_t>(n - kept)
-        where.resize(kept)
+        self.pair_where.truncate(pair, kept)
         self.pairs[pair].first = first
         return first
 
@@ -251,20 +260,20 @@ cdef class MergeLearner:
         count, no first position and no merge."""
         cdef size_t pair, i, kept, n
         cdef int32_t p
-        cdef vector[int32_t]* where
+        cdef int32_t* where
         self.where_total = 0
-        for pair in range(self.pair_where.size()):
-            where = &self.pair_where[pair]
-            n = where.size()
+        for pair in range(self.pair_where.lists()):
+            where = self.pair_where.data(pair)
+            n = self.pair_where.size(pair)
             kept = 0
             for i in range(n):
-                p = where[0][i]
+                p = where[i]
                 if self._occurs_at(<int32_t>pair, p):
-                    where[0][kept] = p
+                    where[kept] = p
                     kept += 1
-            where.resize(kept)
-            where.shrink_to_fit()
+            self.pair_where.truncate(pair, kept)
             self.where_total += <int64_t>kept
+        self.pair_where.compact()
         return 0
 
     cdef inline int64_t _tie_key(self, int32_t pair) noexcept nogil:
@@ -319,15 +328,27 @@ cdef class MergeLearner:
         self.token.push_back(content)
         return tid
 
+    cdef inline void _prefetch_neighbour_pairs(self, int32_t p, int32_t a, int32_t b) noexcept nogil:
+        """Start loading the table slots of the pairs a merge at ``p`` will decrement (its node
+        was prefetched earlier; a stale ``p`` only wastes the hint)."""
+        cdef int32_t left = self.node[p].prev, q = self.node[p].nxt
+        if left >= 0:
+            self.pair_index.prefetch(pair_key(self.node[left].sym, a))
+        if q >= 0 and self.node[q].nxt >= 0:
+            self.pair_index.prefetch(pair_key(b, self.node[self.node[q].nxt].sym))
+
     cdef int _merge(self, int32_t pair, int32_t new_id) except -1 nogil:
         """Replace every occurrence of pair ``pair`` by ``new_id``, left to right within each
         word, never overlapping, adjusting the counts of the neighbouring pairs."""
         cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
-        cdef vector[int32_t] where
+        cdef vector[int32_t]* where = &self.merging
         cdef int32_t p, q, left, right
         cdef int64_t count
         cdef int64_t merged = 0, added = 0   # kept in registers; the totals are updated once
-        where.swap(self.pair_where[pair])
+        cdef const int32_t* listed = self.pair_where.data(pair)
+        # A copy: the merge pushes to other lists, which may move the pool.
+        where.assign(listed, listed + self.pair_where.size(pair))
+        self.pair_where.release(pair)
         self.where_total -= <int64_t>where.size()
         if a == b:
             # Only (a, a) can overlap; ascending positions give the reference's left-to-right
@@ -336,8 +357,10 @@ cdef class MergeLearner:
         cdef size_t i, n = where.size()
         for i in range(n):
             if i + PREFETCH_AHEAD < n:
-                prefetch_node(&self.node[where[i + PREFETCH_AHEAD]], 1, 1)
-            p = where[i]
+                prefetch_node(&self.node[where[0][i + PREFETCH_AHEAD]], 1, 1)
+            if i + PREFETCH_PAIRS_AHEAD < n:
+                self._prefetch_neighbour_pairs(where[0][i + PREFETCH_PAIRS_AHEAD], a, b)
+            p = where[0][i]
             if not self._occurs_at(pair, p):
                 continue  # consumed by an overlapping occurrence just merged
             q = self.node[p].nxt
@@ -362,11 +385,28 @@ cdef class MergeLearner:
                 self._add(new_id, self.node[right].sym, count, p)
                 added += 1
         self.live_symbols -= merged
+        self.merged_occurrences += merged
         self.where_total += added
         self._push_touched()
-        if self.where_total > 2 * self.live_symbols + self.compact_slack:
-            self._compact_where()  # amortised: at least half the entries go
+        if (self.where_total > 2 * self.live_symbols + self.compact_slack
+                or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack):
+            # amortised: at least half the entries go, or (blocks are at most half empty) at
+            # least a third of the pool
+            self._compact_where()
         return 0
+
+    def memory_use(self):
+        """Bytes held by each structure (capacities, not sizes): where the learner's memory is."""
+        return {
+            "nodes": self.node.capacity() * sizeof(Node),
+            "word_counts": self.word_count.capacity() * sizeof(int64_t),
+            "pairs": self.pairs.capacity() * sizeof(Pair),
+            "pair_index": self.pair_index.capacity() * 16,
+            "pair_positions": self.pair_where.bytes(),
+            "heap": self.heap.capacity() * sizeof(MergeCandidate),
+            "heap_entries": self.heap.size(),
+            "pairs_count": self.pairs.size(),
+        }
 
     def corpus_tokens(self):
         """Tokens of the whole corpus as currently merged: each word's live symbols times its

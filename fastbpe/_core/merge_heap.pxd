@@ -12,3 +12,7 @@ cdef extern from "merge_heap.h" namespace "fbpt" nogil:
         const MergeCandidate& top()
         void push(const MergeCandidate& e) except +
         MergeCandidate pop()
+        size_t capacity()
+        void clear()
+        void add(const MergeCandidate& e) except +
+        void make()

@@ -12,3 +12,4 @@ cdef extern from "pair_table.h" namespace "fbpt" nogil:
         V& value(size_t i)
         void insert_at(size_t i, uint64_t key, const V& val) except +
         const V* find(uint64_t key)
+        void prefetch(uint64_t key)

@@ -88,6 +88,32 @@ def test_long_words_from_byte_ids_with_compaction_equal_reference(letters, n, se
     assert got == expected
 
 
+@settings(max_examples=8, deadline=None)
+@given(letters=st.sampled_from([b"a", b"ab", b"aab", b"a\xc3\xa9"]), n=st.integers(9000, 18000),
+       seed=st.integers(0, 2**32 - 1), num_merges=st.integers(1, 12), compact=st.booleans())
+def test_long_word_with_normal_and_one_symbol_words_equals_reference(letters, n, seed, num_merges, compact):
+    """A word long enough that its pairs outgrow the small position lists (a few thousand
+    occurrences of one pair), beside normal and one-symbol words; with and without dropping
+    the stale positions after every merge."""
+    from fastbpe._core.learn import MergeLearner
+
+    word = np.random.default_rng(seed).choice(np.frombuffer(letters, np.uint8), n).astype(np.uint8)
+    others = [b"ab", b"a", b"\xc3\xa9a", b"b"]
+    words = {tuple(bytes([b]) for b in word.tobytes()): 1}
+    for count, other in enumerate(others, start=2):
+        words[tuple(bytes([b]) for b in other)] = count
+    expected = learn(words, num_merges, "reference")
+    flat = np.frombuffer(word.tobytes() + b"".join(others), np.uint8)
+    starts = np.cumsum([0, n] + [len(o) for o in others]).astype(np.int64)
+    learner = MergeLearner(flat, starts, np.arange(1, len(others) + 2, dtype=np.int64),
+                           [bytes([b]) for b in range(256)])
+    if compact:
+        learner.compact_slack = -(1 << 40)
+    merge_ids, counts, tokens = learner.run(num_merges)
+    got = ([(tokens[a], tokens[b]) for a, b, _ in merge_ids.tolist()], counts.tolist())
+    assert got == expected
+
+
 def test_min_frequency_and_exhaustion(impl):
     words = {("a", "b"): 1, ("c", "d"): 3}
     assert learn(words, 10, impl, min_frequency=2) == ([("c", "d")], [3])

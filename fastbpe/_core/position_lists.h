@@ -1,0 +1,216 @@
+// Many growable lists of int32 values (the learner's positions of each pair).
+//
+// A small list's values sit in one block of a shared pool whose capacity is a power of two (at
+// least MIN_CAPACITY); a full list moves to a block twice as large. Blocks given back are kept
+// on one free list per capacity (the link stored in the block itself) and reused before the
+// pool grows; compact() lays the pool out afresh. The pool is a series of fixed-size segments
+// (a block never straddles two), so it grows without copying what it holds. A list past BIG_CAPACITY values gets a block
+// of its own, grown with realloc (for big blocks the C library remaps pages instead of copying)
+// and freed when released, so the largest lists never fragment the pool.
+//
+// Compared with one std::vector per list this does no malloc/free per growth of a small list
+// and frees everything at once: the learner creates about a million lists on 100 MB of text.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+namespace fbpt {
+
+class PositionLists {
+  public:
+    static const size_t MIN_CAPACITY = 2;  // room for a free block's 8-byte link
+    static const int BIG_CLASS = 11;       // MIN_CAPACITY << 11 = 4096 values: a block of its own
+
+    PositionLists() { free_.assign(BIG_CLASS, NO_BLOCK); }
+    ~PositionLists() {
+        for (int32_t* block : big_) std::free(block);
+        for (int32_t* segment : segments_) std::free(segment);
+    }
+    PositionLists(const PositionLists&) = delete;
+    PositionLists& operator=(const PositionLists&) = delete;
+
+    // A new empty list; returns its index (lists are numbered 0, 1, ... in creation order).
+    size_t add_list() {
+        spans_.push_back(Span{0, 0, NO_CLASS});
+        return spans_.size() - 1;
+    }
+    size_t lists() const { return spans_.size(); }
+    size_t size(size_t list) const { return spans_[list].size; }
+    // The list's values; valid until the next push to any list (the pool may move).
+    int32_t* data(size_t list) {
+        const Span& s = spans_[list];
+        return s.cls >= BIG_CLASS ? big_[s.offset] : at(s.offset);
+    }
+
+    void push(size_t list, int32_t value) {
+        Span& s = spans_[list];
+        if (s.size == capacity(s.cls)) grow(list);
+        data(list)[spans_[list].size++] = value;
+    }
+
+    // Keep only the first n values (n <= size), after the caller filtered them in place.
+    void truncate(size_t list, size_t n) { spans_[list].size = (uint32_t)n; }
+
+    // Empty the list and give its block back.
+    void release(size_t list) {
+        Span& s = spans_[list];
+        if (s.cls >= BIG_CLASS) {
+            free_big(s.offset);
+        } else if (s.cls != NO_CLASS) {
+            give_back(s.offset, s.cls);
+        }
+        s = Span{0, 0, NO_CLASS};
+    }
+
+    // Lay every small list out afresh in a pool just big enough (each in the smallest class
+    // that holds it), dropping the free blocks, and trim each big block to its class: growth
+    // by doubling and give-backs fragment the pool, and only this returns the room.
+    void compact() {
+        std::vector<int32_t*> old;
+        old.swap(segments_);
+        used_ = 0;
+        free_.assign(BIG_CLASS, NO_BLOCK);
+        for (size_t list = 0; list < spans_.size(); ++list) {
+            Span& s = spans_[list];
+            int cls = class_for(s.size);
+            if (s.size == 0) {
+                if (s.cls >= BIG_CLASS) free_big(s.offset);
+                s = Span{0, 0, NO_CLASS};
+            } else if (s.cls >= BIG_CLASS && cls >= BIG_CLASS) {
+                if (cls < s.cls) resize_big(s.offset, capacity(cls));
+                s.cls = cls;
+            } else {
+                const int32_t* from = s.cls >= BIG_CLASS ? big_[s.offset]
+                                                          : old[s.offset >> SEGMENT_BITS] + (s.offset & SEGMENT_MASK);
+                uint64_t offset = take(cls);
+                std::memcpy(at(offset), from, s.size * sizeof(int32_t));
+                if (s.cls >= BIG_CLASS) free_big(s.offset);  // a big list that became small
+                s.offset = offset;
+                s.cls = cls;
+            }
+        }
+        for (int32_t* segment : old) std::free(segment);
+    }
+
+    // Room taken by the small lists' blocks, free blocks included (in values).
+    uint64_t used() const { return used_; }
+
+    size_t bytes() const {
+        return (segments_.size() << SEGMENT_BITS) * sizeof(int32_t) + spans_.capacity() * sizeof(Span) +
+               big_values_ * sizeof(int32_t);
+    }
+
+  private:
+    static const int NO_CLASS = -1;
+    static const uint64_t NO_BLOCK = ~0ULL;
+
+    struct Span {
+        uint64_t offset;  // first value in the pool, or for a big list its index in big_
+        uint32_t size;    // values in use
+        int32_t cls;      // capacity MIN_CAPACITY << cls, or NO_CLASS: no block
+    };
+    std::vector<Span> spans_;
+    // The pool: value i is segments_[i >> SEGMENT_BITS][i & SEGMENT_MASK]; values before used_
+    // are in blocks (or a segment's unused tail), the rest of the last segment is room to grow.
+    static const int SEGMENT_BITS = 20;  // 4 MB segments
+    static const uint64_t SEGMENT_MASK = (1ULL << SEGMENT_BITS) - 1;
+    std::vector<int32_t*> segments_;
+    uint64_t used_ = 0;
+    std::vector<uint64_t> free_;  // per small class: the first free block, or NO_BLOCK
+    std::vector<int32_t*> big_;   // the big lists' own blocks (nullptr: a free slot)
+    std::vector<size_t> big_cap_;  // their capacities, in values
+    std::vector<uint64_t> big_slots_;  // free slots of big_
+    uint64_t big_values_ = 0;     // capacity of the big blocks, in values
+
+    static size_t capacity(int cls) { return cls == NO_CLASS ? 0 : MIN_CAPACITY << cls; }
+    static int class_for(size_t n) {  // the smallest class holding n values
+        int cls = 0;
+        while ((MIN_CAPACITY << cls) < n) ++cls;
+        return cls;
+    }
+
+    int32_t* at(uint64_t offset) { return segments_[offset >> SEGMENT_BITS] + (offset & SEGMENT_MASK); }
+
+    uint64_t take(int cls) {
+        uint64_t offset = free_[cls];
+        if (offset != NO_BLOCK) {
+            std::memcpy(&free_[cls], at(offset), sizeof(uint64_t));
+            return offset;
+        }
+        size_t need = capacity(cls);
+        if ((used_ & SEGMENT_MASK) + need > (1ULL << SEGMENT_BITS) || used_ == (segments_.size() << SEGMENT_BITS)) {
+            // start a new segment; the old one's tail (under a big block's size) stays unused
+            int32_t* segment = (int32_t*)std::malloc(sizeof(int32_t) << SEGMENT_BITS);
+            if (!segment) throw std::bad_alloc();
+            used_ = (uint64_t)segments_.size() << SEGMENT_BITS;
+            segments_.push_back(segment);
+        }
+        offset = used_;
+        used_ += need;
+        return offset;
+    }
+
+    void give_back(uint64_t offset, int cls) {
+        std::memcpy(at(offset), &free_[cls], sizeof(uint64_t));
+        free_[cls] = offset;
+    }
+
+    uint64_t new_big(size_t values) {
+        uint64_t slot;
+        if (!big_slots_.empty()) {
+            slot = big_slots_.back();
+            big_slots_.pop_back();
+        } else {
+            slot = big_.size();
+            big_.push_back(nullptr);
+            big_cap_.push_back(0);
+        }
+        resize_big(slot, values);
+        return slot;
+    }
+
+    // (Re)allocate big block `slot` to hold `values` values, keeping its contents.
+    void resize_big(uint64_t slot, size_t values) {
+        int32_t* block = (int32_t*)std::realloc(big_[slot], values * sizeof(int32_t));
+        if (!block) throw std::bad_alloc();
+        big_values_ += values;
+        big_values_ -= big_cap_[slot];
+        big_cap_[slot] = values;
+        big_[slot] = block;
+    }
+
+    void free_big(uint64_t slot) {
+        std::free(big_[slot]);
+        big_[slot] = nullptr;
+        big_values_ -= big_cap_[slot];
+        big_cap_[slot] = 0;
+        big_slots_.push_back(slot);
+    }
+
+    void grow(size_t list) {
+        Span s = spans_[list];
+        int cls = s.cls == NO_CLASS ? 0 : s.cls + 1;
+        uint64_t offset;
+        if (cls > BIG_CLASS) {  // already big: grow in place
+            resize_big(s.offset, capacity(cls));
+            spans_[list].cls = cls;
+            return;
+        }
+        if (cls == BIG_CLASS) {
+            offset = new_big(capacity(cls));
+            std::memcpy(big_[offset], at(s.offset), s.size * sizeof(int32_t));
+        } else {
+            offset = take(cls);
+            if (s.size) std::memcpy(at(offset), at(s.offset), s.size * sizeof(int32_t));
+        }
+        if (s.cls != NO_CLASS) give_back(s.offset, s.cls);
+        spans_[list].offset = offset;
+        spans_[list].cls = cls;
+    }
+};
+
+}  // namespace fbpt
