@@ -24,7 +24,7 @@ import numpy as np
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
-from fastbpe._core.bpe cimport (BpeEncoder, EncodeScratch, MERGE_REPLAY, MERGE_PAIR, MERGE_TOKEN,
+from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, MERGE_REPLAY, MERGE_PAIR, MERGE_TOKEN,
                                 SCAN_MAX_CHUNK)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
@@ -461,6 +461,33 @@ cdef class BPECore:
         if value < 0:
             raise ValueError("rank_sort_budget must be at least 0")
         self.enc.rank_sort_budget = value
+
+    @property
+    def backtrack_min(self):
+        """Chunks of at least this many bytes (and more than ``scan_max``) are encoded by
+        backtracking over the vocabulary where the model allows it (see ``backtracking``); 0
+        backtracks every chunk past the scan."""
+        return self.enc.backtrack_min
+
+    @backtrack_min.setter
+    def backtrack_min(self, int64_t value):
+        if value < 0:
+            raise ValueError("backtrack_min must be at least 0")
+        self.enc.backtrack_min = value
+
+    def backtracking(self):
+        """What the backtracking encoder of long chunks found about this model, building its
+        tables if no long chunk did yet: a dict with ``usable`` (long chunks are backtracked;
+        else the merge loops take them), ``non_monotone`` (pairs whose rank is not above the
+        ranks that made their parts: each rules backtracking out), ``replay_repeats`` (the
+        replay rule with a repeated pair: rules it out too), ``build_seconds``, ``memory`` (bytes
+        of the tables) and ``trie_nodes``."""
+        cdef const Backtracker* bt
+        with nogil:
+            bt = &self.enc.backtrack_tables()
+        return {"usable": bt.usable(), "non_monotone": bt.non_monotone, "replay_repeats": bt.repeats,
+                "too_big": bt.too_big, "build_seconds": bt.build_seconds, "memory": bt.memory(),
+                "trie_nodes": bt.trie_nodes()}
 
     def whole_lookup_size(self):
         """How many tokens the whole-chunk lookup knows."""
