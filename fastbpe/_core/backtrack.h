@@ -135,7 +135,9 @@ class Backtracker {
     double build_seconds = 0;
 
     bool usable() const { return !repeats && !too_big && non_monotone == 0; }
-    size_t memory() const { return trie_.memory() + info_.capacity() * sizeof(TokenInfo); }
+    size_t memory() const {
+        return trie_.memory() + info_.capacity() * sizeof(TokenInfo) + live_.capacity() * 16;
+    }
     size_t trie_nodes() const { return trie_.nodes(); }
 
     // tokens: id i's bytes are blob[ends[i - 1]:ends[i]] (ends[-1] = 0; empty: unused id).
@@ -183,9 +185,24 @@ class Backtracker {
         // merges inside a symbol's bytes were each the lowest pair there when taken), so a pair
         // (a, b) that joins into c fires only as c's own last merge. The other pairs of the
         // table (tiktoken's holds every split of every token) never fire; live_rank skips them.
+        size_t live = 0;
         for (size_t t = 0; t < count; ++t) {
             const TokenInfo& x = info_[t];
-            if (x.left >= 0 && (x.rank <= info_[x.left].rank || x.rank <= info_[x.right].rank)) ++non_monotone;
+            if (x.left < 0) continue;
+            if (x.rank <= info_[x.left].rank || x.rank <= info_[x.right].rank) ++non_monotone;
+            ++live;
+        }
+        // 4. the pairs that fire, in a table of their own: a fraction of tiktoken's (which holds
+        // every split), so the lookups of compatible() mostly hit the CPU caches
+        size_t cap = 16;
+        while (cap < 2 * live + 16) cap *= 2;
+        live_.reset(cap);
+        for (size_t t = 0; t < count; ++t) {
+            const TokenInfo& x = info_[t];
+            if (x.left < 0) continue;
+            uint64_t key = pair_key(x.left, x.right);
+            size_t i = live_.index(key);
+            if (!live_.occupied(i)) live_.insert_at(i, key, (int64_t)x.rank);
         }
     }
 
@@ -247,6 +264,7 @@ class Backtracker {
         uint32_t length;      // bytes
     };
     const PairTable<uint64_t>* pairs_ = nullptr;
+    PairTable<int64_t> live_;  // the pairs that fire (each token's last merge) -> rank
     std::vector<TokenInfo> info_;
     TokenTrie trie_;
 
@@ -259,11 +277,8 @@ class Backtracker {
     // see build), else NO_RANK (above every rank).
     static const int64_t NO_RANK = INT64_MAX;
     inline int64_t live_rank(int32_t a, int32_t b) const {
-        uint64_t v = lookup(a, b);
-        if (v == NO_PAIR) return NO_RANK;
-        const TokenInfo& c = info_[(size_t)(v & 0xFFFFFFFFULL)];
-        int64_t rank = (int64_t)(v >> 32);
-        return c.left == a && c.right == b && c.rank == rank ? rank : NO_RANK;
+        const int64_t* r = live_.find(pair_key(a, b));
+        return r ? *r : NO_RANK;
     }
 
     // BPE of p[0:n] (n >= 2) by bpe.h's rule without a floor (lowest rank, leftmost first):

@@ -429,15 +429,15 @@ class BpeEncoder {
     }
 
     // Split valid UTF-8 dp[0:n] (n > 0) with a pattern whose chunks tile the text and encode it
-    // into st.out (room for n ids), one block of chunk bounds at a time. Counts chunks in
-    // *chunks and cache misses in *misses.
+    // into op, or st.out when op is null (room for n ids), one block of chunk bounds at a time.
+    // Counts chunks in *chunks and cache misses in *misses.
     int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
-                        int64_t* misses) const {
+                        int64_t* misses, int32_t* op = nullptr) const {
         int64_t starts[FUSED_BLOCK];
         int64_t ends[FUSED_BLOCK];
         size_t p = 0;
         int64_t count = 0;
-        int32_t* op = st.out.data();
+        if (op == nullptr) op = st.out.data();
         while (p < n) {
             int64_t m = 0;
             while (m < FUSED_BLOCK && p < n) {

@@ -55,5 +55,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
                            EncodeScratch& st, int32_t* op, int64_t* misses) except +
         int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
                             int64_t* chunks, int64_t* misses) except +
+        int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
+                            int64_t* chunks, int64_t* misses, int32_t* op) except +
         int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words,
                                EncodeScratch& st, int32_t* out) except +

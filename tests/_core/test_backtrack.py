@@ -166,3 +166,17 @@ def test_backtrack_min_is_checked():
     with pytest.raises(ValueError, match="backtrack_min"):
         core.backtrack_min = -1
     assert core.backtracking()["usable"]  # bytes only: nothing to merge, trivially allowed
+
+
+def test_huge_call_writes_its_result_in_place(openai_tokenizers):
+    """A call whose ids could pass 64 MiB writes them straight into its result array (cut to
+    size after): the same ids as the chunk path, from encode_to_numpy, encode_batch and bytes."""
+    tok = openai_tokenizers["r50k_base"]
+    text = "a" * 17_000_000 + " end"
+    expected = encode_piece(tok, text[:-4].encode(), backtrack=False) + tok.encode(" end")
+    ids = tok.encode_to_numpy(text)
+    assert ids.tolist() == expected
+    batch = tok.encode_batch([text, "hello"], workers=1, as_numpy=True)
+    assert batch[0].tolist() == expected and batch[1].tolist() == tok.encode("hello")
+    data = text.encode()
+    assert tok.encode_chunk_bounds(data, np.array([0, len(data) - 4]), np.array([len(data) - 4, len(data)])).tolist() == expected
