@@ -37,89 +37,115 @@
 
 namespace fbpt {
 
-// The byte trie of the reachable tokens: (node, byte) -> child node in one open-addressing
-// table of 64-bit slots ((node << 8 | byte) + 1 in the high half, the child in the low half;
-// 0 is empty), the root's children in a plain array.
+// The byte trie of the reachable tokens. The first two levels are plain arrays: the node of a
+// one-byte prefix b is 1 + b, of a two-byte prefix 257 + (b0 << 8 | b1), each with its token
+// (-1: none, ABSENT: no token starts so). Deeper edges sit in one open-addressing table whose
+// slot holds the edge's key ((node << 8 | byte) + 1; 0 empty), the child and the child's token,
+// so each byte of a walk costs one probe. Most tokens are short: most walks stay in the arrays.
 class TokenTrie {
   public:
     // Nodes are numbered below 2^24, so that a key fits 32 bits.
     static const uint32_t MAX_NODES = 1u << 24;
+    static const int32_t ABSENT = -2;
 
     void reset() {
-        slots_.assign(1024, 0);
+        slots_.assign(1024, Slot{0, 0, -1});
         mask_ = slots_.size() - 1;
         used_ = 0;
-        token_.assign(1, -1);
-        for (int b = 0; b < 256; ++b) root_[b] = 0;
+        next_node_ = FIRST_DEEP;
+        for (int b = 0; b < 256; ++b) level1_[b] = ABSENT;
+        level2_.assign(1 << 16, ABSENT);
     }
 
     // Add token `id` with bytes p[0:n] (n >= 1). False when the trie would outgrow MAX_NODES.
     bool add(const uint8_t* p, size_t n, int32_t id) {
-        uint32_t node = 0;
-        for (size_t i = 0; i < n; ++i) {
-            uint32_t next = child(node, p[i]);
-            if (next == 0) {
-                if (token_.size() >= MAX_NODES) return false;
-                next = (uint32_t)token_.size();
-                token_.push_back(-1);
-                set_child(node, p[i], next);
-            }
-            node = next;
+        int32_t& t1 = level1_[p[0]];
+        if (t1 == ABSENT) t1 = -1;
+        if (n == 1) {
+            t1 = id;
+            return true;
         }
-        token_[node] = id;
+        uint32_t two = ((uint32_t)p[0] << 8) | p[1];
+        int32_t& t2 = level2_[two];
+        if (t2 == ABSENT) t2 = -1;
+        if (n == 2) {
+            t2 = id;
+            return true;
+        }
+        uint32_t node = 257 + two;
+        for (size_t i = 2; i < n; ++i) {
+            Slot* s = find(node, p[i]);
+            if (s == nullptr) {
+                if (next_node_ >= MAX_NODES) return false;
+                s = insert(node, p[i], next_node_++);
+            }
+            if (i + 1 == n) s->token = id;
+            node = s->child;
+        }
         return true;
     }
 
     // The longest token that is a prefix of p[0:n], or -1.
     inline int32_t longest(const uint8_t* p, size_t n) const {
-        int32_t best = -1;
-        uint32_t node = 0;
-        for (size_t i = 0; i < n; ++i) {
-            node = child(node, p[i]);
-            if (node == 0) break;
-            if (token_[node] >= 0) best = token_[node];
+        if (n == 0) return -1;
+        int32_t best = level1_[p[0]];
+        if (best == ABSENT || n == 1) return best < 0 ? -1 : best;
+        uint32_t two = ((uint32_t)p[0] << 8) | p[1];
+        int32_t t = level2_[two];
+        if (t == ABSENT) return best;
+        if (t >= 0) best = t;
+        uint32_t node = 257 + two;
+        for (size_t i = 2; i < n; ++i) {
+            const Slot* s = find(node, p[i]);
+            if (s == nullptr) break;
+            if (s->token >= 0) best = s->token;
+            node = s->child;
         }
         return best;
     }
 
-    size_t nodes() const { return token_.size(); }
-    size_t memory() const { return slots_.capacity() * 8 + token_.capacity() * 4; }
+    size_t nodes() const { return 257 + 65536 + (next_node_ - FIRST_DEEP); }
+    size_t memory() const { return slots_.capacity() * sizeof(Slot) + level2_.capacity() * 4 + sizeof(level1_); }
 
   private:
-    std::vector<uint64_t> slots_;
-    std::vector<int32_t> token_;  // node -> the token ending there, -1 if none
-    uint32_t root_[256];
+    struct Slot {
+        uint32_t key, child;
+        int32_t token;
+    };
+    static const uint32_t FIRST_DEEP = 257 + 65536;
+    std::vector<Slot> slots_;
+    std::vector<int32_t> level2_;
+    int32_t level1_[256];
     size_t mask_ = 0, used_ = 0;
+    uint32_t next_node_ = FIRST_DEEP;
 
     static inline size_t slot_of(uint32_t key) { return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32); }
 
-    inline uint32_t child(uint32_t node, uint8_t b) const {
-        if (node == 0) return root_[b];
+    inline const Slot* find(uint32_t node, uint8_t b) const {
         uint32_t key = ((node << 8) | b) + 1;
         for (size_t i = slot_of(key) & mask_;; i = (i + 1) & mask_) {
-            uint64_t s = slots_[i];
-            if (s == 0) return 0;
-            if ((uint32_t)(s >> 32) == key) return (uint32_t)s;
+            const Slot& s = slots_[i];
+            if (s.key == key) return &s;
+            if (s.key == 0) return nullptr;
         }
     }
-    void set_child(uint32_t node, uint8_t b, uint32_t next) {
-        if (node == 0) {
-            root_[b] = next;
-            return;
-        }
-        place(((uint64_t)(((node << 8) | b) + 1) << 32) | next);
-        if (4 * ++used_ > 3 * slots_.size()) {  // at most 3/4 full
-            std::vector<uint64_t> old(2 * slots_.size(), 0);
+    Slot* find(uint32_t node, uint8_t b) { return const_cast<Slot*>(static_cast<const TokenTrie*>(this)->find(node, b)); }
+    Slot* insert(uint32_t node, uint8_t b, uint32_t child) {
+        if (4 * (used_ + 1) > 3 * slots_.size()) {  // at most 3/4 full
+            std::vector<Slot> old(2 * slots_.size(), Slot{0, 0, -1});
             old.swap(slots_);
             mask_ = slots_.size() - 1;
-            for (uint64_t s : old)
-                if (s != 0) place(s);
+            for (const Slot& s : old)
+                if (s.key != 0) place(s);
         }
+        ++used_;
+        return place(Slot{((node << 8) | b) + 1, child, -1});
     }
-    void place(uint64_t slot) {
-        size_t i = slot_of((uint32_t)(slot >> 32)) & mask_;
-        while (slots_[i] != 0) i = (i + 1) & mask_;
+    Slot* place(const Slot& slot) {
+        size_t i = slot_of(slot.key) & mask_;
+        while (slots_[i].key != 0) i = (i + 1) & mask_;
         slots_[i] = slot;
+        return &slots_[i];
     }
 };
 
@@ -209,8 +235,10 @@ class Backtracker {
     // Ids of p[0:n] into out (room for cap ids) by backtracking; `dead` is scratch space. The
     // caller checked that every byte has an id. Returns the id count, or -1 when the search
     // finds nothing (impossible for a usable model; the caller then takes its other path).
-    int64_t encode(const uint8_t* p, int64_t n, std::vector<uint64_t>& dead, int32_t* out, int64_t cap) const {
+    int64_t encode(const uint8_t* p, int64_t n, std::vector<uint64_t>& dead, std::vector<uint64_t>& memo,
+                   int32_t* out, int64_t cap) const {
         dead.assign((size_t)(n >> 6) + 1, 0);
+        if (memo.size() != MEMO_SLOTS) memo.assign(MEMO_SLOTS, ~0ULL);
         int64_t count = 0, pos = 0;
         int32_t token = trie_.longest(p, (size_t)n);
         while (pos < n) {
@@ -224,7 +252,7 @@ class Backtracker {
                     break;  // `token` is retried and fails on its now dead end
                 }
                 int64_t end = pos + info_[token].length;
-                if (!((dead[(size_t)end >> 6] >> (end & 63)) & 1) && (last < 0 || compatible(last, token))) {
+                if (!((dead[(size_t)end >> 6] >> (end & 63)) & 1) && (last < 0 || compatible_memo(last, token, memo))) {
                     if (count >= cap) return -1;
                     out[count++] = token;
                     pos = end;
@@ -235,6 +263,19 @@ class Backtracker {
             }
         }
         return count;
+    }
+
+    // compatible() through the caller's memo: a direct-mapped table of recent answers, slot
+    // pair_key(a, b) with bit 31 the answer (ids are below 2^31), ~0 empty. Text repeats its
+    // pairs (most of a piece's tokens are frequent ones), and a walk costs several lookups.
+    static const size_t MEMO_SLOTS = 1 << 14;
+    inline bool compatible_memo(int32_t a, int32_t b, std::vector<uint64_t>& memo) const {
+        uint64_t key = pair_key(a, b);
+        uint64_t& slot = memo[(size_t)((key * 0x9E3779B97F4A7C15ULL) >> 50)];
+        if ((slot & ~(1ULL << 31)) == key) return (slot >> 31) & 1;
+        bool ok = compatible(a, b);
+        slot = key | ((uint64_t)ok << 31);
+        return ok;
     }
 
     // Whether BPE of a's bytes followed by b's gives exactly (a, b) (reachable tokens).

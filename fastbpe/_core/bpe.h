@@ -184,6 +184,7 @@ struct EncodeScratch {
     size_t max_ids = 4000000;
     IdBuffer sid, span;           // the symbol list of a long chunk (SymbolList)
     std::vector<uint64_t> dead;   // the backtracking encoder's dead ends (Backtracker::encode)
+    std::vector<uint64_t> memo;   // and its memo of compatible pairs
     IdBuffer out;                 // ids of a call, before the caller copies them out
     std::vector<uint8_t> utf8;    // UTF-8 of a str
     Heap<uint64_t, LowestFirst> heap;
@@ -590,7 +591,7 @@ class BpeEncoder {
         if (bt == nullptr) return BACKTRACK_UNUSABLE;
         for (int64_t i = 0; i < n; ++i)
             if (byte_id[data[i]] < 0) return -1 - (int64_t)data[i];
-        int64_t got = bt->encode(data, n, st.dead, out, cap);
+        int64_t got = bt->encode(data, n, st.dead, st.memo, out, cap);
         return got >= 0 ? got : BACKTRACK_UNUSABLE;
     }
 
