@@ -300,7 +300,7 @@ cdef class BPECore:
         cdef vector[size_t] lengths
         cdef vector[char] is_ascii
         cdef vector[char] bad
-        cdef size_t widest = 1, n, room = 0
+        cdef size_t widest = 1, n, room = 0, transcoded = 0
         cdef int64_t size = 0, got = 0, chunks = 0, misses = 0, total = 0
         cdef vector[int32_t] all_ids
         cdef const uint8_t* dp
@@ -315,6 +315,8 @@ cdef class BPECore:
             is_ascii.push_back(PyUnicode_IS_ASCII(text))
             n = len(text) * (1 if is_ascii.back() else (4 if kinds.back() == 4 else kinds.back() + 1))
             widest = n if n > widest else widest
+            if not is_ascii.back() and n > transcoded:
+                transcoded = n   # the UTF-8 buffer serves non-ASCII strs only (ASCII is read in place)
             room += n
         self._check_fused(pattern, state, widest)
         # Huge batches write their ids straight into the result, as encode_str does (_output).
@@ -324,8 +326,8 @@ cdef class BPECore:
         cdef int64_t[::1] ev = ends
         bad.resize(count)
         cdef EncodeScratch* st = &state.scratch
-        if st.utf8.size() < widest:
-            st.utf8.resize(widest)
+        if st.utf8.size() < transcoded:
+            st.utf8.resize(transcoded)
         if st.out.size() < widest:
             st.out.resize(widest)
         # The list holds every str, and strs are immutable: their characters stay put without the GIL.
