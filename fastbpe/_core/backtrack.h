@@ -155,7 +155,8 @@ class Backtracker {
   public:
     // Why a model cannot use it (usable() false): its rule replays merges with a floor and
     // repeats a pair, or a merge is not monotone.
-    int64_t non_monotone = 0;  // pairs of reachable tokens whose rank is not above their parts'
+    // reachable tokens whose last merge does not rank above the last merges of its parts
+    int64_t non_monotone = 0;
     bool repeats = false;      // MERGE_REPLAY with a repeated pair
     bool too_big = false;      // the trie would have more than TokenTrie::MAX_NODES nodes
     double build_seconds = 0;

@@ -518,8 +518,8 @@ cdef class BPECore:
     def backtracking(self):
         """What the backtracking encoder of long chunks found about this model, building its
         tables if no long chunk did yet: a dict with ``usable`` (long chunks are backtracked;
-        else the merge loops take them), ``non_monotone`` (pairs whose rank is not above the
-        ranks that made their parts: each rules backtracking out), ``replay_repeats`` (the
+        else the merge loops take them), ``non_monotone`` (tokens whose last merge does not
+        rank above the merges that made its parts: each rules backtracking out), ``replay_repeats`` (the
         replay rule with a repeated pair: rules it out too), ``build_seconds``, ``memory`` (bytes
         of the tables) and ``trie_nodes``."""
         cdef const Backtracker* bt
