@@ -1,7 +1,9 @@
 """asv: long pieces, text with no split point in megabytes (one letter repeated, random letters).
 
 Encoding one such chunk is where a quadratic merge loop (or a heap that misses the cache on every
-pop) shows; training on one long word is where per-position state shows. Both are timed here on
+pop) shows; training on one long word is where per-position state shows. Encoding is timed by
+backtracking over the vocabulary (the default for long chunks of the OpenAI encodings) and by
+the rank queue of merges it replaced. Both are timed here on
 pieces made in ``setup`` (deterministic, nothing read from disk but the rank file).
 """
 import numpy as np
@@ -25,13 +27,14 @@ def long_piece(kind: str, size: str) -> str:
 
 
 class LongPieceEncode:
-    """``Tokenizer.encode_to_numpy`` of one long piece with OpenAI's cl100k_base ranks."""
+    """``Tokenizer.encode_to_numpy`` of one long piece with OpenAI's cl100k_base ranks, by
+    backtracking or by the rank queue (the tables of either built in setup)."""
 
-    params = (KINDS, SIZES)
-    param_names = ["kind", "size"]
+    params = (KINDS, SIZES, ["backtracking", "rank queue"])
+    param_names = ["kind", "size", "method"]
     timeout = 300
 
-    def setup(self, kind, size):
+    def setup(self, kind, size, method):
         fastbpe = fastbpe_module()
         path = tiktoken_file("cl100k_base")
         if path is None:
@@ -41,8 +44,15 @@ class LongPieceEncode:
         self.tok = fastbpe.openai("cl100k_base", path)
         self.text = long_piece(kind, size)
         self.tok.encode_to_numpy("warm up: the tables are built on the first call")
+        core = self.tok._core()
+        if hasattr(core, "backtrack_min"):
+            core.backtracking()  # built on the first long chunk: not part of the timing
+            if method == "rank queue":
+                core.backtrack_min = 1 << 40
+        elif method == "backtracking":
+            skip("this commit has no backtracking encoder")
 
-    def time_encode(self, kind, size):
+    def time_encode(self, kind, size, method):
         self.tok.encode_to_numpy(self.text)
 
 

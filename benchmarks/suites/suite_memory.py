@@ -92,6 +92,30 @@ class EncodePeakMemory:
         self.encode_files(tokenizer, self.path, out, workers=1, progress=False, separator=None)
 
 
+class EncodeLongWordPeakMemory:
+    """``Tokenizer.encode_to_numpy`` of the long word read as one str with cl100k_base's ranks
+    (one chunk: the backtracking encoder; ids written once, into the result)."""
+
+    params = (["long_word_5MB", "long_word_50MB"],)
+    param_names = ["input"]
+    timeout = 1200
+
+    def setup_cache(self):
+        return _input_paths()
+
+    def setup(self, paths, name):
+        self.path = _path(paths, name)
+        encoder = data_file("tokenizers/tiktoken/cl100k_base.tiktoken")
+        if encoder is None:
+            skip("tokenizers/tiktoken/cl100k_base.tiktoken not found in the shared data (set FASTBPE_DATA)")
+        self.encoder = str(encoder)
+
+    def peakmem_encode_to_numpy(self, paths, name):
+        with open(self.path, encoding="utf-8") as f:
+            text = f.read()
+        fastbpe_module().openai("cl100k_base", self.encoder).encode_to_numpy(text)
+
+
 class MemoryFloor:
     """What every figure above includes: the benchmark process with fastbpe imported."""
 

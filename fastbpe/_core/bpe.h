@@ -19,6 +19,10 @@
 // pairs (stale entries re-checked when popped) for middling ones; and for long chunks (a
 // megabyte without a split) a queue of ranks, each rank with the positions of its candidate
 // pairs, taken in ascending order (merge_by_rank). Long chunks cost O(n log n) at worst.
+// Before the loops, chunks of BACKTRACK_MIN bytes or more are encoded by backtracking over the
+// vocabulary (backtrack.h: about linear time, memory the ids and one bit per byte) when the
+// model allows it (monotone merges; not the replay rule with a repeated pair), which the
+// tiktoken files and Hugging Face byte-level files mostly do.
 //
 // Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
 // a merged-away symbol has sid == -1. Symbols tile the chunk, so one array of boundary tags
@@ -28,6 +32,7 @@
 // vocabulary, or TOO_MANY_IDS when more ids than the room given come out.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
@@ -35,11 +40,13 @@
 #include <cstring>
 #include <new>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "backtrack.h"
 #include "bytes_map.h"
 #include "heap.h"
 #include "pair_table.h"
@@ -51,12 +58,16 @@ enum MergeRule { MERGE_REPLAY = 0, MERGE_PAIR = 1, MERGE_TOKEN = 2, MERGE_RULE_C
 
 static const uint64_t NO_MERGE = ~0ULL;      // lookup result of a pair that never merges
 static const int64_t TOO_MANY_IDS = -1000;
+static const int64_t BACKTRACK_UNUSABLE = -1001;  // (internal: take the merge loops instead)
 // Chunks longer than this are not cached: they are rare and would crowd the cache out.
 static const int64_t CACHE_MAX_CHUNK = 128;
 // Chunks up to this length are merged by the scan instead of the heap.
 static const int SCAN_MAX_CHUNK = 32;
 // Chunks of at least this many symbols are merged by the rank queue instead of the heap.
 static const int64_t RANK_QUEUE_MIN = 256;
+// Chunks of at least this many bytes are encoded by backtracking (backtrack.h) where the model
+// allows it (the tables are built on the first such chunk).
+static const int64_t BACKTRACK_MIN = 256;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
@@ -173,6 +184,8 @@ struct EncodeScratch {
     ShortChunkCache short_cache;  // the cache's first level, for chunks of up to SHORT_KEY_MAX bytes
     size_t max_ids = 4000000;
     IdBuffer sid, span;           // the symbol list of a long chunk (SymbolList)
+    std::vector<uint64_t> dead;   // the backtracking encoder's dead ends (Backtracker::encode)
+    std::vector<uint64_t> memo;   // and its memo of compatible pairs
     IdBuffer out;                 // ids of a call, before the caller copies them out
     std::vector<uint8_t> utf8;    // UTF-8 of a str
     Heap<uint64_t, LowestFirst> heap;
@@ -192,11 +205,12 @@ struct EncodeScratch {
     // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
     void trim(size_t keep) {
         size_t held = (sid.capacity() + span.capacity()) * sizeof(int32_t) +
-                      (heap.capacity() + ranks.capacity()) * sizeof(uint64_t);
+                      (heap.capacity() + ranks.capacity() + dead.capacity()) * sizeof(uint64_t);
         for (const RankBucket& b : buckets) held += b.cap * sizeof(int32_t);
         if (held <= keep) return;
         IdBuffer().swap(sid);
         IdBuffer().swap(span);
+        std::vector<uint64_t>().swap(dead);
         heap.release();
         std::vector<RankBucket>().swap(buckets);
         used_buckets = 0;
@@ -214,6 +228,7 @@ class BpeEncoder {
     // merge_by_rank hands over to the heap once it sorted more than this many times the
     // positions pushed (0: at its first sort; tests use it)
     int64_t rank_sort_budget = 4;
+    int64_t backtrack_min = BACKTRACK_MIN;  // longer chunks are backtracked (tests vary it)
     int32_t byte_id[256];            // id of each single byte, -1 if none
 
     BpeEncoder() {
@@ -226,6 +241,12 @@ class BpeEncoder {
     int64_t set_tokens(const std::vector<std::string>& tokens, int64_t* first) {
         ids_.clear();
         ids_.reserve(tokens.size());
+        token_blob_.clear();
+        token_ends_.clear();
+        for (const std::string& t : tokens) {
+            token_blob_ += t;
+            token_ends_.push_back((uint32_t)token_blob_.size());
+        }
         std::vector<uint64_t> hashes(tokens.size());
         for (size_t i = 0; i < tokens.size(); ++i)
             hashes[i] = bytes_map_hash((const uint8_t*)tokens[i].data(), tokens[i].size());
@@ -477,15 +498,15 @@ class BpeEncoder {
     }
 
     // Split valid UTF-8 dp[0:n] (n > 0) with a pattern whose chunks tile the text and encode it
-    // into st.out (room for n ids), one block of chunk bounds at a time. Counts chunks in
-    // *chunks and cache misses in *misses.
+    // into op, or st.out when op is null (room for n ids), one block of chunk bounds at a time.
+    // Counts chunks in *chunks and cache misses in *misses.
     int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
-                        int64_t* misses) const {
+                        int64_t* misses, int32_t* op = nullptr) const {
         int64_t starts[FUSED_BLOCK];
         int64_t ends[FUSED_BLOCK];
         size_t p = 0;
         int64_t count = 0;
-        int32_t* op = st.out.data();
+        if (op == nullptr) op = st.out.data();
         while (p < n) {
             int64_t m = 0;
             while (m < FUSED_BLOCK && p < n) {
@@ -523,6 +544,13 @@ class BpeEncoder {
         return total;
     }
 
+    // The backtracking tables (built now if no long chunk built them yet): usable or not, why,
+    // their size.
+    const Backtracker& backtrack_tables() const {
+        backtracker();
+        return *backtrack_;
+    }
+
   private:
     PairTable<uint64_t> pairs_;  // pair_key -> (rank << 32) | new id
     // MERGE_REPLAY only: the later ranks of a pair the merge list repeats (rare; a pair merged
@@ -531,6 +559,10 @@ class BpeEncoder {
     BytesMap ids_;        // every token's bytes -> its id (set_tokens)
     BytesMap whole_id_;   // the consistent tokens, when the whole-chunk lookup is not all of ids_
     bool use_whole_ = false, whole_all_ = false;
+    std::string token_blob_;             // every token's bytes, id order (set_tokens)
+    std::vector<uint32_t> token_ends_;   // token i ends at token_ends_[i] in token_blob_
+    mutable std::once_flag backtrack_once_;
+    mutable std::unique_ptr<Backtracker> backtrack_;
 
     // (rank << 32) | new id of pair (a, b), or NO_MERGE when the pair never merges.
     inline uint64_t lookup(int32_t a, int32_t b) const {
@@ -607,6 +639,10 @@ class BpeEncoder {
             }
             return merge_scan(sid, n, out, cap);
         }
+        if (n >= backtrack_min) {
+            int64_t got = encode_backtrack(data, n, st, out, cap);
+            if (got != BACKTRACK_UNUSABLE) return got;
+        }
         if ((int64_t)st.sid.size() < n) st.sid.resize(n);
         int32_t* sid = st.sid.data();
         for (int64_t i = 0; i < n; ++i) {
@@ -614,6 +650,30 @@ class BpeEncoder {
             if (sid[i] < 0) return -1 - (int64_t)data[i];
         }
         return merge_long(n, st, out, cap);
+    }
+
+    // BPE of data[0:n] by backtracking (backtrack.h), or BACKTRACK_UNUSABLE when the model
+    // does not allow it.
+    int64_t encode_backtrack(const uint8_t* data, int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
+        const Backtracker* bt = backtracker();
+        if (bt == nullptr) return BACKTRACK_UNUSABLE;
+        for (int64_t i = 0; i < n; ++i)
+            if (byte_id[data[i]] < 0) return -1 - (int64_t)data[i];
+        int64_t got = bt->encode(data, n, st.dead, st.memo, out, cap);
+        return got >= 0 ? got : BACKTRACK_UNUSABLE;
+    }
+
+    // The backtracking tables, built on the first call (thread-safe), or nullptr when the
+    // model does not allow backtracking.
+    const Backtracker* backtracker() const {
+        std::call_once(backtrack_once_, [this]() {
+            std::unique_ptr<Backtracker> bt(new Backtracker());
+            auto t0 = std::chrono::steady_clock::now();
+            bt->build(&pairs_, token_blob_, token_ends_, byte_id, merge_rule == MERGE_REPLAY && !repeats_.empty());
+            bt->build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            backtrack_ = std::move(bt);
+        });
+        return backtrack_->usable() ? backtrack_.get() : nullptr;
     }
 
     int64_t merge_long(int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
@@ -730,13 +790,9 @@ class BpeEncoder {
             while (!interrupt && st.buckets[b].cursor < st.buckets[b].size) {
                 RankBucket& bucket = st.buckets[b];
                 int64_t i = bucket.pos[bucket.cursor++];
-                if (sid[i] < 0) continue;
-                int64_t j = list.next(i);
-                if (j < 0) continue;
-                uint64_t v = lookup_from(sid[i], sid[j], floor);
-                if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) continue;  // stale: a neighbour merged
-                if (merge_rule == MERGE_REPLAY) floor = rank;
-                int64_t k = list.merge(i, j, v);
+                int64_t k = merge_if_current(list, i, rank, floor);
+                if (k == STALE) continue;
+                uint64_t v;
                 int64_t p = list.prev(i);
                 if (p >= 0) {
                     v = lookup_from(sid[p], sid[i], floor);
@@ -759,6 +815,21 @@ class BpeEncoder {
             }
         }
         return list_out(list, out, cap);
+    }
+
+    // The step merge_by_rank and merge_heap share: the candidate pair at position i, taken with
+    // rank `rank`, merges if it is still there with that rank; else a neighbour merged since it
+    // was pushed and it is stale. Returns the position after the merged symbol (-1 at the end)
+    // or STALE.
+    static const int64_t STALE = -2;
+    inline int64_t merge_if_current(SymbolList& list, int64_t i, uint32_t rank, uint32_t& floor) const {
+        if (list.sid[i] < 0) return STALE;
+        int64_t j = list.next(i);
+        if (j < 0) return STALE;
+        uint64_t v = lookup_from(list.sid[i], list.sid[j], floor);
+        if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) return STALE;
+        if (merge_rule == MERGE_REPLAY) floor = rank;
+        return list.merge(i, j, v);
     }
 
     // The heap's loop started from the current list (merge_by_rank's way out): every live pair
@@ -826,13 +897,9 @@ class BpeEncoder {
             uint64_t top = st.heap.pop();
             uint32_t rank = (uint32_t)(top >> 32);
             int64_t i = (int64_t)(top & LOW_BITS);
-            if (sid[i] < 0) continue;
-            int64_t j = list.next(i);
-            if (j < 0) continue;
-            uint64_t v = lookup_from(sid[i], sid[j], floor);
-            if (v == NO_MERGE || (uint32_t)(v >> 32) != rank) continue;  // stale: a neighbour merged
-            if (merge_rule == MERGE_REPLAY) floor = rank;
-            int64_t k = list.merge(i, j, v);
+            int64_t k = merge_if_current(list, i, rank, floor);
+            if (k == STALE) continue;
+            uint64_t v;
             if (k >= 0) {
                 v = lookup_from(sid[i], sid[k], floor);
                 if (v != NO_MERGE) st.heap.push((v & RANK_BITS) | (uint64_t)i);

@@ -28,11 +28,22 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void trim(size_t keep)
         size_t cache_size()
 
+    cdef cppclass Backtracker:
+        int64_t non_monotone
+        bool repeats
+        bool too_big
+        double build_seconds
+        bool usable()
+        size_t memory()
+        size_t trie_nodes()
+
     cdef cppclass BpeEncoder:
         int merge_rule
         int scan_max
         int64_t rank_queue_min
         int64_t rank_sort_budget
+        int64_t backtrack_min
+        const Backtracker& backtrack_tables() except +
         int32_t byte_id[256]
         int64_t set_tokens(const vector[string]& tokens, int64_t* first) except +
         int32_t token_id(const uint8_t* p, size_t n)
@@ -49,5 +60,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
                            EncodeScratch& st, int32_t* op, int64_t* misses) except +
         int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
                             int64_t* chunks, int64_t* misses) except +
+        int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
+                            int64_t* chunks, int64_t* misses, int32_t* op) except +
         int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words,
                                EncodeScratch& st, int32_t* out) except +

@@ -30,6 +30,8 @@ class BPECore:
     scan_max: int
     rank_queue_min: int
     rank_sort_budget: int
+    backtrack_min: int
+    def backtracking(self) -> Dict[str, Any]: ...
     def __init__(self, token_bytes: List[bytes], left: npt.NDArray[np.int32], right: npt.NDArray[np.int32],
                  merge_rule: str = "replay", whole_token_lookup: str = "consistent") -> None: ...
     def encode_chunks(self, data: _Buffer, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],

@@ -24,7 +24,7 @@ import numpy as np
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
-from fastbpe._core.bpe cimport (BpeEncoder, EncodeScratch, MERGE_REPLAY, MERGE_PAIR, MERGE_TOKEN,
+from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, MERGE_REPLAY, MERGE_PAIR, MERGE_TOKEN,
                                 SCAN_MAX_CHUNK)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
@@ -176,30 +176,54 @@ cdef class BPECore:
             raise OverflowError("more than 4 GiB in one call; split the text")
         # Ids go to the state's reusable buffer (at most one id per byte), then one exact-size
         # copy: a fresh buffer per call would page-fault on every call, serialising threads on
-        # the process's memory map.
+        # the process's memory map. A huge call writes straight into its result (_output).
         cdef EncodeScratch* st = &state.scratch
-        if <int64_t>st.out.size() < total:
-            st.out.resize(total)
+        big = self._output(state, total)
+        cdef int32_t* op = self._output_ids(state, big)
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         if m > 0:
             with nogil:
-                got = self.enc.encode_run(dp, data.shape[0], &starts[0], &ends[0], m, st[0], st.out.data(), &misses)
-        return self._result(state, got, m, misses)
+                got = self.enc.encode_run(dp, data.shape[0], &starts[0], &ends[0], m, st[0], op, &misses)
+        return self._result(state, got, m, misses, big)
 
-    cdef object _result(self, EncodeState state, int64_t got, Py_ssize_t chunks, int64_t misses):
-        """The first ``got`` ids of the state's buffer as a fresh int32 array (or the ValueError
-        of a negative ``got``), after counting cache hits and misses."""
+    cdef object _output(self, EncodeState state, int64_t room):
+        """Where a call's ``room`` ids at most go: None for the state's reusable buffer (made
+        big enough), or, past KEEP_BUFFER, a fresh int32 array that becomes the result (cut to
+        size in place by _result), so that a huge call never holds its ids twice. Pages of
+        either are taken only where ids are written."""
+        cdef EncodeScratch* st = &state.scratch
+        if <size_t>room * sizeof(int32_t) > KEEP_BUFFER:
+            return np.empty(room, dtype=np.int32)
+        if <int64_t>st.out.size() < room:
+            st.out.resize(room)
+        return None
+
+    cdef int32_t* _output_ids(self, EncodeState state, object big):
+        cdef int32_t[::1] bv
+        if big is None:
+            return state.scratch.out.data()
+        bv = big
+        return &bv[0]
+
+    cdef object _result(self, EncodeState state, int64_t got, Py_ssize_t chunks, int64_t misses, object big=None):
+        """The first ``got`` ids of the call's output (``big``, or the state's buffer) as an
+        int32 array of their own (or the ValueError of a negative ``got``), after counting cache
+        hits and misses."""
         cdef EncodeScratch* st = &state.scratch
         state.misses += misses
         state.hits += chunks - misses
         if got < 0:
             raise ValueError(f"byte 0x{-1 - got:02x} is not in the vocabulary")
+        if big is not None:
+            big.resize(got, refcheck=False)  # realloc: shrinks in place, the tail never touched
+            st.trim(KEEP_BUFFER)
+            return big
         out = np.empty(got, dtype=np.int32)
         cdef int32_t[::1] ov = out
         if got > 0:
             with nogil:
                 memcpy(&ov[0], st.out.data(), got * sizeof(int32_t))
-        if st.out.size() > KEEP_BUFFER:
+        if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
             st.out.clear()
             st.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
         st.trim(KEEP_BUFFER)         # nor the merge buffers of a huge chunk
@@ -221,13 +245,13 @@ cdef class BPECore:
         if n == 0:
             return np.empty(0, dtype=np.int32)
         cdef EncodeScratch* st = &state.scratch
-        if st.out.size() < n:
-            st.out.resize(n)
+        big = self._output(state, n)
+        cdef int32_t* op = self._output_ids(state, big)
         with nogil:
             valid = utf8_valid(&data[0], n)
             if valid:
-                got = self.enc.encode_utf8(&data[0], n, pattern, st[0], &chunks, &misses)
-        return self._result(state, got, chunks, misses) if valid else None
+                got = self.enc.encode_utf8(&data[0], n, pattern, st[0], &chunks, &misses, op)
+        return self._result(state, got, chunks, misses, big) if valid else None
 
     def encode_str(self, text, int pattern, EncodeState state):
         """``encode_text(text.encode("utf-8"), pattern, state)`` with the UTF-8 made while the
@@ -253,18 +277,21 @@ cdef class BPECore:
             if st.utf8.size() < widest * n:
                 st.utf8.resize(widest * n)
             dp = st.utf8.data()
+        # (room for the ids: the UTF-8's length, at most widest * n before it is made)
+        big = self._output(state, widest * n) if widest * n * sizeof(int32_t) > KEEP_BUFFER else None
+        cdef int32_t* op = self._output_ids(state, big) if big is not None else NULL
         # The str is immutable and the caller holds it: its characters stay put without the GIL.
         with nogil:
             if not ascii:
                 size = utf8_from_str_data(kind, chars, n, st.utf8.data())
             if size >= 0:
-                if <int64_t>st.out.size() < size:
+                if op == NULL and <int64_t>st.out.size() < size:
                     st.out.resize(size)
-                got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses)
+                got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses, op)
         if st.utf8.size() > KEEP_BUFFER:
             st.utf8.clear()
             st.utf8.shrink_to_fit()
-        return self._result(state, got, chunks, misses) if size >= 0 else None
+        return self._result(state, got, chunks, misses, big) if size >= 0 else None
 
     def encode_str_many(self, list texts, int pattern, EncodeState state):
         """``encode_str`` of every str of ``texts`` in one call, the GIL released for all of
@@ -278,8 +305,8 @@ cdef class BPECore:
         cdef vector[size_t] lengths
         cdef vector[char] is_ascii
         cdef vector[char] bad
-        cdef size_t widest = 1, n
-        cdef int64_t size = 0, got = 0, chunks = 0, misses = 0
+        cdef size_t widest = 1, n, room = 0, transcoded = 0
+        cdef int64_t size = 0, got = 0, chunks = 0, misses = 0, total = 0
         cdef vector[int32_t] all_ids
         cdef const uint8_t* dp
         for k in range(count):
@@ -293,13 +320,19 @@ cdef class BPECore:
             is_ascii.push_back(PyUnicode_IS_ASCII(text))
             n = len(text) * (1 if is_ascii.back() else (4 if kinds.back() == 4 else kinds.back() + 1))
             widest = n if n > widest else widest
+            if not is_ascii.back() and n > transcoded:
+                transcoded = n   # the UTF-8 buffer serves non-ASCII strs only (ASCII is read in place)
+            room += n
         self._check_fused(pattern, state, widest)
+        # Huge batches write their ids straight into the result, as encode_str does (_output).
+        big = self._output(state, room) if room * sizeof(int32_t) > KEEP_BUFFER else None
+        cdef int32_t* op = self._output_ids(state, big) if big is not None else NULL
         ends = np.zeros(count + 1, dtype=np.int64)
         cdef int64_t[::1] ev = ends
         bad.resize(count)
         cdef EncodeScratch* st = &state.scratch
-        if st.utf8.size() < widest:
-            st.utf8.resize(widest)
+        if st.utf8.size() < transcoded:
+            st.utf8.resize(transcoded)
         if st.out.size() < widest:
             st.out.resize(widest)
         # The list holds every str, and strs are immutable: their characters stay put without the GIL.
@@ -312,22 +345,29 @@ cdef class BPECore:
                     dp = st.utf8.data()
                 got = 0
                 if size > 0:
-                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses)
+                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses,
+                                               op + total if op != NULL else NULL)
                 if size < 0 or got < 0:
                     bad[k] = 1
+                elif op != NULL:
+                    total += got
                 elif got > 0:
                     all_ids.insert(all_ids.end(), st.out.data(), st.out.data() + got)
-                ev[k + 1] = <int64_t>all_ids.size()
+                ev[k + 1] = total if op != NULL else <int64_t>all_ids.size()
         state.misses += misses
         state.hits += chunks - misses
         if st.utf8.size() > KEEP_BUFFER:
             st.utf8.clear()
             st.utf8.shrink_to_fit()
-        if st.out.size() > KEEP_BUFFER:
+        if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
             st.out.clear()
             st.out.shrink_to_fit()
         st.trim(KEEP_BUFFER)  # nor the merge buffers of a huge chunk
-        return _int32_array(all_ids), ends, [k for k in range(count) if bad[k]]
+        failed = [k for k in range(count) if bad[k]]
+        if big is not None:
+            big.resize(total, refcheck=False)  # realloc: shrinks in place
+            return big, ends, failed
+        return _int32_array(all_ids), ends, failed
 
     cdef _check_fused(self, int pattern, EncodeState state, size_t n):
         if not pattern_tiles(pattern):
@@ -466,6 +506,33 @@ cdef class BPECore:
         if value < 0:
             raise ValueError("rank_sort_budget must be at least 0")
         self.enc.rank_sort_budget = value
+
+    @property
+    def backtrack_min(self):
+        """Chunks of at least this many bytes (and more than ``scan_max``) are encoded by
+        backtracking over the vocabulary where the model allows it (see ``backtracking``); 0
+        backtracks every chunk past the scan."""
+        return self.enc.backtrack_min
+
+    @backtrack_min.setter
+    def backtrack_min(self, int64_t value):
+        if value < 0:
+            raise ValueError("backtrack_min must be at least 0")
+        self.enc.backtrack_min = value
+
+    def backtracking(self):
+        """What the backtracking encoder of long chunks found about this model, building its
+        tables if no long chunk did yet: a dict with ``usable`` (long chunks are backtracked;
+        else the merge loops take them), ``non_monotone`` (tokens whose last merge does not
+        rank above the merges that made its parts: each rules backtracking out), ``replay_repeats`` (the
+        replay rule with a repeated pair: rules it out too), ``build_seconds``, ``memory`` (bytes
+        of the tables) and ``trie_nodes``."""
+        cdef const Backtracker* bt
+        with nogil:
+            bt = &self.enc.backtrack_tables()
+        return {"usable": bt.usable(), "non_monotone": bt.non_monotone, "replay_repeats": bt.repeats,
+                "too_big": bt.too_big, "build_seconds": bt.build_seconds, "memory": bt.memory(),
+                "trie_nodes": bt.trie_nodes()}
 
     def whole_lookup_size(self):
         """How many tokens the whole-chunk lookup knows."""

@@ -138,8 +138,9 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
             return [one(text) for text in chunk]
         core, state = tok._core(), tok._state()
         ids, ends, failed = core.encode_str_many(chunk, pattern, state)
-        if as_numpy:
-            out = [piece.astype(dtype) for piece in np.split(ids, ends[1:-1])]
+        if as_numpy:  # (ids are never negative here: int32 read as uint32 needs no copy)
+            pieces = np.split(ids.view(dtype) if dtype.itemsize == ids.itemsize else ids, ends[1:-1])
+            out = [piece if piece.dtype == dtype else piece.astype(dtype) for piece in pieces]
         else:
             out = core.id_lists(ids, ends, state)
         # lone surrogates, bytes outside the vocabulary, special tokens: encode's own path

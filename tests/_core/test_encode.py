@@ -47,20 +47,22 @@ def merge_lists(draw, alphabet=b"abc", max_merges=12):
 
 
 def core_encode_word(tok: Tokenizer, word: bytes, impl: str = "scan"):
-    """The compiled core on one chunk: from its bytes through the short-chunk scan, the heap or
-    the rank queue of long chunks, or from its symbol ids (the path of character-level
-    tokenizers and word markers; "symbols-ranks" through the rank queue)."""
+    """The compiled core on one chunk: from its bytes through the short-chunk scan, the heap,
+    the rank queue of long chunks or backtracking (where the model allows it, else the heap),
+    or from its symbol ids (the path of character-level tokenizers and word markers;
+    "symbols-ranks" through the rank queue)."""
     core = tok._core()
     core.scan_max = 32 if impl in ("scan", "symbols") else 0
     core.rank_queue_min = 0 if impl in ("ranks", "symbols-ranks") else 1 << 40
+    core.backtrack_min = 0 if impl == "backtrack" else 1 << 40
     if impl.startswith("symbols"):
         symbols = np.array([tok._ids[bytes([b])] for b in word], dtype=np.int32)
         return core.encode_symbols(symbols, np.array([len(word)], dtype=np.int64), EncodeState()).tolist()
     return tok.encode_chunk_bounds(word, np.array([0]), np.array([len(word)])).tolist()
 
 
-IMPLS = ["scan", "heap", "ranks", "symbols", "symbols-ranks"]
-BYTE_IMPLS = ["scan", "heap", "ranks"]
+IMPLS = ["scan", "heap", "ranks", "backtrack", "symbols", "symbols-ranks"]
+BYTE_IMPLS = ["scan", "heap", "ranks", "backtrack"]
 
 
 @settings(max_examples=300)
@@ -137,13 +139,15 @@ def _reference_ids(tok, rule, tokens, merges, word):
 
 
 def _long_piece_encoders(tok, n):
-    """(label, encode) for the heap, the rank queue at the switch boundary n-1, n, n+1 and the
-    rank queue's hand-over to the heap, all on one chunk of n bytes."""
+    """(label, encode) for the heap, the rank queue at the switch boundary n-1, n, n+1, the
+    rank queue's hand-over to the heap and backtracking at its boundary, all on one chunk of n
+    bytes."""
     core = tok._core()
 
-    def run(queue_min, budget=4, symbols=False):
+    def run(queue_min, budget=4, symbols=False, backtrack_min=1 << 40):
         def encode(word):
             core.scan_max, core.rank_queue_min, core.rank_sort_budget = 0, queue_min, budget
+            core.backtrack_min = backtrack_min
             try:
                 if symbols:
                     ids = np.array([tok._ids[bytes([b])] for b in word], dtype=np.int32)
@@ -151,10 +155,12 @@ def _long_piece_encoders(tok, n):
                 return tok.encode_chunk_bounds(word, np.array([0]), np.array([len(word)])).tolist()
             finally:
                 core.scan_max, core.rank_queue_min, core.rank_sort_budget = 32, 256, 4
+                core.backtrack_min = 256
         return encode
 
     return [("heap", run(n + 1)), ("queue at n-1", run(n - 1)), ("queue at n", run(n)),
-            ("queue, hand-over", run(0, budget=0)), ("queue, symbols", run(0, symbols=True))]
+            ("queue, hand-over", run(0, budget=0)), ("queue, symbols", run(0, symbols=True)),
+            ("backtracking at n", run(n + 1, backtrack_min=n)), ("backtracking at n+1", run(n + 1, backtrack_min=n + 1))]
 
 
 @settings(max_examples=60, deadline=None)
@@ -164,7 +170,7 @@ def test_long_pieces_equal_reference(case, rule, n, data):
     """Pieces of 33 to 300 bytes over two letters and an invalid UTF-8 byte, every merge rule;
     arbitrary merge lists are not monotone, so new pairs of lower ranks interrupt the queue."""
     tokens, merges = case
-    tok = Tokenizer(tokens, merges if rule != "token" else [], merge_rule=rule, whole_token_lookup="none")
+    tok = Tokenizer(tokens, merges if rule != "token" else [], merge_rule=rule, whole_token_lookup=False)
     unit = data.draw(st.sampled_from([b"a", b"ab", b"aab", b"ab\xff", b"abba"]))
     noise = data.draw(st.lists(st.integers(0, n - 1), max_size=4))
     word = bytearray((unit * n)[:n])
@@ -191,7 +197,7 @@ def test_tens_of_kilobytes_agree_across_merge_loops(rule):
             ids[new] = len(tokens)
             tokens.append(new)
         merges.append((a, b))
-    tok = Tokenizer(tokens, merges if rule != "token" else [], merge_rule=rule, whole_token_lookup="none")
+    tok = Tokenizer(tokens, merges if rule != "token" else [], merge_rule=rule, whole_token_lookup=False)
     n = 30_000
     pieces = [b"a" * n, b"ab" * (n // 2), bytes(rng.choice([97, 98], n).astype(np.uint8)),
               bytes(rng.choice([97, 97, 97, 98], n).astype(np.uint8))]

@@ -1,0 +1,357 @@
+// Long pieces in linear time: BPE by backtracking over the vocabulary, for bpe.h.
+//
+// The idea is the one of the `bpe` crate of GitHub's rust-gems (behind bpe-openai and rs-bpe;
+// its README explains it): when every merge has a higher rank than the merges that made its two
+// parts ("monotone", checked below), a token sequence is the BPE encoding of its bytes iff every
+// token is the encoding of its own bytes ("reachable") and every adjacent pair is "compatible":
+// BPE of the two tokens' bytes gives exactly that pair again. Compatibility is decided from the
+// merge tree alone (compatible()). So a piece is encoded left to right by trying the longest
+// vocabulary prefix first, then its next shorter prefix token, ..., and backtracking over the
+// previous token when none is compatible; a position from which no encoding continues is marked
+// dead in a bit field and never tried again. The encoding is unique, so the first complete
+// sequence found is it. Memory: the ids and one bit per byte; time: about linear (each position
+// is tried with at most the tokens that start there).
+//
+// Why the merge tree decides a pair (a, b) (the rule is bpe.h's: lowest rank first, leftmost
+// among equal ranks; monotone, so the ranks merged only go up): run BPE on a's and b's bytes
+// together. Until something merges across the boundary, each side merges as it would alone, so
+// the symbols meeting at the boundary run through a's right edge and b's left edge of their
+// merge trees, backwards: from (a, b), undo the later of the two (the higher rank; on a tie the
+// right one, which came second), and so on down to two bytes. The pair (x, y) at the boundary
+// lives from the later of their merges until the merge just undone, of rank L; it is merged
+// across, breaking the pair, iff its own rank is below L, or equal to L when the undone merge
+// was on the right (the leftmost of equal ranks goes first). (a, b) itself must not merge at all.
+//
+// Tables (built on the first long piece, not at load, see BpeEncoder::backtracker): every
+// token's merge tree (left, right, rank of its last merge), from BPE of its own bytes; a trie
+// over the reachable tokens' bytes for the longest prefix; each token's next shorter prefix
+// token.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "pair_table.h"
+
+namespace fbpt {
+
+// The byte trie of the reachable tokens. The first two levels are plain arrays: the node of a
+// one-byte prefix b is 1 + b, of a two-byte prefix 257 + (b0 << 8 | b1), each with its token
+// (-1: none, ABSENT: no token starts so). Deeper edges sit in one open-addressing table whose
+// slot holds the edge's key ((node << 8 | byte) + 1; 0 empty), the child and the child's token,
+// so each byte of a walk costs one probe. Most tokens are short: most walks stay in the arrays.
+class TokenTrie {
+  public:
+    // Nodes are numbered below 2^24, so that a key fits 32 bits.
+    static const uint32_t MAX_NODES = 1u << 24;
+    static const int32_t ABSENT = -2;
+
+    void reset() {
+        slots_.assign(1024, Slot{0, 0, -1});
+        mask_ = slots_.size() - 1;
+        used_ = 0;
+        next_node_ = FIRST_DEEP;
+        for (int b = 0; b < 256; ++b) level1_[b] = ABSENT;
+        level2_.assign(1 << 16, ABSENT);
+    }
+
+    // Add token `id` with bytes p[0:n] (n >= 1). False when the trie would outgrow MAX_NODES.
+    bool add(const uint8_t* p, size_t n, int32_t id) {
+        int32_t& t1 = level1_[p[0]];
+        if (t1 == ABSENT) t1 = -1;
+        if (n == 1) {
+            t1 = id;
+            return true;
+        }
+        uint32_t two = ((uint32_t)p[0] << 8) | p[1];
+        int32_t& t2 = level2_[two];
+        if (t2 == ABSENT) t2 = -1;
+        if (n == 2) {
+            t2 = id;
+            return true;
+        }
+        uint32_t node = 257 + two;
+        for (size_t i = 2; i < n; ++i) {
+            Slot* s = find(node, p[i]);
+            if (s == nullptr) {
+                if (next_node_ >= MAX_NODES) return false;
+                s = insert(node, p[i], next_node_++);
+            }
+            if (i + 1 == n) s->token = id;
+            node = s->child;
+        }
+        return true;
+    }
+
+    // The longest token that is a prefix of p[0:n], or -1.
+    inline int32_t longest(const uint8_t* p, size_t n) const {
+        if (n == 0) return -1;
+        int32_t best = level1_[p[0]];
+        if (best == ABSENT || n == 1) return best < 0 ? -1 : best;
+        uint32_t two = ((uint32_t)p[0] << 8) | p[1];
+        int32_t t = level2_[two];
+        if (t == ABSENT) return best;
+        if (t >= 0) best = t;
+        uint32_t node = 257 + two;
+        for (size_t i = 2; i < n; ++i) {
+            const Slot* s = find(node, p[i]);
+            if (s == nullptr) break;
+            if (s->token >= 0) best = s->token;
+            node = s->child;
+        }
+        return best;
+    }
+
+    size_t nodes() const { return 257 + 65536 + (next_node_ - FIRST_DEEP); }
+    size_t memory() const { return slots_.capacity() * sizeof(Slot) + level2_.capacity() * 4 + sizeof(level1_); }
+
+  private:
+    struct Slot {
+        uint32_t key, child;
+        int32_t token;
+    };
+    static const uint32_t FIRST_DEEP = 257 + 65536;
+    std::vector<Slot> slots_;
+    std::vector<int32_t> level2_;
+    int32_t level1_[256];
+    size_t mask_ = 0, used_ = 0;
+    uint32_t next_node_ = FIRST_DEEP;
+
+    static inline size_t slot_of(uint32_t key) { return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32); }
+
+    inline const Slot* find(uint32_t node, uint8_t b) const {
+        uint32_t key = ((node << 8) | b) + 1;
+        for (size_t i = slot_of(key) & mask_;; i = (i + 1) & mask_) {
+            const Slot& s = slots_[i];
+            if (s.key == key) return &s;
+            if (s.key == 0) return nullptr;
+        }
+    }
+    Slot* find(uint32_t node, uint8_t b) { return const_cast<Slot*>(static_cast<const TokenTrie*>(this)->find(node, b)); }
+    Slot* insert(uint32_t node, uint8_t b, uint32_t child) {
+        if (4 * (used_ + 1) > 3 * slots_.size()) {  // at most 3/4 full
+            std::vector<Slot> old(2 * slots_.size(), Slot{0, 0, -1});
+            old.swap(slots_);
+            mask_ = slots_.size() - 1;
+            for (const Slot& s : old)
+                if (s.key != 0) place(s);
+        }
+        ++used_;
+        return place(Slot{((node << 8) | b) + 1, child, -1});
+    }
+    Slot* place(const Slot& slot) {
+        size_t i = slot_of(slot.key) & mask_;
+        while (slots_[i].key != 0) i = (i + 1) & mask_;
+        slots_[i] = slot;
+        return &slots_[i];
+    }
+};
+
+// The backtracking encoder's tables for one BpeEncoder (read-only once built). `pairs` is the
+// encoder's pair table (pair_key -> (rank << 32) | new id), which must outlive this.
+class Backtracker {
+  public:
+    // Why a model cannot use it (usable() false): its rule replays merges with a floor and
+    // repeats a pair, or a merge is not monotone.
+    // reachable tokens whose last merge does not rank above the last merges of its parts
+    int64_t non_monotone = 0;
+    bool repeats = false;      // MERGE_REPLAY with a repeated pair
+    bool too_big = false;      // the trie would have more than TokenTrie::MAX_NODES nodes
+    double build_seconds = 0;
+
+    bool usable() const { return !repeats && !too_big && non_monotone == 0; }
+    size_t memory() const {
+        return trie_.memory() + info_.capacity() * sizeof(TokenInfo) + live_.capacity() * 16;
+    }
+    size_t trie_nodes() const { return trie_.nodes(); }
+
+    // tokens: id i's bytes are blob[ends[i - 1]:ends[i]] (ends[-1] = 0; empty: unused id).
+    // byte_id: the encoder's id of each byte.
+    void build(const PairTable<uint64_t>* pairs, const std::string& blob, const std::vector<uint32_t>& ends,
+               const int32_t* byte_id, bool replay_repeats) {
+        pairs_ = pairs;
+        repeats = replay_repeats;
+        size_t count = ends.size();
+        const uint8_t* base = (const uint8_t*)blob.data();
+        auto start = [&](size_t i) { return i ? ends[i - 1] : 0u; };
+        info_.assign(count, TokenInfo{-1, -1, -1, -1, 0});
+        // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it back)
+        std::vector<int32_t> sym;
+        std::vector<uint64_t> val;
+        std::vector<uint8_t> reachable(count, 0);
+        for (size_t t = 0; t < count; ++t) {
+            const uint8_t* p = base + start(t);
+            size_t n = ends[t] - start(t);
+            info_[t].length = (uint32_t)n;
+            if (n == 1) reachable[t] = byte_id[p[0]] == (int32_t)t;
+            if (n < 2) continue;
+            int32_t left = -1, right = -1, rank = -1;
+            if (last_merge(p, n, byte_id, sym, val, &left, &right, &rank) == (int32_t)t) {
+                reachable[t] = 1;
+                info_[t].left = left;
+                info_[t].right = right;
+                info_[t].rank = rank;
+            }
+        }
+        // 2. the trie of the reachable tokens, and each one's next shorter prefix token
+        trie_.reset();
+        for (size_t t = 0; t < count; ++t) {
+            if (!reachable[t]) continue;
+            if (!trie_.add(base + start(t), ends[t] - start(t), (int32_t)t)) {
+                too_big = true;
+                return;
+            }
+        }
+        for (size_t t = 0; t < count; ++t)
+            if (reachable[t] && info_[t].length > 1) info_[t].prefix = trie_.longest(base + start(t), info_[t].length - 1);
+        // 3. monotone: every merge that ever fires has a rank above the merges that made its
+        // parts. The merges that fire are the last merges of reachable tokens: the symbols of
+        // any BPE run were each made as BPE of their own bytes alone would make them (the
+        // merges inside a symbol's bytes were each the lowest pair there when taken), so a pair
+        // (a, b) that joins into c fires only as c's own last merge. The other pairs of the
+        // table (tiktoken's holds every split of every token) never fire; live_rank skips them.
+        size_t live = 0;
+        for (size_t t = 0; t < count; ++t) {
+            const TokenInfo& x = info_[t];
+            if (x.left < 0) continue;
+            if (x.rank <= info_[x.left].rank || x.rank <= info_[x.right].rank) ++non_monotone;
+            ++live;
+        }
+        // 4. the pairs that fire, in a table of their own: a fraction of tiktoken's (which holds
+        // every split), so the lookups of compatible() mostly hit the CPU caches
+        size_t cap = 16;
+        while (cap < 2 * live + 16) cap *= 2;
+        live_.reset(cap);
+        for (size_t t = 0; t < count; ++t) {
+            const TokenInfo& x = info_[t];
+            if (x.left < 0) continue;
+            uint64_t key = pair_key(x.left, x.right);
+            size_t i = live_.index(key);
+            if (!live_.occupied(i)) live_.insert_at(i, key, (int64_t)x.rank);
+        }
+    }
+
+    // Ids of p[0:n] into out (room for cap ids) by backtracking; `dead` is scratch space. The
+    // caller checked that every byte has an id. Returns the id count, or -1 when the search
+    // finds nothing (impossible for a usable model; the caller then takes its other path).
+    int64_t encode(const uint8_t* p, int64_t n, std::vector<uint64_t>& dead, std::vector<uint64_t>& memo,
+                   int32_t* out, int64_t cap) const {
+        dead.assign((size_t)(n >> 6) + 1, 0);
+        if (memo.size() != MEMO_SLOTS) memo.assign(MEMO_SLOTS, ~0ULL);
+        int64_t count = 0, pos = 0;
+        int32_t token = trie_.longest(p, (size_t)n);
+        while (pos < n) {
+            int32_t last = count ? out[count - 1] : -1;
+            for (;;) {
+                if (token < 0) {  // nothing fits after `last`: pos is a dead end
+                    if (count == 0) return -1;
+                    dead[(size_t)pos >> 6] |= 1ULL << (pos & 63);
+                    token = out[--count];
+                    pos -= info_[token].length;
+                    break;  // `token` is retried and fails on its now dead end
+                }
+                int64_t end = pos + info_[token].length;
+                if (!((dead[(size_t)end >> 6] >> (end & 63)) & 1) && (last < 0 || compatible_memo(last, token, memo))) {
+                    if (count >= cap) return -1;
+                    out[count++] = token;
+                    pos = end;
+                    token = trie_.longest(p + pos, (size_t)(n - pos));
+                    break;
+                }
+                token = info_[token].prefix;
+            }
+        }
+        return count;
+    }
+
+    // compatible() through the caller's memo: a direct-mapped table of recent answers, slot
+    // pair_key(a, b) with bit 31 the answer (ids are below 2^31), ~0 empty. Text repeats its
+    // pairs (most of a piece's tokens are frequent ones), and a walk costs several lookups.
+    static const size_t MEMO_SLOTS = 1 << 14;
+    inline bool compatible_memo(int32_t a, int32_t b, std::vector<uint64_t>& memo) const {
+        uint64_t key = pair_key(a, b);
+        uint64_t& slot = memo[(size_t)((key * 0x9E3779B97F4A7C15ULL) >> 50)];
+        if ((slot & ~(1ULL << 31)) == key) return (slot >> 31) & 1;
+        bool ok = compatible(a, b);
+        slot = key | ((uint64_t)ok << 31);
+        return ok;
+    }
+
+    // Whether BPE of a's bytes followed by b's gives exactly (a, b) (reachable tokens).
+    inline bool compatible(int32_t a, int32_t b) const {
+        if (live_rank(a, b) != NO_RANK) return false;
+        for (;;) {
+            const TokenInfo& x = info_[a];
+            const TokenInfo& y = info_[b];
+            if (x.left >= 0 && (y.left < 0 || x.rank > y.rank)) {  // a was made last: undo it
+                a = x.right;
+                if (live_rank(a, b) < x.rank) return false;
+            } else if (y.left >= 0) {  // b was (a tie: b is right of a's merge, so it came second)
+                b = y.left;
+                if (live_rank(a, b) <= y.rank) return false;
+            } else {
+                return true;  // two bytes
+            }
+        }
+    }
+
+  private:
+    static const uint64_t NO_PAIR = ~0ULL;
+    struct TokenInfo {
+        int32_t left, right;  // the two tokens its last merge joined (-1: a byte)
+        int32_t rank;         // that merge's rank
+        int32_t prefix;       // the longest reachable token that is a proper prefix, -1 if none
+        uint32_t length;      // bytes
+    };
+    const PairTable<uint64_t>* pairs_ = nullptr;
+    PairTable<int64_t> live_;  // the pairs that fire (each token's last merge) -> rank
+    std::vector<TokenInfo> info_;
+    TokenTrie trie_;
+
+    inline uint64_t lookup(int32_t a, int32_t b) const {
+        const uint64_t* v = pairs_->find(pair_key(a, b));
+        return v ? *v : NO_PAIR;
+    }
+
+    // The rank of pair (a, b) if it ever fires (it is the last merge of the token it makes,
+    // see build), else NO_RANK (above every rank).
+    static const int64_t NO_RANK = INT64_MAX;
+    inline int64_t live_rank(int32_t a, int32_t b) const {
+        const int64_t* r = live_.find(pair_key(a, b));
+        return r ? *r : NO_RANK;
+    }
+
+    // BPE of p[0:n] (n >= 2) by bpe.h's rule without a floor (lowest rank, leftmost first):
+    // the id it ends in when that is one symbol (else -1), and the last merge's parts and rank.
+    int32_t last_merge(const uint8_t* p, size_t n, const int32_t* byte_id, std::vector<int32_t>& sym,
+                       std::vector<uint64_t>& val, int32_t* left, int32_t* right, int32_t* rank) const {
+        sym.resize(n);
+        val.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+            sym[i] = byte_id[p[i]];
+            if (sym[i] < 0) return -1;
+        }
+        for (size_t i = 0; i + 1 < n; ++i) val[i] = lookup(sym[i], sym[i + 1]);
+        size_t m = n;
+        while (m > 1) {
+            size_t best = 0;
+            for (size_t i = 1; i + 1 < m; ++i)
+                if (val[i] < val[best]) best = i;
+            if (val[best] == NO_PAIR) return -1;
+            *left = sym[best];
+            *right = sym[best + 1];
+            *rank = (int32_t)(val[best] >> 32);
+            sym[best] = (int32_t)(val[best] & 0xFFFFFFFFULL);
+            sym.erase(sym.begin() + (long)best + 1);
+            val.erase(val.begin() + (long)best);
+            --m;
+            if (best + 1 < m) val[best] = lookup(sym[best], sym[best + 1]);
+            if (best > 0) val[best - 1] = lookup(sym[best - 1], sym[best]);
+        }
+        return sym[0];
+    }
+};
+
+}  // namespace fbpt
