@@ -21,12 +21,13 @@ the peers' files (:mod:`fastbpe.formats`):
 
 1. the special-token policy (:mod:`.special`): special tokens are found and set apart;
 2. the normaliser (:mod:`.normalizers`): each ordinary piece is normalised;
-3. the splitter (``pattern``, ``split_gaps``, ``split_stages``, ``prefix_space``;
-   :mod:`fastbpe.split`): the piece is cut into chunks, by one or several split stages;
+3. the splitter (:mod:`fastbpe.split.splitter`: ``pattern``, ``split_gaps``, ``split_stages``,
+   ``prefix_space``): the piece is cut into chunks, by one or several split stages;
 4. the BPE model (:mod:`.model`): token bytes, merges with the ids they make, the merge rule
    and the whole-token lookup, run by the compiled core;
-5. optional word markers (``word_start``/``word_end``) and character-level units: the chunk
-   reaches the same compiled core as symbol ids instead of bytes.
+5. optional markers (:mod:`.markers`: ``word_start``/``word_end``, ``space_marker``) and
+   character-level units: the chunk reaches the same compiled core as symbol ids instead of
+   bytes.
 
 Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split pattern allows.
 """
@@ -39,16 +40,16 @@ from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optio
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
-from ..arguments import check_word_markers, check_workers
+from ..arguments import check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
 from ..formats import native as native_format
 from ..formats import tiktoken as tiktoken_format
-from ..split.bounds import chunk_bounds, staged_chunk_bounds
-from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
+from ..split.splitter import Splitter
 from . import batch, special, surrogates, vocab
+from .markers import Markers
 from .model import BPEModel
 from .normalizers import Normalizer
 
@@ -149,30 +150,16 @@ class Tokenizer:
             raise ValueError("merge_rule='pair' needs no word markers")
         if (byte_fallback or space_marker) and (unit != "chars" or word_start or word_end):
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
-        if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
-            raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
         self.byte_fallback = bool(byte_fallback)
-        self.space_marker = space_marker or ""
-        self.split_stages: List[Tuple[str, bool]] = []
-        for stage in split_stages:
-            if not (isinstance(stage, (tuple, list)) and len(stage) == 2 and isinstance(stage[0], str)):
-                raise ValueError(f"split_stages entries must be (pattern, keep_gaps) pairs, got {stage!r:.80}")
-            compiled_regex(stage[0])
-            self.split_stages.append((stage[0], bool(stage[1])))
+        # Step 5, the markers (fastbpe.encode.markers)
+        self.markers = Markers(word_start, word_end, space_marker)
+        # Step 3, the splitter (fastbpe.split.splitter)
+        self.splitter = Splitter(pattern, split_gaps, split_stages, prefix_space)
         # Step 2, the normaliser (fastbpe.encode.normalizers)
         self.normalize = Normalizer.from_spec(normalizer)
-        if not isinstance(prefix_space, bool):
-            raise TypeError(f"prefix_space must be True or False, got {prefix_space!r:.40}")
         if prefix_space and not self._reads_bytes_for(unit, word_start, word_end):
             raise ValueError("prefix_space needs unit='bytes' and no word markers")
-        self.prefix_space = prefix_space
-        self.split_gaps = bool(split_gaps)
         self.unit = unit
-        self.pattern = pattern
-        check_user_pattern(pattern)  # an unknown name or a bad regex fails here, not at the first encode
-        check_word_markers(word_start, word_end)
-        self.word_start = word_start or ""
-        self.word_end = word_end or ""
         if isinstance(tokens, (str, bytes, bytearray)):
             raise TypeError(f"tokens must be a sequence of bytes, not one {type(tokens).__name__}")
         bad = next((t for t in tokens if not isinstance(t, (bytes, bytearray, memoryview))), None)
@@ -249,6 +236,16 @@ class Tokenizer:
             raise ValueError(f"merge_counts has {len(counts)} counts for {len(self.merge_ids)} merges")
         return [int(c) for c in counts]
 
+    # The splitter's and the markers' parts, as attributes of the tokenizer (the names earlier
+    # versions had).
+    pattern = property(lambda self: self.splitter.pattern, doc="The split pattern (a name or a regex).")
+    split_gaps = property(lambda self: self.splitter.split_gaps, doc="Whether text between matches is chunks too.")
+    split_stages = property(lambda self: self.splitter.split_stages, doc="Further (pattern, keep_gaps) splits.")
+    prefix_space = property(lambda self: self.splitter.prefix_space, doc="A space before every ordinary piece.")
+    word_start = property(lambda self: self.markers.word_start, doc="The word-start marker ('' for none).")
+    word_end = property(lambda self: self.markers.word_end, doc="The word-end marker ('' for none).")
+    space_marker = property(lambda self: self.markers.space_marker, doc="The character a space is written as.")
+
     # The BPE model's parts, as attributes of the tokenizer (the names earlier versions had).
     token_bytes = property(lambda self: self.model.token_bytes, doc="Bytes of every id (b'' for an unused id).")
     merge_ids = property(lambda self: self.model.merges, doc="int64 (n, 2): the merges as pairs of ids.")
@@ -281,7 +278,12 @@ class Tokenizer:
             state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
             state.setdefault("prefix_space", False)
         state.setdefault("byte_fallback", False)
-        state.setdefault("space_marker", "")
+        if "splitter" not in state:  # a pickle of a version before the splitter had its own class
+            state["splitter"] = Splitter(state.pop("pattern", "gpt2"), state.pop("split_gaps", False),
+                                         state.pop("split_stages", ()), state.pop("prefix_space", False))
+        if "markers" not in state:  # nor the markers
+            state["markers"] = Markers(state.pop("word_start", None), state.pop("word_end", None),
+                                       state.pop("space_marker", None))
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -353,7 +355,7 @@ class Tokenizer:
         chunk in them. A symbol outside the vocabulary (a character never seen in training)
         gets the negative id ``-1 - ord(symbol)``: it never merges, and ``encode`` refuses it."""
         chunks = pretokenize(text, self.pattern)
-        words = [self.word_start + chunk + self.word_end for chunk in chunks]
+        words = [self.markers.word(chunk) for chunk in chunks]
         joined = "".join(words)
         ends = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=ends[1:])
@@ -375,8 +377,7 @@ class Tokenizer:
         """int32 ids of text without special tokens. ``strict``: a byte or character outside the
         vocabulary is a ValueError; otherwise it comes out as its negative id."""
         text = self.normalize(text)  # step 2, the normaliser
-        if self.prefix_space and text and not text.startswith(" "):
-            text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
+        text = self.splitter.with_prefix_space(text)  # step 3 begins: ByteLevel(add_prefix_space=True)
         if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
             try:
                 return self._byte_ids(text)  # never negative: a byte outside the vocabulary raises
@@ -393,16 +394,21 @@ class Tokenizer:
 
     def _byte_ids(self, text: str) -> np.ndarray:
         """int32 ids of text through the byte path: split and merge in one compiled pass for
-        a named pattern whose chunks tile the text, else chunk bounds then the core."""
-        if not self.split_stages:
-            scanner = fused_scanner_id(self.pattern)
-            if scanner is not None:
-                ids = self._core().encode_str(text, scanner, self._state())
-                if ids is not None:  # None: a lone surrogate (no UTF-8), left to the bounds path
-                    return ids
-            data, starts, ends = chunk_bounds(text, self.pattern, self.split_gaps)
-        else:
-            data, starts, ends = staged_chunk_bounds(text, [(self.pattern, self.split_gaps), *self.split_stages])
+        a named pattern whose chunks tile the text, else chunk bounds then the core.
+
+        Lone surrogates have no bytes: they become U+FFFD and pairs are joined, as tiktoken does
+        (:mod:`.surrogates`). The compiled pass finds them while it converts the str to UTF-8
+        (it gives up, returning None), so only a text that holds one pays for the fix; the
+        regex paths run the Python search (they are the slow paths anyway)."""
+        scanner = self.splitter.fused_scanner()
+        if scanner is not None:
+            ids = self._core().encode_str(text, scanner, self._state())
+            if ids is not None:
+                return ids
+            ids = self._core().encode_str(surrogates.as_tiktoken(text), scanner, self._state())
+            if ids is not None:
+                return ids
+        data, starts, ends = self.splitter.bounds(surrogates.as_tiktoken(text))
         return self._core().encode_chunks(data, starts, ends, self._state())
 
     def _id_list(self, ids: np.ndarray) -> List[int]:
@@ -439,8 +445,6 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
-        if self._reads_bytes:  # lone surrogates have no bytes: U+FFFD, as tiktoken (a character-level
-            text = surrogates.as_tiktoken(text)  # vocabulary may hold them as symbols)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
@@ -519,17 +523,7 @@ class Tokenizer:
         Word markers (``word_start``/``word_end``) become single spaces; a ``space_marker``
         becomes a space, and the one put before the text is dropped (as the decoders of
         Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
-        text = self.decode_bytes(ids).decode("utf-8", errors)
-        if self.space_marker:
-            text = text.replace(self.space_marker, " ")
-            text = text[1:] if text.startswith(" ") else text
-        if self.word_start:
-            text = text.replace(self.word_start, " ")
-            text = text[1:] if text.startswith(" ") else text
-        if self.word_end:
-            text = text.replace(self.word_end, " ")
-            text = text[:-1] if text.endswith(" ") else text
-        return text
+        return self.markers.decode(self.decode_bytes(ids).decode("utf-8", errors))
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":
         """A new tokenizer: this one with up to ``num_merges`` merges learned on ``corpus``
