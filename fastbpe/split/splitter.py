@@ -23,7 +23,7 @@ import regex
 from ..fileio import json_field
 from .bounds import chunk_bounds, staged_chunk_bounds
 from .oniguruma import from_oniguruma_pattern, oniguruma_pattern
-from .patterns import GPT2_ORIGINAL_PATTERN, check_user_pattern, compiled_regex, fused_scanner_id, source
+from .patterns import GPT2_ORIGINAL_PATTERN, check_user_pattern, compiled_regex, fused_scanner_id, resolve, source
 
 __all__ = ["Splitter", "WHOLE_PIECE", "METASPACE_SPLIT", "metaspace_splitter"]
 
@@ -120,6 +120,19 @@ class Splitter:
             stages.append(tuple(stage))
         return cls(json_field(data, "pattern", (str,)), json_field(data, "split_gaps", (bool,), False), stages,
                    json_field(data, "prefix_space", (bool,), False))
+
+    # ---- tiktoken's pat_str ------------------------------------------------------------------------
+
+    def to_tiktoken(self) -> str:
+        """tiktoken's ``pat_str``: the regex of a single split whose gaps, if kept, never occur
+        (a named pattern that tiles the text, or a user regex, which tiktoken runs the same way).
+        Several stages, a prefix space, or gaps kept by a named pattern that leaves some are a
+        ValueError: tiktoken would encode differently."""
+        entry = resolve(self.pattern)
+        if self.split_stages or self.prefix_space or (self.split_gaps and entry is not None and not entry.tiles):
+            raise ValueError("this format has a single split pattern, which drops the text between matches; the "
+                             "tokenizer splits in several stages, keeps gaps or puts a space before each piece")
+        return source(self.pattern)
 
     # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
 
