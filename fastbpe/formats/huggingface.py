@@ -278,8 +278,7 @@ def _model_data(tok) -> dict:
     as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if tok.byte_fallback else token_to_text
     texts = [as_text(t) for t in tok.token_bytes]
     vocab = {text: i for i, text in enumerate(texts) if text}
-    if tok.byte_fallback:  # SentencePiece-style files keep their added tokens in the vocabulary
-        vocab.update(tok.special_tokens)
+    vocab.update(_specials_in_vocab(tok, len(vocab)))
     return {
         "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
         "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": tok.byte_fallback,
@@ -288,6 +287,20 @@ def _model_data(tok) -> dict:
         "vocab": vocab,
         "merges": [[texts[a], texts[b]] for a, b in merges],
     }
+
+
+def _specials_in_vocab(tok, entries: int) -> Dict[str, int]:
+    """The special tokens that must stand in ``model.vocab`` too for ``tokenizers`` to give them
+    their ids: all of them, unless they sit after the vocabulary with consecutive ids from its
+    number of entries. (``tokenizers`` numbers an added token missing from the vocabulary
+    itself, from the vocabulary's size on: a gap, as cl100k's before ``<|endoftext|>``, or a
+    special token inside the table would be renumbered.) SentencePiece-style files keep them
+    there anyway."""
+    inside = {s: i for s, i in tok.special_tokens.items() if i < len(tok.token_bytes)}
+    after = sorted(i for i in tok.special_tokens.values() if i >= len(tok.token_bytes))
+    if tok.byte_fallback or after != list(range(entries + len(inside), entries + len(inside) + len(after))):
+        return dict(tok.special_tokens)
+    return inside
 
 
 def write(tok, path: PathLike) -> None:
