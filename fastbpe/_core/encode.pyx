@@ -14,7 +14,7 @@ flat buffer).
 The merge rules (``MERGE_RULES``), the cache, the whole-chunk lookup and the merge loops are
 described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h).
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libcpp.string cimport string
 from libcpp.vector cimport vector
@@ -550,6 +550,70 @@ def lookup_tokens(list token_bytes, const uint8_t[::1] blob, const int64_t[::1] 
     return out
 
 
+cdef extern from "bpe_json.h" namespace "fbpj" nogil:
+    cdef cppclass ModelScan:
+        size_t vocab_begin, vocab_end, merges_begin, merges_end
+        vector[uint8_t] vocab_blob, merge_blob
+        vector[int64_t] vocab_ends, ids, merge_ends
+    bint scan_bpe_model(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size,
+                        ModelScan& out) except +
+
+
+cdef list _split_blob(const vector[uint8_t]& blob, const vector[int64_t]& ends):
+    """The bytes ``blob[ends[k-1]:ends[k]]`` of every k, as a list."""
+    cdef const char* base = <const char*>blob.data()
+    cdef Py_ssize_t k, count = ends.size()
+    cdef int64_t start = 0
+    out = PyList_New(count)
+    for k in range(count):
+        item = PyBytes_FromStringAndSize(base + start, ends[k] - start)
+        Py_INCREF(item)
+        PyList_SET_ITEM(out, k, <PyObject*>item)
+        start = ends[k]
+    return out
+
+
+def scan_bpe_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
+    """The vocabulary and merges of a plain byte-level BPE ``tokenizer.json``, read from the
+    file's bytes (see bpe_json.h), or None when the file is not one this reader takes.
+
+    ``byte_of``: the byte each code point stands for in byte-level text (-1: none). Returns
+    ``(spans, tokens, ids, merge_blob, merge_offsets)``: the byte ranges ``(vocab_begin,
+    vocab_end, merges_begin, merges_end)`` of the two values in ``data``, every vocabulary
+    key's token bytes in file order with its int64 id, and the merges' parts (two per merge)
+    as ``merge_blob[merge_offsets[j]:merge_offsets[j + 1]]``.
+
+    >>> table = np.full(300, -1, np.int16); table[ord("a")] = 97; table[ord("b")] = 98
+    >>> spans, tokens, ids, blob, offsets = scan_bpe_json(b'{"model": {"vocab": {"a": 0, "b": 1}, "merges": ["a b"]}}', table)
+    >>> tokens, ids.tolist(), blob.tobytes(), offsets.tolist()
+    ([b'a', b'b'], [0, 1], b'ab', [0, 1, 2])
+    """
+    cdef ModelScan found
+    cdef bint ok = False
+    cdef size_t n = data.shape[0]
+    if n == 0 or byte_of.shape[0] == 0:
+        return None
+    with nogil:
+        ok = scan_bpe_model(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
+    if not ok:
+        return None
+    tokens = _split_blob(found.vocab_blob, found.vocab_ends)
+    ids = np.empty(found.ids.size(), dtype=np.int64)
+    cdef int64_t[::1] iv = ids
+    if found.ids.size():
+        memcpy(&iv[0], found.ids.data(), found.ids.size() * sizeof(int64_t))
+    blob = np.empty(found.merge_blob.size(), dtype=np.uint8)
+    cdef uint8_t[::1] bv = blob
+    if found.merge_blob.size():
+        memcpy(&bv[0], found.merge_blob.data(), found.merge_blob.size())
+    offsets = np.zeros(found.merge_ends.size() + 1, dtype=np.int64)
+    cdef int64_t[::1] ov = offsets
+    if found.merge_ends.size():
+        memcpy(&ov[1], found.merge_ends.data(), found.merge_ends.size() * sizeof(int64_t))
+    spans = (found.vocab_begin, found.vocab_end, found.merges_begin, found.merges_end)
+    return spans, tokens, ids, blob, offsets
+
+
 cdef extern from "rank_file.h" namespace "fbpt" nogil:
     int64_t parse_rank_lines(const uint8_t* p, size_t n, vector[uint8_t]& blob, vector[int64_t]& ends,
                              vector[int64_t]& ranks) except +
@@ -564,7 +628,7 @@ def read_rank_lines(const uint8_t[::1] data):
     """
     cdef vector[uint8_t] blob
     cdef vector[int64_t] ends, ranks
-    cdef int64_t count = 0, i, start = 0
+    cdef int64_t count = 0
     cdef size_t n = data.shape[0]
     if n == 0:
         return None
@@ -572,13 +636,7 @@ def read_rank_lines(const uint8_t[::1] data):
         count = parse_rank_lines(&data[0], n, blob, ends, ranks)
     if count < 0:
         return None
-    cdef const char* base = <const char*>blob.data()
-    tokens = PyList_New(count)
-    for i in range(count):
-        item = PyBytes_FromStringAndSize(base + start, ends[i] - start)
-        Py_INCREF(item)
-        PyList_SET_ITEM(tokens, i, <PyObject*>item)
-        start = ends[i]
+    tokens = _split_blob(blob, ends)
     out = np.empty(count, dtype=np.int64)
     cdef int64_t[::1] ov = out
     if count:

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 __all__ = ["bytes_to_unicode", "token_to_text", "text_to_token", "texts_to_tokens", "text_byte_values",
-           "check_byte_level"]
+           "code_point_bytes", "check_byte_level"]
 
 
 def bytes_to_unicode() -> Dict[int, str]:
@@ -63,6 +63,15 @@ def text_to_token(text: str) -> bytes:
 _CHAR_TABLE = np.full(max(map(ord, _CHAR_TO_BYTE)) + 2, -1, dtype=np.int16)
 for _char, _byte in _CHAR_TO_BYTE.items():
     _CHAR_TABLE[ord(_char)] = _byte
+
+
+_CHAR_TABLE.flags.writeable = False
+
+
+def code_point_bytes() -> np.ndarray:
+    """int16, read-only: the byte value each code point stands for in GPT-2 byte-level text
+    (-1: none; code points past the end stand for none)."""
+    return _CHAR_TABLE
 
 
 def text_byte_values(points: np.ndarray) -> np.ndarray:

@@ -52,6 +52,10 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
                              f"beside it, name it after one of {sorted(tiktoken.OPENAI_ENCODINGS)}, or use "
                              "Tokenizer.from_tiktoken")
         return tiktoken.read_openai(stem, path)
+    if path.suffix == ".json" and path.name != "encoder.json":
+        found = huggingface.read_plain(path)  # the common large file, without a full JSON parse
+        if found is not None:
+            return found
     data = read_json(path, "tokenizer file")
     if isinstance(data, Mapping) and data.get("format") == native.FORMAT_NAME:
         return native.read_dict(data)

@@ -7,6 +7,7 @@ runs Oniguruma): :func:`oniguruma_pattern` and :func:`from_oniguruma_pattern` co
 """
 import collections
 import itertools
+import json
 import os
 import warnings
 from pathlib import Path
@@ -18,8 +19,8 @@ from ..encode.markers import Markers
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
-from .._core.encode import lookup_tokens
-from .bytelevel import check_byte_level, text_byte_values, texts_to_tokens, token_to_text
+from .._core.encode import lookup_tokens, scan_bpe_json
+from .bytelevel import check_byte_level, code_point_bytes, text_byte_values, texts_to_tokens, token_to_text
 from .ids import ID_LIMIT, check_id, check_special_ids, table_size
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
@@ -181,9 +182,77 @@ def read(path: PathLike, data: Any = None) -> dict:
     path = Path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
-    source = os.fspath(path)
     if data is None:
+        found = read_plain(path)
+        if found is not None:
+            return found
         data = read_json(path, "Hugging Face tokenizer.json")
+    return _read_data(path, data, None)
+
+
+def read_plain(path: Path) -> Optional[dict]:
+    """What :func:`read` gives for a plain byte-level ``tokenizer.json``, read by compiled code
+    from the file's bytes; None for any other file (then parse it with the json module)."""
+    scanned = _scan_model(path)
+    return None if scanned is None else _read_data(path, *scanned)
+
+
+def _scan_model(path: Path) -> Optional[tuple]:
+    """The file's JSON without its model's vocabulary and merges (an empty object and list
+    stand in for them), and those two read from the file's bytes by compiled code
+    (``scan_bpe_json``): ``(data, scanned)``. None when the file is not a plain byte-level
+    one (the json module then reads it all, and says what is wrong with it)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None  # (read_json says why)
+    scanned = scan_bpe_json(raw, code_point_bytes())
+    if scanned is None:
+        return None
+    vocab_begin, vocab_end, merges_begin, merges_end = scanned[0]
+    rest = b"".join([raw[:vocab_begin], b"{}", raw[vocab_end:merges_begin], b"[]", raw[merges_end:]]) \
+        if vocab_begin < merges_begin else \
+        b"".join([raw[:merges_begin], b"[]", raw[merges_end:vocab_begin], b"{}", raw[vocab_end:]])
+    try:
+        data = json.loads(rest.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return data, scanned
+
+
+def _scanned_tables(scanned: tuple, specials: Mapping[str, int], source: str) -> Optional[Tuple[List[bytes], np.ndarray]]:
+    """The token table and merge pairs of a scanned file (:func:`_scan_model`), or None when
+    it is not the plain case (every key a byte-level token with an id of its own, no added
+    token among them, every merge a pair of tokens): :func:`_vocab_bytes` and
+    :func:`_merge_pairs` then read the parsed JSON."""
+    _, tokens, ids, blob, offsets = scanned
+    if len(ids) and (ids.max() >= ID_LIMIT or not all(tokens)):
+        return None
+    try:
+        size = table_size(int(ids.max(initial=-1)), len(ids), len(specials), source)
+    except ValueError:
+        return None
+    uses = np.bincount(ids, minlength=size)
+    if uses.max(initial=0) > 1 or any(i < size and uses[i] for i in specials.values()):
+        return None
+    table: List[bytes] = [b""] * size
+    collections.deque(map(table.__setitem__, ids.tolist(), tokens), maxlen=0)
+    if (np.diff(offsets) == 0).any():
+        return None
+    try:
+        pair_ids = lookup_tokens(table, blob, offsets)
+    except ValueError:
+        return None  # two keys with the same bytes
+    if (pair_ids < 0).any():
+        return None
+    return table, pair_ids.astype(np.int64).reshape(-1, 2)
+
+
+def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict]:
+    """:func:`read` of the parsed JSON; with ``scanned`` (:func:`_scan_model`), the model's
+    vocabulary and merges come from there instead, or None when they are not the plain case."""
+    source = os.fspath(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{source}: expected a JSON object")
     model = data.get("model")
@@ -200,14 +269,22 @@ def read(path: PathLike, data: Any = None) -> dict:
     if not isinstance(model.get("byte_fallback", False), bool):
         raise ValueError(f"{source}: model byte_fallback must be true or false")
     if model.get("byte_fallback"):
+        if scanned is not None:
+            return None  # (its vocabulary is characters, not byte-level text)
         return _read_character_level(data, model, source)
     splitter = Splitter.from_huggingface(data.get("pre_tokenizer"), source)
     normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
     specials = _added_tokens(data, _has_normalizer(normalizer), source)
-    tokens = _vocab_bytes(vocab, specials, source)
-    pairs = _merge_pairs(merges, vocab, tokens, source)
+    if scanned is not None:
+        tables = _scanned_tables(scanned, specials, source)
+        if tables is None:
+            return None
+        tokens, pairs = tables
+    else:
+        tokens = _vocab_bytes(vocab, specials, source)
+        pairs = _merge_pairs(merges, vocab, tokens, source)
     singles = {t[0] for t in tokens if len(t) == 1}
     missing = [b for b in range(256) if b not in singles]
     if missing:

@@ -87,3 +87,23 @@ def test_load_recognises_every_format(tmp_path):
     (tmp_path / "mine.tiktoken.json").write_text('{"pat_str": 3}')
     with pytest.raises(ValueError, match="mine.tiktoken.json"):
         fastbpe.load(tmp_path / "mine.tiktoken")
+
+
+def test_load_reads_a_tokenizer_json_as_its_own_reader_does(tmp_path):
+    """A plain byte-level tokenizer.json goes through the compiled reader under any name, and
+    gives the keyword arguments the json-module path gives; other JSON files still parse."""
+    import json
+
+    from fastbpe.formats import detect, huggingface
+
+    tok = fastbpe.train("the cat sat on the mat, ünï 😀 " * 20, vocab_size=300, progress=False,
+                        special_tokens=["<|endoftext|>"])
+    tok.to_huggingface(tmp_path / "renamed.json")
+    assert huggingface.read_plain(tmp_path / "renamed.json") is not None
+    parsed = huggingface.read(tmp_path / "renamed.json", json.loads((tmp_path / "renamed.json").read_text()))
+    found = detect.read_any(tmp_path / "renamed.json")
+    assert found.keys() == parsed.keys()
+    assert all(repr(found[key]) == repr(parsed[key]) for key in found), sorted(found)
+    tok.save(tmp_path / "native.json")
+    assert huggingface.read_plain(tmp_path / "native.json") is None
+    assert fastbpe.load(tmp_path / "native.json").encode("the mat") == tok.encode("the mat")

@@ -1,0 +1,346 @@
+// The model of a byte-level BPE tokenizer.json ("model": {"vocab": {...}, "merges": [...]}),
+// read straight from the file's bytes: formats/huggingface.py's fast reader. The vocabulary
+// and the merges are nearly all of such a file; read here, no Python str is made for any of
+// their ~10^5 keys and ~3x10^5 merge parts, and each text becomes its bytes as it is read.
+//
+// Only a well-formed, plain byte-level file is accepted; on anything else (a key that is not
+// byte-level text, a float or negative id, an unusual layout, a key spelled with escapes where
+// the reader looks for "model", "vocab" or "merges", malformed JSON inside the two values...)
+// the scan fails and the caller parses the whole file with the json module, the reference,
+// which says what is wrong or reads what this reader does not. Everything outside the two
+// values is only skipped here (the caller parses it with the json module).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace fbpj {
+
+struct ModelScan {
+    // byte ranges [begin, end) of the "vocab" and "merges" values of the top-level "model"
+    size_t vocab_begin = 0, vocab_end = 0, merges_begin = 0, merges_end = 0;
+    // vocabulary: key k's token bytes are vocab_blob[vocab_ends[k-1]:vocab_ends[k]], its id ids[k]
+    std::vector<uint8_t> vocab_blob;
+    std::vector<int64_t> vocab_ends, ids;
+    // merges: part j's token bytes are merge_blob[merge_ends[j-1]:merge_ends[j]], two per merge
+    std::vector<uint8_t> merge_blob;
+    std::vector<int64_t> merge_ends;
+};
+
+class BpeJsonScanner {
+  public:
+    // byte_of[c]: the byte that code point c stands for in GPT-2's byte-level text, -1 for
+    // none (c < table_size; a larger c stands for none)
+    BpeJsonScanner(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size)
+        : p_(p), n_(n), byte_of_(byte_of), table_size_(table_size) {}
+
+    // Fills out; false when the file is not one this reader takes (see the top).
+    bool scan(ModelScan& out) {
+        size_t i = skip_ws(0);
+        bool found_model = false;
+        if (i >= n_ || p_[i] != '{') return false;
+        i = skip_ws(i + 1);
+        if (i < n_ && p_[i] == '}') return false;
+        while (true) {
+            size_t key_begin = i;
+            bool escaped = false;
+            if (!skip_string(i, &escaped)) return false;
+            bool is_model = !escaped && key_is(key_begin, i, "model");
+            if (escaped) return false;  // a key json would spell differently from its bytes
+            i = skip_ws(i);
+            if (i >= n_ || p_[i] != ':') return false;
+            i = skip_ws(i + 1);
+            if (is_model) {
+                if (found_model) return false;  // json keeps the last one: leave it to json
+                found_model = true;
+                if (!scan_model(i, out)) return false;
+            } else if (!skip_value(i, 0)) {
+                return false;
+            }
+            i = skip_ws(i);
+            if (i >= n_) return false;
+            if (p_[i] == '}') break;
+            if (p_[i] != ',') return false;
+            i = skip_ws(i + 1);
+        }
+        return found_model && out.vocab_end > 0 && out.merges_end > 0;
+    }
+
+  private:
+    const uint8_t* p_;
+    size_t n_;
+    const int16_t* byte_of_;
+    size_t table_size_;
+    static const int MAX_DEPTH = 200;
+
+    static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+    size_t skip_ws(size_t i) const {
+        while (i < n_ && is_ws(p_[i])) ++i;
+        return i;
+    }
+    bool key_is(size_t begin, size_t end, const char* word) const {  // [begin, end): the quoted key
+        size_t k = 0;
+        for (size_t i = begin + 1; i + 1 < end; ++i, ++k)
+            if (word[k] == 0 || (uint8_t)word[k] != p_[i]) return false;
+        return word[k] == 0;
+    }
+
+    // A string starting at p[i] == '"'; i moves past its closing quote. Its content is only
+    // skipped (json checks it): *escaped says whether it holds a backslash.
+    bool skip_string(size_t& i, bool* escaped) const {
+        if (i >= n_ || p_[i] != '"') return false;
+        ++i;
+        while (i < n_) {
+            uint8_t c = p_[i];
+            if (c == '"') {
+                ++i;
+                return true;
+            }
+            if (c == '\\') {
+                *escaped = true;
+                i += 2;
+                continue;
+            }
+            if (c < 0x20) return false;
+            ++i;
+        }
+        return false;
+    }
+
+    // Any JSON value starting at p[i]; i moves past it. Strict only about where values end:
+    // the json module parses everything skipped here.
+    bool skip_value(size_t& i, int depth) const {
+        if (i >= n_) return false;
+        uint8_t c = p_[i];
+        if (c == '"') {
+            bool escaped = false;
+            return skip_string(i, &escaped);
+        }
+        if (c == '{' || c == '[') {
+            if (depth >= MAX_DEPTH) return false;
+            uint8_t close = c == '{' ? '}' : ']';
+            i = skip_ws(i + 1);
+            if (i < n_ && p_[i] == close) {
+                ++i;
+                return true;
+            }
+            while (true) {
+                if (c == '{') {
+                    bool escaped = false;
+                    if (!skip_string(i, &escaped)) return false;
+                    i = skip_ws(i);
+                    if (i >= n_ || p_[i] != ':') return false;
+                    i = skip_ws(i + 1);
+                }
+                if (!skip_value(i, depth + 1)) return false;
+                i = skip_ws(i);
+                if (i >= n_) return false;
+                if (p_[i] == close) {
+                    ++i;
+                    return true;
+                }
+                if (p_[i] != ',') return false;
+                i = skip_ws(i + 1);
+            }
+        }
+        // a number or true/false/null: its characters (json checks their spelling)
+        size_t start = i;
+        while (i < n_ && ((p_[i] >= '0' && p_[i] <= '9') || (p_[i] >= 'a' && p_[i] <= 'z') || p_[i] == '-' ||
+                          p_[i] == '+' || p_[i] == '.' || p_[i] == 'E'))
+            ++i;
+        return i > start;
+    }
+
+    // The "model" object: its "vocab" and "merges" read, every other member skipped.
+    bool scan_model(size_t& i, ModelScan& out) {
+        if (i >= n_ || p_[i] != '{') return false;
+        i = skip_ws(i + 1);
+        if (i < n_ && p_[i] == '}') return false;
+        bool seen_vocab = false, seen_merges = false;
+        while (true) {
+            size_t key_begin = i;
+            bool escaped = false;
+            if (!skip_string(i, &escaped) || escaped) return false;
+            bool is_vocab = key_is(key_begin, i, "vocab"), is_merges = key_is(key_begin, i, "merges");
+            i = skip_ws(i);
+            if (i >= n_ || p_[i] != ':') return false;
+            i = skip_ws(i + 1);
+            if (is_vocab) {
+                if (seen_vocab) return false;
+                seen_vocab = true;
+                out.vocab_begin = i;
+                if (!read_vocab(i, out)) return false;
+                out.vocab_end = i;
+            } else if (is_merges) {
+                if (seen_merges) return false;
+                seen_merges = true;
+                out.merges_begin = i;
+                if (!read_merges(i, out)) return false;
+                out.merges_end = i;
+            } else if (!skip_value(i, 1)) {
+                return false;
+            }
+            i = skip_ws(i);
+            if (i >= n_) return false;
+            if (p_[i] == '}') {
+                ++i;
+                return seen_vocab && seen_merges;
+            }
+            if (p_[i] != ',') return false;
+            i = skip_ws(i + 1);
+        }
+    }
+
+    static int hex_value(uint8_t c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    }
+
+    // A string of byte-level text starting at p[i] == '"', its bytes appended to blob; i moves
+    // past it. False when it is malformed, or holds a character that stands for no byte (every
+    // such character is U+0000..U+07FF or a JSON escape, so longer UTF-8 sequences fail too).
+    // `stop` (0: none) is a character that ends the part early: the space of an "a b" merge.
+    bool read_token(size_t& i, std::vector<uint8_t>& blob, uint8_t stop, bool* stopped) const {
+        if (i >= n_ || p_[i] != '"') return false;
+        ++i;
+        return read_text(i, blob, stop, stopped);
+    }
+
+    // read_token after the opening quote.
+    bool read_text(size_t& i, std::vector<uint8_t>& blob, uint8_t stop, bool* stopped) const {
+        while (i < n_) {
+            uint8_t c = p_[i];
+            uint32_t point;
+            if (c == '"') {
+                ++i;
+                return true;
+            }
+            if (stop && c == stop) {
+                ++i;
+                *stopped = true;
+                return true;
+            }
+            if (c == '\\') {
+                if (i + 1 >= n_) return false;
+                uint8_t e = p_[i + 1];
+                i += 2;
+                switch (e) {
+                    case '"': point = '"'; break;
+                    case '\\': point = '\\'; break;
+                    case '/': point = '/'; break;
+                    case 'b': point = '\b'; break;
+                    case 'f': point = '\f'; break;
+                    case 'n': point = '\n'; break;
+                    case 'r': point = '\r'; break;
+                    case 't': point = '\t'; break;
+                    case 'u': {
+                        if (i + 4 > n_) return false;
+                        point = 0;
+                        for (int k = 0; k < 4; ++k) {
+                            int h = hex_value(p_[i + k]);
+                            if (h < 0) return false;
+                            point = (point << 4) | (uint32_t)h;
+                        }
+                        i += 4;
+                        break;  // (a surrogate stands for no byte: refused below)
+                    }
+                    default: return false;
+                }
+            } else if (c < 0x80) {
+                if (c < 0x20) return false;
+                point = c;
+                ++i;
+            } else if (c >= 0xC2 && c <= 0xDF) {  // two-byte UTF-8 (0xC0, 0xC1: overlong)
+                if (i + 1 >= n_ || (p_[i + 1] & 0xC0) != 0x80) return false;
+                point = ((uint32_t)(c & 0x1F) << 6) | (p_[i + 1] & 0x3F);
+                i += 2;
+            } else {
+                return false;  // U+0800 and above, or not UTF-8
+            }
+            if (point >= table_size_ || byte_of_[point] < 0) return false;
+            blob.push_back((uint8_t)byte_of_[point]);
+        }
+        return false;
+    }
+
+    // {"text": id, ...}: ids are JSON integers without sign, fraction or exponent, < 10^10.
+    bool read_vocab(size_t& i, ModelScan& out) {
+        if (i >= n_ || p_[i] != '{') return false;
+        i = skip_ws(i + 1);
+        if (i < n_ && p_[i] == '}') {
+            ++i;
+            return true;
+        }
+        while (true) {
+            bool stopped = false;
+            if (!read_token(i, out.vocab_blob, 0, &stopped)) return false;
+            out.vocab_ends.push_back((int64_t)out.vocab_blob.size());
+            i = skip_ws(i);
+            if (i >= n_ || p_[i] != ':') return false;
+            i = skip_ws(i + 1);
+            size_t start = i;
+            int64_t id = 0;
+            while (i < n_ && p_[i] >= '0' && p_[i] <= '9' && i - start < 11) id = id * 10 + (p_[i++] - '0');
+            size_t digits = i - start;
+            if (digits == 0 || digits > 10 || (digits > 1 && p_[start] == '0')) return false;
+            out.ids.push_back(id);
+            i = skip_ws(i);
+            if (i >= n_) return false;
+            if (p_[i] == '}') {
+                ++i;
+                return true;
+            }
+            if (p_[i] != ',') return false;
+            i = skip_ws(i + 1);
+        }
+    }
+
+    // ["a b", ...] or [["a", "b"], ...] (not mixed).
+    bool read_merges(size_t& i, ModelScan& out) {
+        if (i >= n_ || p_[i] != '[') return false;
+        i = skip_ws(i + 1);
+        if (i < n_ && p_[i] == ']') {
+            ++i;
+            return true;
+        }
+        bool as_lists = i < n_ && p_[i] == '[';
+        while (true) {
+            if (as_lists) {
+                if (i >= n_ || p_[i] != '[') return false;
+                i = skip_ws(i + 1);
+                for (int part = 0; part < 2; ++part) {
+                    bool stopped = false;
+                    if (!read_token(i, out.merge_blob, 0, &stopped)) return false;
+                    out.merge_ends.push_back((int64_t)out.merge_blob.size());
+                    i = skip_ws(i);
+                    if (i >= n_ || p_[i] != (part == 0 ? ',' : ']')) return false;
+                    i = skip_ws(i + 1);
+                }
+            } else {
+                // "a b": the part before the space, then the part after it (ending at the quote)
+                bool stopped = false, again = false;
+                if (!read_token(i, out.merge_blob, ' ', &stopped) || !stopped) return false;
+                out.merge_ends.push_back((int64_t)out.merge_blob.size());
+                if (!read_text(i, out.merge_blob, ' ', &again) || again) return false;
+                out.merge_ends.push_back((int64_t)out.merge_blob.size());
+                i = skip_ws(i);
+            }
+            if (i >= n_) return false;
+            if (p_[i] == ']') {
+                ++i;
+                return true;
+            }
+            if (p_[i] != ',') return false;
+            i = skip_ws(i + 1);
+        }
+    }
+};
+
+// BpeJsonScanner(p, n, byte_of, table_size).scan(out)
+inline bool scan_bpe_model(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size, ModelScan& out) {
+    return BpeJsonScanner(p, n, byte_of, table_size).scan(out);
+}
+
+}  // namespace fbpj
