@@ -104,6 +104,21 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     return table
 
 
+def _drop_unmade_specials(tokens: List[bytes], pairs: np.ndarray, specials: Mapping[str, int]) -> None:
+    """Empty the slot of an added token that is in the vocabulary as its own bytes but that BPE
+    never makes (no merge makes or uses it, more than one byte): only the special token is left
+    at its id, as in the tokenizer :func:`write` wrote it from (it puts special tokens in
+    ``model.vocab`` to keep their ids). A slot BPE can make stays (:func:`_vocab_bytes`)."""
+    shared = [i for i in specials.values() if i < len(tokens) and len(tokens[i]) > 1]
+    if not shared:
+        return
+    used = set(pairs.reshape(-1).tolist())
+    made = {tokens[a] + tokens[b] for a, b in pairs.tolist()}
+    for i in shared:
+        if i not in used and tokens[i] not in made:
+            tokens[i] = b""
+
+
 def _merge_pairs(merges: list, vocab: Mapping, table: List[bytes], source: str) -> np.ndarray:
     """The merges as ``(left, right)`` ids, in rank order; merges of entries that are not
     byte-level tokens (they never apply to bytes) are left out."""
@@ -301,6 +316,8 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     else:
         tokens = _vocab_bytes(vocab, specials, source)
         pairs = _merge_pairs(merges, vocab, tokens, source)
+        if not model.get("ignore_merges"):
+            _drop_unmade_specials(tokens, pairs, specials)
     singles = {t[0] for t in tokens if len(t) == 1}
     missing = [b for b in range(256) if b not in singles]
     if missing:

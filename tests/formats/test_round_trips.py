@@ -166,3 +166,18 @@ def test_trained_tokenizer_round_trips_through_tiktoken(rows, tmp_path):
                                  mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(tmp_path / "t.tiktoken")))
     for text in [*rows[:60], *EXTRA, "<|eot|>x"]:
         assert encoding.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all"), repr(text)
+
+
+def test_a_special_token_inside_the_table_reads_back_as_a_special_token_only(rows, tmp_path):
+    # after extend, new tokens follow the special token's id: the written file puts the special
+    # token in model.vocab to keep its id, and reading it back must not make it a mergeable token
+    tok = fastbpe.train(text="".join(rows[:40]), num_merges=100, special_tokens=["<|eot|>"], workers=1, progress=False)
+    tok = tok.extend(text="".join(rows[40:80]), num_merges=20, progress=False)
+    (sid,) = tok.special_tokens.values()
+    assert sid < len(tok.token_bytes) and tok.token_bytes[sid] == b""
+    tok.to_huggingface(tmp_path / "t.json")
+    again = Tokenizer.from_huggingface(tmp_path / "t.json")
+    assert again.token_bytes == tok.token_bytes and again.special_tokens == tok.special_tokens
+    again.to_tiktoken(tmp_path / "t.tiktoken")  # a special token may not share a rank's id there
+    assert fastbpe.load(tmp_path / "t.tiktoken").encode("<|eot|> x", allowed_special="all") == \
+        tok.encode("<|eot|> x", allowed_special="all")
