@@ -168,6 +168,7 @@ def extend(
         **tokenizer.splitter.keywords(),
         **tokenizer.markers.keywords(),
         special_tokens=dict(tokenizer.special_tokens),
+        special_token_options=tokenizer.special_token_options,
         merge_counts=merge_counts,
         merge_rule=tokenizer.merge_rule,
         whole_token_lookup=tokenizer.whole_token_lookup,
