@@ -381,8 +381,9 @@ class Tokenizer:
                                          state.pop("split_stages", ()), state.pop("prefix_space", False))
         if "markers" not in state:  # nor the markers
             state["markers"] = Markers(state.pop("word_start", None), state.pop("word_end", None),
-                                       state.pop("space_marker", None), state.pop("end_of_word_suffix", None),
-                                       state.pop("continuing_subword_prefix", None))
+                                       state.pop("space_marker", None),
+                                       state.pop("end_of_word_suffix", None) or None,  # "" in those pickles
+                                       state.pop("continuing_subword_prefix", None) or None)
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
@@ -432,7 +433,8 @@ class Tokenizer:
     def _reads_bytes(self) -> bool:
         """Whether chunks go to the core as bytes (byte-level, no word markers: every real
         tokenizer) rather than as symbol ids."""
-        return self._reads_bytes_for(self.unit, self.word_start, self.word_end) and not self.markers.has_subword_markers()
+        return (self._reads_bytes_for(self.unit, self.word_start, self.word_end)
+                and not self.markers.has_subword_markers())
 
     @staticmethod
     def _reads_bytes_for(unit: str, word_start, word_end) -> bool:

@@ -60,3 +60,15 @@ def test_bad_markers(arguments, error):
         Markers(**arguments)
     with pytest.raises(error):
         Tokenizer([b"a"], [], unit="chars", **arguments)
+
+
+def test_a_pickle_whose_markers_were_plain_attributes_loads():
+    tok = Tokenizer([bytes([b]) for b in range(256)] + [bytes([b]) + b"</w>" for b in range(256)], [],
+                    merge_rule="pair", end_of_word_suffix="</w>")
+    state = dict(tok.__dict__)
+    markers = state.pop("markers")  # the layout before the markers had their own class: "" for none
+    state.update(word_start="", word_end="", space_marker="", end_of_word_suffix=markers.end_of_word_suffix,
+                 continuing_subword_prefix="")
+    old = Tokenizer.__new__(Tokenizer)
+    old.__setstate__(state)
+    assert old.markers == markers and old.encode("ab c") == tok.encode("ab c")
