@@ -9,9 +9,9 @@ import re
 import secrets
 import stat
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["write_atomic", "read_json", "json_bytes"]
+__all__ = ["write_atomic", "read_json", "json_field", "json_bytes"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -177,6 +177,21 @@ def read_json(path: PathLike, what: str) -> Any:
         raise ValueError(f"{os.fspath(path)}: not a valid {what} (bad JSON: {exc})") from None
     except RecursionError:
         raise ValueError(f"{os.fspath(path)}: not a valid {what} (JSON nested too deeply)") from None
+
+
+def json_field(data: Mapping, key: str, kinds: tuple, default: Any = None, what: str = "",
+               source: str = "fastbpe tokenizer file") -> Any:
+    """``data[key]`` of a parsed file (``default`` when absent); ValueError naming ``source``
+    unless it is one of ``kinds`` (``True`` is not an int here unless ``bool`` is a kind).
+
+    >>> json_field({"n": 3}, "n", (int,))
+    3
+    """
+    value = data.get(key, default)
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise ValueError(f"{source}: {key!r} must be {what or names}, got {value!r:.60}")
+    return value
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

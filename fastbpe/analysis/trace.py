@@ -10,7 +10,6 @@ x6, ``widest`` x3, ``_`` ending each word) ten merges take 95 symbols to 28, ``e
 firing order, under the tokenizer's own merge rule (:mod:`fastbpe.reference.encode`), and checks
 that the pieces it ends with are the compiled encoder's.
 """
-import unicodedata
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -20,7 +19,6 @@ from ..corpus.wordtable import WordTable
 from ..encode.tokenizer import Tokenizer
 from ..learn.train import check_num_merges, make_learner, str_corpus, table_symbols
 from ..reference import encode as reference_encode
-from ..split.bounds import chunk_bounds, staged_chunk_bounds
 from ..split.patterns import check_user_pattern
 from .common import resolve_tokenizer
 
@@ -46,13 +44,7 @@ def _base_units(tokenizer: Tokenizer, chunk: bytes) -> Tuple:
 
 def _chunks(tokenizer: Tokenizer, text: str) -> List[bytes]:
     """The chunks the tokenizer splits ``text`` into (normalised first, if it normalises)."""
-    if tokenizer.normalizer:
-        text = unicodedata.normalize(tokenizer.normalizer, text)
-    if tokenizer.split_stages:
-        data, starts, ends = staged_chunk_bounds(text, [(tokenizer.pattern, tokenizer.split_gaps),
-                                                        *tokenizer.split_stages])
-    else:
-        data, starts, ends = chunk_bounds(text, tokenizer.pattern, tokenizer.split_gaps)
+    data, starts, ends = tokenizer.splitter.bounds(tokenizer.splitter.with_prefix_space(tokenizer.normalize(text)))
     return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
 
 

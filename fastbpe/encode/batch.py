@@ -16,7 +16,6 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..split.patterns import fused_scanner_id
 from . import special
 
 __all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials"]
@@ -89,9 +88,9 @@ def _cycle_collector_paused():
 
 def _fused_pattern(tok) -> Optional[int]:
     """The compiled scanner of the tokenizer's pattern when texts may take the one-call path."""
-    if not tok._reads_bytes or tok.normalizer or tok.split_stages:
+    if not tok._reads_bytes or tok.normalizer or tok.prefix_space:  # (steps the one-call path leaves out)
         return None
-    return fused_scanner_id(tok.pattern)
+    return tok.splitter.fused_scanner()
 
 
 def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:

@@ -21,11 +21,12 @@ the peers' files (:mod:`fastbpe.formats`):
 
 1. the special-token policy (:mod:`.special`): special tokens are found and set apart;
 2. the normaliser (:mod:`.normalizers`): each ordinary piece is normalised;
-3. the splitter (``pattern``, ``split_gaps``, ``split_stages``, ``prefix_space``;
-   :mod:`fastbpe.split`): the piece is cut into chunks, by one or several split stages;
+3. the splitter (:mod:`fastbpe.split.splitter`: ``pattern``, ``split_gaps``, ``split_stages``,
+   ``prefix_space``): the piece is cut into chunks, by one or several split stages;
 4. the BPE model (:mod:`.model`): token bytes, merges with the ids they make, the merge rule
    and the whole-token lookup, run by the compiled core;
-5. optional word markers (``word_start``/``word_end``) and character-level units: the chunk
+5. optional markers (:mod:`.markers`: ``word_start``/``word_end``, ``space_marker``,
+   ``end_of_word_suffix``/``continuing_subword_prefix``) and character-level units: the chunk
    reaches the same compiled core as symbol ids instead of bytes.
 
 Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split pattern allows.
@@ -39,16 +40,16 @@ from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optio
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
-from ..arguments import check_word_markers, check_workers
+from ..arguments import check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
 from ..formats import native as native_format
 from ..formats import tiktoken as tiktoken_format
-from ..split.bounds import chunk_bounds, staged_chunk_bounds
-from ..split.patterns import check_user_pattern, compiled_regex, fused_scanner_id
 from ..split.pretokenize import pretokenize
+from ..split.splitter import Splitter
 from . import batch, special, surrogates, vocab
+from .markers import Markers
 from .model import BPEModel
 from .normalizers import Normalizer
 
@@ -160,39 +161,21 @@ class Tokenizer:
             raise ValueError("merge_rule='pair' needs no word markers")
         if (byte_fallback or space_marker) and (unit != "chars" or word_start or word_end):
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
-        if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
-            raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
-        for name, marker in (("end_of_word_suffix", end_of_word_suffix),
-                             ("continuing_subword_prefix", continuing_subword_prefix)):
-            if marker is not None and not (isinstance(marker, str) and marker):
-                raise ValueError(f"{name} must be a non-empty str or None, got {marker!r:.40}")
-            if marker and (unit != "bytes" or word_start or word_end or merge_rule != "pair" or whole_token_lookup):
+        self.byte_fallback = bool(byte_fallback)
+        # Step 5, the markers (fastbpe.encode.markers)
+        self.markers = Markers(word_start, word_end, space_marker, end_of_word_suffix, continuing_subword_prefix)
+        for name in ("end_of_word_suffix", "continuing_subword_prefix"):
+            if getattr(self.markers, name) and (unit != "bytes" or word_start or word_end or merge_rule != "pair"
+                                                or whole_token_lookup):
                 raise ValueError(f"{name} needs unit='bytes', merge_rule='pair', no word markers and no "
                                  "whole_token_lookup")
-        self.end_of_word_suffix = end_of_word_suffix or ""
-        self.continuing_subword_prefix = continuing_subword_prefix or ""
-        self.byte_fallback = bool(byte_fallback)
-        self.space_marker = space_marker or ""
-        self.split_stages: List[Tuple[str, bool]] = []
-        for stage in split_stages:
-            if not (isinstance(stage, (tuple, list)) and len(stage) == 2 and isinstance(stage[0], str)):
-                raise ValueError(f"split_stages entries must be (pattern, keep_gaps) pairs, got {stage!r:.80}")
-            compiled_regex(stage[0])
-            self.split_stages.append((stage[0], bool(stage[1])))
+        # Step 3, the splitter (fastbpe.split.splitter)
+        self.splitter = Splitter(pattern, split_gaps, split_stages, prefix_space)
         # Step 2, the normaliser (fastbpe.encode.normalizers)
         self.normalize = Normalizer.from_spec(normalizer)
-        if not isinstance(prefix_space, bool):
-            raise TypeError(f"prefix_space must be True or False, got {prefix_space!r:.40}")
         if prefix_space and not self._reads_bytes_for(unit, word_start, word_end):
             raise ValueError("prefix_space needs unit='bytes' and no word markers")
-        self.prefix_space = prefix_space
-        self.split_gaps = bool(split_gaps)
         self.unit = unit
-        self.pattern = pattern
-        check_user_pattern(pattern)  # an unknown name or a bad regex fails here, not at the first encode
-        check_word_markers(word_start, word_end)
-        self.word_start = word_start or ""
-        self.word_end = word_end or ""
         if isinstance(tokens, (str, bytes, bytearray)):
             raise TypeError(f"tokens must be a sequence of bytes, not one {type(tokens).__name__}")
         bad = next((t for t in tokens if not isinstance(t, (bytes, bytearray, memoryview))), None)
@@ -224,7 +207,7 @@ class Tokenizer:
         self._added_splitter = self._make_added_splitter()
         if self.byte_fallback:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
-        if self._has_subword_markers:
+        if self.markers.has_subword_markers():
             self._marked_symbol_ids()  # every byte's token with and without the markers, or a ValueError now
         self._local = threading.local()
         self._pools = _PoolRegistry()
@@ -247,10 +230,6 @@ class Tokenizer:
     # before a token without the prefix (so that a merge's plain concatenation is the token it
     # makes: "a" + "##b" -> "ab" is MARK+"a" + "b" -> MARK+"ab"; "##a" + "##b" is "a" + "b")
     _WORD_START_MARK = b"\xff\xfe"
-
-    @property
-    def _has_subword_markers(self) -> bool:
-        return bool(self.end_of_word_suffix or self.continuing_subword_prefix)
 
     def _marked_bytes(self, token_bytes: Sequence[bytes]) -> List[bytes]:
         """What the compiled tables index for a ``continuing_subword_prefix`` vocabulary: a
@@ -291,10 +270,9 @@ class Tokenizer:
     def _marked_ids(self, text: str) -> np.ndarray:
         """int32 ids of normalised text through the splitter and the model of a tokenizer with
         an ``end_of_word_suffix`` or a ``continuing_subword_prefix``: each chunk's bytes as
-        symbols, each the token of its place in the chunk (:meth:`_marked_symbol_ids`)."""
-        stages = [(self.pattern, self.split_gaps), *self.split_stages]
-        data, starts, ends = (staged_chunk_bounds(text, stages) if self.split_stages
-                              else chunk_bounds(text, self.pattern, self.split_gaps))
+        symbols, each the token of its place in the chunk (:meth:`_marked_symbol_ids`). Lone
+        surrogates have no bytes: U+FFFD, as tiktoken (:mod:`.surrogates`)."""
+        data, starts, ends = self.splitter.bounds(surrogates.as_tiktoken(text))
         lengths = ends - starts
         starts, lengths = starts[lengths > 0], lengths[lengths > 0]
         symbol_ends = np.cumsum(lengths, dtype=np.int64)
@@ -331,8 +309,7 @@ class Tokenizer:
         ``<0xNN>`` tokens, which stand for the byte NN, and a token with the
         ``continuing_subword_prefix``, which stands for what follows it."""
         if self.continuing_subword_prefix:
-            prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
-            return [t[len(prefix):] if t.startswith(prefix) else t for t in self.token_bytes]
+            return self.markers.decoded_tokens(self.token_bytes)
         if not self.byte_fallback:
             return self.token_bytes
         pieces = list(self.token_bytes)
@@ -350,6 +327,20 @@ class Tokenizer:
         if len(counts) != len(self.merge_ids):
             raise ValueError(f"merge_counts has {len(counts)} counts for {len(self.merge_ids)} merges")
         return [int(c) for c in counts]
+
+    # The splitter's and the markers' parts, as attributes of the tokenizer (the names earlier
+    # versions had).
+    pattern = property(lambda self: self.splitter.pattern, doc="The split pattern (a name or a regex).")
+    split_gaps = property(lambda self: self.splitter.split_gaps, doc="Whether text between matches is chunks too.")
+    split_stages = property(lambda self: self.splitter.split_stages, doc="Further (pattern, keep_gaps) splits.")
+    prefix_space = property(lambda self: self.splitter.prefix_space, doc="A space before every ordinary piece.")
+    word_start = property(lambda self: self.markers.word_start, doc="The word-start marker ('' for none).")
+    word_end = property(lambda self: self.markers.word_end, doc="The word-end marker ('' for none).")
+    space_marker = property(lambda self: self.markers.space_marker, doc="The character a space is written as.")
+    end_of_word_suffix = property(lambda self: self.markers.end_of_word_suffix,
+                                  doc="What follows each chunk's last byte ('' for none).")
+    continuing_subword_prefix = property(lambda self: self.markers.continuing_subword_prefix,
+                                         doc="What precedes each byte of a chunk but the first ('' for none).")
 
     # The BPE model's parts, as attributes of the tokenizer (the names earlier versions had).
     token_bytes = property(lambda self: self.model.token_bytes, doc="Bytes of every id (b'' for an unused id).")
@@ -384,16 +375,21 @@ class Tokenizer:
             state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
             state.setdefault("prefix_space", False)
         state.setdefault("byte_fallback", False)
-        state.setdefault("space_marker", "")
         state.setdefault("special_token_options", {})
-        state.setdefault("end_of_word_suffix", "")
-        state.setdefault("continuing_subword_prefix", "")
+        if "splitter" not in state:  # a pickle of a version before the splitter had its own class
+            state["splitter"] = Splitter(state.pop("pattern", "gpt2"), state.pop("split_gaps", False),
+                                         state.pop("split_stages", ()), state.pop("prefix_space", False))
+        if "markers" not in state:  # nor the markers
+            state["markers"] = Markers(state.pop("word_start", None), state.pop("word_end", None),
+                                       state.pop("space_marker", None),
+                                       state.pop("end_of_word_suffix", None) or None,  # "" in those pickles
+                                       state.pop("continuing_subword_prefix", None) or None)
         if "model" not in state:  # a pickle of a version before the BPE model had its own class
             state["model"] = BPEModel(state.pop("token_bytes"), state.pop("merge_ids"),
                                       merge_rule=state.pop("merge_rule", "replay"),
                                       whole_token_lookup=state.pop("whole_token_lookup", False),
-                                      symbols=not (state.get("unit") == "bytes" and not state.get("word_start")
-                                                   and not state.get("word_end")))
+                                      symbols=not (state.get("unit") == "bytes"
+                                                   and not state["markers"].has_word_markers()))
         self.__dict__.update(state)
         self._added_splitter = self._make_added_splitter()
         self._local = threading.local()
@@ -437,7 +433,8 @@ class Tokenizer:
     def _reads_bytes(self) -> bool:
         """Whether chunks go to the core as bytes (byte-level, no word markers: every real
         tokenizer) rather than as symbol ids."""
-        return self._reads_bytes_for(self.unit, self.word_start, self.word_end) and not self._has_subword_markers
+        return (self._reads_bytes_for(self.unit, self.word_start, self.word_end)
+                and not self.markers.has_subword_markers())
 
     @staticmethod
     def _reads_bytes_for(unit: str, word_start, word_end) -> bool:
@@ -466,7 +463,7 @@ class Tokenizer:
         chunk in them. A symbol outside the vocabulary (a character never seen in training)
         gets the negative id ``-1 - ord(symbol)``: it never merges, and ``encode`` refuses it."""
         chunks = pretokenize(text, self.pattern)
-        words = [self.word_start + chunk + self.word_end for chunk in chunks]
+        words = [self.markers.word(chunk) for chunk in chunks]
         joined = "".join(words)
         ends = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=ends[1:])
@@ -490,9 +487,8 @@ class Tokenizer:
         the text has been through the normaliser already."""
         if not normalized:
             text = self.normalize(text)  # step 2, the normaliser
-        if self.prefix_space and text and not text.startswith(" "):
-            text = " " + text  # step 3 begins: Hugging Face's ByteLevel(add_prefix_space=True)
-        if self._has_subword_markers:  # steps 3 and 4, each byte the token of its place in its chunk
+        text = self.splitter.with_prefix_space(text)  # step 3 begins: ByteLevel(add_prefix_space=True)
+        if self.markers.has_subword_markers():  # steps 3 and 4, each byte the token of its place in its chunk
             return self._marked_ids(text)
         if self._reads_bytes:  # steps 3 and 4, split and merge, on bytes
             try:
@@ -510,16 +506,21 @@ class Tokenizer:
 
     def _byte_ids(self, text: str) -> np.ndarray:
         """int32 ids of text through the byte path: split and merge in one compiled pass for
-        a named pattern whose chunks tile the text, else chunk bounds then the core."""
-        if not self.split_stages:
-            scanner = fused_scanner_id(self.pattern)
-            if scanner is not None:
-                ids = self._core().encode_str(text, scanner, self._state())
-                if ids is not None:  # None: a lone surrogate (no UTF-8), left to the bounds path
-                    return ids
-            data, starts, ends = chunk_bounds(text, self.pattern, self.split_gaps)
-        else:
-            data, starts, ends = staged_chunk_bounds(text, [(self.pattern, self.split_gaps), *self.split_stages])
+        a named pattern whose chunks tile the text, else chunk bounds then the core.
+
+        Lone surrogates have no bytes: they become U+FFFD and pairs are joined, as tiktoken does
+        (:mod:`.surrogates`). The compiled pass finds them while it converts the str to UTF-8
+        (it gives up, returning None), so only a text that holds one pays for the fix; the
+        regex paths run the Python search (they are the slow paths anyway)."""
+        scanner = self.splitter.fused_scanner()
+        if scanner is not None:
+            ids = self._core().encode_str(text, scanner, self._state())
+            if ids is not None:
+                return ids
+            ids = self._core().encode_str(surrogates.as_tiktoken(text), scanner, self._state())
+            if ids is not None:
+                return ids
+        data, starts, ends = self.splitter.bounds(surrogates.as_tiktoken(text))
         return self._core().encode_chunks(data, starts, ends, self._state())
 
     def _id_list(self, ids: np.ndarray) -> List[int]:
@@ -556,8 +557,6 @@ class Tokenizer:
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         self._check_text(text)
-        if self._reads_bytes or self._has_subword_markers:  # lone surrogates have no bytes: U+FFFD, as
-            text = surrogates.as_tiktoken(text)  # tiktoken (a character-level vocabulary may hold them)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)
         allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
@@ -652,18 +651,7 @@ class Tokenizer:
         spaces, the last one dropped; a ``space_marker``
         becomes a space, and the one put before the text is dropped (as the decoders of
         Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
-        text = self.decode_bytes(ids).decode("utf-8", errors)
-        if self.space_marker:
-            text = text.replace(self.space_marker, " ")
-            text = text[1:] if text.startswith(" ") else text
-        if self.word_start:
-            text = text.replace(self.word_start, " ")
-            text = text[1:] if text.startswith(" ") else text
-        for end in (self.word_end, self.end_of_word_suffix):  # as Hugging Face's BPEDecoder
-            if end:
-                text = text.replace(end, " ")
-                text = text[:-1] if text.endswith(" ") else text
-        return text
+        return self.markers.decode(self.decode_bytes(ids).decode("utf-8", errors))
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":
         """A new tokenizer: this one with up to ``num_merges`` merges learned on ``corpus``

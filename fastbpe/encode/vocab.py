@@ -185,7 +185,7 @@ def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarra
     it is encoded, lone ones as U+FFFD, pairs joined). Byte-level tokenizers without a
     normaliser, or with one and a text it leaves unchanged (offsets are not mapped back
     through a normaliser)."""
-    if tok.unit != "bytes" or tok.word_start or tok.word_end or tok._has_subword_markers:
+    if tok.unit != "bytes" or tok.word_start or tok.word_end or tok.markers.has_subword_markers():
         raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers, "
                          "end_of_word_suffix or continuing_subword_prefix")
     if tok._added_splitter is not None and tok._special_sets(*_special_args(special))[0]:

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
-import regex
 
+from ..encode.markers import Markers
 from ..fileio import json_bytes, read_json, write_atomic
-from ..split.patterns import GPT2_ORIGINAL_PATTERN, source
+from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
+from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
 from .bytelevel import check_byte_level, code_point_bytes, text_byte_values, texts_to_tokens, token_to_text
 from .ids import ID_LIMIT, check_id, check_special_ids, table_size
@@ -27,73 +28,6 @@ from .ids import ID_LIMIT, check_id, check_special_ids, table_size
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
 
 PathLike = Union[str, os.PathLike]
-
-# A split regex spelled like a name ("abc") would select fastbpe's pattern of that name, or be
-# refused as an unknown one; the file means the regex.
-_NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
-
-
-# What the whole piece as one chunk is, for a ByteLevel without its regex and no Split.
-WHOLE_PIECE = r"(?s:.+)"
-
-
-def _split_stage(step: Mapping, source: str) -> Tuple[str, bool]:
-    """A ``Split`` pre-tokenizer as a ``(regex, keep_gaps)`` stage."""
-    pattern = step.get("pattern")
-    if not isinstance(pattern, Mapping) or not ("Regex" in pattern or "String" in pattern) \
-            or not isinstance(pattern.get("Regex", pattern.get("String")), str):
-        raise ValueError(f"{source}: pre_tokenizer Split pattern must be {{'Regex': str}} or {{'String': str}}")
-    behavior, invert = step.get("behavior"), bool(step.get("invert", False))
-    if (behavior, invert) == ("Isolated", False):
-        keep_gaps = True
-    elif (behavior, invert) == ("Removed", True):
-        keep_gaps = False
-    else:
-        raise ValueError(f"{source}: pre_tokenizer Split behavior {behavior!r} (invert={invert}) is not supported; "
-                         "Isolated, or Removed with invert, is")
-    text = from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern else regex.escape(pattern["String"])
-    if _NAME_LIKE.fullmatch(text):
-        text = f"(?:{text})"  # a regex, not the name of one of fastbpe's patterns
-    return text, keep_gaps
-
-
-def _hf_splitter(pre: Mapping, source: str) -> Tuple[List[Tuple[str, bool]], bool]:
-    """The ``(split regex, keep_gaps)`` stages of a byte-level pre-tokenizer, in order, and
-    whether a space goes before each piece (``ByteLevel(add_prefix_space=True)``)."""
-    if not isinstance(pre, Mapping):
-        raise ValueError(f"{source}: no pre_tokenizer; only byte-level BPE files are supported")
-    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
-    if not isinstance(steps, list) or not steps:
-        raise ValueError(f"{source}: malformed pre_tokenizer Sequence")
-    *splits, last = steps
-    if not isinstance(last, Mapping) or last.get("type") != "ByteLevel":
-        raise ValueError(f"{source}: the pre_tokenizer must end with ByteLevel (byte-level BPE), "
-                         f"got {last!r:.80}")
-    for key in ("add_prefix_space", "use_regex"):
-        if not isinstance(last.get(key, False), bool):
-            raise ValueError(f"{source}: pre_tokenizer ByteLevel {key} must be true or false")
-    prefix_space = last.get("add_prefix_space", False)
-    if prefix_space and splits:
-        # ByteLevel would put its space before every chunk of the Splits, not before the text
-        raise ValueError(f"{source}: pre_tokenizer ByteLevel with add_prefix_space=true after a Split is not "
-                         "supported (only as the whole pre-tokenizer)")
-    stages: List[Tuple[str, bool]] = []
-    for step in splits:
-        if not isinstance(step, Mapping) or step.get("type") != "Split":
-            raise ValueError(f"{source}: unsupported pre_tokenizer step {step!r:.80} (supported: Split, then ByteLevel)")
-        stages.append(_split_stage(step, source))
-    if last.get("use_regex", True):
-        stages.append((GPT2_ORIGINAL_PATTERN, True))  # ByteLevel's own split (Isolated)
-    if not stages:
-        stages.append((WHOLE_PIECE, True))  # ByteLevel alone without its regex: one chunk per piece
-    for pattern_text, _ in stages:
-        try:
-            regex.compile(pattern_text)
-        except regex.error as exc:
-            raise ValueError(f"{source}: pre_tokenizer split pattern {pattern_text!r:.80} does not compile: "
-                             f"{exc}") from None
-    return stages, prefix_space
-
 
 def _has_normalizer(norm) -> bool:
     """Whether a ``normalizer`` object changes anything (an empty Sequence does not). The steps
@@ -168,6 +102,21 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
             raise ValueError(f"{source}: vocab entry {i} is empty")
         table[i] = token
     return table
+
+
+def _drop_unmade_specials(tokens: List[bytes], pairs: np.ndarray, specials: Mapping[str, int]) -> None:
+    """Empty the slot of an added token that is in the vocabulary as its own bytes but that BPE
+    never makes (no merge makes or uses it, more than one byte): only the special token is left
+    at its id, as in the tokenizer :func:`write` wrote it from (it puts special tokens in
+    ``model.vocab`` to keep their ids). A slot BPE can make stays (:func:`_vocab_bytes`)."""
+    shared = [i for i in specials.values() if i < len(tokens) and len(tokens[i]) > 1]
+    if not shared:
+        return
+    used = set(pairs.reshape(-1).tolist())
+    made = {tokens[a] + tokens[b] for a, b in pairs.tolist()}
+    for i in shared:
+        if i not in used and tokens[i] not in made:
+            tokens[i] = b""
 
 
 def _merge_pairs(merges: list, vocab: Mapping, table: List[bytes], source: str) -> np.ndarray:
@@ -333,7 +282,7 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     model = data.get("model")
     if not isinstance(model, Mapping) or model.get("type", "BPE") != "BPE":
         raise ValueError(f"{source}: the model must be BPE")
-    prefix, suffix = _model_markers(model, source)
+    markers = Markers.from_huggingface(model=model, source=source)  # the model's subword markers
     if model.get("dropout"):
         raise ValueError(f"{source}: model dropout is not supported (encoding would be random)")
     vocab, merges = model.get("vocab"), model.get("merges")
@@ -344,16 +293,15 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     if model.get("byte_fallback"):
         if scanned is not None:
             return None  # (its vocabulary is characters, not byte-level text)
-        if suffix or prefix:
+        if markers.has_subword_markers():
             raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with "
                              "byte_fallback=true is not supported")
         return _read_character_level(data, model, source)
-    stages, prefix_space = _hf_splitter(data.get("pre_tokenizer"), source)
-    (pattern, keep_gaps), *more_stages = stages
+    splitter = Splitter.from_huggingface(data.get("pre_tokenizer"), source)
     normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
-    if (suffix or prefix) and model.get("ignore_merges"):
+    if markers.has_subword_markers() and model.get("ignore_merges"):
         # tokenizers looks the chunk up without its markers: fastbpe's marker path has no lookup
         raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with ignore_merges=true "
                          "is not supported")
@@ -361,41 +309,22 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     if scanned is not None:
         # the compiled reader's tables hold the plain case only (no markers, no added token in
         # the vocabulary): anything else is read from the parsed JSON
-        tables = None if suffix or prefix else _scanned_tables(scanned, specials, source)
+        tables = None if markers.has_subword_markers() else _scanned_tables(scanned, specials, source)
         if tables is None:
             return None
         tokens, pairs = tables
     else:
         tokens = _vocab_bytes(vocab, specials, source)
         pairs = _merge_pairs(merges, vocab, tokens, source)
+        if not model.get("ignore_merges"):
+            _drop_unmade_specials(tokens, pairs, specials)
     singles = {t[0] for t in tokens if len(t) == 1}
     missing = [b for b in range(256) if b not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, which byte-level BPE needs")
-    return dict(tokens=tokens, merges=pairs, pattern=pattern, special_tokens=specials,
-                special_token_options=options, merge_rule="pair",
-                whole_token_lookup=bool(model.get("ignore_merges", False)),
-                normalizer=normalizer, split_gaps=keep_gaps, split_stages=more_stages,
-                prefix_space=prefix_space, end_of_word_suffix=suffix, continuing_subword_prefix=prefix)
-
-
-def _model_markers(model: Mapping, source: str) -> Tuple[Optional[str], Optional[str]]:
-    """The model's ``continuing_subword_prefix`` and ``end_of_word_suffix``, each as the text
-    of its bytes (byte-level text such as ``"</w>"`` turned into bytes), or None."""
-    markers = []
-    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-        marker = model.get(key)
-        if not marker:
-            markers.append(None)
-            continue
-        if not isinstance(marker, str):
-            raise ValueError(f"{source}: model {key} must be a str, got {marker!r:.20}")
-        token = texts_to_tokens([marker])[0]
-        try:
-            markers.append(token.decode("utf-8"))
-        except (AttributeError, UnicodeDecodeError):
-            raise ValueError(f"{source}: model {key} {marker!r:.20} is not byte-level text of UTF-8") from None
-    return markers[0], markers[1]
+    return dict(tokens=tokens, merges=pairs, special_tokens=specials, special_token_options=options,
+                merge_rule="pair", whole_token_lookup=bool(model.get("ignore_merges", False)),
+                normalizer=normalizer, **splitter.keywords(), **markers.keywords())
 
 
 def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
@@ -406,7 +335,7 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     if model.get("ignore_merges"):
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
-    pattern, metaspace = _character_level_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
+    splitter, metaspace = metaspace_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
     specials, options = _added_tokens(data, source)
     if metaspace and any(flags.get("normalized") for flags in options.values()):
         # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
@@ -434,47 +363,11 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
         if parts[0] not in vocab or parts[1] not in vocab:
             raise ValueError(f"{source}: merge {number} {tuple(parts)!r} uses a token missing from the vocab")
         pairs.append((vocab[parts[0]], vocab[parts[1]]))
-    decoder = data.get("decoder")
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
         normalizer = [*([normalizer] if _has_normalizer(normalizer) else []), *metaspace]
     return dict(tokens=tokens, merges=np.array(pairs, dtype=np.int64).reshape(-1, 2), unit="chars",
-                pattern=pattern, special_tokens=specials, special_token_options=options, merge_rule="pair",
-                normalizer=normalizer,
-                byte_fallback=True, space_marker=_space_marker(decoder))
-
-
-# Metaspace(split=true) cuts before every marker: "▁a▁▁b" -> "▁a", "▁", "▁b" (the pattern tiles the text)
-METASPACE_SPLIT = "▁[^▁]*|[^▁]+"
-
-
-def _character_level_splitter(pre, has_added_tokens: bool, source: str) -> Tuple[str, List[dict]]:
-    """The split pattern of a character-level file's pre-tokenizer and the normaliser steps
-    that stand for its ``Metaspace`` (spaces become ``▁``; with ``prepend_scheme`` "always", a
-    ``▁`` before every piece that does not start with one)."""
-    if pre is None:
-        return WHOLE_PIECE, []
-    if not isinstance(pre, Mapping):
-        raise ValueError(f"{source}: malformed pre_tokenizer {pre!r:.80}")
-    if pre.get("type") == "Split" and pre.get("pattern") == {"Regex": METASPACE_SPLIT}:
-        return _split_stage(pre, source)[0], []  # what write() gives a Metaspace(split=true)
-    if pre.get("type") != "Metaspace":
-        raise ValueError(f"{source}: pre_tokenizer {pre.get('type')!r:.40} with byte_fallback=true is not supported "
-                         "(none, or Metaspace, is)")
-    if pre.get("replacement") != "▁" or not isinstance(pre.get("split", True), bool):
-        raise ValueError(f"{source}: pre_tokenizer Metaspace with replacement {pre.get('replacement')!r:.20} is not "
-                         "supported (only '▁')")
-    scheme = pre.get("prepend_scheme", "always" if pre.get("add_prefix_space", True) else "never")
-    if scheme == "first" and has_added_tokens:
-        # "first" puts the marker before the piece at the start of the text only, not after an
-        # added token: a per-piece normaliser cannot tell the two apart
-        raise ValueError(f"{source}: pre_tokenizer Metaspace prepend_scheme='first' with added tokens is not "
-                         "supported")
-    if scheme not in ("always", "first", "never"):
-        raise ValueError(f"{source}: pre_tokenizer Metaspace prepend_scheme {scheme!r:.20} is not supported")
-    steps = [{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]
-    if scheme != "never":  # \A: Oniguruma's ^ would match after every newline
-        steps.append({"type": "Replace", "pattern": {"Regex": "\\A(?!▁)(?=[\\s\\S])"}, "content": "▁"})
-    return (METASPACE_SPLIT if pre.get("split", True) else WHOLE_PIECE), steps
+                special_tokens=specials, special_token_options=options, merge_rule="pair", normalizer=normalizer,
+                byte_fallback=True, **splitter.keywords(), **Markers.from_huggingface(data.get("decoder")).keywords())
 
 
 def _added_token_entries(tok) -> List[dict]:
@@ -485,92 +378,13 @@ def _added_token_entries(tok) -> List[dict]:
              "special": True} for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
 
 
-def _character_level_data(tok) -> dict:
-    """The ``tokenizer.json`` object of a ``byte_fallback`` tokenizer (the layout
-    :func:`_read_character_level` reads); what that layout cannot say is a ValueError."""
-    if tok.merge_rule != "pair" or tok.pattern not in (WHOLE_PIECE, METASPACE_SPLIT):
-        raise ValueError("a byte_fallback tokenizer is written to tokenizer.json only with merge_rule='pair' and "
-                         "the whole piece as one chunk or Metaspace's split")
-    texts = [t.decode("utf-8", "surrogatepass") for t in tok.token_bytes]
-    steps = [{"type": "ByteFallback"}, {"type": "Fuse"}]
-    if tok.space_marker:
-        steps = [{"type": "Replace", "pattern": {"String": tok.space_marker}, "content": " "}, *steps,
-                 {"type": "Strip", "content": " ", "start": 1, "stop": 0}]
-    vocab = {text: i for i, text in enumerate(texts) if text}
-    vocab.update({s: i for s, i in tok.special_tokens.items()})
-    return {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": _added_token_entries(tok),
-        "normalizer": tok.normalize.to_huggingface(),
-        "pre_tokenizer": None if tok.pattern == WHOLE_PIECE else {
-            "type": "Split", "pattern": {"Regex": METASPACE_SPLIT}, "behavior": "Isolated", "invert": False},
-        "post_processor": None,
-        "decoder": {"type": "Sequence", "decoders": steps},
-        "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": True, "ignore_merges": False,
-            "vocab": vocab,
-            "merges": [[texts[a], texts[b]] for a, b in tok.merge_ids.tolist()],
-        },
-    }
-
-
-def _space_marker(decoder) -> Optional[str]:
-    """The character the decoder turns back into a space, dropping the first (Llama 2's
-    ``Replace(▁, " ")`` ... ``Strip(" ", 1, 0)``, or ``Metaspace``), else None."""
-    if not isinstance(decoder, Mapping):
-        return None
-    if decoder.get("type") == "Metaspace" and isinstance(decoder.get("replacement"), str):
-        return decoder["replacement"] if decoder.get("prepend_scheme", "always") != "never" else None
-    steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else None
-    if not isinstance(steps, list) or not steps or not all(isinstance(x, Mapping) for x in steps):
-        return None
-    first, last = steps[0], steps[-1]
-    if (first.get("type") == "Replace" and first.get("content") == " "
-            and isinstance(first.get("pattern"), Mapping) and isinstance(first["pattern"].get("String"), str)
-            and len(first["pattern"]["String"]) == 1
-            and last.get("type") == "Strip" and last.get("content") == " " and last.get("start") == 1
-            and last.get("stop") == 0):
-        return first["pattern"]["String"]
-    return None
-
-
-_POSSESSIVE_INTERVAL = regex.compile(r"(\\[pP]\{[^}]*\}|\[(?:\\.|[^\]\\])*\]|\\.|[^\\()|])(\{\d+(?:,\d*)?\})\+")
-
-
-def oniguruma_pattern(pattern: str) -> str:
-    r"""``pattern`` as Hugging Face's regex engine (Oniguruma, Ruby syntax) reads it the same.
-
-    Oniguruma takes ``X{n,m}+`` as ``(X{n,m})+`` rather than a possessive interval, so such
-    intervals become atomic groups (same meaning in both engines). ``?+ *+ ++`` are possessive
-    in both and stay.
-
-    >>> print(oniguruma_pattern(r"\p{N}{1,3}+|[ab]{2}+|x"))
-    (?>\p{N}{1,3})|(?>[ab]{2})|x
-    """
-    converted = _POSSESSIVE_INTERVAL.sub(lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
-    if regex.search(r"\)\{\d+(?:,\d*)?\}\+", converted):
-        raise ValueError(f"cannot express the possessive interval of a group in {pattern!r} for Hugging Face")
-    return converted
-
-
-def from_oniguruma_pattern(pattern: str) -> str:
-    r"""The reverse of :func:`oniguruma_pattern`: Oniguruma's ``X{n,m}+`` (one or more runs of
-    ``X{n,m}``) spelled for the ``regex`` module, where it would mean a possessive interval.
-
-    >>> print(from_oniguruma_pattern(r"\p{N}{1,3}+|a"))
-    (?:\p{N}{1,3})+|a
-    """
-    return _POSSESSIVE_INTERVAL.sub(lambda m: f"(?:{m.group(1)}{m.group(2)})+", pattern)
-
-
-def write(tok, path: PathLike) -> None:
-    """Write a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` encodes identically
-    (with ``add_special_tokens=False``; special tokens become added tokens)."""
-    if tok.byte_fallback:
-        write_atomic(path, json_bytes(_character_level_data(tok), indent=1))
-        return
-    check_byte_level(tok, one_split=False, suffix=True)
+def _model_data(tok) -> dict:
+    """The ``model`` object (step 4): the vocabulary as byte-level text (as UTF-8 text for a
+    ``byte_fallback`` vocabulary), the merges as pairs of tokens, ``ignore_merges`` for a
+    whole-token lookup, and the markers' ``continuing_subword_prefix`` and ``end_of_word_suffix``
+    (step 5)."""
+    if tok.byte_fallback and tok.merge_rule != "pair":
+        raise ValueError("a byte_fallback tokenizer is written to tokenizer.json only with merge_rule='pair'")
     merges = tok.merge_ids.tolist()
     if tok.merge_rule == "replay":
         ids = {t: i for i, t in enumerate(tok.token_bytes) if t}
@@ -578,38 +392,48 @@ def write(tok, path: PathLike) -> None:
         if len(set(produced)) != len(produced):
             warnings.warn("some merges produce the same token twice; Hugging Face's encoder (lowest "
                           "rank first, no replay floor) can then differ from fastbpe's on rare words",
-                          stacklevel=2)
-    # A chunk that is a whole token maps to it in tiktoken's rule: HF's ignore_merges does that.
-    ignore_merges = tok.whole_token_lookup or tok.merge_rule == "token"
-    stages = [(source(pattern), keep_gaps) for pattern, keep_gaps in [(tok.pattern, tok.split_gaps), *tok.split_stages]]
-    use_regex = stages[-1] == (source(GPT2_ORIGINAL_PATTERN), True)  # ByteLevel's own regex does the last split
-    if use_regex or stages == [(WHOLE_PIECE, True)]:
-        stages = stages[:-1]
-    if tok.prefix_space and stages:
-        raise ValueError("a tokenizer with prefix_space is written to tokenizer.json only with ByteLevel's own "
-                         "split (GPT-2's regex) or none")
-    splits = [{"type": "Split", "pattern": {"Regex": oniguruma_pattern(pattern)},
-               "behavior": "Isolated" if keep_gaps else "Removed", "invert": not keep_gaps}
-              for pattern, keep_gaps in stages]
-    byte_level = {"type": "ByteLevel", "add_prefix_space": tok.prefix_space, "trim_offsets": True,
-                  "use_regex": use_regex}
+                          stacklevel=3)
+    as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if tok.byte_fallback else token_to_text
+    texts = [as_text(t) for t in tok.token_bytes]
+    vocab = {text: i for i, text in enumerate(texts) if text}
+    vocab.update(_specials_in_vocab(tok, len(vocab)))
+    return {
+        "type": "BPE", "dropout": None, "unk_token": None, **tok.markers.to_huggingface_model(),
+        "fuse_unk": False, "byte_fallback": tok.byte_fallback,
+        # a chunk that is a whole token maps to it in tiktoken's rule: HF's ignore_merges does that
+        "ignore_merges": tok.whole_token_lookup or tok.merge_rule == "token",
+        "vocab": vocab,
+        "merges": [[texts[a], texts[b]] for a, b in merges],
+    }
+
+
+def _specials_in_vocab(tok, entries: int) -> Dict[str, int]:
+    """The special tokens that must stand in ``model.vocab`` too for ``tokenizers`` to give them
+    their ids: all of them, unless they sit after the vocabulary with consecutive ids from its
+    number of entries. (``tokenizers`` numbers an added token missing from the vocabulary
+    itself, from the vocabulary's size on: a gap, as cl100k's before ``<|endoftext|>``, or a
+    special token inside the table would be renumbered.) SentencePiece-style files keep them
+    there anyway."""
+    inside = {s: i for s, i in tok.special_tokens.items() if i < len(tok.token_bytes)}
+    after = sorted(i for i in tok.special_tokens.values() if i >= len(tok.token_bytes))
+    if tok.byte_fallback or after != list(range(entries + len(inside), entries + len(inside) + len(after))):
+        return dict(tok.special_tokens)
+    return inside
+
+
+def write(tok, path: PathLike) -> None:
+    """Write a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` encodes identically
+    (with ``add_special_tokens=False``; special tokens become added tokens). The file is written
+    component by component, in the order the text flows through them."""
+    if not tok.byte_fallback:
+        check_byte_level(tok, one_split=False, suffix=True)
     data = {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": _added_token_entries(tok),
-        "normalizer": tok.normalize.to_huggingface(),
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [*splits, byte_level]},
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": _added_token_entries(tok),  # step 1, the special tokens
+        "normalizer": tok.normalize.to_huggingface(),  # step 2
+        "pre_tokenizer": tok.splitter.to_huggingface(byte_level=not tok.byte_fallback),  # step 3
         "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {
-            "type": "BPE", "dropout": None, "unk_token": None,
-            "continuing_subword_prefix": token_to_text(tok.continuing_subword_prefix.encode("utf-8")) or None,
-            "end_of_word_suffix": token_to_text(tok.end_of_word_suffix.encode("utf-8")) or None,
-            "fuse_unk": False, "byte_fallback": False,
-            "ignore_merges": ignore_merges,
-            "vocab": {token_to_text(t): i for i, t in enumerate(tok.token_bytes) if t},
-            "merges": [[token_to_text(tok.token_bytes[a]), token_to_text(tok.token_bytes[b])] for a, b in merges],
-        },
+        "decoder": tok.markers.to_huggingface(tok.byte_fallback),  # undoes steps 3-5 (byte-level text, markers)
+        "model": _model_data(tok),  # step 4
     }
     write_atomic(path, json_bytes(data, indent=1))

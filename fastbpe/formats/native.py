@@ -3,11 +3,19 @@
 Byte-level tokens are written as GPT-2 byte-level text (``"token_text": "gpt2-bytes-to-unicode"``),
 character-level ones as their UTF-8 text. Encoding options are written only when they differ
 from a trained tokenizer's, so a trained tokenizer's file reads in every version 1 reader.
+
+The file is written component by component, in the order the text flows through them
+(:mod:`fastbpe.encode.tokenizer`): the special tokens, the normaliser, the splitter
+(:class:`~fastbpe.split.splitter.Splitter`), the BPE model, the markers
+(:class:`~fastbpe.encode.markers.Markers`); the splitter and the markers read and write their
+own fields.
 """
 import os
 from typing import Mapping, Union
 
-from ..fileio import json_bytes, read_json, write_atomic
+from ..fileio import json_bytes, json_field, read_json, write_atomic
+from ..encode.markers import Markers
+from ..split.splitter import Splitter
 from .bytelevel import text_to_token, token_to_text
 from .ids import check_id, check_special_ids
 
@@ -25,34 +33,21 @@ def to_dict(tok) -> dict:
         "version": FORMAT_VERSION,
         "unit": tok.unit,
         "token_text": "utf-8" if tok.unit == "chars" else "gpt2-bytes-to-unicode",
-        "pattern": tok.pattern,
-        "word_start": tok.word_start,
-        "word_end": tok.word_end,
+        # step 1, the special tokens; step 2, the normaliser
         "special_tokens": tok.special_tokens,
         **({"special_token_options": tok.special_token_options} if tok.special_token_options else {}),
+        **({"normalizer": tok.normalizer} if tok.normalizer else {}),
+        **tok.splitter.to_native(),  # step 3
+        # step 4, the BPE model
         "vocab": [as_text(t) for t in tok.token_bytes],
         "merges": tok.merge_ids.tolist(),
         "merge_counts": tok.merge_counts,
         **({"merge_rule": tok.merge_rule} if tok.merge_rule != "replay" else {}),
         **({"whole_token_lookup": True} if tok.whole_token_lookup else {}),
-        **({"normalizer": tok.normalizer} if tok.normalizer else {}),
-        **({"split_gaps": True} if tok.split_gaps else {}),
-        **({"split_stages": [list(x) for x in tok.split_stages]} if tok.split_stages else {}),
-        **({"prefix_space": True} if tok.prefix_space else {}),
         **({"byte_fallback": True} if tok.byte_fallback else {}),
-        **({"space_marker": tok.space_marker} if tok.space_marker else {}),
-        **({"end_of_word_suffix": tok.end_of_word_suffix} if tok.end_of_word_suffix else {}),
-        **({"continuing_subword_prefix": tok.continuing_subword_prefix} if tok.continuing_subword_prefix else {}),
+        **tok.markers.to_native(),  # step 5
     }
 
-
-def _field(data: Mapping, key: str, kinds, default=None, what: str = ""):
-    """``data[key]`` (or ``default`` when absent), ValueError unless it is one of ``kinds``."""
-    value = data.get(key, default)
-    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-        raise ValueError(f"fastbpe tokenizer file: {key!r} must be {what or names}, got {value!r:.60}")
-    return value
 
 
 def _int_list(values, key: str) -> list:
@@ -74,26 +69,19 @@ def read_dict(data: Mapping) -> dict:
     for key in ("unit", "pattern", "vocab", "merges"):
         if key not in data:
             raise ValueError(f"fastbpe tokenizer file is missing the field {key!r}")
-    unit = _field(data, "unit", (str,))
-    pattern = _field(data, "pattern", (str,))
-    vocab = _field(data, "vocab", (list,))
+    unit = json_field(data, "unit", (str,))
+    vocab = json_field(data, "vocab", (list,))
     if not all(isinstance(s, str) for s in vocab):
         raise ValueError("fastbpe tokenizer file: every vocab entry must be a str")
     from_text = (lambda s: s.encode("utf-8", "surrogatepass")) if unit == "chars" else text_to_token
     merges = []
-    for m in _field(data, "merges", (list,)):
+    for m in json_field(data, "merges", (list,)):
         if not isinstance(m, list) or len(m) not in (2, 3):
             raise ValueError(f"fastbpe tokenizer file: every merge must be a pair of token ids, got {m!r:.60}")
         merges.append(tuple(check_id(i, "a merge") for i in _int_list(m, "merges")))
-    merge_counts = _field(data, "merge_counts", (list, type(None)))
+    merge_counts = json_field(data, "merge_counts", (list, type(None)))
     if merge_counts is not None:
         merge_counts = _int_list(merge_counts, "merge_counts")
-    stages = []
-    for stage in _field(data, "split_stages", (list,), []):
-        if not (isinstance(stage, list) and len(stage) == 2 and isinstance(stage[0], str)
-                and isinstance(stage[1], bool)):
-            raise ValueError(f"fastbpe tokenizer file: split stages are [pattern, keep_gaps] pairs, got {stage!r:.60}")
-        stages.append(tuple(stage))
     try:
         tokens = [from_text(s) for s in vocab]
     except UnicodeEncodeError as exc:
@@ -102,25 +90,16 @@ def read_dict(data: Mapping) -> dict:
         tokens=tokens,
         merges=merges,
         unit=unit,
-        pattern=pattern,
-        word_start=_field(data, "word_start", (str, type(None)), what="a str (the word-start marker) or null") or None,
-        word_end=_field(data, "word_end", (str, type(None)), what="a str (the word-end marker) or null") or None,
-        special_tokens=check_special_ids(_field(data, "special_tokens", (dict,), {}), "fastbpe tokenizer file"),
-        special_token_options=_field(data, "special_token_options", (dict,), {},
-                                     what="an object of special token name -> matching options"),
+        **Markers.from_native(data).keywords(),
+        **Splitter.from_native(data).keywords(),
+        special_tokens=check_special_ids(json_field(data, "special_tokens", (dict,), {}), "fastbpe tokenizer file"),
+        special_token_options=json_field(data, "special_token_options", (dict,), {},
+                                         what="an object of special token name -> matching options"),
         merge_counts=merge_counts,
-        merge_rule=_field(data, "merge_rule", (str,), "replay"),
-        whole_token_lookup=_field(data, "whole_token_lookup", (bool,), False),
-        normalizer=_field(data, "normalizer", (str, list, type(None))),
-        prefix_space=_field(data, "prefix_space", (bool,), False),
-        byte_fallback=_field(data, "byte_fallback", (bool,), False),
-        space_marker=_field(data, "space_marker", (str, type(None)), what="a str (the space marker) or null") or None,
-        end_of_word_suffix=_field(data, "end_of_word_suffix", (str, type(None)),
-                                  what="a str (the end-of-word suffix) or null") or None,
-        continuing_subword_prefix=_field(data, "continuing_subword_prefix", (str, type(None)),
-                                         what="a str (the continuing-subword prefix) or null") or None,
-        split_gaps=_field(data, "split_gaps", (bool,), False),
-        split_stages=stages,
+        merge_rule=json_field(data, "merge_rule", (str,), "replay"),
+        whole_token_lookup=json_field(data, "whole_token_lookup", (bool,), False),
+        normalizer=json_field(data, "normalizer", (str, list, type(None))),
+        byte_fallback=json_field(data, "byte_fallback", (bool,), False),
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
     )
 

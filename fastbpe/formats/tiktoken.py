@@ -14,7 +14,7 @@ import numpy as np
 
 from .._core.encode import read_rank_lines
 from ..fileio import json_bytes, read_json, write_atomic
-from ..split.patterns import GPT2_PATTERN, check_user_pattern, source
+from ..split.patterns import GPT2_PATTERN, check_user_pattern
 from .bytelevel import check_byte_level
 from .ids import check_special_ids, table_size
 
@@ -185,9 +185,10 @@ def write(tok, path: PathLike) -> None:
     fastbpe the ids agree with fastbpe's on real text (tested), since merged tokens are numbered
     in merge order; for imported Hugging Face vocabularies check on your text."""
     check_byte_level(tok)
+    pat_str = tok.splitter.to_tiktoken()  # before anything is written
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
     write_atomic(path, b"\n".join(lines) + b"\n")
-    sidecar = {"pat_str": source(tok.pattern), "special_tokens": tok.special_tokens}
+    sidecar = {"pat_str": pat_str, "special_tokens": tok.special_tokens}
     write_atomic(os.fspath(path) + ".json", json_bytes(sidecar, indent=1))
 
 
@@ -197,5 +198,5 @@ def to_tiktoken_encoding(tok, name: str = "fastbpe"):
 
     check_byte_level(tok)
     ranks = {t: i for i, t in enumerate(tok.token_bytes) if t}
-    return tiktoken.Encoding(name=name, pat_str=source(tok.pattern), mergeable_ranks=ranks,
+    return tiktoken.Encoding(name=name, pat_str=tok.splitter.to_tiktoken(), mergeable_ranks=ranks,
                              special_tokens=dict(tok.special_tokens))

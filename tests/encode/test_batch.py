@@ -116,3 +116,15 @@ def test_the_cycle_collector_is_left_as_it_was(byte_level, char_level):
     with pytest.raises(ValueError, match="not in the vocabulary"):  # raised while paused
         char_level.encode_batch(["the cat", "Ω"], workers=2)
     assert gc.isenabled()
+
+
+def test_batch_keeps_the_prefix_space():
+    """A tokenizer that puts a space before every piece (ByteLevel's add_prefix_space) encodes a
+    batch as encode does, though its pattern has the one-call path."""
+    from fastbpe.split.patterns import GPT2_ORIGINAL_PATTERN
+
+    tok = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [], pattern=GPT2_ORIGINAL_PATTERN, split_gaps=True,
+                            prefix_space=True, merge_rule="pair")
+    texts = ["hello", " x", "", "naïve 日本"]
+    assert tok.encode_batch(texts, workers=2) == [tok.encode(t) for t in texts]
+    assert tok.encode("hello")[0] == ord(" ")

@@ -325,3 +325,19 @@ def test_whole_token_lookup_needs_bytes_without_markers(options):
     # the symbol path of characters and markers has no chunk bytes to look up: it was silently ignored
     with pytest.raises(ValueError, match="whole_token_lookup"):
         Tokenizer([bytes([i]) for i in range(256)] + [b"ab"], [(97, 98)], whole_token_lookup=True, **options)
+
+
+@pytest.mark.parametrize("splitter", [dict(pattern="cl100k"), dict(pattern=r"\w+|\W"), dict(pattern="gpt2", split_gaps=True),
+                                      dict(pattern=r"\d+", split_gaps=True, split_stages=[(r"\S+", True)])])
+def test_lone_surrogates_become_u_fffd_on_every_split_path(splitter, monkeypatch):
+    from fastbpe.encode import surrogates
+
+    tok = Tokenizer([bytes([b]) for b in range(256)], [], **splitter)
+    fixed = "a\ufffdb 😀 \ufffd12"
+    assert tok.encode("a\ud800b \ud83d\ude00 \udfff12") == list(fixed.encode()) == tok.encode(fixed)
+    assert tok.encode_batch(["a\ud800b \ud83d\ude00 \udfff12", "x"], workers=2) == [list(fixed.encode()), [120]]
+    # the compiled pass finds them while converting the text: a text without any never pays for the search
+    calls = []
+    monkeypatch.setattr(surrogates, "as_tiktoken", lambda text: calls.append(text) or text)
+    tok.encode("naïve 日本語 😀")
+    assert calls == ([] if tok.splitter.fused_scanner() is not None else ["naïve 日本語 😀"])

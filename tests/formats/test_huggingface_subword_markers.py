@@ -121,6 +121,7 @@ def test_suffix_decodes_to_spaces(suffixed, tmp_path):
     tok = Tokenizer.from_huggingface(_write(data, tmp_path))
     assert tok.decode(tok.encode("hello   world")) == "hello world"
     assert tok.encode("a\ud800b") == tok.encode("a\ufffdb")  # a lone surrogate as U+FFFD, as elsewhere
+    assert tok.encode("a\ud83d\ude00b") == tok.encode("a😀b")  # a surrogate pair joined
 
 
 @pytest.mark.parametrize("change, component", [

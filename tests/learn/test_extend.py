@@ -30,6 +30,8 @@ def assert_keeps_everything(extended, tok):
     assert extended.token_bytes[:n] == tok.token_bytes
     assert extended.merge_ids[:len(tok.merge_ids)].tolist() == tok.merge_ids.tolist()
     assert extended.special_tokens == tok.special_tokens
+    assert extended.special_token_options == tok.special_token_options
+    assert extended.markers == tok.markers and extended.splitter == tok.splitter
     assert (extended.merge_rule, extended.pattern, extended.unit) == (tok.merge_rule, tok.pattern, tok.unit)
     largest = max([n - 1, *tok.special_tokens.values()])
     added = [i for i in range(n, len(extended.token_bytes)) if extended.token_bytes[i]]
@@ -170,3 +172,12 @@ def test_tiktoken_file(shared_data, malay):
     cl100k = fastbpe.load(shared_data.path("tokenizers", "tiktoken", "cl100k_base.tiktoken"))
     extended = assert_matches_reference(cl100k, malay[:150], 20)
     assert min(extended.special_tokens.values()) == 100257
+
+
+def test_special_token_matching_options_are_kept():
+    tok = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<mask>": 256},
+                            special_token_options={"<mask>": {"lstrip": True}})
+    extended = tok.extend(iter(["the cat <mask> sat on the mat"] * 5), 4, workers=1, progress=False)
+    assert_keeps_everything(extended, tok)
+    assert extended.encode("cat <mask>", allowed_special="all")[-1] == 256
+    assert len(extended.encode("cat <mask>", allowed_special="all")) == len(extended.encode("cat")) + 1

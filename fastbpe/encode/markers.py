@@ -1,0 +1,188 @@
+"""Step 5 of encoding, the markers of character-level BPE and of Hugging Face's BPE model, and
+what decoding makes of them.
+
+* ``word_start`` / ``word_end``: a symbol put before / after every chunk before BPE (the
+  end-of-word marker of Sennrich et al. 2016, ``</w>``); they decode to single spaces.
+* ``space_marker``: the character SentencePiece-style vocabularies write for a space (``▁``,
+  Kudo and Richardson 2018); it decodes to a space, and the one put before the text is dropped.
+* ``end_of_word_suffix`` / ``continuing_subword_prefix``: Hugging Face's BPE model options (the
+  ``</w>`` of CLIP's and openai-gpt's files, BERT-style ``##``). They mark bytes, not chunks:
+  each chunk's last byte starts as its token with the suffix after it, every other byte as its
+  token with the prefix before it. The suffix decodes to a space (the last one dropped), the
+  prefix to nothing.
+
+:class:`Markers` serialises itself: its fields of fastbpe's own file, and the ``decoder`` and
+the model's marker fields of a ``tokenizer.json`` (which has no word markers: writing them
+there is a ValueError).
+
+>>> m = Markers(word_end="</w>")
+>>> m.word("low"), m.decode("low</w>er</w>")
+('low</w>', 'low er')
+>>> Markers.from_native(m.to_native()) == m
+True
+"""
+from typing import List, Mapping, Optional, Sequence
+
+from ..arguments import check_word_markers
+from ..fileio import json_field
+from ..formats.bytelevel import texts_to_tokens, token_to_text
+
+__all__ = ["Markers"]
+
+
+class Markers:
+    """Word markers and the space marker of a tokenizer (none: ``bool(markers)`` is False)."""
+
+    def __init__(self, word_start: Optional[str] = None, word_end: Optional[str] = None,
+                 space_marker: Optional[str] = None, end_of_word_suffix: Optional[str] = None,
+                 continuing_subword_prefix: Optional[str] = None):
+        check_word_markers(word_start, word_end)
+        if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
+            raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
+        for name, marker in (("end_of_word_suffix", end_of_word_suffix),
+                             ("continuing_subword_prefix", continuing_subword_prefix)):
+            if marker is not None and not (isinstance(marker, str) and marker):
+                raise ValueError(f"{name} must be a non-empty str or None, got {marker!r:.40}")
+        self.word_start = word_start or ""
+        self.word_end = word_end or ""
+        self.space_marker = space_marker or ""
+        self.end_of_word_suffix = end_of_word_suffix or ""
+        self.continuing_subword_prefix = continuing_subword_prefix or ""
+
+    def has_word_markers(self) -> bool:
+        return bool(self.word_start or self.word_end)
+
+    def has_subword_markers(self) -> bool:
+        """An ``end_of_word_suffix`` or a ``continuing_subword_prefix`` (markers of bytes)."""
+        return bool(self.end_of_word_suffix or self.continuing_subword_prefix)
+
+    def __bool__(self) -> bool:
+        return bool(self.has_word_markers() or self.space_marker or self.has_subword_markers())
+
+    def word(self, chunk: str) -> str:
+        """A chunk with its word markers, as BPE sees it."""
+        return self.word_start + chunk + self.word_end
+
+    def decoded_tokens(self, token_bytes: Sequence[bytes]) -> List[bytes]:
+        """The bytes each token decodes to: a token with the ``continuing_subword_prefix``
+        stands for what follows it."""
+        if not self.continuing_subword_prefix:
+            return list(token_bytes)
+        prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
+        return [t[len(prefix):] if t.startswith(prefix) else t for t in token_bytes]
+
+    def decode(self, text: str) -> str:
+        """Decoded text with the markers turned back into spaces: each marker a space, and the
+        one put before (``word_start``, ``space_marker``) or after (``word_end``,
+        ``end_of_word_suffix``, as Hugging Face's BPEDecoder) the text dropped (as the decoders
+        of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
+        for marker, leading in ((self.space_marker, True), (self.word_start, True), (self.word_end, False),
+                                (self.end_of_word_suffix, False)):
+            if marker:
+                text = text.replace(marker, " ")
+                if leading:
+                    text = text[1:] if text.startswith(" ") else text
+                else:
+                    text = text[:-1] if text.endswith(" ") else text
+        return text
+
+    def keywords(self) -> dict:
+        """The :class:`fastbpe.Tokenizer` arguments that make these markers."""
+        return dict(word_start=self.word_start or None, word_end=self.word_end or None,
+                    space_marker=self.space_marker or None, end_of_word_suffix=self.end_of_word_suffix or None,
+                    continuing_subword_prefix=self.continuing_subword_prefix or None)
+
+    # ---- fastbpe's own file ---------------------------------------------------------------------
+
+    def to_native(self) -> dict:
+        """Its fields of fastbpe's file (the word markers always, as version 1 files have them)."""
+        return {"word_start": self.word_start, "word_end": self.word_end,
+                **({"space_marker": self.space_marker} if self.space_marker else {}),
+                **({"end_of_word_suffix": self.end_of_word_suffix} if self.end_of_word_suffix else {}),
+                **({"continuing_subword_prefix": self.continuing_subword_prefix}
+                   if self.continuing_subword_prefix else {})}
+
+    @classmethod
+    def from_native(cls, data: Mapping) -> "Markers":
+        """The markers of a fastbpe file's JSON object; ValueError for a field of the wrong type."""
+        return cls(json_field(data, "word_start", (str, type(None)), what="a str (the word-start marker) or null"),
+                   json_field(data, "word_end", (str, type(None)), what="a str (the word-end marker) or null"),
+                   json_field(data, "space_marker", (str, type(None)), what="a str (the space marker) or null"),
+                   json_field(data, "end_of_word_suffix", (str, type(None)),
+                              what="a str (the end-of-word suffix) or null"),
+                   json_field(data, "continuing_subword_prefix", (str, type(None)),
+                              what="a str (the continuing-subword prefix) or null"))
+
+    # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
+
+    def to_huggingface(self, byte_fallback: bool) -> dict:
+        """The ``decoder`` object: GPT-2's byte-level decoder, or for a ``byte_fallback``
+        vocabulary ``ByteFallback`` + ``Fuse`` inside the space marker's ``Replace`` and
+        ``Strip``. Word markers have no place in the file: ValueError."""
+        if self.has_word_markers():
+            raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
+        if not byte_fallback:
+            return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+        steps = [{"type": "ByteFallback"}, {"type": "Fuse"}]
+        if self.space_marker:
+            steps = [{"type": "Replace", "pattern": {"String": self.space_marker}, "content": " "}, *steps,
+                     {"type": "Strip", "content": " ", "start": 1, "stop": 0}]
+        return {"type": "Sequence", "decoders": steps}
+
+    def to_huggingface_model(self) -> dict:
+        """Its fields of the ``model`` object: ``continuing_subword_prefix`` and
+        ``end_of_word_suffix`` as byte-level text, or null."""
+        return {"continuing_subword_prefix": token_to_text(self.continuing_subword_prefix.encode("utf-8")) or None,
+                "end_of_word_suffix": token_to_text(self.end_of_word_suffix.encode("utf-8")) or None}
+
+    @classmethod
+    def from_huggingface(cls, decoder=None, model: Optional[Mapping] = None,
+                         source: str = "tokenizer.json") -> "Markers":
+        """The space marker of a ``decoder``: the character it turns back into a space, dropping
+        the first (Llama 2's ``Replace(▁, " ")`` ... ``Strip(" ", 1, 0)``, or ``Metaspace``);
+        the ``model``'s ``continuing_subword_prefix`` and ``end_of_word_suffix``, each byte-level
+        text of UTF-8 (``"</w>"``). A malformed marker is a ValueError naming ``source``."""
+        return cls(space_marker=_space_marker(decoder), **_model_markers(model or {}, source))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Markers) and self.keywords() == other.keywords()
+
+    def __repr__(self) -> str:
+        subword = "".join(f", {k}={v!r}" for k, v in (("end_of_word_suffix", self.end_of_word_suffix),
+                                                       ("continuing_subword_prefix", self.continuing_subword_prefix))
+                          if v)
+        return f"Markers({self.word_start!r}, {self.word_end!r}, space_marker={self.space_marker!r}{subword})"
+
+
+def _model_markers(model: Mapping, source: str) -> dict:
+    markers = {}
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        marker = model.get(key)
+        if not marker:
+            continue
+        if not isinstance(marker, str):
+            raise ValueError(f"{source}: model {key} must be a str, got {marker!r:.20}")
+        token = texts_to_tokens([marker])[0]
+        try:
+            markers[key] = token.decode("utf-8")
+        except (AttributeError, UnicodeDecodeError):
+            raise ValueError(f"{source}: model {key} {marker!r:.20} is not byte-level text of UTF-8") from None
+    return markers
+
+
+def _space_marker(decoder) -> Optional[str]:
+    if not isinstance(decoder, Mapping):
+        return None
+    if decoder.get("type") == "Metaspace" and isinstance(decoder.get("replacement"), str):
+        return decoder["replacement"] if decoder.get("prepend_scheme", "always") != "never" else None
+    steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else None
+    if not isinstance(steps, list) or not steps or not all(isinstance(x, Mapping) for x in steps):
+        return None
+    first, last = steps[0], steps[-1]
+    if (first.get("type") == "Replace" and first.get("content") == " "
+            and isinstance(first.get("pattern"), Mapping) and isinstance(first["pattern"].get("String"), str)
+            and len(first["pattern"]["String"]) == 1
+            and last.get("type") == "Strip" and last.get("content") == " " and last.get("start") == 1
+            and last.get("stop") == 0):
+        return first["pattern"]["String"]
+    return None

@@ -1,0 +1,74 @@
+"""The markers component: word markers, the space marker and Hugging Face's subword markers,
+their file fields and decoding."""
+import pytest
+
+from fastbpe import Tokenizer, train
+from fastbpe.encode.markers import Markers
+
+
+@pytest.mark.parametrize("markers", [Markers(), Markers(word_end="</w>"), Markers(word_start="▁"),
+                                     Markers("<w>", "</w>"), Markers(space_marker="▁"),
+                                     Markers(end_of_word_suffix="</w>"), Markers(continuing_subword_prefix="##"),
+                                     Markers(end_of_word_suffix="é", continuing_subword_prefix="##")], ids=repr)
+def test_native_fields_read_back_the_same(markers):
+    assert Markers.from_native(markers.to_native()) == markers
+    assert Markers(**markers.keywords()) == markers
+
+
+def test_decode_turns_markers_into_spaces():
+    assert Markers(word_end="</w>").decode("the</w>cat</w>") == "the cat"
+    assert Markers(word_start="▁").decode("▁the▁cat") == "the cat"
+    assert Markers(space_marker="▁").decode("▁a▁▁b") == "a  b"
+    assert Markers().decode(" as is ") == " as is "
+    assert Markers(end_of_word_suffix="</w>").decode("lo w</w>er</w>") == "lo w er"
+
+
+def test_subword_markers_in_the_model_object_of_a_tokenizer_json():
+    markers = Markers(end_of_word_suffix="é</w>", continuing_subword_prefix="##")
+    model = markers.to_huggingface_model()
+    assert model == {"continuing_subword_prefix": "##", "end_of_word_suffix": "Ã©</w>"}  # byte-level text
+    assert Markers.from_huggingface(model=model) == markers
+    assert Markers.from_huggingface(model={"end_of_word_suffix": None}) == Markers()
+    with pytest.raises(ValueError, match="end_of_word_suffix"):
+        Markers.from_huggingface(model={"end_of_word_suffix": 3})
+    # the prefix stands for nothing when decoded
+    assert Markers(continuing_subword_prefix="##").decoded_tokens([b"ab", b"##cd", b"#e"]) == [b"ab", b"cd", b"#e"]
+
+
+def test_word_markers_have_no_place_in_a_tokenizer_json(tmp_path):
+    with pytest.raises(ValueError, match="without word markers"):
+        Markers(word_end="</w>").to_huggingface(byte_fallback=False)
+    tok = train(text="low lower lowest newer wider " * 20, num_merges=10, unit="chars", word_end="</w>",
+                workers=1, progress=False)
+    with pytest.raises(ValueError, match="without word markers"):
+        tok.to_huggingface(tmp_path / "t.json")
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_the_space_marker_maps_to_a_decoder_and_back():
+    decoder = Markers(space_marker="▁").to_huggingface(byte_fallback=True)
+    assert Markers.from_huggingface(decoder) == Markers(space_marker="▁")
+    assert Markers.from_huggingface(Markers().to_huggingface(byte_fallback=True)) == Markers()
+    assert Markers.from_huggingface({"type": "Metaspace", "replacement": "▁"}) == Markers(space_marker="▁")
+
+
+@pytest.mark.parametrize("arguments, error", [(dict(word_end=5), TypeError), (dict(space_marker="ab"), ValueError),
+                                              (dict(end_of_word_suffix=""), ValueError),
+                                              (dict(continuing_subword_prefix=b"##"), ValueError)])
+def test_bad_markers(arguments, error):
+    with pytest.raises(error):
+        Markers(**arguments)
+    with pytest.raises(error):
+        Tokenizer([b"a"], [], unit="chars", **arguments)
+
+
+def test_a_pickle_whose_markers_were_plain_attributes_loads():
+    tok = Tokenizer([bytes([b]) for b in range(256)] + [bytes([b]) + b"</w>" for b in range(256)], [],
+                    merge_rule="pair", end_of_word_suffix="</w>")
+    state = dict(tok.__dict__)
+    markers = state.pop("markers")  # the layout before the markers had their own class: "" for none
+    state.update(word_start="", word_end="", space_marker="", end_of_word_suffix=markers.end_of_word_suffix,
+                 continuing_subword_prefix="")
+    old = Tokenizer.__new__(Tokenizer)
+    old.__setstate__(state)
+    assert old.markers == markers and old.encode("ab c") == tok.encode("ab c")
