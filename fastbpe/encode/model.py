@@ -70,6 +70,8 @@ class BPEModel:
             raise ValueError("core_bytes needs one entry per token")
         self.core_bytes = core_bytes
         self.merge_rule = merge_rule
+        if not isinstance(whole_token_lookup, (bool, np.bool_)):  # a str such as "none" is truthy
+            raise TypeError(f"whole_token_lookup must be True or False, got {whole_token_lookup!r:.40}")
         self.whole_token_lookup = bool(whole_token_lookup)
         self.symbols = bool(symbols)
         self._merges: Optional[np.ndarray] = None

@@ -147,6 +147,8 @@ class Tokenizer:
         continuing_subword_prefix: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
     ):
+        if not isinstance(byte_fallback, (bool, np.bool_)):
+            raise TypeError(f"byte_fallback must be True or False, got {byte_fallback!r:.40}")
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         if merge_rule not in MERGE_RULES:

@@ -276,6 +276,16 @@ def test_word_markers_must_be_text():
         Tokenizer(tokens, [], word_end=b"</w>")
 
 
+@pytest.mark.parametrize("flag", ["whole_token_lookup", "byte_fallback", "prefix_space"])
+def test_switches_must_be_true_or_false(flag):
+    """A switch given as text ("none", "false") is refused: any non-empty str is truthy and
+    would have turned the switch on."""
+    tokens = [bytes([b]) for b in range(256)]
+    for value in ("none", "false", 1, None):
+        with pytest.raises(TypeError, match=flag):
+            Tokenizer(tokens, [], **{flag: value})
+
+
 @pytest.mark.parametrize("merges,error", [
     ([(97.7, 98.2)], TypeError),      # was truncated to (97, 98)
     ([("97", "98")], TypeError),      # was parsed
