@@ -10,6 +10,16 @@ Each special token may carry the matching options of Hugging Face's added tokens
 side), ``single_word`` (matched only where no word character touches it) and ``normalized``
 (matched in the normalised text, after the tokens matched in the text as given). A token without
 options is matched exactly in the text as given.
+
+:class:`SpecialTokens` is the policy as one component of a tokenizer (step 1 of encoding): the
+ids and the options, checked, and how they are matched. It serialises itself: its fields of
+fastbpe's own file, and the ``added_tokens`` of a ``tokenizer.json``.
+
+>>> s = SpecialTokens({"<s>": 3, "<mask>": 4}, {"<mask>": {"lstrip": True}})
+>>> [entry["content"] for entry in s.to_huggingface()]
+['<s>', '<mask>']
+>>> SpecialTokens.from_huggingface(s.to_huggingface(), "t.json") == s
+True
 """
 import functools
 from typing import (AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
@@ -17,10 +27,11 @@ from typing import (AbstractSet, Callable, Collection, Dict, Iterable, Iterator,
 
 import regex
 
-from ..formats.ids import check_id
+from ..fileio import json_field
+from ..formats.ids import check_id, check_special_ids
 
-__all__ = ["special_ids", "allowed_and_disallowed", "check_disallowed", "split_on_specials", "OPTION_NAMES",
-           "special_token_options", "AddedTokenSplitter"]
+__all__ = ["SpecialTokens", "special_ids", "allowed_and_disallowed", "check_disallowed", "split_on_specials",
+           "OPTION_NAMES",           "special_token_options", "AddedTokenSplitter"]
 
 Allowed = Union[str, AbstractSet[str]]
 Disallowed = Union[str, Collection[str]]
@@ -163,6 +174,90 @@ def special_token_options(options: Optional[Mapping[str, Mapping[str, bool]]], n
             if not checked[name]:
                 del checked[name]
     return checked
+
+
+class SpecialTokens:
+    """The special tokens of a tokenizer, ``ids`` (``{text: id}``), with their matching
+    ``options`` (``{text: {option: True}}``, only the tokens that have some; step 1 of
+    :meth:`fastbpe.Tokenizer.encode`). ``tokens``: names (given the ids after ``token_bytes``)
+    or a name -> id mapping (:func:`special_ids`); ``has_normalizer``: whether ordinary text is
+    normalised, without which a ``normalized`` that changes nothing is dropped
+    (:func:`special_token_options`).
+
+    >>> SpecialTokens(["<a>"], token_bytes=[b"x"]).ids
+    {'<a>': 1}
+    """
+
+    def __init__(self, tokens: Union[Mapping[str, int], Sequence[str]] = (),
+                 options: Optional[Mapping[str, Mapping[str, bool]]] = None, *, token_bytes: Sequence[bytes] = (),
+                 has_normalizer: bool = True):
+        self.ids: Dict[str, int] = special_ids(tokens, len(token_bytes), token_bytes)
+        self.options: Dict[str, Dict[str, bool]] = special_token_options(options, self.ids.keys(), has_normalizer)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    def added_token_splitter(self, normalize: Callable[[str], str]) -> Optional["AddedTokenSplitter"]:
+        """The matcher of special tokens with options; None when none has any (exact matches)."""
+        return AddedTokenSplitter(self.ids, self.options, normalize) if self.options else None
+
+    def keywords(self) -> dict:
+        """The :class:`fastbpe.Tokenizer` arguments that make these special tokens."""
+        return dict(special_tokens=dict(self.ids), special_token_options={k: dict(v) for k, v in self.options.items()})
+
+    # ---- fastbpe's own file ---------------------------------------------------------------------
+
+    def to_native(self) -> dict:
+        """Its fields of fastbpe's file (the options only when some token has any)."""
+        return {"special_tokens": self.ids, **({"special_token_options": self.options} if self.options else {})}
+
+    @classmethod
+    def from_native(cls, data: Mapping) -> "SpecialTokens":
+        """The special tokens of a fastbpe file's JSON object; ValueError for a field of the wrong type."""
+        return cls(check_special_ids(json_field(data, "special_tokens", (dict,), {}), "fastbpe tokenizer file"),
+                   json_field(data, "special_token_options", (dict,), {},
+                              what="an object of special token name -> matching options"))
+
+    # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
+
+    def to_huggingface(self) -> List[dict]:
+        """The ``added_tokens`` list: every special token, by id, with its matching options."""
+        return [{"id": i, "content": s, **{flag: self.options.get(s, {}).get(flag, False) for flag in OPTION_NAMES},
+                 "special": True} for s, i in sorted(self.ids.items(), key=lambda kv: kv[1])]
+
+    @classmethod
+    def from_huggingface(cls, added, source: str) -> "SpecialTokens":
+        """The ``added_tokens`` list, which fastbpe encodes as special tokens (split out of the
+        text before anything else, as ``tokenizers`` does with every added token), each with
+        its options (:class:`AddedTokenSplitter`). A malformed entry is a ValueError naming
+        ``source``."""
+        added = added or []
+        if not isinstance(added, list):
+            raise ValueError(f"{source}: added_tokens must be a list")
+        specials: Dict[str, int] = {}
+        options: Dict[str, Dict[str, bool]] = {}
+        for entry in added:
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not entry["content"]:
+                raise ValueError(f"{source}: malformed added token {entry!r:.80}")
+            content = entry["content"]
+            if content in specials:
+                raise ValueError(f"{source}: the added token {content!r} is listed twice")
+            # tokenizers' default: an added token that is not special is matched in normalised text
+            flags = {"normalized": entry.get("normalized", not entry.get("special", False)),
+                     **{flag: entry.get(flag, False) for flag in ("single_word", "lstrip", "rstrip")}}
+            for flag, value in flags.items():
+                if not isinstance(value, bool):
+                    raise ValueError(f"{source}: added token {content!r} {flag} must be true or false, got "
+                                     f"{value!r:.20}")
+            specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
+            options[content] = {flag: True for flag, value in flags.items() if value}
+        return cls(check_special_ids(specials, source), {name: flags for name, flags in options.items() if flags})
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SpecialTokens) and self.keywords() == other.keywords()
+
+    def __repr__(self) -> str:
+        return f"SpecialTokens({self.ids!r}, {self.options!r})"
 
 
 # One piece of a text cut at its added tokens: (start, end, special token or None, the piece's

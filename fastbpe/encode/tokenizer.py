@@ -19,7 +19,8 @@ A tokenizer is made of small parts, in the order the text flows through them (th
 ``encode``, numbered as Hugging Face numbers its pipeline); each serialises itself and maps to
 the peers' files (:mod:`fastbpe.formats`):
 
-1. the special-token policy (:mod:`.special`): special tokens are found and set apart;
+1. the special-token policy (:mod:`.special`: ``special_tokens``, ``special_token_options``):
+   special tokens are found and set apart;
 2. the normaliser (:mod:`.normalizers`): each ordinary piece is normalised;
 3. the splitter (:mod:`fastbpe.split.splitter`: ``pattern``, ``split_gaps``, ``split_stages``,
    ``prefix_space``): the piece is cut into chunks, by one or several split stages;
@@ -201,12 +202,11 @@ class Tokenizer:
         # What each phase of training took (fastbpe.train fills it in, fastbpe's files keep it;
         # None otherwise). Not part of the tokenizer's identity (to_dict, ==).
         self.training_stats: Optional[dict] = None if training_stats is None else dict(training_stats)
-        self.special_tokens: Dict[str, int] = special.special_ids(special_tokens, len(self.token_bytes),
-                                                                  self.token_bytes)
-        # Step 1's matching options (Hugging Face's added tokens); none: exact matches in the text
-        self.special_token_options = special.special_token_options(
-            special_token_options, self.special_tokens.keys(), bool(self.normalize))
-        self._added_splitter = self._make_added_splitter()
+        # Step 1, the special-token policy (fastbpe.encode.special), with its matching options
+        # (Hugging Face's added tokens); none: exact matches in the text
+        self.specials = special.SpecialTokens(special_tokens, special_token_options, token_bytes=self.token_bytes,
+                                              has_normalizer=bool(self.normalize))
+        self._added_splitter = self.specials.added_token_splitter(self.normalize)
         if self.byte_fallback:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
         if self.markers.has_subword_markers():
@@ -330,8 +330,11 @@ class Tokenizer:
             raise ValueError(f"merge_counts has {len(counts)} counts for {len(self.merge_ids)} merges")
         return [int(c) for c in counts]
 
-    # The splitter's and the markers' parts, as attributes of the tokenizer (the names earlier
-    # versions had).
+    # The special tokens', the splitter's and the markers' parts, as attributes of the tokenizer
+    # (the names earlier versions had).
+    special_tokens = property(lambda self: self.specials.ids, doc="Special token text -> id.")
+    special_token_options = property(lambda self: self.specials.options,
+                                     doc="Special token text -> its matching options (only the tokens with some).")
     pattern = property(lambda self: self.splitter.pattern, doc="The split pattern (a name or a regex).")
     split_gaps = property(lambda self: self.splitter.split_gaps, doc="Whether text between matches is chunks too.")
     split_stages = property(lambda self: self.splitter.split_stages, doc="Further (pattern, keep_gaps) splits.")
@@ -377,7 +380,9 @@ class Tokenizer:
             state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
             state.setdefault("prefix_space", False)
         state.setdefault("byte_fallback", False)
-        state.setdefault("special_token_options", {})
+        if "specials" not in state:  # a pickle of a version before the special tokens had their own class
+            state["specials"] = special.SpecialTokens(state.pop("special_tokens", {}),
+                                                      state.pop("special_token_options", None))
         if "splitter" not in state:  # a pickle of a version before the splitter had its own class
             state["splitter"] = Splitter(state.pop("pattern", "gpt2"), state.pop("split_gaps", False),
                                          state.pop("split_stages", ()), state.pop("prefix_space", False))
@@ -393,15 +398,9 @@ class Tokenizer:
                                       symbols=not (state.get("unit") == "bytes"
                                                    and not state["markers"].has_word_markers()))
         self.__dict__.update(state)
-        self._added_splitter = self._make_added_splitter()
+        self._added_splitter = self.specials.added_token_splitter(self.normalize)
         self._local = threading.local()
         self._pools = _PoolRegistry()
-
-    def _make_added_splitter(self) -> Optional[special.AddedTokenSplitter]:
-        """The matcher of special tokens with options; None when none has any (exact matches)."""
-        if not self.special_token_options:
-            return None
-        return special.AddedTokenSplitter(self.special_tokens, self.special_token_options, self.normalize)
 
     # ---- views ------------------------------------------------------------------------------
 

@@ -18,12 +18,13 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from ..encode.markers import Markers
+from ..encode.special import SpecialTokens
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
 from .bytelevel import check_byte_level, code_point_bytes, text_byte_values, texts_to_tokens, token_to_text
-from .ids import ID_LIMIT, check_id, check_special_ids, table_size
+from .ids import ID_LIMIT, check_id, table_size
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
 
@@ -35,33 +36,6 @@ def _has_normalizer(norm) -> bool:
     if isinstance(norm, Mapping) and norm.get("type") == "Sequence" and isinstance(norm.get("normalizers"), list):
         return any(_has_normalizer(step) for step in norm["normalizers"])
     return norm is not None
-
-
-def _added_tokens(data: Mapping, source: str) -> Tuple[Dict[str, int], Dict[str, Dict[str, bool]]]:
-    """``{content: id}`` of the added tokens, which fastbpe encodes as special tokens (split
-    out of the text before anything else, as ``tokenizers`` does with every added token), and
-    ``{content: options}``: how each is matched (``single_word``, ``lstrip``, ``rstrip``,
-    ``normalized``; :class:`fastbpe.encode.special.AddedTokenSplitter`)."""
-    added = data.get("added_tokens") or []
-    if not isinstance(added, list):
-        raise ValueError(f"{source}: added_tokens must be a list")
-    specials: Dict[str, int] = {}
-    options: Dict[str, Dict[str, bool]] = {}
-    for entry in added:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not entry["content"]:
-            raise ValueError(f"{source}: malformed added token {entry!r:.80}")
-        content = entry["content"]
-        if content in specials:
-            raise ValueError(f"{source}: the added token {content!r} is listed twice")
-        # tokenizers' default: an added token that is not special is matched in normalised text
-        flags = {"normalized": entry.get("normalized", not entry.get("special", False)),
-                 **{flag: entry.get(flag, False) for flag in ("single_word", "lstrip", "rstrip")}}
-        for flag, value in flags.items():
-            if not isinstance(value, bool):
-                raise ValueError(f"{source}: added token {content!r} {flag} must be true or false, got {value!r:.20}")
-        specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
-        options[content] = {flag: True for flag, value in flags.items() if value}
-    return check_special_ids(specials, source), {name: flags for name, flags in options.items() if flags}
 
 
 def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> List[bytes]:
@@ -305,25 +279,25 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         # tokenizers looks the chunk up without its markers: fastbpe's marker path has no lookup
         raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with ignore_merges=true "
                          "is not supported")
-    specials, options = _added_tokens(data, source)
+    specials = SpecialTokens.from_huggingface(data.get("added_tokens"), source)
     if scanned is not None:
         # the compiled reader's tables hold the plain case only (no markers, no added token in
         # the vocabulary): anything else is read from the parsed JSON
-        tables = None if markers.has_subword_markers() else _scanned_tables(scanned, specials, source)
+        tables = None if markers.has_subword_markers() else _scanned_tables(scanned, specials.ids, source)
         if tables is None:
             return None
         tokens, pairs = tables
     else:
-        tokens = _vocab_bytes(vocab, specials, source)
+        tokens = _vocab_bytes(vocab, specials.ids, source)
         pairs = _merge_pairs(merges, vocab, tokens, source)
         if not model.get("ignore_merges"):
-            _drop_unmade_specials(tokens, pairs, specials)
+            _drop_unmade_specials(tokens, pairs, specials.ids)
     singles = {t[0] for t in tokens if len(t) == 1}
     missing = [b for b in range(256) if b not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, which byte-level BPE needs")
-    return dict(tokens=tokens, merges=pairs, special_tokens=specials, special_token_options=options,
-                merge_rule="pair", whole_token_lookup=bool(model.get("ignore_merges", False)),
+    return dict(tokens=tokens, merges=pairs, **specials.keywords(), merge_rule="pair",
+                whole_token_lookup=bool(model.get("ignore_merges", False)),
                 normalizer=normalizer, **splitter.keywords(), **markers.keywords())
 
 
@@ -336,8 +310,8 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
     splitter, metaspace = metaspace_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
-    specials, options = _added_tokens(data, source)
-    if metaspace and any(flags.get("normalized") for flags in options.values()):
+    specials = SpecialTokens.from_huggingface(data.get("added_tokens"), source)
+    if metaspace and any(flags.get("normalized") for flags in specials.options.values()):
         # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
         raise ValueError(f"{source}: added tokens with normalized=true and a Metaspace pre_tokenizer are not "
                          "supported")
@@ -346,8 +320,8 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
         for text, i in vocab.items():
             check_id(i, f"{source}: vocab entry {text!r}")
-    tokens: List[bytes] = [b""] * table_size(max(ids, default=-1), len(ids), len(specials), source)
-    special_ids = set(specials.values())
+    tokens: List[bytes] = [b""] * table_size(max(ids, default=-1), len(ids), len(specials.ids), source)
+    special_ids = set(specials.ids.values())
     for text, i in vocab.items():
         if not text:
             raise ValueError(f"{source}: vocab entry {i} is empty")
@@ -366,16 +340,8 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
         normalizer = [*([normalizer] if _has_normalizer(normalizer) else []), *metaspace]
     return dict(tokens=tokens, merges=np.array(pairs, dtype=np.int64).reshape(-1, 2), unit="chars",
-                special_tokens=specials, special_token_options=options, merge_rule="pair", normalizer=normalizer,
+                **specials.keywords(), merge_rule="pair", normalizer=normalizer,
                 byte_fallback=True, **splitter.keywords(), **Markers.from_huggingface(data.get("decoder")).keywords())
-
-
-def _added_token_entries(tok) -> List[dict]:
-    """The special tokens as added tokens, each with its matching options."""
-    return [{"id": i, "content": s,
-             **{flag: tok.special_token_options.get(s, {}).get(flag, False)
-                for flag in ("single_word", "lstrip", "rstrip", "normalized")},
-             "special": True} for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
 
 
 def _model_data(tok) -> dict:
@@ -429,7 +395,7 @@ def write(tok, path: PathLike) -> None:
         check_byte_level(tok, one_split=False, suffix=True)
     data = {
         "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": _added_token_entries(tok),  # step 1, the special tokens
+        "added_tokens": tok.specials.to_huggingface(),  # step 1, the special tokens
         "normalizer": tok.normalize.to_huggingface(),  # step 2
         "pre_tokenizer": tok.splitter.to_huggingface(byte_level=not tok.byte_fallback),  # step 3
         "post_processor": None,

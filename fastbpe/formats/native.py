@@ -5,19 +5,21 @@ character-level ones as their UTF-8 text. Encoding options are written only when
 from a trained tokenizer's, so a trained tokenizer's file reads in every version 1 reader.
 
 The file is written component by component, in the order the text flows through them
-(:mod:`fastbpe.encode.tokenizer`): the special tokens, the normaliser, the splitter
+(:mod:`fastbpe.encode.tokenizer`): the special tokens
+(:class:`~fastbpe.encode.special.SpecialTokens`), the normaliser, the splitter
 (:class:`~fastbpe.split.splitter.Splitter`), the BPE model, the markers
-(:class:`~fastbpe.encode.markers.Markers`); the splitter and the markers read and write their
-own fields.
+(:class:`~fastbpe.encode.markers.Markers`); the special tokens, the splitter and the markers
+read and write their own fields.
 """
 import os
 from typing import Mapping, Union
 
 from ..fileio import json_bytes, json_field, read_json, write_atomic
 from ..encode.markers import Markers
+from ..encode.special import SpecialTokens
 from ..split.splitter import Splitter
 from .bytelevel import text_to_token, token_to_text
-from .ids import check_id, check_special_ids
+from .ids import check_id
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "to_dict", "read_dict", "read", "write"]
 
@@ -33,9 +35,8 @@ def to_dict(tok) -> dict:
         "version": FORMAT_VERSION,
         "unit": tok.unit,
         "token_text": "utf-8" if tok.unit == "chars" else "gpt2-bytes-to-unicode",
-        # step 1, the special tokens; step 2, the normaliser
-        "special_tokens": tok.special_tokens,
-        **({"special_token_options": tok.special_token_options} if tok.special_token_options else {}),
+        **tok.specials.to_native(),  # step 1
+        # step 2, the normaliser
         **({"normalizer": tok.normalizer} if tok.normalizer else {}),
         **tok.splitter.to_native(),  # step 3
         # step 4, the BPE model
@@ -92,9 +93,7 @@ def read_dict(data: Mapping) -> dict:
         unit=unit,
         **Markers.from_native(data).keywords(),
         **Splitter.from_native(data).keywords(),
-        special_tokens=check_special_ids(json_field(data, "special_tokens", (dict,), {}), "fastbpe tokenizer file"),
-        special_token_options=json_field(data, "special_token_options", (dict,), {},
-                                         what="an object of special token name -> matching options"),
+        **SpecialTokens.from_native(data).keywords(),
         merge_counts=merge_counts,
         merge_rule=json_field(data, "merge_rule", (str,), "replay"),
         whole_token_lookup=json_field(data, "whole_token_lookup", (bool,), False),

@@ -1,4 +1,5 @@
-"""Special tokens: reserved ids, tiktoken's allowed/disallowed semantics, a chat template."""
+"""Special tokens: reserved ids, tiktoken's allowed/disallowed semantics, a chat template, the
+component's file fields and old pickles."""
 import numpy as np
 import pytest
 from hypothesis import given
@@ -6,6 +7,7 @@ from hypothesis import strategies as st
 
 import fastbpe
 from fastbpe import Tokenizer
+from fastbpe.encode.special import SpecialTokens
 
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -151,3 +153,57 @@ def test_allowed_and_disallowed_special_are_all_or_a_collection(argument, value)
         tok.encode("a <s>", **{argument: value})
     assert tok.encode("a <s>", allowed_special={"<s>"}) == [97, 32, 256]
     assert tok.encode("a <s>", disallowed_special=()) == [97, 32, 60, 115, 62]
+
+
+# ---- the component: ids and matching options, their file fields, old pickles ----------------------
+
+BYTES = [bytes([b]) for b in range(256)]
+
+
+@pytest.mark.parametrize("specials", [SpecialTokens(), SpecialTokens({"<s>": 300}),
+                                      SpecialTokens({"<s>": 256, "<mask>": 257}, {"<mask>": {"lstrip": True}}),
+                                      SpecialTokens({"<a>": 5, "<b>": 3}, {"<a>": {"normalized": True,
+                                                                                  "single_word": True}})], ids=repr)
+def test_file_fields_read_back_the_same(specials):
+    assert SpecialTokens.from_native(specials.to_native()) == specials
+    assert SpecialTokens.from_huggingface(specials.to_huggingface(), "t.json") == specials
+    keywords = specials.keywords()
+    assert SpecialTokens(keywords["special_tokens"], keywords["special_token_options"]) == specials
+    assert [entry["id"] for entry in specials.to_huggingface()] == sorted(specials.ids.values())
+
+
+def test_options_are_checked_and_trimmed():
+    # off options are dropped; without a normaliser, a normalized that all tokens share changes nothing
+    assert SpecialTokens({"<m>": 3}, {"<m>": {"rstrip": False, "normalized": True}}, has_normalizer=False).options == {}
+    assert SpecialTokens({"<m>": 3}, {"<m>": {"normalized": True}}).options == {"<m>": {"normalized": True}}
+    with pytest.raises(ValueError, match="not a special token"):
+        SpecialTokens({"<m>": 3}, {"<n>": {"lstrip": True}})
+    with pytest.raises(ValueError, match="listed twice"):
+        SpecialTokens.from_huggingface([{"id": 1, "content": "<m>"}, {"id": 2, "content": "<m>"}], "t.json")
+    # a non-special added token is matched in normalised text by default (tokenizers' rule)
+    assert SpecialTokens.from_huggingface([{"id": 1, "content": "<m>"}], "t.json").options == \
+        {"<m>": {"normalized": True}}
+
+
+def test_tokenizer_attributes_read_the_component():
+    tok = Tokenizer(BYTES, [], special_tokens={"<mask>": 256}, special_token_options={"<mask>": {"lstrip": True}})
+    assert tok.special_tokens is tok.specials.ids and tok.special_token_options is tok.specials.options
+    with pytest.raises(AttributeError):
+        tok.special_tokens = {}
+    assert tok.encode("a <mask>", allowed_special="all") == [ord("a"), 256]
+
+
+def test_a_pickle_whose_special_tokens_were_plain_attributes_loads():
+    tok = Tokenizer(BYTES, [], special_tokens={"<mask>": 256}, special_token_options={"<mask>": {"lstrip": True}})
+    state = dict(tok.__dict__)
+    specials = state.pop("specials")  # the layout before the special tokens had their own class
+    state.update(special_tokens=dict(specials.ids), special_token_options=dict(specials.options))
+    old = Tokenizer.__new__(Tokenizer)
+    old.__setstate__(state)
+    assert old.specials == specials and old == tok
+    assert old.encode("a <mask>", allowed_special="all") == tok.encode("a <mask>", allowed_special="all")
+    state = dict(tok.__dict__)
+    state.pop("specials")
+    state["special_tokens"] = {}  # older still: no options at all
+    old.__setstate__(state)
+    assert old.special_token_options == {} and old._added_splitter is None
