@@ -58,7 +58,7 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
             return found
     data = read_json(path, "tokenizer file")
     if isinstance(data, Mapping) and data.get("format") == native.FORMAT_NAME:
-        return native.read_dict(data)
+        return native.read_dict(data, os.fspath(path))
     if isinstance(data, Mapping) and isinstance(data.get("model"), Mapping):
         return huggingface.read(path, data)
     if isinstance(data, Mapping) and data and all(isinstance(v, int) for v in data.values()):

@@ -12,7 +12,7 @@ The file is written component by component, in the order the text flows through 
 read and write their own fields.
 """
 import os
-from typing import Mapping, Union
+from typing import Mapping, Optional, Union
 
 from ..fileio import json_bytes, json_field, read_json, write_atomic
 from ..encode.markers import Markers
@@ -58,10 +58,19 @@ def _int_list(values, key: str) -> list:
     return list(values)
 
 
-def read_dict(data: Mapping) -> dict:
+def read_dict(data: Mapping, source: Optional[str] = None) -> dict:
     """The Tokenizer keyword arguments of a file's JSON object; ValueError if it is not one
     (a field of the wrong type included: ``"word_start": 5`` is not a marker, and an id of
-    ``1000.7`` is not id 1000)."""
+    ``1000.7`` is not id 1000), naming ``source`` (the file) when given."""
+    try:
+        return _keywords(data)
+    except ValueError as exc:
+        if source is None:
+            raise
+        raise ValueError(f"{source}: {exc}") from None
+
+
+def _keywords(data: Mapping) -> dict:
     if not isinstance(data, Mapping) or data.get("format") != FORMAT_NAME:
         raise ValueError("not a fastbpe tokenizer file (no \"format\": \"fastbpe\")")
     version = data.get("version")
@@ -104,8 +113,8 @@ def read_dict(data: Mapping) -> dict:
 
 
 def read(path: Union[str, os.PathLike]) -> dict:
-    """The Tokenizer keyword arguments of a fastbpe tokenizer file."""
-    return read_dict(read_json(path, "fastbpe tokenizer file"))
+    """The Tokenizer keyword arguments of a fastbpe tokenizer file; its errors name the file."""
+    return read_dict(read_json(path, "fastbpe tokenizer file"), os.fspath(path))
 
 
 def write(tok, path: Union[str, os.PathLike]) -> None:

@@ -107,3 +107,19 @@ def test_load_reads_a_tokenizer_json_as_its_own_reader_does(tmp_path):
     tok.save(tmp_path / "native.json")
     assert huggingface.read_plain(tmp_path / "native.json") is None
     assert fastbpe.load(tmp_path / "native.json").encode("the mat") == tok.encode("the mat")
+
+
+def test_a_bad_field_of_a_fastbpe_file_names_the_file(tmp_path):
+    """Every loader's ValueError for a damaged fastbpe file starts with the file's path."""
+    import json
+
+    tok = fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False, special_tokens=["<s>"])
+    tok.save(tmp_path / "native.json")
+    data = json.loads((tmp_path / "native.json").read_text())
+    for field, value in (("special_tokens", {"<s>": 1000.7}), ("word_start", 5), ("pattern", "gpt5"),
+                         ("special_token_options", {"<t>": {"lstrip": True}})):
+        (tmp_path / "bad.json").write_text(json.dumps({**data, field: value}))
+        for loader in (fastbpe.load, Tokenizer.load):
+            with pytest.raises((ValueError, TypeError)) as caught:
+                loader(tmp_path / "bad.json")
+            assert str(caught.value).startswith(str(tmp_path / "bad.json")), (field, loader, caught.value)
