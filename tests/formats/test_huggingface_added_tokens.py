@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from fastbpe import Tokenizer
 
+from tests.formats.hf_files import trained_by_tokenizers
+
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) is the reference for tokenizer.json")
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
@@ -24,13 +26,7 @@ def rows(shared_data):
 @pytest.fixture(scope="module")
 def base(rows):
     """A byte-level BPE tokenizer.json (as a dict) trained by tokenizers on the table."""
-    from tokenizers import Tokenizer as HF, models, pre_tokenizers, trainers
-
-    hf = HF(models.BPE())
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    hf.train_from_iterator(rows, trainers.BpeTrainer(vocab_size=800, show_progress=False,
-                                                     initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return json.loads(hf.to_str())
+    return trained_by_tokenizers(rows, 800)
 
 
 def _added(content, i, special=False, normalized=False, **flags):

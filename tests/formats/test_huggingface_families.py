@@ -6,6 +6,8 @@ import pytest
 
 from fastbpe import Tokenizer
 
+from tests.formats.hf_files import trained_by_tokenizers
+
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) verifies the HF format")
 
 # DeepSeek-V3's pre-tokenizer: digits, then CJK runs, then a GPT-style regex, then ByteLevel
@@ -25,13 +27,7 @@ def rows(shared_data):
 @pytest.fixture(scope="module")
 def base(rows):
     """A byte-level BPE tokenizer.json (as a dict) trained by tokenizers on the table."""
-    from tokenizers import Tokenizer as HF, models, pre_tokenizers, trainers
-
-    hf = HF(models.BPE())
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    hf.train_from_iterator(rows, trainers.BpeTrainer(vocab_size=1500, show_progress=False,
-                                                     initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return json.loads(hf.to_str())
+    return trained_by_tokenizers(rows, 1500)
 
 
 def _added(content, i, special=True, normalized=False):
