@@ -45,8 +45,8 @@ namespace fbpt {
 class TokenTrie {
   public:
     // Nodes are numbered below 2^24, so that a key fits 32 bits.
-    static const uint32_t MAX_NODES = 1u << 24;
-    static const int32_t ABSENT = -2;
+    static constexpr uint32_t MAX_NODES = 1u << 24;
+    static constexpr int32_t ABSENT = -2;
 
     void reset() {
         slots_.assign(1024, Slot{0, 0, -1});
@@ -112,7 +112,7 @@ class TokenTrie {
         uint32_t key, child;
         int32_t token;
     };
-    static const uint32_t FIRST_DEEP = 257 + 65536;
+    static constexpr uint32_t FIRST_DEEP = 257 + 65536;
     std::vector<Slot> slots_;
     std::vector<int32_t> level2_;
     int32_t level1_[256];
@@ -269,7 +269,7 @@ class Backtracker {
     // compatible() through the caller's memo: a direct-mapped table of recent answers, slot
     // pair_key(a, b) with bit 31 the answer (ids are below 2^31), ~0 empty. Text repeats its
     // pairs (most of a piece's tokens are frequent ones), and a walk costs several lookups.
-    static const size_t MEMO_SLOTS = 1 << 14;
+    static constexpr size_t MEMO_SLOTS = 1 << 14;
     inline bool compatible_memo(int32_t a, int32_t b, std::vector<uint64_t>& memo) const {
         uint64_t key = pair_key(a, b);
         uint64_t& slot = memo[(size_t)((key * 0x9E3779B97F4A7C15ULL) >> 50)];
@@ -298,7 +298,7 @@ class Backtracker {
     }
 
   private:
-    static const uint64_t NO_PAIR = ~0ULL;
+    static constexpr uint64_t NO_PAIR = ~0ULL;
     struct TokenInfo {
         int32_t left, right;  // the two tokens its last merge joined (-1: a byte)
         int32_t rank;         // that merge's rank
@@ -317,7 +317,7 @@ class Backtracker {
 
     // The rank of pair (a, b) if it ever fires (it is the last merge of the token it makes,
     // see build), else NO_RANK (above every rank).
-    static const int64_t NO_RANK = INT64_MAX;
+    static constexpr int64_t NO_RANK = INT64_MAX;
     inline int64_t live_rank(int32_t a, int32_t b) const {
         const int64_t* r = live_.find(pair_key(a, b));
         return r ? *r : NO_RANK;

@@ -821,7 +821,7 @@ class BpeEncoder {
     // rank `rank`, merges if it is still there with that rank; else a neighbour merged since it
     // was pushed and it is stale. Returns the position after the merged symbol (-1 at the end)
     // or STALE.
-    static const int64_t STALE = -2;
+    static constexpr int64_t STALE = -2;
     inline int64_t merge_if_current(SymbolList& list, int64_t i, uint32_t rank, uint32_t& floor) const {
         if (list.sid[i] < 0) return STALE;
         int64_t j = list.next(i);

@@ -71,7 +71,7 @@ class BpeJsonScanner {
     size_t n_;
     const int16_t* byte_of_;
     size_t table_size_;
-    static const int MAX_DEPTH = 200;
+    static constexpr int MAX_DEPTH = 200;
 
     static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
     size_t skip_ws(size_t i) const {

@@ -111,7 +111,7 @@ class BytesMap {
         uint64_t hash;  // 0: empty
         uint32_t key_off, key_len, val_off, val_len;
     };
-    static const size_t INITIAL_SLOTS = 1024;
+    static constexpr size_t INITIAL_SLOTS = 1024;
     std::vector<Slot> slots_;
     std::vector<uint8_t> keys_;
     std::vector<int32_t> vals_;

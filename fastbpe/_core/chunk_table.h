@@ -178,7 +178,7 @@ class ChunkTable {
     };
     // Chunks per batch: enough for the slot prefetches to land before the chunks are counted,
     // few enough that the queue stays in L1.
-    static const size_t BATCH = 64;
+    static constexpr size_t BATCH = 64;
     Queued queue_[BATCH];
     size_t queued_ = 0;
 
@@ -211,7 +211,7 @@ class ChunkTable {
         int64_t count;
     };
     static_assert(sizeof(Slot) == 32, "two slots per cache line");
-    static const uint32_t MAX_CHUNKS = 0xFFFFFFF0u;
+    static constexpr uint32_t MAX_CHUNKS = 0xFFFFFFF0u;
     Slot* slots_ = nullptr;
     size_t capacity_ = 0, mask_ = 0;
     int shift_ = 64;

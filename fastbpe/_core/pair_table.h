@@ -20,7 +20,7 @@ static inline uint64_t pair_key(int32_t left, int32_t right) {
 template <class V>
 class PairTable {
   public:
-    static const uint64_t EMPTY = ~0ULL;
+    static constexpr uint64_t EMPTY = ~0ULL;
 
     PairTable() { reset(16); }
 

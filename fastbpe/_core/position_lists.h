@@ -22,8 +22,8 @@ namespace fbpt {
 
 class PositionLists {
   public:
-    static const size_t MIN_CAPACITY = 2;  // room for a free block's 8-byte link
-    static const int BIG_CLASS = 11;       // MIN_CAPACITY << 11 = 4096 values: a block of its own
+    static constexpr size_t MIN_CAPACITY = 2;  // room for a free block's 8-byte link
+    static constexpr int BIG_CLASS = 11;       // MIN_CAPACITY << 11 = 4096 values: a block of its own
 
     PositionLists() { free_.assign(BIG_CLASS, NO_BLOCK); }
     ~PositionLists() {
@@ -105,8 +105,8 @@ class PositionLists {
     }
 
   private:
-    static const int NO_CLASS = -1;
-    static const uint64_t NO_BLOCK = ~0ULL;
+    static constexpr int NO_CLASS = -1;
+    static constexpr uint64_t NO_BLOCK = ~0ULL;
 
     struct Span {
         uint64_t offset;  // first value in the pool, or for a big list its index in big_
@@ -116,8 +116,8 @@ class PositionLists {
     std::vector<Span> spans_;
     // The pool: value i is segments_[i >> SEGMENT_BITS][i & SEGMENT_MASK]; values before used_
     // are in blocks (or a segment's unused tail), the rest of the last segment is room to grow.
-    static const int SEGMENT_BITS = 20;  // 4 MB segments
-    static const uint64_t SEGMENT_MASK = (1ULL << SEGMENT_BITS) - 1;
+    static constexpr int SEGMENT_BITS = 20;  // 4 MB segments
+    static constexpr uint64_t SEGMENT_MASK = (1ULL << SEGMENT_BITS) - 1;
     std::vector<int32_t*> segments_;
     uint64_t used_ = 0;
     std::vector<uint64_t> free_;  // per small class: the first free block, or NO_BLOCK
