@@ -23,6 +23,7 @@
 #pragma once
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -170,6 +171,95 @@ class ChunkTable {
         if (capacity != capacity_) rehash(capacity);
     }
 
+    // ---- Counting on several threads. Tasks (consecutive parts of the corpus, numbered in
+    // corpus order) are handed out in order to the threads, each counting its tasks into a table
+    // of its own and calling begin_task(t) before task t; so a table's chunks from task t are the
+    // ones inserted while it counted t, in first-appearance order within t. A chunk's place in
+    // the whole corpus is (the first task holding it, its place in that task): the table that
+    // counted that task holds it first among them and is its *owner*. merge_partition finds
+    // each chunk's owner and total count (read-only on the slot positions, so the partitions
+    // of the key space run at the same time without locks), and merged_totals/merged_write read
+    // the owners' chunks out task by task: the table one thread would have counted.
+
+    void begin_task(int64_t task) { runs_.push_back(TaskRun{task, (int64_t)size()}); }
+
+    // After the last task, before merge_partition: room for the merged counts.
+    void finish_tasks() { counts.assign(size(), 0); }
+
+    // Settle the chunks of hash partition `part` of `parts` in tables[self], looking each one
+    // up in the later tables (the earlier ones have settled it already): afterwards counts[i]
+    // of every chunk of the partition, in every table, is its total in its owner and 0 in the
+    // others. One thread per partition; two partitions never touch the same chunk's slots.
+    void merge_partition(ChunkTable* const* tables, size_t ntables, size_t self, size_t part, size_t parts) {
+        if (size() == 0) return;
+        // the keys of the partition have their home slot in [lo, hi] (hash_part: top bits of
+        // the hash, like the home slot); linear probing keeps each at or after its home, with
+        // no empty slot between, so they lie in [lo, hi] or in the probe run that follows hi
+        size_t lo = part * capacity_ / parts, hi = (part + 1) * capacity_ / parts;
+        for (size_t step = 0; step < capacity_; ++step) {
+            size_t k = (lo + step) & mask_;
+            Slot& s = slots_[k];
+            if (s.len == 0) {
+                if (lo + step >= hi) break;
+                continue;
+            }
+            uint64_t h = key_hash(Key{s.k0, s.k1, s.len});
+            if (hash_part(h, parts) == part) settle(tables, ntables, self, s, h);
+        }
+    }
+
+    // The tasks (task, table, first and end index in that table) in corpus order.
+    struct TaskSpan {
+        int64_t task;
+        size_t table;
+        int64_t begin, end;
+    };
+    static std::vector<TaskSpan> task_spans(ChunkTable* const* tables, size_t ntables) {
+        std::vector<TaskSpan> spans;
+        for (size_t w = 0; w < ntables; ++w) {
+            const std::vector<TaskRun>& runs = tables[w]->runs_;
+            for (size_t r = 0; r < runs.size(); ++r)
+                spans.push_back(TaskSpan{runs[r].task, w, runs[r].begin,
+                                         r + 1 < runs.size() ? runs[r + 1].begin : (int64_t)tables[w]->size()});
+        }
+        std::sort(spans.begin(), spans.end(), [](const TaskSpan& a, const TaskSpan& b) { return a.task < b.task; });
+        return spans;
+    }
+
+    // Unique chunks and their bytes in the merged table (after every merge_partition).
+    static void merged_totals(ChunkTable* const* tables, size_t ntables, size_t* chunks, size_t* bytes) {
+        size_t n = 0, b = 0;
+        for (size_t w = 0; w < ntables; ++w) {
+            const ChunkTable& t = *tables[w];
+            for (size_t i = 0; i < t.size(); ++i)
+                if (t.counts[i] > 0) {
+                    ++n;
+                    b += (size_t)(t.offsets[i + 1] - t.offsets[i]);
+                }
+        }
+        *chunks = n;
+        *bytes = b;
+    }
+
+    // The merged table's arrays (sized by merged_totals), in corpus first-appearance order.
+    static void merged_write(ChunkTable* const* tables, size_t ntables, uint8_t* data_out, int64_t* offsets_out,
+                             int64_t* counts_out) {
+        size_t n = 0;
+        int64_t at = 0;
+        offsets_out[0] = 0;
+        for (const TaskSpan& span : task_spans(tables, ntables)) {
+            const ChunkTable& t = *tables[span.table];
+            for (int64_t i = span.begin; i < span.end; ++i) {
+                if (t.counts[i] <= 0) continue;  // owned by a table that counted an earlier task
+                int64_t len = t.offsets[i + 1] - t.offsets[i];
+                std::memcpy(data_out + at, t.data.data() + t.offsets[i], (size_t)len);
+                at += len;
+                counts_out[n] = t.counts[i];
+                offsets_out[++n] = at;
+            }
+        }
+    }
+
   private:
     struct Queued {
         Key key;
@@ -216,6 +306,56 @@ class ChunkTable {
     size_t capacity_ = 0, mask_ = 0;
     int shift_ = 64;
     std::string scratch_;
+
+    struct TaskRun {
+        int64_t task;   // begin_task's task
+        int64_t begin;  // the index of the first chunk inserted while counting it
+    };
+    std::vector<TaskRun> runs_;  // increasing in both fields
+
+    // The task a chunk was first counted in (the last run starting at or before it).
+    int64_t task_of(uint32_t index) const {
+        auto after = std::upper_bound(runs_.begin(), runs_.end(), (int64_t)index,
+                                      [](int64_t i, const TaskRun& r) { return i < r.begin; });
+        return after == runs_.begin() ? -1 : (after - 1)->task;
+    }
+
+    // The partition of a key among `parts`, from the top bits of its hash.
+    static size_t hash_part(uint64_t h, size_t parts) { return (size_t)(((h >> 32) * parts) >> 32); }
+
+    // merge_partition's step for one chunk of this table. A slot's count > 0: not settled yet,
+    // so this is the first table holding the chunk; <= 0: settled from an earlier table
+    // (-total in the owner, 0 elsewhere).
+    void settle(ChunkTable* const* tables, size_t ntables, size_t self, Slot& s, uint64_t h) {
+        if (s.count <= 0) {
+            counts[s.index] = -s.count;
+            return;
+        }
+        const Key key{s.k0, s.k1, s.len};
+        const uint8_t* p = data.data() + offsets[s.index];
+        int64_t total = s.count;
+        Slot* owner = &s;
+        int64_t owner_task = task_of(s.index);
+        for (size_t v = self + 1; v < ntables; ++v) {
+            ChunkTable& t = *tables[v];
+            if (t.size() == 0) continue;
+            size_t j = probe(t.slots_, t.mask_, (size_t)(h >> t.shift_),
+                             [&](const Slot& x) { return x.len == 0 || t.same(x, key, p); });
+            Slot& x = t.slots_[j];
+            if (x.len == 0) continue;
+            total += x.count;
+            int64_t task = t.task_of(x.index);
+            if (task < owner_task) {
+                owner->count = 0;
+                owner = &x;
+                owner_task = task;
+            } else {
+                x.count = 0;
+            }
+        }
+        counts[s.index] = owner == &s ? total : 0;
+        owner->count = owner == &s ? total : -total;
+    }
 
     inline bool same(const Slot& s, const Key& k, const uint8_t* p) const {
         if (s.k0 != k.k0 || s.k1 != k.k1 || s.len != k.len) return false;

@@ -13,6 +13,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
+from libcpp.vector cimport vector
 
 from fastbpe._core.chunk_table cimport ChunkTable
 from fastbpe._core.patterns cimport PAT_COUNT, ERR_COUNT
@@ -118,3 +119,56 @@ cdef class ChunkCounter:
         if n:
             memcpy(&cv[0], self.table.counts.data(), n * sizeof(int64_t))
         return data, offsets, counts
+
+    def begin_task(self, int64_t task):
+        """Mark the start of task ``task`` (tasks numbered in corpus order, each counter given
+        an increasing subset of them): see merge_partition."""
+        self.table.begin_task(task)
+
+    def finish_tasks(self):
+        """After the last task of this counter, before merge_partition."""
+        with nogil:
+            self.table.finish_tasks()
+
+
+cdef vector[ChunkTable*] _tables(list counters):
+    cdef vector[ChunkTable*] tables
+    cdef ChunkCounter c
+    for c in counters:
+        tables.push_back(c.table)
+    return tables
+
+
+def merge_partition(list counters, size_t part, size_t parts):
+    """Settle hash partition ``part`` of ``parts`` of the counters' chunks (threads that counted
+    interleaved tasks, marked by begin_task, each ended by finish_tasks): the partitions run on
+    as many threads at once, then merged_arrays reads out the merged table. Only these calls
+    may touch the counters meanwhile."""
+    if not part < parts:
+        raise ValueError("part must be below parts")
+    cdef vector[ChunkTable*] tables = _tables(counters)
+    cdef size_t w
+    with nogil:
+        for w in range(tables.size()):
+            tables[w].merge_partition(tables.data(), tables.size(), w, part, parts)
+
+
+def merged_arrays(list counters):
+    """(data, offsets, counts) of the merged table of the counters, in corpus first-appearance
+    order, after merge_partition has run for every partition."""
+    cdef vector[ChunkTable*] tables = _tables(counters)
+    cdef size_t n = 0, nbytes = 0
+    with nogil:
+        ChunkTable.merged_totals(tables.data(), tables.size(), &n, &nbytes)
+    data = np.empty(nbytes, dtype=np.uint8)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    cdef uint8_t[::1] dv = data
+    cdef int64_t[::1] ov = offsets
+    cdef int64_t[::1] cv = counts
+    cdef uint8_t empty = 0
+    cdef int64_t no_count = 0
+    with nogil:
+        ChunkTable.merged_write(tables.data(), tables.size(), &dv[0] if nbytes else &empty, &ov[0],
+                                &cv[0] if n else &no_count)
+    return data, offsets, counts

@@ -22,22 +22,25 @@ bytes as its own text and counts every invalid byte as a one-byte chunk.
 
 Parallelism: ``workers=N`` count partitions independently (byte ranges of plain files and, when
 there are at least 2N of them, whole compressed files, all read by the workers; otherwise blocks
-read here: a few compressed files, iterables); their tables are combined in partition order, so
-the result is identical to ``workers=1``, order included. With a compiled scanner the workers are
-threads of this process (counting and combining run without the GIL, and a table is added to the
-first one's hash table directly, never copied out); a user regex, which holds the GIL, is counted
-in worker processes. ``cluster=`` does the same on a Dask cluster (see :func:`count_words`).
+read in turn: a few compressed files, iterables); their tables are combined in partition order,
+so the result is identical to ``workers=1``, order included. With a compiled scanner the workers
+are threads of this process that take small partitions from one queue as they go, each into a
+table of its own; the tables are merged by the same threads, one hash partition of the chunks
+each, and read out in corpus order (counting, reading plain files, decompressing and merging run
+without the GIL). A user regex, which holds the GIL, is counted in worker processes.
+``cluster=`` does the same on a Dask cluster (see :func:`count_words`).
 """
 import itertools
 import os
 import sys
+import threading
 from collections import deque
 from contextlib import contextmanager
 from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.count import ChunkCounter
+from .._core.count import ChunkCounter, merge_partition, merged_arrays
 from .._core.split import find_cut
 from ..cluster import OrderedReduction, connect, worker_threads
 from ..arguments import check_workers
@@ -127,30 +130,39 @@ class _Range(NamedTuple):
     end: int
 
 
-def _range_blocks(task: _Range, rule: int, block_size: Optional[int]) -> Iterator[Block]:
+def _range_blocks(task: _Range, rule: int, block_size: Optional[int],
+                  scratch: Optional[List[np.ndarray]] = None) -> Iterator[Block]:
     size = os.path.getsize(task.path)
     with open(task.path, "rb", buffering=0) as f:
         lo = file_cut_at_or_after(f, task.start, size, rule)
         hi = file_cut_at_or_after(f, task.end, size, rule)
         f.seek(lo)
-        yield from _read_blocks(f, hi - lo, lo, task.path, rule, block_size)
+        yield from _read_blocks(f, hi - lo, lo, task.path, rule, block_size, scratch)
 
 
-def _read_blocks(f, length: int, start: int, name: str, rule: int, block_size: Optional[int]) -> Iterator[Block]:
+def _read_blocks(f, length: int, start: int, name: str, rule: int, block_size: Optional[int],
+                 scratch: Optional[List[np.ndarray]] = None) -> Iterator[Block]:
     """The next ``length`` bytes of ``f`` (``start`` bytes into its text) as Blocks cut at safe
     cuts, read into one buffer that every block reuses.
 
     Each Block's data is a view of that buffer, valid until the next block is asked for: the
     consumer counts a block before it takes the next. Reading into the same (already faulted-in)
     memory costs one copy from the page cache per byte, where a fresh bytes object per block
-    costs a page fault per 4 KiB and a second copy to join the pieces at the cut.
+    costs a page fault per 4 KiB and a second copy to join the pieces at the cut. ``scratch``
+    (a one-item list, or empty) carries that buffer from one range to the next: a counting
+    thread reads all its ranges into the same memory.
     """
     if block_size is None:
         data = f.read(length)
         yield Block(data, np.array([len(data)], dtype=np.int64), (name,), (start,), len(data))
         return
     capacity = min(length, block_size + min(block_size, 1 << 16))  # a cut is searched for past block_size
-    buf = np.empty(capacity, dtype=np.uint8)
+    if scratch and len(scratch[0]) >= capacity:
+        buf = scratch[0][:capacity]
+    else:
+        buf = np.empty(capacity, dtype=np.uint8)
+        if scratch is not None:
+            scratch[:] = [buf]
     filled = 0  # buf[:filled] holds the text from `start` on
     searched = 0  # no cut at or after block_size before this position
     while True:
@@ -170,6 +182,8 @@ def _read_blocks(f, length: int, start: int, name: str, rule: int, block_size: O
             grown = np.empty(2 * len(buf), dtype=np.uint8)
             grown[:filled] = buf[:filled]
             buf = grown
+            if scratch is not None:
+                scratch[:] = [buf]
             continue
         yield Block(memoryview(buf)[:cut], np.array([cut], dtype=np.int64), (name,), (start,), cut)
         buf[:filled - cut] = buf[cut:filled]
@@ -352,13 +366,14 @@ def _count_block(counter: ChunkCounter, block: Block, pattern: str, scanner: int
         raise _decode_error(block, doc, at - (int(block.ends[doc - 1]) if doc else 0))
 
 
-def _task_blocks(task, rule: int, block_size: Optional[int]) -> Iterator[Block]:
+def _task_blocks(task, rule: int, block_size: Optional[int],
+                 scratch: Optional[List[np.ndarray]] = None) -> Iterator[Block]:
     if isinstance(task, _Range):
-        return _range_blocks(task, rule, block_size)
+        return _range_blocks(task, rule, block_size, scratch)
     if isinstance(task, _File):
         return _file_blocks(task, rule, block_size)
     if isinstance(task, _Files):
-        return itertools.chain.from_iterable(_range_blocks(r, rule, block_size) for r in task.ranges)
+        return itertools.chain.from_iterable(_range_blocks(r, rule, block_size, scratch) for r in task.ranges)
     return iter([task])
 
 
@@ -370,17 +385,24 @@ def count_task(task, pattern: str, errors: str, block_size: Optional[int], lines
     return _count_task_table(task, pattern, errors, block_size, lines).arrays()
 
 
-def _count_task_table(task, pattern: str, errors: str, block_size: Optional[int], lines: bool = False,
-                      room: float = 0) -> ChunkCounter:
-    """Count one task into a fresh ChunkCounter; with ``room``, the counter then makes room for
-    ``room`` times its chunks (it is the one the next tasks' tables are added to)."""
+def _count_task_table(task, pattern: str, errors: str, block_size: Optional[int], lines: bool = False) -> ChunkCounter:
+    """Count one task into a fresh ChunkCounter."""
     scanner, rule = scanner_id(pattern), cut_rule(pattern)
     counter = ChunkCounter()
+    counter.reserve(_expected_chunks(_task_raw(task)))
     for block in _task_blocks(task, rule, block_size):
         _count_block(counter, block, pattern, scanner, errors, lines)
-    if room:
-        counter.reserve(int(room * len(counter)))
     return counter
+
+
+def _expected_chunks(nbytes: Optional[int]) -> int:
+    """About the unique chunks of ``nbytes`` of text, for sizing a table up front (one that
+    grows from small rehashes about 20 times, ~7% of counting 100 MB). Heaps' law fitted to
+    English under gpt2 (100 MB: 465 k, 50 MB: 319 k, 20 KB: 1.7 k), at most 1 M (a 64 MiB
+    table, however repetitive the text; the table grows past its size as needed)."""
+    if not nbytes:
+        return 0
+    return min(1 << 20, int(7.4 * nbytes ** 0.6))
 
 
 def _task_raw(task) -> int:
@@ -484,6 +506,12 @@ def count_words(
         parallelism = workers if client is None else worker_threads(client)
         files = _corpus_files_or_none(corpus)
         total = sum(os.path.getsize(f) for f in files) if files is not None else None
+        threads = client is None and workers > 1 and scanner_id(pattern) >= 0
+        if threads and block_size is not None:
+            # counting threads take small tasks in turn from one queue (see _count_threads)
+            block_size = min(block_size, _thread_task_size(total, workers))
+            if partition_size is None:
+                partition_size = block_size
         if partition_size is None:
             # one partition per worker when the corpus allows: every partition builds its own
             # table, so more partitions cost more duplicated work than they gain in balance
@@ -501,6 +529,14 @@ def count_words(
     finally:
         if own_client:
             client.close()
+
+
+def _thread_task_size(total: Optional[int], workers: int) -> int:
+    """Bytes per task of the counting threads: about 16 per thread (the last tasks to finish
+    leave the other threads idle for at most a task), between 1 and 8 MiB."""
+    if total is None:
+        return 4 << 20
+    return min(8 << 20, max(1 << 20, total // (16 * workers)))
 
 
 def _corpus_files_or_none(corpus) -> Optional[List[str]]:
@@ -523,12 +559,13 @@ def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, 
         if client is not None:
             counter = _count_dask(tasks, client, pattern, errors, block_size, bar, lines)
         elif workers > 1 and scanner_id(pattern) >= 0:
-            counter = _count_threads(tasks, workers, pattern, errors, block_size, bar, lines)
+            counter = _count_threads(tasks, workers, pattern, errors, block_size, bar, lines, total)
         elif workers > 1:
             counter = _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, context, lines)
         else:
             scanner, rule = scanner_id(pattern), cut_rule(pattern)
             counter = ChunkCounter()
+            counter.reserve(_expected_chunks(total))
             for task in tasks:
                 for block in _task_blocks(task, rule, block_size):
                     _count_block(counter, block, pattern, scanner, errors, lines)
@@ -537,9 +574,10 @@ def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, 
     finally:
         if bar is not None:
             bar.close()
-    if len(counter) == 0:
+    arrays = counter.arrays() if isinstance(counter, ChunkCounter) else counter
+    if len(arrays[2]) == 0:
         raise ValueError("the corpus is empty: it holds no chunk to count")
-    return WordTable(*counter.arrays())
+    return WordTable(*arrays)
 
 
 def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:
@@ -551,21 +589,92 @@ def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:
     return counter
 
 
-# How much room the first task's table makes for the chunks of the tables added to it, in
-# times its own: consecutive parts of one corpus share most of their chunks (two halves of 100 MB
-# of English: 319 k and 286 k unique chunks, 465 k in all), and a table that outgrows its room
-# just grows (one rehash) while it is added to.
-_MERGE_ROOM = 1.6
+class _TaskQueue:
+    """The tasks, handed out in corpus order (numbered) to the counting threads.
+
+    The task generator runs under a lock, on whichever thread asks: reading the blocks of an
+    iterable or of a compressed file (decompression releases the GIL) happens one block at a time
+    while the other threads count. A failure stops the handing out; the error of the first
+    failing task (in corpus order) is the one raised, as one worker would raise it: every task
+    before it was handed out already and runs to its end.
+    """
+
+    def __init__(self, tasks: Iterator[Any], bar):
+        self._tasks = tasks
+        self._bar = bar
+        self._lock = threading.Lock()
+        self._taken = 0
+        self._stopped = False
+        self.errors: dict = {}  # task number -> exception
+
+    def take(self) -> Optional[Tuple[int, Any]]:
+        with self._lock:
+            if self._stopped:
+                return None
+            try:
+                task = next(self._tasks, None)
+            except BaseException as exc:  # reading the corpus failed (a damaged file, a bad item)
+                self.errors[self._taken] = exc
+                self._stopped = True
+                return None
+            if task is None:
+                self._stopped = True
+                return None
+            self._taken += 1
+            return self._taken - 1, task
+
+    def done(self, task: Any) -> None:
+        if self._bar is not None:
+            with self._lock:
+                self._bar.update(_task_raw(task))
+
+    def fail(self, number: int, exc: BaseException) -> None:
+        with self._lock:
+            self.errors[number] = exc
+            self._stopped = True
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+
+    def raise_first_error(self) -> None:
+        if self.errors:
+            raise self.errors[min(self.errors)]
 
 
-def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False) -> ChunkCounter:
-    """Count the tasks on ``workers`` threads of this process and add their tables, in task order,
-    to the first task's table (its hash table is reused; no table is copied out or pickled).
+def _count_worker(queue: _TaskQueue, pattern, errors, block_size, lines, expected: int) -> ChunkCounter:
+    """One counting thread: tasks from the queue until it is empty, into one table of its own."""
+    scanner, rule = scanner_id(pattern), cut_rule(pattern)
+    counter = ChunkCounter()
+    counter.reserve(expected)
+    scratch: List[np.ndarray] = []  # the read buffer, reused from task to task
+    while True:
+        taken = queue.take()
+        if taken is None:
+            break
+        number, task = taken
+        counter.begin_task(number)
+        try:
+            for block in _task_blocks(task, rule, block_size, scratch):
+                _count_block(counter, block, pattern, scanner, errors, lines)
+        except BaseException as exc:
+            queue.fail(number, exc)
+            break
+        queue.done(task)
+    counter.finish_tasks()
+    return counter
 
-    The compiled scanner and the merges run without the GIL, so the threads count at the same
-    time; what holds the GIL (reading here the blocks of iterables and of a few compressed
-    files, decompressing) is small beside counting. At most ``2 * workers`` tasks are in flight,
-    which bounds the blocks held in memory.
+
+def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False, total=None):
+    """Count the tasks on ``workers`` threads of this process; returns the merged table's arrays
+    (or a ChunkCounter, when there was a single task).
+
+    Each thread takes the next task from one queue (_TaskQueue) whenever it is free, so the
+    threads stay busy to the end whatever each task costs, and counts it into a table of its
+    own, noting where each task starts (begin_task). The tables are merged on the same threads,
+    each settling one hash partition of the chunks (merge_partition: every chunk's total and
+    the table that counted its first appearance), and read out task by task (merged_arrays):
+    the table one worker gives, order included. Counting and merging run without the GIL.
     """
     import concurrent.futures as cf
 
@@ -578,34 +687,25 @@ def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False
         if bar is not None:
             bar.update(_task_raw(first))
         return counter
+    queue = _TaskQueue(itertools.chain([first, second], tasks), bar)
+    # each thread sees about its share of the corpus, spread over all of it
+    expected = _expected_chunks(total // workers if total else 0)
     pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fastbpe-count")
     try:
-        pending = deque()
-        counter = None
-        for index, task in enumerate(itertools.chain([first, second], tasks)):
-            room = _MERGE_ROOM if index == 0 else 0
-            pending.append((pool.submit(_count_task_table, task, pattern, errors, block_size, lines, room),
-                            _task_raw(task)))
-            while len(pending) >= 2 * workers:
-                counter = _add_next(counter, pending, bar)
-        while pending:
-            counter = _add_next(counter, pending, bar)
-        return counter
+        futures = [pool.submit(_count_worker, queue, pattern, errors, block_size, lines, expected)
+                   for _ in range(workers)]
+        counters = [future.result() for future in futures]
+        queue.raise_first_error()
+        counters = [c for c in counters if len(c)]
+        if len(counters) <= 1:
+            return counters[0] if counters else ChunkCounter()
+        parts = len(counters)
+        for future in [pool.submit(merge_partition, counters, part, parts) for part in range(parts)]:
+            future.result()
+        return merged_arrays(counters)
     finally:
-        # on an error, tasks not started are dropped; a running one ends with its task
+        queue.stop()  # on an error or an interrupt here: no task is started after it
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _add_next(counter: Optional[ChunkCounter], pending: deque, bar) -> ChunkCounter:
-    future, raw = pending.popleft()
-    table = future.result()  # a task's error is raised here, in task order
-    if counter is None:
-        counter = table
-    else:
-        counter.add_counter(table)
-    if bar is not None:
-        bar.update(raw)
-    return counter
 
 
 def _pool_context():

@@ -151,6 +151,75 @@ def test_one_vs_two_workers_identical(tmp_path, english_bytes, multi_bytes):
         count_words(shards, "cl100k", workers=1, progress=False) == count_words_reference(items, "cl100k")
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_counting_threads_equal_one_worker_on_files(tmp_path, english_bytes, multi_bytes, workers):
+    """Threads taking small tasks in turn (byte ranges of plain files, blocks of a compressed
+    file read by whichever thread asks, whole small files) give one worker's table, order
+    included: plain and .gz, empty files, files smaller than a block, many files."""
+    multi = _lines(multi_bytes, 120_000)
+    docs = [english_bytes, b"", multi, b"tiny file\n", b"", _lines(english_bytes, 30_000), _lines(multi, 5_000), b"x"]
+    corpus = []
+    for k, doc in enumerate(docs):
+        for suffix in (".txt", ".txt.gz"):
+            path = tmp_path / f"f{k}{suffix}"
+            _write(str(path), doc)
+            corpus.append(str(path))
+    one = count_words(corpus, "cl100k", workers=1, progress=False)
+    assert one == count_words_reference([d for d in docs for _ in (0, 1)], "cl100k")
+    for block_size, partition_size in ((3_000, 7_000), (20_000, None), (1 << 20, None)):
+        assert count_words(corpus, "cl100k", workers=workers, block_size=block_size, partition_size=partition_size,
+                           progress=False) == one
+    # one compressed file, its blocks read by the threads in turn
+    assert count_words(corpus[1], "gpt2", workers=workers, block_size=4_000, progress=False) == \
+        count_words_reference([english_bytes], "gpt2")
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_counting_threads_raise_the_first_error_in_corpus_order(tmp_path, workers):
+    """Two invalid bytes in different tasks: the one earlier in the corpus is reported,
+    whichever thread meets its own first, and no counting thread is left running."""
+    import threading
+
+    path = tmp_path / "two_bad.txt"
+    path.write_bytes(b"word " * 2_000 + b"\xff" + b" word" * 20_000 + b"\xfe" + b" word" * 100)
+    for _ in range(3):
+        with pytest.raises(CorpusDecodeError, match=r"two_bad\.txt: invalid UTF-8 at byte offset 10000 \(byte 0xff\)"):
+            count_words(str(path), "gpt2", workers=workers, block_size=1_000, partition_size=2_000, progress=False)
+        assert not [t for t in threading.enumerate() if t.name.startswith("fastbpe-count")]
+
+
+@SETTINGS
+@given(docs=st.lists(st.one_of(texts, st.integers(17, 40).map(lambda n: [" " + "y" * n, "\u4e2d" * n])),
+                     min_size=1, max_size=8), owners=st.lists(st.integers(0, 2), min_size=8, max_size=8),
+       parts=st.integers(1, 4))
+def test_merging_the_tables_of_interleaved_tasks(docs, owners, parts):
+    """Tasks (each a few texts) counted by three counters in any interleaving, merged in any
+    number of hash partitions: the table one counter gives counting every task in order (short
+    and long chunks, a chunk first seen in a later counter's task, counters with no task)."""
+    from fastbpe._core.count import ChunkCounter, merge_partition, merged_arrays
+    from fastbpe.split.patterns import scanner_id
+    from fastbpe.split.pretokenize import check_errors
+
+    scanner, BYTES = scanner_id("gpt2"), check_errors("bytes")
+    whole = ChunkCounter()
+    counters = [ChunkCounter() for _ in range(3)]
+    for number, task in enumerate(docs):
+        data = [t.encode("utf-8", "surrogatepass") for t in task]
+        buf = b"".join(data)
+        ends = np.cumsum([len(d) for d in data], dtype=np.int64)
+        whole.add_documents(buf, ends, scanner, BYTES)  # any text counts
+        counter = counters[owners[number]]
+        counter.begin_task(number)
+        counter.add_documents(buf, ends, scanner, BYTES)
+    for counter in counters:
+        counter.finish_tasks()
+    for part in range(parts):
+        merge_partition(counters, part, parts)
+    got = merged_arrays(counters)
+    for a, b in zip(got, whole.arrays()):
+        assert a.tolist() == b.tolist()
+
+
 def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
     """With another thread alive, worker processes (a user regex) start by forkserver instead
     of fork: same table."""
@@ -174,7 +243,7 @@ def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
 @given(words=st.lists(st.one_of(st.sampled_from(SPECIAL), st.sampled_from(["ab", "\u4e2d\u4e2d", "\n\n"]),
                                 st.integers(1, 300).map(lambda n: "x" * n)), max_size=120).map("".join),
        block_size=st.sampled_from([1, 5, 64, 1000]), partition_size=st.sampled_from([7, 200, 3000]),
-       workers=st.sampled_from([1, 2]))
+       workers=st.sampled_from([1, 2, 3]))
 def test_byte_ranges_of_a_file_equal_the_reference(tmp_path_factory, words, block_size, partition_size, workers):
     """A plain file read as byte ranges (cut inside characters, ranges without a cut, so
     empty, and blocks longer than block_size where no cut comes) counts as the whole text."""
