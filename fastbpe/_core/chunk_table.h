@@ -190,8 +190,31 @@ class ChunkTable {
     // up in the later tables (the earlier ones have settled it already): afterwards counts[i]
     // of every chunk of the partition, in every table, is its total in its owner and 0 in the
     // others. One thread per partition; two partitions never touch the same chunk's slots.
-    void merge_partition(ChunkTable* const* tables, size_t ntables, size_t self, size_t part, size_t parts) {
+    // Adds the partition's unique chunks and their bytes to *chunks and *bytes.
+    void merge_partition(ChunkTable* const* tables, size_t ntables, size_t self, size_t part, size_t parts,
+                         size_t* chunks, size_t* bytes) {
         if (size() == 0) return;
+        // the chunks still to settle, looked up a batch at a time: their slots in the later
+        // tables are prefetched first, so that the misses overlap
+        struct Unsettled {
+            Slot* slot;
+            uint64_t hash;
+        };
+        Unsettled batch[BATCH];
+        size_t queued = 0;
+        auto settle_batch = [&]() {
+            for (size_t v = self + 1; v < ntables; ++v) {
+                const ChunkTable& t = *tables[v];
+                if (t.size() == 0) continue;
+                for (size_t j = 0; j < queued; ++j) __builtin_prefetch(&t.slots_[batch[j].hash >> t.shift_]);
+            }
+            for (size_t j = 0; j < queued; ++j) {
+                settle(tables, ntables, self, *batch[j].slot, batch[j].hash);
+                *chunks += 1;
+                *bytes += batch[j].slot->len;
+            }
+            queued = 0;
+        };
         // the keys of the partition have their home slot in [lo, hi] (hash_part: top bits of
         // the hash, like the home slot); linear probing keeps each at or after its home, with
         // no empty slot between, so they lie in [lo, hi] or in the probe run that follows hi
@@ -204,8 +227,15 @@ class ChunkTable {
                 continue;
             }
             uint64_t h = key_hash(Key{s.k0, s.k1, s.len});
-            if (hash_part(h, parts) == part) settle(tables, ntables, self, s, h);
+            if (hash_part(h, parts) != part) continue;
+            if (s.count <= 0) {  // settled from an earlier table: -total in the owner, 0 elsewhere
+                counts[s.index] = -s.count;
+                continue;
+            }
+            batch[queued++] = Unsettled{&s, h};
+            if (queued == BATCH) settle_batch();
         }
+        settle_batch();
     }
 
     // The tasks (task, table, first and end index in that table) in corpus order.
@@ -226,33 +256,25 @@ class ChunkTable {
         return spans;
     }
 
-    // Unique chunks and their bytes in the merged table (after every merge_partition).
-    static void merged_totals(ChunkTable* const* tables, size_t ntables, size_t* chunks, size_t* bytes) {
-        size_t n = 0, b = 0;
-        for (size_t w = 0; w < ntables; ++w) {
-            const ChunkTable& t = *tables[w];
-            for (size_t i = 0; i < t.size(); ++i)
-                if (t.counts[i] > 0) {
-                    ++n;
-                    b += (size_t)(t.offsets[i + 1] - t.offsets[i]);
-                }
-        }
-        *chunks = n;
-        *bytes = b;
-    }
-
-    // The merged table's arrays (sized by merged_totals), in corpus first-appearance order.
+    // The merged table's arrays (sized by the totals of merge_partition), in corpus
+    // first-appearance order.
     static void merged_write(ChunkTable* const* tables, size_t ntables, uint8_t* data_out, int64_t* offsets_out,
-                             int64_t* counts_out) {
+                             int64_t* counts_out, size_t nbytes) {
         size_t n = 0;
         int64_t at = 0;
         offsets_out[0] = 0;
         for (const TaskSpan& span : task_spans(tables, ntables)) {
             const ChunkTable& t = *tables[span.table];
+            const int64_t source_end = t.offsets[t.size()];
             for (int64_t i = span.begin; i < span.end; ++i) {
                 if (t.counts[i] <= 0) continue;  // owned by a table that counted an earlier task
-                int64_t len = t.offsets[i + 1] - t.offsets[i];
-                std::memcpy(data_out + at, t.data.data() + t.offsets[i], (size_t)len);
+                int64_t from = t.offsets[i], len = t.offsets[i + 1] - from;
+                if (len <= 16 && from + 16 <= source_end && (size_t)at + 16 <= nbytes) {
+                    // a short chunk as two 8-byte moves; the bytes past it are written over next
+                    std::memcpy(data_out + at, t.data.data() + from, 16);
+                } else {
+                    std::memcpy(data_out + at, t.data.data() + from, (size_t)len);
+                }
                 at += len;
                 counts_out[n] = t.counts[i];
                 offsets_out[++n] = at;
@@ -323,14 +345,9 @@ class ChunkTable {
     // The partition of a key among `parts`, from the top bits of its hash.
     static size_t hash_part(uint64_t h, size_t parts) { return (size_t)(((h >> 32) * parts) >> 32); }
 
-    // merge_partition's step for one chunk of this table. A slot's count > 0: not settled yet,
-    // so this is the first table holding the chunk; <= 0: settled from an earlier table
-    // (-total in the owner, 0 elsewhere).
+    // merge_partition's step for a chunk not settled yet (its slot's count > 0), so this is the
+    // first table holding it.
     void settle(ChunkTable* const* tables, size_t ntables, size_t self, Slot& s, uint64_t h) {
-        if (s.count <= 0) {
-            counts[s.index] = -s.count;
-            return;
-        }
         const Key key{s.k0, s.k1, s.len};
         const uint8_t* p = data.data() + offsets[s.index];
         int64_t total = s.count;

@@ -16,9 +16,8 @@ cdef extern from "chunk_table.h" namespace "fbpt" nogil:
         void reserve(size_t n) except +
         void begin_task(int64_t task) except +
         void finish_tasks() except +
-        void merge_partition(ChunkTable** tables, size_t ntables, size_t self, size_t part, size_t parts)
-        @staticmethod
-        void merged_totals(ChunkTable** tables, size_t ntables, size_t* chunks, size_t* nbytes)
+        void merge_partition(ChunkTable** tables, size_t ntables, size_t self, size_t part, size_t parts,
+                             size_t* chunks, size_t* nbytes)
         @staticmethod
         void merged_write(ChunkTable** tables, size_t ntables, uint8_t* data_out, int64_t* offsets_out,
-                          int64_t* counts_out) except +
+                          int64_t* counts_out, size_t nbytes) except +

@@ -143,23 +143,22 @@ def merge_partition(list counters, size_t part, size_t parts):
     """Settle hash partition ``part`` of ``parts`` of the counters' chunks (threads that counted
     interleaved tasks, marked by begin_task, each ended by finish_tasks): the partitions run on
     as many threads at once, then merged_arrays reads out the merged table. Only these calls
-    may touch the counters meanwhile."""
+    may touch the counters meanwhile. Returns the partition's (unique chunks, their bytes)."""
     if not part < parts:
         raise ValueError("part must be below parts")
     cdef vector[ChunkTable*] tables = _tables(counters)
-    cdef size_t w
+    cdef size_t w, chunks = 0, nbytes = 0
     with nogil:
         for w in range(tables.size()):
-            tables[w].merge_partition(tables.data(), tables.size(), w, part, parts)
+            tables[w].merge_partition(tables.data(), tables.size(), w, part, parts, &chunks, &nbytes)
+    return chunks, nbytes
 
 
-def merged_arrays(list counters):
+def merged_arrays(list counters, list totals):
     """(data, offsets, counts) of the merged table of the counters, in corpus first-appearance
-    order, after merge_partition has run for every partition."""
+    order, after merge_partition has run for every partition (``totals``: what they returned)."""
     cdef vector[ChunkTable*] tables = _tables(counters)
-    cdef size_t n = 0, nbytes = 0
-    with nogil:
-        ChunkTable.merged_totals(tables.data(), tables.size(), &n, &nbytes)
+    cdef size_t n = sum(t[0] for t in totals), nbytes = sum(t[1] for t in totals)
     data = np.empty(nbytes, dtype=np.uint8)
     offsets = np.empty(n + 1, dtype=np.int64)
     counts = np.empty(n, dtype=np.int64)
@@ -170,5 +169,5 @@ def merged_arrays(list counters):
     cdef int64_t no_count = 0
     with nogil:
         ChunkTable.merged_write(tables.data(), tables.size(), &dv[0] if nbytes else &empty, &ov[0],
-                                &cv[0] if n else &no_count)
+                                &cv[0] if n else &no_count, nbytes)
     return data, offsets, counts

@@ -700,9 +700,9 @@ def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False
         if len(counters) <= 1:
             return counters[0] if counters else ChunkCounter()
         parts = len(counters)
-        for future in [pool.submit(merge_partition, counters, part, parts) for part in range(parts)]:
-            future.result()
-        return merged_arrays(counters)
+        totals = [future.result() for future in
+                  [pool.submit(merge_partition, counters, part, parts) for part in range(parts)]]
+        return merged_arrays(counters, totals)
     finally:
         queue.stop()  # on an error or an interrupt here: no task is started after it
         pool.shutdown(wait=True, cancel_futures=True)
