@@ -204,6 +204,21 @@ class _Files(NamedTuple):
     ranges: Tuple[_Range, ...]
 
 
+def _range_bounds(size: int, split: int, taper: bool) -> List[Tuple[int, int]]:
+    """(start, end) of the byte ranges of a file of ``size`` bytes, ``split`` bytes each (the
+    last two cut into eighths when ``taper``).
+
+    >>> _range_bounds(10, 4, False), _range_bounds(64, 16, True)[:4]
+    ([(0, 4), (4, 8), (8, 10)], [(0, 16), (16, 32), (32, 34), (34, 36)])
+    """
+    starts = list(range(0, size, split))
+    if taper and len(starts) > 2:
+        tail = starts[-2]
+        del starts[-2:]
+        starts.extend(range(tail, size, max(1, split // 8)))
+    return list(zip(starts, starts[1:] + [size]))
+
+
 def _file_blocks(task: _File, rule: int, block_size: Optional[int]) -> Iterator[Block]:
     reader, raw = open_bytes(task.path)
     with reader, raw:
@@ -216,7 +231,7 @@ def _file_blocks(task: _File, rule: int, block_size: Optional[int]) -> Iterator[
 
 def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Optional[int],
                   compressed_to_workers: bool = False, files: Optional[List[str]] = None,
-                  plain_to_workers: bool = False) -> Iterator[Any]:
+                  plain_to_workers: bool = False, taper: bool = False) -> Iterator[Any]:
     """The corpus as an ordered stream of tasks: Block (data in hand), _Range, _Files or _File
     (a worker reads the file itself).
 
@@ -224,7 +239,9 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
     with ``plain_to_workers`` (a cluster: no text through this process) smaller ones become
     _Files tasks of consecutive files up to about that size; compressed files become _File tasks
     when ``compressed_to_workers``; everything else is read here and packed into Blocks.
-    ``files``: the corpus's files if already expanded.
+    ``files``: the corpus's files if already expanded. ``taper``: the last two partitions of the
+    corpus's last file are cut into eighths (threads taking tasks as they go then finish
+    within a small task of each other).
     """
     builder = _BlockBuilder(block_size or (1 << 62))
     small: List[_Range] = []  # consecutive small plain files for one _Files task
@@ -248,8 +265,8 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
             size = os.path.getsize(path)
             if not compressed and split_plain is not None and size > split_plain:
                 yield from pending()
-                for start in range(0, size, split_plain):
-                    yield _Range(path, start, min(start + split_plain, size))
+                for start, end in _range_bounds(size, split_plain, taper and path == files[-1]):
+                    yield _Range(path, start, end)
                 continue
             if not compressed and split_plain is not None and plain_to_workers:
                 small.append(_Range(path, 0, size))
@@ -477,8 +494,10 @@ def count_words(
         The name earlier versions gave ``pattern`` (still accepted, with a DeprecationWarning).
     partition_size
         Bytes per partition of a plain file handed to a worker (default: the corpus size over
-        the number of workers, between 16 MiB and 256 MiB). A plain file larger than that is
-        read as byte ranges (also by one worker); smaller ones are packed into blocks.
+        the number of workers, between 16 MiB and 256 MiB; for threads, which take partitions
+        from one queue as they go, about 16 per thread, between 1 and 8 MiB, and blocks no
+        larger). A plain file larger than that is read as byte ranges (also by one worker);
+        smaller ones are packed into blocks.
     lines
         Every line, with its ``\n``, is a text of its own (no chunk spans a line end), as
         Hugging Face's ``Tokenizer.train(files)`` reads files. Needs a pattern with a
@@ -524,7 +543,7 @@ def count_words(
         many_compressed = files is not None and sum(map(is_compressed, files)) >= 2 * parallelism
         to_workers = client is not None or (parallelism > 1 and many_compressed)
         tasks = _source_tasks(corpus, rule, block_size, split_plain, to_workers, files,
-                              plain_to_workers=client is not None)
+                              plain_to_workers=client is not None, taper=threads)
         return _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, total, lines)
     finally:
         if own_client:
