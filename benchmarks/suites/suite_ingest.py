@@ -99,7 +99,8 @@ class CountWorkers:
 
 class CountWorkersFile:
     """Parallel counting of a plain file: ``count_words(path, workers=N)`` on 10 MB of English
-    cut into one byte range per worker (each read by its worker; the tables combined in order)."""
+    with the default partitions (byte ranges, each read by the worker that takes it; the
+    tables combined in order)."""
 
     params = ([1, 2],)
     param_names = ["workers"]
@@ -116,7 +117,6 @@ class CountWorkersFile:
         handle, self.path = tempfile.mkstemp(suffix=".txt")
         with os.fdopen(handle, "wb") as f:
             f.write(data)
-        self.partition = -(-len(data) // workers)
 
     def teardown(self, workers):
         import os
@@ -124,8 +124,7 @@ class CountWorkersFile:
         os.unlink(self.path)
 
     def time_count(self, workers):
-        fastbpe_module().count_words(self.path, "gpt2", workers=workers, partition_size=self.partition,
-                                     progress=False)
+        fastbpe_module().count_words(self.path, "gpt2", workers=workers, progress=False)
 
 
 class Pretokenize:
