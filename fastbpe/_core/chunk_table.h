@@ -178,10 +178,12 @@ class ChunkTable {
     // the whole corpus is (the first task holding it, its place in that task): the table that
     // counted that task holds it first among them and is its *owner*. merge_partition finds
     // each chunk's owner and total count (read-only on the slot positions, so the partitions
-    // of the key space run at the same time without locks), and merged_totals/merged_write read
-    // the owners' chunks out task by task: the table one thread would have counted.
+    // of the key space run at the same time without locks), and merged_write reads the owners'
+    // chunks out task by task (runs of tasks at the same time): the table one thread would have
+    // counted.
 
     void begin_task(int64_t task) { runs_.push_back(TaskRun{task, (int64_t)size()}); }
+    int64_t last_task() const { return runs_.empty() ? -1 : runs_.back().task; }
 
     // After the last task, before merge_partition: room for the merged counts.
     void finish_tasks() { counts.assign(size(), 0); }
@@ -190,9 +192,10 @@ class ChunkTable {
     // up in the later tables (the earlier ones have settled it already): afterwards counts[i]
     // of every chunk of the partition, in every table, is its total in its owner and 0 in the
     // others. One thread per partition; two partitions never touch the same chunk's slots.
-    // Adds the partition's unique chunks and their bytes to *chunks and *bytes.
+    // Adds the partition's unique chunks and their bytes to task_chunks[t] and task_bytes[t]
+    // of the task t where each first appears (where merged_write puts it).
     void merge_partition(ChunkTable* const* tables, size_t ntables, size_t self, size_t part, size_t parts,
-                         size_t* chunks, size_t* bytes) {
+                         int64_t* task_chunks, int64_t* task_bytes) {
         if (size() == 0) return;
         // the chunks still to settle, looked up a batch at a time: their slots in the later
         // tables are prefetched first, so that the misses overlap
@@ -209,9 +212,9 @@ class ChunkTable {
                 for (size_t j = 0; j < queued; ++j) __builtin_prefetch(&t.slots_[batch[j].hash >> t.shift_]);
             }
             for (size_t j = 0; j < queued; ++j) {
-                settle(tables, ntables, self, *batch[j].slot, batch[j].hash);
-                *chunks += 1;
-                *bytes += batch[j].slot->len;
+                int64_t task = settle(tables, ntables, self, *batch[j].slot, batch[j].hash);
+                task_chunks[task] += 1;
+                task_bytes[task] += batch[j].slot->len;
             }
             queued = 0;
         };
@@ -256,20 +259,24 @@ class ChunkTable {
         return spans;
     }
 
-    // The merged table's arrays (sized by the totals of merge_partition), in corpus
-    // first-appearance order.
-    static void merged_write(ChunkTable* const* tables, size_t ntables, uint8_t* data_out, int64_t* offsets_out,
-                             int64_t* counts_out, size_t nbytes) {
-        size_t n = 0;
-        int64_t at = 0;
-        offsets_out[0] = 0;
+    // The merged table's chunks first seen in tasks [task_lo, task_hi), in corpus
+    // first-appearance order, into data_out[byte_at:byte_end], counts_out[chunk_at:chunk_end]
+    // and offsets_out[chunk_at + 1:chunk_end + 1] (where merge_partition's task totals put them;
+    // runs of tasks are written at the same time). Returns false, having written nothing beyond
+    // those ends, when the chunks do not fill them exactly.
+    static bool merged_write(ChunkTable* const* tables, size_t ntables, int64_t task_lo, int64_t task_hi,
+                             uint8_t* data_out, int64_t* offsets_out, int64_t* counts_out, int64_t chunk_at,
+                             int64_t chunk_end, int64_t byte_at, int64_t byte_end) {
+        int64_t n = chunk_at, at = byte_at;
         for (const TaskSpan& span : task_spans(tables, ntables)) {
+            if (span.task < task_lo || span.task >= task_hi) continue;
             const ChunkTable& t = *tables[span.table];
             const int64_t source_end = t.offsets[t.size()];
             for (int64_t i = span.begin; i < span.end; ++i) {
                 if (t.counts[i] <= 0) continue;  // owned by a table that counted an earlier task
                 int64_t from = t.offsets[i], len = t.offsets[i + 1] - from;
-                if (len <= 16 && from + 16 <= source_end && (size_t)at + 16 <= nbytes) {
+                if (n >= chunk_end || at + len > byte_end) return false;
+                if (len <= 16 && from + 16 <= source_end && at + 16 <= byte_end) {
                     // a short chunk as two 8-byte moves; the bytes past it are written over next
                     std::memcpy(data_out + at, t.data.data() + from, 16);
                 } else {
@@ -280,6 +287,7 @@ class ChunkTable {
                 offsets_out[++n] = at;
             }
         }
+        return n == chunk_end && at == byte_end;
     }
 
   private:
@@ -346,8 +354,8 @@ class ChunkTable {
     static size_t hash_part(uint64_t h, size_t parts) { return (size_t)(((h >> 32) * parts) >> 32); }
 
     // merge_partition's step for a chunk not settled yet (its slot's count > 0), so this is the
-    // first table holding it.
-    void settle(ChunkTable* const* tables, size_t ntables, size_t self, Slot& s, uint64_t h) {
+    // first table holding it. Returns the task where it first appears.
+    int64_t settle(ChunkTable* const* tables, size_t ntables, size_t self, Slot& s, uint64_t h) {
         const Key key{s.k0, s.k1, s.len};
         const uint8_t* p = data.data() + offsets[s.index];
         int64_t total = s.count;
@@ -372,6 +380,7 @@ class ChunkTable {
         }
         counts[s.index] = owner == &s ? total : 0;
         owner->count = owner == &s ? total : -total;
+        return owner_task;
     }
 
     inline bool same(const Slot& s, const Key& k, const uint8_t* p) const {

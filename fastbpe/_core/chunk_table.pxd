@@ -15,9 +15,11 @@ cdef extern from "chunk_table.h" namespace "fbpt" nogil:
         void add_counter(ChunkTable& other) except +
         void reserve(size_t n) except +
         void begin_task(int64_t task) except +
+        int64_t last_task()
         void finish_tasks() except +
         void merge_partition(ChunkTable** tables, size_t ntables, size_t self, size_t part, size_t parts,
-                             size_t* chunks, size_t* nbytes)
+                             int64_t* task_chunks, int64_t* task_bytes)
         @staticmethod
-        void merged_write(ChunkTable** tables, size_t ntables, uint8_t* data_out, int64_t* offsets_out,
-                          int64_t* counts_out, size_t nbytes) except +
+        bint merged_write(ChunkTable** tables, size_t ntables, int64_t task_lo, int64_t task_hi,
+                          uint8_t* data_out, int64_t* offsets_out, int64_t* counts_out, int64_t chunk_at,
+                          int64_t chunk_end, int64_t byte_at, int64_t byte_end) except +

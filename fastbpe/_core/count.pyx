@@ -121,8 +121,10 @@ cdef class ChunkCounter:
         return data, offsets, counts
 
     def begin_task(self, int64_t task):
-        """Mark the start of task ``task`` (tasks numbered in corpus order, each counter given
-        an increasing subset of them): see merge_partition."""
+        """Mark the start of task ``task`` (tasks numbered from 0 in corpus order, each counter
+        given an increasing subset of them): see merge_partition."""
+        if task < 0 or task <= self.table.last_task():
+            raise ValueError("tasks are numbered from 0 and begun in increasing order")
         self.table.begin_task(task)
 
     def finish_tasks(self):
@@ -139,35 +141,48 @@ cdef vector[ChunkTable*] _tables(list counters):
     return tables
 
 
-def merge_partition(list counters, size_t part, size_t parts):
-    """Settle hash partition ``part`` of ``parts`` of the counters' chunks (threads that counted
-    interleaved tasks, marked by begin_task, each ended by finish_tasks): the partitions run on
-    as many threads at once, then merged_arrays reads out the merged table. Only these calls
-    may touch the counters meanwhile. Returns the partition's (unique chunks, their bytes)."""
+def merge_partition(list counters, size_t part, size_t parts, int64_t[::1] task_chunks, int64_t[::1] task_bytes):
+    """Settle hash partition ``part`` of ``parts`` of the chunks of counters that counted
+    interleaved tasks (marked by begin_task, each counter ended by finish_tasks): the
+    partitions run on as many threads at once; only these calls touch the counters meanwhile.
+    Adds to ``task_chunks[t]`` and ``task_bytes[t]`` (an entry per task) the partition's
+    unique chunks first seen in task t and their bytes, which write_merged needs."""
+    cdef vector[ChunkTable*] tables = _tables(counters)
+    cdef size_t w
+    cdef int64_t empty = 0
     if not part < parts:
         raise ValueError("part must be below parts")
-    cdef vector[ChunkTable*] tables = _tables(counters)
-    cdef size_t w, chunks = 0, nbytes = 0
+    if task_chunks.shape[0] != task_bytes.shape[0]:
+        raise ValueError("task_chunks and task_bytes must have an entry per task")
+    for w in range(tables.size()):
+        if tables[w].last_task() >= task_chunks.shape[0]:
+            raise ValueError("task_chunks and task_bytes must have an entry per task")
+    if task_chunks.shape[0] == 0:
+        return
     with nogil:
         for w in range(tables.size()):
-            tables[w].merge_partition(tables.data(), tables.size(), w, part, parts, &chunks, &nbytes)
-    return chunks, nbytes
+            tables[w].merge_partition(tables.data(), tables.size(), w, part, parts, &task_chunks[0], &task_bytes[0])
 
 
-def merged_arrays(list counters, list totals):
-    """(data, offsets, counts) of the merged table of the counters, in corpus first-appearance
-    order, after merge_partition has run for every partition (``totals``: what they returned)."""
+def write_merged(list counters, int64_t task_lo, int64_t task_hi, uint8_t[::1] data, int64_t[::1] offsets,
+                 int64_t[::1] counts, int64_t chunk_at, int64_t chunk_end, int64_t byte_at, int64_t byte_end):
+    """Write the merged table's chunks first seen in tasks ``[task_lo, task_hi)``, in corpus
+    first-appearance order, into ``data[byte_at:byte_end]``, ``counts[chunk_at:chunk_end]`` and
+    ``offsets[chunk_at + 1:chunk_end + 1]`` (after every merge_partition; the bounds are sums
+    of its task totals). Runs of tasks may be written at the same time. ValueError when the
+    chunks do not fill those ranges exactly."""
     cdef vector[ChunkTable*] tables = _tables(counters)
-    cdef size_t n = sum(t[0] for t in totals), nbytes = sum(t[1] for t in totals)
-    data = np.empty(nbytes, dtype=np.uint8)
-    offsets = np.empty(n + 1, dtype=np.int64)
-    counts = np.empty(n, dtype=np.int64)
-    cdef uint8_t[::1] dv = data
-    cdef int64_t[::1] ov = offsets
-    cdef int64_t[::1] cv = counts
-    cdef uint8_t empty = 0
-    cdef int64_t no_count = 0
+    cdef uint8_t no_byte = 0
+    cdef int64_t no_int = 0
+    cdef bint filled
+    if offsets.shape[0] != counts.shape[0] + 1:
+        raise ValueError("offsets must have one entry more than counts")
+    if not (0 <= chunk_at <= chunk_end <= counts.shape[0] and 0 <= byte_at <= byte_end <= data.shape[0]):
+        raise ValueError("the ranges to write lie outside the arrays")
     with nogil:
-        ChunkTable.merged_write(tables.data(), tables.size(), &dv[0] if nbytes else &empty, &ov[0],
-                                &cv[0] if n else &no_count, nbytes)
-    return data, offsets, counts
+        filled = ChunkTable.merged_write(tables.data(), tables.size(), task_lo, task_hi,
+                                         &data[0] if data.shape[0] else &no_byte, &offsets[0],
+                                         &counts[0] if counts.shape[0] else &no_int, chunk_at, chunk_end,
+                                         byte_at, byte_end)
+    if not filled:
+        raise ValueError("the merged chunks of these tasks do not fill the given ranges")

@@ -40,7 +40,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.count import ChunkCounter, merge_partition, merged_arrays
+from .._core.count import ChunkCounter, merge_partition, write_merged
 from .._core.split import find_cut
 from ..cluster import OrderedReduction, connect, worker_threads
 from ..arguments import check_workers
@@ -656,6 +656,11 @@ class _TaskQueue:
         with self._lock:
             self._stopped = True
 
+    @property
+    def taken(self) -> int:
+        """How many tasks were handed out."""
+        return self._taken
+
     def raise_first_error(self) -> None:
         if self.errors:
             raise self.errors[min(self.errors)]
@@ -718,13 +723,37 @@ def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False
         counters = [c for c in counters if len(c)]
         if len(counters) <= 1:
             return counters[0] if counters else ChunkCounter()
-        parts = len(counters)
-        totals = [future.result() for future in
-                  [pool.submit(merge_partition, counters, part, parts) for part in range(parts)]]
-        return merged_arrays(counters, totals)
+
+        def run(function, calls):
+            return [future.result() for future in [pool.submit(function, *call) for call in calls]]
+
+        return _merged_arrays(counters, queue.taken, len(counters), run)
     finally:
         queue.stop()  # on an error or an interrupt here: no task is started after it
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _merged_arrays(counters: List[ChunkCounter], tasks: int, parts: int, run) -> Tuple[np.ndarray, ...]:
+    """The table of counters that counted interleaved tasks (numbered below ``tasks``), in
+    corpus order: ``parts`` hash partitions settled at once (merge_partition), then written out
+    in ``parts`` runs of tasks holding about as many chunks each. ``run(function, calls)`` calls
+    ``function(*call)`` for every call, at the same time (threads), and returns the results."""
+    task_chunks = [np.zeros(tasks, dtype=np.int64) for _ in range(parts)]
+    task_bytes = [np.zeros(tasks, dtype=np.int64) for _ in range(parts)]
+    run(merge_partition, [(counters, p, parts, task_chunks[p], task_bytes[p]) for p in range(parts)])
+    chunks_before = np.concatenate([[0], np.cumsum(np.sum(task_chunks, axis=0))])  # chunks of tasks < t
+    bytes_before = np.concatenate([[0], np.cumsum(np.sum(task_bytes, axis=0))])
+    n, nbytes = int(chunks_before[-1]), int(bytes_before[-1])
+    data = np.empty(nbytes, dtype=np.uint8)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    offsets[0] = 0
+    # run g takes the tasks whose chunks start in the g-th share of the table
+    bounds = [0] + [int(np.searchsorted(chunks_before, g * n // parts, side="right")) - 1 for g in range(1, parts)]
+    bounds = sorted(set(bounds)) + [tasks]
+    run(write_merged, [(counters, lo, hi, data, offsets, counts, int(chunks_before[lo]), int(chunks_before[hi]),
+                        int(bytes_before[lo]), int(bytes_before[hi])) for lo, hi in zip(bounds, bounds[1:])])
+    return data, offsets, counts
 
 
 def _pool_context():

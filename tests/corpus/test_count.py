@@ -196,7 +196,8 @@ def test_merging_the_tables_of_interleaved_tasks(docs, owners, parts):
     """Tasks (each a few texts) counted by three counters in any interleaving, merged in any
     number of hash partitions: the table one counter gives counting every task in order (short
     and long chunks, a chunk first seen in a later counter's task, counters with no task)."""
-    from fastbpe._core.count import ChunkCounter, merge_partition, merged_arrays
+    from fastbpe._core.count import ChunkCounter
+    from fastbpe.corpus.count import _merged_arrays
     from fastbpe.split.patterns import scanner_id
     from fastbpe.split.pretokenize import check_errors
 
@@ -213,10 +214,37 @@ def test_merging_the_tables_of_interleaved_tasks(docs, owners, parts):
         counter.add_documents(buf, ends, scanner, BYTES)
     for counter in counters:
         counter.finish_tasks()
-    totals = [merge_partition(counters, part, parts) for part in range(parts)]
-    got = merged_arrays(counters, totals)
+    got = _merged_arrays(counters, len(docs), parts, lambda function, calls: [function(*c) for c in calls])
     for a, b in zip(got, whole.arrays()):
         assert a.tolist() == b.tolist()
+
+
+def test_merging_checks_its_arguments():
+    from fastbpe._core.count import ChunkCounter, merge_partition, write_merged
+    from fastbpe.split.patterns import scanner_id
+
+    counters = [ChunkCounter(), ChunkCounter()]
+    with pytest.raises(ValueError, match="increasing"):
+        counters[0].begin_task(-1)
+    for number, text in enumerate([b"the cat", b"the dog"]):
+        counters[number].begin_task(number)
+        counters[number].add_documents(text, np.array([len(text)], dtype=np.int64), scanner_id("gpt2"), 0)
+        counters[number].finish_tasks()
+    with pytest.raises(ValueError, match="increasing"):
+        counters[1].begin_task(1)
+    with pytest.raises(ValueError, match="an entry per task"):
+        merge_partition(counters, 0, 1, np.zeros(1, np.int64), np.zeros(1, np.int64))
+    chunks, nbytes = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    merge_partition(counters, 0, 1, chunks, nbytes)
+    assert chunks.tolist() == [2, 1] and nbytes.tolist() == [7, 4]
+    data, offsets, counts = np.empty(11, np.uint8), np.empty(4, np.int64), np.empty(3, np.int64)
+    with pytest.raises(ValueError, match="do not fill"):
+        write_merged(counters, 0, 2, data, offsets, counts, 0, 2, 0, 11)
+    with pytest.raises(ValueError, match="outside"):
+        write_merged(counters, 0, 2, data, offsets, counts, 0, 4, 0, 11)
+    offsets[0] = 0
+    write_merged(counters, 0, 2, data, offsets, counts, 0, 3, 0, 11)
+    assert (data.tobytes(), offsets.tolist(), counts.tolist()) == (b"the cat dog", [0, 3, 7, 11], [2, 1, 1])
 
 
 def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
