@@ -414,7 +414,7 @@ def _count_task_table(task, pattern: str, errors: str, block_size: Optional[int]
 
 def _expected_chunks(nbytes: Optional[int]) -> int:
     """About the unique chunks of ``nbytes`` of text, for sizing a table up front (one that
-    grows from small rehashes about 20 times, ~7% of counting 100 MB). Heaps' law fitted to
+    grows from small rehashes 8 times, ~7% of counting 100 MB). Heaps' law fitted to
     English under gpt2 (100 MB: 465 k, 50 MB: 319 k, 20 KB: 1.7 k), at most 1 M (a 64 MiB
     table, however repetitive the text; the table grows past its size as needed)."""
     if not nbytes:
@@ -697,8 +697,9 @@ def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False
     threads stay busy to the end whatever each task costs, and counts it into a table of its
     own, noting where each task starts (begin_task). The tables are merged on the same threads,
     each settling one hash partition of the chunks (merge_partition: every chunk's total and
-    the table that counted its first appearance), and read out task by task (merged_arrays):
-    the table one worker gives, order included. Counting and merging run without the GIL.
+    the table that counted its first appearance), and written out task by task
+    (_merged_arrays): the table one worker gives, order included. Counting and merging run
+    without the GIL; each thread holds one task's block at a time, which bounds the memory.
     """
     import concurrent.futures as cf
 
