@@ -36,11 +36,12 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uint8_t
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
-from libcpp.algorithm cimport sort
+from libcpp.algorithm cimport sort, unique
 from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
 
+from fastbpe._core.long_chunks cimport LongChunks
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
 from fastbpe._core.pair_table cimport PairTable, pair_key
 from fastbpe._core.position_lists cimport PositionLists
@@ -55,6 +56,13 @@ cdef size_t PREFETCH_AHEAD = 16
 cdef size_t PREFETCH_PAIRS_AHEAD = 6
 
 cdef int32_t DEAD = -1
+cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
+
+# Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
+# nodes, and their pairs' positions are kept per block of 2**BLOCK_BITS symbols. Module
+# attributes, read when a learner is made, so that tests can lower them.
+LONG_CHUNK_SYMBOLS = 65536
+BLOCK_BITS = 12
 
 
 cdef struct Node:
@@ -91,6 +99,13 @@ cdef class MergeLearner:
     cdef vector[Pair] pairs
     cdef PositionLists pair_where             # positions where each pair was created (list = pair id)
     cdef vector[int32_t] merging              # the positions of the pair being merged
+    # Long chunks (at least ``long_chunk`` symbols): a byte and a bit per symbol (long_chunks.h).
+    # A pair's list holds, besides node positions (>= 0), ``~block`` for each block of the store
+    # where it was created (an occurrence belongs to the block of its left token's start).
+    cdef LongChunks longs
+    cdef int block_bits
+    cdef vector[int32_t] merging_blocks       # the blocks of the pair being merged, then scratch
+    cdef int64_t block_total, block_kept      # block entries in the lists; after the last compaction
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
@@ -112,7 +127,8 @@ cdef class MergeLearner:
     cdef vector[int64_t] out_count
 
     def __init__(self, symbols, const int64_t[::1] word_starts,
-                 const int64_t[::1] word_counts, list token_bytes, tie_ranks=None):
+                 const int64_t[::1] word_counts, list token_bytes, tie_ranks=None,
+                 long_chunk=None, block_bits=None):
         cdef const int32_t[::1] ids32
         cdef const uint8_t[::1] ids8
         cdef bint bytes_only = isinstance(symbols, np.ndarray) and symbols.dtype == np.uint8
@@ -122,17 +138,28 @@ cdef class MergeLearner:
             ids32 = symbols
         cdef Py_ssize_t n = ids8.shape[0] if bytes_only else ids32.shape[0]
         cdef Py_ssize_t num_words = word_counts.shape[0]
-        cdef Py_ssize_t w, p, start, end
+        cdef Py_ssize_t w, p, start, end, i
+        cdef int64_t nodes = 0, long_from, key_base, lstart
         cdef bytes content
         if word_starts.shape[0] != num_words + 1:
             raise ValueError("word_starts must have len(word_counts) + 1 entries")
         if n >= 0x7FFFFFFF:
             raise OverflowError("the word table holds more than 2**31 - 1 symbols")
+        long_from = LONG_CHUNK_SYMBOLS if long_chunk is None else long_chunk
+        self.block_bits = BLOCK_BITS if block_bits is None else block_bits
+        if long_from < 2:
+            raise ValueError("long_chunk must be at least 2 symbols")
+        if not 6 <= self.block_bits <= 24:
+            raise ValueError("block_bits must be between 6 and 24")
         for content in token_bytes:
             self.token_id[content] = <int32_t>self.token.size()
             self.token.push_back(content)
-        self.node.resize(n)
+        for w in range(num_words):
+            if word_starts[w + 1] - word_starts[w] < long_from:
+                nodes += word_starts[w + 1] - word_starts[w]
+        self.node.resize(nodes)
         self.word_count.resize(num_words)
+        self.longs = LongChunks(self.block_bits)
         self.pair_index.reset(1024)
         if tie_ranks is not None:
             if len(tie_ranks) != len(token_bytes):
@@ -142,31 +169,49 @@ cdef class MergeLearner:
             for r in tie_ranks:
                 self.tie_rank.push_back(<int64_t>r)
         self.where_total = 0
-        self.live_symbols = n
+        self.block_total = 0
+        self.live_symbols = nodes
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
+        cdef int32_t q = 0   # the next free node
         with nogil:
-            if bytes_only:
-                for p in range(n):
-                    self.node[p].sym = ids8[p]
-            else:
-                for p in range(n):
-                    self.node[p].sym = ids32[p]
+            # Words in table order; step 0 counts every adjacent pair once, in scan order, so
+            # that each pair's first recorded position is exact and the heap starts with one
+            # true entry per pair.
             for w in range(num_words):
                 self.word_count[w] = word_counts[w]
                 start = word_starts[w]
                 end = word_starts[w + 1]
+                if end - start >= long_from:
+                    # Tie keys of this chunk fall between the nodes before and after it:
+                    # (q - 1) << 32 < key_base + position < q << 32 (positions < 2**31).
+                    key_base = (<int64_t>q << 32) - (<int64_t>1 << 32) + 1
+                    if bytes_only:
+                        self.longs.add_chunk[uint8_t](&ids8[start], end - start, word_counts[w], key_base)
+                    else:
+                        self.longs.add_chunk[int32_t](&ids32[start], end - start, word_counts[w], key_base)
+                    lstart = self.longs.chunk(self.longs.chunks() - 1).begin
+                    if lstart + (end - start) >= 0x7FFFFFFF:
+                        with gil:
+                            raise OverflowError("the long chunks hold more than 2**31 - 1 symbols")
+                    for i in range(end - start - 1):
+                        if bytes_only:
+                            self._add_long(ids8[start + i], ids8[start + i + 1], word_counts[w],
+                                           lstart + i, key_base)
+                        else:
+                            self._add_long(ids32[start + i], ids32[start + i + 1], word_counts[w],
+                                           lstart + i, key_base)
+                    continue
                 for p in range(start, end):
-                    self.node[p].word = <int32_t>w
-                    self.node[p].prev = <int32_t>(p - 1) if p > start else -1
-                    self.node[p].nxt = <int32_t>(p + 1) if p + 1 < end else -1
-            # Step 0: count every adjacent pair once, in scan order, so that each pair's first
-            # recorded position is exact and the heap starts with one true entry per pair.
-            for p in range(n):
-                if self.node[p].nxt >= 0:
-                    self._add(self.node[p].sym, self.node[self.node[p].nxt].sym, self.word_count[self.node[p].word],
-                              <int32_t>p)
-                    self.where_total += 1
+                    self.node[q].sym = ids8[p] if bytes_only else ids32[p]
+                    self.node[q].word = <int32_t>w
+                    self.node[q].prev = q - 1 if p > start else -1
+                    self.node[q].nxt = q + 1 if p + 1 < end else -1
+                    if p > start:
+                        self._add(self.node[q - 1].sym, self.node[q].sym, word_counts[w], q - 1)
+                        self.where_total += 1
+                    q += 1
+            self.block_kept = self.block_total
             self._push_touched()
 
     # ---- pairs ------------------------------------------------------------------------------
@@ -195,12 +240,34 @@ cdef class MergeLearner:
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
-        """A new occurrence of (left, right) at ``pos``: the pair's key may improve."""
+        """A new occurrence of (left, right) at node ``pos``: the pair's key may improve. (A
+        node's tie key is ``pos << 32``, which leaves room for long chunks between nodes.)"""
         cdef int32_t pair = self._pair_id(left, right)
+        cdef int64_t key = <int64_t>pos << 32
         self.pairs[pair].count += count
         self.pair_where.push(pair, pos)
-        if pos < self.pairs[pair].first:
-            self.pairs[pair].first = pos
+        if key < self.pairs[pair].first:
+            self.pairs[pair].first = key
+        if not self.pairs[pair].touched:
+            self.pairs[pair].touched = 1
+            self.touched.push_back(pair)
+        return 0
+
+    cdef inline int _add_long(self, int32_t left, int32_t right, int64_t count, int64_t pos,
+                              int64_t key_base) except -1 nogil:
+        """A new occurrence of (left, right) at position ``pos`` of the long-chunk store: its
+        block is listed (once, if the pair's last entry is that block already)."""
+        cdef int32_t pair = self._pair_id(left, right)
+        cdef int32_t entry = ~<int32_t>(pos >> self.block_bits)
+        cdef size_t n = self.pair_where.size(pair)
+        cdef int64_t key = key_base + pos
+        self.pairs[pair].count += count
+        if n == 0 or self.pair_where.data(pair)[n - 1] != entry:
+            self.pair_where.push(pair, entry)
+            self.where_total += 1
+            self.block_total += 1
+        if key < self.pairs[pair].first:
+            self.pairs[pair].first = key
         if not self.pairs[pair].touched:
             self.pairs[pair].touched = 1
             self.touched.push_back(pair)
@@ -233,22 +300,74 @@ cdef class MergeLearner:
         q = self.node[p].nxt
         return q >= 0 and self.node[q].sym == self.pairs[pair].right
 
-    cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
-        """Drop stale positions of ``pair`` and return its first live position (exact)."""
-        cdef int32_t* where = self.pair_where.data(pair)
+    cdef int64_t _first_in_block(self, int32_t pair, int64_t block) noexcept nogil:
+        """The tie key of the pair's first occurrence whose left token starts in ``block`` of
+        the long-chunk store, or NO_POSITION."""
+        cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
+        cdef const LongChunks.Chunk* chunk = &self.longs.chunk_of_block(block)
+        cdef int64_t begin = self.longs.block_begin(block)
+        cdef int64_t stop = min(begin + (<int64_t>1 << self.block_bits), chunk.end)
+        cdef int64_t p = self.longs.next(begin - 1, chunk.end), q, r
+        while p < stop:
+            q = self.longs.next(p, chunk.end)
+            if q >= chunk.end:
+                break
+            if self.longs.get(p, q - p) == a:
+                r = self.longs.next(q, chunk.end)
+                if self.longs.get(q, r - q) == b:
+                    return chunk.key_base + p
+            p = q
+        return NO_POSITION
+
+    cdef size_t _sorted_blocks(self, int32_t* where, size_t n) except? 0 nogil:
+        """Move the block entries of ``where[:n]`` to ``merging_blocks`` (as block numbers,
+        sorted, each once) and the node positions to the front of ``where``; returns how many
+        node positions there are."""
         cdef size_t i, kept = 0
-        cdef int32_t p
-        cdef int64_t first = 0x7FFFFFFFFFFFFFFF
-        cdef size_t n = self.pair_where.size(pair)
+        cdef vector[int32_t]* blocks = &self.merging_blocks
+        blocks.clear()
         for i in range(n):
-            if i + PREFETCH_AHEAD < n:
+            if where[i] >= 0:
+                where[kept] = where[i]
+                kept += 1
+            else:
+                blocks.push_back(~where[i])
+        if not blocks.empty():
+            sort(blocks.begin(), blocks.end())
+            blocks.erase(unique(blocks.begin(), blocks.end()), blocks.end())
+        return kept
+
+    cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
+        """Drop stale positions of ``pair`` and return its first live tie key (exact)."""
+        cdef int32_t* where = self.pair_where.data(pair)
+        cdef size_t i, j, kept = 0, nodes
+        cdef int32_t p
+        cdef int64_t first = NO_POSITION, found
+        cdef size_t n = self.pair_where.size(pair)
+        nodes = self._sorted_blocks(where, n)
+        for i in range(nodes):
+            if i + PREFETCH_AHEAD < nodes:
                 prefetch_node(&self.node[where[i + PREFETCH_AHEAD]], 1, 1)
             p = where[i]
             if self._occurs_at(pair, p):
                 where[kept] = p
                 kept += 1
-                if p < first:
-                    first = p
+                if (<int64_t>p << 32) < first:
+                    first = <int64_t>p << 32
+        # Blocks in order until the first with a live occurrence; those before it are stale.
+        cdef size_t listed = self.merging_blocks.size(), keep_from = listed
+        for j in range(listed):
+            found = self._first_in_block(pair, self.merging_blocks[j])
+            if found != NO_POSITION:
+                if found < first:
+                    first = found
+                keep_from = j
+                break
+        self.block_total -= <int64_t>(n - nodes)
+        for j in range(keep_from, listed):
+            where[kept] = ~self.merging_blocks[j]
+            kept += 1
+            self.block_total += 1
         self.where_total -= <int64_t>(n - kept)
         self.pair_where.truncate(pair, kept)
         self.pairs[pair].first = first
@@ -258,21 +377,29 @@ cdef class MergeLearner:
         """Drop the stale positions of every pair and free the room they took. Positions are
         only ever a superset of a pair's live occurrences; dropping the stale ones changes no
         count, no first position and no merge."""
-        cdef size_t pair, i, kept, n
+        cdef size_t pair, i, kept, n, nodes
         cdef int32_t p
         cdef int32_t* where
         self.where_total = 0
+        self.block_total = 0
         for pair in range(self.pair_where.lists()):
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
+            nodes = self._sorted_blocks(where, n)
             kept = 0
-            for i in range(n):
+            for i in range(nodes):
                 p = where[i]
                 if self._occurs_at(<int32_t>pair, p):
                     where[kept] = p
                     kept += 1
+            # Blocks are kept (each once): checking them would scan the store.
+            for i in range(self.merging_blocks.size()):
+                where[kept] = ~self.merging_blocks[i]
+                kept += 1
+            self.block_total += <int64_t>self.merging_blocks.size()
             self.pair_where.truncate(pair, kept)
             self.where_total += <int64_t>kept
+        self.block_kept = self.block_total
         self.pair_where.compact()
         return 0
 
@@ -350,6 +477,8 @@ cdef class MergeLearner:
         where.assign(listed, listed + self.pair_where.size(pair))
         self.pair_where.release(pair)
         self.where_total -= <int64_t>where.size()
+        where.resize(self._sorted_blocks(where.data(), where.size()))
+        self.block_total -= <int64_t>self.merging_blocks.size()
         if a == b:
             # Only (a, a) can overlap; ascending positions give the reference's left-to-right
             # scan (``aaa`` -> ``aa a``). For a != b, occurrences never share a symbol.
@@ -387,12 +516,66 @@ cdef class MergeLearner:
         self.live_symbols -= merged
         self.merged_occurrences += merged
         self.where_total += added
+        if not self.merging_blocks.empty():
+            self._merge_long(pair, new_id)
         self._push_touched()
-        if (self.where_total > 2 * self.live_symbols + self.compact_slack
-                or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack):
-            # amortised: at least half the entries go, or (blocks are at most half empty) at
-            # least a third of the pool
+        if (self.where_total - self.block_total > 2 * self.live_symbols + self.compact_slack
+                or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
+                or self.block_total > 2 * self.block_kept + self.compact_slack):
+            # amortised: at least half the node entries go, or (blocks are at most half
+            # empty) at least a third of the pool, or the block entries doubled since the last
+            # compaction (which keeps each (pair, block) once)
             self._compact_where()
+        return 0
+
+    cdef int _merge_long(self, int32_t pair, int32_t new_id) except -1 nogil:
+        """``_merge`` in the long-chunk store: scan the listed blocks (``merging_blocks``,
+        ascending) token by token, left to right, merging every occurrence whose left token
+        starts in the block, as the reference does (an occurrence may end in the next block;
+        ``aaa`` -> ``aa a``)."""
+        cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
+        cdef int32_t left_id = 0, right_id = 0
+        cdef int64_t block, begin, stop, p, q, r, left, after, count, merged = 0
+        cdef const LongChunks.Chunk* chunk
+        cdef size_t j
+        # _add_long pushes to the lists, never to merging_blocks: a copy is not needed.
+        for j in range(self.merging_blocks.size()):
+            block = self.merging_blocks[j]
+            chunk = &self.longs.chunk_of_block(block)
+            count = chunk.count
+            begin = self.longs.block_begin(block)
+            stop = min(begin + (<int64_t>1 << self.block_bits), chunk.end)
+            p = self.longs.next(begin - 1, chunk.end)
+            while p < stop:
+                q = self.longs.next(p, chunk.end)
+                if q >= chunk.end:
+                    break
+                if self.longs.get(p, q - p) != a:
+                    p = q
+                    continue
+                r = self.longs.next(q, chunk.end)
+                if self.longs.get(q, r - q) != b:
+                    p = q
+                    continue
+                # (a, b) at p: merge it into one token over [p, r)
+                left = self.longs.prev(p, chunk.begin)
+                self.pairs[pair].count -= count
+                if left >= 0:
+                    left_id = self.longs.get(left, p - left)
+                    self._remove(left_id, a, count)
+                if r < chunk.end:
+                    after = self.longs.next(r, chunk.end)
+                    right_id = self.longs.get(r, after - r)
+                    self._remove(b, right_id, count)
+                self.longs.kill(q)
+                self.longs.set(p, r - p, new_id)
+                merged += 1
+                if left >= 0:
+                    self._add_long(left_id, new_id, count, left, chunk.key_base)
+                if r < chunk.end:
+                    self._add_long(new_id, right_id, count, p, chunk.key_base)
+                p = r
+        self.merged_occurrences += merged
         return 0
 
     def memory_use(self):
@@ -403,6 +586,7 @@ cdef class MergeLearner:
             "pairs": self.pairs.capacity() * sizeof(Pair),
             "pair_index": self.pair_index.capacity() * 16,
             "pair_positions": self.pair_where.bytes(),
+            "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             "heap_entries": self.heap.size(),
             "pairs_count": self.pairs.size(),
@@ -417,6 +601,8 @@ cdef class MergeLearner:
             for p in range(self.node.size()):
                 if self.node[p].sym != DEAD:
                     total += self.word_count[self.node[p].word]
+            for p in range(self.longs.chunks()):
+                total += self.longs.live(self.longs.chunk(p).begin, self.longs.chunk(p).end) * self.longs.chunk(p).count
         return total
 
     def run(self, int64_t num_merges, int64_t min_frequency=1, int64_t max_tokens=-1,
