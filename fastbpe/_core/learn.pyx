@@ -13,11 +13,23 @@ Data layout (ids, never Python objects, in the loop):
   one pool for all pairs (position_lists.h).
 * A binary heap (heap.h) of (count, first position, pair) entries (merge_heap.h) with lazy
   revalidation picks the next merge.
+* Chunks of at least ``LONG_CHUNK_SYMBOLS`` symbols (one line without whitespace can be the whole
+  input) skip the 16-byte nodes: they live in the long-chunk store of long_chunks.h, about one
+  byte and one bit per symbol (a bitset of token starts; the next token is the next set bit).
+  Instead of a position per occurrence, a pair's list holds ``~block`` for each block of
+  ``2**BLOCK_BITS`` store positions where an occurrence was created (the block of its left
+  token's start; consecutive repeats pushed once); merging scans the listed blocks in order,
+  left to right, and stale blocks cost a scan, never a wrong merge. Both kinds of chunk share
+  the pair table, counts and heap.
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
-the words in table order, left to right. Scanning order is exactly ascending flat position, so
-the key is (count descending, first live position ascending). Invariant kept for every pair with a
-positive count: the heap holds an entry whose key is at least as good as the pair's true key.
+the words in table order, left to right. Positions are compared as 64-bit tie keys in scan
+order: node ``p`` has key ``p << 32``, and a long chunk placed after ``k`` nodes has keys
+``((k - 1) << 32) + 1 + position`` (store positions are below 2**31), between those of the nodes
+around it. The key is (count descending, first live tie key ascending). Invariant kept for every
+pair counted at least ``heap_floor`` (the run's ``min_frequency``; a pair below it cannot be
+merged before an added occurrence lifts it, which queues it): the heap holds an entry whose key
+is at least as good as the pair's true key.
 Keys only improve through a count increase (or a new, earlier occurrence, which comes with one),
 and every increase pushes a fresh entry at the end of the merge step; decreases push nothing. A
 popped entry is accepted only when its count and first position are the pair's true current ones;
@@ -57,12 +69,14 @@ cdef size_t PREFETCH_PAIRS_AHEAD = 6
 
 cdef int32_t DEAD = -1
 cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
+cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
 
 # Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
 # nodes, and their pairs' positions are kept per block of 2**BLOCK_BITS symbols. Module
 # attributes, read when a learner is made, so that tests can lower them.
 LONG_CHUNK_SYMBOLS = 65536
-BLOCK_BITS = 12
+BLOCK_BITS = 6
+COARSE_BITS = 16
 
 
 cdef struct Node:
@@ -104,7 +118,11 @@ cdef class MergeLearner:
     # where it was created (an occurrence belongs to the block of its left token's start).
     cdef LongChunks longs
     cdef int block_bits
-    cdef vector[int32_t] merging_blocks       # the blocks of the pair being merged, then scratch
+    cdef vector[int32_t] merging_blocks       # the blocks of the pair being merged
+    cdef vector[int64_t] block_keys           # scratch: a list's block entries (_block_entries)
+    # Step 0 lists coarse blocks of 2**coarse_bits positions (``~(COARSE | number)``): with
+    # every pair of a chunk created at once, fine blocks would be nearly one entry per symbol.
+    cdef int coarse_bits
     cdef int64_t block_total, block_kept      # block entries in the lists; after the last compaction
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
@@ -117,6 +135,10 @@ cdef class MergeLearner:
     cdef readonly int64_t merged_occurrences
     cdef vector[int32_t] touched
     cdef MergeHeap heap
+    # Pairs counted below the floor (the run's min_frequency) need no heap entry: only an
+    # added occurrence can lift them to it, and that queues them. Most pairs of a large corpus
+    # occur once: this keeps the heap a fraction of the pair table.
+    cdef int64_t heap_floor
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
     cdef vector[int64_t] tie_rank
     # tokens
@@ -128,7 +150,7 @@ cdef class MergeLearner:
 
     def __init__(self, symbols, const int64_t[::1] word_starts,
                  const int64_t[::1] word_counts, list token_bytes, tie_ranks=None,
-                 long_chunk=None, block_bits=None):
+                 long_chunk=None, block_bits=None, coarse_bits=None):
         cdef const int32_t[::1] ids32
         cdef const uint8_t[::1] ids8
         cdef bint bytes_only = isinstance(symbols, np.ndarray) and symbols.dtype == np.uint8
@@ -149,8 +171,9 @@ cdef class MergeLearner:
         self.block_bits = BLOCK_BITS if block_bits is None else block_bits
         if long_from < 2:
             raise ValueError("long_chunk must be at least 2 symbols")
-        if not 6 <= self.block_bits <= 24:
-            raise ValueError("block_bits must be between 6 and 24")
+        self.coarse_bits = COARSE_BITS if coarse_bits is None else coarse_bits
+        if not 6 <= self.block_bits <= self.coarse_bits <= 24:
+            raise ValueError("need 6 <= block_bits <= coarse_bits <= 24")
         for content in token_bytes:
             self.token_id[content] = <int32_t>self.token.size()
             self.token.push_back(content)
@@ -173,6 +196,7 @@ cdef class MergeLearner:
         self.live_symbols = nodes
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
+        self.heap_floor = 1
         cdef int32_t q = 0   # the next free node
         with nogil:
             # Words in table order; step 0 counts every adjacent pair once, in scan order, so
@@ -197,10 +221,10 @@ cdef class MergeLearner:
                     for i in range(end - start - 1):
                         if bytes_only:
                             self._add_long(ids8[start + i], ids8[start + i + 1], word_counts[w],
-                                           lstart + i, key_base)
+                                           lstart + i, key_base, True)
                         else:
                             self._add_long(ids32[start + i], ids32[start + i + 1], word_counts[w],
-                                           lstart + i, key_base)
+                                           lstart + i, key_base, True)
                     continue
                 for p in range(start, end):
                     self.node[q].sym = ids8[p] if bytes_only else ids32[p]
@@ -254,11 +278,11 @@ cdef class MergeLearner:
         return 0
 
     cdef inline int _add_long(self, int32_t left, int32_t right, int64_t count, int64_t pos,
-                              int64_t key_base) except -1 nogil:
+                              int64_t key_base, bint coarse=False) except -1 nogil:
         """A new occurrence of (left, right) at position ``pos`` of the long-chunk store: its
-        block is listed (once, if the pair's last entry is that block already)."""
+        block (or ``coarse`` block) is listed, once if the pair's last entry is that block."""
         cdef int32_t pair = self._pair_id(left, right)
-        cdef int32_t entry = ~<int32_t>(pos >> self.block_bits)
+        cdef int32_t entry = ~(COARSE | <int32_t>(pos >> self.coarse_bits)) if coarse else ~<int32_t>(pos >> self.block_bits)
         cdef size_t n = self.pair_where.size(pair)
         cdef int64_t key = key_base + pos
         self.pairs[pair].count += count
@@ -283,7 +307,7 @@ cdef class MergeLearner:
         cdef MergeCandidate e
         for pair in self.touched:
             self.pairs[pair].touched = 0
-            if self.pairs[pair].count > 0:
+            if self.pairs[pair].count >= self.heap_floor:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(pair)
                 e.pair = pair
@@ -319,23 +343,47 @@ cdef class MergeLearner:
             p = q
         return NO_POSITION
 
-    cdef size_t _sorted_blocks(self, int32_t* where, size_t n) except? 0 nogil:
-        """Move the block entries of ``where[:n]`` to ``merging_blocks`` (as block numbers,
-        sorted, each once) and the node positions to the front of ``where``; returns how many
-        node positions there are."""
+    cdef size_t _block_entries(self, int32_t* where, size_t n) except? 0 nogil:
+        """Move the node positions of ``where[:n]`` to its front (returns how many there are)
+        and its block entries to ``block_keys``, sorted by the position they start at, each
+        once, as ``start << 1 | coarse``."""
         cdef size_t i, kept = 0
-        cdef vector[int32_t]* blocks = &self.merging_blocks
-        blocks.clear()
+        cdef int32_t x
+        cdef vector[int64_t]* keys = &self.block_keys
+        keys.clear()
         for i in range(n):
             if where[i] >= 0:
                 where[kept] = where[i]
                 kept += 1
             else:
-                blocks.push_back(~where[i])
-        if not blocks.empty():
-            sort(blocks.begin(), blocks.end())
-            blocks.erase(unique(blocks.begin(), blocks.end()), blocks.end())
+                x = ~where[i]
+                if x & COARSE:
+                    keys.push_back(((<int64_t>(x ^ COARSE) << self.coarse_bits) << 1) | 1)
+                else:
+                    keys.push_back((<int64_t>x << self.block_bits) << 1)
+        if not keys.empty():
+            sort(keys.begin(), keys.end())
+            keys.erase(unique(keys.begin(), keys.end()), keys.end())
         return kept
+
+    cdef inline int32_t _entry_of(self, int64_t key) noexcept nogil:
+        """The list entry of a key of ``block_keys``."""
+        if key & 1:
+            return ~(COARSE | <int32_t>((key >> 1) >> self.coarse_bits))
+        return ~<int32_t>((key >> 1) >> self.block_bits)
+
+    cdef int64_t _first_in_entry(self, int32_t pair, int64_t key) noexcept nogil:
+        """``_first_in_block`` over the block(s) of a key of ``block_keys``."""
+        cdef int64_t block = (key >> 1) >> self.block_bits, last, found
+        if not key & 1:
+            return self._first_in_block(pair, block)
+        last = min(block + (<int64_t>1 << (self.coarse_bits - self.block_bits)), self.longs.blocks())
+        while block < last:
+            found = self._first_in_block(pair, block)
+            if found != NO_POSITION:
+                return found
+            block += 1
+        return NO_POSITION
 
     cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
         """Drop stale positions of ``pair`` and return its first live tie key (exact)."""
@@ -344,7 +392,7 @@ cdef class MergeLearner:
         cdef int32_t p
         cdef int64_t first = NO_POSITION, found
         cdef size_t n = self.pair_where.size(pair)
-        nodes = self._sorted_blocks(where, n)
+        nodes = self._block_entries(where, n)
         for i in range(nodes):
             if i + PREFETCH_AHEAD < nodes:
                 prefetch_node(&self.node[where[i + PREFETCH_AHEAD]], 1, 1)
@@ -355,9 +403,9 @@ cdef class MergeLearner:
                 if (<int64_t>p << 32) < first:
                     first = <int64_t>p << 32
         # Blocks in order until the first with a live occurrence; those before it are stale.
-        cdef size_t listed = self.merging_blocks.size(), keep_from = listed
+        cdef size_t listed = self.block_keys.size(), keep_from = listed
         for j in range(listed):
-            found = self._first_in_block(pair, self.merging_blocks[j])
+            found = self._first_in_entry(pair, self.block_keys[j])
             if found != NO_POSITION:
                 if found < first:
                     first = found
@@ -365,7 +413,7 @@ cdef class MergeLearner:
                 break
         self.block_total -= <int64_t>(n - nodes)
         for j in range(keep_from, listed):
-            where[kept] = ~self.merging_blocks[j]
+            where[kept] = self._entry_of(self.block_keys[j])
             kept += 1
             self.block_total += 1
         self.where_total -= <int64_t>(n - kept)
@@ -379,24 +427,27 @@ cdef class MergeLearner:
         count, no first position and no merge."""
         cdef size_t pair, i, kept, n, nodes
         cdef int32_t p
+        cdef int64_t key
         cdef int32_t* where
         self.where_total = 0
         self.block_total = 0
         for pair in range(self.pair_where.lists()):
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
-            nodes = self._sorted_blocks(where, n)
+            nodes = self._block_entries(where, n)
             kept = 0
             for i in range(nodes):
                 p = where[i]
                 if self._occurs_at(<int32_t>pair, p):
                     where[kept] = p
                     kept += 1
-            # Blocks are kept (each once): checking them would scan the store.
-            for i in range(self.merging_blocks.size()):
-                where[kept] = ~self.merging_blocks[i]
-                kept += 1
-            self.block_total += <int64_t>self.merging_blocks.size()
+            # A block is checked with one scan of it; coarse ones (step 0's) are kept as they are.
+            for i in range(self.block_keys.size()):
+                key = self.block_keys[i]
+                if key & 1 or self._first_in_block(<int32_t>pair, (key >> 1) >> self.block_bits) != NO_POSITION:
+                    where[kept] = self._entry_of(key)
+                    kept += 1
+                    self.block_total += 1
             self.pair_where.truncate(pair, kept)
             self.where_total += <int64_t>kept
         self.block_kept = self.block_total
@@ -416,14 +467,29 @@ cdef class MergeLearner:
             b = self.tie_rank[b]
         return (a << 32) | b
 
+    cdef int _set_heap_floor(self, int64_t floor) except -1 nogil:
+        """Queue exactly the pairs counted at least ``floor`` (their keys as known)."""
+        cdef size_t pair
+        cdef MergeCandidate e
+        self.heap_floor = floor
+        self.heap.release()
+        for pair in range(self.pairs.size()):
+            if self.pairs[pair].count >= floor:
+                e.count = self.pairs[pair].count
+                e.first = self._tie_key(<int32_t>pair)
+                e.pair = <int32_t>pair
+                self.heap.add(e)
+        self.heap.make()
+        return 0
+
     cdef int32_t _pop_best(self) except -2 nogil:
         """The pair to merge next, or -1 when no pair is left."""
         cdef MergeCandidate e
         cdef int64_t first
         while not self.heap.empty():
             e = self.heap.pop()
-            if self.pairs[e.pair].count <= 0:
-                continue
+            if self.pairs[e.pair].count < self.heap_floor:
+                continue  # queued again if an occurrence lifts it to the floor
             if self.pairs[e.pair].count != e.count:
                 # The count fell since this entry was pushed; queue the true (worse) key.
                 e.count = self.pairs[e.pair].count
@@ -477,8 +543,10 @@ cdef class MergeLearner:
         where.assign(listed, listed + self.pair_where.size(pair))
         self.pair_where.release(pair)
         self.where_total -= <int64_t>where.size()
-        where.resize(self._sorted_blocks(where.data(), where.size()))
-        self.block_total -= <int64_t>self.merging_blocks.size()
+        cdef size_t listed_size = where.size()
+        where.resize(self._block_entries(where.data(), where.size()))
+        self.block_total -= <int64_t>(listed_size - where.size())
+        self._blocks_to_merge()
         if a == b:
             # Only (a, a) can overlap; ascending positions give the reference's left-to-right
             # scan (``aaa`` -> ``aa a``). For a != b, occurrences never share a symbol.
@@ -526,6 +594,26 @@ cdef class MergeLearner:
             # empty) at least a third of the pool, or the block entries doubled since the last
             # compaction (which keeps each (pair, block) once)
             self._compact_where()
+        return 0
+
+    cdef int _blocks_to_merge(self) except -1 nogil:
+        """The blocks ``block_keys`` covers, ascending, each once, in ``merging_blocks``."""
+        cdef int64_t key, block, last
+        cdef size_t i
+        self.merging_blocks.clear()
+        for i in range(self.block_keys.size()):
+            key = self.block_keys[i]
+            block = (key >> 1) >> self.block_bits
+            last = block + 1
+            if key & 1:
+                last = min(block + (<int64_t>1 << (self.coarse_bits - self.block_bits)), self.longs.blocks())
+            while block < last:
+                self.merging_blocks.push_back(<int32_t>block)
+                block += 1
+        if self.merging_blocks.size() > 1:
+            sort(self.merging_blocks.begin(), self.merging_blocks.end())
+            self.merging_blocks.erase(unique(self.merging_blocks.begin(), self.merging_blocks.end()),
+                                      self.merging_blocks.end())
         return 0
 
     cdef int _merge_long(self, int32_t pair, int32_t new_id) except -1 nogil:
@@ -614,6 +702,9 @@ cdef class MergeLearner:
         cdef int64_t done = 0, batch_end
         cdef int32_t pair, new_id
         cdef bint exhausted = False
+        if max(min_frequency, 1) != self.heap_floor:
+            with nogil:
+                self._set_heap_floor(max(min_frequency, 1))
         while done < num_merges and not exhausted:
             batch_end = min(num_merges, done + progress_every)
             with nogil:

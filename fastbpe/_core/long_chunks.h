@@ -31,6 +31,7 @@ class LongChunks {
     int64_t block_of(int64_t p) const { return p >> block_bits_; }
     const Chunk& chunk_of_block(int64_t block) const { return chunks_[block_chunk_[block]]; }
     size_t chunks() const { return chunks_.size(); }
+    int64_t blocks() const { return (int64_t)block_chunk_.size(); }
     const Chunk& chunk(size_t i) const { return chunks_[i]; }
 
     // Append a chunk of n base ids; `key_base` as in Chunk.

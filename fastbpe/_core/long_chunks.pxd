@@ -12,6 +12,7 @@ cdef extern from "long_chunks.h" namespace "fbpt" nogil:
         int64_t block_of(int64_t p)
         const Chunk& chunk_of_block(int64_t block)
         size_t chunks()
+        int64_t blocks()
         const Chunk& chunk(size_t i)
         void add_chunk[Id](const Id* ids, int64_t n, int64_t count, int64_t key_base) except +
         int64_t next(int64_t p, int64_t end)
