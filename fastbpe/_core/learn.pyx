@@ -16,11 +16,11 @@ Data layout (ids, never Python objects, in the loop):
 * Chunks of at least ``LONG_CHUNK_SYMBOLS`` symbols (one line without whitespace can be the whole
   input) skip the 16-byte nodes: they live in the long-chunk store of long_chunks.h, about one
   byte and one bit per symbol (a bitset of token starts; the next token is the next set bit).
-  Instead of a position per occurrence, a pair's list holds ``~block`` for each block of
-  ``2**BLOCK_BITS`` store positions where an occurrence was created (the block of its left
-  token's start; consecutive repeats pushed once); merging scans the listed blocks in order,
-  left to right, and stale blocks cost a scan, never a wrong merge. Both kinds of chunk share
-  the pair table, counts and heap.
+  A pair's list holds their positions as ``~position`` (nodes' are >= 0), except for step 0,
+  which creates every pair of the chunk at once: it lists ``~(COARSE | block)`` once per coarse
+  block of ``2**COARSE_BITS`` positions, whose surviving occurrences (two one-symbol base
+  tokens side by side) a byte search finds again. Both kinds of chunk share the pair table,
+  counts and heap; long positions are merged in ascending order, checked as they are read.
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
 the words in table order, left to right. Positions are compared as 64-bit tie keys in scan
@@ -72,10 +72,9 @@ cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
 
 # Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
-# nodes, and their pairs' positions are kept per block of 2**BLOCK_BITS symbols. Module
+# nodes; step 0 lists their pairs per coarse block of 2**COARSE_BITS symbols. Module
 # attributes, read when a learner is made, so that tests can lower them.
 LONG_CHUNK_SYMBOLS = 65536
-BLOCK_BITS = 6
 COARSE_BITS = 16
 
 
@@ -117,13 +116,12 @@ cdef class MergeLearner:
     # A pair's list holds, besides node positions (>= 0), ``~block`` for each block of the store
     # where it was created (an occurrence belongs to the block of its left token's start).
     cdef LongChunks longs
-    cdef int block_bits
-    cdef vector[int32_t] merging_blocks       # the blocks of the pair being merged
-    cdef vector[int64_t] block_keys           # scratch: a list's block entries (_block_entries)
+    cdef vector[int32_t] merging_long       # the blocks of the pair being merged
+    cdef vector[int64_t] long_keys            # scratch: a list's long-chunk entries (_long_entries)
     # Step 0 lists coarse blocks of 2**coarse_bits positions (``~(COARSE | number)``): with
     # every pair of a chunk created at once, fine blocks would be nearly one entry per symbol.
     cdef int coarse_bits
-    cdef int64_t block_total, block_kept      # block entries in the lists; after the last compaction
+    cdef int64_t long_total, long_kept      # block entries in the lists; after the last compaction
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
@@ -150,7 +148,7 @@ cdef class MergeLearner:
 
     def __init__(self, symbols, const int64_t[::1] word_starts,
                  const int64_t[::1] word_counts, list token_bytes, tie_ranks=None,
-                 long_chunk=None, block_bits=None, coarse_bits=None):
+                 long_chunk=None, coarse_bits=None):
         cdef const int32_t[::1] ids32
         cdef const uint8_t[::1] ids8
         cdef bint bytes_only = isinstance(symbols, np.ndarray) and symbols.dtype == np.uint8
@@ -168,12 +166,11 @@ cdef class MergeLearner:
         if n >= 0x7FFFFFFF:
             raise OverflowError("the word table holds more than 2**31 - 1 symbols")
         long_from = LONG_CHUNK_SYMBOLS if long_chunk is None else long_chunk
-        self.block_bits = BLOCK_BITS if block_bits is None else block_bits
         if long_from < 2:
             raise ValueError("long_chunk must be at least 2 symbols")
         self.coarse_bits = COARSE_BITS if coarse_bits is None else coarse_bits
-        if not 6 <= self.block_bits <= self.coarse_bits <= 24:
-            raise ValueError("need 6 <= block_bits <= coarse_bits <= 24")
+        if not 6 <= self.coarse_bits <= 24:
+            raise ValueError("coarse_bits must be between 6 and 24")
         for content in token_bytes:
             self.token_id[content] = <int32_t>self.token.size()
             self.token.push_back(content)
@@ -182,7 +179,7 @@ cdef class MergeLearner:
                 nodes += word_starts[w + 1] - word_starts[w]
         self.node.resize(nodes)
         self.word_count.resize(num_words)
-        self.longs = LongChunks(self.block_bits)
+        self.longs = LongChunks(6)  # chunks start on a 64-bit word of the bitset
         self.pair_index.reset(1024)
         if tie_ranks is not None:
             if len(tie_ranks) != len(token_bytes):
@@ -192,7 +189,7 @@ cdef class MergeLearner:
             for r in tie_ranks:
                 self.tie_rank.push_back(<int64_t>r)
         self.where_total = 0
-        self.block_total = 0
+        self.long_total = 0
         self.live_symbols = nodes
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
@@ -215,9 +212,9 @@ cdef class MergeLearner:
                     else:
                         self.longs.add_chunk[int32_t](&ids32[start], end - start, word_counts[w], key_base)
                     lstart = self.longs.chunk(self.longs.chunks() - 1).begin
-                    if lstart + (end - start) >= 0x7FFFFFFF:
+                    if lstart + (end - start) >= COARSE:
                         with gil:
-                            raise OverflowError("the long chunks hold more than 2**31 - 1 symbols")
+                            raise OverflowError("the long chunks hold more than 2**30 symbols")
                     for i in range(end - start - 1):
                         if bytes_only:
                             self._add_long(ids8[start + i], ids8[start + i + 1], word_counts[w],
@@ -235,7 +232,7 @@ cdef class MergeLearner:
                         self._add(self.node[q - 1].sym, self.node[q].sym, word_counts[w], q - 1)
                         self.where_total += 1
                     q += 1
-            self.block_kept = self.block_total
+            self.long_kept = self.long_total
             self._push_touched()
 
     # ---- pairs ------------------------------------------------------------------------------
@@ -279,17 +276,17 @@ cdef class MergeLearner:
 
     cdef inline int _add_long(self, int32_t left, int32_t right, int64_t count, int64_t pos,
                               int64_t key_base, bint coarse=False) except -1 nogil:
-        """A new occurrence of (left, right) at position ``pos`` of the long-chunk store: its
-        block (or ``coarse`` block) is listed, once if the pair's last entry is that block."""
+        """A new occurrence of (left, right) at position ``pos`` of the long-chunk store: the
+        position is listed (or its ``coarse`` block, once if the pair's last entry is that)."""
         cdef int32_t pair = self._pair_id(left, right)
-        cdef int32_t entry = ~(COARSE | <int32_t>(pos >> self.coarse_bits)) if coarse else ~<int32_t>(pos >> self.block_bits)
+        cdef int32_t entry = ~(COARSE | <int32_t>(pos >> self.coarse_bits)) if coarse else ~<int32_t>pos
         cdef size_t n = self.pair_where.size(pair)
         cdef int64_t key = key_base + pos
         self.pairs[pair].count += count
         if n == 0 or self.pair_where.data(pair)[n - 1] != entry:
             self.pair_where.push(pair, entry)
             self.where_total += 1
-            self.block_total += 1
+            self.long_total += 1
         if key < self.pairs[pair].first:
             self.pairs[pair].first = key
         if not self.pairs[pair].touched:
@@ -324,32 +321,28 @@ cdef class MergeLearner:
         q = self.node[p].nxt
         return q >= 0 and self.node[q].sym == self.pairs[pair].right
 
-    cdef int64_t _first_in_block(self, int32_t pair, int64_t block) noexcept nogil:
-        """The tie key of the pair's first occurrence whose left token starts in ``block`` of
-        the long-chunk store, or NO_POSITION."""
-        cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
-        cdef const LongChunks.Chunk* chunk = &self.longs.chunk_of_block(block)
-        cdef int64_t begin = self.longs.block_begin(block)
-        cdef int64_t stop = min(begin + (<int64_t>1 << self.block_bits), chunk.end)
-        cdef int64_t p = self.longs.next(begin - 1, chunk.end), q, r
-        while p < stop:
-            q = self.longs.next(p, chunk.end)
-            if q >= chunk.end:
-                break
-            if self.longs.get(p, q - p) == a:
-                r = self.longs.next(q, chunk.end)
-                if self.longs.get(q, r - q) == b:
-                    return chunk.key_base + p
-            p = q
-        return NO_POSITION
+    cdef inline bint _occurs_long(self, int32_t pair, int64_t p) noexcept nogil:
+        """Whether (left, right) of ``pair`` starts at position ``p`` of the long-chunk store."""
+        cdef const LongChunks.Chunk* chunk = &self.longs.chunk_of_block(self.longs.block_of(p))
+        cdef int64_t q, r
+        if not self.longs.starts(p):
+            return False
+        q = self.longs.next(p, chunk.end)
+        if q >= chunk.end or self.longs.get(p, q - p) != self.pairs[pair].left:
+            return False
+        r = self.longs.next(q, chunk.end)
+        return self.longs.get(q, r - q) == self.pairs[pair].right
 
-    cdef size_t _block_entries(self, int32_t* where, size_t n) except? 0 nogil:
+    cdef inline int64_t _long_key(self, int64_t p) noexcept nogil:
+        return self.longs.chunk_of_block(self.longs.block_of(p)).key_base + p
+
+    cdef size_t _long_entries(self, int32_t* where, size_t n) except? 0 nogil:
         """Move the node positions of ``where[:n]`` to its front (returns how many there are)
-        and its block entries to ``block_keys``, sorted by the position they start at, each
+        and its long-chunk entries to ``long_keys``, sorted by the position they start at, each
         once, as ``start << 1 | coarse``."""
         cdef size_t i, kept = 0
         cdef int32_t x
-        cdef vector[int64_t]* keys = &self.block_keys
+        cdef vector[int64_t]* keys = &self.long_keys
         keys.clear()
         for i in range(n):
             if where[i] >= 0:
@@ -360,29 +353,29 @@ cdef class MergeLearner:
                 if x & COARSE:
                     keys.push_back(((<int64_t>(x ^ COARSE) << self.coarse_bits) << 1) | 1)
                 else:
-                    keys.push_back((<int64_t>x << self.block_bits) << 1)
+                    keys.push_back(<int64_t>x << 1)
         if not keys.empty():
             sort(keys.begin(), keys.end())
             keys.erase(unique(keys.begin(), keys.end()), keys.end())
         return kept
 
     cdef inline int32_t _entry_of(self, int64_t key) noexcept nogil:
-        """The list entry of a key of ``block_keys``."""
+        """The list entry of a key of ``long_keys``."""
         if key & 1:
             return ~(COARSE | <int32_t>((key >> 1) >> self.coarse_bits))
-        return ~<int32_t>((key >> 1) >> self.block_bits)
+        return ~<int32_t>(key >> 1)
 
-    cdef int64_t _first_in_entry(self, int32_t pair, int64_t key) noexcept nogil:
-        """``_first_in_block`` over the block(s) of a key of ``block_keys``."""
-        cdef int64_t block = (key >> 1) >> self.block_bits, last, found
+    cdef int64_t _first_in_entry(self, int32_t pair, int64_t key) except? -2 nogil:
+        """The tie key of the pair's first live occurrence an entry of ``long_keys`` covers, or
+        NO_POSITION."""
+        cdef size_t i
         if not key & 1:
-            return self._first_in_block(pair, block)
-        last = min(block + (<int64_t>1 << (self.coarse_bits - self.block_bits)), self.longs.blocks())
-        while block < last:
-            found = self._first_in_block(pair, block)
-            if found != NO_POSITION:
-                return found
-            block += 1
+            return self._long_key(key >> 1) if self._occurs_long(pair, key >> 1) else NO_POSITION
+        self.merging_long.clear()
+        self._coarse_positions(pair, key)
+        for i in range(self.merging_long.size()):
+            if self._occurs_long(pair, self.merging_long[i]):
+                return self._long_key(self.merging_long[i])
         return NO_POSITION
 
     cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
@@ -392,7 +385,7 @@ cdef class MergeLearner:
         cdef int32_t p
         cdef int64_t first = NO_POSITION, found
         cdef size_t n = self.pair_where.size(pair)
-        nodes = self._block_entries(where, n)
+        nodes = self._long_entries(where, n)
         for i in range(nodes):
             if i + PREFETCH_AHEAD < nodes:
                 prefetch_node(&self.node[where[i + PREFETCH_AHEAD]], 1, 1)
@@ -402,20 +395,20 @@ cdef class MergeLearner:
                 kept += 1
                 if (<int64_t>p << 32) < first:
                     first = <int64_t>p << 32
-        # Blocks in order until the first with a live occurrence; those before it are stale.
-        cdef size_t listed = self.block_keys.size(), keep_from = listed
+        # Long entries in order until the first with a live occurrence; those before are stale.
+        cdef size_t listed = self.long_keys.size(), keep_from = listed
         for j in range(listed):
-            found = self._first_in_entry(pair, self.block_keys[j])
+            found = self._first_in_entry(pair, self.long_keys[j])
             if found != NO_POSITION:
                 if found < first:
                     first = found
                 keep_from = j
                 break
-        self.block_total -= <int64_t>(n - nodes)
+        self.long_total -= <int64_t>(n - nodes)
         for j in range(keep_from, listed):
-            where[kept] = self._entry_of(self.block_keys[j])
+            where[kept] = self._entry_of(self.long_keys[j])
             kept += 1
-            self.block_total += 1
+            self.long_total += 1
         self.where_total -= <int64_t>(n - kept)
         self.pair_where.truncate(pair, kept)
         self.pairs[pair].first = first
@@ -430,27 +423,27 @@ cdef class MergeLearner:
         cdef int64_t key
         cdef int32_t* where
         self.where_total = 0
-        self.block_total = 0
+        self.long_total = 0
         for pair in range(self.pair_where.lists()):
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
-            nodes = self._block_entries(where, n)
+            nodes = self._long_entries(where, n)
             kept = 0
             for i in range(nodes):
                 p = where[i]
                 if self._occurs_at(<int32_t>pair, p):
                     where[kept] = p
                     kept += 1
-            # A block is checked with one scan of it; coarse ones (step 0's) are kept as they are.
-            for i in range(self.block_keys.size()):
-                key = self.block_keys[i]
-                if key & 1 or self._first_in_block(<int32_t>pair, (key >> 1) >> self.block_bits) != NO_POSITION:
+            # coarse blocks (step 0's) are kept as they are: checking one searches it
+            for i in range(self.long_keys.size()):
+                key = self.long_keys[i]
+                if key & 1 or self._occurs_long(<int32_t>pair, key >> 1):
                     where[kept] = self._entry_of(key)
                     kept += 1
-                    self.block_total += 1
+                    self.long_total += 1
             self.pair_where.truncate(pair, kept)
             self.where_total += <int64_t>kept
-        self.block_kept = self.block_total
+        self.long_kept = self.long_total
         self.pair_where.compact()
         return 0
 
@@ -544,9 +537,9 @@ cdef class MergeLearner:
         self.pair_where.release(pair)
         self.where_total -= <int64_t>where.size()
         cdef size_t listed_size = where.size()
-        where.resize(self._block_entries(where.data(), where.size()))
-        self.block_total -= <int64_t>(listed_size - where.size())
-        self._blocks_to_merge()
+        where.resize(self._long_entries(where.data(), where.size()))
+        self.long_total -= <int64_t>(listed_size - where.size())
+        self._long_to_merge(pair)
         if a == b:
             # Only (a, a) can overlap; ascending positions give the reference's left-to-right
             # scan (``aaa`` -> ``aa a``). For a != b, occurrences never share a symbol.
@@ -584,85 +577,98 @@ cdef class MergeLearner:
         self.live_symbols -= merged
         self.merged_occurrences += merged
         self.where_total += added
-        if not self.merging_blocks.empty():
+        if not self.merging_long.empty():
             self._merge_long(pair, new_id)
         self._push_touched()
-        if (self.where_total - self.block_total > 2 * self.live_symbols + self.compact_slack
+        if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
-                or self.block_total > 2 * self.block_kept + self.compact_slack):
+                or self.long_total > 2 * self.long_kept + self.compact_slack):
             # amortised: at least half the node entries go, or (blocks are at most half
             # empty) at least a third of the pool, or the block entries doubled since the last
             # compaction (which keeps each (pair, block) once)
             self._compact_where()
         return 0
 
-    cdef int _blocks_to_merge(self) except -1 nogil:
-        """The blocks ``block_keys`` covers, ascending, each once, in ``merging_blocks``."""
-        cdef int64_t key, block, last
+    cdef int _coarse_positions(self, int32_t pair, int64_t key) except -1 nogil:
+        """Append to ``merging_long`` the positions of a coarse key of ``long_keys`` where the
+        pair may occur. Coarse entries come from step 0, so their live occurrences are two
+        one-symbol base tokens side by side: a byte search finds them (ids < 255; otherwise
+        every token start is a candidate)."""
+        cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
+        cdef int64_t begin = key >> 1
+        cdef int64_t stop = min(begin + (<int64_t>1 << self.coarse_bits), self.longs.block_begin(self.longs.blocks()))
+        cdef int64_t p
+        cdef const LongChunks.Chunk* chunk
+        while begin < stop:  # one chunk (or its padding) at a time
+            chunk = &self.longs.chunk_of_block(self.longs.block_of(begin))
+            if a < 255 and b < 255:
+                self.longs.find_base_pair(begin, min(stop, chunk.end), chunk.end, a, b, self.merging_long)
+            else:
+                p = self.longs.next(begin - 1, chunk.end)
+                while p < min(stop, chunk.end):
+                    self.merging_long.push_back(<int32_t>p)
+                    p = self.longs.next(p, chunk.end)
+            begin = self.longs.block_begin(self.longs.block_of(chunk.end + 63))
+            if begin <= chunk.begin:
+                break
+        return 0
+
+    cdef int _long_to_merge(self, int32_t pair) except -1 nogil:
+        """The positions ``long_keys`` covers, ascending, each once, in ``merging_long``."""
+        cdef int64_t key
         cdef size_t i
-        self.merging_blocks.clear()
-        for i in range(self.block_keys.size()):
-            key = self.block_keys[i]
-            block = (key >> 1) >> self.block_bits
-            last = block + 1
+        self.merging_long.clear()
+        for i in range(self.long_keys.size()):
+            key = self.long_keys[i]
             if key & 1:
-                last = min(block + (<int64_t>1 << (self.coarse_bits - self.block_bits)), self.longs.blocks())
-            while block < last:
-                self.merging_blocks.push_back(<int32_t>block)
-                block += 1
-        if self.merging_blocks.size() > 1:
-            sort(self.merging_blocks.begin(), self.merging_blocks.end())
-            self.merging_blocks.erase(unique(self.merging_blocks.begin(), self.merging_blocks.end()),
-                                      self.merging_blocks.end())
+                self._coarse_positions(pair, key)
+            else:
+                self.merging_long.push_back(<int32_t>(key >> 1))
+        if self.merging_long.size() > 1:
+            sort(self.merging_long.begin(), self.merging_long.end())
+            self.merging_long.erase(unique(self.merging_long.begin(), self.merging_long.end()),
+                                    self.merging_long.end())
         return 0
 
     cdef int _merge_long(self, int32_t pair, int32_t new_id) except -1 nogil:
-        """``_merge`` in the long-chunk store: scan the listed blocks (``merging_blocks``,
-        ascending) token by token, left to right, merging every occurrence whose left token
-        starts in the block, as the reference does (an occurrence may end in the next block;
-        ``aaa`` -> ``aa a``)."""
+        """``_merge`` in the long-chunk store, at the listed positions (``merging_long``) in
+        ascending order, which is the reference's left to right (``aaa`` -> ``aa a``); each is
+        checked first (an entry goes stale when a neighbour merges)."""
         cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
         cdef int32_t left_id = 0, right_id = 0
-        cdef int64_t block, begin, stop, p, q, r, left, after, count, merged = 0
+        cdef int64_t p, q, r, left, after, count, merged = 0
         cdef const LongChunks.Chunk* chunk
         cdef size_t j
-        # _add_long pushes to the lists, never to merging_blocks: a copy is not needed.
-        for j in range(self.merging_blocks.size()):
-            block = self.merging_blocks[j]
-            chunk = &self.longs.chunk_of_block(block)
+        # _add_long pushes to the lists, never to merging_long: no copy is needed.
+        for j in range(self.merging_long.size()):
+            p = self.merging_long[j]
+            if not self.longs.starts(p):
+                continue
+            chunk = &self.longs.chunk_of_block(self.longs.block_of(p))
+            q = self.longs.next(p, chunk.end)
+            if q >= chunk.end or self.longs.get(p, q - p) != a:
+                continue
+            r = self.longs.next(q, chunk.end)
+            if self.longs.get(q, r - q) != b:
+                continue
+            # (a, b) at p: merge it into one token over [p, r)
             count = chunk.count
-            begin = self.longs.block_begin(block)
-            stop = min(begin + (<int64_t>1 << self.block_bits), chunk.end)
-            p = self.longs.next(begin - 1, chunk.end)
-            while p < stop:
-                q = self.longs.next(p, chunk.end)
-                if q >= chunk.end:
-                    break
-                if self.longs.get(p, q - p) != a:
-                    p = q
-                    continue
-                r = self.longs.next(q, chunk.end)
-                if self.longs.get(q, r - q) != b:
-                    p = q
-                    continue
-                # (a, b) at p: merge it into one token over [p, r)
-                left = self.longs.prev(p, chunk.begin)
-                self.pairs[pair].count -= count
-                if left >= 0:
-                    left_id = self.longs.get(left, p - left)
-                    self._remove(left_id, a, count)
-                if r < chunk.end:
-                    after = self.longs.next(r, chunk.end)
-                    right_id = self.longs.get(r, after - r)
-                    self._remove(b, right_id, count)
-                self.longs.kill(q)
-                self.longs.set(p, r - p, new_id)
-                merged += 1
-                if left >= 0:
-                    self._add_long(left_id, new_id, count, left, chunk.key_base)
-                if r < chunk.end:
-                    self._add_long(new_id, right_id, count, p, chunk.key_base)
-                p = r
+            left = self.longs.prev(p, chunk.begin)
+            self.pairs[pair].count -= count
+            if left >= 0:
+                left_id = self.longs.get(left, p - left)
+                self._remove(left_id, a, count)
+            if r < chunk.end:
+                after = self.longs.next(r, chunk.end)
+                right_id = self.longs.get(r, after - r)
+                self._remove(b, right_id, count)
+            self.longs.kill(q)
+            self.longs.set(p, r - p, new_id)
+            merged += 1
+            if left >= 0:
+                self._add_long(left_id, new_id, count, left, chunk.key_base)
+            if r < chunk.end:
+                self._add_long(new_id, right_id, count, p, chunk.key_base)
         self.merged_occurrences += merged
         return 0
 

@@ -116,6 +116,27 @@ class LongChunks {
         for (int i = 0; i < width; ++i) at[i] = (uint8_t)(v >> (8 * i));
     }
 
+    // Every p in [begin, stop) where tokens of one symbol with ids a and b (both < 255:
+    // stored as themselves) start at p and p + 1, appended to `found`; `end` is the
+    // chunk's end. A byte search: the surviving occurrences of a base pair, found without
+    // walking every token.
+    void find_base_pair(int64_t begin, int64_t stop, int64_t end, int32_t a, int32_t b,
+                        std::vector<int32_t>& found) const {
+        const uint8_t* base = bytes_.data();
+        int64_t p = begin;
+        if (stop > end - 1) stop = end - 1;
+        while (p < stop) {
+            const void* hit = std::memchr(base + p, a, (size_t)(stop - p));
+            if (!hit) break;
+            p = (const uint8_t*)hit - base;
+            if (base[p + 1] == (uint8_t)b && starts(p) && starts(p + 1) && (p + 2 >= end || starts(p + 2)))
+                found.push_back((int32_t)p);
+            ++p;
+        }
+    }
+
+    bool starts(int64_t p) const { return (bits_[(size_t)p >> 6] >> (p & 63)) & 1; }
+
     // The token starting at q was merged into its left neighbour.
     void kill(int64_t q) {
         bits_[(size_t)q >> 6] &= ~(1ULL << (q & 63));

@@ -1,5 +1,6 @@
 # Declarations of long_chunks.h: the learner's store for long chunks (a byte and a bit per symbol).
 from libc.stdint cimport int32_t, int64_t, uint8_t
+from libcpp.vector cimport vector
 
 cdef extern from "long_chunks.h" namespace "fbpt" nogil:
     cdef cppclass LongChunks:
@@ -20,5 +21,8 @@ cdef extern from "long_chunks.h" namespace "fbpt" nogil:
         int32_t get(int64_t p, int64_t length)
         void set(int64_t p, int64_t length, int32_t id) except +
         void kill(int64_t q)
+        bint starts(int64_t p)
+        void find_base_pair(int64_t begin, int64_t stop, int64_t end, int32_t a, int32_t b,
+                            vector[int32_t]& found) except +
         int64_t live(int64_t begin, int64_t end)
         size_t bytes()
