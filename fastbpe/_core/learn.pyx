@@ -436,6 +436,8 @@ cdef class MergeLearner:
                     kept += 1
             # coarse blocks (step 0's) are kept as they are: checking one searches it
             for i in range(self.long_keys.size()):
+                if i + PREFETCH_AHEAD < self.long_keys.size():
+                    self.longs.prefetch(self.long_keys[i + PREFETCH_AHEAD] >> 1)
                 key = self.long_keys[i]
                 if key & 1 or self._occurs_long(<int32_t>pair, key >> 1):
                     where[kept] = self._entry_of(key)
@@ -640,7 +642,10 @@ cdef class MergeLearner:
         cdef const LongChunks.Chunk* chunk
         cdef size_t j
         # _add_long pushes to the lists, never to merging_long: no copy is needed.
-        for j in range(self.merging_long.size()):
+        cdef size_t n = self.merging_long.size()
+        for j in range(n):
+            if j + PREFETCH_AHEAD < n:
+                self.longs.prefetch(self.merging_long[j + PREFETCH_AHEAD])
             p = self.merging_long[j]
             if not self.longs.starts(p):
                 continue

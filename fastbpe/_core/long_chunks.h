@@ -135,6 +135,12 @@ class LongChunks {
         }
     }
 
+    // A hint that position p's bit and bytes are about to be read and written.
+    void prefetch(int64_t p) const {
+        __builtin_prefetch(&bits_[(size_t)p >> 6], 1, 1);
+        __builtin_prefetch(&bytes_[p], 1, 1);
+    }
+
     bool starts(int64_t p) const { return (bits_[(size_t)p >> 6] >> (p & 63)) & 1; }
 
     // The token starting at q was merged into its left neighbour.

@@ -22,6 +22,7 @@ cdef extern from "long_chunks.h" namespace "fbpt" nogil:
         void set(int64_t p, int64_t length, int32_t id) except +
         void kill(int64_t q)
         bint starts(int64_t p)
+        void prefetch(int64_t p)
         void find_base_pair(int64_t begin, int64_t stop, int64_t end, int32_t a, int32_t b,
                             vector[int32_t]& found) except +
         int64_t live(int64_t begin, int64_t end)
