@@ -104,6 +104,8 @@ cdef class MergeLearner:
     ``word_counts``: int64 count of each word (positive).
     ``token_bytes``: the content of each base id as bytes (UTF-8 for ``str`` symbols), used only
     to recognise when a merge recreates an existing token.
+    ``long_chunk``, ``coarse_bits``: the long-chunk store's settings (default: the module's
+    ``LONG_CHUNK_SYMBOLS`` and ``COARSE_BITS``); they change memory and time, never the merges.
     """
 
     cdef vector[Node] node
