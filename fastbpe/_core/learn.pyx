@@ -596,22 +596,14 @@ cdef class MergeLearner:
     cdef int _coarse_positions(self, int32_t pair, int64_t key) except -1 nogil:
         """Append to ``merging_long`` the positions of a coarse key of ``long_keys`` where the
         pair may occur. Coarse entries come from step 0, so their live occurrences are two
-        one-symbol base tokens side by side: a byte search finds them (ids < 255; otherwise
-        every token start is a candidate)."""
+        one-symbol base tokens side by side: a byte search finds them."""
         cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
         cdef int64_t begin = key >> 1
         cdef int64_t stop = min(begin + (<int64_t>1 << self.coarse_bits), self.longs.block_begin(self.longs.blocks()))
-        cdef int64_t p
         cdef const LongChunks.Chunk* chunk
         while begin < stop:  # one chunk (or its padding) at a time
             chunk = &self.longs.chunk_of_block(self.longs.block_of(begin))
-            if a < 255 and b < 255:
-                self.longs.find_base_pair(begin, min(stop, chunk.end), chunk.end, a, b, self.merging_long)
-            else:
-                p = self.longs.next(begin - 1, chunk.end)
-                while p < min(stop, chunk.end):
-                    self.merging_long.push_back(<int32_t>p)
-                    p = self.longs.next(p, chunk.end)
+            self.longs.find_base_pair(begin, min(stop, chunk.end), chunk.end, a, b, self.merging_long)
             begin = self.longs.block_begin(self.longs.block_of(chunk.end + 63))
             if begin <= chunk.begin:
                 break

@@ -116,20 +116,23 @@ class LongChunks {
         for (int i = 0; i < width; ++i) at[i] = (uint8_t)(v >> (8 * i));
     }
 
-    // Every p in [begin, stop) where tokens of one symbol with ids a and b (both < 255:
-    // stored as themselves) start at p and p + 1, appended to `found`; `end` is the
-    // chunk's end. A byte search: the surviving occurrences of a base pair, found without
-    // walking every token.
+    // Every p in [begin, stop) where tokens of one symbol with ids a and b start at p and
+    // p + 1, appended to `found`; `end` is the chunk's end. A byte search (an id >= 255 is
+    // searched as its marker byte, then checked in the side map): the surviving occurrences of
+    // a base pair, found without walking every token.
     void find_base_pair(int64_t begin, int64_t stop, int64_t end, int32_t a, int32_t b,
                         std::vector<int32_t>& found) const {
         const uint8_t* base = bytes_.data();
+        const uint8_t byte_a = a < 0xFF ? (uint8_t)a : 0xFF, byte_b = b < 0xFF ? (uint8_t)b : 0xFF;
+        bool marked = byte_a == 0xFF || byte_b == 0xFF;
         int64_t p = begin;
         if (stop > end - 1) stop = end - 1;
         while (p < stop) {
-            const void* hit = std::memchr(base + p, a, (size_t)(stop - p));
+            const void* hit = std::memchr(base + p, byte_a, (size_t)(stop - p));
             if (!hit) break;
             p = (const uint8_t*)hit - base;
-            if (base[p + 1] == (uint8_t)b && starts(p) && starts(p + 1) && (p + 2 >= end || starts(p + 2)))
+            if (base[p + 1] == byte_b && starts(p) && starts(p + 1) && (p + 2 >= end || starts(p + 2)) &&
+                (!marked || (get(p, 1) == a && get(p + 1, 1) == b)))
                 found.push_back((int32_t)p);
             ++p;
         }
