@@ -4,6 +4,9 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import numpy.typing as npt
 
+LONG_CHUNK_SYMBOLS: int
+COARSE_BITS: int
+
 class MergeLearner:
     """Incremental BPE merge learner over a flat word table; one instance per training run."""
     compact_slack: int
@@ -15,6 +18,8 @@ class MergeLearner:
         word_counts: npt.NDArray[np.int64],
         token_bytes: List[bytes],
         tie_ranks: Optional[Sequence[int]] = None,
+        long_chunk: Optional[int] = None,
+        coarse_bits: Optional[int] = None,
     ) -> None: ...
     def corpus_tokens(self) -> int: ...
     def run(

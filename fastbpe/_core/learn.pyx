@@ -13,11 +13,23 @@ Data layout (ids, never Python objects, in the loop):
   one pool for all pairs (position_lists.h).
 * A binary heap (heap.h) of (count, first position, pair) entries (merge_heap.h) with lazy
   revalidation picks the next merge.
+* Chunks of at least ``LONG_CHUNK_SYMBOLS`` symbols (one line without whitespace can be the whole
+  input) skip the 16-byte nodes: they live in the long-chunk store of long_chunks.h, about one
+  byte and one bit per symbol (a bitset of token starts; the next token is the next set bit).
+  A pair's list holds their positions as ``~position`` (nodes' are >= 0), except for step 0,
+  which creates every pair of the chunk at once: it lists ``~(COARSE | block)`` once per coarse
+  block of ``2**COARSE_BITS`` positions, whose surviving occurrences (two one-symbol base
+  tokens side by side) a byte search finds again. Both kinds of chunk share the pair table,
+  counts and heap; long positions are merged in ascending order, checked as they are read.
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
-the words in table order, left to right. Scanning order is exactly ascending flat position, so
-the key is (count descending, first live position ascending). Invariant kept for every pair with a
-positive count: the heap holds an entry whose key is at least as good as the pair's true key.
+the words in table order, left to right. Positions are compared as 64-bit tie keys in scan
+order: node ``p`` has key ``p << 32``, and a long chunk placed after ``k`` nodes has keys
+``((k - 1) << 32) + 1 + position`` (store positions are below 2**31), between those of the nodes
+around it. The key is (count descending, first live tie key ascending). Invariant kept for every
+pair counted at least ``heap_floor`` (the run's ``min_frequency``; a pair below it cannot be
+merged before an added occurrence lifts it, which queues it): the heap holds an entry whose key
+is at least as good as the pair's true key.
 Keys only improve through a count increase (or a new, earlier occurrence, which comes with one),
 and every increase pushes a fresh entry at the end of the merge step; decreases push nothing. A
 popped entry is accepted only when its count and first position are the pair's true current ones;
@@ -36,11 +48,12 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uint8_t
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
-from libcpp.algorithm cimport sort
+from libcpp.algorithm cimport sort, unique
 from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
 
+from fastbpe._core.long_chunks cimport LongChunks
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
 from fastbpe._core.pair_table cimport PairTable, pair_key
 from fastbpe._core.position_lists cimport PositionLists
@@ -55,6 +68,14 @@ cdef size_t PREFETCH_AHEAD = 16
 cdef size_t PREFETCH_PAIRS_AHEAD = 6
 
 cdef int32_t DEAD = -1
+cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
+cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
+
+# Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
+# nodes; step 0 lists their pairs per coarse block of 2**COARSE_BITS symbols. Module
+# attributes, read when a learner is made, so that tests can lower them.
+LONG_CHUNK_SYMBOLS = 65536
+COARSE_BITS = 16
 
 
 cdef struct Node:
@@ -83,6 +104,8 @@ cdef class MergeLearner:
     ``word_counts``: int64 count of each word (positive).
     ``token_bytes``: the content of each base id as bytes (UTF-8 for ``str`` symbols), used only
     to recognise when a merge recreates an existing token.
+    ``long_chunk``, ``coarse_bits``: the long-chunk store's settings (default: the module's
+    ``LONG_CHUNK_SYMBOLS`` and ``COARSE_BITS``); they change memory and time, never the merges.
     """
 
     cdef vector[Node] node
@@ -91,6 +114,16 @@ cdef class MergeLearner:
     cdef vector[Pair] pairs
     cdef PositionLists pair_where             # positions where each pair was created (list = pair id)
     cdef vector[int32_t] merging              # the positions of the pair being merged
+    # Long chunks (at least ``long_chunk`` symbols): a byte and a bit per symbol (long_chunks.h).
+    # A pair's list holds, besides node positions (>= 0), ``~block`` for each block of the store
+    # where it was created (an occurrence belongs to the block of its left token's start).
+    cdef LongChunks longs
+    cdef vector[int32_t] merging_long       # the blocks of the pair being merged
+    cdef vector[int64_t] long_keys            # scratch: a list's long-chunk entries (_long_entries)
+    # Step 0 lists coarse blocks of 2**coarse_bits positions (``~(COARSE | number)``): with
+    # every pair of a chunk created at once, fine blocks would be nearly one entry per symbol.
+    cdef int coarse_bits
+    cdef int64_t long_total, long_kept      # block entries in the lists; after the last compaction
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
@@ -102,6 +135,10 @@ cdef class MergeLearner:
     cdef readonly int64_t merged_occurrences
     cdef vector[int32_t] touched
     cdef MergeHeap heap
+    # Pairs counted below the floor (the run's min_frequency) need no heap entry: only an
+    # added occurrence can lift them to it, and that queues them. Most pairs of a large corpus
+    # occur once: this keeps the heap a fraction of the pair table.
+    cdef int64_t heap_floor
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
     cdef vector[int64_t] tie_rank
     # tokens
@@ -112,7 +149,8 @@ cdef class MergeLearner:
     cdef vector[int64_t] out_count
 
     def __init__(self, symbols, const int64_t[::1] word_starts,
-                 const int64_t[::1] word_counts, list token_bytes, tie_ranks=None):
+                 const int64_t[::1] word_counts, list token_bytes, tie_ranks=None,
+                 long_chunk=None, coarse_bits=None):
         cdef const int32_t[::1] ids32
         cdef const uint8_t[::1] ids8
         cdef bint bytes_only = isinstance(symbols, np.ndarray) and symbols.dtype == np.uint8
@@ -122,17 +160,28 @@ cdef class MergeLearner:
             ids32 = symbols
         cdef Py_ssize_t n = ids8.shape[0] if bytes_only else ids32.shape[0]
         cdef Py_ssize_t num_words = word_counts.shape[0]
-        cdef Py_ssize_t w, p, start, end
+        cdef Py_ssize_t w, p, start, end, i
+        cdef int64_t nodes = 0, long_from, key_base, lstart
         cdef bytes content
         if word_starts.shape[0] != num_words + 1:
             raise ValueError("word_starts must have len(word_counts) + 1 entries")
         if n >= 0x7FFFFFFF:
             raise OverflowError("the word table holds more than 2**31 - 1 symbols")
+        long_from = LONG_CHUNK_SYMBOLS if long_chunk is None else long_chunk
+        if long_from < 2:
+            raise ValueError("long_chunk must be at least 2 symbols")
+        self.coarse_bits = COARSE_BITS if coarse_bits is None else coarse_bits
+        if not 6 <= self.coarse_bits <= 24:
+            raise ValueError("coarse_bits must be between 6 and 24")
         for content in token_bytes:
             self.token_id[content] = <int32_t>self.token.size()
             self.token.push_back(content)
-        self.node.resize(n)
+        for w in range(num_words):
+            if word_starts[w + 1] - word_starts[w] < long_from:
+                nodes += word_starts[w + 1] - word_starts[w]
+        self.node.resize(nodes)
         self.word_count.resize(num_words)
+        self.longs = LongChunks(6)  # chunks start on a 64-bit word of the bitset
         self.pair_index.reset(1024)
         if tie_ranks is not None:
             if len(tie_ranks) != len(token_bytes):
@@ -142,31 +191,50 @@ cdef class MergeLearner:
             for r in tie_ranks:
                 self.tie_rank.push_back(<int64_t>r)
         self.where_total = 0
-        self.live_symbols = n
+        self.long_total = 0
+        self.live_symbols = nodes
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
+        self.heap_floor = 1
+        cdef int32_t q = 0   # the next free node
         with nogil:
-            if bytes_only:
-                for p in range(n):
-                    self.node[p].sym = ids8[p]
-            else:
-                for p in range(n):
-                    self.node[p].sym = ids32[p]
+            # Words in table order; step 0 counts every adjacent pair once, in scan order, so
+            # that each pair's first recorded position is exact and the heap starts with one
+            # true entry per pair.
             for w in range(num_words):
                 self.word_count[w] = word_counts[w]
                 start = word_starts[w]
                 end = word_starts[w + 1]
+                if end - start >= long_from:
+                    # Tie keys of this chunk fall between the nodes before and after it:
+                    # (q - 1) << 32 < key_base + position < q << 32 (positions < 2**31).
+                    key_base = (<int64_t>q << 32) - (<int64_t>1 << 32) + 1
+                    if bytes_only:
+                        self.longs.add_chunk[uint8_t](&ids8[start], end - start, word_counts[w], key_base)
+                    else:
+                        self.longs.add_chunk[int32_t](&ids32[start], end - start, word_counts[w], key_base)
+                    lstart = self.longs.chunk(self.longs.chunks() - 1).begin
+                    if lstart + (end - start) >= COARSE:
+                        with gil:
+                            raise OverflowError("the long chunks hold more than 2**30 symbols")
+                    for i in range(end - start - 1):
+                        if bytes_only:
+                            self._add_long(ids8[start + i], ids8[start + i + 1], word_counts[w],
+                                           lstart + i, key_base, True)
+                        else:
+                            self._add_long(ids32[start + i], ids32[start + i + 1], word_counts[w],
+                                           lstart + i, key_base, True)
+                    continue
                 for p in range(start, end):
-                    self.node[p].word = <int32_t>w
-                    self.node[p].prev = <int32_t>(p - 1) if p > start else -1
-                    self.node[p].nxt = <int32_t>(p + 1) if p + 1 < end else -1
-            # Step 0: count every adjacent pair once, in scan order, so that each pair's first
-            # recorded position is exact and the heap starts with one true entry per pair.
-            for p in range(n):
-                if self.node[p].nxt >= 0:
-                    self._add(self.node[p].sym, self.node[self.node[p].nxt].sym, self.word_count[self.node[p].word],
-                              <int32_t>p)
-                    self.where_total += 1
+                    self.node[q].sym = ids8[p] if bytes_only else ids32[p]
+                    self.node[q].word = <int32_t>w
+                    self.node[q].prev = q - 1 if p > start else -1
+                    self.node[q].nxt = q + 1 if p + 1 < end else -1
+                    if p > start:
+                        self._add(self.node[q - 1].sym, self.node[q].sym, word_counts[w], q - 1)
+                        self.where_total += 1
+                    q += 1
+            self.long_kept = self.long_total
             self._push_touched()
 
     # ---- pairs ------------------------------------------------------------------------------
@@ -195,12 +263,34 @@ cdef class MergeLearner:
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
-        """A new occurrence of (left, right) at ``pos``: the pair's key may improve."""
+        """A new occurrence of (left, right) at node ``pos``: the pair's key may improve. (A
+        node's tie key is ``pos << 32``, which leaves room for long chunks between nodes.)"""
         cdef int32_t pair = self._pair_id(left, right)
+        cdef int64_t key = <int64_t>pos << 32
         self.pairs[pair].count += count
         self.pair_where.push(pair, pos)
-        if pos < self.pairs[pair].first:
-            self.pairs[pair].first = pos
+        if key < self.pairs[pair].first:
+            self.pairs[pair].first = key
+        if not self.pairs[pair].touched:
+            self.pairs[pair].touched = 1
+            self.touched.push_back(pair)
+        return 0
+
+    cdef inline int _add_long(self, int32_t left, int32_t right, int64_t count, int64_t pos,
+                              int64_t key_base, bint coarse=False) except -1 nogil:
+        """A new occurrence of (left, right) at position ``pos`` of the long-chunk store: the
+        position is listed (or its ``coarse`` block, once if the pair's last entry is that)."""
+        cdef int32_t pair = self._pair_id(left, right)
+        cdef int32_t entry = ~(COARSE | <int32_t>(pos >> self.coarse_bits)) if coarse else ~<int32_t>pos
+        cdef size_t n = self.pair_where.size(pair)
+        cdef int64_t key = key_base + pos
+        self.pairs[pair].count += count
+        if n == 0 or self.pair_where.data(pair)[n - 1] != entry:
+            self.pair_where.push(pair, entry)
+            self.where_total += 1
+            self.long_total += 1
+        if key < self.pairs[pair].first:
+            self.pairs[pair].first = key
         if not self.pairs[pair].touched:
             self.pairs[pair].touched = 1
             self.touched.push_back(pair)
@@ -216,7 +306,7 @@ cdef class MergeLearner:
         cdef MergeCandidate e
         for pair in self.touched:
             self.pairs[pair].touched = 0
-            if self.pairs[pair].count > 0:
+            if self.pairs[pair].count >= self.heap_floor:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(pair)
                 e.pair = pair
@@ -233,22 +323,94 @@ cdef class MergeLearner:
         q = self.node[p].nxt
         return q >= 0 and self.node[q].sym == self.pairs[pair].right
 
-    cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
-        """Drop stale positions of ``pair`` and return its first live position (exact)."""
-        cdef int32_t* where = self.pair_where.data(pair)
+    cdef inline bint _occurs_long(self, int32_t pair, int64_t p) noexcept nogil:
+        """Whether (left, right) of ``pair`` starts at position ``p`` of the long-chunk store."""
+        cdef const LongChunks.Chunk* chunk = &self.longs.chunk_of_block(self.longs.block_of(p))
+        cdef int64_t q, r
+        if not self.longs.starts(p):
+            return False
+        q = self.longs.next(p, chunk.end)
+        if q >= chunk.end or self.longs.get(p, q - p) != self.pairs[pair].left:
+            return False
+        r = self.longs.next(q, chunk.end)
+        return self.longs.get(q, r - q) == self.pairs[pair].right
+
+    cdef inline int64_t _long_key(self, int64_t p) noexcept nogil:
+        return self.longs.chunk_of_block(self.longs.block_of(p)).key_base + p
+
+    cdef size_t _long_entries(self, int32_t* where, size_t n) except? 0 nogil:
+        """Move the node positions of ``where[:n]`` to its front (returns how many there are)
+        and its long-chunk entries to ``long_keys``, sorted by the position they start at, each
+        once, as ``start << 1 | coarse``."""
         cdef size_t i, kept = 0
-        cdef int32_t p
-        cdef int64_t first = 0x7FFFFFFFFFFFFFFF
-        cdef size_t n = self.pair_where.size(pair)
+        cdef int32_t x
+        cdef vector[int64_t]* keys = &self.long_keys
+        keys.clear()
         for i in range(n):
-            if i + PREFETCH_AHEAD < n:
+            if where[i] >= 0:
+                where[kept] = where[i]
+                kept += 1
+            else:
+                x = ~where[i]
+                if x & COARSE:
+                    keys.push_back(((<int64_t>(x ^ COARSE) << self.coarse_bits) << 1) | 1)
+                else:
+                    keys.push_back(<int64_t>x << 1)
+        if not keys.empty():
+            sort(keys.begin(), keys.end())
+            keys.erase(unique(keys.begin(), keys.end()), keys.end())
+        return kept
+
+    cdef inline int32_t _entry_of(self, int64_t key) noexcept nogil:
+        """The list entry of a key of ``long_keys``."""
+        if key & 1:
+            return ~(COARSE | <int32_t>((key >> 1) >> self.coarse_bits))
+        return ~<int32_t>(key >> 1)
+
+    cdef int64_t _first_in_entry(self, int32_t pair, int64_t key) except? -2 nogil:
+        """The tie key of the pair's first live occurrence an entry of ``long_keys`` covers, or
+        NO_POSITION."""
+        cdef size_t i
+        if not key & 1:
+            return self._long_key(key >> 1) if self._occurs_long(pair, key >> 1) else NO_POSITION
+        self.merging_long.clear()
+        self._coarse_positions(pair, key)
+        for i in range(self.merging_long.size()):
+            if self._occurs_long(pair, self.merging_long[i]):
+                return self._long_key(self.merging_long[i])
+        return NO_POSITION
+
+    cdef int64_t _true_first(self, int32_t pair) except -1 nogil:
+        """Drop stale positions of ``pair`` and return its first live tie key (exact)."""
+        cdef int32_t* where = self.pair_where.data(pair)
+        cdef size_t i, j, kept = 0, nodes
+        cdef int32_t p
+        cdef int64_t first = NO_POSITION, found
+        cdef size_t n = self.pair_where.size(pair)
+        nodes = self._long_entries(where, n)
+        for i in range(nodes):
+            if i + PREFETCH_AHEAD < nodes:
                 prefetch_node(&self.node[where[i + PREFETCH_AHEAD]], 1, 1)
             p = where[i]
             if self._occurs_at(pair, p):
                 where[kept] = p
                 kept += 1
-                if p < first:
-                    first = p
+                if (<int64_t>p << 32) < first:
+                    first = <int64_t>p << 32
+        # Long entries in order until the first with a live occurrence; those before are stale.
+        cdef size_t listed = self.long_keys.size(), keep_from = listed
+        for j in range(listed):
+            found = self._first_in_entry(pair, self.long_keys[j])
+            if found != NO_POSITION:
+                if found < first:
+                    first = found
+                keep_from = j
+                break
+        self.long_total -= <int64_t>(n - nodes)
+        for j in range(keep_from, listed):
+            where[kept] = self._entry_of(self.long_keys[j])
+            kept += 1
+            self.long_total += 1
         self.where_total -= <int64_t>(n - kept)
         self.pair_where.truncate(pair, kept)
         self.pairs[pair].first = first
@@ -258,21 +420,34 @@ cdef class MergeLearner:
         """Drop the stale positions of every pair and free the room they took. Positions are
         only ever a superset of a pair's live occurrences; dropping the stale ones changes no
         count, no first position and no merge."""
-        cdef size_t pair, i, kept, n
+        cdef size_t pair, i, kept, n, nodes
         cdef int32_t p
+        cdef int64_t key
         cdef int32_t* where
         self.where_total = 0
+        self.long_total = 0
         for pair in range(self.pair_where.lists()):
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
+            nodes = self._long_entries(where, n)
             kept = 0
-            for i in range(n):
+            for i in range(nodes):
                 p = where[i]
                 if self._occurs_at(<int32_t>pair, p):
                     where[kept] = p
                     kept += 1
+            # coarse blocks (step 0's) are kept as they are: checking one searches it
+            for i in range(self.long_keys.size()):
+                if i + PREFETCH_AHEAD < self.long_keys.size():
+                    self.longs.prefetch(self.long_keys[i + PREFETCH_AHEAD] >> 1)
+                key = self.long_keys[i]
+                if key & 1 or self._occurs_long(<int32_t>pair, key >> 1):
+                    where[kept] = self._entry_of(key)
+                    kept += 1
+                    self.long_total += 1
             self.pair_where.truncate(pair, kept)
             self.where_total += <int64_t>kept
+        self.long_kept = self.long_total
         self.pair_where.compact()
         return 0
 
@@ -289,14 +464,29 @@ cdef class MergeLearner:
             b = self.tie_rank[b]
         return (a << 32) | b
 
+    cdef int _set_heap_floor(self, int64_t floor) except -1 nogil:
+        """Queue exactly the pairs counted at least ``floor`` (their keys as known)."""
+        cdef size_t pair
+        cdef MergeCandidate e
+        self.heap_floor = floor
+        self.heap.release()
+        for pair in range(self.pairs.size()):
+            if self.pairs[pair].count >= floor:
+                e.count = self.pairs[pair].count
+                e.first = self._tie_key(<int32_t>pair)
+                e.pair = <int32_t>pair
+                self.heap.add(e)
+        self.heap.make()
+        return 0
+
     cdef int32_t _pop_best(self) except -2 nogil:
         """The pair to merge next, or -1 when no pair is left."""
         cdef MergeCandidate e
         cdef int64_t first
         while not self.heap.empty():
             e = self.heap.pop()
-            if self.pairs[e.pair].count <= 0:
-                continue
+            if self.pairs[e.pair].count < self.heap_floor:
+                continue  # queued again if an occurrence lifts it to the floor
             if self.pairs[e.pair].count != e.count:
                 # The count fell since this entry was pushed; queue the true (worse) key.
                 e.count = self.pairs[e.pair].count
@@ -350,6 +540,10 @@ cdef class MergeLearner:
         where.assign(listed, listed + self.pair_where.size(pair))
         self.pair_where.release(pair)
         self.where_total -= <int64_t>where.size()
+        cdef size_t listed_size = where.size()
+        where.resize(self._long_entries(where.data(), where.size()))
+        self.long_total -= <int64_t>(listed_size - where.size())
+        self._long_to_merge(pair)
         if a == b:
             # Only (a, a) can overlap; ascending positions give the reference's left-to-right
             # scan (``aaa`` -> ``aa a``). For a != b, occurrences never share a symbol.
@@ -387,12 +581,94 @@ cdef class MergeLearner:
         self.live_symbols -= merged
         self.merged_occurrences += merged
         self.where_total += added
+        if not self.merging_long.empty():
+            self._merge_long(pair, new_id)
         self._push_touched()
-        if (self.where_total > 2 * self.live_symbols + self.compact_slack
-                or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack):
-            # amortised: at least half the entries go, or (blocks are at most half empty) at
-            # least a third of the pool
+        if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
+                or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
+                or self.long_total > 2 * self.long_kept + self.compact_slack):
+            # amortised: at least half the node entries go, or (blocks are at most half
+            # empty) at least a third of the pool, or the block entries doubled since the last
+            # compaction (which keeps each (pair, block) once)
             self._compact_where()
+        return 0
+
+    cdef int _coarse_positions(self, int32_t pair, int64_t key) except -1 nogil:
+        """Append to ``merging_long`` the positions of a coarse key of ``long_keys`` where the
+        pair may occur. Coarse entries come from step 0, so their live occurrences are two
+        one-symbol base tokens side by side: a byte search finds them."""
+        cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
+        cdef int64_t begin = key >> 1
+        cdef int64_t stop = min(begin + (<int64_t>1 << self.coarse_bits), self.longs.block_begin(self.longs.blocks()))
+        cdef const LongChunks.Chunk* chunk
+        while begin < stop:  # one chunk (or its padding) at a time
+            chunk = &self.longs.chunk_of_block(self.longs.block_of(begin))
+            self.longs.find_base_pair(begin, min(stop, chunk.end), chunk.end, a, b, self.merging_long)
+            begin = self.longs.block_begin(self.longs.block_of(chunk.end + 63))
+            if begin <= chunk.begin:
+                break
+        return 0
+
+    cdef int _long_to_merge(self, int32_t pair) except -1 nogil:
+        """The positions ``long_keys`` covers, ascending, each once, in ``merging_long``."""
+        cdef int64_t key
+        cdef size_t i
+        self.merging_long.clear()
+        for i in range(self.long_keys.size()):
+            key = self.long_keys[i]
+            if key & 1:
+                self._coarse_positions(pair, key)
+            else:
+                self.merging_long.push_back(<int32_t>(key >> 1))
+        if self.merging_long.size() > 1:
+            sort(self.merging_long.begin(), self.merging_long.end())
+            self.merging_long.erase(unique(self.merging_long.begin(), self.merging_long.end()),
+                                    self.merging_long.end())
+        return 0
+
+    cdef int _merge_long(self, int32_t pair, int32_t new_id) except -1 nogil:
+        """``_merge`` in the long-chunk store, at the listed positions (``merging_long``) in
+        ascending order, which is the reference's left to right (``aaa`` -> ``aa a``); each is
+        checked first (an entry goes stale when a neighbour merges)."""
+        cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
+        cdef int32_t left_id = 0, right_id = 0
+        cdef int64_t p, q, r, left, after, count, merged = 0
+        cdef const LongChunks.Chunk* chunk
+        cdef size_t j
+        # _add_long pushes to the lists, never to merging_long: no copy is needed.
+        cdef size_t n = self.merging_long.size()
+        for j in range(n):
+            if j + PREFETCH_AHEAD < n:
+                self.longs.prefetch(self.merging_long[j + PREFETCH_AHEAD])
+            p = self.merging_long[j]
+            if not self.longs.starts(p):
+                continue
+            chunk = &self.longs.chunk_of_block(self.longs.block_of(p))
+            q = self.longs.next(p, chunk.end)
+            if q >= chunk.end or self.longs.get(p, q - p) != a:
+                continue
+            r = self.longs.next(q, chunk.end)
+            if self.longs.get(q, r - q) != b:
+                continue
+            # (a, b) at p: merge it into one token over [p, r)
+            count = chunk.count
+            left = self.longs.prev(p, chunk.begin)
+            self.pairs[pair].count -= count
+            if left >= 0:
+                left_id = self.longs.get(left, p - left)
+                self._remove(left_id, a, count)
+            if r < chunk.end:
+                after = self.longs.next(r, chunk.end)
+                right_id = self.longs.get(r, after - r)
+                self._remove(b, right_id, count)
+            self.longs.kill(q)
+            self.longs.set(p, r - p, new_id)
+            merged += 1
+            if left >= 0:
+                self._add_long(left_id, new_id, count, left, chunk.key_base)
+            if r < chunk.end:
+                self._add_long(new_id, right_id, count, p, chunk.key_base)
+        self.merged_occurrences += merged
         return 0
 
     def memory_use(self):
@@ -403,6 +679,7 @@ cdef class MergeLearner:
             "pairs": self.pairs.capacity() * sizeof(Pair),
             "pair_index": self.pair_index.capacity() * 16,
             "pair_positions": self.pair_where.bytes(),
+            "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             "heap_entries": self.heap.size(),
             "pairs_count": self.pairs.size(),
@@ -417,6 +694,8 @@ cdef class MergeLearner:
             for p in range(self.node.size()):
                 if self.node[p].sym != DEAD:
                     total += self.word_count[self.node[p].word]
+            for p in range(self.longs.chunks()):
+                total += self.longs.live(self.longs.chunk(p).begin, self.longs.chunk(p).end) * self.longs.chunk(p).count
         return total
 
     def run(self, int64_t num_merges, int64_t min_frequency=1, int64_t max_tokens=-1,
@@ -428,6 +707,9 @@ cdef class MergeLearner:
         cdef int64_t done = 0, batch_end
         cdef int32_t pair, new_id
         cdef bint exhausted = False
+        if max(min_frequency, 1) != self.heap_floor:
+            with nogil:
+                self._set_heap_floor(max(min_frequency, 1))
         while done < num_merges and not exhausted:
             batch_end = min(num_merges, done + progress_every)
             with nogil:

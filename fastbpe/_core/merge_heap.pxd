@@ -14,5 +14,6 @@ cdef extern from "merge_heap.h" namespace "fbpt" nogil:
         MergeCandidate pop()
         size_t capacity()
         void clear()
+        void release()
         void add(const MergeCandidate& e) except +
         void make()

@@ -425,6 +425,10 @@ def train(
             num_merges = max_tokens - len(base_tokens)
     check_num_merges(num_merges, min_frequency)
     learner = make_learner(symbols, starts, table.counts, base_tokens, tie_ranks)
+    input_stats = {"input_bytes": table.total_bytes, "input_chunks": table.total_count, "unique_chunks": len(table)}
+    # The learner holds its own copy of the symbols: a table counted here (not one the caller
+    # holds) is freed before merging, the input's size less at the peak.
+    del symbols, starts, table
     prepared = time.perf_counter()
     with merge_progress(progress, num_merges) as callback:
         merge_ids, counts, tokens = learner.run(num_merges, min_frequency, max_tokens, callback)
@@ -441,9 +445,7 @@ def train(
         merge_rule="pair" if compat == "hf" else "replay",
     )
     tokenizer.training_stats = {
-        "input_bytes": table.total_bytes,
-        "input_chunks": table.total_count,
-        "unique_chunks": len(table),
+        **input_stats,
         "base_symbols": len(base_tokens),
         "merges": len(merge_ids),
         "corpus_tokens": learner.corpus_tokens(),

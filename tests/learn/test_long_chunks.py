@@ -1,0 +1,163 @@
+"""The learner's long-chunk store (a byte and a bit per symbol) gives exactly the reference's
+merges: long chunks alone and beside normal words, with ties between them, runs of one symbol
+(``aaaa``) across coarse blocks, ids that do not fit a token's bytes, counts above one, and the
+``tie_ranks`` rule. The size from which a chunk counts as long is lowered so that words of a
+few hundred symbols take that path."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastbpe
+import fastbpe._core.learn as core_learn
+from fastbpe import reference
+from fastbpe._core.learn import MergeLearner
+
+BYTES = [bytes([b]) for b in range(256)]
+
+
+def learn_bytes(words, counts, num_merges, min_frequency=1, compact=False, tie_ranks=None, **store):
+    """Merges of a byte-level table through MergeLearner: ``(merges as bytes, counts)``, and the
+    learner (for its corpus size and memory)."""
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, tie_ranks, **store)
+    if compact:
+        learner.compact_slack = -(1 << 40)  # drop stale positions after every merge
+    merge_ids, merge_counts, tokens = learner.run(num_merges, min_frequency)
+    return ([(tokens[a], tokens[b]) for a, b, _ in merge_ids.tolist()], merge_counts.tolist()), learner
+
+
+def reference_bytes(words, counts, num_merges, min_frequency=1):
+    table = {}
+    for word, count in zip(words, counts):
+        table[tuple(bytes([b]) for b in word)] = count
+    return reference.learn(table, num_merges, min_frequency)
+
+
+def random_words(seed, letters, lengths):
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = [rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths]
+    return list(dict.fromkeys(words))
+
+
+@settings(max_examples=40, deadline=None)
+@given(letters=st.sampled_from([b"a", b"ab", b"aab", b"ab\xff", b"a\xc3\xa9", b"\x00\xfe\xff"]),
+       lengths=st.lists(st.integers(1, 400), min_size=1, max_size=5), seed=st.integers(0, 2**32 - 1),
+       counts=st.lists(st.integers(1, 3), min_size=5, max_size=5), long_chunk=st.integers(2, 300),
+       coarse_bits=st.integers(6, 9), num_merges=st.integers(1, 50), min_frequency=st.integers(1, 2),
+       compact=st.booleans())
+def test_long_and_normal_chunks_equal_reference(letters, lengths, seed, counts, long_chunk, coarse_bits,
+                                                num_merges, min_frequency, compact):
+    """Tables mixing long chunks (through the store) and normal words, counts above one, bytes
+    that are not ASCII or not UTF-8 (0xff does not fit a one-symbol token's byte)."""
+    words = random_words(seed, letters, lengths)
+    counts = counts[:len(words)]
+    expected = reference_bytes(words, counts, num_merges, min_frequency)
+    got, _ = learn_bytes(words, counts, num_merges, min_frequency, compact, long_chunk=long_chunk,
+                         coarse_bits=coarse_bits)
+    assert got == expected
+
+
+@pytest.mark.parametrize("coarse_bits", [6, 7, 16])
+@pytest.mark.parametrize("n", [63, 64, 65, 127, 128, 129, 300, 1000])
+def test_runs_of_one_symbol_across_coarse_blocks(n, coarse_bits):
+    """``aaaa``: overlapping pairs merge left to right, also where a run crosses a block."""
+    words = [b"a" * n, b"b" + b"a" * (n - 1), b"aa"]
+    for counts in ([1, 1, 1], [3, 1, 2]):
+        got, _ = learn_bytes(words, counts, 30, long_chunk=60, coarse_bits=coarse_bits)
+        assert got == reference_bytes(words, counts, 30)
+
+
+def test_ties_between_a_long_chunk_and_normal_words_follow_table_order():
+    """Equal counts go to the pair seen first in table order, whichever store holds it."""
+    long_word = b"xy" * 100
+    normal = b"uv"
+    counts_long, counts_normal = 1, 100  # (x, y) and (u, v) both occur 100 times
+    for words, counts in (([long_word, normal], [counts_long, counts_normal]),
+                          ([normal, long_word], [counts_normal, counts_long])):
+        got, _ = learn_bytes(words, counts, 1, long_chunk=150)
+        assert got == reference_bytes(words, counts, 1)
+        assert got[0][0] == ((b"x", b"y") if words[0] == long_word else (b"u", b"v"))
+
+
+def test_ties_between_two_long_chunks_and_words_between_them():
+    words = [b"pq", b"ab" * 80 + b"cd", b"rs", b"cd" * 80 + b"ab", b"pq" * 2]
+    counts = [40, 1, 81, 1, 20]
+    assert learn_bytes(words, counts, 12, long_chunk=100)[0] == reference_bytes(words, counts, 12)
+
+
+def test_the_long_store_replaces_the_nodes_and_counts_the_same_corpus():
+    words = random_words(7, b"abc", [500, 3, 700])
+    counts = [2, 5, 1]
+    got, learner = learn_bytes(words, counts, 40, long_chunk=400)
+    nodes_only, node_learner = learn_bytes(words, counts, 40, long_chunk=1 << 30)
+    assert got == nodes_only == reference_bytes(words, counts, 40)
+    assert learner.memory_use()["nodes"] < node_learner.memory_use()["nodes"] / 100
+    assert learner.memory_use()["long_chunks"] > 0
+    assert learner.corpus_tokens() == node_learner.corpus_tokens()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), lengths=st.lists(st.integers(1, 300), min_size=1, max_size=4),
+       num_merges=st.integers(1, 40), long_chunk=st.integers(2, 200))
+def test_tie_ranks_rule_is_the_same_through_the_long_store(seed, lengths, num_merges, long_chunk):
+    """Hugging Face's tie rule (rank of the pair's ids) does not depend on where a pair sits."""
+    words = random_words(seed, b"abcd\xff", lengths)
+    counts = [1 + i % 3 for i in range(len(words))]
+    ranks = np.random.default_rng(seed).permutation(256).tolist()
+    via_store, _ = learn_bytes(words, counts, num_merges, tie_ranks=ranks, long_chunk=long_chunk, coarse_bits=6)
+    via_nodes, _ = learn_bytes(words, counts, num_merges, tie_ranks=ranks, long_chunk=1 << 30)
+    assert via_store == via_nodes
+
+
+@settings(max_examples=25, deadline=None)
+@given(words=st.dictionaries(st.lists(st.sampled_from(["a", "b", "ab", "日", "é"] + [chr(0x4E00 + i) for i in range(300)]),
+                                      min_size=1, max_size=300).map(tuple),
+                             st.integers(1, 3), min_size=1, max_size=4),
+       num_merges=st.integers(1, 40))
+def test_symbols_with_large_ids_and_tokens_that_recur(words, num_merges):
+    """Over 256 base symbols (ids stored beside the bytes), and multi-character symbols whose
+    merges recreate an existing token, through ``train_words`` with the store's size lowered."""
+    expected = reference.learn(words, num_merges)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core_learn, "LONG_CHUNK_SYMBOLS", 20)
+        patch.setattr(core_learn, "COARSE_BITS", 6)
+        assert fastbpe.train_words(words, num_merges, with_counts=True) == (expected[0], expected[1])
+
+
+def test_train_on_one_long_line_equals_training_through_nodes(monkeypatch):
+    text = "".join(np.random.default_rng(3).choice(list("thequickbrownfx"), 3000).tolist())
+    node_path = fastbpe.train(text=text, vocab_size=400, progress=False)
+    hf_node_path = fastbpe.train(text=text, vocab_size=400, progress=False, compat="hf")
+    monkeypatch.setattr(core_learn, "LONG_CHUNK_SYMBOLS", 100)
+    monkeypatch.setattr(core_learn, "COARSE_BITS", 8)
+    store_path = fastbpe.train(text=text, vocab_size=400, progress=False)
+    assert store_path.merges == node_path.merges and len(store_path.merges) > 100
+    assert store_path.training_stats["corpus_tokens"] == node_path.training_stats["corpus_tokens"]
+    assert fastbpe.train(text=text, vocab_size=400, progress=False, compat="hf").merges == hf_node_path.merges
+
+
+def test_a_second_run_with_a_lower_min_frequency_continues_exactly():
+    """Pairs below a run's min_frequency stay out of the heap; a later run with a lower one
+    queues them again."""
+    words = random_words(11, b"abcde", [300, 40, 5])
+    counts = [1, 2, 1]
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    for long_chunk in (100, 1 << 30):
+        learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, long_chunk=long_chunk)
+        first, _, _ = learner.run(500, 4)
+        both, _, tokens = learner.run(30, 1)  # every merge so far: the first run's, then 30 more
+        assert 0 < len(first) < 500 and len(both) == len(first) + 30
+        merges = [(tokens[a], tokens[b]) for a, b, _ in both.tolist()]
+        assert merges == reference_bytes(words, counts, len(first) + 30)[0]
+
+
+def test_bad_store_settings():
+    flat, starts, counts = np.frombuffer(b"ab", np.uint8), np.array([0, 2], np.int64), np.array([1], np.int64)
+    with pytest.raises(ValueError, match="long_chunk"):
+        MergeLearner(flat, starts, counts, BYTES, long_chunk=1)
+    with pytest.raises(ValueError, match="coarse_bits"):
+        MergeLearner(flat, starts, counts, BYTES, coarse_bits=5)
