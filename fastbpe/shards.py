@@ -233,17 +233,20 @@ def _is_long(block: Block, block_size: int) -> bool:
 def _encode_block(tokenizer, block: Block) -> np.ndarray:
     """The ids (the tokenizer's id dtype) of one block, as ``encode_batch([_decode(block)])``
     gives them, in bounded memory: for a tokenizer whose compiled pass reads UTF-8, the bytes
-    are encoded as they are (no str of them is made; the pass checks the UTF-8), into one int32
-    array that becomes the result (narrowed in place for uint16). Invalid UTF-8, or a byte the
-    vocabulary lacks, takes the str path, which raises the error it always raised."""
+    are encoded as they are (no str of them is made; the pass checks the UTF-8), into one array
+    that becomes the result: uint16 ids straight from the encoder, or int32 read as uint32.
+    Invalid UTF-8, or a byte the vocabulary lacks, takes the str path, which raises the error
+    it always raised."""
     pattern = _fused_pattern(tokenizer)
     if pattern is not None:
+        core, dtype = tokenizer._core(), tokenizer.id_dtype
+        encode = core.encode_text_u16 if dtype == np.uint16 else core.encode_text
         try:
-            ids = tokenizer._core().encode_text(block.data, pattern, tokenizer._state())
+            ids = encode(block.data, pattern, tokenizer._state())
         except ValueError:  # a byte outside the vocabulary: the str path names it
             ids = None
         if ids is not None:
-            return as_id_dtype(ids, tokenizer.id_dtype)
+            return as_id_dtype(ids, dtype)
     return tokenizer.encode_batch([_decode(block)], workers=1, disallowed_special=(), as_numpy=True)[0]
 
 

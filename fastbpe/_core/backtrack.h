@@ -236,26 +236,29 @@ class Backtracker {
     // Ids of p[0:n] into out (room for cap ids) by backtracking; `dead` is scratch space. The
     // caller checked that every byte has an id. Returns the id count, or -1 when the search
     // finds nothing (impossible for a usable model; the caller then takes its other path).
+    // Id: int32_t, or uint16_t when every id is below 2^16 (the caller's promise): the ids are
+    // the search's stack, so a huge piece's ids are held once, at the width they are kept.
+    template <class Id>
     int64_t encode(const uint8_t* p, int64_t n, std::vector<uint64_t>& dead, std::vector<uint64_t>& memo,
-                   int32_t* out, int64_t cap) const {
+                   Id* out, int64_t cap) const {
         dead.assign((size_t)(n >> 6) + 1, 0);
         if (memo.size() != MEMO_SLOTS) memo.assign(MEMO_SLOTS, ~0ULL);
         int64_t count = 0, pos = 0;
         int32_t token = trie_.longest(p, (size_t)n);
         while (pos < n) {
-            int32_t last = count ? out[count - 1] : -1;
+            int32_t last = count ? (int32_t)out[count - 1] : -1;
             for (;;) {
                 if (token < 0) {  // nothing fits after `last`: pos is a dead end
                     if (count == 0) return -1;
                     dead[(size_t)pos >> 6] |= 1ULL << (pos & 63);
-                    token = out[--count];
+                    token = (int32_t)out[--count];
                     pos -= info_[token].length;
                     break;  // `token` is retried and fails on its now dead end
                 }
                 int64_t end = pos + info_[token].length;
                 if (!((dead[(size_t)end >> 6] >> (end & 63)) & 1) && (last < 0 || compatible_memo(last, token, memo))) {
                     if (count >= cap) return -1;
-                    out[count++] = token;
+                    out[count++] = (Id)token;
                     pos = end;
                     token = trie_.longest(p + pos, (size_t)(n - pos));
                     break;
