@@ -224,10 +224,15 @@ def _decode(block: Block) -> str:
         raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1]) from None
 
 
+# A block this many bytes past block_size holds a stretch without a safe cut at least as long.
+LONG_OVERSHOOT = 1 << 16
+
+
 def _is_long(block: Block, block_size: int) -> bool:
-    """A block well past ``block_size``: a stretch without a safe cut (one huge chunk, as a
-    multi-megabyte word), encoded alone from its bytes (:func:`_encode_block`)."""
-    return len(block.data) > 2 * block_size
+    """A block well past ``block_size``: a long stretch without a safe cut (a huge chunk, as a
+    multi-megabyte word), encoded alone from its bytes (:func:`_encode_block`). Text in any
+    script has a safe cut every few bytes, so its blocks are never long."""
+    return len(block.data) > block_size + LONG_OVERSHOOT
 
 
 def _encode_block(tokenizer, block: Block) -> np.ndarray:
