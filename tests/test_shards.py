@@ -642,7 +642,7 @@ def test_long_single_chunk_documents_give_tiktokens_ids(name, fmt, r50k, cl100k,
     hold the long runs of ids (written from where they are) between copied ones."""
     tok = {"r50k_base": r50k, "cl100k_base": cl100k}[name]
     enc = tiktoken_encoding(name)
-    docs = ["short one", _long_word(300_000, 1), "a b", _long_word(120_000, 2)]
+    docs = ["short one", "words, then " + _long_word(300_000, 1) + " and after it", "a b", _long_word(120_000, 2)]
     paths = []
     for i, doc in enumerate(docs):
         paths.append(tmp_path / f"{i}.txt")

@@ -48,3 +48,30 @@ def test_encode_to_numpy_of_a_long_word_gives_tiktokens_ids(name, shared_data, t
     expected = tiktoken_encoding(name).encode_ordinary(word)
     assert len(expected) >= id_arrays.NARROW_IN_PLACE_MIN
     assert ids.dtype == tok.id_dtype and ids.tolist() == expected
+
+
+@pytest.mark.parametrize("backtrack", [True, False])
+def test_uint16_ids_straight_from_the_encoder_equal_encode_text(backtrack, shared_data):
+    """encode_text_u16 (long chunks backtracked into the uint16 result, the others in runs
+    through the int32 buffer; without backtracking, every chunk through the buffer) against
+    encode_text, on long words mixed with ordinary text, non-ASCII letters and invalid UTF-8."""
+    from fastbpe._core.encode import EncodeState
+    from fastbpe.encode.batch import _fused_pattern
+
+    tok = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
+    core, state, pattern = tok._core(), EncodeState(), _fused_pattern(tok)
+    saved = core.backtrack_min
+    core.backtrack_min = saved if backtrack else 1 << 40
+    try:
+        rng = np.random.default_rng(11)
+        letters = np.array(["the", "qu", "ick", "é", "жук", "日本", "ß", "ab", "ing", "ø"])
+        other = np.array([" ", "  ", "\n", "12345", ", ", " word", "!?"])
+        for size in (0, 5, 3000, 70_000, 150_000):
+            picks = rng.random(size // 3) < (0.999 if size > 50_000 else 0.7)
+            text = "".join(rng.choice(letters) if p else rng.choice(other) for p in picks)
+            data = text.encode()
+            got = core.encode_text_u16(data, pattern, state)
+            assert got.dtype == np.uint16 and got.tolist() == core.encode_text(data, pattern, state).tolist()
+        assert core.encode_text_u16(b"ab\xffcd" * 20_000, pattern, state) is None
+    finally:
+        core.backtrack_min = saved
