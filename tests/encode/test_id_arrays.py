@@ -75,3 +75,25 @@ def test_uint16_ids_straight_from_the_encoder_equal_encode_text(backtrack, share
         assert core.encode_text_u16(b"ab\xffcd" * 20_000, pattern, state) is None
     finally:
         core.backtrack_min = saved
+
+
+def test_a_piece_past_two_mib_equals_the_merge_loops(shared_data):
+    """A 2.5 MB word (the backtracker's dead-end bits then come from calloc, untouched until
+    marked) gives the ids of the merge loops, as uint16 and as int32."""
+    from fastbpe._core.encode import EncodeState
+    from fastbpe.encode.batch import _fused_pattern
+
+    tok = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
+    core, state, pattern = tok._core(), EncodeState(), _fused_pattern(tok)
+    rng = np.random.default_rng(13)
+    parts = np.array(["the", "qu", "ick", "é", "жук", "日本", "ß", "ab", "ing", "ø"])
+    data = "".join(parts[rng.integers(0, len(parts), 800_000)].tolist()).encode()
+    assert len(data) > 2 << 20
+    narrow, wide = core.encode_text_u16(data, pattern, state), core.encode_text(data, pattern, state)
+    saved = core.backtrack_min
+    core.backtrack_min = 1 << 40
+    try:
+        merged = core.encode_text(data, pattern, state)
+    finally:
+        core.backtrack_min = saved
+    assert narrow.tolist() == wide.tolist() == merged.tolist()
