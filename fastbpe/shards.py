@@ -36,6 +36,8 @@ import numpy as np
 
 from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
+from .encode.batch import _fused_pattern
+from .encode.id_arrays import as_id_dtype
 from .fileio import write_atomic
 from .progress import byte_bar
 from .split.patterns import cut_rule
@@ -69,7 +71,8 @@ PathLike = Union[str, os.PathLike]
 class Block(NamedTuple):
     """A piece of the input encoded on its own.
 
-    ``data``: UTF-8 bytes (normalised already when the tokenizer normalises); ``ends_document``:
+    ``data``: UTF-8 bytes (normalised already when the tokenizer normalises; a bytearray when
+    long, see :func:`~fastbpe.corpus.cut.cut_stream`'s ``grow``); ``ends_document``:
     the last block of a document; ``path`` and ``offset``: where ``data`` starts (byte offset in
     the decompressed file; -1 for normalised data); ``raw``: file bytes read since the previous
     block (for progress).
@@ -171,7 +174,7 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
             text = normalize_stream(text, normalizer)
         try:
             held = None  # a block ends the document when no other follows it
-            for data, offset in cut_stream(text, rule, block_size):
+            for data, offset in cut_stream(text, rule, block_size, grow=True):
                 if held is not None:
                     yield held[0], False, held[1]
                 held = (data, -1 if normalizer else start + offset)
@@ -219,6 +222,37 @@ def _decode(block: Block) -> str:
         return block.data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1]) from None
+
+
+# A block this many bytes past block_size holds a stretch without a safe cut at least as long.
+LONG_OVERSHOOT = 1 << 16
+
+
+def _is_long(block: Block, block_size: int) -> bool:
+    """A block well past ``block_size``: a long stretch without a safe cut (a huge chunk, as a
+    multi-megabyte word), encoded alone from its bytes (:func:`_encode_block`). Text in any
+    script has a safe cut every few bytes, so its blocks are never long."""
+    return len(block.data) > block_size + LONG_OVERSHOOT
+
+
+def _encode_block(tokenizer, block: Block) -> np.ndarray:
+    """The ids (the tokenizer's id dtype) of one block, as ``encode_batch([_decode(block)])``
+    gives them, in bounded memory: for a tokenizer whose compiled pass reads UTF-8, the bytes
+    are encoded as they are (no str of them is made; the pass checks the UTF-8), into one array
+    that becomes the result: uint16 ids straight from the encoder, or int32 read as uint32.
+    Invalid UTF-8, or a byte the vocabulary lacks, takes the str path, which raises the error
+    it always raised."""
+    pattern = _fused_pattern(tokenizer)
+    if pattern is not None:
+        core, dtype = tokenizer._core(), tokenizer.id_dtype
+        encode = core.encode_text_u16 if dtype == np.uint16 else core.encode_text
+        try:
+            ids = encode(block.data, pattern, tokenizer._state())
+        except ValueError:  # a byte outside the vocabulary: the str path names it
+            ids = None
+        if ids is not None:
+            return as_id_dtype(ids, dtype)
+    return tokenizer.encode_batch([_decode(block)], workers=1, disallowed_special=(), as_numpy=True)[0]
 
 
 # ------------------------------------------------------------------------------ writing
@@ -274,24 +308,28 @@ def _llmc_header(count: int) -> bytes:
     return header.tobytes()
 
 
-def _npy_header(ids: np.ndarray) -> bytes:
+def _npy_header(dtype: np.dtype, count: int) -> bytes:
     import io
 
     head = io.BytesIO()
-    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(ids))
+    np.lib.format.write_array_header_1_0(head, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                "fortran_order": False, "shape": (count,)})
     return head.getvalue()
 
 
-def _write_shard(path: Path, ids: np.ndarray, fmt: str) -> None:
-    """The shard's header, then the ids straight from the writer's buffer (a shard is up to
-    hundreds of MB: no copy of it is made)."""
-    little = np.ascontiguousarray(ids.astype(ids.dtype.newbyteorder("<"), copy=False))
+def _write_shard(path: Path, ids: Union[np.ndarray, Sequence[np.ndarray]], fmt: str) -> None:
+    """The shard's header, then the ids (one array, or several written one after the other)
+    straight from where they are (a shard is up to hundreds of MB: no copy of it is made)."""
+    parts = [ids] if isinstance(ids, np.ndarray) else list(ids)
+    count = sum(len(part) for part in parts)
+    wide = "<u2" if fmt == "llmc" else parts[0].dtype.newbyteorder("<")
+    body = [memoryview(np.ascontiguousarray(part.astype(wide, copy=False))).cast("B") for part in parts]
     if fmt == "npy":
-        write_atomic(path, [_npy_header(little), memoryview(little).cast("B")])
+        write_atomic(path, [_npy_header(np.dtype(wide), count)] + body)
     elif fmt == "raw":
-        write_atomic(path, [memoryview(little).cast("B")])
+        write_atomic(path, body)
     elif fmt == "llmc":
-        write_atomic(path, [_llmc_header(len(ids)), memoryview(little.astype("<u2", copy=False)).cast("B")])
+        write_atomic(path, [_llmc_header(count)] + body)
     else:
         raise ValueError(f"unknown shard format {fmt!r}")
 
@@ -406,39 +444,67 @@ class _ShardWriter:
     """Cuts the id stream into shards of ``shard_size`` ids. Each finished shard is written
     atomically as ``name.format(k)`` (k counts the shards of ``shards``, to which it is
     appended), then ``checkpoint(resume_at, final)`` (if given) records the input position
-    after its last id."""
+    after its last id.
+
+    Short runs of ids are copied into the shard's buffer; a run of at least ``HOLD_MIN`` ids
+    (a long document's) is held as it is and written from there, so that its ids are never
+    held twice."""
+
+    HOLD_MIN = 1 << 20
 
     def __init__(self, out_dir: Path, shards: list, shard_size: int, fmt: str, dtype: np.dtype, name: str,
                  total: int = 0, checkpoint=None):
         self.out_dir, self.shards, self.shard_size, self.fmt = out_dir, shards, shard_size, fmt
         self.name, self.checkpoint = name, checkpoint
-        self.buffer = np.empty(shard_size, dtype=dtype)
-        self.filled = 0
+        self.buffer = np.empty(shard_size, dtype=dtype)  # (pages are taken only where ids are copied)
+        self.used = 0  # ids copied into the buffer
+        self.pieces: list = []  # the shard so far, in order: held arrays and [start, end) of the buffer
+        self.filled = 0  # ids in the shard so far
         self.total = total  # ids in finished shards
 
-    def add(self, ids: np.ndarray, segment: int, skip: int) -> None:
-        """Append the ids of segment ``segment``, of which ``skip`` were already written."""
-        position = skip
-        while position < len(ids):
-            take = min(self.shard_size - self.filled, len(ids) - position)
-            self.buffer[self.filled:self.filled + take] = ids[position:position + take]
-            self.filled += take
-            position += take
-            if self.filled == self.shard_size:
-                if position == len(ids):
-                    self.flush((segment + 1, 0))
-                else:
-                    self.flush((segment, position))
+    def add(self, ids: np.ndarray, segment: int, skip: int, first: Optional[int] = None) -> None:
+        """Append the ids of segment ``segment`` (``first``, when given, then ``ids``: a
+        separator ahead of a document's ids, without a copy of them), of which ``skip`` were
+        already written. ``ids`` must not change until they are written."""
+        parts = [ids] if first is None else [np.array([first], dtype=self.buffer.dtype), ids]
+        count = sum(len(part) for part in parts)
+        position = skip  # in the segment
+        base = 0  # where the current part starts in the segment
+        for part in parts:
+            at = max(0, position - base)
+            while at < len(part):
+                take = min(self.shard_size - self.filled, len(part) - at)
+                self._append(part[at:at + take])
+                at += take
+                position = base + at
+                if self.filled == self.shard_size:
+                    self.flush((segment + 1, 0) if position == count else (segment, position))
+            base += len(part)
+
+    def _append(self, ids: np.ndarray) -> None:
+        if len(ids) >= self.HOLD_MIN and ids.dtype == self.buffer.dtype:
+            self.pieces.append(ids)
+        else:
+            end = self.used + len(ids)
+            self.buffer[self.used:end] = ids
+            if self.pieces and isinstance(self.pieces[-1], list):
+                self.pieces[-1][1] = end
+            else:
+                self.pieces.append([self.used, end])
+            self.used = end
+        self.filled += len(ids)
 
     def flush(self, resume_at: Tuple[int, int], final: bool = False) -> None:
         if self.filled == 0 and not final:
             return
         if self.filled:
             name = self.name.format(len(self.shards)) + SUFFIX[self.fmt]
-            _write_shard(self.out_dir / name, self.buffer[:self.filled], self.fmt)
+            parts = [self.buffer[p[0]:p[1]] if isinstance(p, list) else p for p in self.pieces]
+            _write_shard(self.out_dir / name, parts[0] if len(parts) == 1 else parts, self.fmt)
             self.shards.append({"file": name, "tokens": int(self.filled)})
             self.total += self.filled
-            self.filled = 0
+            self.filled = self.used = 0
+            self.pieces = []
         if self.checkpoint is not None:
             self.checkpoint(resume_at, final)
 
@@ -603,6 +669,13 @@ def encode_files(
                 if bar is not None:
                     bar.update(block.raw)
                 continue
+            if _is_long(block, block_size):  # a batch of its own, kept as bytes (see encode)
+                if batch:
+                    yield batch
+                    batch, size = [], 0
+                text_bytes += len(block.data)
+                yield [[index, block, needs_sep, block.raw]]
+                continue
             batch.append((index, _decode(block), needs_sep, block.raw))
             size += len(block.data)
             text_bytes += len(block.data)
@@ -616,15 +689,18 @@ def encode_files(
     last_index = resume_segment - 1
 
     def encode(batch):
+        if isinstance(batch[0][1], Block):  # a long block: its input is let go once encoded
+            block = batch[0][1]
+            batch[0][1] = None
+            return [_encode_block(tokenizer, block)]
         texts = [text for _, text, _, _ in batch]
         return tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
 
     def write(batch, encoded) -> None:
         nonlocal last_index
         for (index, _, needs_sep, _), ids in zip(batch, encoded.result()):
-            if needs_sep:
-                ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
-            writer.add(ids, index, resume_offset if index == resume_segment else 0)
+            writer.add(ids, index, resume_offset if index == resume_segment else 0,
+                       first=sep_id if needs_sep else None)
             last_index = index
         if bar is not None:
             bar.update(sum(raw for _, _, _, raw in batch))
@@ -723,11 +799,9 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             if data:
                 in_doc = emitted = has_text = True
                 text_bytes += len(data)
-                ids = tokenizer.encode_batch([_decode(Block(data, ends, path, offset, 0))], workers=1,
-                                             disallowed_special=(), as_numpy=True)[0]
-                if needs_sep:
-                    ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
-                writer.add(ids, 0, 0)
+                ids = _encode_block(tokenizer, Block(data, ends, path, offset, 0))
+                del data  # (a long block's input is let go before its ids are written)
+                writer.add(ids, 0, 0, first=sep_id if needs_sep else None)
             if ends:
                 in_doc = False
         writer.flush((0, 0), final=True)

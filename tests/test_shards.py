@@ -616,3 +616,117 @@ def test_a_run_of_an_earlier_version_resumes(tok, corpus, tmp_path):
     (out / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="another job"):
         encode_files(tok, paths, out, **options)
+
+
+# ------------------------------------------------------------------------------ long words
+
+
+def _long_word(chars: int, seed: int) -> str:
+    """Letters only (ASCII and not), so every split pattern keeps it as one chunk."""
+    rng = random.Random(seed)
+    parts = ["the", "qu", "ick", "é", "жук", "日本", "ß", "ab", "ing", "ø", "straße", "x"]
+    return "".join(rng.choice(parts) for _ in range(chars // 3))[:chars]
+
+
+@pytest.fixture(scope="module")
+def r50k(shared_data):
+    return fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
+
+
+@pytest.mark.parametrize("name, fmt", [("r50k_base", "llmc"), ("r50k_base", "npy"), ("cl100k_base", "raw")])
+def test_long_single_chunk_documents_give_tiktokens_ids(name, fmt, r50k, cl100k, tiktoken_encoding, tmp_path,
+                                                        monkeypatch):
+    """Documents that are one chunk of a few hundred KB (a long block, gathered in place and
+    encoded from its bytes), beside short ones, with separators, across shard boundaries: the
+    ids of tiktoken, of ``encode`` and of ``encode_to_numpy``. A low HOLD_MIN makes the writer
+    hold the long runs of ids (written from where they are) between copied ones."""
+    tok = {"r50k_base": r50k, "cl100k_base": cl100k}[name]
+    enc = tiktoken_encoding(name)
+    docs = ["short one", "words, then " + _long_word(300_000, 1) + " and after it", "a b", _long_word(120_000, 2)]
+    paths = []
+    for i, doc in enumerate(docs):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(doc, encoding="utf-8")
+    monkeypatch.setattr(shards._ShardWriter, "HOLD_MIN", 1000)
+    out = tmp_path / "out"
+    encode_files(tok, paths, out, shard_size=40_000, fmt=fmt, block_size=4096, workers=2, progress=False)
+    expected = []
+    for i, doc in enumerate(docs):
+        expected += ([enc.eot_token] if i else []) + enc.encode_ordinary(doc)
+    manifest, ids = all_ids(out)
+    assert ids == expected
+    assert [s["tokens"] for s in manifest["shards"]][:-1] == [40_000] * (len(manifest["shards"]) - 1)
+    assert tok.encode_to_numpy(docs[1]).tolist() == tok.encode(docs[1]) == enc.encode_ordinary(docs[1])
+    assert tok.encode_to_numpy(docs[1]).dtype == tok.id_dtype
+
+
+def test_long_blocks_are_gathered_not_joined(r50k, tmp_path):
+    """A stretch without a cut spanning many pieces comes out as one bytearray block, holding
+    the file's bytes."""
+    data = _long_word(200_000, 3).encode()
+    path = tmp_path / "w.txt"
+    path.write_bytes(data + b" tail")
+    blocks = list(input_blocks(r50k, [path], block_size=4096))
+    assert type(blocks[0].data) is bytearray and len(blocks[0].data) >= len(data) - 4
+    assert b"".join(b.data for b in blocks) == data + b" tail"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=40), max_size=12), st.integers(1, 30))
+def test_cut_stream_grow_gives_the_same_segments(pieces, block_size):
+    rule = cut_rule("gpt2")
+    plain = list(cut_stream(pieces, rule, block_size))
+    grown = list(cut_stream(pieces, rule, block_size, grow=True))
+    assert [(bytes(s), o) for s, o in grown] == plain
+
+
+def test_invalid_utf8_inside_a_long_word_names_the_file_and_offset(r50k, tmp_path):
+    word = _long_word(150_000, 4)
+    head, tail = word[:90_000].encode(), word[90_000:].encode()
+    bad = tmp_path / "long_bad.txt"
+    bad.write_bytes(head + b"\xff" + tail)
+    offset = len(head)
+    with pytest.raises(CorpusDecodeError, match=rf"long_bad\.txt: invalid UTF-8 at byte offset {offset} \(byte 0xff\)"):
+        encode_files(r50k, [bad], tmp_path / "o", block_size=4096, progress=False)
+    assert not list((tmp_path / "o").glob(".tmp-*"))
+    manifest = tmp_path / "o" / MANIFEST
+    assert not manifest.exists() or not json.loads(manifest.read_text())["complete"]
+
+
+def test_a_shard_of_held_ids_interrupted_is_never_half_written(r50k, tmp_path, monkeypatch):
+    """An interrupt while a shard made of held long runs is written leaves no partial file; the
+    rerun resumes to the same ids."""
+    docs = [_long_word(100_000, 5), "between", _long_word(100_000, 6)]
+    paths = []
+    for i, doc in enumerate(docs):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(doc, encoding="utf-8")
+    monkeypatch.setattr(shards._ShardWriter, "HOLD_MIN", 1000)
+    options = dict(shard_size=30_000, fmt="npy", block_size=4096, progress=False)
+    encode_files(r50k, paths, tmp_path / "whole", **options)
+    _, reference = all_ids(tmp_path / "whole")
+
+    from fastbpe import fileio
+    real_write = fileio.write_atomic
+    calls = []
+
+    def interrupted(path, pieces, *args, **kwargs):
+        if Path(path).name.startswith("shard_"):
+            calls.append(path)
+        if len(calls) == 2 and calls[-1] == path:
+            def failing():
+                yield from pieces[:1]
+                raise KeyboardInterrupt  # in the middle of writing the shard's pieces
+            return real_write(path, failing(), *args, **kwargs)
+        return real_write(path, pieces, *args, **kwargs)
+
+    monkeypatch.setattr(shards, "write_atomic", interrupted)
+    out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        encode_files(r50k, paths, out, **options)
+    monkeypatch.setattr(shards, "write_atomic", real_write)
+    assert not list(out.glob(".tmp-*"))
+    listed = json.loads((out / MANIFEST).read_text())["shards"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([MANIFEST] + [s["file"] for s in listed])
+    encode_files(r50k, paths, out, **options)
+    assert all_ids(out)[1] == reference

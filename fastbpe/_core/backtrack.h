@@ -29,7 +29,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -236,26 +239,42 @@ class Backtracker {
     // Ids of p[0:n] into out (room for cap ids) by backtracking; `dead` is scratch space. The
     // caller checked that every byte has an id. Returns the id count, or -1 when the search
     // finds nothing (impossible for a usable model; the caller then takes its other path).
-    int64_t encode(const uint8_t* p, int64_t n, std::vector<uint64_t>& dead, std::vector<uint64_t>& memo,
-                   int32_t* out, int64_t cap) const {
-        dead.assign((size_t)(n >> 6) + 1, 0);
+    // Id: int32_t, or uint16_t when every id is below 2^16 (the caller's promise): the ids are
+    // the search's stack, so a huge piece's ids are held once, at the width they are kept.
+    template <class Id>
+    int64_t encode(const uint8_t* p, int64_t n, std::vector<uint64_t>& dead_bits, std::vector<uint64_t>& memo,
+                   Id* out, int64_t cap) const {
+        // A huge piece's bits come from calloc, whose fresh pages are zero without being
+        // written: only the pages where a dead end is marked (few: backtracking is rare) are
+        // ever taken, instead of one bit per byte of the piece.
+        size_t words = (size_t)(n >> 6) + 1;
+        std::unique_ptr<uint64_t, void (*)(void*)> huge(nullptr, std::free);
+        uint64_t* dead;
+        if (words > HUGE_DEAD_WORDS) {
+            huge.reset((uint64_t*)std::calloc(words, sizeof(uint64_t)));
+            if (!huge) throw std::bad_alloc();
+            dead = huge.get();
+        } else {
+            dead_bits.assign(words, 0);
+            dead = dead_bits.data();
+        }
         if (memo.size() != MEMO_SLOTS) memo.assign(MEMO_SLOTS, ~0ULL);
         int64_t count = 0, pos = 0;
         int32_t token = trie_.longest(p, (size_t)n);
         while (pos < n) {
-            int32_t last = count ? out[count - 1] : -1;
+            int32_t last = count ? (int32_t)out[count - 1] : -1;
             for (;;) {
                 if (token < 0) {  // nothing fits after `last`: pos is a dead end
                     if (count == 0) return -1;
                     dead[(size_t)pos >> 6] |= 1ULL << (pos & 63);
-                    token = out[--count];
+                    token = (int32_t)out[--count];
                     pos -= info_[token].length;
                     break;  // `token` is retried and fails on its now dead end
                 }
                 int64_t end = pos + info_[token].length;
                 if (!((dead[(size_t)end >> 6] >> (end & 63)) & 1) && (last < 0 || compatible_memo(last, token, memo))) {
                     if (count >= cap) return -1;
-                    out[count++] = token;
+                    out[count++] = (Id)token;
                     pos = end;
                     token = trie_.longest(p + pos, (size_t)(n - pos));
                     break;
@@ -270,6 +289,7 @@ class Backtracker {
     // pair_key(a, b) with bit 31 the answer (ids are below 2^31), ~0 empty. Text repeats its
     // pairs (most of a piece's tokens are frequent ones), and a walk costs several lookups.
     static constexpr size_t MEMO_SLOTS = 1 << 14;
+    static constexpr size_t HUGE_DEAD_WORDS = 1 << 15;  // (256 KiB of bits: a 2 MiB piece)
     inline bool compatible_memo(int32_t a, int32_t b, std::vector<uint64_t>& memo) const {
         uint64_t key = pair_key(a, b);
         uint64_t& slot = memo[(size_t)((key * 0x9E3779B97F4A7C15ULL) >> 50)];

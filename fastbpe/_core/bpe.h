@@ -73,6 +73,9 @@ static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
 // encode_utf8: chunks split ahead of the encoder at a time (two int64 arrays on the stack).
 static const int FUSED_BLOCK = 256;
+// encode_utf8_u16: chunks of at least this many bytes are backtracked straight into the
+// 16-bit output; shorter ones go in runs of at most this many bytes through the 32-bit buffer.
+static const int64_t U16_DIRECT_MIN = 1 << 16;
 
 static const uint64_t RANK_BITS = 0xFFFFFFFF00000000ULL;
 static const uint64_t LOW_BITS = 0xFFFFFFFFULL;
@@ -521,6 +524,59 @@ class BpeEncoder {
             count += got;
         }
         return count;
+    }
+
+    // encode_utf8 into 16-bit ids (the caller's promise: every id is below 2^16), for a huge
+    // text whose ids are held once at the width they are kept: a chunk of at least
+    // U16_DIRECT_MIN bytes is backtracked straight into out (the ids are the search's stack, see
+    // Backtracker::encode); the other chunks are encoded in runs of at most FUSED_BLOCK chunks
+    // and U16_DIRECT_MIN bytes by encode_block into st.out, then copied down. (A chunk the
+    // backtracker does not take goes through st.out alone, at 4 bytes per id.)
+    int64_t encode_utf8_u16(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
+                            int64_t* misses, uint16_t* out) const {
+        int64_t starts[FUSED_BLOCK];
+        int64_t ends[FUSED_BLOCK];
+        int64_t m = 0, run_bytes = 0, count = 0;
+        auto flush = [&]() -> int64_t {  // the run of chunks so far, through st.out
+            if (m == 0) return 0;
+            if ((int64_t)st.out.size() < run_bytes) st.out.resize(run_bytes);
+            int64_t got = encode_block(dp, n, starts, ends, m, st, st.out.data(), misses);
+            if (got < 0) return got;
+            for (int64_t i = 0; i < got; ++i) out[count + i] = (uint16_t)st.out[i];
+            count += got;
+            m = run_bytes = 0;
+            return 0;
+        };
+        size_t p = 0;
+        while (p < n) {
+            size_t s = p;
+            p = chunk_end(dp, n, pattern, p);
+            int64_t len = (int64_t)(p - s);
+            ++*chunks;
+            if (m == FUSED_BLOCK || run_bytes + len > U16_DIRECT_MIN) {
+                int64_t bad = flush();
+                if (bad < 0) return bad;
+            }
+            if (len >= U16_DIRECT_MIN) {
+                const Backtracker* bt = len >= backtrack_min && len > scan_max ? backtracker() : nullptr;
+                if (bt != nullptr) {
+                    for (size_t i = s; i < p; ++i)
+                        if (byte_id[dp[i]] < 0) return -1 - (int64_t)dp[i];
+                    int64_t got = bt->encode(dp + s, len, st.dead, st.memo, out + count, len);
+                    ++*misses;
+                    if (got >= 0) {
+                        count += got;
+                        continue;
+                    }
+                }
+            }
+            starts[m] = (int64_t)s;
+            ends[m] = (int64_t)p;
+            ++m;
+            run_bytes += len;
+        }
+        int64_t bad = flush();
+        return bad < 0 ? bad : count;
     }
 
     // Ids of words given as base symbol ids (word k is symbols[ends[k-1]:ends[k]], ends

@@ -1,5 +1,5 @@
 # Declarations of bpe.h: the BPE encoder and its per-thread scratch space.
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from libcpp cimport bool
 from libcpp.string cimport string
 from libcpp.vector cimport vector
@@ -62,5 +62,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
                             int64_t* chunks, int64_t* misses) except +
         int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
                             int64_t* chunks, int64_t* misses, int32_t* op) except +
+        int64_t encode_utf8_u16(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
+                                int64_t* chunks, int64_t* misses, uint16_t* out) except +
         int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words,
                                EncodeScratch& st, int32_t* out) except +

@@ -14,7 +14,7 @@ flat buffer).
 The merge rules (``MERGE_RULES``), the cache, the whole-chunk lookup and the merge loops are
 described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h).
 """
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libcpp.string cimport string
 from libcpp.vector cimport vector
@@ -252,6 +252,40 @@ cdef class BPECore:
             if valid:
                 got = self.enc.encode_utf8(&data[0], n, pattern, st[0], &chunks, &misses, op)
         return self._result(state, got, chunks, misses, big) if valid else None
+
+    def encode_text_u16(self, const uint8_t[::1] data, int pattern, EncodeState state):
+        """``encode_text`` as uint16 ids (a vocabulary of at most 65,536 tokens), for one huge
+        text: a long chunk is backtracked straight into the result, so the ids are held once,
+        at 2 bytes each (bpe.h, ``encode_utf8_u16``); the result is cut to size in place.
+        None when ``data`` is not valid UTF-8."""
+        cdef size_t n = data.shape[0]
+        cdef int64_t got = 0, chunks = 0, misses = 0
+        cdef bint valid = True
+        self._check_fused(pattern, state, n)
+        if self.num_tokens > 65536:
+            raise ValueError(f"uint16 ids need at most 65536 tokens, this vocabulary has {self.num_tokens}")
+        out = np.empty(n, dtype=np.uint16)  # (pages are taken only where ids are written)
+        if n == 0:
+            return out
+        cdef uint16_t[::1] ov = out
+        cdef EncodeScratch* st = &state.scratch
+        with nogil:
+            valid = utf8_valid(&data[0], n)
+            if valid:
+                got = self.enc.encode_utf8_u16(&data[0], n, pattern, st[0], &chunks, &misses, &ov[0])
+        ov = None  # (released before the resize)
+        state.misses += misses
+        state.hits += chunks - misses
+        if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
+            st.out.clear()
+            st.out.shrink_to_fit()
+        st.trim(KEEP_BUFFER)
+        if not valid:
+            return None
+        if got < 0:
+            raise ValueError(f"byte 0x{-1 - got:02x} is not in the vocabulary")
+        out.resize(got, refcheck=False)  # realloc: shrinks in place, the tail never touched
+        return out
 
     def encode_str(self, text, int pattern, EncodeState state):
         """``encode_text(text.encode("utf-8"), pattern, state)`` with the UTF-8 made while the

@@ -22,12 +22,17 @@ from .._core.split import InvalidUTF8, find_cut
 __all__ = ["cut_stream", "file_cut_at_or_after", "normalize_stream"]
 
 
-def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int]) -> Iterator[Tuple[bytes, int]]:
+def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
+               grow: bool = False) -> Iterator[Tuple[bytes, int]]:
     """Re-cut a stream of byte pieces (one text) at safe cuts into segments of >= block_size
     bytes (the last may be shorter). Yields (segment, offset of its first byte in the text).
 
     Pieces are held as views, not concatenated, until a segment is cut: each segment costs one
-    copy. The cut search looks at each byte once (a cut within 4 bytes after a piece boundary
+    copy, and while it is made the pieces and the segment are both held. ``grow``: once a
+    segment spans more than two pieces (a stretch without a cut, a multi-megabyte word), its
+    bytes are gathered instead in a bytearray grown in place piece by piece (each piece is
+    dropped once appended) and yielded as it is: a long segment is held once, not twice. The
+    cut search looks at each byte once (a cut within 4 bytes after a piece boundary
     is not considered: its deciding bytes straddle two pieces; skipping a cut is always safe),
     so time stays linear however long a stretch without a cut is. ``block_size=None`` yields
     the text whole.
@@ -35,9 +40,12 @@ def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int]) ->
     >>> from fastbpe.split.patterns import cut_rule
     >>> list(cut_stream([b"aaa bbb ", b"ccc"], cut_rule("gpt2"), 2))
     [(b'aaa', 0), (b' bbb', 3), (b' ccc', 7)]
+    >>> list(cut_stream([b"aa", b"aa", b"aa", b"aaaaa b"], cut_rule("gpt2"), 2, grow=True))
+    [(bytearray(b'aaaaaaaaaaa'), 0), (b' b', 11)]
     """
-    pending: List[memoryview] = []  # views of the text after the last cut
-    pending_len = 0
+    gathered: Optional[bytearray] = None  # (grow) the text after the last cut, when it got long
+    pending: List[memoryview] = []  # views of the text after the last cut (after `gathered`)
+    pending_len = 0  # bytes of both
     offset = 0  # offset in the text of the first pending byte
     for piece in pieces:
         view = memoryview(piece)
@@ -45,18 +53,31 @@ def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int]) ->
         while block_size is not None and pending_len + len(view) - start > block_size:
             # the segment must reach block_size; positions near the piece start need bytes of
             # the previous piece to decide, so they are skipped when there is one
-            lo = max(start + block_size - pending_len, start + (4 if pending else 1))
+            lo = max(start + block_size - pending_len, start + (4 if pending_len else 1))
             i = find_cut(view, lo, rule) if lo < len(view) else -1
             if i < 0:
                 break
-            segment = b"".join(pending + [view[start:i]])
+            if gathered is not None:
+                gathered += view[start:i]
+                segment, gathered = gathered, None
+            else:
+                segment = b"".join(pending + [view[start:i]])
             yield segment, offset
             offset += len(segment)
             pending, pending_len, start = [], 0, i
         if start < len(view):
             pending.append(view[start:])
             pending_len += len(view) - start
-    if pending:
+            if grow and (gathered is not None or len(pending) > 2):
+                # (a bytearray past the heap's threshold grows by mremap: no copy)
+                if gathered is None:
+                    gathered = bytearray()
+                for part in pending:
+                    gathered += part
+                pending = []
+    if gathered is not None:
+        yield gathered, offset
+    elif pending:
         yield b"".join(pending), offset
 
 

@@ -50,6 +50,7 @@ from ..formats import tiktoken as tiktoken_format
 from ..split.pretokenize import pretokenize
 from ..split.splitter import Splitter
 from . import batch, special, surrogates, vocab
+from .id_arrays import as_id_dtype
 from .markers import Markers
 from .model import BPEModel
 from .normalizers import Normalizer
@@ -605,7 +606,8 @@ class Tokenizer:
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                         disallowed_special: Union[str, Collection[str]] = "all") -> np.ndarray:
         """Token ids as a NumPy array: uint16 when every id fits, else uint32."""
-        return self._encode_array(text, allowed_special, disallowed_special).astype(self.id_dtype)
+        # (the int32 ids are read as uint32 or narrowed in their own buffer: held once)
+        return as_id_dtype(self._encode_array(text, allowed_special, disallowed_special), self.id_dtype)
 
     @property
     def id_dtype(self) -> np.dtype:
