@@ -28,14 +28,17 @@ import struct
 import time
 import uuid
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import wait as wait_for
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
+from ._core.split import find_cut
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
+from .encode.batch import utf8_encoder
 from .fileio import write_atomic
 from .progress import byte_bar
 from .split.patterns import cut_rule
@@ -212,6 +215,29 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
                 yield held._replace(raw=held.raw + rest)
             else:  # no text at all: still one (empty) block, so the file's bytes show in the progress
                 yield Block(b"", True, path, 0, rest)
+
+
+# Bytes of text per encoding task of a local run: small enough that the last tasks leave no
+# worker idle for long, large enough that a task's overhead (a few microseconds) is nothing.
+TASK_BYTES = 1 << 20
+TASK_PIECES = 4096  # and at most this many pieces (documents, most often) per task
+
+
+def _task_pieces(block: Block, rule: Optional[int]) -> Iterator[Tuple[memoryview, str, int]]:
+    """``(piece, path, offset)`` of a block for the encoding tasks: the block whole, or, given
+    the cut ``rule`` of the tokenizer's split, cut at its safe cuts into pieces of about
+    TASK_BYTES (their ids one after the other are the block's: see :mod:`.corpus.cut`), so
+    that the workers share even a single long document."""
+    data = memoryview(block.data)
+    start = 0
+    while rule is not None and len(data) - start > TASK_BYTES:
+        cut = find_cut(data, start + TASK_BYTES, rule)
+        if cut < 0:
+            break
+        yield data[start:cut], block.path, block.offset + start if block.offset >= 0 else -1
+        start = cut
+    if start < len(data):
+        yield data[start:], block.path, block.offset + start if block.offset >= 0 else -1
 
 
 def _decode(block: Block) -> str:
@@ -416,19 +442,25 @@ class _ShardWriter:
         self.filled = 0
         self.total = total  # ids in finished shards
 
-    def add(self, ids: np.ndarray, segment: int, skip: int) -> None:
-        """Append the ids of segment ``segment``, of which ``skip`` were already written."""
-        position = skip
-        while position < len(ids):
-            take = min(self.shard_size - self.filled, len(ids) - position)
-            self.buffer[self.filled:self.filled + take] = ids[position:position + take]
-            self.filled += take
-            position += take
-            if self.filled == self.shard_size:
-                if position == len(ids):
-                    self.flush((segment + 1, 0))
-                else:
-                    self.flush((segment, position))
+    def add(self, ids: Union[np.ndarray, list], segment: int, skip: int) -> None:
+        """Append the ids of segment ``segment`` (an array, or a list of arrays that follow one
+        another), of which ``skip`` were already written."""
+        parts = ids if isinstance(ids, list) else [ids]
+        length = sum(map(len, parts))
+        base = 0  # where the part starts in the segment
+        for part in parts:
+            position = max(skip - base, 0)
+            while position < len(part):
+                take = min(self.shard_size - self.filled, len(part) - position)
+                self.buffer[self.filled:self.filled + take] = part[position:position + take]
+                self.filled += take
+                position += take
+                if self.filled == self.shard_size:
+                    if base + position == length:
+                        self.flush((segment + 1, 0))
+                    else:
+                        self.flush((segment, base + position))
+            base += len(part)
 
     def flush(self, resume_at: Tuple[int, int], final: bool = False) -> None:
         if self.filled == 0 and not final:
@@ -584,70 +616,89 @@ def encode_files(
     started = time.perf_counter()
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")
-    text_bytes = 0  # decoded input encoded by this run
-
-    def batches():
-        """Groups of (block index, text, starts a document after another, file bytes read)."""
-        nonlocal text_bytes
-        batch = []
-        size = 0
-        emitted_any = False
-        in_doc = False  # the current document already has text
-        for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
-            needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
-            if block.data:
-                in_doc = emitted_any = True
-            if block.ends_document:
-                in_doc = False
-            if index < resume_segment:  # written by an earlier run
-                if bar is not None:
-                    bar.update(block.raw)
-                continue
-            batch.append((index, _decode(block), needs_sep, block.raw))
-            size += len(block.data)
-            text_bytes += len(block.data)
-            # enough for every worker to have two blocks (or many short documents) at a time
-            if size >= 2 * workers * block_size or len(batch) >= 512 * workers:
-                yield batch
-                batch, size = [], 0
-        if batch:
-            yield batch
-
+    text_bytes = 0  # input encoded by this run
+    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    encode_utf8, cuts = utf8_encoder(tokenizer)
+    sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
     last_index = resume_segment - 1
+    segments: deque = deque()  # (block index, needs a separator, file bytes, pieces), in order
+    done: deque = deque()  # the ids of the pieces encoded, in order, not yet written
+    running: deque = deque()  # the tasks submitted, in order
 
-    def encode(batch):
-        texts = [text for _, text, _, _ in batch]
-        return tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+    def encode_task(task: list) -> list:
+        """The ids (as the shards store them) of a task's pieces; runs on a worker thread."""
+        out = []
+        for piece, path, offset in task:
+            try:
+                ids = encode_utf8(piece)
+            except ValueError as exc:  # (a byte the vocabulary lacks): where in which document
+                where = f"{path}" if offset < 0 else f"{path}, the text at byte offset {offset}"
+                raise ValueError(f"{where}: {exc}") from None
+            if ids is None:  # not UTF-8: the error names the file and the first bad byte
+                _decode(Block(bytes(piece), True, path, offset, 0))
+            out.append(ids if ids.dtype == dtype else ids.astype(dtype))
+        return out
 
-    def write(batch, encoded) -> None:
+    def write_finished(keep: int) -> None:
+        """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
+        pieces are all encoded, in order."""
         nonlocal last_index
-        for (index, _, needs_sep, _), ids in zip(batch, encoded.result()):
-            if needs_sep:
-                ids = np.concatenate([np.array([sep_id], dtype=dtype), ids])
-            writer.add(ids, index, resume_offset if index == resume_segment else 0)
-            last_index = index
-        if bar is not None:
-            bar.update(sum(raw for _, _, _, raw in batch))
-            bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
+        while True:
+            raw = 0
+            while segments and len(done) >= segments[0][3]:
+                index, needs_sep, block_raw, count = segments.popleft()
+                parts = [done.popleft() for _ in range(count)]
+                writer.add([sep] + parts if needs_sep else parts, index,
+                           resume_offset if index == resume_segment else 0)
+                last_index = index
+                raw += block_raw
+            if bar is not None and raw:
+                bar.update(raw)
+                bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
+            if len(running) <= keep:
+                return
+            done.extend(running.popleft().result())
 
-    # A pipeline of three stages: while the workers encode a batch (submitted through one
-    # thread, so batches are encoded one after the other), this thread writes the previous
-    # batch's ids and reads and decodes the next batch. Shards are written in order as before.
-    ahead = ThreadPoolExecutor(1, thread_name_prefix="fastbpe-shards")
-    try:
-        previous = None
-        for batch in batches():
-            encoded = ahead.submit(encode, batch)
-            if previous is not None:
-                write(*previous)
-            previous = (batch, encoded)
-        if previous is not None:
-            write(*previous)
-        writer.flush((last_index + 1, 0), final=True)
-    finally:
-        ahead.shutdown(wait=True, cancel_futures=True)
-        if bar is not None:
-            bar.close()
+    # A pipeline: this thread reads and cuts the input into tasks of about TASK_BYTES (pieces
+    # of blocks cut at safe cuts, or runs of short documents), the pool's threads encode them
+    # (the GIL released, each with its own chunk cache), and this thread writes the ids in
+    # input order as tasks finish, up to ``ahead`` tasks behind the reading.
+    ahead = 2 * workers + 2
+    with tokenizer._pools.borrow(workers) as pool:
+        try:
+            task, task_bytes = [], 0
+            emitted_any = False
+            in_doc = False  # the current document already has text
+            for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
+                needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
+                if block.data:
+                    in_doc = emitted_any = True
+                if block.ends_document:
+                    in_doc = False
+                if index < resume_segment:  # written by an earlier run
+                    if bar is not None:
+                        bar.update(block.raw)
+                    continue
+                pieces = list(_task_pieces(block, rule if cuts else None))
+                segments.append((index, needs_sep, block.raw, len(pieces)))
+                text_bytes += len(block.data)
+                for piece in pieces:
+                    task.append(piece)
+                    task_bytes += len(piece[0])
+                    if task_bytes >= TASK_BYTES or len(task) >= TASK_PIECES:
+                        running.append(pool.submit(encode_task, task))
+                        task, task_bytes = [], 0
+                        write_finished(ahead)
+            if task:
+                running.append(pool.submit(encode_task, task))
+            write_finished(0)
+            writer.flush((last_index + 1, 0), final=True)
+        finally:
+            for future in running:
+                future.cancel()
+            wait_for(running)  # (a task already running ends within one piece)
+            if bar is not None:
+                bar.close()
     seconds = time.perf_counter() - started
     manifest["seconds"] = round(seconds, 3)
     # This run alone (a resumed run skips what earlier runs wrote); not saved in the manifest file.
