@@ -38,7 +38,7 @@ import numpy as np
 from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
 from ._core.split import find_cut
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
-from .encode.batch import utf8_encoder
+from .encode.batch import utf8_batch_encoder, utf8_encoder
 from .fileio import write_atomic
 from .progress import byte_bar
 from .split.patterns import cut_rule
@@ -238,6 +238,13 @@ def _task_pieces(block: Block, rule: Optional[int]) -> Iterator[Tuple[memoryview
         start = cut
     if start < len(data):
         yield data[start:], block.path, block.offset + start if block.offset >= 0 else -1
+
+
+class _Run(NamedTuple):
+    """The ids of a task of whole blocks: block ``k`` of the task ends at ``ends[k]``."""
+
+    ids: np.ndarray
+    ends: np.ndarray
 
 
 def _decode(block: Block) -> str:
@@ -462,6 +469,20 @@ class _ShardWriter:
                         self.flush((segment, base + position))
             base += len(part)
 
+    def add_run(self, ids: np.ndarray, first: int, ends: np.ndarray) -> None:
+        """Append the ids of the whole segments ``first``, ``first + 1``... one after the other:
+        segment ``first + k`` ends at ``ids[ends[k]]`` (so ``ends[-1] == len(ids)``)."""
+        position = 0
+        while position < len(ids):
+            take = min(self.shard_size - self.filled, len(ids) - position)
+            self.buffer[self.filled:self.filled + take] = ids[position:position + take]
+            self.filled += take
+            position += take
+            if self.filled == self.shard_size:
+                k = int(np.searchsorted(ends, position - 1, side="right"))  # the segment of the last id
+                start = int(ends[k - 1]) if k else 0
+                self.flush((first + k + 1, 0) if position == ends[k] else (first + k, position - start))
+
     def flush(self, resume_at: Tuple[int, int], final: bool = False) -> None:
         if self.filled == 0 and not final:
             return
@@ -619,25 +640,47 @@ def encode_files(
     text_bytes = 0  # input encoded by this run
     rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
     encode_utf8, cuts = utf8_encoder(tokenizer)
+    encode_many = utf8_batch_encoder(tokenizer)
     sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
     last_index = resume_segment - 1
     segments: deque = deque()  # (block index, needs a separator, file bytes, pieces), in order
     done: deque = deque()  # the ids of the pieces encoded, in order, not yet written
     running: deque = deque()  # the tasks submitted, in order
 
-    def encode_task(task: list) -> list:
-        """The ids (as the shards store them) of a task's pieces; runs on a worker thread."""
-        out = []
-        for piece, path, offset in task:
-            try:
-                ids = encode_utf8(piece)
-            except ValueError as exc:  # (a byte the vocabulary lacks): where in which document
-                where = f"{path}" if offset < 0 else f"{path}, the text at byte offset {offset}"
-                raise ValueError(f"{where}: {exc}") from None
-            if ids is None:  # not UTF-8: the error names the file and the first bad byte
-                _decode(Block(bytes(piece), True, path, offset, 0))
-            out.append(ids if ids.dtype == dtype else ids.astype(dtype))
-        return out
+    def encode_piece(piece, path: str, offset: int) -> np.ndarray:
+        """int32 ids of one piece, or the error that names where it is."""
+        try:
+            ids = encode_utf8(piece)
+        except ValueError as exc:  # (a byte the vocabulary lacks): where in which document
+            where = f"{path}" if offset < 0 else f"{path}, the text at byte offset {offset}"
+            raise ValueError(f"{where}: {exc}") from None
+        if ids is None:  # not UTF-8: the error names the file and the first bad byte
+            _decode(Block(bytes(piece), True, path, offset, 0))
+        return ids
+
+    def encode_pieces(task: list) -> list:
+        """The ids (as the shards store them) of each piece of a task; runs on a worker thread."""
+        return [encode_piece(piece, path, offset).astype(dtype, copy=False) for piece, path, offset, _ in task]
+
+    def encode_run(task: list) -> _Run:
+        """The ids of a task of whole blocks, separators put in, as one array; runs on a worker
+        thread. One compiled call encodes them all when the tokenizer has the one-call path."""
+        failed = True
+        if encode_many is not None:
+            bounds = np.zeros(len(task) + 1, dtype=np.int64)
+            np.cumsum([len(piece) for piece, _, _, _ in task], out=bounds[1:])
+            ids, ends, failed = encode_many(b"".join([piece for piece, _, _, _ in task]), bounds)
+        if failed:  # (piece by piece: the first piece that fails raises its error, named)
+            parts = [encode_piece(piece, path, offset) for piece, path, offset, _ in task]
+            ends = np.zeros(len(task) + 1, dtype=np.int64)
+            np.cumsum([len(ids) for ids in parts], out=ends[1:])
+            ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        ids = ids.astype(dtype, copy=False)
+        seps = np.array([needs_sep for _, _, _, needs_sep in task], dtype=bool)
+        if seps.any():
+            ids = np.insert(ids, ends[:-1][seps], sep_id)
+            ends = ends + np.concatenate([[0], np.cumsum(seps)])
+        return _Run(ids, ends[1:])
 
     def write_finished(keep: int) -> None:
         """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
@@ -645,30 +688,54 @@ def encode_files(
         nonlocal last_index
         while True:
             raw = 0
-            while segments and len(done) >= segments[0][3]:
-                index, needs_sep, block_raw, count = segments.popleft()
-                parts = [done.popleft() for _ in range(count)]
-                writer.add([sep] + parts if needs_sep else parts, index,
-                           resume_offset if index == resume_segment else 0)
-                last_index = index
+            while segments:
+                index, needs_sep, block_raw, count = segments[0]
+                if count is None:  # a run of whole blocks: index to needs_sep
+                    if not done:
+                        break
+                    run = done.popleft()
+                    writer.add_run(run.ids, index, run.ends)
+                    last_index = needs_sep
+                else:
+                    if len(done) < count:
+                        break
+                    parts = [done.popleft() for _ in range(count)]
+                    writer.add([sep] + parts if needs_sep else parts, index,
+                               resume_offset if index == resume_segment else 0)
+                    last_index = index
+                segments.popleft()
                 raw += block_raw
             if bar is not None and raw:
                 bar.update(raw)
                 bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
             if len(running) <= keep:
                 return
-            done.extend(running.popleft().result())
+            result = running.popleft().result()
+            if isinstance(result, _Run):
+                done.append(result)
+            else:
+                done.extend(result)
 
-    # A pipeline: this thread reads and cuts the input into tasks of about TASK_BYTES (pieces
-    # of blocks cut at safe cuts, or runs of short documents), the pool's threads encode them
+    # A pipeline: this thread reads and cuts the input into tasks of about TASK_BYTES (runs of
+    # whole blocks, or pieces of a long block cut at safe cuts), the pool's threads encode them
     # (the GIL released, each with its own chunk cache), and this thread writes the ids in
     # input order as tasks finish, up to ``ahead`` tasks behind the reading.
     ahead = 2 * workers + 2
     with tokenizer._pools.borrow(workers) as pool:
         try:
-            task, task_bytes = [], 0
+            run, run_bytes, run_raw = [], 0, 0  # whole blocks for the next task
+
+            def submit_run():
+                nonlocal run, run_bytes, run_raw
+                if run:
+                    segments.append((last_queued - len(run) + 1, last_queued, run_raw, None))
+                    running.append(pool.submit(encode_run, run))
+                    run, run_bytes, run_raw = [], 0, 0
+                    write_finished(ahead)
+
             emitted_any = False
             in_doc = False  # the current document already has text
+            last_queued = resume_segment - 1
             for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
                 needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
                 if block.data:
@@ -679,18 +746,23 @@ def encode_files(
                     if bar is not None:
                         bar.update(block.raw)
                     continue
+                text_bytes += len(block.data)
+                if index != resume_segment and (len(block.data) <= TASK_BYTES or not cuts):
+                    run.append((block.data, block.path, block.offset, needs_sep))
+                    run_bytes += len(block.data)
+                    run_raw += block.raw
+                    last_queued = index
+                    if run_bytes >= TASK_BYTES or len(run) >= TASK_PIECES:
+                        submit_run()
+                    continue
+                submit_run()  # a long block (or the one a resumed run starts inside): task by piece
                 pieces = list(_task_pieces(block, rule if cuts else None))
                 segments.append((index, needs_sep, block.raw, len(pieces)))
-                text_bytes += len(block.data)
+                last_queued = index
                 for piece in pieces:
-                    task.append(piece)
-                    task_bytes += len(piece[0])
-                    if task_bytes >= TASK_BYTES or len(task) >= TASK_PIECES:
-                        running.append(pool.submit(encode_task, task))
-                        task, task_bytes = [], 0
-                        write_finished(ahead)
-            if task:
-                running.append(pool.submit(encode_task, task))
+                    running.append(pool.submit(encode_pieces, [piece + (False,)]))
+                    write_finished(ahead)
+            submit_run()
             write_finished(0)
             writer.flush((last_index + 1, 0), final=True)
         finally:

@@ -19,7 +19,7 @@ import numpy as np
 from .._core.encode import str_sizes
 from . import special
 
-__all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials", "utf8_encoder"]
+__all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials", "utf8_encoder", "utf8_batch_encoder"]
 
 
 def byte_balanced_groups(sizes: np.ndarray, groups: int) -> List[slice]:
@@ -115,6 +115,16 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
         return tok._encode_array(text, frozenset(), ())
 
     return encode, not tok.prefix_space  # (a prefix space would go before every piece)
+
+
+def utf8_batch_encoder(tok) -> Optional[Callable]:
+    """For a tokenizer that takes the one-call path, ``encode(data, bounds)``: the ids of every
+    UTF-8 text ``data[bounds[k]:bounds[k + 1]]`` in one compiled call, as ``(ids, ends,
+    failed)`` (``BPECore.encode_text_many``); else None."""
+    pattern = _fused_pattern(tok)
+    if pattern is None:
+        return None
+    return lambda data, bounds: tok._core().encode_text_many(data, bounds, pattern, tok._state())
 
 
 def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
