@@ -3,7 +3,8 @@
 ``encode_files`` reads files as the corpus readers do (:mod:`fastbpe.corpus.files`: directories,
 globs, every compression by content), splits them into documents, cuts long documents into blocks
 at the safe cuts of the tokenizer's split (:mod:`fastbpe.corpus.cut`, so the ids equal those of
-each document encoded whole), encodes blocks on worker threads with the separator token between
+each document encoded whole), encodes them on worker threads in tasks of about 1 MiB (a long
+block cut again at safe cuts, many short documents in one task) with the separator token between
 documents, and writes shards of exactly ``shard_size`` ids (the last one shorter), in one of
 three formats (ids little-endian, uint16 when the vocabulary fits, else uint32):
 
@@ -35,8 +36,8 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 
 import numpy as np
 
-from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
 from ._core.split import find_cut
+from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import utf8_batch_encoder, utf8_encoder
 from .fileio import write_atomic
@@ -471,7 +472,8 @@ class _ShardWriter:
 
     def add_run(self, ids: np.ndarray, first: int, ends: np.ndarray) -> None:
         """Append the ids of the whole segments ``first``, ``first + 1``... one after the other:
-        segment ``first + k`` ends at ``ids[ends[k]]`` (so ``ends[-1] == len(ids)``)."""
+        segment ``first + k`` is ``ids[ends[k - 1]:ends[k]]`` (from 0 for ``k == 0``; so
+        ``ends[-1] == len(ids)``)."""
         position = 0
         while position < len(ids):
             take = min(self.shard_size - self.filled, len(ids) - position)
@@ -643,8 +645,10 @@ def encode_files(
     encode_many = utf8_batch_encoder(tokenizer)
     sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
     last_index = resume_segment - 1
-    segments: deque = deque()  # (block index, needs a separator, file bytes, pieces), in order
-    done: deque = deque()  # the ids of the pieces encoded, in order, not yet written
+    # what is written next, in order: (block index, needs a separator, file bytes, its pieces),
+    # or for a task of whole blocks (first index, last index, file bytes, None)
+    segments: deque = deque()
+    done: deque = deque()  # the ids of the pieces (or _Run of the tasks) encoded, not yet written
     running: deque = deque()  # the tasks submitted, in order
 
     def encode_piece(piece, path: str, offset: int) -> np.ndarray:
