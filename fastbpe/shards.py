@@ -3,7 +3,8 @@
 ``encode_files`` reads files as the corpus readers do (:mod:`fastbpe.corpus.files`: directories,
 globs, every compression by content), splits them into documents, cuts long documents into blocks
 at the safe cuts of the tokenizer's split (:mod:`fastbpe.corpus.cut`, so the ids equal those of
-each document encoded whole), encodes blocks on worker threads with the separator token between
+each document encoded whole), encodes them on worker threads in tasks of about 1 MiB (a long
+block cut again at safe cuts, many short documents in one task) with the separator token between
 documents, and writes shards of exactly ``shard_size`` ids (the last one shorter), in one of
 three formats (ids little-endian, uint16 when the vocabulary fits, else uint32):
 
@@ -28,15 +29,17 @@ import struct
 import time
 import uuid
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import wait as wait_for
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ._core.split import find_cut
 from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
-from .encode.batch import _fused_pattern
+from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
 from .fileio import write_atomic
 from .progress import byte_bar
@@ -217,22 +220,41 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
                 yield Block(b"", True, path, 0, rest)
 
 
+# Bytes of text per encoding task of a local run: small enough that the last tasks leave no
+# worker idle for long, large enough that a task's overhead (a few microseconds) is nothing.
+TASK_BYTES = 1 << 20
+TASK_PIECES = 4096  # and at most this many pieces (documents, most often) per task
+
+
+def _task_pieces(block: Block, rule: Optional[int]) -> Iterator[Tuple[memoryview, str, int]]:
+    """``(piece, path, offset)`` of a block for the encoding tasks: the block whole, or, given
+    the cut ``rule`` of the tokenizer's split, cut at its safe cuts into pieces of about
+    TASK_BYTES (their ids one after the other are the block's: see :mod:`.corpus.cut`), so
+    that the workers share even a single long document."""
+    data = memoryview(block.data)
+    start = 0
+    while rule is not None and len(data) - start > TASK_BYTES:
+        cut = find_cut(data, start + TASK_BYTES, rule)
+        if cut < 0:
+            break
+        yield data[start:cut], block.path, block.offset + start if block.offset >= 0 else -1
+        start = cut
+    if start < len(data):
+        yield data[start:], block.path, block.offset + start if block.offset >= 0 else -1
+
+
+class _Run(NamedTuple):
+    """The ids of a task of whole blocks: block ``k`` of the task ends at ``ends[k]``."""
+
+    ids: np.ndarray
+    ends: np.ndarray
+
+
 def _decode(block: Block) -> str:
     try:
         return block.data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1]) from None
-
-
-# A block this many bytes past block_size holds a stretch without a safe cut at least as long.
-LONG_OVERSHOOT = 1 << 16
-
-
-def _is_long(block: Block, block_size: int) -> bool:
-    """A block well past ``block_size``: a long stretch without a safe cut (a huge chunk, as a
-    multi-megabyte word), encoded alone from its bytes (:func:`_encode_block`). Text in any
-    script has a safe cut every few bytes, so its blocks are never long."""
-    return len(block.data) > block_size + LONG_OVERSHOOT
 
 
 def _encode_block(tokenizer, block: Block) -> np.ndarray:
@@ -462,24 +484,36 @@ class _ShardWriter:
         self.filled = 0  # ids in the shard so far
         self.total = total  # ids in finished shards
 
-    def add(self, ids: np.ndarray, segment: int, skip: int, first: Optional[int] = None) -> None:
-        """Append the ids of segment ``segment`` (``first``, when given, then ``ids``: a
-        separator ahead of a document's ids, without a copy of them), of which ``skip`` were
-        already written. ``ids`` must not change until they are written."""
-        parts = [ids] if first is None else [np.array([first], dtype=self.buffer.dtype), ids]
-        count = sum(len(part) for part in parts)
-        position = skip  # in the segment
-        base = 0  # where the current part starts in the segment
+    def add(self, ids: Union[np.ndarray, list], segment: int, skip: int) -> None:
+        """Append the ids of segment ``segment`` (an array, or a list of arrays that follow one
+        another), of which ``skip`` were already written. The ids must not change until they
+        are written."""
+        parts = ids if isinstance(ids, list) else [ids]
+        length = sum(map(len, parts))
+        base = 0  # where the part starts in the segment
         for part in parts:
-            at = max(0, position - base)
-            while at < len(part):
-                take = min(self.shard_size - self.filled, len(part) - at)
-                self._append(part[at:at + take])
-                at += take
-                position = base + at
+            position = max(skip - base, 0)
+            while position < len(part):
+                take = min(self.shard_size - self.filled, len(part) - position)
+                self._append(part[position:position + take])
+                position += take
                 if self.filled == self.shard_size:
-                    self.flush((segment + 1, 0) if position == count else (segment, position))
+                    self.flush((segment + 1, 0) if base + position == length else (segment, base + position))
             base += len(part)
+
+    def add_run(self, ids: np.ndarray, first: int, ends: np.ndarray) -> None:
+        """Append the ids of the whole segments ``first``, ``first + 1``... one after the other:
+        segment ``first + k`` is ``ids[ends[k - 1]:ends[k]]`` (from 0 for ``k == 0``; so
+        ``ends[-1] == len(ids)``)."""
+        position = 0
+        while position < len(ids):
+            take = min(self.shard_size - self.filled, len(ids) - position)
+            self._append(ids[position:position + take])
+            position += take
+            if self.filled == self.shard_size:
+                k = int(np.searchsorted(ends, position - 1, side="right"))  # the segment of the last id
+                start = int(ends[k - 1]) if k else 0
+                self.flush((first + k + 1, 0) if position == ends[k] else (first + k, position - start))
 
     def _append(self, ids: np.ndarray) -> None:
         if len(ids) >= self.HOLD_MIN and ids.dtype == self.buffer.dtype:
@@ -650,80 +684,154 @@ def encode_files(
     started = time.perf_counter()
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")
-    text_bytes = 0  # decoded input encoded by this run
-
-    def batches():
-        """Groups of (block index, text, starts a document after another, file bytes read)."""
-        nonlocal text_bytes
-        batch = []
-        size = 0
-        emitted_any = False
-        in_doc = False  # the current document already has text
-        for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
-            needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
-            if block.data:
-                in_doc = emitted_any = True
-            if block.ends_document:
-                in_doc = False
-            if index < resume_segment:  # written by an earlier run
-                if bar is not None:
-                    bar.update(block.raw)
-                continue
-            if _is_long(block, block_size):  # a batch of its own, kept as bytes (see encode)
-                if batch:
-                    yield batch
-                    batch, size = [], 0
-                text_bytes += len(block.data)
-                yield [[index, block, needs_sep, block.raw]]
-                continue
-            batch.append((index, _decode(block), needs_sep, block.raw))
-            size += len(block.data)
-            text_bytes += len(block.data)
-            # enough for every worker to have two blocks (or many short documents) at a time
-            if size >= 2 * workers * block_size or len(batch) >= 512 * workers:
-                yield batch
-                batch, size = [], 0
-        if batch:
-            yield batch
-
+    text_bytes = 0  # input encoded by this run
+    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    encode_utf8, cuts = utf8_encoder(tokenizer)
+    encode_many = utf8_batch_encoder(tokenizer)
+    pattern = _fused_pattern(tokenizer)
+    encode_u16 = None if pattern is None or dtype.itemsize != 2 else \
+        (lambda data: tokenizer._core().encode_text_u16(data, pattern, tokenizer._state()))
+    sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
     last_index = resume_segment - 1
+    # what is written next, in order: (block index, needs a separator, file bytes, its pieces),
+    # or for a task of whole blocks (first index, last index, file bytes, None)
+    segments: deque = deque()
+    done: deque = deque()  # the ids of the pieces (or _Run of the tasks) encoded, not yet written
+    running: deque = deque()  # the tasks submitted, in order
 
-    def encode(batch):
-        if isinstance(batch[0][1], Block):  # a long block: its input is let go once encoded
-            block = batch[0][1]
-            batch[0][1] = None
-            return [_encode_block(tokenizer, block)]
-        texts = [text for _, text, _, _ in batch]
-        return tokenizer.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+    def encode_piece(piece, path: str, offset: int) -> np.ndarray:
+        """The ids of one piece as the shards store them, or the error that names where it
+        is. A piece longer than a task (a stretch without a safe cut: a huge chunk, as a
+        multi-megabyte word) gets uint16 ids straight from the encoder where the shards are
+        uint16, so that its ids are held once, at 2 bytes each."""
+        try:
+            long_u16 = encode_u16 is not None and len(piece) > TASK_BYTES
+            ids = encode_u16(piece) if long_u16 else encode_utf8(piece)
+        except ValueError as exc:  # (a byte the vocabulary lacks): where in which document
+            where = f"{path}" if offset < 0 else f"{path}, the text at byte offset {offset}"
+            raise ValueError(f"{where}: {exc}") from None
+        if ids is None:  # not UTF-8: the error names the file and the first bad byte
+            _decode(Block(bytes(piece), True, path, offset, 0))
+        return stored(ids)
 
-    def write(batch, encoded) -> None:
+    def stored(ids: np.ndarray) -> np.ndarray:
+        """Ids as the shards store them: int32 read as uint32 in place (ids are never
+        negative), a copy for uint16 (one fresh array less per task: each costs page faults)."""
+        return ids.view(dtype) if ids.dtype.itemsize == dtype.itemsize else ids.astype(dtype)
+
+    def encode_pieces(task: list) -> list:
+        """The ids (as the shards store them) of each piece of a task; runs on a worker thread."""
+        return [encode_piece(piece, path, offset) for piece, path, offset, _ in task]
+
+    def encode_run(task: list) -> _Run:
+        """The ids of a task of whole blocks, separators put in, as one array; runs on a worker
+        thread. One compiled call encodes them all when the tokenizer has the one-call path."""
+        failed = True
+        if encode_many is not None:
+            bounds = np.zeros(len(task) + 1, dtype=np.int64)
+            np.cumsum([len(piece) for piece, _, _, _ in task], out=bounds[1:])
+            ids, ends, failed = encode_many(b"".join([piece for piece, _, _, _ in task]), bounds)
+        if failed:  # (piece by piece: the first piece that fails raises its error, named)
+            parts = [encode_piece(piece, path, offset) for piece, path, offset, _ in task]
+            ends = np.zeros(len(task) + 1, dtype=np.int64)
+            np.cumsum([len(ids) for ids in parts], out=ends[1:])
+            ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        ids = stored(ids)
+        seps = np.array([needs_sep for _, _, _, needs_sep in task], dtype=bool)
+        if seps.any():
+            ids = np.insert(ids, ends[:-1][seps], sep_id)
+            ends = ends + np.concatenate([[0], np.cumsum(seps)])
+        return _Run(ids, ends[1:])
+
+    def write_finished(keep: int) -> None:
+        """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
+        pieces are all encoded, in order."""
         nonlocal last_index
-        for (index, _, needs_sep, _), ids in zip(batch, encoded.result()):
-            writer.add(ids, index, resume_offset if index == resume_segment else 0,
-                       first=sep_id if needs_sep else None)
-            last_index = index
-        if bar is not None:
-            bar.update(sum(raw for _, _, _, raw in batch))
-            bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
+        while True:
+            raw = 0
+            while segments:
+                index, needs_sep, block_raw, count = segments[0]
+                if count is None:  # a run of whole blocks: index to needs_sep
+                    if not done:
+                        break
+                    run = done.popleft()
+                    writer.add_run(run.ids, index, run.ends)
+                    last_index = needs_sep
+                else:
+                    if len(done) < count:
+                        break
+                    parts = [done.popleft() for _ in range(count)]
+                    writer.add([sep] + parts if needs_sep else parts, index,
+                               resume_offset if index == resume_segment else 0)
+                    last_index = index
+                segments.popleft()
+                raw += block_raw
+            if bar is not None and raw:
+                bar.update(raw)
+                bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
+            if len(running) <= keep:
+                return
+            result = running.popleft().result()
+            if isinstance(result, _Run):
+                done.append(result)
+            else:
+                done.extend(result)
 
-    # A pipeline of three stages: while the workers encode a batch (submitted through one
-    # thread, so batches are encoded one after the other), this thread writes the previous
-    # batch's ids and reads and decodes the next batch. Shards are written in order as before.
-    ahead = ThreadPoolExecutor(1, thread_name_prefix="fastbpe-shards")
-    try:
-        previous = None
-        for batch in batches():
-            encoded = ahead.submit(encode, batch)
-            if previous is not None:
-                write(*previous)
-            previous = (batch, encoded)
-        if previous is not None:
-            write(*previous)
-        writer.flush((last_index + 1, 0), final=True)
-    finally:
-        ahead.shutdown(wait=True, cancel_futures=True)
-        if bar is not None:
-            bar.close()
+    # A pipeline: this thread reads and cuts the input into tasks of about TASK_BYTES (runs of
+    # whole blocks, or pieces of a long block cut at safe cuts), the pool's threads encode them
+    # (the GIL released, each with its own chunk cache), and this thread writes the ids in
+    # input order as tasks finish, up to ``ahead`` tasks behind the reading.
+    ahead = 2 * workers + 2
+    with tokenizer._pools.borrow(workers) as pool:
+        try:
+            run, run_bytes, run_raw = [], 0, 0  # whole blocks for the next task
+
+            def submit_run():
+                nonlocal run, run_bytes, run_raw
+                if run:
+                    segments.append((last_queued - len(run) + 1, last_queued, run_raw, None))
+                    running.append(pool.submit(encode_run, run))
+                    run, run_bytes, run_raw = [], 0, 0
+                    write_finished(ahead)
+
+            emitted_any = False
+            in_doc = False  # the current document already has text
+            last_queued = resume_segment - 1
+            for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
+                needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
+                if block.data:
+                    in_doc = emitted_any = True
+                if block.ends_document:
+                    in_doc = False
+                if index < resume_segment:  # written by an earlier run
+                    if bar is not None:
+                        bar.update(block.raw)
+                    continue
+                text_bytes += len(block.data)
+                if index != resume_segment and (len(block.data) <= TASK_BYTES or not cuts):
+                    run.append((block.data, block.path, block.offset, needs_sep))
+                    run_bytes += len(block.data)
+                    run_raw += block.raw
+                    last_queued = index
+                    if run_bytes >= TASK_BYTES or len(run) >= TASK_PIECES:
+                        submit_run()
+                    continue
+                submit_run()  # a long block (or the one a resumed run starts inside): task by piece
+                pieces = list(_task_pieces(block, rule if cuts else None))
+                segments.append((index, needs_sep, block.raw, len(pieces)))
+                last_queued = index
+                for piece in pieces:
+                    running.append(pool.submit(encode_pieces, [piece + (False,)]))
+                    write_finished(ahead)
+            submit_run()
+            write_finished(0)
+            writer.flush((last_index + 1, 0), final=True)
+        finally:
+            for future in running:
+                future.cancel()
+            wait_for(running)  # (a task already running ends within one piece)
+            if bar is not None:
+                bar.close()
     seconds = time.perf_counter() - started
     manifest["seconds"] = round(seconds, 3)
     # This run alone (a resumed run skips what earlier runs wrote); not saved in the manifest file.
@@ -801,7 +909,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
                 text_bytes += len(data)
                 ids = _encode_block(tokenizer, Block(data, ends, path, offset, 0))
                 del data  # (a long block's input is let go before its ids are written)
-                writer.add(ids, 0, 0, first=sep_id if needs_sep else None)
+                writer.add([np.array([sep_id], dtype=dtype), ids] if needs_sep else ids, 0, 0)
             if ends:
                 in_doc = False
         writer.flush((0, 0), final=True)

@@ -633,13 +633,17 @@ def r50k(shared_data):
     return fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
 
 
+@pytest.mark.parametrize("task_bytes", [None, 50_000])
 @pytest.mark.parametrize("name, fmt", [("r50k_base", "llmc"), ("r50k_base", "npy"), ("cl100k_base", "raw")])
-def test_long_single_chunk_documents_give_tiktokens_ids(name, fmt, r50k, cl100k, tiktoken_encoding, tmp_path,
-                                                        monkeypatch):
+def test_long_single_chunk_documents_give_tiktokens_ids(name, fmt, task_bytes, r50k, cl100k, tiktoken_encoding,
+                                                        tmp_path, monkeypatch):
     """Documents that are one chunk of a few hundred KB (a long block, gathered in place and
     encoded from its bytes), beside short ones, with separators, across shard boundaries: the
     ids of tiktoken, of ``encode`` and of ``encode_to_numpy``. A low HOLD_MIN makes the writer
-    hold the long runs of ids (written from where they are) between copied ones."""
+    hold the long runs of ids (written from where they are) between copied ones; small tasks make
+    the long chunks pieces longer than a task (uint16 ids straight from the encoder for r50k)."""
+    if task_bytes is not None:
+        monkeypatch.setattr(shards, "TASK_BYTES", task_bytes)
     tok = {"r50k_base": r50k, "cl100k_base": cl100k}[name]
     enc = tiktoken_encoding(name)
     docs = ["short one", "words, then " + _long_word(300_000, 1) + " and after it", "a b", _long_word(120_000, 2)]

@@ -15,7 +15,8 @@ is kept. Printed, with the load average:
   ``encode_files`` (what ``fastbpe encode`` runs) of it as one plain file, at 1 and 2 workers
   (cold: the first call of a fresh process), with the 2-worker speed-up of wall time and the
   CPU/wall ratio (2.0: both cores busy all along; lower: a worker waited, or the machine was
-  shared).
+  shared), the CPU ratio (1 worker / 2 workers: the work parallelism adds), and the CPU of the
+  calling thread and of the busiest thread (whose ratio is the speed-up an idle machine allows).
 
 Needs the shared data (FASTBPE_DATA, default ../shared/data) and tiktoken.
 """
@@ -24,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -58,6 +60,28 @@ def _english_file(mb: int) -> str:
     return path
 
 
+_ended_threads = {}  # thread id -> its CPU seconds when it ended (threads of the run that are gone)
+
+
+def _record_thread_cpu(run):
+    def recorded(self):
+        try:
+            run(self)
+        finally:
+            _ended_threads[threading.get_ident()] = time.thread_time()
+    return recorded
+
+
+def _thread_cpu() -> dict:
+    """CPU seconds of every thread of this process: the live ones (the calling thread, the
+    pools') and those that ended (their CPU as they ended: ``threading.Thread.run`` is wrapped)."""
+    if not getattr(threading.Thread.run, "records_cpu", False):
+        threading.Thread.run = _record_thread_cpu(threading.Thread.run)
+        threading.Thread.run.records_cpu = True
+    return {**_ended_threads,
+            **{t.ident: time.clock_gettime(time.pthread_getcpuclockid(t.ident)) for t in threading.enumerate()}}
+
+
 def child(task: str, lib: str, lines: int, mb: int = 0) -> dict:
     """One measurement in this (fresh) process: CPU and wall seconds of the timed part."""
     kind, _, name = task.partition(":")
@@ -77,13 +101,18 @@ def child(task: str, lib: str, lines: int, mb: int = 0) -> dict:
             out = tempfile.mkdtemp(prefix="fastbpe-bench-shards-")
             fn = lambda: fastbpe.encode_files(tok, [path], out, workers=int(name), fmt="raw",  # noqa: E731
                                               progress=False, resume=False)
+        before = _thread_cpu()
         cpu, wall = time.process_time(), time.perf_counter()
         try:
-            fn()
+            result = fn()  # (held until the clocks stop: freeing it is no part of encoding)
         finally:
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             if kind == "files":
                 shutil.rmtree(out, ignore_errors=True)
-        return {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
+        spent = {ident: t - before.get(ident, 0.0) for ident, t in _thread_cpu().items()}
+        del result
+        caller = spent.pop(threading.main_thread().ident)
+        return {"cpu": cpu, "wall": wall, "caller": caller, "busiest": max([caller, *spent.values()])}
     if kind == "decode":
         text = text_slice("english.txt.gz", 2_000_000)
         enc = tiktoken_encoding("cl100k_base")
@@ -150,11 +179,12 @@ def main() -> None:
                 best[key] = {k: min(v, best.get(key, {}).get(k, float("inf"))) for k, v in got.items()}
     print(f"load average {os.getloadavg()}; best of {args.repeat} fresh processes per cell"
           + (f"; fastbpe of {args.checkout}" if args.checkout else ""))
-    print(f"{'task':22s} {'library':9s} {'cpu s':>8s} {'wall s':>8s}")
+    print(f"{'task':22s} {'library':9s} {'cpu s':>8s} {'wall s':>8s} {'caller s':>9s} {'busiest s':>9s}")
     for task, libs in rows:
         for lib in libs:
             b = best[(task, lib)]
-            print(f"{task:22s} {lib:9s} {b['cpu']:8.4f} {b['wall']:8.4f}")
+            print(f"{task:22s} {lib:9s} {b['cpu']:8.4f} {b['wall']:8.4f}" +
+                  (f" {b['caller']:9.4f} {b['busiest']:9.4f}" if "caller" in b else ""))
     if not args.only_large:
         print("ratios (other / fastbpe, > 1: fastbpe faster), CPU unless wall is said:")
         for task, libs in ROWS:
@@ -169,7 +199,11 @@ def main() -> None:
         for kind, what in (("lines", "encode_batch of its lines"), ("files", "encode_files of it")):
             one, two = best[(f"{kind}:1", "fastbpe")], best[(f"{kind}:2", "fastbpe")]
             print(f"  {what:28s} {one['wall'] / two['wall']:.2f}x   {args.mb / one['wall']:.1f} -> "
-                  f"{args.mb / two['wall']:.1f} MB/s   CPU/wall {two['cpu'] / two['wall']:.2f}")
+                  f"{args.mb / two['wall']:.1f} MB/s   CPU/wall {two['cpu'] / two['wall']:.2f}   "
+                  f"CPU 1 worker / 2 workers {one['cpu'] / two['cpu']:.2f}   "
+                  f"busiest thread's CPU 1 / 2 workers {one['busiest'] / two['busiest']:.2f}")
+        print("  (caller: CPU of the calling thread; busiest: of the thread that ran longest, a bound on the wall "
+              "time of an idle machine that another process's load does not change)")
 
 
 if __name__ == "__main__":

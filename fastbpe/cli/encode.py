@@ -78,7 +78,8 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--separator", default="<|endoftext|>", help="special token put between documents")
     p.add_argument("--no-separator", action="store_true", help="put nothing between documents")
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE,
-                   help="bytes of text per encoding task (4MiB, 1e6, ...)")
+                   help="bytes of text per block, the unit of resuming (4MiB, 1e6, ...); the workers take tasks of "
+                        "about 1 MiB: pieces of a block, or many short documents")
     p.add_argument("--workers", type=int, default=None,
                    help="encoding threads on this machine (default: all cores; not used with --scheduler)")
     add_scheduler_option(p, "partitions of the input are encoded and written")

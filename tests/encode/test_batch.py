@@ -128,3 +128,62 @@ def test_batch_keeps_the_prefix_space():
     texts = ["hello", " x", "", "naïve 日本"]
     assert tok.encode_batch(texts, workers=2) == [tok.encode(t) for t in texts]
     assert tok.encode("hello")[0] == ord(" ")
+
+
+@pytest.mark.parametrize("as_numpy", [False, True])
+def test_workers_1_2_3_give_the_same_ids_in_order(byte_level, as_numpy):
+    """Empty texts, one long text among tiny ones, many tiny ones: every worker count returns
+    each text's ids at its place, cut into many groups or few."""
+    from fastbpe.encode import batch
+
+    texts = ["", "a", ""] * 200 + [TEXT * 30] + ["x", "", "猫 😀"] * 300 + [""]
+    want = [byte_level.encode(t, disallowed_special=()) for t in texts]
+    old = batch.GROUP_CHARS
+    try:
+        for group_chars in (old, 100):
+            batch.GROUP_CHARS = group_chars
+            for workers in (1, 2, 3):
+                got = byte_level.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=as_numpy)
+                assert [list(ids) for ids in got] == want
+    finally:
+        batch.GROUP_CHARS = old
+
+
+def test_a_failing_text_is_named_by_its_index(char_level, byte_level):
+    with pytest.raises(ValueError, match=r"text 3 of the batch: .*not in the vocabulary"):
+        char_level.encode_batch(["the cat", "sat", "", "Ω", "Ω"], workers=2)
+    with pytest.raises(TypeError, match=r"text 1 of the batch must be a str, got bytes"):
+        byte_level.encode_batch(["ok", b"bytes"], workers=2)
+    with pytest.raises(ValueError, match=r"text 2 of the batch: .*endoftext"):
+        byte_level.encode_batch(["a", "b", "c <|endoftext|>"], workers=2)
+
+
+def test_str_sizes_are_the_lengths():
+    from fastbpe._core.encode import str_sizes
+
+    texts = ["", "abc", "é猫😀", "\ud800"]
+    assert str_sizes(texts).tolist() == [len(t) for t in texts]
+    with pytest.raises(TypeError, match="text 2 of the batch"):
+        str_sizes(["a", "b", 3])
+
+
+@given(st.lists(st.binary(max_size=12) | st.text(max_size=12).map(lambda t: t.encode()), max_size=10))
+def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
+    """encode_text_many (the many short documents of encode_files) gives each text's ids, and
+    names the texts that are not UTF-8 as failed, left empty."""
+    from fastbpe.encode.batch import utf8_batch_encoder, utf8_encoder
+
+    encode_many, (encode_one, _) = utf8_batch_encoder(byte_level), utf8_encoder(byte_level)
+    bounds = np.cumsum([0] + [len(p) for p in pieces]).astype(np.int64)
+    ids, ends, failed = encode_many(b"".join(pieces), bounds)
+    for k, piece in enumerate(pieces):
+        try:
+            want = byte_level.encode_ordinary(piece.decode("utf-8"))
+        except UnicodeDecodeError:
+            assert k in failed and encode_one(piece) is None
+            want = []
+        else:
+            assert k not in failed and encode_one(piece).tolist() == want
+        assert ids[ends[k]:ends[k + 1]].tolist() == want
+    with pytest.raises(ValueError, match="out of order"):
+        encode_many(b"abc", np.array([0, 2, 1], dtype=np.int64))
