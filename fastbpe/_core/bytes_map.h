@@ -152,8 +152,8 @@ static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t*
         if (n < 8) a &= ~(~0ULL >> (8 * n));
         b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL >> (8 * (n - 8))) : b);
 #else
-        if (n < 8) a &= ~(~0ULL << (8 * n));
-        b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL << (8 * (n - 8))) : b);
+        a &= KEY_MASKS[n].m0;  // (a table, not shifts: no branch on the length)
+        b &= KEY_MASKS[n].m1;
 #endif
     } else {
         std::memcpy(&a, p, n < 8 ? n : 8);
@@ -182,8 +182,9 @@ class ShortChunkCache {
     static inline void prefetch(const void* e) {
         if (e != nullptr) __builtin_prefetch(e);
     }
-    // The ids of the chunk (w0, w1, n) whose entry() is e into ids (room for SHORT_IDS);
-    // returns their count, or 0 when the chunk is not here.
+    // The ids of the chunk (w0, w1, n) whose entry() is e into ids; returns their count, or 0
+    // when the chunk is not here. ids has room for min(n, SHORT_IDS) ids (a chunk of n >= 2
+    // bytes has at most n ids): the first two are copied whatever the count, without a branch.
     static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
         if (e == nullptr) return 0;
         const Set& set = *(const Set*)e;
@@ -193,10 +194,8 @@ class ShortChunkCache {
             if (!x->holds(w0, w1, n)) return 0;
         }
         ids[0] = x->ids[0];
-        if (x->count > 1) {
-            ids[1] = x->ids[1];
-            if (x->count > 2) ids[2] = x->ids[2];
-        }
+        ids[1] = x->ids[1];
+        if (x->count > 2) ids[2] = x->ids[2];
         return x->count;
     }
 

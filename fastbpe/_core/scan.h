@@ -383,6 +383,18 @@ class Scanner {
         return w.end;                               // \s+ (a single character here)
     }
 
+    // The end of the chunk at p for a pattern whose chunks tile the text (pattern_tiles),
+    // chosen at compile time (the encoder's loop is compiled per pattern).
+    template <int PATTERN>
+    __attribute__((always_inline)) inline size_t next_chunk(size_t p) const {
+        static_assert(PATTERN == PAT_GPT2 || PATTERN == PAT_CL100K || PATTERN == PAT_LLAMA3 || PATTERN == PAT_O200K,
+                      "a pattern whose chunks tile the text");
+        if (PATTERN == PAT_GPT2) return next_gpt2(p);
+        if (PATTERN == PAT_CL100K) return next_cl100k(p, true);
+        if (PATTERN == PAT_LLAMA3) return next_cl100k(p, false);
+        return next_o200k(p);
+    }
+
     // Scan the whole text, calling sink(start, end) for each chunk.
     template <class Sink>
     void scan(int pattern, Sink& sink) const {
