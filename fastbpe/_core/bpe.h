@@ -513,19 +513,24 @@ class BpeEncoder {
     }
 
     // encode_utf8 with the scanner of PATTERN, one pass over the bytes per block of
-    // FUSED_BLOCK chunks, in two loops. The first scans the chunks and, while a chunk's bytes
-    // are at hand, packs a short one (2..SHORT_KEY_MAX bytes) into its short-cache key and
-    // prefetches the set it maps to, so that the set's cache misses of a block overlap. The
-    // second writes the ids in order straight to op: one byte by the byte table, a short chunk
-    // from its set when the short cache holds it, anything else by encode_chunk (chunk cache,
-    // whole lookup, BPE), whose result the short cache then remembers. A lookup reads its set
-    // when its turn comes, after the puts of the chunks before it, so it sees what they left.
+    // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
+    // instead of waiting one after the other. The first scans the chunks and, while a chunk's
+    // bytes are at hand, packs a short one (2..SHORT_KEY_MAX bytes) into its short-cache key
+    // and prefetches the set it maps to. The second finds the chunks the short cache does not
+    // hold (nor the byte table) and hashes them and prefetches their slot of the chunk cache:
+    // on a big text the short cache keeps only the commoner chunks. The third writes the ids in
+    // order straight to op: one byte by the byte table, a short chunk from its set (read again:
+    // a put of a chunk before it may have evicted it since), anything else by encode_chunk
+    // (chunk cache, whole lookup, BPE) while the chunk cache entries of the misses a few steps
+    // ahead are prefetched, remembering the result in the short cache.
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
                          int32_t* op) const {
         uint32_t start[FUSED_BLOCK + 1];         // chunk c is dp[start[c]:start[c + 1]] (n < 4 GB)
         uint64_t word0[FUSED_BLOCK], word1[FUSED_BLOCK];  // a short chunk's packed bytes
         const void* entry[FUSED_BLOCK];          // and its short-cache set (nullptr: no lookup)
+        uint64_t hash[FUSED_BLOCK];              // a miss's hash_ahead
+        int32_t todo[FUSED_BLOCK];               // the misses, in order
         if (n > UINT32_MAX) return encode_utf8_wide(dp, n, PATTERN, st, chunks, misses, op);
         const Scanner scanner(dp, n);
         size_t p = 0;
@@ -546,20 +551,39 @@ class BpeEncoder {
             }
             start[m] = (uint32_t)p;
             *chunks += m;
+            int64_t left = 0;
+            for (int64_t c = 0; c < m; ++c) {
+                size_t s = start[c], length = start[c + 1] - s;
+                if (length == 1 ? byte_id[dp[s]] >= 0 : ShortChunkCache::contains(entry[c], word0[c], word1[c]))
+                    continue;
+                hash[c] = hash_ahead(dp, (int64_t)s, (int64_t)(s + length), st);
+                todo[left++] = (int32_t)c;
+            }
+            for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
+                if (hash[todo[k]] != 0) st.cache.prefetch_entry(hash[todo[k]]);
+            int64_t next = 0;
             for (int64_t c = 0; c < m; ++c) {
                 size_t s = start[c], length = start[c + 1] - s;
                 if (length == 1) {
                     int32_t id = byte_id[dp[s]];
-                    if (__builtin_expect(id < 0, 0)) return -1 - (int64_t)dp[s];
-                    op[count++] = id;
-                    continue;
+                    if (__builtin_expect(id >= 0, 1)) {
+                        op[count++] = id;
+                        continue;
+                    }
                 }
                 int k = ShortChunkCache::get(entry[c], word0[c], word1[c], length, op + count);
                 if (__builtin_expect(k > 0, 1)) {
                     count += k;
                     continue;
                 }
-                int64_t got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, 0);
+                uint64_t h = 0;
+                while (next < left && todo[next] < c) ++next;  // (misses a put of this block answered)
+                if (next < left && todo[next] == c) {  // (else: evicted since the second loop)
+                    h = hash[c];
+                    int64_t ahead = ++next + PIPELINE_DISTANCE - 1;
+                    if (ahead < left && hash[todo[ahead]] != 0) st.cache.prefetch_entry(hash[todo[ahead]]);
+                }
+                int64_t got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, h);
                 if (got < 0) return got;
                 if (length - 2 <= SHORT_KEY_MAX - 2) st.short_cache.put(word0[c], word1[c], length, op + count, got);
                 count += got;

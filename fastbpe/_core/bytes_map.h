@@ -205,6 +205,13 @@ class ShortChunkCache {
         return x->count;
     }
 
+    // Whether the set e (entry()) holds the chunk (w0, w1).
+    static inline bool contains(const void* e, uint64_t w0, uint64_t w1) {
+        if (e == nullptr) return false;
+        const Set& set = *(const Set*)e;
+        return set.way[0].holds(w0, w1) || set.way[1].holds(w0, w1);
+    }
+
     // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
     inline void put(uint64_t w0, uint64_t w1, size_t n, const int32_t* ids, int64_t count) {
         if (count < 1 || count > SHORT_IDS) return;
