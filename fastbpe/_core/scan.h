@@ -179,11 +179,7 @@ class Scanner {
     // starts) goes the full way.
     __attribute__((always_inline)) inline size_t next_gpt2(size_t p) const {
         uint8_t b = s_[p];
-        // the commonest chunk, a word with or without its space, decided by one branch (the
-        // two tests are combined without a jump: a branch per test mispredicts on text)
-        uint8_t b1 = p + 1 < n_ ? s_[p + 1] : 0;
-        bool spaced = (b == ' ') & ascii_letter(b1);
-        if (ascii_letter(b) | spaced) return run_flags<FB_L>(p + 1 + spaced);
+        if (ascii_letter(b)) return run_flags<FB_L>(p + 1);
         if (b == ' ') {
             if (p + 1 < n_) {
                 uint8_t b1 = s_[p + 1];
@@ -280,14 +276,7 @@ class Scanner {
     // ASCII byte and are decided by these two exactly as the full code below would.
     __attribute__((always_inline)) inline size_t next_cl100k(size_t p, bool ws_to_end_whole) const {
         uint8_t b = s_[p];
-        // the commonest chunk, letters with or without one prefix character, decided by one
-        // branch (the tests are combined without a jump: a branch per test mispredicts on
-        // text). The ASCII prefixes: neither letter, digit, newline nor an apostrophe (which
-        // may start a contraction, an earlier alternative).
-        uint8_t b1 = p + 1 < n_ ? s_[p + 1] : 0;
-        bool prefixed = (b < 0x80) & (b != '\'') & (b != '\r') & (b != '\n') &
-                        !(FB_STAGE2[b & 0x7F] & (FB_L | FB_N)) & ascii_letter(b1);
-        if (ascii_letter(b) | prefixed) return run_flags<FB_L>(p + 1 + prefixed);
+        if (ascii_letter(b)) return run_flags<FB_L>(p + 1);
         if (ascii_digit(b)) return digits_upto3(p, Ch{b, FB_STAGE2[b], 1});
         if (b < 0x80 && b != '\'' && p + 1 < n_ && s_[p + 1] < 0x80) {
             uint8_t b1 = s_[p + 1];
