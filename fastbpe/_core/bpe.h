@@ -501,27 +501,111 @@ class BpeEncoder {
     }
 
     // Split valid UTF-8 dp[0:n] (n > 0) with a pattern whose chunks tile the text and encode it
-    // into op, or st.out when op is null (room for n ids), one block of chunk bounds at a time.
-    // Counts chunks in *chunks and cache misses in *misses.
+    // into op, or st.out when op is null (room for n ids). Counts chunks in *chunks and cache
+    // misses in *misses. The pattern is chosen once here: the loop is compiled per scanner.
     int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
                         int64_t* misses, int32_t* op = nullptr) const {
-        int64_t starts[FUSED_BLOCK];
-        int64_t ends[FUSED_BLOCK];
+        if (op == nullptr) op = st.out.data();
+        switch (pattern) {
+            case PAT_GPT2: return encode_tiled<PAT_GPT2>(dp, n, st, chunks, misses, op);
+            case PAT_CL100K: return encode_tiled<PAT_CL100K>(dp, n, st, chunks, misses, op);
+            case PAT_LLAMA3: return encode_tiled<PAT_LLAMA3>(dp, n, st, chunks, misses, op);
+            case PAT_O200K: return encode_tiled<PAT_O200K>(dp, n, st, chunks, misses, op);
+            default: return 0;  // (callers pass a tiling pattern: pattern_tiles)
+        }
+    }
+
+    // encode_utf8 with the scanner of PATTERN, one pass over the bytes per block of
+    // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
+    // instead of waiting one after the other. The first scans the chunks and, while a chunk's
+    // bytes are at hand, packs a short one (2..SHORT_KEY_MAX bytes) into its short-cache key
+    // and prefetches the set it maps to. The second finds the chunks the short cache does not
+    // hold (nor the byte table) and hashes them and prefetches their slot of the chunk cache:
+    // on a big text the short cache keeps only the commoner chunks. The third writes the ids in
+    // order straight to op: one byte by the byte table, a short chunk from its set (read again:
+    // a put of a chunk before it may have evicted it since), anything else by encode_chunk
+    // (chunk cache, whole lookup, BPE) while the chunk cache entries of the misses a few steps
+    // ahead are prefetched, remembering the result in the short cache.
+    template <int PATTERN>
+    int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
+                         int32_t* op) const {
+        uint32_t start[FUSED_BLOCK + 1];         // chunk c is dp[start[c]:start[c + 1]] (n < 4 GB)
+        uint64_t word0[FUSED_BLOCK], word1[FUSED_BLOCK];  // a short chunk's packed bytes
+        const void* entry[FUSED_BLOCK];          // and its short-cache set (nullptr: no lookup)
+        uint64_t hash[FUSED_BLOCK];              // a miss's hash_ahead
+        int32_t todo[FUSED_BLOCK];               // the misses, in order
+        if (n > UINT32_MAX) return encode_utf8_wide(dp, n, PATTERN, st, chunks, misses, op);
+        const Scanner scanner(dp, n);
         size_t p = 0;
         int64_t count = 0;
-        if (op == nullptr) op = st.out.data();
         while (p < n) {
             int64_t m = 0;
-            while (m < FUSED_BLOCK && p < n) {
-                starts[m] = (int64_t)p;
-                p = chunk_end(dp, n, pattern, p);
-                ends[m] = (int64_t)p;
-                ++m;
+            for (; m < FUSED_BLOCK && p < n; ++m) {
+                size_t e = scanner.next_chunk<PATTERN>(p);
+                start[m] = (uint32_t)p;
+                entry[m] = nullptr;
+                size_t length = e - p;
+                if (length - 2 <= SHORT_KEY_MAX - 2) {  // (unsigned: 1 wraps around)
+                    pack_short(dp + p, length, n - p, &word0[m], &word1[m]);
+                    entry[m] = st.short_cache.entry(word0[m], word1[m], length);
+                    ShortChunkCache::prefetch(entry[m]);
+                }
+                p = e;
             }
+            start[m] = (uint32_t)p;
             *chunks += m;
-            int64_t got = encode_block(dp, n, starts, ends, m, st, op + count, misses);
+            int64_t left = 0;
+            for (int64_t c = 0; c < m; ++c) {
+                size_t s = start[c], length = start[c + 1] - s;
+                if (length == 1 ? byte_id[dp[s]] >= 0 : ShortChunkCache::contains(entry[c], word0[c], word1[c]))
+                    continue;
+                hash[c] = hash_ahead(dp, (int64_t)s, (int64_t)(s + length), st);
+                todo[left++] = (int32_t)c;
+            }
+            for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
+                if (hash[todo[k]] != 0) st.cache.prefetch_entry(hash[todo[k]]);
+            int64_t next = 0;
+            for (int64_t c = 0; c < m; ++c) {
+                size_t s = start[c], length = start[c + 1] - s;
+                if (length == 1) {
+                    int32_t id = byte_id[dp[s]];
+                    if (__builtin_expect(id >= 0, 1)) {
+                        op[count++] = id;
+                        continue;
+                    }
+                }
+                int k = ShortChunkCache::get(entry[c], word0[c], word1[c], length, op + count);
+                if (__builtin_expect(k > 0, 1)) {
+                    count += k;
+                    continue;
+                }
+                uint64_t h = 0;
+                while (next < left && todo[next] < c) ++next;  // (misses a put of this block answered)
+                if (next < left && todo[next] == c) {  // (else: evicted since the second loop)
+                    h = hash[c];
+                    int64_t ahead = ++next + PIPELINE_DISTANCE - 1;
+                    if (ahead < left && hash[todo[ahead]] != 0) st.cache.prefetch_entry(hash[todo[ahead]]);
+                }
+                int64_t got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, h);
+                if (got < 0) return got;
+                if (length - 2 <= SHORT_KEY_MAX - 2) st.short_cache.put(word0[c], word1[c], length, op + count, got);
+                count += got;
+            }
+        }
+        return count;
+    }
+
+    // encode_utf8 for a text of 4 GB or more (offsets past 32 bits): chunk by chunk.
+    __attribute__((noinline)) int64_t encode_utf8_wide(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
+                                                       int64_t* chunks, int64_t* misses, int32_t* op) const {
+        int64_t count = 0;
+        for (size_t p = 0; p < n;) {
+            size_t e = chunk_end(dp, n, pattern, p);
+            int64_t got = encode_chunk(dp + p, (int64_t)(e - p), st, op + count, misses, 0);
             if (got < 0) return got;
             count += got;
+            ++*chunks;
+            p = e;
         }
         return count;
     }

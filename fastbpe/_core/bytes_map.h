@@ -132,16 +132,17 @@ class BytesMap {
 // The chunk cache's first level: the ids of chunks of 2..SHORT_KEY_MAX bytes, for the chunks
 // that come back again and again (a few thousand chunks make most of a text: "the", " of", ...).
 // BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
-// (slot, key, ids); here one small entry holds the chunk's bytes packed in two words, its length
-// and up to SHORT_IDS ids, and the table fits the L2 cache. Direct-mapped: a chunk goes to one
-// entry and evicts whatever was there, so a lookup is one probe and two word compares. Only a
-// cache: every entry holds a result the encoder computed, and a miss falls back to BytesMap.
-static const size_t SHORT_KEY_MAX = 16;
+// (slot, key, ids); here one small entry holds the chunk's bytes and length packed in two words
+// and up to SHORT_IDS ids, and the table fits the L2 cache. A lookup is one probe and two word
+// compares per way. Only a cache: every entry holds a result the encoder computed, and a miss
+// falls back to BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
+static const size_t SHORT_KEY_MAX = 15;
 static const int SHORT_IDS = 3;
 static const int SHORT_CACHE_BITS = 16;
 
-// p[0:n] (1 <= n <= 16) packed into two words, zero beyond n (with n, an injective key). `room`:
-// bytes readable from p; with 16 of them the words are read whole and masked, else copied.
+// p[0:n] (1 <= n <= 15) packed into two words, zero beyond n, and n in the 16th byte: an
+// injective key that is never all zero (an empty entry). `room`: bytes readable from p; with
+// 16 of them the words are read whole and masked, else copied.
 static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t* w0, uint64_t* w1) {
     uint64_t a = 0, b = 0;
     if (room >= 16) {
@@ -152,13 +153,18 @@ static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t*
         if (n < 8) a &= ~(~0ULL >> (8 * n));
         b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL >> (8 * (n - 8))) : b);
 #else
-        if (n < 8) a &= ~(~0ULL << (8 * n));
-        b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL << (8 * (n - 8))) : b);
+        a &= KEY_MASKS[n].m0;  // (a table, not shifts: no branch on the length)
+        b &= KEY_MASKS[n].m1;
 #endif
     } else {
         std::memcpy(&a, p, n < 8 ? n : 8);
         if (n > 8) std::memcpy(&b, p + 8, n - 8);
     }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    b |= (uint64_t)n;  // (the 16th byte: the lowest bits of the second word here)
+#else
+    b |= (uint64_t)n << 56;
+#endif
     *w0 = a;
     *w1 = b;
 }
@@ -171,7 +177,7 @@ class ShortChunkCache {
     // second way), so one rare chunk does not evict a frequent one. Bigger than the L2 cache,
     // which costs little: the encoder prefetches the lines of a block of chunks before reading
     // them; and it asks for huge pages, so those prefetches do not miss the TLB.
-    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits) {}
+    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits), set_mask_(num_sets() - 1) {}
 
     // The set of the chunk packed as (w0, w1) of n bytes (nullptr while the cache is empty),
     // for prefetch() and get(): a caller of many lookups computes them all, prefetches every
@@ -182,22 +188,28 @@ class ShortChunkCache {
     static inline void prefetch(const void* e) {
         if (e != nullptr) __builtin_prefetch(e);
     }
-    // The ids of the chunk (w0, w1, n) whose entry() is e into ids (room for SHORT_IDS);
-    // returns their count, or 0 when the chunk is not here.
+    // The ids of the chunk (w0, w1, n) whose entry() is e into ids; returns their count, or 0
+    // when the chunk is not here. ids has room for min(n, SHORT_IDS) ids (a chunk of n >= 2
+    // bytes has at most n ids): the first two are copied whatever the count, without a branch.
     static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
         if (e == nullptr) return 0;
         const Set& set = *(const Set*)e;
         const Entry* x = &set.way[0];
-        if (!x->holds(w0, w1, n)) {
+        if (!x->holds(w0, w1)) {
             x = &set.way[1];
-            if (!x->holds(w0, w1, n)) return 0;
+            if (!x->holds(w0, w1)) return 0;
         }
         ids[0] = x->ids[0];
-        if (x->count > 1) {
-            ids[1] = x->ids[1];
-            if (x->count > 2) ids[2] = x->ids[2];
-        }
+        ids[1] = x->ids[1];
+        if (x->count > 2) ids[2] = x->ids[2];
         return x->count;
+    }
+
+    // Whether the set e (entry()) holds the chunk (w0, w1).
+    static inline bool contains(const void* e, uint64_t w0, uint64_t w1) {
+        if (e == nullptr) return false;
+        const Set& set = *(const Set*)e;
+        return set.way[0].holds(w0, w1) || set.way[1].holds(w0, w1);
     }
 
     // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
@@ -205,12 +217,11 @@ class ShortChunkCache {
         if (count < 1 || count > SHORT_IDS) return;
         if (!sets_) allocate();
         Set& set = sets_[set_of(w0, w1, n)];
-        if (!set.way[0].holds(w0, w1, n)) set.way[1] = set.way[0];
+        if (!set.way[0].holds(w0, w1)) set.way[1] = set.way[0];
         Entry& e = set.way[0];
         e.w0 = w0;
         e.w1 = w1;
-        e.n = (uint16_t)n;
-        e.count = (uint16_t)count;
+        e.count = (uint32_t)count;
         for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
     }
 
@@ -219,6 +230,7 @@ class ShortChunkCache {
     void set_bits(int bits) {
         clear();
         bits_ = bits;
+        set_mask_ = num_sets() - 1;
     }
     int bits() const { return bits_; }
 
@@ -226,9 +238,8 @@ class ShortChunkCache {
     struct Entry {
         uint64_t w0, w1;
         int32_t ids[SHORT_IDS];
-        uint16_t n;  // 0: empty
-        uint16_t count;
-        inline bool holds(uint64_t a, uint64_t b, size_t m) const { return w0 == a && w1 == b && n == m; }
+        uint32_t count;  // (an empty entry is all zero: no key of pack_short)
+        inline bool holds(uint64_t a, uint64_t b) const { return w0 == a && w1 == b; }
     };
     struct alignas(64) Set {
         Entry way[2];
@@ -238,12 +249,14 @@ class ShortChunkCache {
         void operator()(Set* p) const { std::free(p); }
     };
     int bits_;
+    size_t set_mask_;  // num_sets() - 1
     std::unique_ptr<Set[], Free> sets_;
 
     size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
     inline size_t set_of(uint64_t w0, uint64_t w1, size_t n) const {
-        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)n) * 0xBF58476D1CE4E5B9ULL;
-        return (size_t)(x >> 40) & (num_sets() - 1);  // (bits <= 24: the top bits, well mixed)
+        (void)n;  // (in w1)
+        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL)) * 0xBF58476D1CE4E5B9ULL;
+        return (size_t)(x >> 40) & set_mask_;  // (bits <= 24: the top bits, well mixed)
     }
     void allocate() {
         size_t bytes = num_sets() * sizeof(Set);

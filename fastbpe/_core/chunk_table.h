@@ -48,16 +48,6 @@ struct Key {
 
 static const uint32_t SHORT_CHUNK = 16;
 
-// The masks keeping the first `len` bytes of two little-endian 8-byte loads, by len <= 16.
-struct KeyMask {
-    uint64_t m0, m1;
-};
-static const KeyMask KEY_MASKS[SHORT_CHUNK + 1] = {
-    {0, 0}, {0xFFULL, 0}, {0xFFFFULL, 0}, {0xFFFFFFULL, 0}, {0xFFFFFFFFULL, 0}, {0xFFFFFFFFFFULL, 0},
-    {0xFFFFFFFFFFFFULL, 0}, {0xFFFFFFFFFFFFFFULL, 0}, {~0ULL, 0}, {~0ULL, 0xFFULL}, {~0ULL, 0xFFFFULL},
-    {~0ULL, 0xFFFFFFULL}, {~0ULL, 0xFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFFFULL},
-    {~0ULL, 0xFFFFFFFFFFFFFFULL}, {~0ULL, ~0ULL}};
-
 // Key of chunk p[0:len]; `limit` is the end of the buffer holding it (two whole 8-byte loads
 // when they stay inside it, masked without a branch on the length).
 static inline Key make_key(const uint8_t* p, size_t len, const uint8_t* limit) {

@@ -39,6 +39,17 @@ static inline uint64_t hash_bytes(const uint8_t* p, size_t n) {
     return h ^ (h >> 29);
 }
 
+// The masks keeping the first `len` bytes of two little-endian 8-byte loads, by len <= 16 (the
+// chunk table's short keys and the encoder's short-chunk cache).
+struct KeyMask {
+    uint64_t m0, m1;
+};
+static const KeyMask KEY_MASKS[17] = {
+    {0, 0}, {0xFFULL, 0}, {0xFFFFULL, 0}, {0xFFFFFFULL, 0}, {0xFFFFFFFFULL, 0}, {0xFFFFFFFFFFULL, 0},
+    {0xFFFFFFFFFFFFULL, 0}, {0xFFFFFFFFFFFFFFULL, 0}, {~0ULL, 0}, {~0ULL, 0xFFULL}, {~0ULL, 0xFFFFULL},
+    {~0ULL, 0xFFFFFFULL}, {~0ULL, 0xFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFFFULL},
+    {~0ULL, 0xFFFFFFFFFFFFFFULL}, {~0ULL, ~0ULL}};
+
 // Slot of an integer key in a table of 2^(64 - shift) slots (Fibonacci hashing: the top bits
 // of key * 2^64/phi depend on every bit of the key). The pair tables use it instead of mix64:
 // their keys are two token ids, already spread, and the lookup is the innermost step of

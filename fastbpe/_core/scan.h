@@ -192,7 +192,17 @@ class Scanner {
         } else if (b != '\'' && ascii_other(b)) {
             return run_other(p + 1);
         }
+        // ASCII whitespace before ASCII that none of the above took: only the whitespace
+        // alternatives can match (a space before a letter, digit or other run went above)
+        if (b < 0x80 && (FB_STAGE2[b] & FB_WS) && p + 1 < n_ && s_[p + 1] < 0x80) return ws_chunk_gpt2(p);
         return next_gpt2_full(p);
+    }
+    // The chunk at p when it is GPT-2's whitespace: \s+$ | \s+(?!\S) | \s.
+    inline size_t ws_chunk_gpt2(size_t p) const {
+        WsRun w = ws_run(p);
+        if (w.end >= n_) return n_;    // \s+ to the end of the text (\s++$)
+        if (w.last > p) return w.last; // \s+(?!\S): the run minus its last character
+        return w.end;                  // \s: a single whitespace character before a non-space
     }
     __attribute__((noinline)) size_t next_gpt2_full(size_t p) const {
         Ch c = at(p);
@@ -209,11 +219,7 @@ class Scanner {
         if (d.fl & FB_L) return run_flags<FB_L>(q);
         if (d.fl & FB_N) return run_flags<FB_N>(q);
         if (is_other(d)) return run_other(q);
-        // c is whitespace here (a non-space c would have been L, N or other)
-        WsRun w = ws_run(p);
-        if (w.end >= n_) return n_;    // \s+ to the end of the text (\s++$)
-        if (w.last > p) return w.last; // \s+(?!\S): the run minus its last character
-        return w.end;                  // \s: a single whitespace character before a non-space
+        return ws_chunk_gpt2(p);  // c is whitespace here (a non-space c would have been L, N or other)
     }
 
     // (?i:x) contraction letters
@@ -277,8 +283,20 @@ class Scanner {
             if (b != '\r' && b != '\n' && ascii_letter(b1)) return run_flags<FB_L>(p + 2);  // prefix + letters
             if (ascii_other(b)) return other_run_newlines(p + 1);
             if (b == ' ' && ascii_other(b1)) return other_run_newlines(p + 2);
+            // ASCII whitespace before ASCII that the lines above did not take: no contraction,
+            // letter, digit or other run can start here, only the whitespace alternatives
+            if (FB_STAGE2[b] & FB_WS) return ws_chunk_cl100k(p, ws_to_end_whole);
         }
         return next_cl100k_full(p, ws_to_end_whole);
+    }
+    // The chunk at p when it is cl100k's / llama3's whitespace alternatives.
+    inline size_t ws_chunk_cl100k(size_t p, bool ws_to_end_whole) const {
+        WsRun w = ws_run(p);
+        if (ws_to_end_whole && w.end >= n_) return n_;  // \s++$
+        if (w.after_nl != NPOS) return w.after_nl;      // \s*[\r\n]
+        if (w.end >= n_) return n_;                     // \s+(?!\S) at the end of the text
+        if (w.last > p) return w.last;                  // \s+(?!\S)
+        return w.end;                                   // \s
     }
     __attribute__((noinline)) size_t next_cl100k_full(size_t p, bool ws_to_end_whole) const {
         size_t r = contraction_ci(p);
@@ -294,12 +312,7 @@ class Scanner {
         if (c.fl & FB_N) return digits_upto3(p, c);
         size_t q = other_then_newlines(p, c, false);
         if (q != NPOS) return q;
-        WsRun w = ws_run(p);
-        if (ws_to_end_whole && w.end >= n_) return n_;  // \s++$
-        if (w.after_nl != NPOS) return w.after_nl;      // \s*[\r\n]
-        if (w.end >= n_) return n_;                     // \s+(?!\S) at the end of the text
-        if (w.last > p) return w.last;                  // \s+(?!\S)
-        return w.end;                                   // \s
+        return ws_chunk_cl100k(p, ws_to_end_whole);
     }
 
     // o200k word cores, at q:
@@ -363,8 +376,20 @@ class Scanner {
                 while (e < n_ && (s_[e] == '\r' || s_[e] == '\n' || s_[e] == '/')) ++e;
                 return e;
             }
+            // ASCII whitespace before ASCII that the lines above did not take: no word core
+            // (a space or tab prefix before a letter went above; a newline is no prefix),
+            // digit or other run can start here, only the whitespace alternatives
+            if (FB_STAGE2[b] & FB_WS) return ws_chunk_o200k(p);
         }
         return next_o200k_full(p);
+    }
+    // The chunk at p when it is o200k's whitespace alternatives.
+    inline size_t ws_chunk_o200k(size_t p) const {
+        WsRun w = ws_run(p);
+        if (w.after_nl != NPOS) return w.after_nl;  // \s*[\r\n]+
+        if (w.end >= n_) return n_;                 // \s+(?!\S) at the end of the text
+        if (w.last > p) return w.last;              // \s+(?!\S)
+        return w.end;                               // \s+ (a single character here)
     }
     __attribute__((noinline)) size_t next_o200k_full(size_t p) const {
         Ch c = at(p);
@@ -376,11 +401,19 @@ class Scanner {
         if ((r = o200k_a2(p)) != NPOS) return r;
         if (c.fl & FB_N) return digits_upto3(p, c);
         if ((r = other_then_newlines(p, c, true)) != NPOS) return r;
-        WsRun w = ws_run(p);
-        if (w.after_nl != NPOS) return w.after_nl;  // \s*[\r\n]+
-        if (w.end >= n_) return n_;                 // \s+(?!\S) at the end of the text
-        if (w.last > p) return w.last;              // \s+(?!\S)
-        return w.end;                               // \s+ (a single character here)
+        return ws_chunk_o200k(p);
+    }
+
+    // The end of the chunk at p for a pattern whose chunks tile the text (pattern_tiles),
+    // chosen at compile time (the encoder's loop is compiled per pattern).
+    template <int PATTERN>
+    __attribute__((always_inline)) inline size_t next_chunk(size_t p) const {
+        static_assert(PATTERN == PAT_GPT2 || PATTERN == PAT_CL100K || PATTERN == PAT_LLAMA3 || PATTERN == PAT_O200K,
+                      "a pattern whose chunks tile the text");
+        if (PATTERN == PAT_GPT2) return next_gpt2(p);
+        if (PATTERN == PAT_CL100K) return next_cl100k(p, true);
+        if (PATTERN == PAT_LLAMA3) return next_cl100k(p, false);
+        return next_o200k(p);
     }
 
     // Scan the whole text, calling sink(start, end) for each chunk.

@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "unicode_tables.h"
 
@@ -88,20 +91,52 @@ static inline bool flags_before(const uint8_t* s, size_t i, uint16_t* fl) {
     return true;
 }
 
+// Whether the 16 code units at s are all ASCII, and if so their bytes into out. SSE2 (baseline
+// on x86-64): the OR of the units has no bit above 0x7F, then they are packed down to bytes
+// (the saturating packs keep values below 0x80 as they are). Elsewhere a loop.
+template <class T>
+static inline bool ascii_units16(const T* s, uint8_t* out) {
+#ifdef __SSE2__
+    // the bits of a unit above 0x7F
+    const __m128i high = sizeof(T) == 2 ? _mm_set1_epi16((short)0xFF80) : _mm_set1_epi32((int)0xFFFFFF80);
+    if (sizeof(T) == 1) {
+        __m128i a = _mm_loadu_si128((const __m128i*)s);
+        if (_mm_movemask_epi8(a) != 0) return false;
+        _mm_storeu_si128((__m128i*)out, a);
+        return true;
+    }
+    if (sizeof(T) == 2) {
+        __m128i a = _mm_loadu_si128((const __m128i*)s), b = _mm_loadu_si128((const __m128i*)s + 1);
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(_mm_or_si128(a, b), high), _mm_setzero_si128())) != 0xFFFF)
+            return false;
+        _mm_storeu_si128((__m128i*)out, _mm_packus_epi16(a, b));
+        return true;
+    }
+    __m128i a = _mm_loadu_si128((const __m128i*)s), b = _mm_loadu_si128((const __m128i*)s + 1);
+    __m128i c = _mm_loadu_si128((const __m128i*)s + 2), d = _mm_loadu_si128((const __m128i*)s + 3);
+    __m128i any = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(any, high), _mm_setzero_si128())) != 0xFFFF) return false;
+    _mm_storeu_si128((__m128i*)out, _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
+    return true;
+#else
+    T any = 0;
+    for (size_t k = 0; k < 16; ++k) any |= s[k];
+    if (any >= 0x80) return false;
+    for (size_t k = 0; k < 16; ++k) out[k] = (uint8_t)s[k];
+    return true;
+#endif
+}
+
 // UTF-8 of n code units of a str (1, 2 or 4 bytes each) into out (room for 4 per unit, fewer
 // for narrow kinds): the byte count, or -1 at a lone surrogate (not encodable as UTF-8).
-// ASCII runs go 16 units at a time (the OR of the units says whether all are ASCII, and the
-// fixed-size loops compile to vector code): most text is mostly ASCII even when the str is not.
+// ASCII runs go 16 units at a time (ascii_units16): most text is mostly ASCII even when the
+// str is not.
 template <class T>
 static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out) {
     const size_t RUN = 16;
     size_t o = 0;
     for (size_t i = 0; i < n; ++i) {
-        while (i + RUN <= n) {
-            T any = 0;
-            for (size_t k = 0; k < RUN; ++k) any |= s[i + k];
-            if (any >= 0x80) break;
-            for (size_t k = 0; k < RUN; ++k) out[o + k] = (uint8_t)s[i + k];
+        while (i + RUN <= n && ascii_units16(s + i, out + o)) {
             i += RUN;
             o += RUN;
         }

@@ -432,6 +432,25 @@ def test_encode_str_transcodes_every_kind_of_str(trained, text):
     assert got.tolist() == core.encode_text(data, pattern, EncodeState()).tolist()
 
 
+# Units whose low bits look ASCII but are not (U+0100 + 0x41, U+7F41, U+1007F) and the ASCII
+# edges (0x7F, 0x80, 0xFF): each storage kind's 16-unit ASCII test must see all their bits.
+NEAR_ASCII = ["\x7f", "\x80", "\xff", "\u0141", "\u7f41", "\uff00", "\U0001007f", "\U00010041"]
+
+
+@pytest.mark.parametrize("odd", NEAR_ASCII)
+def test_encode_str_transcodes_ascii_runs_beside_each_kind_of_unit(trained, odd):
+    """ASCII runs of every length around the 16 units transcoded at a time, with one unit
+    (which sets the str's storage kind) at every offset of a 16-unit window."""
+    tok = _with_pattern(trained[0], "cl100k")
+    core, pattern = tok._core(), TILING_PATTERN_IDS["cl100k"]
+    for length in (15, 16, 17, 31, 32, 33, 48):
+        for at in range(0, 18):
+            text = ("the cat sat. " * 4)[:length]
+            text = text[:at] + odd + text[at:] + " and so on, ascii after it"
+            got = core.encode_str(text, pattern, EncodeState())
+            assert got.tolist() == core.encode_text(text.encode("utf-8"), pattern, EncodeState()).tolist()
+
+
 @pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
 def test_encode_text_on_real_text_across_blocks_and_cache_clears(trained, name):
     tok, text = trained
@@ -562,6 +581,22 @@ def test_short_chunk_cache_keys_are_exact_at_word_boundaries(trained):
         word = (b"the quick brown fox"[:n])
         for chunks in ([word, b"x" * 20], [word, b"y" * 20], [word + b"\x00", b"z"], [word], [b"q", word]):
             assert core.encode_chunks(*_chunked(chunks), state).tolist() == _one_by_one(core, chunks)
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+@pytest.mark.parametrize("bits", [1, 2])
+def test_short_chunk_cache_on_the_text_path_at_every_length(trained, name, bits):
+    """The split-and-encode loop with a tiny short-chunk cache (every chunk evicts another):
+    chunks of every length from 1 to 20 bytes (the cache keeps 2..15), each with and without
+    a leading space, ids equal to the regex split encoded chunk by chunk."""
+    tok = _with_pattern(trained[0], name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [letters[k:k + n] for n in range(1, 21) for k in (0, 3)]
+    text = " ".join(words + words[::-1] + words) + " " + "".join(w + "." for w in words)
+    state = EncodeState(short_cache_bits=bits)
+    for _ in range(2):  # the second pass is answered by the caches
+        assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == _regex_reference(tok, text)
 
 
 def test_short_chunk_cache_size_is_checked():

@@ -75,6 +75,20 @@ def test_compiled_equals_regex_on_long_runs(name, text):
     assert pretokenize(text, name) == regex_pretokenize(text, name)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_equals_regex_after_each_ascii_whitespace(name):
+    """Every ASCII whitespace character (and U+001C, not whitespace for regex) before every
+    character of SPECIAL, with each kind of continuation: the scanners' fast path for a chunk
+    that starts with ASCII whitespace hands it to the whitespace alternatives only when no
+    other alternative can start there."""
+    texts = []
+    for ws in " \t\n\r\x0b\x0c\x1c":
+        for c in SPECIAL:
+            for tail in ("", "a", " ", "\n", "1", ".", ws):
+                texts += [ws + c + tail, "x" + ws + c + tail, ws + ws + c + tail]
+    assert [pretokenize(t, name) for t in texts] == [regex_pretokenize(t, name) for t in texts]
+
+
 @FAST
 @given(text=st.one_of(special_text, ascii_text, spaces_text, any_text))
 def test_gpt2_equals_the_original_release_spelling(text):
