@@ -942,12 +942,24 @@ def _text_before(parts: list, index: int) -> bool:
     return any(p.get("text") for p in before if p["done"]) or not all(p["done"] for p in before)
 
 
-def _remove_temporaries(out_dir: Path) -> None:
-    """Remove the temporary files of workers lost in the middle of writing a shard (none of this
-    run's tasks is writing one when this runs)."""
+# A temporary file its writer has not touched for this long is a lost worker's (a live writer
+# writes its shard in one go, from a buffer already full).
+STALE_TEMPORARY_SECONDS = 60.0
+
+
+def _remove_temporaries(out_dir: Path, idle_for: float = 0.0) -> None:
+    """Remove the temporary files of workers lost in the middle of writing a shard: those not
+    modified for ``idle_for`` seconds. At the start of a run, a task of an interrupted earlier
+    run may still be writing one on a worker (cancelling a task does not stop it), so only idle
+    ones go; at the end, none of this run's tasks is writing, and every one goes."""
+    now = time.time()
     for name in os.listdir(out_dir):
         if name.startswith(".tmp-"):
-            os.unlink(out_dir / name)
+            try:
+                if now - os.stat(out_dir / name).st_mtime >= idle_for:
+                    os.unlink(out_dir / name)
+            except FileNotFoundError:  # renamed into place (or removed) by its writer meanwhile
+                pass
 
 
 def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster, options: dict,
@@ -959,7 +971,7 @@ def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster,
     client, own_client = connect(cluster)
     parts = manifest["partitions"]
     tokens_before = sum(p["tokens"] for p in parts if p["done"])
-    _remove_temporaries(out_dir)
+    _remove_temporaries(out_dir, idle_for=STALE_TEMPORARY_SECONDS)
     started = time.perf_counter()
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")

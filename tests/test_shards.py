@@ -5,8 +5,10 @@ import bz2
 import gzip
 import json
 import lzma
+import os
 import random
 import tempfile
+import time
 import unicodedata
 from pathlib import Path
 
@@ -734,3 +736,23 @@ def test_a_shard_of_held_ids_interrupted_is_never_half_written(r50k, tmp_path, m
     assert sorted(p.name for p in out.iterdir()) == sorted([MANIFEST] + [s["file"] for s in listed])
     encode_files(r50k, paths, out, **options)
     assert all_ids(out)[1] == reference
+
+
+def test_only_idle_temporaries_are_removed_at_the_start_of_a_cluster_run(tmp_path, monkeypatch):
+    """A task of an interrupted earlier run may still be writing its temporary file when a
+    rerun starts: only files idle for a while are a lost worker's. One renamed into place
+    between the listing and the removal is not an error."""
+    live, idle = tmp_path / ".tmp-1-aa-live", tmp_path / ".tmp-2-bb-idle"
+    live.write_bytes(b"being written")
+    idle.write_bytes(b"left by a lost worker")
+    old = time.time() - 2 * shards.STALE_TEMPORARY_SECONDS
+    os.utime(idle, (old, old))
+    (tmp_path / "shard_000000.npy").write_bytes(b"kept")
+    shards._remove_temporaries(tmp_path, idle_for=shards.STALE_TEMPORARY_SECONDS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-1-aa-live", "shard_000000.npy"]
+
+    real_listdir = os.listdir
+    monkeypatch.setattr(shards.os, "listdir", lambda d: real_listdir(d) + [".tmp-3-cc-renamed"])
+    shards._remove_temporaries(tmp_path)  # the end of a run: every temporary goes
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard_000000.npy"]
