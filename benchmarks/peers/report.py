@@ -398,7 +398,9 @@ def readme_speed(results: dict) -> List[str]:
              "in fresh processes (wall time, reading the file included):", "",
              f"| training, {common.format_size(big)} | time | peak RSS | vs fastbpe |", "|---|---|---|---|"]
     base = rows.get("fastbpe", {})
-    names = {"hf": f"Hugging Face `tokenizers` {versions.get('tokenizers', '')}",
+    names = {"gigatoken": f"gigatoken {versions.get('gigatoken', '')}",
+             "rustbpe": f"rustbpe {versions.get('rustbpe', '')}",
+             "hf": f"Hugging Face `tokenizers` {versions.get('tokenizers', '')}",
              "sentencepiece": f"sentencepiece {versions.get('sentencepiece', '')} (BPE)",
              "youtokentome": f"YouTokenToMe {versions.get('youtokentome', '')}"}
     if base.get("ok"):
