@@ -42,6 +42,14 @@ def _path(paths, name) -> str:
     return paths[name]
 
 
+def _encoder_path(relative: str) -> str:
+    """The path of a tokenizer file of the shared data (the benchmark is skipped without it)."""
+    encoder = data_file(relative)
+    if encoder is None:
+        skip(f"{relative} not found in the shared data (set FASTBPE_DATA)")
+    return str(encoder)
+
+
 class PeakMemory:
     """Counting and training (vocabulary 32768) on a whole file."""
 
@@ -76,10 +84,7 @@ class EncodePeakMemory:
 
     def setup(self, paths, name):
         self.path = _path(paths, name)
-        encoder = data_file(ENCODER)
-        if encoder is None:
-            skip(f"{ENCODER} not found in the shared data (set FASTBPE_DATA)")
-        self.encoder = str(encoder)
+        self.encoder = _encoder_path(ENCODER)
         self.encode_files = require("shards.encode_files")
         self.out = tempfile.mkdtemp(prefix="fastbpe-peakmem-")
 
@@ -105,10 +110,7 @@ class EncodeLongWordPeakMemory:
 
     def setup(self, paths, name):
         self.path = _path(paths, name)
-        encoder = data_file("tokenizers/tiktoken/cl100k_base.tiktoken")
-        if encoder is None:
-            skip("tokenizers/tiktoken/cl100k_base.tiktoken not found in the shared data (set FASTBPE_DATA)")
-        self.encoder = str(encoder)
+        self.encoder = _encoder_path("tokenizers/tiktoken/cl100k_base.tiktoken")
 
     def peakmem_encode_to_numpy(self, paths, name):
         with open(self.path, encoding="utf-8") as f:
