@@ -457,8 +457,9 @@ def readme_summary(results: dict) -> List[str]:
         return ["fastbpe did not run: see the tables."]
     threads = "one thread" if meta["threads"] == 1 else f"{meta['threads']} threads"
     corpus = meta.get("corpus") or "English (`english.txt.gz`)"
-    peers = [(lib, rows[lib]) for lib in ("hf", "sentencepiece", "youtokentome") if rows.get(lib, {}).get("ok")]
-    names = {"hf": "HF `tokenizers`", "sentencepiece": "sentencepiece", "youtokentome": "youtokentome"}
+    names = {"gigatoken": "gigatoken", "rustbpe": "rustbpe", "hf": "HF `tokenizers`", "sentencepiece": "sentencepiece",
+             "youtokentome": "youtokentome"}
+    peers = [(lib, rows[lib]) for lib in names if rows.get(lib, {}).get("ok")]
     text = (f"What it says, in short: training {common.format_size(big)} of {corpus} at vocabulary "
             f"{meta['vocab']} on {threads} takes fastbpe {_s(base['median'])} "
             f"({_num(big / 1e6 / base['median'])} MB/s)")
@@ -467,6 +468,10 @@ def readme_summary(results: dict) -> List[str]:
             f"{_s(r['median'])} for {names[lib]} ({_ratio(r['median'] / base['median'])})" for lib, r in peers)
         if all(base["rss"] <= r["rss"] for _, r in peers):
             text += ", with the least memory"
+        else:
+            least = min(peers, key=lambda p: p[1]["rss"])
+            text += (f"; its peak memory ({base['rss']:,.0f} MB) is above {names[least[0]]}'s "
+                     f"({least[1]['rss']:,.0f} MB)")
     merge_ratios = []
     for n in reversed(sizes):
         r = results["train"][str(n)]
