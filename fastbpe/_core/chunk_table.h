@@ -146,14 +146,6 @@ class ChunkTable {
         }
     }
 
-    // Add another table's chunks in its order (its counts included): merging the table of
-    // the next part of a corpus without copying it out first.
-    void add_counter(ChunkTable& other) {
-        if (other.size() == 0) return;
-        other.export_counts();
-        add_table(other.data.data(), other.offsets.data(), other.counts.data(), other.size());
-    }
-
     // Room for `n` chunks in all without a rehash (a hint: the table grows past it as needed).
     void reserve(size_t n) {
         size_t capacity = capacity_;

@@ -12,7 +12,6 @@ cdef extern from "chunk_table.h" namespace "fbpt" nogil:
         int64_t add_documents(const uint8_t* buf, const int64_t* ends, size_t ndocs, int pattern,
                               int errors, int64_t* bad_offset) except +
         void add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) except +
-        void add_counter(ChunkTable& other) except +
         void reserve(size_t n) except +
         void begin_task(int64_t task) except +
         int64_t last_task()

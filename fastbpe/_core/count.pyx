@@ -88,15 +88,6 @@ cdef class ChunkCounter:
         with nogil:
             self.table.add_table(&d[0] if d.shape[0] else &empty, &o[0], &c[0], n)
 
-    def add_counter(self, ChunkCounter other):
-        """Add the chunks of another counter (the next part of a corpus) in its order, summing
-        counts; ``other`` is left as it was. Equal to ``add_table(*other.arrays())``, without
-        the copies."""
-        if other is self:
-            raise ValueError("a counter cannot be added to itself")
-        with nogil:
-            self.table.add_counter(other.table[0])
-
     def reserve(self, size_t chunks):
         """Make room for ``chunks`` unique chunks in all, so that adding up to that many
         costs no rehash (a hint: the table still grows past it when needed)."""
