@@ -57,13 +57,18 @@ def test_compiled_equals_regex(name, text):
     assert pretokenize(text, name) == regex_pretokenize(text, name)
 
 
+# Lengths around the 16 bytes a SIMD step classifies and multiples of it up to two 64-byte
+# windows: runs that end just before, at and just after each (where a block-wise scanner errs).
+WINDOW_LENGTHS = [15, 16, 17, 31, 32, 33, 47, 48, 49, 59, 60, 61, 62, 63, 64, 65, 66, 126, 127, 128, 129]
+
 # Runs of one kind of character, of lengths around the 16 bytes the scanners classify at a
 # time, so that runs start, end and continue at every offset of a 16-byte window (and the text
 # ends inside or right after one), with the characters that end an ASCII stretch mid-run.
 RUN_ALPHABETS = ["abcXYZ", "ABCDE", "xyz", "0123456789", " ", "\t\n\r\x0b\x0c ", "\n", ".,!?-/'", "\u00e9\u00c9\u01c5",
                  "\u0663\u00b2", "\u00a0\u3000\u2028", "\u0301", "\u4e2d"]
 long_runs_text = st.lists(
-    st.tuples(st.sampled_from(RUN_ALPHABETS), st.integers(1, 40), st.integers(0, 2**32)),
+    st.tuples(st.sampled_from(RUN_ALPHABETS), st.one_of(st.integers(1, 40), st.sampled_from(WINDOW_LENGTHS)),
+              st.integers(0, 2**32)),
     max_size=24,
 ).map(lambda runs: "".join("".join(a[(seed >> k) % len(a)] for k in range(n)) for a, n, seed in runs))
 
@@ -87,6 +92,58 @@ def test_compiled_equals_regex_after_each_ascii_whitespace(name):
             for tail in ("", "a", " ", "\n", "1", ".", ws):
                 texts += [ws + c + tail, "x" + ws + c + tail, ws + ws + c + tail]
     assert [pretokenize(t, name) for t in texts] == [regex_pretokenize(t, name) for t in texts]
+
+
+# One run of each kind an ASCII fast path decides (and the cases it hands over: contractions,
+# a non-ASCII continuation), after every offset from 0 to 70 and of every length of
+# WINDOW_LENGTHS, with each kind of end; all in one text per pattern, so that the runs start at
+# every offset of a classified window.
+WINDOW_RUNS = ["a", "Ab", "ABC", "aB", "7", " ", "\n", "\r\n", " \t", ".", "=/", " x", " .", "\t-"]
+WINDOW_TAILS = ["", " z", "'s", "\u00e9", "\u00a0", "\n", "9", "/\n", "\u0663"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_equals_regex_across_window_edges(name):
+    filler = "It's 12 ab.\n " * 6
+    pieces = [filler[:offset] + run * (length // len(run) + 1) + tail
+              for run in WINDOW_RUNS for tail in WINDOW_TAILS for offset in range(0, 71, 7)
+              for length in WINDOW_LENGTHS[::2]]
+    text = "".join(pieces)
+    assert pretokenize(text, name) == regex_pretokenize(text, name)
+    # and each piece as a text of its own: the text ends inside or right after the window
+    assert [pretokenize(t, name) for t in pieces[::5]] == [regex_pretokenize(t, name) for t in pieces[::5]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_equals_regex_with_a_non_ascii_character_at_every_offset(name):
+    """A non-ASCII character (a letter, a space, a digit, other, a mark) at each byte of the
+    first two 64-byte windows, inside runs of each kind: an ASCII fast path stops there and hands
+    over."""
+    texts = []
+    for base in ("a" * 140, "ab cd " * 24, "1234567" * 20, " " * 140, "\n\n " * 47, ".,;" * 47, "AbCd'S " * 20):
+        for extra in ("\u00e9", "\u00a0", "\u0663", "\u00bf", "\u0301", "\U0001F600"):
+            texts += [base[:k] + extra + base[k:] for k in range(0, 130, 3)]
+    assert [pretokenize(t, name) for t in texts] == [regex_pretokenize(t, name) for t in texts]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_equals_regex_on_every_prefix(name):
+    """Texts ending at every byte (a scanner reading ahead must stop at the end)."""
+    text = "Hello  world's 1234567 THE End.\n\n\t  x/y\r\n" * 4
+    prefixes = [text[:k] for k in range(len(text) + 1)]
+    assert [pretokenize(t, name) for t in prefixes] == [regex_pretokenize(t, name) for t in prefixes]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("errors", ["replace", "bytes"])
+def test_invalid_byte_at_every_offset_equals_reference(name, errors):
+    """An invalid byte at every offset of ASCII text: the scanner restarts after it (bytes) or
+    scans U+FFFD in its place (replace)."""
+    data = ("Hello  world's 1234567 THE End.\n\n\t  x/y " * 3).encode()
+    for k in range(0, len(data) + 1):
+        bad = data[:k] + b"\xff" + data[k:]
+        expected = [c.encode("utf-8", "surrogateescape") for c in regex_pretokenize_bytes(bad, name, errors)]
+        assert pretokenize_bytes(bad, name, errors) == expected
 
 
 @FAST
