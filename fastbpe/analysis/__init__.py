@@ -14,10 +14,11 @@ tokenizers and corpora, and trains through ``learn``).
 
 Plots need matplotlib (optional: ``pip install 'fastbpe[analysis]'``).
 """
+import importlib
+
 from .audit import audit, digit_splits, never_produced, reachability
 from .common import resolve_tokenizer
 from .cost import PRESETS, cost, text_cost
-from .skipgram import SkipGram, skipgram, skipgram_ids
 from .tax import read_parallel, tax, tax_sweep
 from .trace import trace, trace_word
 
@@ -29,3 +30,16 @@ __all__ = [
     "skipgram", "skipgram_ids", "SkipGram",
     "resolve_tokenizer",
 ]
+
+_SKIPGRAM = ("SkipGram", "skipgram", "skipgram_ids")
+
+
+def __getattr__(name: str):
+    """The skip-gram names, imported when first used: they load Numba (about half a second at
+    start-up and a third of one at exit), which no other question needs."""
+    if name not in _SKIPGRAM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(".skipgram", __name__)
+    # (importing the submodule binds its name here to the module: the function takes it back)
+    globals().update({key: getattr(module, key) for key in _SKIPGRAM})
+    return globals()[name]

@@ -35,12 +35,15 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     if args.partition_size is not None and args.scheduler is None:
         raise ValueError("--partition-size needs --scheduler")
     tokenizer = load(args.tokenizer)
-    manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
-                            workers=args.workers, progress=False if args.quiet or args.json else None,
-                            documents=args.documents,
-                            separator=None if args.no_separator else args.separator,
-                            block_size=args.block_size, resume=not args.no_resume, cluster=args.scheduler,
-                            partition_size=args.partition_size)
+    try:
+        manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
+                                workers=args.workers, progress=False if args.quiet or args.json else None,
+                                documents=args.documents,
+                                separator=None if args.no_separator else args.separator,
+                                block_size=args.block_size, resume=not args.no_resume, cluster=args.scheduler,
+                                partition_size=args.partition_size)
+    finally:
+        tokenizer._pools.close()  # (while Ctrl-C is still this command's to report)
     summary = _summary(args, manifest)
     if args.json:
         print(json.dumps(summary))

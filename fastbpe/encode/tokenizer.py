@@ -93,6 +93,18 @@ class _PoolRegistry:
             with self._lock:
                 self._users[workers] -= 1
 
+    def close(self) -> None:
+        """Shut down every pool no call is using, waiting for its threads: what a program that
+        is done encoding calls, so that its exit has no threads left to join (an interrupt
+        there would land outside the program's handlers)."""
+        with self._lock:
+            idle = [size for size, n in self._users.items() if n == 0]
+            pools = [self._pools.pop(size) for size in idle]
+            for size in idle:
+                del self._users[size]
+        for pool in pools:
+            pool.shutdown(wait=True)
+
 
 class Tokenizer:
     """A BPE tokenizer: what :func:`fastbpe.train` returns and :meth:`load` reads.

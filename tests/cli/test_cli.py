@@ -180,6 +180,17 @@ def test_version(capsys):
     assert done.returncode == 0 and done.stdout.strip() == f"fastbpe {fastbpe.__version__}"
 
 
+def test_the_command_starts_without_numba():
+    """Only ``fastbpe skipgram`` needs the Numba kernels: loading them costs every other command
+    about half a second to start and a third of one to exit."""
+    code = "import sys, fastbpe.cli, fastbpe.analysis; print('numba' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr
+    from fastbpe.analysis import SkipGram, skipgram
+    assert callable(skipgram) and isinstance(SkipGram, type)
+
+
 def _subparsers():
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -44,8 +44,9 @@ SUMMARY = {"train": "\nwrote ", "encode": " tokens ("}  # in the last lines of a
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    """About 4 MB of text: Zipf-distributed made-up words in paragraphs of 100, as one plain
-    file (for encode) and as 8 gzip parts (so that train's two workers each count several)."""
+    """About 4 MB of text: Zipf-distributed made-up words in paragraphs of 100, as 8 gzip parts
+    (so that train's two workers each count several), and four times over as one plain file
+    for encode (which runs at tens of MB/s: a shorter input leaves no time to interrupt it)."""
     folder = tmp_path_factory.mktemp("faults-corpus")
     rng = np.random.default_rng(SEED)
     syllables = ["ka", "to", "ri", "ne", "sa", "mo", "lu", "pe", "di", "ga", "zo", "fi", "ha",
@@ -55,7 +56,7 @@ def corpus(tmp_path_factory) -> Path:
     words = ["".join(syllables[i] for i in row[:n]) for row, n in zip(parts, lengths)]
     text = [words[i] for i in np.minimum(rng.zipf(1.2, size=700_000) - 1, len(words) - 1).tolist()]
     data = ".\n\n".join(" ".join(text[i:i + 100]) for i in range(0, len(text), 100)).encode("utf-8") + b".\n"
-    (folder / "corpus.txt").write_bytes(data)
+    (folder / "corpus.txt").write_bytes(data * 4)
     step = -(-len(data) // 8)
     for i in range(8):
         with gzip.open(folder / f"part{i}.txt.gz", "wb", compresslevel=1) as f:
