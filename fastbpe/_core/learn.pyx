@@ -7,7 +7,7 @@ Data layout (ids, never Python objects, in the loop):
   position is linked to its live neighbours inside its word by ``prev``/``nxt`` (-1 at a word's
   edge). Merging ``(a, b)`` at position ``p`` writes the new id at ``p`` and kills ``nxt[p]``
   (``sym == DEAD``); a symbol therefore always lives at the position of its first base symbol.
-* Pairs get dense ids through the open-addressing table of pair_table.h. Per pair:
+* Pairs get dense ids through the open-addressing index of pair_ids.h. Per pair:
   its exact weighted count, a lower bound on its first position, and the positions where it was
   created (entries go stale when a neighbour merges; they are re-checked when read), kept in
   one pool for all pairs (position_lists.h).
@@ -55,7 +55,7 @@ import numpy as np
 
 from fastbpe._core.long_chunks cimport LongChunks
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
-from fastbpe._core.pair_table cimport PairTable, pair_key
+from fastbpe._core.pair_ids cimport PairIds, PairRecord
 from fastbpe._core.position_lists cimport PositionLists
 
 cdef extern from *:
@@ -86,15 +86,6 @@ cdef struct Node:
     int32_t word    # index of the word, for its count
 
 
-cdef struct Pair:
-    # Everything a merge step reads or writes about a pair, in one place (one cache miss).
-    int64_t count   # exact weighted count of its live occurrences
-    int64_t first   # lower bound on its first live position; exact after _true_first
-    int32_t left
-    int32_t right
-    int32_t touched # 1 while listed in ``touched`` (its heap entry is pushed after the step)
-
-
 cdef class MergeLearner:
     """Learns merges over a flat word table; one instance per training run.
 
@@ -110,8 +101,8 @@ cdef class MergeLearner:
 
     cdef vector[Node] node
     cdef vector[int64_t] word_count
-    cdef PairTable[int32_t] pair_index        # pair_key(left, right) -> index in ``pairs``
-    cdef vector[Pair] pairs
+    cdef PairIds pair_index                   # (left, right) -> index in ``pairs`` (pair_ids.h)
+    cdef vector[PairRecord] pairs
     cdef PositionLists pair_where             # positions where each pair was created (list = pair id)
     cdef vector[int32_t] merging              # the positions of the pair being merged
     # Long chunks (at least ``long_chunk`` symbols): a byte and a bit per symbol (long_chunks.h).
@@ -241,17 +232,16 @@ cdef class MergeLearner:
 
     cdef inline int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
         """The id of pair (left, right), created with count 0 if new."""
-        cdef uint64_t key = pair_key(left, right)
-        cdef size_t i = self.pair_index.index(key)
+        cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
         if self.pair_index.occupied(i):
-            return self.pair_index.value(i)
-        return self._new_pair(left, right, key, i)
+            return self.pair_index.id(i)
+        return self._new_pair(left, right, i)
 
-    cdef int32_t _new_pair(self, int32_t left, int32_t right, uint64_t key, size_t i) except -1 nogil:
+    cdef int32_t _new_pair(self, int32_t left, int32_t right, size_t i) except -1 nogil:
         """Create pair (left, right) in the empty slot ``i`` for ``key``. Kept out of
         ``_pair_id`` so that the common path (the pair exists) stays small enough to inline."""
         cdef int32_t pair = <int32_t>self.pairs.size()
-        cdef Pair fresh
+        cdef PairRecord fresh
         fresh.count = 0
         fresh.first = 0x7FFFFFFFFFFFFFFF
         fresh.left = left
@@ -259,7 +249,8 @@ cdef class MergeLearner:
         fresh.touched = 0
         self.pairs.push_back(fresh)
         self.pair_where.add_list()
-        self.pair_index.insert_at(i, key, pair)
+        if self.pair_index.insert_at(i, left, right, pair):
+            self.pair_index.grow(self.pairs.data(), self.pairs.size())
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
@@ -299,7 +290,7 @@ cdef class MergeLearner:
     cdef inline void _remove(self, int32_t left, int32_t right, int64_t count) noexcept nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
         Its entry in ``pair_where`` goes stale and is dropped when next read."""
-        self.pairs[self.pair_index.value(self.pair_index.index(pair_key(left, right)))].count -= count
+        self.pairs[self.pair_index.id(self.pair_index.index(left, right, self.pairs.data()))].count -= count
 
     cdef int _push_touched(self) except -1 nogil:
         cdef int32_t pair
@@ -523,9 +514,9 @@ cdef class MergeLearner:
         was prefetched earlier; a stale ``p`` only wastes the hint)."""
         cdef int32_t left = self.node[p].prev, q = self.node[p].nxt
         if left >= 0:
-            self.pair_index.prefetch(pair_key(self.node[left].sym, a))
+            self.pair_index.prefetch(self.node[left].sym, a)
         if q >= 0 and self.node[q].nxt >= 0:
-            self.pair_index.prefetch(pair_key(b, self.node[self.node[q].nxt].sym))
+            self.pair_index.prefetch(b, self.node[self.node[q].nxt].sym)
 
     cdef int _merge(self, int32_t pair, int32_t new_id) except -1 nogil:
         """Replace every occurrence of pair ``pair`` by ``new_id``, left to right within each
@@ -676,8 +667,8 @@ cdef class MergeLearner:
         return {
             "nodes": self.node.capacity() * sizeof(Node),
             "word_counts": self.word_count.capacity() * sizeof(int64_t),
-            "pairs": self.pairs.capacity() * sizeof(Pair),
-            "pair_index": self.pair_index.capacity() * 16,
+            "pairs": self.pairs.capacity() * sizeof(PairRecord),
+            "pair_index": self.pair_index.capacity() * 8,
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
