@@ -125,6 +125,8 @@ cdef class MergeLearner:
     # merge phase cannot avoid, against which its time is judged
     cdef readonly int64_t merged_occurrences
     cdef vector[int32_t] touched
+    cdef vector[int32_t] zeroed               # pairs whose count fell to 0 in this step
+    cdef vector[int32_t] free_pairs           # ids of freed pairs, reused by new pairs
     cdef MergeHeap heap
     # Pairs counted below the floor (the run's min_frequency) need no heap entry: only an
     # added occurrence can lift them to it, and that queues them. Most pairs of a large corpus
@@ -238,17 +240,24 @@ cdef class MergeLearner:
         return self._new_pair(left, right, i)
 
     cdef int32_t _new_pair(self, int32_t left, int32_t right, size_t i) except -1 nogil:
-        """Create pair (left, right) in the empty slot ``i`` for ``key``. Kept out of
-        ``_pair_id`` so that the common path (the pair exists) stays small enough to inline."""
-        cdef int32_t pair = <int32_t>self.pairs.size()
+        """Create pair (left, right) in the empty slot ``i`` of the index, under a free id if
+        there is one. Kept out of ``_pair_id`` so that the common path (the pair exists) stays
+        small enough to inline."""
+        cdef int32_t pair
         cdef PairRecord fresh
         fresh.count = 0
-        fresh.first = 0x7FFFFFFFFFFFFFFF
+        fresh.first = NO_POSITION
         fresh.left = left
         fresh.right = right
         fresh.touched = 0
-        self.pairs.push_back(fresh)
-        self.pair_where.add_list()
+        if not self.free_pairs.empty():
+            pair = self.free_pairs.back()  # its list was released with it
+            self.free_pairs.pop_back()
+            self.pairs[pair] = fresh
+        else:
+            pair = <int32_t>self.pairs.size()
+            self.pairs.push_back(fresh)
+            self.pair_where.add_list()
         if self.pair_index.insert_at(i, left, right, pair):
             self.pair_index.grow(self.pairs.data(), self.pairs.size())
         return pair
@@ -287,10 +296,43 @@ cdef class MergeLearner:
             self.touched.push_back(pair)
         return 0
 
-    cdef inline void _remove(self, int32_t left, int32_t right, int64_t count) noexcept nogil:
+    cdef inline int _remove(self, int32_t left, int32_t right, int64_t count) except -1 nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
-        Its entry in ``pair_where`` goes stale and is dropped when next read."""
-        self.pairs[self.pair_index.id(self.pair_index.index(left, right, self.pairs.data()))].count -= count
+        Its entry in ``pair_where`` goes stale and is dropped when next read; a pair left with
+        no occurrence is freed at the end of the step (_free_zeroed)."""
+        cdef int32_t pair = self.pair_index.id(self.pair_index.index(left, right, self.pairs.data()))
+        self.pairs[pair].count -= count
+        if self.pairs[pair].count == 0:
+            self.zeroed.push_back(pair)
+        return 0
+
+    cdef int _free_zeroed(self) except -1 nogil:
+        """Free the pairs whose count fell to 0 in this step and stayed there (after
+        _push_touched): their index slot, list and id, which the next new pair reuses. Without
+        this, every pair ever created would keep its record, slot and list header to the end:
+        on one long chunk, a quarter of them are dead by the last merge. A heap entry of a freed
+        id is judged by the id's current pair, as every entry is (_pop_best)."""
+        cdef int32_t pair, x
+        cdef const int32_t* where
+        cdef size_t i, n
+        for pair in self.zeroed:
+            if self.pairs[pair].count != 0 or self.pairs[pair].left < 0:
+                continue  # an occurrence came back, or listed twice and already freed
+            self.pair_index.erase(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
+                                                        self.pairs.data()), self.pairs.data())
+            where = self.pair_where.data(pair)
+            n = self.pair_where.size(pair)
+            for i in range(n):
+                if where[i] < 0:
+                    self.long_total -= 1
+            self.where_total -= <int64_t>n
+            self.pair_where.release(pair)
+            self.pairs[pair].left = -1  # not indexed (PairIds.grow skips it)
+            self.pairs[pair].right = -1
+            self.pairs[pair].first = NO_POSITION
+            self.free_pairs.push_back(pair)
+        self.zeroed.clear()
+        return 0
 
     cdef int _push_touched(self) except -1 nogil:
         cdef int32_t pair
@@ -489,7 +531,13 @@ cdef class MergeLearner:
                 # is strictly the most frequent: its first position cannot matter.
                 return e.pair
             if not self.tie_rank.empty():
-                return e.pair  # the tie key is fixed per pair: a current count is all it takes
+                # The tie key is fixed per pair, but the entry may be of a freed id's earlier pair.
+                first = self._tie_key(e.pair)
+                if first == e.first:
+                    return e.pair
+                e.first = first
+                self.heap.push(e)
+                continue
             first = self._true_first(e.pair)
             if first != e.first:
                 e.first = first
@@ -574,7 +622,10 @@ cdef class MergeLearner:
         self.where_total += added
         if not self.merging_long.empty():
             self._merge_long(pair, new_id)
+        if self.pairs[pair].count == 0:
+            self.zeroed.push_back(pair)
         self._push_touched()
+        self._free_zeroed()
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
                 or self.long_total > 2 * self.long_kept + self.compact_slack):
@@ -673,7 +724,7 @@ cdef class MergeLearner:
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             "heap_entries": self.heap.size(),
-            "pairs_count": self.pairs.size(),
+            "pairs_count": self.pairs.size() - self.free_pairs.size(),
         }
 
     def corpus_tokens(self):

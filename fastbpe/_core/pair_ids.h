@@ -6,7 +6,9 @@
 // a tag only filters, the record decides.
 //
 // Open addressing with linear probing (hash.h), slots indexed by Fibonacci hashing, at most
-// half full. A slot's id is -1 when it is empty. Growing rebuilds the index from the records.
+// half full. A slot's id is -1 when it is empty. Growing rebuilds the index from the records
+// (a record whose `left` is negative is a free id, not indexed); erasing shifts the entries
+// after the hole back, so that no probe ever stops early.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -62,16 +64,34 @@ class PairIds {
         return 2 * ++used_ > slots_.size();
     }
 
-    // Twice the slots, refilled with ids [0, n) of `records` (every id below n is indexed).
+    // Twice the slots, refilled with the ids [0, n) of `records` whose `left` is not negative.
     void grow(const PairRecord* records, size_t n) {
         reset(2 * slots_.size());
         for (size_t id = 0; id < n; ++id) {
+            if (records[id].left < 0) continue;
             uint64_t key = pair_key(records[id].left, records[id].right);
             size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_),
                              [](const Slot& s) { return s.id < 0; });
             slots_[i] = Slot{tag(key), (int32_t)id};
+            ++used_;
         }
-        used_ = n;
+    }
+
+    // Empty the occupied slot i (the records of the other indexed ids are read to find their
+    // home slots). Backward-shift deletion: every later entry of the probe run whose home slot
+    // is at or before the hole moves into it, so lookups need no tombstones.
+    void erase(size_t i, const PairRecord* records) {
+        const size_t mask = slots_.size() - 1;
+        for (size_t j = (i + 1) & mask; slots_[j].id >= 0; j = (j + 1) & mask) {
+            const PairRecord& r = records[slots_[j].id];
+            size_t home = fib_slot(pair_key(r.left, r.right), shift_);
+            if (((j - home) & mask) >= ((j - i) & mask)) {  // the hole i lies in [home, j]
+                slots_[i] = slots_[j];
+                i = j;
+            }
+        }
+        slots_[i] = Slot{0, -1};
+        --used_;
     }
 
     void prefetch(int32_t left, int32_t right) const {
