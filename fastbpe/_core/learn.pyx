@@ -725,6 +725,8 @@ cdef class MergeLearner:
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             "heap_entries": self.heap.size(),
             "pairs_count": self.pairs.size() - self.free_pairs.size(),
+            "positions_listed": self.where_total,     # entries in the lists, stale ones included
+            "positions_room": self.pair_where.used(),  # values the small lists' blocks hold
         }
 
     def corpus_tokens(self):
