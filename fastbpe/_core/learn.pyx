@@ -115,6 +115,8 @@ cdef class MergeLearner:
     # every pair of a chunk created at once, fine blocks would be nearly one entry per symbol.
     cdef int coarse_bits
     cdef int64_t long_total, long_kept      # block entries in the lists; after the last compaction
+    cdef int64_t live_long                  # live tokens of the long chunks
+    cdef int64_t coarse_listed              # step 0's entries (all coarse; their number only falls)
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
@@ -186,6 +188,7 @@ cdef class MergeLearner:
         self.where_total = 0
         self.long_total = 0
         self.live_symbols = nodes
+        self.live_long = 0
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
         self.heap_floor = 1
@@ -207,6 +210,7 @@ cdef class MergeLearner:
                     else:
                         self.longs.add_chunk[int32_t](&ids32[start], end - start, word_counts[w], key_base)
                     lstart = self.longs.chunk(self.longs.chunks() - 1).begin
+                    self.live_long += end - start
                     if lstart + (end - start) >= COARSE:
                         with gil:
                             raise OverflowError("the long chunks hold more than 2**30 symbols")
@@ -228,6 +232,7 @@ cdef class MergeLearner:
                         self.where_total += 1
                     q += 1
             self.long_kept = self.long_total
+            self.coarse_listed = self.long_total
             self._push_touched()
 
     # ---- pairs ------------------------------------------------------------------------------
@@ -628,10 +633,14 @@ cdef class MergeLearner:
         self._free_zeroed()
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
-                or self.long_total > 2 * self.long_kept + self.compact_slack):
+                or self.long_total > 2 * self.long_kept + self.compact_slack
+                or self.long_total > 2 * (self.live_long + self.coarse_listed) + self.compact_slack):
             # amortised: at least half the node entries go, or (blocks are at most half
             # empty) at least a third of the pool, or the block entries doubled since the last
-            # compaction (which keeps each (pair, block) once)
+            # compaction (which keeps each (pair, block) once), or they are over twice the
+            # long chunks' live tokens and step 0's coarse entries (a live occurrence is
+            # listed in its pair's list once, so at least half of them go): merging shrinks the
+            # live tokens several times over, which the doubling alone would leave in the lists
             self._compact_where()
         return 0
 
@@ -711,6 +720,7 @@ cdef class MergeLearner:
             if r < chunk.end:
                 self._add_long(new_id, right_id, count, p, chunk.key_base)
         self.merged_occurrences += merged
+        self.live_long -= merged
         return 0
 
     def memory_use(self):

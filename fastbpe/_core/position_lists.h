@@ -17,6 +17,9 @@
 #include <cstring>
 #include <new>
 #include <vector>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace fbpt {
 
@@ -94,6 +97,12 @@ class PositionLists {
             }
         }
         for (int32_t* segment : old) std::free(segment);
+#ifdef __GLIBC__
+        // The segments are 4 MB: once glibc has freed one it serves blocks of that size from
+        // its heap instead of mapping them, and pages freed inside the heap stay resident
+        // until trimmed. Compaction frees most of the pool at once: give those pages back.
+        malloc_trim(0);
+#endif
     }
 
     // Room taken by the small lists' blocks, free blocks included (in values).
