@@ -7,7 +7,7 @@ Data layout (ids, never Python objects, in the loop):
   position is linked to its live neighbours inside its word by ``prev``/``nxt`` (-1 at a word's
   edge). Merging ``(a, b)`` at position ``p`` writes the new id at ``p`` and kills ``nxt[p]``
   (``sym == DEAD``); a symbol therefore always lives at the position of its first base symbol.
-* Pairs get dense ids through the open-addressing table of pair_table.h. Per pair:
+* Pairs get dense ids through the open-addressing index of pair_ids.h. Per pair:
   its exact weighted count, a lower bound on its first position, and the positions where it was
   created (entries go stale when a neighbour merges; they are re-checked when read), kept in
   one pool for all pairs (position_lists.h).
@@ -55,7 +55,7 @@ import numpy as np
 
 from fastbpe._core.long_chunks cimport LongChunks
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
-from fastbpe._core.pair_table cimport PairTable, pair_key
+from fastbpe._core.pair_ids cimport PairIds, PairRecord
 from fastbpe._core.position_lists cimport PositionLists
 
 cdef extern from *:
@@ -86,15 +86,6 @@ cdef struct Node:
     int32_t word    # index of the word, for its count
 
 
-cdef struct Pair:
-    # Everything a merge step reads or writes about a pair, in one place (one cache miss).
-    int64_t count   # exact weighted count of its live occurrences
-    int64_t first   # lower bound on its first live position; exact after _true_first
-    int32_t left
-    int32_t right
-    int32_t touched # 1 while listed in ``touched`` (its heap entry is pushed after the step)
-
-
 cdef class MergeLearner:
     """Learns merges over a flat word table; one instance per training run.
 
@@ -110,8 +101,8 @@ cdef class MergeLearner:
 
     cdef vector[Node] node
     cdef vector[int64_t] word_count
-    cdef PairTable[int32_t] pair_index        # pair_key(left, right) -> index in ``pairs``
-    cdef vector[Pair] pairs
+    cdef PairIds pair_index                   # (left, right) -> index in ``pairs`` (pair_ids.h)
+    cdef vector[PairRecord] pairs
     cdef PositionLists pair_where             # positions where each pair was created (list = pair id)
     cdef vector[int32_t] merging              # the positions of the pair being merged
     # Long chunks (at least ``long_chunk`` symbols): a byte and a bit per symbol (long_chunks.h).
@@ -124,6 +115,8 @@ cdef class MergeLearner:
     # every pair of a chunk created at once, fine blocks would be nearly one entry per symbol.
     cdef int coarse_bits
     cdef int64_t long_total, long_kept      # block entries in the lists; after the last compaction
+    cdef int64_t live_long                  # live tokens of the long chunks
+    cdef int64_t coarse_listed              # step 0's entries (all coarse; their number only falls)
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
@@ -134,6 +127,8 @@ cdef class MergeLearner:
     # merge phase cannot avoid, against which its time is judged
     cdef readonly int64_t merged_occurrences
     cdef vector[int32_t] touched
+    cdef vector[int32_t] zeroed               # pairs whose count fell to 0 in this step
+    cdef vector[int32_t] free_pairs           # ids of freed pairs, reused by new pairs
     cdef MergeHeap heap
     # Pairs counted below the floor (the run's min_frequency) need no heap entry: only an
     # added occurrence can lift them to it, and that queues them. Most pairs of a large corpus
@@ -193,6 +188,7 @@ cdef class MergeLearner:
         self.where_total = 0
         self.long_total = 0
         self.live_symbols = nodes
+        self.live_long = 0
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
         self.heap_floor = 1
@@ -214,6 +210,7 @@ cdef class MergeLearner:
                     else:
                         self.longs.add_chunk[int32_t](&ids32[start], end - start, word_counts[w], key_base)
                     lstart = self.longs.chunk(self.longs.chunks() - 1).begin
+                    self.live_long += end - start
                     if lstart + (end - start) >= COARSE:
                         with gil:
                             raise OverflowError("the long chunks hold more than 2**30 symbols")
@@ -235,31 +232,39 @@ cdef class MergeLearner:
                         self.where_total += 1
                     q += 1
             self.long_kept = self.long_total
+            self.coarse_listed = self.long_total
             self._push_touched()
 
     # ---- pairs ------------------------------------------------------------------------------
 
     cdef inline int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
         """The id of pair (left, right), created with count 0 if new."""
-        cdef uint64_t key = pair_key(left, right)
-        cdef size_t i = self.pair_index.index(key)
+        cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
         if self.pair_index.occupied(i):
-            return self.pair_index.value(i)
-        return self._new_pair(left, right, key, i)
+            return self.pair_index.id(i)
+        return self._new_pair(left, right, i)
 
-    cdef int32_t _new_pair(self, int32_t left, int32_t right, uint64_t key, size_t i) except -1 nogil:
-        """Create pair (left, right) in the empty slot ``i`` for ``key``. Kept out of
-        ``_pair_id`` so that the common path (the pair exists) stays small enough to inline."""
-        cdef int32_t pair = <int32_t>self.pairs.size()
-        cdef Pair fresh
+    cdef int32_t _new_pair(self, int32_t left, int32_t right, size_t i) except -1 nogil:
+        """Create pair (left, right) in the empty slot ``i`` of the index, under a free id if
+        there is one. Kept out of ``_pair_id`` so that the common path (the pair exists) stays
+        small enough to inline."""
+        cdef int32_t pair
+        cdef PairRecord fresh
         fresh.count = 0
-        fresh.first = 0x7FFFFFFFFFFFFFFF
+        fresh.first = NO_POSITION
         fresh.left = left
         fresh.right = right
         fresh.touched = 0
-        self.pairs.push_back(fresh)
-        self.pair_where.add_list()
-        self.pair_index.insert_at(i, key, pair)
+        if not self.free_pairs.empty():
+            pair = self.free_pairs.back()  # its list was released with it
+            self.free_pairs.pop_back()
+            self.pairs[pair] = fresh
+        else:
+            pair = <int32_t>self.pairs.size()
+            self.pairs.push_back(fresh)
+            self.pair_where.add_list()
+        if self.pair_index.insert_at(i, left, right, pair):
+            self.pair_index.grow(self.pairs.data(), self.pairs.size())
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
@@ -296,10 +301,43 @@ cdef class MergeLearner:
             self.touched.push_back(pair)
         return 0
 
-    cdef inline void _remove(self, int32_t left, int32_t right, int64_t count) noexcept nogil:
+    cdef inline int _remove(self, int32_t left, int32_t right, int64_t count) except -1 nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
-        Its entry in ``pair_where`` goes stale and is dropped when next read."""
-        self.pairs[self.pair_index.value(self.pair_index.index(pair_key(left, right)))].count -= count
+        Its entry in ``pair_where`` goes stale and is dropped when next read; a pair left with
+        no occurrence is freed at the end of the step (_free_zeroed)."""
+        cdef int32_t pair = self.pair_index.id(self.pair_index.index(left, right, self.pairs.data()))
+        self.pairs[pair].count -= count
+        if self.pairs[pair].count == 0:
+            self.zeroed.push_back(pair)
+        return 0
+
+    cdef int _free_zeroed(self) except -1 nogil:
+        """Free the pairs whose count fell to 0 in this step and stayed there (after
+        _push_touched): their index slot, list and id, which the next new pair reuses. Without
+        this, every pair ever created would keep its record, slot and list header to the end:
+        on one long chunk, a quarter of them are dead by the last merge. A heap entry of a freed
+        id is judged by the id's current pair, as every entry is (_pop_best)."""
+        cdef int32_t pair, x
+        cdef const int32_t* where
+        cdef size_t i, n
+        for pair in self.zeroed:
+            if self.pairs[pair].count != 0 or self.pairs[pair].left < 0:
+                continue  # an occurrence came back, or listed twice and already freed
+            self.pair_index.erase(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
+                                                        self.pairs.data()), self.pairs.data())
+            where = self.pair_where.data(pair)
+            n = self.pair_where.size(pair)
+            for i in range(n):
+                if where[i] < 0:
+                    self.long_total -= 1
+            self.where_total -= <int64_t>n
+            self.pair_where.release(pair)
+            self.pairs[pair].left = -1  # not indexed (PairIds.grow skips it)
+            self.pairs[pair].right = -1
+            self.pairs[pair].first = NO_POSITION
+            self.free_pairs.push_back(pair)
+        self.zeroed.clear()
+        return 0
 
     cdef int _push_touched(self) except -1 nogil:
         cdef int32_t pair
@@ -498,7 +536,13 @@ cdef class MergeLearner:
                 # is strictly the most frequent: its first position cannot matter.
                 return e.pair
             if not self.tie_rank.empty():
-                return e.pair  # the tie key is fixed per pair: a current count is all it takes
+                # The tie key is fixed per pair, but the entry may be of a freed id's earlier pair.
+                first = self._tie_key(e.pair)
+                if first == e.first:
+                    return e.pair
+                e.first = first
+                self.heap.push(e)
+                continue
             first = self._true_first(e.pair)
             if first != e.first:
                 e.first = first
@@ -523,9 +567,9 @@ cdef class MergeLearner:
         was prefetched earlier; a stale ``p`` only wastes the hint)."""
         cdef int32_t left = self.node[p].prev, q = self.node[p].nxt
         if left >= 0:
-            self.pair_index.prefetch(pair_key(self.node[left].sym, a))
+            self.pair_index.prefetch(self.node[left].sym, a)
         if q >= 0 and self.node[q].nxt >= 0:
-            self.pair_index.prefetch(pair_key(b, self.node[self.node[q].nxt].sym))
+            self.pair_index.prefetch(b, self.node[self.node[q].nxt].sym)
 
     cdef int _merge(self, int32_t pair, int32_t new_id) except -1 nogil:
         """Replace every occurrence of pair ``pair`` by ``new_id``, left to right within each
@@ -583,13 +627,20 @@ cdef class MergeLearner:
         self.where_total += added
         if not self.merging_long.empty():
             self._merge_long(pair, new_id)
+        if self.pairs[pair].count == 0:
+            self.zeroed.push_back(pair)
         self._push_touched()
+        self._free_zeroed()
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
-                or self.long_total > 2 * self.long_kept + self.compact_slack):
+                or self.long_total > 2 * self.long_kept + self.compact_slack
+                or self.long_total > 2 * (self.live_long + self.coarse_listed) + self.compact_slack):
             # amortised: at least half the node entries go, or (blocks are at most half
             # empty) at least a third of the pool, or the block entries doubled since the last
-            # compaction (which keeps each (pair, block) once)
+            # compaction (which keeps each (pair, block) once), or they are over twice the
+            # long chunks' live tokens and step 0's coarse entries (a live occurrence is
+            # listed in its pair's list once, so at least half of them go): merging shrinks the
+            # live tokens several times over, which the doubling alone would leave in the lists
             self._compact_where()
         return 0
 
@@ -669,6 +720,7 @@ cdef class MergeLearner:
             if r < chunk.end:
                 self._add_long(new_id, right_id, count, p, chunk.key_base)
         self.merged_occurrences += merged
+        self.live_long -= merged
         return 0
 
     def memory_use(self):
@@ -676,13 +728,15 @@ cdef class MergeLearner:
         return {
             "nodes": self.node.capacity() * sizeof(Node),
             "word_counts": self.word_count.capacity() * sizeof(int64_t),
-            "pairs": self.pairs.capacity() * sizeof(Pair),
-            "pair_index": self.pair_index.capacity() * 16,
+            "pairs": self.pairs.capacity() * sizeof(PairRecord),
+            "pair_index": self.pair_index.capacity() * 8,
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             "heap_entries": self.heap.size(),
-            "pairs_count": self.pairs.size(),
+            "pairs_count": self.pairs.size() - self.free_pairs.size(),
+            "positions_listed": self.where_total,     # entries in the lists, stale ones included
+            "positions_room": self.pair_where.used(),  # values the small lists' blocks hold
         }
 
     def corpus_tokens(self):

@@ -16,7 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <vector>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace fbpt {
 
@@ -82,18 +86,24 @@ class PositionLists {
                 s = Span{0, 0, NO_CLASS};
             } else if (s.cls >= BIG_CLASS && cls >= BIG_CLASS) {
                 if (cls < s.cls) resize_big(s.offset, capacity(cls));
-                s.cls = cls;
+                s.cls = (int8_t)cls;
             } else {
                 const int32_t* from = s.cls >= BIG_CLASS ? big_[s.offset]
                                                           : old[s.offset >> SEGMENT_BITS] + (s.offset & SEGMENT_MASK);
                 uint64_t offset = take(cls);
                 std::memcpy(at(offset), from, s.size * sizeof(int32_t));
                 if (s.cls >= BIG_CLASS) free_big(s.offset);  // a big list that became small
-                s.offset = offset;
-                s.cls = cls;
+                s.offset = (uint32_t)offset;
+                s.cls = (int8_t)cls;
             }
         }
         for (int32_t* segment : old) std::free(segment);
+#ifdef __GLIBC__
+        // The segments are 4 MB: once glibc has freed one it serves blocks of that size from
+        // its heap instead of mapping them, and pages freed inside the heap stay resident
+        // until trimmed. Compaction frees most of the pool at once: give those pages back.
+        malloc_trim(0);
+#endif
     }
 
     // Room taken by the small lists' blocks, free blocks included (in values).
@@ -108,11 +118,14 @@ class PositionLists {
     static constexpr int NO_CLASS = -1;
     static constexpr uint64_t NO_BLOCK = ~0ULL;
 
-    struct Span {
-        uint64_t offset;  // first value in the pool, or for a big list its index in big_
+    // 9 bytes, packed: one per list, and the learner makes one list per distinct pair (millions
+    // on one long chunk), so the header is a good part of the lists' memory.
+    struct __attribute__((packed)) Span {
+        uint32_t offset;  // first value in the pool (below MAX_POOL), or for a big list its index in big_
         uint32_t size;    // values in use
-        int32_t cls;      // capacity MIN_CAPACITY << cls, or NO_CLASS: no block
+        int8_t cls;       // capacity MIN_CAPACITY << cls, or NO_CLASS: no block
     };
+    static constexpr uint64_t MAX_POOL = 1ULL << 32;  // values the small lists' pool can address
     std::vector<Span> spans_;
     // The pool: value i is segments_[i >> SEGMENT_BITS][i & SEGMENT_MASK]; values before used_
     // are in blocks (or a segment's unused tail), the rest of the last segment is room to grow.
@@ -146,6 +159,10 @@ class PositionLists {
             // start a new segment; the old one's tail (under a big block's size) stays unused
             int32_t* segment = (int32_t*)std::malloc(sizeof(int32_t) << SEGMENT_BITS);
             if (!segment) throw std::bad_alloc();
+            if (((uint64_t)segments_.size() + 1) << SEGMENT_BITS > MAX_POOL) {
+                std::free(segment);
+                throw std::length_error("the position lists hold more than 2**32 values");
+            }
             used_ = (uint64_t)segments_.size() << SEGMENT_BITS;
             segments_.push_back(segment);
         }
@@ -197,7 +214,7 @@ class PositionLists {
         uint64_t offset;
         if (cls > BIG_CLASS) {  // already big: grow in place
             resize_big(s.offset, capacity(cls));
-            spans_[list].cls = cls;
+            spans_[list].cls = (int8_t)cls;
             return;
         }
         if (cls == BIG_CLASS) {
@@ -208,8 +225,8 @@ class PositionLists {
             if (s.size) std::memcpy(at(offset), at(s.offset), s.size * sizeof(int32_t));
         }
         if (s.cls != NO_CLASS) give_back(s.offset, s.cls);
-        spans_[list].offset = offset;
-        spans_[list].cls = cls;
+        spans_[list].offset = (uint32_t)offset;
+        spans_[list].cls = (int8_t)cls;
     }
 };
 

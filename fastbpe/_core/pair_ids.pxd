@@ -1,0 +1,21 @@
+# Declarations of pair_ids.h: the learner's pair records and pair -> id index.
+from libc.stdint cimport int32_t, int64_t
+
+cdef extern from "pair_ids.h" namespace "fbpt" nogil:
+    cdef struct PairRecord:
+        int64_t count
+        int64_t first
+        int32_t left
+        int32_t right
+        int32_t touched
+    cdef cppclass PairIds:
+        void reset(size_t capacity) except +
+        size_t capacity()
+        size_t size()
+        size_t index(int32_t left, int32_t right, const PairRecord* records)
+        bint occupied(size_t i)
+        int32_t id(size_t i)
+        bint insert_at(size_t i, int32_t left, int32_t right, int32_t id)
+        void grow(const PairRecord* records, size_t n) except +
+        void erase(size_t i, const PairRecord* records)
+        void prefetch(int32_t left, int32_t right)

@@ -1,0 +1,111 @@
+"""The learner keeps a record, an index slot and a position list for the pairs that occur, not
+for every pair it ever saw: a pair whose count falls to 0 is freed and its id reused. The
+merges stay the reference's (ties, ``aaaa`` overlaps, long chunks, the ``tie_ranks`` rule), and
+after training the live records are exactly the distinct adjacent pairs of the merged corpus."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastbpe import reference
+from fastbpe._core.learn import MergeLearner
+
+BYTES = [bytes([b]) for b in range(256)]
+
+
+def replay(words, merges):
+    """Each word as its tokens after applying ``merges`` in order, each left to right."""
+    out = []
+    for word in words:
+        tokens = [bytes([b]) for b in word]
+        for left, right in merges:
+            merged, i = [], 0
+            while i < len(tokens):
+                if i + 1 < len(tokens) and tokens[i] == left and tokens[i + 1] == right:
+                    merged.append(left + right)
+                    i += 2
+                else:
+                    merged.append(tokens[i])
+                    i += 1
+            tokens = merged
+        out.append(tokens)
+    return out
+
+
+def learn(words, counts, num_merges, min_frequency=1, tie_ranks=None, **store):
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, tie_ranks, **store)
+    merge_ids, merge_counts, tokens = learner.run(num_merges, min_frequency)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in merge_ids.tolist()]
+    return merges, merge_counts.tolist(), learner
+
+
+def reference_bytes(words, counts, num_merges, min_frequency=1):
+    return reference.learn({tuple(bytes([b]) for b in w): c for w, c in zip(words, counts)},
+                           num_merges, min_frequency)
+
+
+def live_pairs(words, merges):
+    return len({(t[i], t[i + 1]) for t in replay(words, merges) for i in range(len(t) - 1)})
+
+
+@settings(max_examples=40, deadline=None)
+@given(letters=st.sampled_from([b"a", b"ab", b"abc", b"abcdefgh", bytes(range(40)), bytes(range(200, 256))]),
+       lengths=st.lists(st.integers(1, 600), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1),
+       num_merges=st.integers(0, 120), min_frequency=st.integers(1, 2), long_chunk=st.sampled_from([2, 100, 1 << 30]))
+def test_live_records_are_the_pairs_of_the_merged_corpus(letters, lengths, seed, num_merges, min_frequency,
+                                                         long_chunk):
+    """Many pairs die (every merge empties its own pair and often its neighbours'), new ones
+    take their ids; a freed pair that comes back is a new record. Alphabets of up to 56 bytes
+    make thousands of distinct pairs: the index grows and erases across its probe runs."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
+    counts = [1 + i % 3 for i in range(len(words))]
+    merges, merge_counts, learner = learn(words, counts, num_merges, min_frequency, long_chunk=long_chunk,
+                                          coarse_bits=6)
+    assert (merges, merge_counts) == tuple(map(list, reference_bytes(words, counts, num_merges, min_frequency)))
+    assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
+
+
+def test_runs_of_one_symbol_free_and_recreate_their_pairs():
+    """``aaaa``: (a, a) empties when merged, (aa, aa) is born and dies in turn; ties between
+    equal counts go to the pair seen first."""
+    words = [b"a" * 257, b"ba" * 40, b"ab" * 40 + b"a" * 9]
+    counts = [1, 2, 3]
+    for long_chunk in (2, 1 << 30):
+        merges, merge_counts, learner = learn(words, counts, 60, long_chunk=long_chunk, coarse_bits=6)
+        assert (merges, merge_counts) == tuple(map(list, reference_bytes(words, counts, 60)))
+        assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), lengths=st.lists(st.integers(2, 300), min_size=1, max_size=5),
+       num_merges=st.integers(1, 80))
+def test_tie_ranks_with_reused_ids_match_the_rule(seed, lengths, num_merges):
+    """Under ``tie_ranks`` a heap entry's tie key is the pair's ranks, fixed per pair but not
+    per id: an entry left by a freed pair must not pass for the pair that reuses its id. The
+    rule's merges, replayed in Python: the highest count, then the smallest (rank, rank) where
+    a merged token's rank is its id."""
+    rng = np.random.default_rng(seed)
+    words = list(dict.fromkeys(rng.choice(np.frombuffer(b"abcde", np.uint8), n).astype(np.uint8).tobytes()
+                               for n in lengths))
+    counts = [1 + i % 2 for i in range(len(words))]
+    ranks = rng.permutation(256).tolist()
+    got, got_counts, _ = learn(words, counts, num_merges, tie_ranks=ranks)
+    # the rule, step by step, on the replayed corpus
+    rank = {bytes([b]): ranks[b] for b in range(256)}
+    expected, next_id = [], 256
+    for _ in range(num_merges):
+        pair_counts = {}
+        for tokens, c in zip(replay(words, expected), counts):
+            for pair in zip(tokens, tokens[1:]):
+                pair_counts[pair] = pair_counts.get(pair, 0) + c
+        if not pair_counts:
+            break
+        best = min(pair_counts, key=lambda p: (-pair_counts[p], rank[p[0]], rank[p[1]]))
+        expected.append(best)
+        if best[0] + best[1] not in rank:  # a token that exists keeps its id
+            rank[best[0] + best[1]] = next_id
+            next_id += 1
+    assert got == expected
