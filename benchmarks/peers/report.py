@@ -110,14 +110,15 @@ def language_tables(results: dict) -> Tuple[List[str], List[str]]:
 # One colour per library (Okabe & Ito's palette, told apart with colour-blindness too), one hatch
 # per vocabulary: in a bar chart of ten encoders, colour says "which library", hatch "which ranks".
 LIBRARY_COLOURS = {"fastbpe": "#0072B2", "hf": "#D55E00", "sentencepiece": "#009E73",
-                   "youtokentome": "#CC79A7", "tiktoken": "#E69F00"}
-VOCAB_HATCHES = {"": "", "r50k_base": "///", "gpt2": "///", "cl100k_base": "xxx", "o200k_base": "..."}
-VOCAB_COLOURS = {"r50k_base": "#56B4E9", "cl100k_base": "#000000", "o200k_base": "#999999"}
+                   "youtokentome": "#CC79A7", "tiktoken": "#E69F00", "gigatoken": "#882255", "rustbpe": "#44AA99"}
+VOCAB_HATCHES = {"": "", "r50k_base": "///", "gpt2": "///", "cl100k_base": "xxx", "o200k_base": "...", "llama3": "\\\\"}
+VOCAB_COLOURS = {"r50k_base": "#56B4E9", "cl100k_base": "#000000", "o200k_base": "#999999", "llama3": "#F0E442"}
 # Training rows: the library's colour; the variant's line style and marker.
 TRAIN_STYLES = {"fastbpe": ("fastbpe", "-", "o"), "fastbpe-hf": ("fastbpe", "--", "s"),
                 "fastbpe-merge": ("fastbpe", ":", "^"), "hf": ("hf", "-", "o"),
                 "hf-count": ("hf", "--", "s"), "hf-merge": ("hf", ":", "^"),
-                "sentencepiece": ("sentencepiece", "-", "D"), "youtokentome": ("youtokentome", "-", "v")}
+                "sentencepiece": ("sentencepiece", "-", "D"), "youtokentome": ("youtokentome", "-", "v"),
+                "gigatoken": ("gigatoken", "-", "P"), "rustbpe": ("rustbpe", "-", "X")}
 
 
 def _library(spec: str) -> str:
