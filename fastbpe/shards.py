@@ -257,24 +257,32 @@ def _decode(block: Block) -> str:
         raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1]) from None
 
 
-def _encode_block(tokenizer, block: Block) -> np.ndarray:
-    """The ids (the tokenizer's id dtype) of one block, as ``encode_batch([_decode(block)])``
-    gives them, in bounded memory: for a tokenizer whose compiled pass reads UTF-8, the bytes
-    are encoded as they are (no str of them is made; the pass checks the UTF-8), into one array
-    that becomes the result: uint16 ids straight from the encoder, or int32 read as uint32.
-    Invalid UTF-8, or a byte the vocabulary lacks, takes the str path, which raises the error
-    it always raised."""
+def _piece_encoder(tokenizer):
+    """``encode(piece, path, offset)``: the ids, in the tokenizer's id dtype, of the UTF-8 bytes
+    ``piece`` (bytes or a memoryview: the text at byte ``offset`` of file ``path``, -1 when
+    normalised), as ``encode_ordinary`` gives them for its text; an error names the file and
+    the offset. A tokenizer with the one-call path reads the bytes in place (no str is made). A
+    piece longer than a task (a stretch without a safe cut: a huge chunk, as a multi-megabyte
+    word) gets uint16 ids straight from the encoder where the ids are uint16, so that they are
+    held once, at 2 bytes each."""
+    dtype = tokenizer.id_dtype
+    encode_utf8, _ = utf8_encoder(tokenizer)
     pattern = _fused_pattern(tokenizer)
-    if pattern is not None:
-        core, dtype = tokenizer._core(), tokenizer.id_dtype
-        encode = core.encode_text_u16 if dtype == np.uint16 else core.encode_text
+    encode_u16 = None if pattern is None or dtype.itemsize != 2 else \
+        (lambda data: tokenizer._core().encode_text_u16(data, pattern, tokenizer._state()))
+
+    def encode(piece, path: str, offset: int) -> np.ndarray:
         try:
-            ids = encode(block.data, pattern, tokenizer._state())
-        except ValueError:  # a byte outside the vocabulary: the str path names it
-            ids = None
-        if ids is not None:
-            return as_id_dtype(ids, dtype)
-    return tokenizer.encode_batch([_decode(block)], workers=1, disallowed_special=(), as_numpy=True)[0]
+            long_u16 = encode_u16 is not None and len(piece) > TASK_BYTES
+            ids = encode_u16(piece) if long_u16 else encode_utf8(piece)
+        except ValueError as exc:  # (a byte the vocabulary lacks): where in which document
+            where = f"{path}" if offset < 0 else f"{path}, the text at byte offset {offset}"
+            raise ValueError(f"{where}: {exc}") from None
+        if ids is None:  # not UTF-8: the error names the file and the first bad byte
+            _decode(Block(bytes(piece), True, path, offset, 0))
+        return as_id_dtype(ids, dtype)
+
+    return encode
 
 
 # ------------------------------------------------------------------------------ writing
@@ -686,11 +694,9 @@ def encode_files(
     bar = byte_bar(progress, file_bytes, "encoding")
     text_bytes = 0  # input encoded by this run
     rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
-    encode_utf8, cuts = utf8_encoder(tokenizer)
+    _, cuts = utf8_encoder(tokenizer)
+    encode_piece = _piece_encoder(tokenizer)
     encode_many = utf8_batch_encoder(tokenizer)
-    pattern = _fused_pattern(tokenizer)
-    encode_u16 = None if pattern is None or dtype.itemsize != 2 else \
-        (lambda data: tokenizer._core().encode_text_u16(data, pattern, tokenizer._state()))
     sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
     last_index = resume_segment - 1
     # what is written next, in order: (block index, needs a separator, file bytes, its pieces),
@@ -698,26 +704,6 @@ def encode_files(
     segments: deque = deque()
     done: deque = deque()  # the ids of the pieces (or _Run of the tasks) encoded, not yet written
     running: deque = deque()  # the tasks submitted, in order
-
-    def encode_piece(piece, path: str, offset: int) -> np.ndarray:
-        """The ids of one piece as the shards store them, or the error that names where it
-        is. A piece longer than a task (a stretch without a safe cut: a huge chunk, as a
-        multi-megabyte word) gets uint16 ids straight from the encoder where the shards are
-        uint16, so that its ids are held once, at 2 bytes each."""
-        try:
-            long_u16 = encode_u16 is not None and len(piece) > TASK_BYTES
-            ids = encode_u16(piece) if long_u16 else encode_utf8(piece)
-        except ValueError as exc:  # (a byte the vocabulary lacks): where in which document
-            where = f"{path}" if offset < 0 else f"{path}, the text at byte offset {offset}"
-            raise ValueError(f"{where}: {exc}") from None
-        if ids is None:  # not UTF-8: the error names the file and the first bad byte
-            _decode(Block(bytes(piece), True, path, offset, 0))
-        return stored(ids)
-
-    def stored(ids: np.ndarray) -> np.ndarray:
-        """Ids as the shards store them: int32 read as uint32 in place (ids are never
-        negative), a copy for uint16 (one fresh array less per task: each costs page faults)."""
-        return ids.view(dtype) if ids.dtype.itemsize == dtype.itemsize else ids.astype(dtype)
 
     def encode_pieces(task: list) -> list:
         """The ids (as the shards store them) of each piece of a task; runs on a worker thread."""
@@ -735,8 +721,8 @@ def encode_files(
             parts = [encode_piece(piece, path, offset) for piece, path, offset, _ in task]
             ends = np.zeros(len(task) + 1, dtype=np.int64)
             np.cumsum([len(ids) for ids in parts], out=ends[1:])
-            ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-        ids = stored(ids)
+            ids = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+        ids = as_id_dtype(ids, dtype)
         seps = np.array([needs_sep for _, _, _, needs_sep in task], dtype=bool)
         if seps.any():
             ids = np.insert(ids, ends[:-1][seps], sep_id)
@@ -881,6 +867,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
     documents, block_size, sep_id = options["documents"], options["block_size"], options["separator_id"]
     fmt, dtype = options["format"], tokenizer.id_dtype
     rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    encode_piece = _piece_encoder(tokenizer)
     path = part["path"]
     shards: list = []
     prefix = f"part_{number:06d}_"
@@ -907,7 +894,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             if data:
                 in_doc = emitted = has_text = True
                 text_bytes += len(data)
-                ids = _encode_block(tokenizer, Block(data, ends, path, offset, 0))
+                ids = encode_piece(data, path, offset)
                 del data  # (a long block's input is let go before its ids are written)
                 writer.add([np.array([sep_id], dtype=dtype), ids] if needs_sep else ids, 0, 0)
             if ends:

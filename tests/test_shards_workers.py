@@ -152,3 +152,16 @@ def test_errors_in_a_task_name_the_file(tmp_path, small_tasks):
                            match=r"bad\.txt: invalid UTF-8 at byte offset 501 \(byte 0xc3\)"):
             encode_files(ascii_only, [bad], tmp_path / f"b{workers}{documents}", workers=workers, separator=None,
                          documents=documents, progress=False)
+
+
+def test_errors_in_a_cluster_partition_name_the_file(tmp_path):
+    """A partition encoded on a cluster worker reports a byte outside the vocabulary as a local
+    run does: the file and the byte offset."""
+    ascii_only = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2")
+    path = tmp_path / "accented.txt"
+    path.write_text("plain words " * 40 + "café" + " more" * 40, encoding="utf-8")
+    part = shards._plan_partitions([path], 1 << 20, "file", None)[0]
+    options = {"documents": "file", "block_size": 100, "format": "raw", "shard_size": 50, "separator_id": None}
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError, match=r"accented\.txt, the text at byte offset \d+: byte 0xc3 is not in the vocabulary"):
+        shards.encode_partition(ascii_only, part, 0, str(tmp_path / "out"), options, False)
