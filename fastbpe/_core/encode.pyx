@@ -85,6 +85,21 @@ cdef class EncodeState:
         return self.scratch.cache_size()
 
 
+cdef void _settle(EncodeState state, int64_t chunks, int64_t misses):
+    """After a call: count its cache hits and misses, and let go of the scratch buffers a huge
+    call grew past KEEP_BUFFER (the merge buffers of a huge chunk too)."""
+    cdef EncodeScratch* st = &state.scratch
+    state.misses += misses
+    state.hits += chunks - misses
+    if st.utf8.size() > KEEP_BUFFER:
+        st.utf8.clear()
+        st.utf8.shrink_to_fit()
+    if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
+        st.out.clear()
+        st.out.shrink_to_fit()
+    st.trim(KEEP_BUFFER)
+
+
 cdef class BPECore:
     """Immutable encoding tables; safe to use from many threads at once (each with its own
     :class:`EncodeState`).
@@ -274,12 +289,7 @@ cdef class BPECore:
             if valid:
                 got = self.enc.encode_utf8_u16(&data[0], n, pattern, st[0], &chunks, &misses, &ov[0])
         ov = None  # (released before the resize)
-        state.misses += misses
-        state.hits += chunks - misses
-        if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
-            st.out.clear()
-            st.out.shrink_to_fit()
-        st.trim(KEEP_BUFFER)
+        _settle(state, chunks, misses)
         if not valid:
             return None
         if got < 0:
@@ -388,15 +398,7 @@ cdef class BPECore:
                 elif got > 0:
                     all_ids.insert(all_ids.end(), st.out.data(), st.out.data() + got)
                 ev[k + 1] = total if op != NULL else <int64_t>all_ids.size()
-        state.misses += misses
-        state.hits += chunks - misses
-        if st.utf8.size() > KEEP_BUFFER:
-            st.utf8.clear()
-            st.utf8.shrink_to_fit()
-        if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
-            st.out.clear()
-            st.out.shrink_to_fit()
-        st.trim(KEEP_BUFFER)  # nor the merge buffers of a huge chunk
+        _settle(state, chunks, misses)
         failed = [k for k in range(count) if bad[k]]
         if big is not None:
             big.resize(total, refcheck=False)  # realloc: shrinks in place
@@ -442,12 +444,7 @@ cdef class BPECore:
                         elif got > 0:
                             all_ids.insert(all_ids.end(), st.out.data(), st.out.data() + got)
                 ev[k + 1] = <int64_t>all_ids.size()
-        state.misses += misses
-        state.hits += chunks - misses
-        if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
-            st.out.clear()
-            st.out.shrink_to_fit()
-        st.trim(KEEP_BUFFER)
+        _settle(state, chunks, misses)
         return _int32_array(all_ids), ends, [k for k in range(count) if bad[k]]
 
     cdef _check_fused(self, int pattern, EncodeState state, size_t n):
