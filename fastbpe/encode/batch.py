@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import str_sizes
+from .._core.encode import str_sizes, texts_holding
 from . import special
 
 __all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials", "utf8_encoder", "utf8_batch_encoder"]
@@ -36,10 +36,6 @@ def byte_balanced_groups(sizes: np.ndarray, groups: int) -> List[slice]:
     cuts = np.clip(cuts, 0, len(sizes))
     return [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
-
-# A text of at least this many characters is searched for special-token names on its own
-# (texts_with_specials); shorter ones are joined first, which saves a call per text.
-ALONE_CHARS = 4096
 
 # Characters per group, about, when there is enough for several groups per worker.
 GROUP_CHARS = 1 << 21
@@ -132,28 +128,17 @@ def utf8_batch_encoder(tok) -> Optional[Callable]:
 
 
 def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
-    """The indices of the texts in which a special-token name may occur. A long text is searched
-    alone; the short ones are joined and searched at once (a name inside a text is inside the
-    joined text; a hit across the seam of two texts flags both, which only sends them to the
-    exact path). Joining long texts would copy them, widened to the widest kind among them:
-    for 10 MB of documents that copy took ten times the search.
+    """The indices of the texts in which a special-token name occurs: the texts holding a name's
+    first character (one compiled pass, no copy: most texts hold none), then a search of each.
 
     >>> texts_with_specials(["a", "b<s>", "c<", "s>"], frozenset(["<s>"]))
     [1]
     """
     if not names or not texts:
         return []
-    pattern = special._alternation(names)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    flagged = {int(k) for k in np.flatnonzero(lengths >= ALONE_CHARS) if pattern.search(texts[k])}
-    short = np.flatnonzero(lengths < ALONE_CHARS)
-    if len(short):
-        ends = np.cumsum(lengths[short] + 1)
-        for match in pattern.finditer("\n".join([texts[k] for k in short])):
-            first = int(np.searchsorted(ends, match.start(), side="right"))
-            last = int(np.searchsorted(ends, match.end() - 1, side="right"))
-            flagged.update(short[first:last + 1].tolist())
-    return sorted(flagged)
+    search = special._alternation(names).search
+    firsts = "".join(sorted({name[0] for name in names if name}))
+    return [int(k) for k in texts_holding(texts, firsts) if search(texts[k])]
 
 
 def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, as_numpy: bool) -> list:

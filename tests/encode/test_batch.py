@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fastbpe
-from fastbpe.encode.batch import ALONE_CHARS, byte_balanced_groups, texts_with_specials
+from fastbpe.encode.batch import byte_balanced_groups, texts_with_specials
 
 TEXT = "the cat sat on the mat; le chat était assis. 猫が座った. кот сидел 😀 " * 20
 
@@ -61,17 +61,12 @@ def test_a_byte_outside_the_vocabulary_fails_as_in_encode():
         tok.encode_batch(["ok", "é"], workers=2)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["", "x", "ü" * (ALONE_CHARS - 1), "😀" * ALONE_CHARS]),
-                          st.sampled_from(["", "<s>", "<s", "s>", "<t>"]), st.booleans()), max_size=8))
-def test_every_text_holding_a_name_is_flagged(parts):
-    # long texts are searched alone, short ones joined: every text holding a name is flagged,
-    # whatever the mix (a flag across a seam of short texts is allowed, it only costs time)
+@given(st.lists(st.tuples(st.sampled_from(["", "x", "ü" * 300, "😀" * 5000, "<", ">"]),
+                          st.sampled_from(["", "<s>", "<s", "s>", "<t>", "é|t>"]), st.booleans()), max_size=8))
+def test_the_texts_holding_a_name_are_flagged(parts):
     texts = [pad + name if at_end else name + pad for pad, name, at_end in parts]
-    names = frozenset(["<s>", "<t>"])
-    flagged = texts_with_specials(texts, names)
-    holding = [k for k, t in enumerate(texts) if any(n in t for n in names)]
-    assert set(holding) <= set(flagged) and flagged == sorted(set(flagged))
-    assert all(k in holding or len(texts[k]) < ALONE_CHARS for k in flagged)
+    names = frozenset(["<s>", "é|t>"])
+    assert texts_with_specials(texts, names) == [k for k, t in enumerate(texts) if any(n in t for n in names)]
 
 
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 5))
