@@ -129,12 +129,12 @@ class BytesMap {
     }
 };
 
-// The chunk cache's first level: the ids of chunks of 2..SHORT_KEY_MAX bytes, for the chunks
+// The chunk cache's first level: the ids of chunks of 1..SHORT_KEY_MAX bytes, for the chunks
 // that come back again and again (a few thousand chunks make most of a text: "the", " of", ...).
 // BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
 // (slot, key, ids); here one small entry holds the chunk's bytes and length packed in two words
 // and up to SHORT_IDS ids, and the table fits the L2 cache. A lookup is one probe and two word
-// compares per way. Only a cache: every entry holds a result the encoder computed, and a miss
+// compares per way (both ways compared, no branch on which one). Only a cache: every entry holds a result the encoder computed, and a miss
 // falls back to BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
 static const size_t SHORT_KEY_MAX = 15;
 static const int SHORT_IDS = 3;
@@ -179,37 +179,48 @@ class ShortChunkCache {
     // them; and it asks for huge pages, so those prefetches do not miss the TLB.
     explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits), set_mask_(num_sets() - 1) {}
 
-    // The set of the chunk packed as (w0, w1) of n bytes (nullptr while the cache is empty),
-    // for prefetch() and get(): a caller of many lookups computes them all, prefetches every
-    // set, then reads them, so that the misses overlap.
+    // The set of the chunk packed as (w0, w1) of n bytes, for prefetch(), find() and get(): a
+    // caller of many lookups computes them all, prefetches every set, then reads them, so that
+    // the misses overlap. While the cache is empty: a static empty set (all zero: no key of
+    // pack_short; none_set() gives it to a chunk not to look up, with NO_KEY as its key), so
+    // that a lookup needs no test for it.
     inline const void* entry(uint64_t w0, uint64_t w1, size_t n) const {
-        return sets_ ? &sets_[set_of(w0, w1, n)] : nullptr;
+        return sets_ ? &sets_[set_of(w0, w1, n)] : none_set();
     }
-    static inline void prefetch(const void* e) {
-        if (e != nullptr) __builtin_prefetch(e);
+    static inline const void* none_set() { return &EMPTY_SET; }
+    // A key of no chunk (its 16th byte, the length, is 255), thus in no set.
+    static const uint64_t NO_KEY = ~0ULL;
+    static inline void prefetch(const void* e) { __builtin_prefetch(e); }
+    // The way of the set e (entry()) that holds the chunk (w0, w1), or nullptr. Without a
+    // branch: which of the two ways holds a chunk is as good as random, and a branch on it
+    // mispredicts about every other lookup.
+    static inline const void* find(const void* e, uint64_t w0, uint64_t w1) {
+        const Set& set = *(const Set*)e;
+        uint64_t in0 = set.way[0].holds(w0, w1), in1 = set.way[1].holds(w0, w1);
+        uintptr_t way = (uintptr_t)&set.way[0] + (uintptr_t)in1 * sizeof(Entry);
+        return (const void*)(way & ((uintptr_t)0 - (uintptr_t)(in0 | in1)));  // (0 when neither)
     }
-    // The ids of the chunk (w0, w1, n) whose entry() is e into ids; returns their count, or 0
-    // when the chunk is not here. ids has room for min(n, SHORT_IDS) ids (a chunk of n >= 2
-    // bytes has at most n ids): the first two are copied whatever the count, without a branch.
+    // Whether the way x (find()) still holds the chunk (w0, w1) (a put may have replaced it).
+    static inline bool still_holds(const void* x, uint64_t w0, uint64_t w1) {
+        return ((const Entry*)x)->holds(w0, w1);
+    }
+    // The ids of the way x (find(), not nullptr) into ids; returns their count. ids has room
+    // for 2 ids, and for SHORT_IDS when the chunk has that many: the first two are copied
+    // whatever the count, without a branch (a chunk of 1 byte at the very end of its buffer
+    // must not be answered here).
+    static inline int copy_ids(const void* x, int32_t* ids) {
+        const Entry& e = *(const Entry*)x;
+        ids[0] = e.ids[0];
+        ids[1] = e.ids[1];
+        if (e.count > 2) ids[2] = e.ids[2];
+        return (int)e.count;
+    }
+    // The ids of the chunk (w0, w1, n >= 2) whose entry() is e into ids (room for min(n,
+    // SHORT_IDS)); returns their count, or 0 when the chunk is not here.
     static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
-        if (e == nullptr) return 0;
-        const Set& set = *(const Set*)e;
-        const Entry* x = &set.way[0];
-        if (!x->holds(w0, w1)) {
-            x = &set.way[1];
-            if (!x->holds(w0, w1)) return 0;
-        }
-        ids[0] = x->ids[0];
-        ids[1] = x->ids[1];
-        if (x->count > 2) ids[2] = x->ids[2];
-        return x->count;
-    }
-
-    // Whether the set e (entry()) holds the chunk (w0, w1).
-    static inline bool contains(const void* e, uint64_t w0, uint64_t w1) {
-        if (e == nullptr) return false;
-        const Set& set = *(const Set*)e;
-        return set.way[0].holds(w0, w1) || set.way[1].holds(w0, w1);
+        (void)n;
+        const void* x = find(e, w0, w1);
+        return x == nullptr ? 0 : copy_ids(x, ids);
     }
 
     // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
@@ -239,12 +250,14 @@ class ShortChunkCache {
         uint64_t w0, w1;
         int32_t ids[SHORT_IDS];
         uint32_t count;  // (an empty entry is all zero: no key of pack_short)
-        inline bool holds(uint64_t a, uint64_t b) const { return w0 == a && w1 == b; }
+        inline bool holds(uint64_t a, uint64_t b) const { return ((w0 ^ a) | (w1 ^ b)) == 0; }
     };
     struct alignas(64) Set {
         Entry way[2];
     };
     static_assert(sizeof(Set) == 64, "a set is one cache line");
+    static_assert(sizeof(Entry) == 32, "two ways in a set");
+    static inline const Set EMPTY_SET{};  // entry() of an empty cache: all zero, no key of pack_short
     struct Free {
         void operator()(Set* p) const { std::free(p); }
     };
