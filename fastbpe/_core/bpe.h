@@ -497,6 +497,7 @@ class BpeEncoder {
             if (n >= 2 && n <= (int64_t)SHORT_KEY_MAX) st.short_cache.put(word0[c], word1[c], (size_t)n, op + count, k);
             count += k;
         }
+        st.short_cache.grow_if_thrashing();
         return count;
     }
 
@@ -598,6 +599,7 @@ class BpeEncoder {
                 int64_t c = todo[k];
                 st.short_cache.put(word0[c], word1[c], start[c + 1] - start[c], op + at[c], got_ids[c]);
             }
+            st.short_cache.grow_if_thrashing();
         }
         return count;
     }

@@ -139,6 +139,7 @@ class BytesMap {
 static const size_t SHORT_KEY_MAX = 15;
 static const int SHORT_IDS = 3;
 static const int SHORT_CACHE_BITS = 16;
+static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB)
 
 // p[0:n] (1 <= n <= 15) packed into two words, zero beyond n, and n in the 16th byte: an
 // injective key that is never all zero (an empty entry). `room`: bytes readable from p; with
@@ -172,12 +173,14 @@ static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t*
 class ShortChunkCache {
   public:
     // 2^bits entries of 32 bytes (2 MB: the distinct short chunks of megabytes of text fit),
-    // allocated at the first put (an unused cache costs nothing). Two-way: the two entries a
+    // allocated at the first put (an unused cache costs nothing), growing while it thrashes
+    // (grow_if_thrashing). Two-way: the two entries a
     // chunk may sit in share one cache line, the newer first (a put moves the older out to the
     // second way), so one rare chunk does not evict a frequent one. Bigger than the L2 cache,
     // which costs little: the encoder prefetches the lines of a block of chunks before reading
     // them; and it asks for huge pages, so those prefetches do not miss the TLB.
-    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits), set_mask_(num_sets() - 1) {}
+    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS, int max_bits = SHORT_CACHE_MAX_BITS)
+        : bits_(bits), max_bits_(max_bits < bits ? bits : max_bits), set_mask_(num_sets() - 1) {}
 
     // The set of the chunk packed as (w0, w1) of n bytes, for prefetch(), find() and get(): a
     // caller of many lookups computes them all, prefetches every set, then reads them, so that
@@ -224,11 +227,15 @@ class ShortChunkCache {
     }
 
     // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
+    // (Never moves the table: see grow_if_thrashing.)
     inline void put(uint64_t w0, uint64_t w1, size_t n, const int32_t* ids, int64_t count) {
         if (count < 1 || count > SHORT_IDS) return;
         if (!sets_) allocate();
         Set& set = sets_[set_of(w0, w1, n)];
-        if (!set.way[0].holds(w0, w1)) set.way[1] = set.way[0];
+        if (!set.way[0].holds(w0, w1)) {
+            evictions_ += set.way[1].w1 != 0;  // (w1 == 0: an empty way)
+            set.way[1] = set.way[0];
+        }
         Entry& e = set.way[0];
         e.w0 = w0;
         e.w1 = w1;
@@ -236,13 +243,41 @@ class ShortChunkCache {
         for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
     }
 
-    void clear() { sets_.reset(); }
-    // Use 2^bits entries from now on (emptied; tests make it tiny to force collisions).
-    void set_bits(int bits) {
+    // Double the table (keeping its chunks) when puts evicted more chunks than a quarter of
+    // its entries since it last grew, up to 2^max_bits entries: a text with more distinct
+    // short chunks than the table holds would otherwise miss on every pass. Moves the table:
+    // the caller calls it between lookups, never while it holds sets of entry().
+    void grow_if_thrashing() {
+        if (bits_ >= max_bits_ || evictions_ <= ((size_t)1 << bits_) / 4) return;
+        std::unique_ptr<Set[], Free> old(sets_.release());
+        size_t old_sets = num_sets();
+        bits_ += 1;
+        set_mask_ = num_sets() - 1;
+        evictions_ = 0;
+        allocate();
+        for (size_t i = 0; i < old_sets; ++i)
+            for (int w = 1; w >= 0; --w) {  // the older way first: the newer stays first
+                const Entry& e = old[i].way[w];
+                if (e.w1 == 0) continue;
+                Set& set = sets_[set_of(e.w0, e.w1, 0)];
+                set.way[1] = set.way[0];
+                set.way[0] = e;
+            }
+    }
+
+    void clear() {
+        sets_.reset();
+        evictions_ = 0;
+    }
+    // Use 2^bits entries from now on (emptied), growing up to 2^max_bits (tests make it tiny
+    // and fixed, max_bits == bits, to force collisions).
+    void set_bits(int bits, int max_bits) {
         clear();
         bits_ = bits;
+        max_bits_ = max_bits < bits ? bits : max_bits;
         set_mask_ = num_sets() - 1;
     }
+    void set_bits(int bits) { set_bits(bits, bits); }
     int bits() const { return bits_; }
 
   private:
@@ -261,8 +296,9 @@ class ShortChunkCache {
     struct Free {
         void operator()(Set* p) const { std::free(p); }
     };
-    int bits_;
+    int bits_, max_bits_;
     size_t set_mask_;  // num_sets() - 1
+    size_t evictions_ = 0;  // chunks put out of the table since it last grew
     std::unique_ptr<Set[], Free> sets_;
 
     size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
