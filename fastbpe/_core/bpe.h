@@ -543,6 +543,7 @@ class BpeEncoder {
         size_t p = 0;
         int64_t count = 0;
         while (p < n) {
+            const ShortChunkCache::Sets sets = st.short_cache.sets();  // (no put until the block's end)
             int64_t m = 0;
             for (; m < FUSED_BLOCK && p < n; ++m) {
                 size_t e = scanner.next_chunk<PATTERN>(p);
@@ -550,7 +551,7 @@ class BpeEncoder {
                 size_t length = e - p;
                 if (length - 1 <= SHORT_KEY_MAX - 1) {  // (unsigned)
                     pack_short(dp + p, length, n - p, &word0[m], &word1[m]);
-                    entry[m] = st.short_cache.entry(word0[m], word1[m], length);
+                    entry[m] = sets.entry(word0[m], word1[m]);
                     ShortChunkCache::prefetch(entry[m]);
                 } else {  // (a key that no set holds: find() in none_set() gives nullptr)
                     entry[m] = ShortChunkCache::none_set();

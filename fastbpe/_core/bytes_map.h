@@ -190,6 +190,16 @@ class ShortChunkCache {
     inline const void* entry(uint64_t w0, uint64_t w1, size_t n) const {
         return sets_ ? &sets_[set_of(w0, w1, n)] : none_set();
     }
+    // entry() for a run of lookups between which no put grows the table: the table's address
+    // and mask held in registers (the empty table is none_set() with mask 0), no test.
+    struct Sets {
+        const void* base;
+        size_t mask;
+        inline const void* entry(uint64_t w0, uint64_t w1) const {
+            return (const Set*)base + (set_hash(w0, w1) & mask);
+        }
+    };
+    inline Sets sets() const { return sets_ ? Sets{sets_.get(), set_mask_} : Sets{none_set(), 0}; }
     static inline const void* none_set() { return &EMPTY_SET; }
     // A key of no chunk (its 16th byte, the length, is 255), thus in no set.
     static const uint64_t NO_KEY = ~0ULL;
@@ -302,10 +312,13 @@ class ShortChunkCache {
     std::unique_ptr<Set[], Free> sets_;
 
     size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
+    static inline size_t set_hash(uint64_t w0, uint64_t w1) {
+        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL)) * 0xBF58476D1CE4E5B9ULL;
+        return (size_t)(x >> 40);  // (bits <= 24: the top bits, well mixed)
+    }
     inline size_t set_of(uint64_t w0, uint64_t w1, size_t n) const {
         (void)n;  // (in w1)
-        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL)) * 0xBF58476D1CE4E5B9ULL;
-        return (size_t)(x >> 40) & set_mask_;  // (bits <= 24: the top bits, well mixed)
+        return set_hash(w0, w1) & set_mask_;
     }
     void allocate() {
         size_t bytes = num_sets() * sizeof(Set);
