@@ -133,13 +133,14 @@ class BytesMap {
 // that come back again and again (a few thousand chunks make most of a text: "the", " of", ...).
 // BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
 // (slot, key, ids); here one small entry holds the chunk's bytes and length packed in two words
-// and up to SHORT_IDS ids, and the table fits the L2 cache. A lookup is one probe and two word
-// compares per way (both ways compared, no branch on which one). Only a cache: every entry holds a result the encoder computed, and a miss
-// falls back to BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
+// and up to SHORT_IDS ids, in a table that starts at the size of the L2 cache. A lookup is one
+// probe and two word compares per way (both ways compared, no branch on which one holds it).
+// Only a cache: every entry holds a result the encoder computed, and a miss falls back to
+// BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
 static const size_t SHORT_KEY_MAX = 15;
 static const int SHORT_IDS = 3;
 static const int SHORT_CACHE_BITS = 16;
-static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB)
+static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB a thread)
 
 // p[0:n] (1 <= n <= 15) packed into two words, zero beyond n, and n in the 16th byte: an
 // injective key that is never all zero (an empty entry). `room`: bytes readable from p; with
@@ -173,12 +174,12 @@ static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t*
 class ShortChunkCache {
   public:
     // 2^bits entries of 32 bytes (2 MB: the distinct short chunks of megabytes of text fit),
-    // allocated at the first put (an unused cache costs nothing), growing while it thrashes
-    // (grow_if_thrashing). Two-way: the two entries a
-    // chunk may sit in share one cache line, the newer first (a put moves the older out to the
-    // second way), so one rare chunk does not evict a frequent one. Bigger than the L2 cache,
-    // which costs little: the encoder prefetches the lines of a block of chunks before reading
-    // them; and it asks for huge pages, so those prefetches do not miss the TLB.
+    // allocated at the first put (an unused cache costs nothing), doubled while it thrashes
+    // (grow_if_thrashing). Two-way: the two entries a chunk may sit in share one cache line,
+    // the newer first (a put moves the older out to the second way), so one rare chunk does
+    // not evict a frequent one. Bigger than the L2 cache, which costs little: the encoder
+    // prefetches the lines of a block of chunks before reading them; and it asks for huge
+    // pages, so those prefetches do not miss the TLB.
     explicit ShortChunkCache(int bits = SHORT_CACHE_BITS, int max_bits = SHORT_CACHE_MAX_BITS)
         : bits_(bits), max_bits_(max_bits < bits ? bits : max_bits), set_mask_(num_sets() - 1) {}
 
@@ -212,10 +213,6 @@ class ShortChunkCache {
         uint64_t in0 = set.way[0].holds(w0, w1), in1 = set.way[1].holds(w0, w1);
         uintptr_t way = (uintptr_t)&set.way[0] + (uintptr_t)in1 * sizeof(Entry);
         return (const void*)(way & ((uintptr_t)0 - (uintptr_t)(in0 | in1)));  // (0 when neither)
-    }
-    // Whether the way x (find()) still holds the chunk (w0, w1) (a put may have replaced it).
-    static inline bool still_holds(const void* x, uint64_t w0, uint64_t w1) {
-        return ((const Entry*)x)->holds(w0, w1);
     }
     // The ids of the way x (find(), not nullptr) into ids; returns their count. ids has room
     // for 2 ids, and for SHORT_IDS when the chunk has that many: the first two are copied
@@ -287,7 +284,6 @@ class ShortChunkCache {
         max_bits_ = max_bits < bits ? bits : max_bits;
         set_mask_ = num_sets() - 1;
     }
-    void set_bits(int bits) { set_bits(bits, bits); }
     int bits() const { return bits_; }
 
   private:

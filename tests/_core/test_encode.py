@@ -633,6 +633,28 @@ def test_short_chunk_cache_grows_while_it_thrashes_and_stays_exact(trained, name
     assert fixed.short_cache_bits == 4
 
 
+# texts of pieces that make chunks of every kind and length around the cache's limits: words,
+# spaces, punctuation, digits, newlines, apostrophes, non-ASCII letters, digits and symbols
+TEXT_PIECES = ["a", "b", "the", "quick", "brownfoxjumps", "overthelazydog", " ", "  ", "\n", "\r\n", "\t",
+               ",", ".", "...", "'s", "'", "1", "2024", "é", "ünïcödé", "²", "“", "—", "中文", "🙂", "\u00a0"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(pieces=st.lists(st.sampled_from(TEXT_PIECES), min_size=1, max_size=300),
+       bits=st.sampled_from([(1, 1), (2, 2), (1, 6), (16, 16)]))
+def test_short_chunk_cache_on_the_text_path_on_generated_texts(trained, pieces, bits):
+    """The split-and-encode loop over generated texts, three passes with one state whose short
+    cache is tiny and fixed, tiny and growing, or full size: every pass equals the regex split
+    encoded chunk by chunk (the later passes are answered from the caches)."""
+    tok = _with_pattern(trained[0], "cl100k")
+    core, pattern = tok._core(), TILING_PATTERN_IDS["cl100k"]
+    text = "".join(pieces)
+    expected = _regex_reference(tok, text)
+    state = EncodeState(short_cache_bits=bits[0], short_cache_max_bits=bits[1])
+    for _ in range(3):
+        assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+
+
 def test_short_chunk_cache_one_byte_texts(trained):
     """Texts of one and two bytes over and over, once their chunks are cached: a one-byte
     chunk that ends the text is encoded, not copied from the cache (whose hits write two ids)."""
