@@ -497,6 +497,7 @@ class BpeEncoder {
             if (n >= 2 && n <= (int64_t)SHORT_KEY_MAX) st.short_cache.put(word0[c], word1[c], (size_t)n, op + count, k);
             count += k;
         }
+        st.short_cache.grow_if_thrashing();
         return count;
     }
 
@@ -518,79 +519,88 @@ class BpeEncoder {
     // encode_utf8 with the scanner of PATTERN, one pass over the bytes per block of
     // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
-    // bytes are at hand, packs a short one (2..SHORT_KEY_MAX bytes) into its short-cache key
-    // and prefetches the set it maps to. The second finds the chunks the short cache does not
-    // hold (nor the byte table) and hashes them and prefetches their slot of the chunk cache:
-    // on a big text the short cache keeps only the commoner chunks. The third writes the ids in
-    // order straight to op: one byte by the byte table, a short chunk from its set (read again:
-    // a put of a chunk before it may have evicted it since), anything else by encode_chunk
-    // (chunk cache, whole lookup, BPE) while the chunk cache entries of the misses a few steps
-    // ahead are prefetched, remembering the result in the short cache.
+    // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes) into its short-cache key
+    // and prefetches the set it maps to. The second looks every chunk up in its set without a
+    // branch (the way that holds it, or none) and lists the misses, whose hashes it computes
+    // and whose slots of the chunk cache it prefetches: on a big text the short cache keeps
+    // only the commoner chunks. The third writes the ids in order straight to op: a hit's from
+    // its way, anything else by encode_chunk (chunk cache, whole lookup, BPE) while the chunk
+    // cache entries of the misses a few steps ahead are prefetched; it remembers them in the
+    // short cache after the block (so that every way the second loop found still holds its
+    // chunk in the third; a chunk that comes again in its block is found in the chunk cache).
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
                          int32_t* op) const {
         uint32_t start[FUSED_BLOCK + 1];         // chunk c is dp[start[c]:start[c + 1]] (n < 4 GB)
         uint64_t word0[FUSED_BLOCK], word1[FUSED_BLOCK];  // a short chunk's packed bytes
-        const void* entry[FUSED_BLOCK];          // and its short-cache set (nullptr: no lookup)
+        const void* entry[FUSED_BLOCK];          // and its short-cache set (none_set(): no lookup)
+        const void* way[FUSED_BLOCK];            // the way holding chunk c, nullptr: a miss
         uint64_t hash[FUSED_BLOCK];              // a miss's hash_ahead
-        int32_t todo[FUSED_BLOCK];               // the misses, in order
+        int32_t todo[FUSED_BLOCK];               // the misses, in order; then those to put
+        uint32_t at[FUSED_BLOCK], got_ids[FUSED_BLOCK];  // where a miss's ids went in op, how many
         if (n > UINT32_MAX) return encode_utf8_wide(dp, n, PATTERN, st, chunks, misses, op);
         const Scanner scanner(dp, n);
         size_t p = 0;
         int64_t count = 0;
         while (p < n) {
+            const ShortChunkCache::Sets sets = st.short_cache.sets();  // (no put until the block's end)
             int64_t m = 0;
             for (; m < FUSED_BLOCK && p < n; ++m) {
                 size_t e = scanner.next_chunk<PATTERN>(p);
                 start[m] = (uint32_t)p;
-                entry[m] = nullptr;
                 size_t length = e - p;
-                if (length - 2 <= SHORT_KEY_MAX - 2) {  // (unsigned: 1 wraps around)
+                if (length - 1 <= SHORT_KEY_MAX - 1) {  // (unsigned)
                     pack_short(dp + p, length, n - p, &word0[m], &word1[m]);
-                    entry[m] = st.short_cache.entry(word0[m], word1[m], length);
+                    entry[m] = sets.entry(word0[m], word1[m]);
                     ShortChunkCache::prefetch(entry[m]);
+                } else {  // (a key that no set holds: find() in none_set() gives nullptr)
+                    entry[m] = ShortChunkCache::none_set();
+                    word0[m] = word1[m] = ShortChunkCache::NO_KEY;
                 }
                 p = e;
             }
             start[m] = (uint32_t)p;
             *chunks += m;
+            // a hit writes two ids whatever its count: not the text's last chunk when it is
+            // one byte (no room for a second id there)
+            if (p == n && start[m] - start[m - 1] == 1) entry[m - 1] = ShortChunkCache::none_set();
             int64_t left = 0;
             for (int64_t c = 0; c < m; ++c) {
-                size_t s = start[c], length = start[c + 1] - s;
-                if (length == 1 ? byte_id[dp[s]] >= 0 : ShortChunkCache::contains(entry[c], word0[c], word1[c]))
-                    continue;
-                hash[c] = hash_ahead(dp, (int64_t)s, (int64_t)(s + length), st);
-                todo[left++] = (int32_t)c;
+                const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
+                way[c] = x;
+                todo[left] = (int32_t)c;
+                left += x == nullptr;
+            }
+            for (int64_t k = 0; k < left; ++k) {
+                int64_t c = todo[k];
+                hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
             }
             for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
                 if (hash[todo[k]] != 0) st.cache.prefetch_entry(hash[todo[k]]);
-            int64_t next = 0;
+            int64_t next = 0, puts = 0;
             for (int64_t c = 0; c < m; ++c) {
-                size_t s = start[c], length = start[c + 1] - s;
-                if (length == 1) {
-                    int32_t id = byte_id[dp[s]];
-                    if (__builtin_expect(id >= 0, 1)) {
-                        op[count++] = id;
-                        continue;
-                    }
-                }
-                int k = ShortChunkCache::get(entry[c], word0[c], word1[c], length, op + count);
-                if (__builtin_expect(k > 0, 1)) {
-                    count += k;
+                const void* x = way[c];
+                if (__builtin_expect(x != nullptr, 1)) {
+                    count += ShortChunkCache::copy_ids(x, op + count);
                     continue;
                 }
-                uint64_t h = 0;
-                while (next < left && todo[next] < c) ++next;  // (misses a put of this block answered)
-                if (next < left && todo[next] == c) {  // (else: evicted since the second loop)
-                    h = hash[c];
-                    int64_t ahead = ++next + PIPELINE_DISTANCE - 1;
-                    if (ahead < left && hash[todo[ahead]] != 0) st.cache.prefetch_entry(hash[todo[ahead]]);
-                }
-                int64_t got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, h);
+                int64_t ahead = ++next + PIPELINE_DISTANCE - 1;  // (todo[next - 1] == c)
+                if (ahead < left && hash[todo[ahead]] != 0) st.cache.prefetch_entry(hash[todo[ahead]]);
+                size_t s = start[c], length = start[c + 1] - s;
+                int64_t got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c]);
                 if (got < 0) return got;
-                if (length - 2 <= SHORT_KEY_MAX - 2) st.short_cache.put(word0[c], word1[c], length, op + count, got);
+                if (length - 1 <= SHORT_KEY_MAX - 1) {
+                    todo[puts++] = (int32_t)c;  // (todo[0:next] are done with)
+                    at[c] = (uint32_t)count;
+                    got_ids[c] = (uint32_t)got;
+                }
                 count += got;
             }
+            for (int64_t k = 0; k < puts; ++k) {
+                int64_t c = todo[k];
+                st.short_cache.put(word0[c], word1[c], start[c + 1] - start[c], op + at[c], got_ids[c]);
+            }
+            st.short_cache.grow_if_thrashing();
         }
         return count;
     }

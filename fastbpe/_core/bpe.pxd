@@ -15,7 +15,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
     const int64_t TOO_MANY_IDS
 
     cdef cppclass ShortChunkCache:
-        void set_bits(int bits)
+        void set_bits(int bits, int max_bits)
         int bits()
 
     cdef cppclass EncodeScratch:

@@ -129,16 +129,18 @@ class BytesMap {
     }
 };
 
-// The chunk cache's first level: the ids of chunks of 2..SHORT_KEY_MAX bytes, for the chunks
+// The chunk cache's first level: the ids of chunks of 1..SHORT_KEY_MAX bytes, for the chunks
 // that come back again and again (a few thousand chunks make most of a text: "the", " of", ...).
 // BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
 // (slot, key, ids); here one small entry holds the chunk's bytes and length packed in two words
-// and up to SHORT_IDS ids, and the table fits the L2 cache. A lookup is one probe and two word
-// compares per way. Only a cache: every entry holds a result the encoder computed, and a miss
-// falls back to BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
+// and up to SHORT_IDS ids, in a table that starts at the size of the L2 cache. A lookup is one
+// probe and two word compares per way (both ways compared, no branch on which one holds it).
+// Only a cache: every entry holds a result the encoder computed, and a miss falls back to
+// BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
 static const size_t SHORT_KEY_MAX = 15;
 static const int SHORT_IDS = 3;
 static const int SHORT_CACHE_BITS = 16;
+static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB a thread)
 
 // p[0:n] (1 <= n <= 15) packed into two words, zero beyond n, and n in the 16th byte: an
 // injective key that is never all zero (an empty entry). `room`: bytes readable from p; with
@@ -172,52 +174,75 @@ static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t*
 class ShortChunkCache {
   public:
     // 2^bits entries of 32 bytes (2 MB: the distinct short chunks of megabytes of text fit),
-    // allocated at the first put (an unused cache costs nothing). Two-way: the two entries a
-    // chunk may sit in share one cache line, the newer first (a put moves the older out to the
-    // second way), so one rare chunk does not evict a frequent one. Bigger than the L2 cache,
-    // which costs little: the encoder prefetches the lines of a block of chunks before reading
-    // them; and it asks for huge pages, so those prefetches do not miss the TLB.
-    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS) : bits_(bits), set_mask_(num_sets() - 1) {}
+    // allocated at the first put (an unused cache costs nothing), doubled while it thrashes
+    // (grow_if_thrashing). Two-way: the two entries a chunk may sit in share one cache line,
+    // the newer first (a put moves the older out to the second way), so one rare chunk does
+    // not evict a frequent one. Bigger than the L2 cache, which costs little: the encoder
+    // prefetches the lines of a block of chunks before reading them; and it asks for huge
+    // pages, so those prefetches do not miss the TLB.
+    explicit ShortChunkCache(int bits = SHORT_CACHE_BITS, int max_bits = SHORT_CACHE_MAX_BITS)
+        : bits_(bits), max_bits_(max_bits < bits ? bits : max_bits), set_mask_(num_sets() - 1) {}
 
-    // The set of the chunk packed as (w0, w1) of n bytes (nullptr while the cache is empty),
-    // for prefetch() and get(): a caller of many lookups computes them all, prefetches every
-    // set, then reads them, so that the misses overlap.
+    // The set of the chunk packed as (w0, w1) of n bytes, for prefetch(), find() and get(): a
+    // caller of many lookups computes them all, prefetches every set, then reads them, so that
+    // the misses overlap. While the cache is empty: a static empty set (all zero: no key of
+    // pack_short; none_set() gives it to a chunk not to look up, with NO_KEY as its key), so
+    // that a lookup needs no test for it.
     inline const void* entry(uint64_t w0, uint64_t w1, size_t n) const {
-        return sets_ ? &sets_[set_of(w0, w1, n)] : nullptr;
+        return sets_ ? &sets_[set_of(w0, w1, n)] : none_set();
     }
-    static inline void prefetch(const void* e) {
-        if (e != nullptr) __builtin_prefetch(e);
-    }
-    // The ids of the chunk (w0, w1, n) whose entry() is e into ids; returns their count, or 0
-    // when the chunk is not here. ids has room for min(n, SHORT_IDS) ids (a chunk of n >= 2
-    // bytes has at most n ids): the first two are copied whatever the count, without a branch.
-    static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
-        if (e == nullptr) return 0;
-        const Set& set = *(const Set*)e;
-        const Entry* x = &set.way[0];
-        if (!x->holds(w0, w1)) {
-            x = &set.way[1];
-            if (!x->holds(w0, w1)) return 0;
+    // entry() for a run of lookups between which no put grows the table: the table's address
+    // and mask held in registers (the empty table is none_set() with mask 0), no test.
+    struct Sets {
+        const void* base;
+        size_t mask;
+        inline const void* entry(uint64_t w0, uint64_t w1) const {
+            return (const Set*)base + (set_hash(w0, w1) & mask);
         }
-        ids[0] = x->ids[0];
-        ids[1] = x->ids[1];
-        if (x->count > 2) ids[2] = x->ids[2];
-        return x->count;
-    }
-
-    // Whether the set e (entry()) holds the chunk (w0, w1).
-    static inline bool contains(const void* e, uint64_t w0, uint64_t w1) {
-        if (e == nullptr) return false;
+    };
+    inline Sets sets() const { return sets_ ? Sets{sets_.get(), set_mask_} : Sets{none_set(), 0}; }
+    static inline const void* none_set() { return &EMPTY_SET; }
+    // A key of no chunk (its 16th byte, the length, is 255), thus in no set.
+    static const uint64_t NO_KEY = ~0ULL;
+    static inline void prefetch(const void* e) { __builtin_prefetch(e); }
+    // The way of the set e (entry()) that holds the chunk (w0, w1), or nullptr. Without a
+    // branch: which of the two ways holds a chunk is as good as random, and a branch on it
+    // mispredicts about every other lookup.
+    static inline const void* find(const void* e, uint64_t w0, uint64_t w1) {
         const Set& set = *(const Set*)e;
-        return set.way[0].holds(w0, w1) || set.way[1].holds(w0, w1);
+        uint64_t in0 = set.way[0].holds(w0, w1), in1 = set.way[1].holds(w0, w1);
+        uintptr_t way = (uintptr_t)&set.way[0] + (uintptr_t)in1 * sizeof(Entry);
+        return (const void*)(way & ((uintptr_t)0 - (uintptr_t)(in0 | in1)));  // (0 when neither)
+    }
+    // The ids of the way x (find(), not nullptr) into ids; returns their count. ids has room
+    // for 2 ids, and for SHORT_IDS when the chunk has that many: the first two are copied
+    // whatever the count, without a branch (a chunk of 1 byte at the very end of its buffer
+    // must not be answered here).
+    static inline int copy_ids(const void* x, int32_t* ids) {
+        const Entry& e = *(const Entry*)x;
+        ids[0] = e.ids[0];
+        ids[1] = e.ids[1];
+        if (e.count > 2) ids[2] = e.ids[2];
+        return (int)e.count;
+    }
+    // The ids of the chunk (w0, w1, n >= 2) whose entry() is e into ids (room for min(n,
+    // SHORT_IDS)); returns their count, or 0 when the chunk is not here.
+    static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
+        (void)n;
+        const void* x = find(e, w0, w1);
+        return x == nullptr ? 0 : copy_ids(x, ids);
     }
 
     // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
+    // (Never moves the table: see grow_if_thrashing.)
     inline void put(uint64_t w0, uint64_t w1, size_t n, const int32_t* ids, int64_t count) {
         if (count < 1 || count > SHORT_IDS) return;
         if (!sets_) allocate();
         Set& set = sets_[set_of(w0, w1, n)];
-        if (!set.way[0].holds(w0, w1)) set.way[1] = set.way[0];
+        if (!set.way[0].holds(w0, w1)) {
+            evictions_ += set.way[1].w1 != 0;  // (w1 == 0: an empty way)
+            set.way[1] = set.way[0];
+        }
         Entry& e = set.way[0];
         e.w0 = w0;
         e.w1 = w1;
@@ -225,11 +250,38 @@ class ShortChunkCache {
         for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
     }
 
-    void clear() { sets_.reset(); }
-    // Use 2^bits entries from now on (emptied; tests make it tiny to force collisions).
-    void set_bits(int bits) {
+    // Double the table (keeping its chunks) when puts evicted more chunks than a quarter of
+    // its entries since it last grew, up to 2^max_bits entries: a text with more distinct
+    // short chunks than the table holds would otherwise miss on every pass. Moves the table:
+    // the caller calls it between lookups, never while it holds sets of entry().
+    void grow_if_thrashing() {
+        if (bits_ >= max_bits_ || evictions_ <= ((size_t)1 << bits_) / 4) return;
+        std::unique_ptr<Set[], Free> old(sets_.release());
+        size_t old_sets = num_sets();
+        bits_ += 1;
+        set_mask_ = num_sets() - 1;
+        evictions_ = 0;
+        allocate();
+        for (size_t i = 0; i < old_sets; ++i)
+            for (int w = 1; w >= 0; --w) {  // the older way first: the newer stays first
+                const Entry& e = old[i].way[w];
+                if (e.w1 == 0) continue;
+                Set& set = sets_[set_of(e.w0, e.w1, 0)];
+                set.way[1] = set.way[0];
+                set.way[0] = e;
+            }
+    }
+
+    void clear() {
+        sets_.reset();
+        evictions_ = 0;
+    }
+    // Use 2^bits entries from now on (emptied), growing up to 2^max_bits (tests make it tiny
+    // and fixed, max_bits == bits, to force collisions).
+    void set_bits(int bits, int max_bits) {
         clear();
         bits_ = bits;
+        max_bits_ = max_bits < bits ? bits : max_bits;
         set_mask_ = num_sets() - 1;
     }
     int bits() const { return bits_; }
@@ -239,24 +291,30 @@ class ShortChunkCache {
         uint64_t w0, w1;
         int32_t ids[SHORT_IDS];
         uint32_t count;  // (an empty entry is all zero: no key of pack_short)
-        inline bool holds(uint64_t a, uint64_t b) const { return w0 == a && w1 == b; }
+        inline bool holds(uint64_t a, uint64_t b) const { return ((w0 ^ a) | (w1 ^ b)) == 0; }
     };
     struct alignas(64) Set {
         Entry way[2];
     };
     static_assert(sizeof(Set) == 64, "a set is one cache line");
+    static_assert(sizeof(Entry) == 32, "two ways in a set");
+    static inline const Set EMPTY_SET{};  // entry() of an empty cache: all zero, no key of pack_short
     struct Free {
         void operator()(Set* p) const { std::free(p); }
     };
-    int bits_;
+    int bits_, max_bits_;
     size_t set_mask_;  // num_sets() - 1
+    size_t evictions_ = 0;  // chunks put out of the table since it last grew
     std::unique_ptr<Set[], Free> sets_;
 
     size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
+    static inline size_t set_hash(uint64_t w0, uint64_t w1) {
+        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL)) * 0xBF58476D1CE4E5B9ULL;
+        return (size_t)(x >> 40);  // (bits <= 24: the top bits, well mixed)
+    }
     inline size_t set_of(uint64_t w0, uint64_t w1, size_t n) const {
         (void)n;  // (in w1)
-        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL)) * 0xBF58476D1CE4E5B9ULL;
-        return (size_t)(x >> 40) & set_mask_;  // (bits <= 24: the top bits, well mixed)
+        return set_hash(w0, w1) & set_mask_;
     }
     void allocate() {
         size_t bytes = num_sets() * sizeof(Set);

@@ -61,21 +61,33 @@ cdef class EncodeState:
 
     The cache maps chunk bytes to their ids; it is cleared when it holds more than ``max_ids``
     ids, which bounds its memory. In front of it, a cache of ``2**short_cache_bits``
-    entries (32 bytes each, two-way) answers the chunks of 2 to 16 bytes that come back most (see
-    bytes_map.h); tests make it tiny to force collisions.
+    entries (32 bytes each, two-way) answers the chunks of 1 to 15 bytes that come back most (see
+    bytes_map.h); it doubles while it evicts much, up to ``2**short_cache_max_bits`` entries
+    (default: 2**20, 32 MB, or ``short_cache_bits`` if more). Tests make it tiny and fixed to
+    force collisions.
     """
     cdef EncodeScratch scratch
     cdef tuple ints             # id_list's int of every id: this thread's own objects, so two
                                 # threads never write to the same refcount (cache-line ping-pong)
     cdef public int64_t hits, misses
 
-    def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16):
+    def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16, short_cache_max_bits=None):
         if not 1 <= short_cache_bits <= 24:
             raise ValueError(f"short_cache_bits must be between 1 and 24, got {short_cache_bits}")
+        if short_cache_max_bits is None:
+            short_cache_max_bits = max(20, short_cache_bits)
+        if not short_cache_bits <= short_cache_max_bits <= 24:
+            raise ValueError(f"short_cache_max_bits must be between short_cache_bits ({short_cache_bits}) and 24, "
+                             f"got {short_cache_max_bits}")
         self.scratch.max_ids = max_ids
-        self.scratch.short_cache.set_bits(short_cache_bits)
+        self.scratch.short_cache.set_bits(short_cache_bits, short_cache_max_bits)
         self.hits = 0
         self.misses = 0
+
+    @property
+    def short_cache_bits(self):
+        """The short-chunk cache's size now: ``2**short_cache_bits`` entries."""
+        return self.scratch.short_cache.bits()
 
     def clear(self):
         self.scratch.clear_cache()

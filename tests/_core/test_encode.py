@@ -564,7 +564,7 @@ def test_short_chunk_cache_collisions_keep_results_exact(case, chunks, bits):
     tok = Tokenizer(tokens, merges)
     core = tok._core()
     expected = _one_by_one(core, chunks)
-    state = EncodeState(short_cache_bits=bits)
+    state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
     for _ in range(3):  # the second and third calls are answered from the caches
         assert core.encode_chunks(*_chunked(chunks), state).tolist() == expected
     assert core.encode_chunks(*_chunked(chunks[::-1]), state).tolist() == _one_by_one(core, chunks[::-1])
@@ -576,7 +576,7 @@ def test_short_chunk_cache_keys_are_exact_at_word_boundaries(trained):
     data (fewer than 16 bytes left to read)."""
     tok = trained[0]
     core = tok._core()
-    state = EncodeState(short_cache_bits=1)
+    state = EncodeState(short_cache_bits=1, short_cache_max_bits=1)
     for n in range(1, 18):
         word = (b"the quick brown fox"[:n])
         for chunks in ([word, b"x" * 20], [word, b"y" * 20], [word + b"\x00", b"z"], [word], [b"q", word]):
@@ -588,13 +588,15 @@ def test_short_chunk_cache_keys_are_exact_at_word_boundaries(trained):
 def test_short_chunk_cache_on_the_text_path_at_every_length(trained, name, bits):
     """The split-and-encode loop with a tiny short-chunk cache (every chunk evicts another):
     chunks of every length from 1 to 20 bytes (the cache keeps 2..15), each with and without
-    a leading space, ids equal to the regex split encoded chunk by chunk."""
+    a leading space, ids equal to the regex split encoded chunk by chunk. (The cache keeps
+    1..15; a text's last chunk of one byte is never answered from it: no room for the two ids
+    a hit writes.)"""
     tok = _with_pattern(trained[0], name)
     core, pattern = tok._core(), TILING_PATTERN_IDS[name]
     letters = "abcdefghijklmnopqrstuvwxyz"
     words = [letters[k:k + n] for n in range(1, 21) for k in (0, 3)]
     text = " ".join(words + words[::-1] + words) + " " + "".join(w + "." for w in words)
-    state = EncodeState(short_cache_bits=bits)
+    state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
     for _ in range(2):  # the second pass is answered by the caches
         assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == _regex_reference(tok, text)
 
@@ -604,6 +606,65 @@ def test_short_chunk_cache_size_is_checked():
         EncodeState(short_cache_bits=0)
     with pytest.raises(ValueError, match="short_cache_bits"):
         EncodeState(short_cache_bits=25)
+    with pytest.raises(ValueError, match="short_cache_max_bits"):
+        EncodeState(short_cache_bits=8, short_cache_max_bits=7)
+    with pytest.raises(ValueError, match="short_cache_max_bits"):
+        EncodeState(short_cache_max_bits=25)
+    assert EncodeState().short_cache_bits == 16
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+def test_short_chunk_cache_grows_while_it_thrashes_and_stays_exact(trained, name):
+    """A tiny short-chunk cache that may grow: a text with far more distinct short chunks than
+    it holds makes it double (keeping what it holds) until they fit, ids exact on every pass;
+    one that may not grow stays at its size."""
+    tok = _with_pattern(trained[0], name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [letters[i % 26] + letters[j % 26] + letters[(i * j) % 26] for i in range(40) for j in range(40)]
+    text = " ".join(words) + " " + ", ".join(words[::7]) + "\n" + "9" * 40 + "\n"
+    expected = _regex_reference(tok, text)
+    growing = EncodeState(short_cache_bits=4, short_cache_max_bits=12)
+    fixed = EncodeState(short_cache_bits=4, short_cache_max_bits=4)
+    for _ in range(3):
+        assert core.encode_text(text.encode("utf-8"), pattern, growing).tolist() == expected
+        assert core.encode_text(text.encode("utf-8"), pattern, fixed).tolist() == expected
+    assert 4 < growing.short_cache_bits <= 12
+    assert fixed.short_cache_bits == 4
+
+
+# texts of pieces that make chunks of every kind and length around the cache's limits: words,
+# spaces, punctuation, digits, newlines, apostrophes, non-ASCII letters, digits and symbols
+TEXT_PIECES = ["a", "b", "the", "quick", "brownfoxjumps", "overthelazydog", " ", "  ", "\n", "\r\n", "\t",
+               ",", ".", "...", "'s", "'", "1", "2024", "é", "ünïcödé", "²", "“", "—", "中文", "🙂", "\u00a0"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(pieces=st.lists(st.sampled_from(TEXT_PIECES), min_size=1, max_size=300),
+       bits=st.sampled_from([(1, 1), (2, 2), (1, 6), (16, 16)]))
+def test_short_chunk_cache_on_the_text_path_on_generated_texts(trained, pieces, bits):
+    """The split-and-encode loop over generated texts, three passes with one state whose short
+    cache is tiny and fixed, tiny and growing, or full size: every pass equals the regex split
+    encoded chunk by chunk (the later passes are answered from the caches)."""
+    tok = _with_pattern(trained[0], "cl100k")
+    core, pattern = tok._core(), TILING_PATTERN_IDS["cl100k"]
+    text = "".join(pieces)
+    expected = _regex_reference(tok, text)
+    state = EncodeState(short_cache_bits=bits[0], short_cache_max_bits=bits[1])
+    for _ in range(3):
+        assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+
+
+def test_short_chunk_cache_one_byte_texts(trained):
+    """Texts of one and two bytes over and over, once their chunks are cached: a one-byte
+    chunk that ends the text is encoded, not copied from the cache (whose hits write two ids)."""
+    tok = _with_pattern(trained[0], "gpt2")
+    core, pattern = tok._core(), TILING_PATTERN_IDS["gpt2"]
+    state = EncodeState(short_cache_bits=4, short_cache_max_bits=4)
+    texts = ["a", "b", " ", ".", "ab", "a.", " a", "a b", "é", "a", "."]
+    for _ in range(3):
+        for text in texts:
+            assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == _regex_reference(tok, text)
 
 
 def test_short_chunk_cache_does_not_hide_a_byte_outside_the_vocabulary():
