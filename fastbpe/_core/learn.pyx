@@ -21,6 +21,9 @@ Data layout (ids, never Python objects, in the loop):
   block of ``2**COARSE_BITS`` positions, whose surviving occurrences (two one-symbol base
   tokens side by side) a byte search finds again. Both kinds of chunk share the pair table,
   counts and heap; long positions are merged in ascending order, checked as they are read.
+  A pair created in a long chunk below the floor (see below) and not seen elsewhere is a
+  *single pair*: an index slot naming its one position, no record, list or heap entry (most
+  pairs of one long chunk occur once); a second occurrence gives it its record (_promote).
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
 the words in table order, left to right. Positions are compared as 64-bit tie keys in scan
@@ -70,6 +73,7 @@ cdef size_t PREFETCH_PAIRS_AHEAD = 6
 cdef int32_t DEAD = -1
 cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
+cdef int32_t SINGLE = -2        # PairIds::SINGLE: an index slot's id SINGLE - p is a single pair at p
 
 # Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
 # nodes; step 0 lists their pairs per coarse block of 2**COARSE_BITS symbols. Module
@@ -177,6 +181,7 @@ cdef class MergeLearner:
         self.node.resize(nodes)
         self.word_count.resize(num_words)
         self.longs = LongChunks(6)  # chunks start on a 64-bit word of the bitset
+        self.pair_index.attach(&self.longs)  # single pairs' keys are read there
         self.pair_index.reset(1024)
         if tie_ranks is not None:
             if len(tie_ranks) != len(token_bytes):
@@ -238,16 +243,43 @@ cdef class MergeLearner:
     # ---- pairs ------------------------------------------------------------------------------
 
     cdef inline int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
-        """The id of pair (left, right), created with count 0 if new."""
+        """The id of pair (left, right), created with count 0 if new (a single pair gets its
+        record, with its one occurrence)."""
         cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
+        cdef int32_t pair
         if self.pair_index.occupied(i):
-            return self.pair_index.id(i)
+            pair = self.pair_index.id(i)
+            if pair >= 0:
+                return pair
+            return self._promote(i, left, right)
         return self._new_pair(left, right, i)
 
     cdef int32_t _new_pair(self, int32_t left, int32_t right, size_t i) except -1 nogil:
         """Create pair (left, right) in the empty slot ``i`` of the index, under a free id if
         there is one. Kept out of ``_pair_id`` so that the common path (the pair exists) stays
         small enough to inline."""
+        cdef int32_t pair = self._new_record(left, right)
+        if self.pair_index.insert_at(i, left, right, pair):
+            self.pair_index.grow(self.pairs.data())
+        return pair
+
+    cdef int32_t _promote(self, size_t i, int32_t left, int32_t right) except -1 nogil:
+        """Give the single pair (left, right) of index slot ``i`` a record: its one occurrence
+        (in a long chunk) becomes its count, first position and list."""
+        cdef int64_t p = <int64_t>SINGLE - self.pair_index.id(i)
+        cdef const LongChunks.Chunk* chunk = &self.longs.chunk_of_block(self.longs.block_of(p))
+        cdef int32_t pair = self._new_record(left, right)
+        self.pair_index.set_id(i, pair)
+        self.pairs[pair].count = chunk.count
+        self.pairs[pair].first = chunk.key_base + p
+        self.pair_where.push(pair, ~<int32_t>p)
+        self.where_total += 1
+        self.long_total += 1
+        return pair
+
+    cdef int32_t _new_record(self, int32_t left, int32_t right) except -1 nogil:
+        """A record and an empty list for pair (left, right) with count 0, under a free id if
+        there is one (the caller indexes it)."""
         cdef int32_t pair
         cdef PairRecord fresh
         fresh.count = 0
@@ -263,8 +295,6 @@ cdef class MergeLearner:
             pair = <int32_t>self.pairs.size()
             self.pairs.push_back(fresh)
             self.pair_where.add_list()
-        if self.pair_index.insert_at(i, left, right, pair):
-            self.pair_index.grow(self.pairs.data(), self.pairs.size())
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
@@ -284,8 +314,20 @@ cdef class MergeLearner:
     cdef inline int _add_long(self, int32_t left, int32_t right, int64_t count, int64_t pos,
                               int64_t key_base, bint coarse=False) except -1 nogil:
         """A new occurrence of (left, right) at position ``pos`` of the long-chunk store: the
-        position is listed (or its ``coarse`` block, once if the pair's last entry is that)."""
-        cdef int32_t pair = self._pair_id(left, right)
+        position is listed (or its ``coarse`` block, once if the pair's last entry is that).
+        A new pair counted below the floor is a single pair: an index slot, no record."""
+        cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
+        cdef int32_t pair
+        if self.pair_index.occupied(i):
+            pair = self.pair_index.id(i)
+            if pair < 0:
+                pair = self._promote(i, left, right)
+        elif count < self.heap_floor and not coarse:
+            if self.pair_index.insert_at(i, left, right, SINGLE - <int32_t>pos):
+                self.pair_index.grow(self.pairs.data())
+            return 0
+        else:
+            pair = self._new_pair(left, right, i)
         cdef int32_t entry = ~(COARSE | <int32_t>(pos >> self.coarse_bits)) if coarse else ~<int32_t>pos
         cdef size_t n = self.pair_where.size(pair)
         cdef int64_t key = key_base + pos
@@ -304,8 +346,14 @@ cdef class MergeLearner:
     cdef inline int _remove(self, int32_t left, int32_t right, int64_t count) except -1 nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
         Its entry in ``pair_where`` goes stale and is dropped when next read; a pair left with
-        no occurrence is freed at the end of the step (_free_zeroed)."""
-        cdef int32_t pair = self.pair_index.id(self.pair_index.index(left, right, self.pairs.data()))
+        no occurrence is freed at the end of the step (_free_zeroed); a single pair's slot now."""
+        cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
+        cdef int32_t pair = self.pair_index.id(i)
+        if pair < 0:
+            # its one occurrence (erased before the store changes there: the other single
+            # pairs' keys, read from the store, stay true)
+            self.pair_index.erase(i, self.pairs.data())
+            return 0
         self.pairs[pair].count -= count
         if self.pairs[pair].count == 0:
             self.zeroed.push_back(pair)
@@ -332,7 +380,7 @@ cdef class MergeLearner:
                     self.long_total -= 1
             self.where_total -= <int64_t>n
             self.pair_where.release(pair)
-            self.pairs[pair].left = -1  # not indexed (PairIds.grow skips it)
+            self.pairs[pair].left = -1  # a free id, not indexed
             self.pairs[pair].right = -1
             self.pairs[pair].first = NO_POSITION
             self.free_pairs.push_back(pair)
@@ -503,10 +551,20 @@ cdef class MergeLearner:
         return (a << 32) | b
 
     cdef int _set_heap_floor(self, int64_t floor) except -1 nogil:
-        """Queue exactly the pairs counted at least ``floor`` (their keys as known)."""
-        cdef size_t pair
+        """Queue exactly the pairs counted at least ``floor`` (their keys as known); single
+        pairs counted that much (a floor lowered by a later run) get records first."""
+        cdef size_t pair, i
         cdef MergeCandidate e
+        cdef int64_t p, q, r, end
         self.heap_floor = floor
+        for i in range(self.pair_index.capacity()):
+            if self.pair_index.occupied(i) and self.pair_index.id(i) < 0:
+                p = <int64_t>SINGLE - self.pair_index.id(i)
+                if self.longs.chunk_of_block(self.longs.block_of(p)).count >= floor:
+                    end = self.longs.chunk_of_block(self.longs.block_of(p)).end
+                    q = self.longs.next(p, end)
+                    r = self.longs.next(q, end)
+                    self._promote(i, self.longs.get(p, q - p), self.longs.get(q, r - q))
         self.heap.release()
         for pair in range(self.pairs.size()):
             if self.pairs[pair].count >= floor:
@@ -734,7 +792,8 @@ cdef class MergeLearner:
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             "heap_entries": self.heap.size(),
-            "pairs_count": self.pairs.size() - self.free_pairs.size(),
+            "pairs_count": self.pairs.size() - self.free_pairs.size() + self.pair_index.singles(),
+            "single_pairs": self.pair_index.singles(),  # pairs with no record (pair_ids.h)
             "positions_listed": self.where_total,     # entries in the lists, stale ones included
             "positions_room": self.pair_where.used(),  # values the small lists' blocks hold
         }

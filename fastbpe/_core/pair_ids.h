@@ -5,16 +5,23 @@
 // miss, while a different tag skips a slot without touching the records. The index is exact:
 // a tag only filters, the record decides.
 //
+// A pair that occurs once, in a long chunk (long_chunks.h), below the merge floor, has no
+// record: its slot's id is SINGLE - position, and its key is read from the store at that
+// position (the token there and the next one). On one long chunk most live pairs are such
+// pairs (~70%): a slot instead of a record, a list and a slot. The learner keeps each such
+// slot's position a live occurrence of its pair (it erases the slot before the occurrence
+// goes) and turns it into a record (set_id) when a second occurrence comes.
+//
 // Open addressing with linear probing (hash.h), slots indexed by Fibonacci hashing, at most
-// half full. A slot's id is -1 when it is empty. Growing rebuilds the index from the records
-// (a record whose `left` is negative is a free id, not indexed); erasing shifts the entries
-// after the hole back, so that no probe ever stops early.
+// half full. A slot's id is EMPTY (-1) when it is empty. Growing rebuilds the index from the
+// old slots; erasing shifts the entries after the hole back, so that no probe ever stops early.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "hash.h"
+#include "long_chunks.h"
 #include "pair_table.h"
 
 namespace fbpt {
@@ -30,50 +37,70 @@ struct PairRecord {
 
 class PairIds {
   public:
+    static constexpr int32_t EMPTY = -1;
+    static constexpr int32_t SINGLE = -2;  // id SINGLE - p: the pair's one occurrence is at p
+
     PairIds() { reset(16); }
+
+    // The long-chunk store single pairs' keys are read from (kept by the caller).
+    void attach(const LongChunks* longs) { longs_ = longs; }
 
     // Empty the index, with `capacity` slots (a power of two, at least 2).
     void reset(size_t capacity) {
-        slots_.assign(capacity, Slot{0, -1});
+        slots_.assign(capacity, Slot{0, EMPTY});
         shift_ = 64;
         while (capacity > 1) {
             capacity >>= 1;
             --shift_;
         }
         used_ = 0;
+        singles_ = 0;
     }
     size_t capacity() const { return slots_.size(); }
     size_t size() const { return used_; }
+    size_t singles() const { return singles_; }  // slots of single pairs (in size())
 
     // The slot holding the id of pair (left, right), or the empty slot where it would go.
     size_t index(int32_t left, int32_t right, const PairRecord* records) const {
         uint64_t key = pair_key(left, right);
         uint32_t t = tag(key);
         return probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_), [&](const Slot& s) {
-            return s.id < 0 || (s.tag == t && records[s.id].left == left && records[s.id].right == right);
+            return s.id == EMPTY ||
+                   (s.tag == t && (s.id >= 0 ? records[s.id].left == left && records[s.id].right == right
+                                             : single_key(s.id) == key));
         });
     }
-    bool occupied(size_t i) const { return slots_[i].id >= 0; }
+    bool occupied(size_t i) const { return slots_[i].id != EMPTY; }
+    // The record of the pair in slot i, or (negative) SINGLE - its one position.
     int32_t id(size_t i) const { return slots_[i].id; }
+    // Give the pair in occupied slot i another id (a single pair its record).
+    void set_id(size_t i, int32_t id) {
+        singles_ -= slots_[i].id < EMPTY;
+        singles_ += id < EMPTY;
+        slots_[i].id = id;
+    }
 
     // Store id for pair (left, right) in the empty slot index() returned. Returns whether the
     // index is now past half full: the caller then grows it (grow), after which earlier slot
     // numbers are stale.
     bool insert_at(size_t i, int32_t left, int32_t right, int32_t id) {
         slots_[i] = Slot{tag(pair_key(left, right)), id};
+        singles_ += id < EMPTY;
         return 2 * ++used_ > slots_.size();
     }
 
-    // Twice the slots, refilled with the ids [0, n) of `records` whose `left` is not negative.
-    void grow(const PairRecord* records, size_t n) {
-        reset(2 * slots_.size());
-        for (size_t id = 0; id < n; ++id) {
-            if (records[id].left < 0) continue;
-            uint64_t key = pair_key(records[id].left, records[id].right);
-            size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_),
-                             [](const Slot& s) { return s.id < 0; });
-            slots_[i] = Slot{tag(key), (int32_t)id};
+    // Twice the slots, refilled with the old slots' entries (`records` gives the keys).
+    void grow(const PairRecord* records) {
+        std::vector<Slot> old;
+        old.swap(slots_);
+        reset(2 * old.size());
+        for (const Slot& s : old) {
+            if (s.id == EMPTY) continue;
+            size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key_of(s, records), shift_),
+                             [](const Slot& t) { return t.id == EMPTY; });
+            slots_[i] = s;
             ++used_;
+            singles_ += s.id < EMPTY;
         }
     }
 
@@ -82,15 +109,15 @@ class PairIds {
     // is at or before the hole moves into it, so lookups need no tombstones.
     void erase(size_t i, const PairRecord* records) {
         const size_t mask = slots_.size() - 1;
-        for (size_t j = (i + 1) & mask; slots_[j].id >= 0; j = (j + 1) & mask) {
-            const PairRecord& r = records[slots_[j].id];
-            size_t home = fib_slot(pair_key(r.left, r.right), shift_);
+        singles_ -= slots_[i].id < EMPTY;
+        for (size_t j = (i + 1) & mask; slots_[j].id != EMPTY; j = (j + 1) & mask) {
+            size_t home = fib_slot(key_of(slots_[j], records), shift_);
             if (((j - home) & mask) >= ((j - i) & mask)) {  // the hole i lies in [home, j]
                 slots_[i] = slots_[j];
                 i = j;
             }
         }
-        slots_[i] = Slot{0, -1};
+        slots_[i] = Slot{0, EMPTY};
         --used_;
     }
 
@@ -101,11 +128,24 @@ class PairIds {
   private:
     struct Slot {
         uint32_t tag;
-        int32_t id;  // -1: empty
+        int32_t id;  // a record, EMPTY, or SINGLE - position
     };
     std::vector<Slot> slots_;
-    size_t used_ = 0;
+    size_t used_ = 0, singles_ = 0;
     int shift_ = 64;
+    const LongChunks* longs_ = nullptr;
+
+    // The key of a single pair: the token at its position and the next one.
+    uint64_t single_key(int32_t id) const {
+        int64_t p = SINGLE - (int64_t)id;
+        int64_t end = longs_->chunk_of_block(longs_->block_of(p)).end;
+        int64_t q = longs_->next(p, end), r = longs_->next(q, end);
+        return pair_key(longs_->get(p, q - p), longs_->get(q, r - q));
+    }
+    uint64_t key_of(const Slot& s, const PairRecord* records) const {
+        if (s.id < 0) return single_key(s.id);
+        return pair_key(records[s.id].left, records[s.id].right);
+    }
 
     // Bits of the key independent of the slot (which takes the top bits of another product).
     static uint32_t tag(uint64_t key) { return (uint32_t)((key * 0xD6E8FEB86659FD93ULL) >> 32); }
