@@ -30,9 +30,11 @@ the words in table order, left to right. Positions are compared as 64-bit tie ke
 order: node ``p`` has key ``p << 32``, and a long chunk placed after ``k`` nodes has keys
 ``((k - 1) << 32) + 1 + position`` (store positions are below 2**31), between those of the nodes
 around it. The key is (count descending, first live tie key ascending). Invariant kept for every
-pair counted at least ``heap_floor`` (the run's ``min_frequency``; a pair below it cannot be
-merged before an added occurrence lifts it, which queues it): the heap holds an entry whose key
-is at least as good as the pair's true key.
+pair counted at least ``heap_cut`` (at least the run's ``min_frequency``, ``heap_floor``: a pair
+below the cut cannot be merged while one above it is left, and an added occurrence that lifts it
+queues it): the heap holds an entry whose key is at least as good as the pair's true key. When the
+heap runs empty the cut is lowered and the pairs between the two cuts are queued (_refill_heap):
+the heap holds the pairs about to be merged, not every pair of the corpus.
 Keys only improve through a count increase (or a new, earlier occurrence, which comes with one),
 and every increase pushes a fresh entry at the end of the merge step; decreases push nothing. A
 popped entry is accepted only when its count and first position are the pair's true current ones;
@@ -138,6 +140,9 @@ cdef class MergeLearner:
     # added occurrence can lift them to it, and that queues them. Most pairs of a large corpus
     # occur once: this keeps the heap a fraction of the pair table.
     cdef int64_t heap_floor
+    # Only pairs counted at least this (>= heap_floor) are queued: half the best count when
+    # the heap was last refilled (_refill_heap). Most pairs never come near the top.
+    cdef int64_t heap_cut
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
     cdef vector[int64_t] tie_rank
     # tokens
@@ -197,6 +202,7 @@ cdef class MergeLearner:
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
         self.heap_floor = 1
+        self.heap_cut = 1
         cdef int32_t q = 0   # the next free node
         with nogil:
             # Words in table order; step 0 counts every adjacent pair once, in scan order, so
@@ -392,7 +398,7 @@ cdef class MergeLearner:
         cdef MergeCandidate e
         for pair in self.touched:
             self.pairs[pair].touched = 0
-            if self.pairs[pair].count >= self.heap_floor:
+            if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(pair)
                 e.pair = pair
@@ -551,10 +557,9 @@ cdef class MergeLearner:
         return (a << 32) | b
 
     cdef int _set_heap_floor(self, int64_t floor) except -1 nogil:
-        """Queue exactly the pairs counted at least ``floor`` (their keys as known); single
-        pairs counted that much (a floor lowered by a later run) get records first."""
-        cdef size_t pair, i
-        cdef MergeCandidate e
+        """Queue the pairs of the first cut over ``floor`` (_refill_heap); single pairs counted
+        at least ``floor`` (a floor lowered by a later run) get records first."""
+        cdef size_t i
         cdef int64_t p, q, r, end
         self.heap_floor = floor
         for i in range(self.pair_index.capacity()):
@@ -566,8 +571,24 @@ cdef class MergeLearner:
                     r = self.longs.next(q, end)
                     self._promote(i, self.longs.get(p, q - p), self.longs.get(q, r - q))
         self.heap.release()
+        self._refill_heap()
+        return 0
+
+    cdef int _refill_heap(self) except -1 nogil:
+        """The heap is empty (no pair counted at least ``heap_cut`` is left): lower the cut to
+        half the best count left (at least the floor) and queue the pairs counted at least that
+        (their keys as known, lower bounds as the invariant asks). A cut halved each time costs
+        a pass over the records per halving of the count."""
+        cdef size_t pair
+        cdef MergeCandidate e
+        cdef int64_t best = 0
         for pair in range(self.pairs.size()):
-            if self.pairs[pair].count >= floor:
+            if self.pairs[pair].count > best:
+                best = self.pairs[pair].count
+        self.heap.release()
+        self.heap_cut = max(self.heap_floor, best >> 1)
+        for pair in range(self.pairs.size()):
+            if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(<int32_t>pair)
                 e.pair = <int32_t>pair
@@ -579,10 +600,15 @@ cdef class MergeLearner:
         """The pair to merge next, or -1 when no pair is left."""
         cdef MergeCandidate e
         cdef int64_t first
-        while not self.heap.empty():
+        while True:
+            if self.heap.empty():
+                if self.heap_cut <= self.heap_floor:
+                    return -1
+                self._refill_heap()
+                continue
             e = self.heap.pop()
-            if self.pairs[e.pair].count < self.heap_floor:
-                continue  # queued again if an occurrence lifts it to the floor
+            if self.pairs[e.pair].count < self.heap_cut:
+                continue  # queued again if an occurrence lifts it to the cut, or by a refill
             if self.pairs[e.pair].count != e.count:
                 # The count fell since this entry was pushed; queue the true (worse) key.
                 e.count = self.pairs[e.pair].count
@@ -820,9 +846,8 @@ cdef class MergeLearner:
         cdef int64_t done = 0, batch_end
         cdef int32_t pair, new_id
         cdef bint exhausted = False
-        if max(min_frequency, 1) != self.heap_floor:
-            with nogil:
-                self._set_heap_floor(max(min_frequency, 1))
+        with nogil:  # the heap from the first cut over this run's floor (_refill_heap)
+            self._set_heap_floor(max(min_frequency, 1))
         while done < num_merges and not exhausted:
             batch_end = min(num_merges, done + progress_every)
             with nogil:
