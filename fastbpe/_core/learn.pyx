@@ -140,8 +140,8 @@ cdef class MergeLearner:
     # added occurrence can lift them to it, and that queues them. Most pairs of a large corpus
     # occur once: this keeps the heap a fraction of the pair table.
     cdef int64_t heap_floor
-    # Only pairs counted at least this (>= heap_floor) are queued: half the best count when
-    # the heap was last refilled (_refill_heap). Most pairs never come near the top.
+    # Only pairs counted at least this (>= heap_floor) are queued: a quarter of the best count
+    # when the heap was last refilled (_refill_heap). Most pairs never come near the top.
     cdef int64_t heap_cut
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
     cdef vector[int64_t] tie_rank
@@ -266,7 +266,7 @@ cdef class MergeLearner:
         small enough to inline."""
         cdef int32_t pair = self._new_record(left, right)
         if self.pair_index.insert_at(i, left, right, pair):
-            self.pair_index.grow(self.pairs.data())
+            self.pair_index.grow(self.pairs.data(), self.pairs.size())
         return pair
 
     cdef int32_t _promote(self, size_t i, int32_t left, int32_t right) except -1 nogil:
@@ -330,7 +330,7 @@ cdef class MergeLearner:
                 pair = self._promote(i, left, right)
         elif count < self.heap_floor and not coarse:
             if self.pair_index.insert_at(i, left, right, SINGLE - <int32_t>pos):
-                self.pair_index.grow(self.pairs.data())
+                self.pair_index.grow(self.pairs.data(), self.pairs.size())
             return 0
         else:
             pair = self._new_pair(left, right, i)
@@ -356,8 +356,8 @@ cdef class MergeLearner:
         cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
         cdef int32_t pair = self.pair_index.id(i)
         if pair < 0:
-            # its one occurrence (erased before the store changes there: the other single
-            # pairs' keys, read from the store, stay true)
+            # its one occurrence: erased before the store changes there, so that the other
+            # single pairs' keys, read from the store, stay true
             self.pair_index.erase(i, self.pairs.data())
             return 0
         self.pairs[pair].count -= count
@@ -576,9 +576,9 @@ cdef class MergeLearner:
 
     cdef int _refill_heap(self) except -1 nogil:
         """The heap is empty (no pair counted at least ``heap_cut`` is left): lower the cut to
-        half the best count left (at least the floor) and queue the pairs counted at least that
-        (their keys as known, lower bounds as the invariant asks). A cut halved each time costs
-        a pass over the records per halving of the count."""
+        a quarter of the best count left (at least the floor) and queue the pairs counted at
+        least that (their keys as known, lower bounds as the invariant asks). Two passes over
+        the records each time the best count falls fourfold."""
         cdef size_t pair
         cdef MergeCandidate e
         cdef int64_t best = 0
@@ -586,7 +586,7 @@ cdef class MergeLearner:
             if self.pairs[pair].count > best:
                 best = self.pairs[pair].count
         self.heap.release()
-        self.heap_cut = max(self.heap_floor, best >> 1)
+        self.heap_cut = max(self.heap_floor, best >> 2)
         for pair in range(self.pairs.size()):
             if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count

@@ -61,14 +61,16 @@ class PairIds {
     size_t singles() const { return singles_; }  // slots of single pairs (in size())
 
     // The slot holding the id of pair (left, right), or the empty slot where it would go.
+    // The probe stops at the first slot that is not a record (the lookup of a table without
+    // single pairs, as fast as one that cannot hold them); only a single pair there sends it on.
     size_t index(int32_t left, int32_t right, const PairRecord* records) const {
         uint64_t key = pair_key(left, right);
         uint32_t t = tag(key);
-        return probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_), [&](const Slot& s) {
-            return s.id == EMPTY ||
-                   (s.tag == t && (s.id >= 0 ? records[s.id].left == left && records[s.id].right == right
-                                             : single_key(s.id) == key));
+        size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_), [&](const Slot& s) {
+            return s.id < 0 || (s.tag == t && records[s.id].left == left && records[s.id].right == right);
         });
+        if (__builtin_expect(slots_[i].id < EMPTY, 0)) return index_from(i, key, t, records);
+        return i;
     }
     bool occupied(size_t i) const { return slots_[i].id != EMPTY; }
     // The record of the pair in slot i, or (negative) SINGLE - its one position.
@@ -89,25 +91,28 @@ class PairIds {
         return 2 * ++used_ > slots_.size();
     }
 
-    // Twice the slots, refilled with the old slots' entries (`records` gives the keys).
-    void grow(const PairRecord* records) {
+    // Twice the slots, refilled with the ids [0, n) of `records` whose `left` is not negative
+    // (a free id) and the single pairs of the old slots.
+    void grow(const PairRecord* records, size_t n) {
         std::vector<Slot> old;
-        old.swap(slots_);
-        reset(2 * old.size());
-        for (const Slot& s : old) {
-            if (s.id == EMPTY) continue;
-            size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key_of(s, records), shift_),
-                             [](const Slot& t) { return t.id == EMPTY; });
-            slots_[i] = s;
-            ++used_;
-            singles_ += s.id < EMPTY;
+        size_t capacity = slots_.size();
+        if (singles_) old.swap(slots_);  // (they are found only there)
+        reset(2 * capacity);
+        for (size_t id = 0; id < n; ++id) {
+            if (records[id].left < 0) continue;
+            uint64_t key = pair_key(records[id].left, records[id].right);
+            place(key, Slot{tag(key), (int32_t)id});
         }
+        for (const Slot& s : old)
+            if (s.id < EMPTY) place(single_key(s.id), s);
     }
 
     // Empty the occupied slot i (the records of the other indexed ids are read to find their
     // home slots). Backward-shift deletion: every later entry of the probe run whose home slot
-    // is at or before the hole moves into it, so lookups need no tombstones.
-    void erase(size_t i, const PairRecord* records) {
+    // is at or before the hole moves into it, so lookups need no tombstones. Out of line: the
+    // learner's _remove, which erases a single pair as its occurrence goes, stays small
+    // enough to inline.
+    __attribute__((noinline)) void erase(size_t i, const PairRecord* records) {
         const size_t mask = slots_.size() - 1;
         singles_ -= slots_[i].id < EMPTY;
         for (size_t j = (i + 1) & mask; slots_[j].id != EMPTY; j = (j + 1) & mask) {
@@ -135,12 +140,30 @@ class PairIds {
     int shift_ = 64;
     const LongChunks* longs_ = nullptr;
 
-    // The key of a single pair: the token at its position and the next one.
-    uint64_t single_key(int32_t id) const {
+    // The key of a single pair: the token at its position and the next one. Out of line: it
+    // is never reached without long chunks, and the probe loops stay small.
+    __attribute__((noinline)) uint64_t single_key(int32_t id) const {
         int64_t p = SINGLE - (int64_t)id;
         int64_t end = longs_->chunk_of_block(longs_->block_of(p)).end;
         int64_t q = longs_->next(p, end), r = longs_->next(q, end);
         return pair_key(longs_->get(p, q - p), longs_->get(q, r - q));
+    }
+    // The probe of index() went on from slot i, a single pair's: records and single pairs
+    // are compared alike, up to the first empty slot.
+    __attribute__((noinline)) size_t index_from(size_t i, uint64_t key, uint32_t t,
+                                                const PairRecord* records) const {
+        const size_t mask = slots_.size() - 1;
+        for (;; i = (i + 1) & mask) {
+            const Slot& s = slots_[i];
+            if (s.id == EMPTY || (s.tag == t && key_of(s, records) == key)) return i;
+        }
+    }
+    void place(uint64_t key, const Slot& s) {
+        size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_),
+                         [](const Slot& t) { return t.id == EMPTY; });
+        slots_[i] = s;
+        ++used_;
+        singles_ += s.id < EMPTY;
     }
     uint64_t key_of(const Slot& s, const PairRecord* records) const {
         if (s.id < 0) return single_key(s.id);

@@ -21,6 +21,6 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
         int32_t id(size_t i)
         void set_id(size_t i, int32_t id)
         bint insert_at(size_t i, int32_t left, int32_t right, int32_t id)
-        void grow(const PairRecord* records) except +
+        void grow(const PairRecord* records, size_t n) except +
         void erase(size_t i, const PairRecord* records)
         void prefetch(int32_t left, int32_t right)
