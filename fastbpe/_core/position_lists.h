@@ -6,7 +6,11 @@
 // pool grows; compact() lays the pool out afresh. The pool is a series of fixed-size segments
 // (a block never straddles two), so it grows without copying what it holds. A list past BIG_CAPACITY values gets a block
 // of its own, grown with realloc (for big blocks the C library remaps pages instead of copying)
-// and freed when released, so the largest lists never fragment the pool.
+// and freed when released, so the largest lists never fragment the pool. On Linux big blocks
+// are mapped pages of their own (mmap, grown by mremap, given back by munmap): through malloc,
+// blocks under its (adaptive, up to 32 MB) mapping threshold come from its heap, where blocks
+// grown and freed by the thousand leave holes that stay resident (on one 50 MB chunk, the
+// training peak fell from 406 to 343 MB with mapped blocks).
 //
 // Compared with one std::vector per list this does no malloc/free per growth of a small list
 // and frees everything at once: the learner creates about a million lists on 100 MB of text.
@@ -21,6 +25,9 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 namespace fbpt {
 
@@ -31,7 +38,7 @@ class PositionLists {
 
     PositionLists() { free_.assign(BIG_CLASS, NO_BLOCK); }
     ~PositionLists() {
-        for (int32_t* block : big_) std::free(block);
+        for (uint64_t slot = 0; slot < big_.size(); ++slot) unmap_big(slot);
         for (int32_t* segment : segments_) std::free(segment);
     }
     PositionLists(const PositionLists&) = delete;
@@ -192,16 +199,34 @@ class PositionLists {
 
     // (Re)allocate big block `slot` to hold `values` values, keeping its contents.
     void resize_big(uint64_t slot, size_t values) {
+#ifdef __linux__
+        void* mapped = big_[slot] ? mremap(big_[slot], big_cap_[slot] * sizeof(int32_t), values * sizeof(int32_t),
+                                           MREMAP_MAYMOVE)
+                                  : mmap(nullptr, values * sizeof(int32_t), PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mapped == MAP_FAILED) throw std::bad_alloc();
+        int32_t* block = (int32_t*)mapped;
+#else
         int32_t* block = (int32_t*)std::realloc(big_[slot], values * sizeof(int32_t));
         if (!block) throw std::bad_alloc();
+#endif
         big_values_ += values;
         big_values_ -= big_cap_[slot];
         big_cap_[slot] = values;
         big_[slot] = block;
     }
 
-    void free_big(uint64_t slot) {
+    void unmap_big(uint64_t slot) {
+        if (!big_[slot]) return;
+#ifdef __linux__
+        munmap(big_[slot], big_cap_[slot] * sizeof(int32_t));
+#else
         std::free(big_[slot]);
+#endif
+    }
+
+    void free_big(uint64_t slot) {
+        unmap_big(slot);
         big_[slot] = nullptr;
         big_values_ -= big_cap_[slot];
         big_cap_[slot] = 0;
