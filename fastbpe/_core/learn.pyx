@@ -60,7 +60,7 @@ import numpy as np
 
 from fastbpe._core.long_chunks cimport LongChunks
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
-from fastbpe._core.pair_ids cimport PairIds, PairRecord
+from fastbpe._core.pair_ids cimport MappedArray, PairIds, PairRecord
 from fastbpe._core.position_lists cimport PositionLists
 
 cdef extern from *:
@@ -108,7 +108,7 @@ cdef class MergeLearner:
     cdef vector[Node] node
     cdef vector[int64_t] word_count
     cdef PairIds pair_index                   # (left, right) -> index in ``pairs`` (pair_ids.h)
-    cdef vector[PairRecord] pairs
+    cdef MappedArray[PairRecord] pairs       # by pair id (pair_ids.h)
     cdef PositionLists pair_where             # positions where each pair was created (list = pair id)
     cdef vector[int32_t] merging              # the positions of the pair being merged
     # Long chunks (at least ``long_chunk`` symbols): a byte and a bit per symbol (long_chunks.h).

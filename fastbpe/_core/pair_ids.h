@@ -18,7 +18,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <vector>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "hash.h"
 #include "long_chunks.h"
@@ -33,6 +38,54 @@ struct PairRecord {
     int32_t left;
     int32_t right;
     int32_t touched;  // 1 while listed in the learner's ``touched``
+};
+
+// The learner's records: a growable array of a trivially copyable T in pages of its own.
+// Doubling remaps the pages (mremap on Linux) where std::vector allocates the new block beside
+// the old one and copies: on one long chunk the records reach ~50 MB, and that moment of both
+// blocks was the training's peak.
+template <class T>
+class MappedArray {
+  public:
+    MappedArray() = default;
+    ~MappedArray() {
+#ifdef __linux__
+        if (data_) munmap(data_, cap_ * sizeof(T));
+#else
+        std::free(data_);
+#endif
+    }
+    MappedArray(const MappedArray&) = delete;
+    MappedArray& operator=(const MappedArray&) = delete;
+
+    T& operator[](size_t i) { return data_[i]; }
+    const T& operator[](size_t i) const { return data_[i]; }
+    T* data() { return data_; }
+    const T* data() const { return data_; }
+    size_t size() const { return size_; }
+    size_t capacity() const { return cap_; }
+    void push_back(const T& value) {
+        if (size_ == cap_) grow();
+        data_[size_++] = value;
+    }
+
+  private:
+    T* data_ = nullptr;
+    size_t size_ = 0, cap_ = 0;
+
+    void grow() {
+        size_t cap = cap_ ? 2 * cap_ : (1 << 16) / sizeof(T);  // whole pages
+#ifdef __linux__
+        void* p = data_ ? mremap(data_, cap_ * sizeof(T), cap * sizeof(T), MREMAP_MAYMOVE)
+                        : mmap(nullptr, cap * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+#else
+        void* p = std::realloc(data_, cap * sizeof(T));
+        if (!p) throw std::bad_alloc();
+#endif
+        data_ = (T*)p;
+        cap_ = cap;
+    }
 };
 
 class PairIds {
@@ -92,19 +145,28 @@ class PairIds {
     }
 
     // Twice the slots, refilled with the ids [0, n) of `records` whose `left` is not negative
-    // (a free id) and the single pairs of the old slots.
+    // (a free id) and the single pairs of the old slots. The old slots go before the new ones
+    // are made (the single pairs, found only there, are copied out first): the index never
+    // holds both, which would be its size again at the moment it is largest.
     void grow(const PairRecord* records, size_t n) {
-        std::vector<Slot> old;
+        std::vector<int32_t> singles;
         size_t capacity = slots_.size();
-        if (singles_) old.swap(slots_);  // (they are found only there)
+        if (singles_) {
+            singles.reserve(singles_);
+            for (const Slot& s : slots_)
+                if (s.id < EMPTY) singles.push_back(s.id);
+        }
+        std::vector<Slot>().swap(slots_);
         reset(2 * capacity);
         for (size_t id = 0; id < n; ++id) {
             if (records[id].left < 0) continue;
             uint64_t key = pair_key(records[id].left, records[id].right);
             place(key, Slot{tag(key), (int32_t)id});
         }
-        for (const Slot& s : old)
-            if (s.id < EMPTY) place(single_key(s.id), s);
+        for (int32_t id : singles) {
+            uint64_t key = single_key(id);
+            place(key, Slot{tag(key), id});
+        }
     }
 
     // Empty the occupied slot i (the records of the other indexed ids are read to find their

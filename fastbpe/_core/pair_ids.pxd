@@ -10,6 +10,12 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
         int32_t left
         int32_t right
         int32_t touched
+    cdef cppclass MappedArray[T]:
+        T& operator[](size_t i)
+        T* data()
+        size_t size()
+        size_t capacity()
+        void push_back(const T& value) except +
     cdef cppclass PairIds:
         void attach(const LongChunks* longs)
         void reset(size_t capacity) except +
