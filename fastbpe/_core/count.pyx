@@ -14,6 +14,7 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
 from libcpp.vector cimport vector
+from cpython.buffer cimport PyBUF_FORMAT
 
 from fastbpe._core.chunk_table cimport ChunkTable
 from fastbpe._core.patterns cimport PAT_COUNT, ERR_COUNT
@@ -111,6 +112,26 @@ cdef class ChunkCounter:
             memcpy(&cv[0], self.table.counts.data(), n * sizeof(int64_t))
         return data, offsets, counts
 
+    def take_arrays(self):
+        """The arrays of ``arrays()``, the chunk bytes handed over without a copy (the table's
+        own buffer, which one long chunk can make as large as the input); the counter is left
+        empty."""
+        cdef size_t n = self.table.size()
+        cdef _TableBytes owner = _TableBytes()
+        self.table.export_counts()
+        offsets = np.empty(n + 1, dtype=np.int64)
+        counts = np.empty(n, dtype=np.int64)
+        cdef int64_t[::1] ov = offsets
+        cdef int64_t[::1] cv = counts
+        memcpy(&ov[0], self.table.offsets.data(), (n + 1) * sizeof(int64_t))
+        if n:
+            memcpy(&cv[0], self.table.counts.data(), n * sizeof(int64_t))
+        owner.data.swap(self.table.data)
+        del self.table  # its slots too, before the caller builds on the arrays
+        self.table = new ChunkTable()
+        data = np.frombuffer(owner, dtype=np.uint8) if owner.data.size() else np.empty(0, dtype=np.uint8)
+        return data, offsets, counts
+
     def begin_task(self, int64_t task):
         """Mark the start of task ``task`` (tasks numbered from 0 in corpus order, each counter
         given an increasing subset of them): see merge_partition."""
@@ -122,6 +143,31 @@ cdef class ChunkCounter:
         """After the last task of this counter, before merge_partition."""
         with nogil:
             self.table.finish_tasks()
+
+
+cdef class _TableBytes:
+    """A chunk table's bytes, moved out of it and lent to NumPy through the buffer protocol."""
+    cdef vector[uint8_t] data
+    cdef Py_ssize_t shape[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = <Py_ssize_t>self.data.size()
+        view.buf = <void*>self.data.data()
+        view.obj = self
+        view.len = self.shape[0]
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = NULL
+        if flags & PyBUF_FORMAT:
+            view.format = b"B"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
 
 
 cdef vector[ChunkTable*] _tables(list counters):

@@ -21,15 +21,20 @@ Data layout (ids, never Python objects, in the loop):
   block of ``2**COARSE_BITS`` positions, whose surviving occurrences (two one-symbol base
   tokens side by side) a byte search finds again. Both kinds of chunk share the pair table,
   counts and heap; long positions are merged in ascending order, checked as they are read.
+  A pair created in a long chunk below the floor (see below) and not seen elsewhere is a
+  *single pair*: an index slot naming its one position, no record, list or heap entry (most
+  pairs of one long chunk occur once); a second occurrence gives it its record (_promote).
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
 the words in table order, left to right. Positions are compared as 64-bit tie keys in scan
 order: node ``p`` has key ``p << 32``, and a long chunk placed after ``k`` nodes has keys
 ``((k - 1) << 32) + 1 + position`` (store positions are below 2**31), between those of the nodes
 around it. The key is (count descending, first live tie key ascending). Invariant kept for every
-pair counted at least ``heap_floor`` (the run's ``min_frequency``; a pair below it cannot be
-merged before an added occurrence lifts it, which queues it): the heap holds an entry whose key
-is at least as good as the pair's true key.
+pair counted at least ``heap_cut`` (at least the run's ``min_frequency``, ``heap_floor``: a pair
+below the cut cannot be merged while one above it is left, and an added occurrence that lifts it
+queues it): the heap holds an entry whose key is at least as good as the pair's true key. When the
+heap runs empty the cut is lowered and the pairs between the two cuts are queued (_refill_heap):
+the heap holds the pairs about to be merged, not every pair of the corpus.
 Keys only improve through a count increase (or a new, earlier occurrence, which comes with one),
 and every increase pushes a fresh entry at the end of the merge step; decreases push nothing. A
 popped entry is accepted only when its count and first position are the pair's true current ones;
@@ -55,7 +60,7 @@ import numpy as np
 
 from fastbpe._core.long_chunks cimport LongChunks
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
-from fastbpe._core.pair_ids cimport PairIds, PairRecord
+from fastbpe._core.pair_ids cimport MappedArray, PairIds, PairRecord
 from fastbpe._core.position_lists cimport PositionLists
 
 cdef extern from *:
@@ -70,6 +75,7 @@ cdef size_t PREFETCH_PAIRS_AHEAD = 6
 cdef int32_t DEAD = -1
 cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
+cdef int32_t SINGLE = -2        # PairIds::SINGLE: an index slot's id SINGLE - p is a single pair at p
 
 # Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
 # nodes; step 0 lists their pairs per coarse block of 2**COARSE_BITS symbols. Module
@@ -102,7 +108,7 @@ cdef class MergeLearner:
     cdef vector[Node] node
     cdef vector[int64_t] word_count
     cdef PairIds pair_index                   # (left, right) -> index in ``pairs`` (pair_ids.h)
-    cdef vector[PairRecord] pairs
+    cdef MappedArray[PairRecord] pairs       # by pair id (pair_ids.h)
     cdef PositionLists pair_where             # positions where each pair was created (list = pair id)
     cdef vector[int32_t] merging              # the positions of the pair being merged
     # Long chunks (at least ``long_chunk`` symbols): a byte and a bit per symbol (long_chunks.h).
@@ -134,6 +140,9 @@ cdef class MergeLearner:
     # added occurrence can lift them to it, and that queues them. Most pairs of a large corpus
     # occur once: this keeps the heap a fraction of the pair table.
     cdef int64_t heap_floor
+    # Only pairs counted at least this (>= heap_floor) are queued: a quarter of the best count
+    # when the heap was last refilled (_refill_heap). Most pairs never come near the top.
+    cdef int64_t heap_cut
     # optional Hugging Face tie rule: rank of each base id (empty = the first-seen rule)
     cdef vector[int64_t] tie_rank
     # tokens
@@ -177,6 +186,7 @@ cdef class MergeLearner:
         self.node.resize(nodes)
         self.word_count.resize(num_words)
         self.longs = LongChunks(6)  # chunks start on a 64-bit word of the bitset
+        self.pair_index.attach(&self.longs)  # single pairs' keys are read there
         self.pair_index.reset(1024)
         if tie_ranks is not None:
             if len(tie_ranks) != len(token_bytes):
@@ -192,6 +202,7 @@ cdef class MergeLearner:
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
         self.heap_floor = 1
+        self.heap_cut = 1
         cdef int32_t q = 0   # the next free node
         with nogil:
             # Words in table order; step 0 counts every adjacent pair once, in scan order, so
@@ -238,16 +249,43 @@ cdef class MergeLearner:
     # ---- pairs ------------------------------------------------------------------------------
 
     cdef inline int32_t _pair_id(self, int32_t left, int32_t right) except -1 nogil:
-        """The id of pair (left, right), created with count 0 if new."""
+        """The id of pair (left, right), created with count 0 if new (a single pair gets its
+        record, with its one occurrence)."""
         cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
+        cdef int32_t pair
         if self.pair_index.occupied(i):
-            return self.pair_index.id(i)
+            pair = self.pair_index.id(i)
+            if pair >= 0:
+                return pair
+            return self._promote(i, left, right)
         return self._new_pair(left, right, i)
 
     cdef int32_t _new_pair(self, int32_t left, int32_t right, size_t i) except -1 nogil:
         """Create pair (left, right) in the empty slot ``i`` of the index, under a free id if
         there is one. Kept out of ``_pair_id`` so that the common path (the pair exists) stays
         small enough to inline."""
+        cdef int32_t pair = self._new_record(left, right)
+        if self.pair_index.insert_at(i, left, right, pair):
+            self.pair_index.grow(self.pairs.data(), self.pairs.size())
+        return pair
+
+    cdef int32_t _promote(self, size_t i, int32_t left, int32_t right) except -1 nogil:
+        """Give the single pair (left, right) of index slot ``i`` a record: its one occurrence
+        (in a long chunk) becomes its count, first position and list."""
+        cdef int64_t p = <int64_t>SINGLE - self.pair_index.id(i)
+        cdef const LongChunks.Chunk* chunk = &self.longs.chunk_of_block(self.longs.block_of(p))
+        cdef int32_t pair = self._new_record(left, right)
+        self.pair_index.set_id(i, pair)
+        self.pairs[pair].count = chunk.count
+        self.pairs[pair].first = chunk.key_base + p
+        self.pair_where.push(pair, ~<int32_t>p)
+        self.where_total += 1
+        self.long_total += 1
+        return pair
+
+    cdef int32_t _new_record(self, int32_t left, int32_t right) except -1 nogil:
+        """A record and an empty list for pair (left, right) with count 0, under a free id if
+        there is one (the caller indexes it)."""
         cdef int32_t pair
         cdef PairRecord fresh
         fresh.count = 0
@@ -263,8 +301,6 @@ cdef class MergeLearner:
             pair = <int32_t>self.pairs.size()
             self.pairs.push_back(fresh)
             self.pair_where.add_list()
-        if self.pair_index.insert_at(i, left, right, pair):
-            self.pair_index.grow(self.pairs.data(), self.pairs.size())
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
@@ -284,8 +320,20 @@ cdef class MergeLearner:
     cdef inline int _add_long(self, int32_t left, int32_t right, int64_t count, int64_t pos,
                               int64_t key_base, bint coarse=False) except -1 nogil:
         """A new occurrence of (left, right) at position ``pos`` of the long-chunk store: the
-        position is listed (or its ``coarse`` block, once if the pair's last entry is that)."""
-        cdef int32_t pair = self._pair_id(left, right)
+        position is listed (or its ``coarse`` block, once if the pair's last entry is that).
+        A new pair counted below the floor is a single pair: an index slot, no record."""
+        cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
+        cdef int32_t pair
+        if self.pair_index.occupied(i):
+            pair = self.pair_index.id(i)
+            if pair < 0:
+                pair = self._promote(i, left, right)
+        elif count < self.heap_floor and not coarse:
+            if self.pair_index.insert_at(i, left, right, SINGLE - <int32_t>pos):
+                self.pair_index.grow(self.pairs.data(), self.pairs.size())
+            return 0
+        else:
+            pair = self._new_pair(left, right, i)
         cdef int32_t entry = ~(COARSE | <int32_t>(pos >> self.coarse_bits)) if coarse else ~<int32_t>pos
         cdef size_t n = self.pair_where.size(pair)
         cdef int64_t key = key_base + pos
@@ -304,8 +352,14 @@ cdef class MergeLearner:
     cdef inline int _remove(self, int32_t left, int32_t right, int64_t count) except -1 nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.
         Its entry in ``pair_where`` goes stale and is dropped when next read; a pair left with
-        no occurrence is freed at the end of the step (_free_zeroed)."""
-        cdef int32_t pair = self.pair_index.id(self.pair_index.index(left, right, self.pairs.data()))
+        no occurrence is freed at the end of the step (_free_zeroed); a single pair's slot now."""
+        cdef size_t i = self.pair_index.index(left, right, self.pairs.data())
+        cdef int32_t pair = self.pair_index.id(i)
+        if pair < 0:
+            # its one occurrence: erased before the store changes there, so that the other
+            # single pairs' keys, read from the store, stay true
+            self.pair_index.erase(i, self.pairs.data())
+            return 0
         self.pairs[pair].count -= count
         if self.pairs[pair].count == 0:
             self.zeroed.push_back(pair)
@@ -332,7 +386,7 @@ cdef class MergeLearner:
                     self.long_total -= 1
             self.where_total -= <int64_t>n
             self.pair_where.release(pair)
-            self.pairs[pair].left = -1  # not indexed (PairIds.grow skips it)
+            self.pairs[pair].left = -1  # a free id, not indexed
             self.pairs[pair].right = -1
             self.pairs[pair].first = NO_POSITION
             self.free_pairs.push_back(pair)
@@ -344,7 +398,7 @@ cdef class MergeLearner:
         cdef MergeCandidate e
         for pair in self.touched:
             self.pairs[pair].touched = 0
-            if self.pairs[pair].count >= self.heap_floor:
+            if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(pair)
                 e.pair = pair
@@ -503,13 +557,38 @@ cdef class MergeLearner:
         return (a << 32) | b
 
     cdef int _set_heap_floor(self, int64_t floor) except -1 nogil:
-        """Queue exactly the pairs counted at least ``floor`` (their keys as known)."""
+        """Queue the pairs of the first cut over ``floor`` (_refill_heap); single pairs counted
+        at least ``floor`` (a floor lowered by a later run) get records first."""
+        cdef size_t i
+        cdef int64_t p, q, r, end
+        self.heap_floor = floor
+        for i in range(self.pair_index.capacity()):
+            if self.pair_index.occupied(i) and self.pair_index.id(i) < 0:
+                p = <int64_t>SINGLE - self.pair_index.id(i)
+                if self.longs.chunk_of_block(self.longs.block_of(p)).count >= floor:
+                    end = self.longs.chunk_of_block(self.longs.block_of(p)).end
+                    q = self.longs.next(p, end)
+                    r = self.longs.next(q, end)
+                    self._promote(i, self.longs.get(p, q - p), self.longs.get(q, r - q))
+        self.heap.release()
+        self._refill_heap()
+        return 0
+
+    cdef int _refill_heap(self) except -1 nogil:
+        """The heap is empty (no pair counted at least ``heap_cut`` is left): lower the cut to
+        a quarter of the best count left (at least the floor) and queue the pairs counted at
+        least that (their keys as known, lower bounds as the invariant asks). Two passes over
+        the records each time the best count falls fourfold."""
         cdef size_t pair
         cdef MergeCandidate e
-        self.heap_floor = floor
-        self.heap.release()
+        cdef int64_t best = 0
         for pair in range(self.pairs.size()):
-            if self.pairs[pair].count >= floor:
+            if self.pairs[pair].count > best:
+                best = self.pairs[pair].count
+        self.heap.release()
+        self.heap_cut = max(self.heap_floor, best >> 2)
+        for pair in range(self.pairs.size()):
+            if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(<int32_t>pair)
                 e.pair = <int32_t>pair
@@ -521,10 +600,15 @@ cdef class MergeLearner:
         """The pair to merge next, or -1 when no pair is left."""
         cdef MergeCandidate e
         cdef int64_t first
-        while not self.heap.empty():
+        while True:
+            if self.heap.empty():
+                if self.heap_cut <= self.heap_floor:
+                    return -1
+                self._refill_heap()
+                continue
             e = self.heap.pop()
-            if self.pairs[e.pair].count < self.heap_floor:
-                continue  # queued again if an occurrence lifts it to the floor
+            if self.pairs[e.pair].count < self.heap_cut:
+                continue  # queued again if an occurrence lifts it to the cut, or by a refill
             if self.pairs[e.pair].count != e.count:
                 # The count fell since this entry was pushed; queue the true (worse) key.
                 e.count = self.pairs[e.pair].count
@@ -734,7 +818,8 @@ cdef class MergeLearner:
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             "heap_entries": self.heap.size(),
-            "pairs_count": self.pairs.size() - self.free_pairs.size(),
+            "pairs_count": self.pairs.size() - self.free_pairs.size() + self.pair_index.singles(),
+            "single_pairs": self.pair_index.singles(),  # pairs with no record (pair_ids.h)
             "positions_listed": self.where_total,     # entries in the lists, stale ones included
             "positions_room": self.pair_where.used(),  # values the small lists' blocks hold
         }
@@ -761,9 +846,8 @@ cdef class MergeLearner:
         cdef int64_t done = 0, batch_end
         cdef int32_t pair, new_id
         cdef bint exhausted = False
-        if max(min_frequency, 1) != self.heap_floor:
-            with nogil:
-                self._set_heap_floor(max(min_frequency, 1))
+        with nogil:  # the heap from the first cut over this run's floor (_refill_heap)
+            self._set_heap_floor(max(min_frequency, 1))
         while done < num_merges and not exhausted:
             batch_end = min(num_merges, done + progress_every)
             with nogil:

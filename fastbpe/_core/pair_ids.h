@@ -5,16 +5,28 @@
 // miss, while a different tag skips a slot without touching the records. The index is exact:
 // a tag only filters, the record decides.
 //
+// A pair that occurs once, in a long chunk (long_chunks.h), below the merge floor, has no
+// record: its slot's id is SINGLE - position, and its key is read from the store at that
+// position (the token there and the next one). On one long chunk most live pairs are such
+// pairs (~70%): a slot instead of a record, a list and a slot. The learner keeps each such
+// slot's position a live occurrence of its pair (it erases the slot before the occurrence
+// goes) and turns it into a record (set_id) when a second occurrence comes.
+//
 // Open addressing with linear probing (hash.h), slots indexed by Fibonacci hashing, at most
-// half full. A slot's id is -1 when it is empty. Growing rebuilds the index from the records
-// (a record whose `left` is negative is a free id, not indexed); erasing shifts the entries
-// after the hole back, so that no probe ever stops early.
+// half full. A slot's id is EMPTY (-1) when it is empty. Growing rebuilds the index from the
+// old slots; erasing shifts the entries after the hole back, so that no probe ever stops early.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <vector>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "hash.h"
+#include "long_chunks.h"
 #include "pair_table.h"
 
 namespace fbpt {
@@ -28,69 +40,151 @@ struct PairRecord {
     int32_t touched;  // 1 while listed in the learner's ``touched``
 };
 
+// The learner's records: a growable array of a trivially copyable T in pages of its own.
+// Doubling remaps the pages (mremap on Linux) where std::vector allocates the new block beside
+// the old one and copies: on one long chunk the records reach ~50 MB, and that moment of both
+// blocks was the training's peak.
+template <class T>
+class MappedArray {
+  public:
+    MappedArray() = default;
+    ~MappedArray() {
+#ifdef __linux__
+        if (data_) munmap(data_, cap_ * sizeof(T));
+#else
+        std::free(data_);
+#endif
+    }
+    MappedArray(const MappedArray&) = delete;
+    MappedArray& operator=(const MappedArray&) = delete;
+
+    T& operator[](size_t i) { return data_[i]; }
+    const T& operator[](size_t i) const { return data_[i]; }
+    T* data() { return data_; }
+    const T* data() const { return data_; }
+    size_t size() const { return size_; }
+    size_t capacity() const { return cap_; }
+    void push_back(const T& value) {
+        if (size_ == cap_) grow();
+        data_[size_++] = value;
+    }
+
+  private:
+    T* data_ = nullptr;
+    size_t size_ = 0, cap_ = 0;
+
+    void grow() {
+        size_t cap = cap_ ? 2 * cap_ : (1 << 16) / sizeof(T);  // whole pages
+#ifdef __linux__
+        void* p = data_ ? mremap(data_, cap_ * sizeof(T), cap * sizeof(T), MREMAP_MAYMOVE)
+                        : mmap(nullptr, cap * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+#else
+        void* p = std::realloc(data_, cap * sizeof(T));
+        if (!p) throw std::bad_alloc();
+#endif
+        data_ = (T*)p;
+        cap_ = cap;
+    }
+};
+
 class PairIds {
   public:
+    static constexpr int32_t EMPTY = -1;
+    static constexpr int32_t SINGLE = -2;  // id SINGLE - p: the pair's one occurrence is at p
+
     PairIds() { reset(16); }
+
+    // The long-chunk store single pairs' keys are read from (kept by the caller).
+    void attach(const LongChunks* longs) { longs_ = longs; }
 
     // Empty the index, with `capacity` slots (a power of two, at least 2).
     void reset(size_t capacity) {
-        slots_.assign(capacity, Slot{0, -1});
+        slots_.assign(capacity, Slot{0, EMPTY});
         shift_ = 64;
         while (capacity > 1) {
             capacity >>= 1;
             --shift_;
         }
         used_ = 0;
+        singles_ = 0;
     }
     size_t capacity() const { return slots_.size(); }
     size_t size() const { return used_; }
+    size_t singles() const { return singles_; }  // slots of single pairs (in size())
 
     // The slot holding the id of pair (left, right), or the empty slot where it would go.
+    // The probe stops at the first slot that is not a record (the lookup of a table without
+    // single pairs, as fast as one that cannot hold them); only a single pair there sends it on.
     size_t index(int32_t left, int32_t right, const PairRecord* records) const {
         uint64_t key = pair_key(left, right);
         uint32_t t = tag(key);
-        return probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_), [&](const Slot& s) {
+        size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_), [&](const Slot& s) {
             return s.id < 0 || (s.tag == t && records[s.id].left == left && records[s.id].right == right);
         });
+        if (__builtin_expect(slots_[i].id < EMPTY, 0)) return index_from(i, key, t, records);
+        return i;
     }
-    bool occupied(size_t i) const { return slots_[i].id >= 0; }
+    bool occupied(size_t i) const { return slots_[i].id != EMPTY; }
+    // The record of the pair in slot i, or (negative) SINGLE - its one position.
     int32_t id(size_t i) const { return slots_[i].id; }
+    // Give the pair in occupied slot i another id (a single pair its record).
+    void set_id(size_t i, int32_t id) {
+        singles_ -= slots_[i].id < EMPTY;
+        singles_ += id < EMPTY;
+        slots_[i].id = id;
+    }
 
     // Store id for pair (left, right) in the empty slot index() returned. Returns whether the
     // index is now past half full: the caller then grows it (grow), after which earlier slot
     // numbers are stale.
     bool insert_at(size_t i, int32_t left, int32_t right, int32_t id) {
         slots_[i] = Slot{tag(pair_key(left, right)), id};
+        singles_ += id < EMPTY;
         return 2 * ++used_ > slots_.size();
     }
 
-    // Twice the slots, refilled with the ids [0, n) of `records` whose `left` is not negative.
+    // Twice the slots, refilled with the ids [0, n) of `records` whose `left` is not negative
+    // (a free id) and the single pairs of the old slots. The old slots go before the new ones
+    // are made (the single pairs, found only there, are copied out first): the index never
+    // holds both, which would be its size again at the moment it is largest.
     void grow(const PairRecord* records, size_t n) {
-        reset(2 * slots_.size());
+        std::vector<int32_t> singles;
+        size_t capacity = slots_.size();
+        if (singles_) {
+            singles.reserve(singles_);
+            for (const Slot& s : slots_)
+                if (s.id < EMPTY) singles.push_back(s.id);
+        }
+        std::vector<Slot>().swap(slots_);
+        reset(2 * capacity);
         for (size_t id = 0; id < n; ++id) {
             if (records[id].left < 0) continue;
             uint64_t key = pair_key(records[id].left, records[id].right);
-            size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_),
-                             [](const Slot& s) { return s.id < 0; });
-            slots_[i] = Slot{tag(key), (int32_t)id};
-            ++used_;
+            place(key, Slot{tag(key), (int32_t)id});
+        }
+        for (int32_t id : singles) {
+            uint64_t key = single_key(id);
+            place(key, Slot{tag(key), id});
         }
     }
 
     // Empty the occupied slot i (the records of the other indexed ids are read to find their
     // home slots). Backward-shift deletion: every later entry of the probe run whose home slot
-    // is at or before the hole moves into it, so lookups need no tombstones.
-    void erase(size_t i, const PairRecord* records) {
+    // is at or before the hole moves into it, so lookups need no tombstones. Out of line: the
+    // learner's _remove, which erases a single pair as its occurrence goes, stays small
+    // enough to inline.
+    __attribute__((noinline)) void erase(size_t i, const PairRecord* records) {
         const size_t mask = slots_.size() - 1;
-        for (size_t j = (i + 1) & mask; slots_[j].id >= 0; j = (j + 1) & mask) {
-            const PairRecord& r = records[slots_[j].id];
-            size_t home = fib_slot(pair_key(r.left, r.right), shift_);
+        singles_ -= slots_[i].id < EMPTY;
+        for (size_t j = (i + 1) & mask; slots_[j].id != EMPTY; j = (j + 1) & mask) {
+            size_t home = fib_slot(key_of(slots_[j], records), shift_);
             if (((j - home) & mask) >= ((j - i) & mask)) {  // the hole i lies in [home, j]
                 slots_[i] = slots_[j];
                 i = j;
             }
         }
-        slots_[i] = Slot{0, -1};
+        slots_[i] = Slot{0, EMPTY};
         --used_;
     }
 
@@ -101,11 +195,42 @@ class PairIds {
   private:
     struct Slot {
         uint32_t tag;
-        int32_t id;  // -1: empty
+        int32_t id;  // a record, EMPTY, or SINGLE - position
     };
     std::vector<Slot> slots_;
-    size_t used_ = 0;
+    size_t used_ = 0, singles_ = 0;
     int shift_ = 64;
+    const LongChunks* longs_ = nullptr;
+
+    // The key of a single pair: the token at its position and the next one. Out of line: it
+    // is never reached without long chunks, and the probe loops stay small.
+    __attribute__((noinline)) uint64_t single_key(int32_t id) const {
+        int64_t p = SINGLE - (int64_t)id;
+        int64_t end = longs_->chunk_of_block(longs_->block_of(p)).end;
+        int64_t q = longs_->next(p, end), r = longs_->next(q, end);
+        return pair_key(longs_->get(p, q - p), longs_->get(q, r - q));
+    }
+    // The probe of index() went on from slot i, a single pair's: records and single pairs
+    // are compared alike, up to the first empty slot.
+    __attribute__((noinline)) size_t index_from(size_t i, uint64_t key, uint32_t t,
+                                                const PairRecord* records) const {
+        const size_t mask = slots_.size() - 1;
+        for (;; i = (i + 1) & mask) {
+            const Slot& s = slots_[i];
+            if (s.id == EMPTY || (s.tag == t && key_of(s, records) == key)) return i;
+        }
+    }
+    void place(uint64_t key, const Slot& s) {
+        size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_),
+                         [](const Slot& t) { return t.id == EMPTY; });
+        slots_[i] = s;
+        ++used_;
+        singles_ += s.id < EMPTY;
+    }
+    uint64_t key_of(const Slot& s, const PairRecord* records) const {
+        if (s.id < 0) return single_key(s.id);
+        return pair_key(records[s.id].left, records[s.id].right);
+    }
 
     // Bits of the key independent of the slot (which takes the top bits of another product).
     static uint32_t tag(uint64_t key) { return (uint32_t)((key * 0xD6E8FEB86659FD93ULL) >> 32); }

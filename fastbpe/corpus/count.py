@@ -116,7 +116,9 @@ class _BlockBuilder:
     def take(self) -> Optional[Block]:
         if not self.parts:
             return None
-        block = Block(b"".join(self.parts), np.array(self.ends, dtype=np.int64), tuple(self.names),
+        # one part (a long text cut into a block of its own) is taken as it is, not copied
+        data = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        block = Block(data, np.array(self.ends, dtype=np.int64), tuple(self.names),
                       tuple(self.starts), self.raw)
         self._reset()
         return block
@@ -281,7 +283,10 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
             reader, raw = open_bytes(path)
             with reader, raw:
                 last_raw = 0
-                for segment, offset in cut_stream(read_pieces(reader, block_size or (1 << 24)), rule, block_size):
+                # grow: a stretch without a cut (one long word) is held once, not as pieces
+                # and their join
+                for segment, offset in cut_stream(read_pieces(reader, block_size or (1 << 24)), rule, block_size,
+                                                  grow=True):
                     now = raw.tell()
                     block = builder.add(segment, path, offset, now - last_raw)
                     last_raw = now
@@ -590,10 +595,13 @@ def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, 
                     _count_block(counter, block, pattern, scanner, errors, lines)
                     if bar is not None:
                         bar.update(block.raw)
+            task = block = None  # one long chunk can make a block as large as the input
     finally:
         if bar is not None:
             bar.close()
-    arrays = counter.arrays() if isinstance(counter, ChunkCounter) else counter
+    # the table's bytes are handed over, not copied: with a long chunk, a copy is the input's size
+    arrays = counter.take_arrays() if isinstance(counter, ChunkCounter) else counter
+    del counter
     if len(arrays[2]) == 0:
         raise ValueError("the corpus is empty: it holds no chunk to count")
     return WordTable(*arrays)

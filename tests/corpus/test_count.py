@@ -517,3 +517,34 @@ def test_lines_keep_decode_errors_where_they_are(tmp_path):
         count_words(path, workers=1, lines=True)
     with pytest.raises(ValueError, match="named pattern"):
         count_words(path, workers=1, lines=True, pattern=r"\w+")
+
+
+@SETTINGS
+@given(docs=texts.flatmap(lambda t: st.lists(st.sampled_from(t + ["q" * 3000, " q"]), max_size=6)))
+def test_taking_the_arrays_hands_over_the_chunk_bytes(docs):
+    """``take_arrays`` gives what ``arrays`` copies (the table's own bytes, lent to NumPy: a
+    writable array that outlives the counter) and leaves the counter empty, ready to count."""
+    from fastbpe._core.count import ChunkCounter
+    from fastbpe.split.patterns import scanner_id
+    from fastbpe.split.pretokenize import check_errors
+
+    counter = ChunkCounter()
+    data = [t.encode("utf-8", "surrogatepass") for t in docs]
+    counter.add_documents(b"".join(data), np.cumsum([len(d) for d in data], dtype=np.int64),
+                          scanner_id("gpt2"), check_errors("bytes"))
+    copied = [a.tolist() for a in counter.arrays()]
+    taken = counter.take_arrays()
+    del counter
+    assert [a.tolist() for a in taken] == copied
+    assert taken[0].flags.writeable and taken[0].dtype == np.uint8
+    again = ChunkCounter()
+    again.take_arrays()
+    assert len(again) == 0 and [a.tolist() for a in again.arrays()] == [[], [0], []]
+
+
+def test_a_file_that_is_one_long_word(tmp_path):
+    """A file with no safe cut (one word far longer than a block) is one chunk, counted whole."""
+    path = tmp_path / "word.txt"
+    path.write_bytes(b"ab" * 40_000 + b" cd" * 3)
+    table = count_words(str(path), workers=1, block_size=1_000, progress=False)
+    assert table.to_dict() == {b"ab" * 40_000: 1, b" cd": 3}

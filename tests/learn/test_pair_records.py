@@ -109,3 +109,76 @@ def test_tie_ranks_with_reused_ids_match_the_rule(seed, lengths, num_merges):
             rank[best[0] + best[1]] = next_id
             next_id += 1
     assert got == expected
+
+
+def pair_counts(words, counts, merges):
+    """Weighted count of each adjacent pair of the corpus after ``merges``."""
+    found = {}
+    for tokens, c in zip(replay(words, merges), counts):
+        for pair in zip(tokens, tokens[1:]):
+            found[pair] = found.get(pair, 0) + c
+    return found
+
+
+def test_a_pair_seen_once_then_twice_gets_its_record_and_merges():
+    """In a long chunk, below the floor, a pair created once is a single pair (an index slot,
+    no record); its second occurrence gives it a record with both positions, and the tie
+    between two pairs of count 2 goes to the one whose single occurrence came first."""
+    words, counts = [b"abxabyabxab"], [1]
+    learner = MergeLearner(np.frombuffer(words[0], np.uint8), np.array([0, 11], np.int64),
+                           np.array(counts, np.int64), BYTES, long_chunk=2)
+    ids, _, tokens = learner.run(1, 2)  # (a, b) x4: (ab, x) and (x, ab) twice, (ab, y) and (y, ab) once
+    assert learner.memory_use()["single_pairs"] == 2
+    assert learner.memory_use()["pairs_count"] == live_pairs(words, [(b"a", b"b")])
+    ids, merge_counts, tokens = learner.run(5, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, 6, 2)))
+    assert merges[1] == (b"ab", b"x")  # count 2 at positions 0 and 6, before (x, ab) at 2 and 8
+    # a run with floor 1 gives the single pairs left their records and merges them in order
+    ids, merge_counts, tokens = learner.run(10, 1)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert learner.memory_use()["single_pairs"] == 0
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, len(merges), 1)))
+    assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
+
+
+@settings(max_examples=40, deadline=None)
+@given(letters=st.sampled_from([b"a", b"ab", b"abc", b"abcdefgh", bytes(range(40)), bytes(range(200, 256))]),
+       lengths=st.lists(st.integers(1, 500), min_size=1, max_size=5), seed=st.integers(0, 2**32 - 1),
+       steps=st.lists(st.integers(0, 40), min_size=1, max_size=4), floor=st.integers(2, 3),
+       long_chunk=st.sampled_from([2, 50]), counts=st.lists(st.integers(1, 3), min_size=5, max_size=5))
+def test_single_pairs_in_runs_of_any_length(letters, lengths, seed, steps, floor, long_chunk, counts):
+    """Runs of a few merges each (each run refills the heap from its first cut): the merges
+    are the reference's, every live pair is a record or a single pair, and a single pair is
+    one counted below the floor (one occurrence in a chunk of count 1 or 2)."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
+    counts = counts[:len(words)]
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, long_chunk=long_chunk,
+                           coarse_bits=6)
+    done = 0
+    for step in steps:
+        ids, merge_counts, tokens = learner.run(step, floor)
+        merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+        assert len(merges) <= done + step
+        done = len(merges)
+        assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, done, floor)))
+        live = pair_counts(words, counts, merges)
+        use = learner.memory_use()
+        assert use["pairs_count"] == len(live)
+        assert use["single_pairs"] <= sum(1 for c in live.values() if c < floor)
+
+
+def test_no_pair_at_all():
+    """An empty table and one of one-symbol words: no pair, no merge, at any floor."""
+    for words in ([], [b"a", b"b"]):
+        flat = np.frombuffer(b"".join(words), np.uint8)
+        starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+        for floor in (1, 2):
+            learner = MergeLearner(flat, starts, np.ones(len(words), np.int64), BYTES, long_chunk=2)
+            ids, merge_counts, _ = learner.run(5, floor)
+            assert ids.shape == (0, 3) and merge_counts.tolist() == []
+            assert learner.memory_use()["pairs_count"] == 0
