@@ -281,9 +281,12 @@ class BpeEncoder {
         size_t count = 0;
         for (const std::string& t : tokens) count += t.size() >= 2 && t.size() <= SHORT_KEY_MAX;
         short_tokens_.reset(count);
+        two_byte_id_.assign(1 << 16, -1);
         for (size_t i = 0; i < tokens.size(); ++i) {
             size_t n = tokens[i].size();
             if (n < 2 || n > SHORT_KEY_MAX) continue;
+            const uint8_t* t = (const uint8_t*)tokens[i].data();
+            if (n == 2) two_byte_id_[(size_t)t[0] << 8 | t[1]] = (int32_t)i;
             uint64_t w0, w1;
             pack_short((const uint8_t*)tokens[i].data(), n, n, &w0, &w1);
             short_tokens_.insert(w0, w1, (int32_t)i);
@@ -718,6 +721,7 @@ class BpeEncoder {
     BytesMap ids_;        // every token's bytes -> its id (set_tokens)
     BytesMap whole_id_;   // the consistent tokens, when the whole-chunk lookup is not all of ids_
     ShortTokenTable short_tokens_;  // MERGE_TOKEN: the tokens of 2..SHORT_KEY_MAX bytes (merge_spans)
+    std::vector<int32_t> two_byte_id_;  // and of 2 bytes by (b0 << 8 | b1), -1: none (256 KB: L2)
     bool use_whole_ = false, whole_all_ = false;
     std::string token_blob_;             // every token's bytes, id order (set_tokens)
     std::vector<uint32_t> token_ends_;   // token i ends at token_ends_[i] in token_blob_
@@ -798,16 +802,17 @@ class BpeEncoder {
     // ids); `whole`: a chunk that is a token is that token (tiktoken's rule). Under this rule
     // the pair of two adjacent symbols merges iff their bytes together are a token, into that
     // token, whose id is the rank: the pair's value depends on where it starts and ends in the
-    // chunk, not on how its two symbols were made. So every substring of 2 bytes or more is
-    // looked up first, all lookups independent (their cache misses overlap), and the merge loop
-    // then runs on that table alone. merge_scan instead waits for each merge's two lookups
-    // before it can choose the next merge: a chain of dependent misses into the pair table.
-    // The loop is merge_scan's (lowest rank, leftmost among equal ones) over the symbols'
-    // boundaries; a symbol of bytes [a, c) is token span_id[a][c] (a byte: byte_id).
+    // chunk, not on how its two symbols were made. So the table slot of every substring of 3
+    // bytes or more is prefetched first, all independent (their cache misses overlap), and the
+    // merge loop then finds them in the cache (2 bytes: a dense table). merge_scan instead
+    // waits for each merge's two lookups before it can choose the next merge: a chain of
+    // dependent misses into the pair table. The loop picks as merge_scan does (lowest rank,
+    // leftmost among equal ones); a symbol of bytes [a, c) is token span_id(a, c) (one byte:
+    // byte_id).
     int64_t merge_spans(const uint8_t* data, int64_t n, int32_t* out, bool whole) const {
         static_assert(SHORT_KEY_MAX == 15, "a position fits 4 bits; the ranks fill 16 lanes");
         const int K = (int)SHORT_KEY_MAX;
-        // substring data[a:c] (c - a >= 2): its table slot, prefetched first, all together; each
+        // substring data[a:c] (c - a >= 3): its table slot, prefetched first, all together; each
         // looked up (span_id, its key made again) when the loop needs it
         uint32_t home[K][K + 1];
         uint64_t w0, w1;
@@ -824,7 +829,7 @@ class BpeEncoder {
         for (int a = 0; a + 1 < n; ++a) {
             unsigned __int128 from = bytes >> (8 * a);
             uint64_t lo = from0[a] = (uint64_t)from, hi = from1[a] = (uint64_t)(from >> 64);
-            int c = a + 2;
+            int c = a + 3;  // (two bytes: two_byte_id_)
             for (; c <= n && c - a <= 8; ++c) {  // (keys of up to 8 bytes: the second word is the length)
                 home[a][c] = (uint32_t)short_tokens_.home(lo & KEY_MASKS[c - a].m0, (uint64_t)(c - a) << 56);
                 short_tokens_.prefetch(home[a][c]);
@@ -839,7 +844,7 @@ class BpeEncoder {
             pack_short(data + a, (size_t)(c - a), (size_t)(n - a), k0, k1);
         };
         for (int a = 0; a + 1 < n; ++a) {
-            for (int c = a + 2; c <= n; ++c) {
+            for (int c = a + 3; c <= n; ++c) {
                 uint64_t k0, k1;
                 key(a, c, &k0, &k1);
                 home[a][c] = (uint32_t)short_tokens_.home(k0, k1);
@@ -848,6 +853,7 @@ class BpeEncoder {
         }
 #endif
         auto span_id = [&](int a, int c) {
+            if (c - a == 2) return two_byte_id_[(size_t)data[a] << 8 | data[a + 1]];
             uint64_t k0, k1;
             key(a, c, &k0, &k1);
             return short_tokens_.find(home[a][c], k0, k1);
