@@ -282,11 +282,17 @@ class BpeEncoder {
         for (const std::string& t : tokens) count += t.size() >= 2 && t.size() <= SHORT_KEY_MAX;
         short_tokens_.reset(count);
         two_byte_id_.assign(1 << 16, -1);
+        longest3_.assign(1 << 16, 0);
+        all_bytes_ = std::all_of(byte_id, byte_id + 256, [](int32_t id) { return id >= 0; });
         for (size_t i = 0; i < tokens.size(); ++i) {
             size_t n = tokens[i].size();
             if (n < 2 || n > SHORT_KEY_MAX) continue;
             const uint8_t* t = (const uint8_t*)tokens[i].data();
             if (n == 2) two_byte_id_[(size_t)t[0] << 8 | t[1]] = (int32_t)i;
+            if (n >= 3) {
+                uint8_t& longest = longest3_[three_bytes_slot(t)];
+                if (n > longest) longest = (uint8_t)n;
+            }
             uint64_t w0, w1;
             pack_short((const uint8_t*)tokens[i].data(), n, n, &w0, &w1);
             short_tokens_.insert(w0, w1, (int32_t)i);
@@ -722,6 +728,10 @@ class BpeEncoder {
     BytesMap whole_id_;   // the consistent tokens, when the whole-chunk lookup is not all of ids_
     ShortTokenTable short_tokens_;  // MERGE_TOKEN: the tokens of 2..SHORT_KEY_MAX bytes (merge_spans)
     std::vector<int32_t> two_byte_id_;  // and of 2 bytes by (b0 << 8 | b1), -1: none (256 KB: L2)
+    // and the length of the longest of 3 bytes or more that starts with the 3 bytes hashed to
+    // each slot (the longest of those colliding there; 0: none; 64 KB)
+    std::vector<uint8_t> longest3_;
+    bool all_bytes_ = false;  // every byte has a token: merge_spans checks no byte
     bool use_whole_ = false, whole_all_ = false;
     std::string token_blob_;             // every token's bytes, id order (set_tokens)
     std::vector<uint32_t> token_ends_;   // token i ends at token_ends_[i] in token_blob_
@@ -814,7 +824,11 @@ class BpeEncoder {
         const int K = (int)SHORT_KEY_MAX;
         // substring data[a:c] (c - a >= 3): its table slot, prefetched first, all together; each
         // looked up (span_id, its key made again) when the loop needs it
+        // (only those that may be tokens: data[a:c] with c <= reach[a], from the longest token
+        // that starts with data[a:a+3])
         uint32_t home[K][K + 1];
+        int reach[K];
+        for (int a = 0; a + 2 < n; ++a) reach[a] = std::min((int)n, a + longest_from3(data + a));
         uint64_t w0, w1;
         pack_short(data, (size_t)n, (size_t)n, &w0, &w1);
 #if defined(__SIZEOF_INT128__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
@@ -826,15 +840,15 @@ class BpeEncoder {
             *k0 = from0[a] & KEY_MASKS[len].m0;
             *k1 = (from1[a] & KEY_MASKS[len].m1) | ((uint64_t)len << 56);
         };
-        for (int a = 0; a + 1 < n; ++a) {
+        for (int a = 0; a + 2 < n; ++a) {
             unsigned __int128 from = bytes >> (8 * a);
             uint64_t lo = from0[a] = (uint64_t)from, hi = from1[a] = (uint64_t)(from >> 64);
             int c = a + 3;  // (two bytes: two_byte_id_)
-            for (; c <= n && c - a <= 8; ++c) {  // (keys of up to 8 bytes: the second word is the length)
+            for (; c <= reach[a] && c - a <= 8; ++c) {  // (keys of up to 8 bytes: the second word is the length)
                 home[a][c] = (uint32_t)short_tokens_.home(lo & KEY_MASKS[c - a].m0, (uint64_t)(c - a) << 56);
                 short_tokens_.prefetch(home[a][c]);
             }
-            for (; c <= n; ++c) {
+            for (; c <= reach[a]; ++c) {
                 home[a][c] = (uint32_t)short_tokens_.home(lo, (hi & KEY_MASKS[c - a].m1) | ((uint64_t)(c - a) << 56));
                 short_tokens_.prefetch(home[a][c]);
             }
@@ -843,8 +857,8 @@ class BpeEncoder {
         auto key = [&](int a, int c, uint64_t* k0, uint64_t* k1) {
             pack_short(data + a, (size_t)(c - a), (size_t)(n - a), k0, k1);
         };
-        for (int a = 0; a + 1 < n; ++a) {
-            for (int c = a + 3; c <= n; ++c) {
+        for (int a = 0; a + 2 < n; ++a) {
+            for (int c = a + 3; c <= reach[a]; ++c) {
                 uint64_t k0, k1;
                 key(a, c, &k0, &k1);
                 home[a][c] = (uint32_t)short_tokens_.home(k0, k1);
@@ -854,6 +868,7 @@ class BpeEncoder {
 #endif
         auto span_id = [&](int a, int c) {
             if (c - a == 2) return two_byte_id_[(size_t)data[a] << 8 | data[a + 1]];
+            if (c > reach[a]) return -1;
             uint64_t k0, k1;
             key(a, c, &k0, &k1);
             return short_tokens_.find(home[a][c], k0, k1);
@@ -865,7 +880,7 @@ class BpeEncoder {
                 return 1;
             }
         }
-        for (int64_t i = 0; i < n; ++i)
+        for (int64_t i = 0; i < n && !all_bytes_; ++i)
             if (byte_id[data[i]] < 0) return -1 - (int64_t)data[i];
         // The live symbols by where they start: the one at a is data[a:next[a]], and its pair
         // with the next one is rank[a] = (id << 4) | a (~0: none, or a merged-away position), so
@@ -907,6 +922,14 @@ class BpeEncoder {
             out[count++] = next[a] - a == 1 ? byte_id[data[a]] : span_id(a, next[a]);
         return count;
     }
+
+    // longest3_'s slot of the 3 bytes p[0:3].
+    static inline size_t three_bytes_slot(const uint8_t* p) {
+        uint32_t x = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+        return (size_t)((x * 0x9E3779B1u) >> 16);
+    }
+    // The length of the longest token of 3 bytes or more that may start with p[0:3] (0: none).
+    inline int longest_from3(const uint8_t* p) const { return longest3_[three_bytes_slot(p)]; }
 
     // The lowest of v[0:16] (16-byte aligned): four lanes at a time, without a branch.
     static inline int32_t lowest16(const int32_t* v) {
