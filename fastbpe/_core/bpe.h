@@ -22,7 +22,10 @@
 // Before the loops, chunks of BACKTRACK_MIN bytes or more are encoded by backtracking over the
 // vocabulary (backtrack.h: about linear time, memory the ids and one bit per byte) when the
 // model allows it (monotone merges; not the replay rule with a repeated pair), which the
-// tiktoken files and Hugging Face byte-level files mostly do.
+// tiktoken files and Hugging Face byte-level files mostly do. Under MERGE_TOKEN, a chunk of up
+// to 15 bytes that misses the cache takes none of these: its whole-chunk lookup and its merges
+// come from the ids of all its substrings, looked up at once (merge_spans), which spares the
+// scan's chain of dependent pair-table lookups.
 //
 // Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
 // a merged-away symbol has sid == -1. Symbols tile the chunk, so one array of boundary tags
