@@ -22,7 +22,10 @@
 // Before the loops, chunks of BACKTRACK_MIN bytes or more are encoded by backtracking over the
 // vocabulary (backtrack.h: about linear time, memory the ids and one bit per byte) when the
 // model allows it (monotone merges; not the replay rule with a repeated pair), which the
-// tiktoken files and Hugging Face byte-level files mostly do.
+// tiktoken files and Hugging Face byte-level files mostly do. Under MERGE_TOKEN, a chunk of up
+// to 15 bytes that misses the cache takes none of these: its whole-chunk lookup and its merges
+// come from the ids of all its substrings, looked up at once (merge_spans), which spares the
+// scan's chain of dependent pair-table lookups.
 //
 // Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
 // a merged-away symbol has sid == -1. Symbols tile the chunk, so one array of boundary tags
@@ -232,6 +235,9 @@ class BpeEncoder {
     // positions pushed (0: at its first sort; tests use it)
     int64_t rank_sort_budget = 4;
     int64_t backtrack_min = BACKTRACK_MIN;  // longer chunks are backtracked (tests vary it)
+    // MERGE_TOKEN: chunks of up to this many bytes are merged by merge_spans (0: never; tests
+    // vary it; at most SHORT_KEY_MAX)
+    int short_token_max = (int)SHORT_KEY_MAX;
     int32_t byte_id[256];            // id of each single byte, -1 if none
 
     BpeEncoder() {
@@ -268,7 +274,32 @@ class BpeEncoder {
             ids_.insert(p, n, hashes[i], &id, 1);
             if (n == 1) byte_id[p[0]] = id;
         }
+        if (merge_rule == MERGE_TOKEN && tokens.size() < ((size_t)1 << 27)) index_short_tokens(tokens);
         return -1;
+    }
+
+    // MERGE_TOKEN's table of the tokens of 2..SHORT_KEY_MAX bytes (merge_spans; for fewer than
+    // 2^27 tokens, whose ids fit its packed ranks). After the duplicate check: one id per key.
+    void index_short_tokens(const std::vector<std::string>& tokens) {
+        size_t count = 0;
+        for (const std::string& t : tokens) count += t.size() >= 2 && t.size() <= SHORT_KEY_MAX;
+        short_tokens_.reset(count);
+        two_byte_id_.assign(1 << 16, -1);
+        longest3_.assign(1 << 16, 0);
+        all_bytes_ = std::all_of(byte_id, byte_id + 256, [](int32_t id) { return id >= 0; });
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            size_t n = tokens[i].size();
+            if (n < 2 || n > SHORT_KEY_MAX) continue;
+            const uint8_t* t = (const uint8_t*)tokens[i].data();
+            if (n == 2) two_byte_id_[(size_t)t[0] << 8 | t[1]] = (int32_t)i;
+            if (n >= 3) {
+                uint8_t& longest = longest3_[three_bytes_slot(t)];
+                if (n > longest) longest = (uint8_t)n;
+            }
+            uint64_t w0, w1;
+            pack_short((const uint8_t*)tokens[i].data(), n, n, &w0, &w1);
+            short_tokens_.insert(w0, w1, (int32_t)i);
+        }
     }
 
     // The id of the token with bytes p[0:n], or -1. After set_tokens.
@@ -708,6 +739,12 @@ class BpeEncoder {
     std::unordered_map<uint64_t, std::vector<uint64_t>> repeats_;
     BytesMap ids_;        // every token's bytes -> its id (set_tokens)
     BytesMap whole_id_;   // the consistent tokens, when the whole-chunk lookup is not all of ids_
+    ShortTokenTable short_tokens_;  // MERGE_TOKEN: the tokens of 2..SHORT_KEY_MAX bytes (merge_spans)
+    std::vector<int32_t> two_byte_id_;  // and of 2 bytes by (b0 << 8 | b1), -1: none (256 KB: L2)
+    // and the length of the longest of 3 bytes or more that starts with the 3 bytes hashed to
+    // each slot (the longest of those colliding there; 0: none; 64 KB)
+    std::vector<uint8_t> longest3_;
+    bool all_bytes_ = false;  // every byte has a token: merge_spans checks no byte
     bool use_whole_ = false, whole_all_ = false;
     std::string token_blob_;             // every token's bytes, id order (set_tokens)
     std::vector<uint32_t> token_ends_;   // token i ends at token_ends_[i] in token_blob_
@@ -762,20 +799,170 @@ class BpeEncoder {
             }
             ++*misses;  // the caller's local counter: per-chunk writes to shared state would false-share
         }
-        const int32_t* whole = !use_whole_ ? nullptr
-                               : (whole_all_ ? ids_ : whole_id_).find(data, (size_t)n, h, &count);
-        if (whole != nullptr) {
-            out[0] = whole[0];
-            count = 1;
-        } else {
-            count = bpe(data, n, st, out, n);
+        if (merge_rule == MERGE_TOKEN && n <= short_token_max && short_tokens_.size() > 0) {
+            // (the consistent whole lookup is a pure shortcut: merge_spans finds the same)
+            count = merge_spans(data, n, out, use_whole_ && whole_all_);
             if (count < 0) return count;
+        } else {
+            const int32_t* whole = !use_whole_ ? nullptr
+                                   : (whole_all_ ? ids_ : whole_id_).find(data, (size_t)n, h, &count);
+            if (whole != nullptr) {
+                out[0] = whole[0];
+                count = 1;
+            } else {
+                count = bpe(data, n, st, out, n);
+                if (count < 0) return count;
+            }
         }
         if (n <= CACHE_MAX_CHUNK) {
             if (st.cache.num_vals() + count > st.max_ids) st.cache.clear();
             st.cache.insert(data, (size_t)n, h, out, count);
         }
         return count;
+    }
+
+    // MERGE_TOKEN's BPE of a chunk of n bytes (2 <= n <= SHORT_KEY_MAX) into out (room for n
+    // ids); `whole`: a chunk that is a token is that token (tiktoken's rule). Under this rule
+    // the pair of two adjacent symbols merges iff their bytes together are a token, into that
+    // token, whose id is the rank: the pair's value depends on where it starts and ends in the
+    // chunk, not on how its two symbols were made. So the table slot of every substring of 3
+    // bytes or more is prefetched first, all independent (their cache misses overlap), and the
+    // merge loop then finds them in the cache (2 bytes: a dense table). merge_scan instead
+    // waits for each merge's two lookups before it can choose the next merge: a chain of
+    // dependent misses into the pair table. The loop picks as merge_scan does (lowest rank,
+    // leftmost among equal ones); a symbol of bytes [a, c) is token span_id(a, c) (one byte:
+    // byte_id).
+    int64_t merge_spans(const uint8_t* data, int64_t n, int32_t* out, bool whole) const {
+        static_assert(SHORT_KEY_MAX == 15, "a position fits 4 bits; the ranks fill 16 lanes");
+        const int K = (int)SHORT_KEY_MAX;
+        // substring data[a:c] (c - a >= 3): its table slot, prefetched first, all together; each
+        // looked up (span_id, its key made again) when the loop needs it
+        // (only those that may be tokens: data[a:c] with c <= reach[a], from the longest token
+        // that starts with data[a:a+3])
+        uint32_t home[K][K + 1];
+        int reach[K];
+        for (int a = 0; a + 2 < n; ++a) reach[a] = std::min((int)n, a + longest_from3(data + a));
+        uint64_t w0, w1;
+        pack_short(data, (size_t)n, (size_t)n, &w0, &w1);
+#if defined(__SIZEOF_INT128__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+        // the substrings' keys from the chunk's: shift the bytes down, mask, set the length
+        unsigned __int128 bytes = ((unsigned __int128)(w1 & ~(0xFFULL << 56)) << 64) | w0;
+        uint64_t from0[K], from1[K];  // the bytes from a on
+        auto key = [&](int a, int c, uint64_t* k0, uint64_t* k1) {
+            int len = c - a;
+            *k0 = from0[a] & KEY_MASKS[len].m0;
+            *k1 = (from1[a] & KEY_MASKS[len].m1) | ((uint64_t)len << 56);
+        };
+        for (int a = 0; a + 2 < n; ++a) {
+            unsigned __int128 from = bytes >> (8 * a);
+            uint64_t lo = from0[a] = (uint64_t)from, hi = from1[a] = (uint64_t)(from >> 64);
+            int c = a + 3;  // (two bytes: two_byte_id_)
+            for (; c <= reach[a] && c - a <= 8; ++c) {  // (keys of up to 8 bytes: the second word is the length)
+                home[a][c] = (uint32_t)short_tokens_.home(lo & KEY_MASKS[c - a].m0, (uint64_t)(c - a) << 56);
+                short_tokens_.prefetch(home[a][c]);
+            }
+            for (; c <= reach[a]; ++c) {
+                home[a][c] = (uint32_t)short_tokens_.home(lo, (hi & KEY_MASKS[c - a].m1) | ((uint64_t)(c - a) << 56));
+                short_tokens_.prefetch(home[a][c]);
+            }
+        }
+#else
+        auto key = [&](int a, int c, uint64_t* k0, uint64_t* k1) {
+            pack_short(data + a, (size_t)(c - a), (size_t)(n - a), k0, k1);
+        };
+        for (int a = 0; a + 2 < n; ++a) {
+            for (int c = a + 3; c <= reach[a]; ++c) {
+                uint64_t k0, k1;
+                key(a, c, &k0, &k1);
+                home[a][c] = (uint32_t)short_tokens_.home(k0, k1);
+                short_tokens_.prefetch(home[a][c]);
+            }
+        }
+#endif
+        auto span_id = [&](int a, int c) {
+            if (c - a == 2) return two_byte_id_[(size_t)data[a] << 8 | data[a + 1]];
+            if (c > reach[a]) return -1;
+            uint64_t k0, k1;
+            key(a, c, &k0, &k1);
+            return short_tokens_.find(home[a][c], k0, k1);
+        };
+        if (whole) {
+            int32_t id = span_id(0, (int)n);
+            if (id >= 0) {
+                out[0] = id;
+                return 1;
+            }
+        }
+        for (int64_t i = 0; i < n && !all_bytes_; ++i)
+            if (byte_id[data[i]] < 0) return -1 - (int64_t)data[i];
+        // The live symbols by where they start: the one at a is data[a:next[a]], and its pair
+        // with the next one is rank[a] = (id << 4) | a (~0: none, or a merged-away position), so
+        // that the lowest value is the lowest rank, leftmost among equal ones (index_short_tokens
+        // keeps ids below 2^27), and a merge moves nothing.
+        uint8_t next[K + 1];
+        int8_t prev[K + 1];
+        alignas(16) int32_t rank[K + 1];
+        for (int a = 0; a < n; ++a) {
+            next[a] = (uint8_t)(a + 1);
+            prev[a] = (int8_t)(a - 1);
+        }
+        const int32_t NONE = INT32_MAX;
+        auto pair_rank = [&](int a, int c) {
+            int32_t id = span_id(a, c);
+            return id < 0 ? NONE : (int32_t)(((uint32_t)id << 4) | (uint32_t)a);
+        };
+        for (int a = 0; a <= K; ++a) rank[a] = a + 1 < n ? pair_rank(a, a + 2) : NONE;
+        int m = (int)n;
+        while (m > 1) {
+            int32_t low = lowest16(rank);
+            if (low == NONE) break;
+            int best = (int)(low & 15);
+            int j = next[best], end = next[j];  // symbols best and j become one: data[best:end]
+            rank[j] = NONE;
+            next[best] = (uint8_t)end;
+            --m;
+            if (end < n) {
+                prev[end] = (int8_t)best;
+                rank[best] = pair_rank(best, next[end]);
+            } else {
+                rank[best] = NONE;
+            }
+            int p = prev[best];
+            if (p >= 0) rank[p] = pair_rank(p, end);
+        }
+        int count = 0;
+        for (int a = 0; a < n; a = next[a])
+            out[count++] = next[a] - a == 1 ? byte_id[data[a]] : span_id(a, next[a]);
+        return count;
+    }
+
+    // longest3_'s slot of the 3 bytes p[0:3].
+    static inline size_t three_bytes_slot(const uint8_t* p) {
+        uint32_t x = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+        return (size_t)((x * 0x9E3779B1u) >> 16);
+    }
+    // The length of the longest token of 3 bytes or more that may start with p[0:3] (0: none).
+    inline int longest_from3(const uint8_t* p) const { return longest3_[three_bytes_slot(p)]; }
+
+    // The lowest of v[0:16] (16-byte aligned): four lanes at a time, without a branch.
+    static inline int32_t lowest16(const int32_t* v) {
+#if defined(__GNUC__)
+        typedef int32_t Lanes __attribute__((vector_size(16)));
+        Lanes a, b, c, d;
+        std::memcpy(&a, v, 16);
+        std::memcpy(&b, v + 4, 16);
+        std::memcpy(&c, v + 8, 16);
+        std::memcpy(&d, v + 12, 16);
+        a = a < b ? a : b;
+        c = c < d ? c : d;
+        a = a < c ? a : c;
+        int32_t x = a[0] < a[1] ? a[0] : a[1], y = a[2] < a[3] ? a[2] : a[3];
+        return x < y ? x : y;
+#else
+        int32_t low = v[0];
+        for (int i = 1; i < 16; ++i) low = v[i] < low ? v[i] : low;
+        return low;
+#endif
     }
 
     // BPE of one chunk's bytes into out (room for cap ids): the scan for short chunks (cheaper

@@ -40,6 +40,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
     cdef cppclass BpeEncoder:
         int merge_rule
         int scan_max
+        int short_token_max
         int64_t rank_queue_min
         int64_t rank_sort_budget
         int64_t backtrack_min

@@ -330,4 +330,61 @@ class ShortChunkCache {
     }
 };
 
+// The ids of the tokens of 2..SHORT_KEY_MAX bytes, keyed by their bytes packed as pack_short
+// packs them (w0, w1: injective, the length in the 16th byte), key and id in one slot: a lookup
+// is one probe that compares two words, with no second access to a key arena. The encoder asks
+// it for every substring of a short chunk at once (BpeEncoder::merge_spans), so all its misses
+// overlap. Open addressing with linear probing, at most half full; read-only once built.
+class ShortTokenTable {
+  public:
+    ShortTokenTable() { reset(0); }
+    // Empty, with room for n tokens.
+    void reset(size_t n) {
+        size_t slots = 16;
+        while (slots < 2 * n + 2) slots *= 2;
+        slots_.assign(slots, Slot{0, 0, -1, 0});
+        shift_ = 64;
+        for (size_t s = slots; s > 1; s >>= 1) --shift_;
+        used_ = 0;
+    }
+    size_t size() const { return used_; }
+    size_t memory() const { return slots_.size() * sizeof(Slot); }
+
+    // Add the key (w0, w1) with `id` (at most reset's n keys); a key already present keeps its id.
+    void insert(uint64_t w0, uint64_t w1, int32_t id) {
+        Slot* s = &slots_[probe(slots_.data(), slots_.size() - 1, home(w0, w1), [&](const Slot& t) {
+            return t.w1 == 0 || (t.w0 == w0 && t.w1 == w1);
+        })];
+        if (s->w1 != 0) return;
+        *s = Slot{w0, w1, id, 0};
+        ++used_;
+    }
+    // The first slot to look at for key (w0, w1): prefetch() it, later find() from it.
+    inline size_t home(uint64_t w0, uint64_t w1) const {
+        // (the top bits of two products: each depends on every bit of its word)
+        return (size_t)((w0 * 0x9E3779B97F4A7C15ULL + w1 * 0xBF58476D1CE4E5B9ULL) >> shift_);
+    }
+    inline void prefetch(size_t i) const { __builtin_prefetch(&slots_[i]); }
+    // The id of key (w0, w1) whose home() is i, or -1.
+    inline int32_t find(size_t i, uint64_t w0, uint64_t w1) const {
+        const Slot* slots = slots_.data();
+        size_t mask = slots_.size() - 1;
+        while (true) {
+            const Slot& s = slots[i];
+            if (s.w0 == w0 && s.w1 == w1) return s.id;
+            if (s.w1 == 0) return -1;  // (an empty slot: a key's 16th byte, its length, is never 0)
+            i = (i + 1) & mask;
+        }
+    }
+
+  private:
+    struct Slot {
+        uint64_t w0, w1;  // w1 == 0: empty
+        int32_t id, unused;
+    };
+    std::vector<Slot> slots_;
+    int shift_ = 64;
+    size_t used_ = 0;
+};
+
 }  // namespace fbpt

@@ -574,6 +574,18 @@ cdef class BPECore:
         self.enc.scan_max = value
 
     @property
+    def short_token_max(self):
+        """Under the token rule, chunks up to this many bytes are merged from the ids of all
+        their substrings, looked up at once (0: never; at most 15)."""
+        return self.enc.short_token_max
+
+    @short_token_max.setter
+    def short_token_max(self, int value):
+        if not 0 <= value <= 15:
+            raise ValueError("short_token_max must be between 0 and 15")
+        self.enc.short_token_max = value
+
+    @property
     def rank_queue_min(self):
         """Chunks of at least this many symbols are merged by the rank queue (long chunks),
         shorter ones above ``scan_max`` by the heap."""

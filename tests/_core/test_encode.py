@@ -49,10 +49,12 @@ def merge_lists(draw, alphabet=b"abc", max_merges=12):
 def core_encode_word(tok: Tokenizer, word: bytes, impl: str = "scan"):
     """The compiled core on one chunk: from its bytes through the short-chunk scan, the heap,
     the rank queue of long chunks or backtracking (where the model allows it, else the heap),
-    or from its symbol ids (the path of character-level tokenizers and word markers;
-    "symbols-ranks" through the rank queue)."""
+    the token rule's merge over all substrings of a short chunk ("spans", up to 15 bytes; the
+    scan above), or from its symbol ids (the path of character-level tokenizers and word
+    markers; "symbols-ranks" through the rank queue)."""
     core = tok._core()
-    core.scan_max = 32 if impl in ("scan", "symbols") else 0
+    core.short_token_max = 15 if impl == "spans" else 0
+    core.scan_max = 32 if impl in ("scan", "symbols", "spans") else 0
     core.rank_queue_min = 0 if impl in ("ranks", "symbols-ranks") else 1 << 40
     core.backtrack_min = 0 if impl == "backtrack" else 1 << 40
     if impl.startswith("symbols"):
@@ -109,8 +111,66 @@ def test_token_rule_equals_reference(case, words, whole):
     ranks = {t: i for i, t in enumerate(tokens)}
     for word in words:
         expected = [ranks[t] for t in encode_by_token_rank(word, ranks, whole)]
-        for impl in IMPLS if not whole else BYTE_IMPLS:  # the symbol path has no whole-chunk lookup
+        for impl in (IMPLS if not whole else BYTE_IMPLS) + ["spans"]:  # the symbol path has no whole-chunk lookup
             assert core_encode_word(tok, word, impl) == expected, impl
+
+
+# Short chunks under the token rule (tiktoken's): merged from the ids of all their substrings,
+# looked up at once, against the reference and the scan, on arbitrary bytes (NUL, non-ASCII,
+# invalid UTF-8), vocabularies of runs and overlaps (ties: one token twice in a chunk), and a
+# vocabulary without some single bytes (an error unless the whole chunk is a token).
+@settings(max_examples=200, deadline=None)
+@given(merge_lists(alphabet=b"a\x00\xe9\xff", max_merges=24),
+       st.lists(st.binary(min_size=1, max_size=17).map(lambda b: bytes(b"a\x00\xe9\xff"[x % 4] for x in b)),
+                min_size=1, max_size=8), st.sampled_from(["all", "consistent", "none"]), st.booleans())
+def test_token_rule_short_chunks_merged_from_substrings(case, words, whole, drop_bytes):
+    tokens, _ = case
+    if drop_bytes:  # no single-byte token for 0xe9 and 0xff (their ids stay, unused)
+        tokens = [b"" if t in (b"\xe9", b"\xff") else t for t in tokens]
+    none = np.zeros(0, dtype=np.int32)
+    core = BPECore(tokens, none, none, merge_rule="token", whole_token_lookup=whole)
+    ranks = {t: i for i, t in enumerate(tokens) if t}
+    for word in words:
+        if whole == "all" and word in ranks:
+            expected = [ranks[word]]
+        elif any(bytes([b]) not in ranks for b in word):
+            expected = ValueError
+        else:
+            expected = [ranks[t] for t in encode_by_token_rank(word, ranks, False)]
+        for short_token_max in (15, 0):  # the substrings' merge, the scan
+            core.short_token_max = short_token_max
+            encode = lambda: core.encode_chunks(word, np.array([0]), np.array([len(word)]), EncodeState()).tolist()
+            if expected is ValueError:
+                with pytest.raises(ValueError):
+                    encode()
+            else:
+                assert encode() == expected, (short_token_max, word)
+
+
+def test_token_rule_short_chunks_on_a_real_vocabulary(shared_data, tiktoken_encoding):
+    """cl100k on English text: every chunk encoded alone (no cache answers) from its
+    substrings, by the scan and by tiktoken, one chunk of each length 1..16 bytes at least."""
+    tok = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+    enc = tiktoken_encoding("cl100k_base")
+    text = shared_data.text("english.txt.gz", 20_000)
+    chunks = sorted({c.encode("utf-8") for c in regex.findall(enc._pat_str, text)})
+    core = tok._core()
+    spans = _one_by_one(core, chunks)
+    core.short_token_max = 0
+    try:
+        scanned = _one_by_one(core, chunks)
+    finally:
+        core.short_token_max = 15
+    assert {len(c) for c in chunks} >= set(range(1, 17))
+    assert spans == scanned == [i for c in chunks for i in enc._encode_single_piece(c)]  # (tiktoken: one piece)
+
+
+def test_short_token_max_is_checked():
+    core = Tokenizer(list(BYTES), [], merge_rule="token")._core()
+    assert core.short_token_max == 15
+    for bad in (-1, 16):
+        with pytest.raises(ValueError, match="short_token_max"):
+            core.short_token_max = bad
 
 
 @settings(max_examples=100)
