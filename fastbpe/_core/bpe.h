@@ -477,7 +477,7 @@ class BpeEncoder {
             entry[c] = nullptr;
             if (n < 2 || n > (int64_t)SHORT_KEY_MAX) continue;
             pack_short(dp + s, (size_t)n, len - (size_t)s, &word0[c], &word1[c]);
-            entry[c] = st.short_cache.entry(word0[c], word1[c], (size_t)n);
+            entry[c] = st.short_cache.entry(word0[c], word1[c]);
             ShortChunkCache::prefetch(entry[c]);
         }
         for (int64_t c = 0; c < m; ++c) {
@@ -494,7 +494,7 @@ class BpeEncoder {
                 got[c] = 0;
                 continue;
             } else if (entry[c] != nullptr) {
-                int k = ShortChunkCache::get(entry[c], word0[c], word1[c], (size_t)n, f);
+                int k = ShortChunkCache::get(entry[c], word0[c], word1[c], f);
                 if (k > 0) {
                     got[c] = k;
                     continue;
@@ -525,7 +525,7 @@ class BpeEncoder {
             int64_t s = starts[c], n = ends[c] - s;
             int64_t k = encode_chunk(dp + s, n, st, op + count, misses, hash[c]);
             if (k < 0) return k;
-            if (n >= 2 && n <= (int64_t)SHORT_KEY_MAX) st.short_cache.put(word0[c], word1[c], (size_t)n, op + count, k);
+            if (n >= 2 && n <= (int64_t)SHORT_KEY_MAX) st.short_cache.put(word0[c], word1[c], op + count, k);
             count += k;
         }
         st.short_cache.grow_if_thrashing();
@@ -629,7 +629,7 @@ class BpeEncoder {
             }
             for (int64_t k = 0; k < puts; ++k) {
                 int64_t c = todo[k];
-                st.short_cache.put(word0[c], word1[c], start[c + 1] - start[c], op + at[c], got_ids[c]);
+                st.short_cache.put(word0[c], word1[c], op + at[c], got_ids[c]);
             }
             st.short_cache.grow_if_thrashing();
         }

@@ -183,13 +183,13 @@ class ShortChunkCache {
     explicit ShortChunkCache(int bits = SHORT_CACHE_BITS, int max_bits = SHORT_CACHE_MAX_BITS)
         : bits_(bits), max_bits_(max_bits < bits ? bits : max_bits), set_mask_(num_sets() - 1) {}
 
-    // The set of the chunk packed as (w0, w1) of n bytes, for prefetch(), find() and get(): a
-    // caller of many lookups computes them all, prefetches every set, then reads them, so that
+    // The set of the chunk packed as (w0, w1) (its length in w1), for prefetch(), find() and
+    // get(): a caller of many lookups computes them all, prefetches every set, then reads them, so that
     // the misses overlap. While the cache is empty: a static empty set (all zero: no key of
     // pack_short; none_set() gives it to a chunk not to look up, with NO_KEY as its key), so
     // that a lookup needs no test for it.
-    inline const void* entry(uint64_t w0, uint64_t w1, size_t n) const {
-        return sets_ ? &sets_[set_of(w0, w1, n)] : none_set();
+    inline const void* entry(uint64_t w0, uint64_t w1) const {
+        return sets_ ? &sets_[set_of(w0, w1)] : none_set();
     }
     // entry() for a run of lookups between which no put grows the table: the table's address
     // and mask held in registers (the empty table is none_set() with mask 0), no test.
@@ -225,20 +225,19 @@ class ShortChunkCache {
         if (e.count > 2) ids[2] = e.ids[2];
         return (int)e.count;
     }
-    // The ids of the chunk (w0, w1, n >= 2) whose entry() is e into ids (room for min(n,
-    // SHORT_IDS)); returns their count, or 0 when the chunk is not here.
-    static inline int get(const void* e, uint64_t w0, uint64_t w1, size_t n, int32_t* ids) {
-        (void)n;
+    // The ids of the chunk (w0, w1) of n >= 2 bytes whose entry() is e into ids (room for
+    // min(n, SHORT_IDS)); returns their count, or 0 when the chunk is not here.
+    static inline int get(const void* e, uint64_t w0, uint64_t w1, int32_t* ids) {
         const void* x = find(e, w0, w1);
         return x == nullptr ? 0 : copy_ids(x, ids);
     }
 
     // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
     // (Never moves the table: see grow_if_thrashing.)
-    inline void put(uint64_t w0, uint64_t w1, size_t n, const int32_t* ids, int64_t count) {
+    inline void put(uint64_t w0, uint64_t w1, const int32_t* ids, int64_t count) {
         if (count < 1 || count > SHORT_IDS) return;
         if (!sets_) allocate();
-        Set& set = sets_[set_of(w0, w1, n)];
+        Set& set = sets_[set_of(w0, w1)];
         if (!set.way[0].holds(w0, w1)) {
             evictions_ += set.way[1].w1 != 0;  // (w1 == 0: an empty way)
             set.way[1] = set.way[0];
@@ -266,7 +265,7 @@ class ShortChunkCache {
             for (int w = 1; w >= 0; --w) {  // the older way first: the newer stays first
                 const Entry& e = old[i].way[w];
                 if (e.w1 == 0) continue;
-                Set& set = sets_[set_of(e.w0, e.w1, 0)];
+                Set& set = sets_[set_of(e.w0, e.w1)];
                 set.way[1] = set.way[0];
                 set.way[0] = e;
             }
@@ -312,8 +311,7 @@ class ShortChunkCache {
         uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL)) * 0xBF58476D1CE4E5B9ULL;
         return (size_t)(x >> 40);  // (bits <= 24: the top bits, well mixed)
     }
-    inline size_t set_of(uint64_t w0, uint64_t w1, size_t n) const {
-        (void)n;  // (in w1)
+    inline size_t set_of(uint64_t w0, uint64_t w1) const {
         return set_hash(w0, w1) & set_mask_;
     }
     void allocate() {
