@@ -97,27 +97,28 @@ cdef class ChunkCounter:
 
     def arrays(self):
         """(data uint8, offsets int64[n+1], counts int64[n]) copies of the table."""
-        cdef size_t n = self.table.size()
-        self.table.export_counts()
+        offsets, counts = self._offsets_counts()
         data = np.empty(self.table.data.size(), dtype=np.uint8)
-        offsets = np.empty(n + 1, dtype=np.int64)
-        counts = np.empty(n, dtype=np.int64)
         cdef uint8_t[::1] dv = data
-        cdef int64_t[::1] ov = offsets
-        cdef int64_t[::1] cv = counts
         if self.table.data.size():
             memcpy(&dv[0], self.table.data.data(), self.table.data.size())
-        memcpy(&ov[0], self.table.offsets.data(), (n + 1) * sizeof(int64_t))
-        if n:
-            memcpy(&cv[0], self.table.counts.data(), n * sizeof(int64_t))
         return data, offsets, counts
 
     def take_arrays(self):
         """The arrays of ``arrays()``, the chunk bytes handed over without a copy (the table's
         own buffer, which one long chunk can make as large as the input); the counter is left
         empty."""
-        cdef size_t n = self.table.size()
         cdef _TableBytes owner = _TableBytes()
+        offsets, counts = self._offsets_counts()
+        owner.data.swap(self.table.data)
+        del self.table  # its slots too, before the caller builds on the arrays
+        self.table = new ChunkTable()
+        data = np.frombuffer(owner, dtype=np.uint8) if owner.data.size() else np.empty(0, dtype=np.uint8)
+        return data, offsets, counts
+
+    cdef tuple _offsets_counts(self):
+        """Copies of the table's offsets (int64[n+1]) and counts (int64[n]), counts exported."""
+        cdef size_t n = self.table.size()
         self.table.export_counts()
         offsets = np.empty(n + 1, dtype=np.int64)
         counts = np.empty(n, dtype=np.int64)
@@ -126,11 +127,7 @@ cdef class ChunkCounter:
         memcpy(&ov[0], self.table.offsets.data(), (n + 1) * sizeof(int64_t))
         if n:
             memcpy(&cv[0], self.table.counts.data(), n * sizeof(int64_t))
-        owner.data.swap(self.table.data)
-        del self.table  # its slots too, before the caller builds on the arrays
-        self.table = new ChunkTable()
-        data = np.frombuffer(owner, dtype=np.uint8) if owner.data.size() else np.empty(0, dtype=np.uint8)
-        return data, offsets, counts
+        return offsets, counts
 
     def begin_task(self, int64_t task):
         """Mark the start of task ``task`` (tasks numbered from 0 in corpus order, each counter
