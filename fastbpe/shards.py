@@ -258,7 +258,8 @@ def _decode(block: Block) -> str:
 
 
 def _piece_encoder(tokenizer):
-    """``encode(piece, path, offset)``: the ids, in the tokenizer's id dtype, of the UTF-8 bytes
+    """``(encode, cuts)``: ``cuts`` as :func:`.encode.batch.utf8_encoder` gives it, and
+    ``encode(piece, path, offset)``: the ids, in the tokenizer's id dtype, of the UTF-8 bytes
     ``piece`` (bytes or a memoryview: the text at byte ``offset`` of file ``path``, -1 when
     normalised), as ``encode_ordinary`` gives them for its text; an error names the file and
     the offset. A tokenizer with the one-call path reads the bytes in place (no str is made). A
@@ -266,7 +267,7 @@ def _piece_encoder(tokenizer):
     word) gets uint16 ids straight from the encoder where the ids are uint16, so that they are
     held once, at 2 bytes each."""
     dtype = tokenizer.id_dtype
-    encode_utf8, _ = utf8_encoder(tokenizer)
+    encode_utf8, cuts = utf8_encoder(tokenizer)
     pattern = _fused_pattern(tokenizer)
     encode_u16 = None if pattern is None or dtype.itemsize != 2 else \
         (lambda data: tokenizer._core().encode_text_u16(data, pattern, tokenizer._state()))
@@ -282,7 +283,7 @@ def _piece_encoder(tokenizer):
             _decode(Block(bytes(piece), True, path, offset, 0))
         return as_id_dtype(ids, dtype)
 
-    return encode
+    return encode, cuts
 
 
 # ------------------------------------------------------------------------------ writing
@@ -694,8 +695,7 @@ def encode_files(
     bar = byte_bar(progress, file_bytes, "encoding")
     text_bytes = 0  # input encoded by this run
     rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
-    _, cuts = utf8_encoder(tokenizer)
-    encode_piece = _piece_encoder(tokenizer)
+    encode_piece, cuts = _piece_encoder(tokenizer)
     encode_many = utf8_batch_encoder(tokenizer)
     sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
     last_index = resume_segment - 1
@@ -867,7 +867,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
     documents, block_size, sep_id = options["documents"], options["block_size"], options["separator_id"]
     fmt, dtype = options["format"], tokenizer.id_dtype
     rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
-    encode_piece = _piece_encoder(tokenizer)
+    encode_piece, _ = _piece_encoder(tokenizer)
     path = part["path"]
     shards: list = []
     prefix = f"part_{number:06d}_"
