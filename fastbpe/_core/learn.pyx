@@ -560,18 +560,18 @@ cdef class MergeLearner:
         """Queue the pairs of the first cut over ``floor`` (_refill_heap); single pairs counted
         at least ``floor`` (a floor lowered by a later run) get records first."""
         cdef size_t i
-        cdef int64_t p, q, r, end
+        cdef int64_t p, q, r
+        cdef const LongChunks.Chunk* chunk
         self.heap_floor = floor
         for i in range(self.pair_index.capacity()):
             if self.pair_index.occupied(i) and self.pair_index.id(i) < 0:
                 p = <int64_t>SINGLE - self.pair_index.id(i)
-                if self.longs.chunk_of_block(self.longs.block_of(p)).count >= floor:
-                    end = self.longs.chunk_of_block(self.longs.block_of(p)).end
-                    q = self.longs.next(p, end)
-                    r = self.longs.next(q, end)
+                chunk = &self.longs.chunk_of_block(self.longs.block_of(p))
+                if chunk.count >= floor:
+                    q = self.longs.next(p, chunk.end)
+                    r = self.longs.next(q, chunk.end)
                     self._promote(i, self.longs.get(p, q - p), self.longs.get(q, r - q))
-        self.heap.release()
-        self._refill_heap()
+        self._refill_heap()  # (which empties the heap first)
         return 0
 
     cdef int _refill_heap(self) except -1 nogil:
