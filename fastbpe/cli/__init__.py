@@ -68,7 +68,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if own_sigterm:
         signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        return args.run(args)
+        try:
+            return args.run(args)
+        finally:  # (inside the handlers below: a Ctrl-C that lands here is reported as any other)
+            if own_sigterm:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     except (ValueError, OSError, ImportError) as exc:  # bad input, missing files, .zst without zstandard
@@ -82,6 +86,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("fastbpe: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
-    finally:
-        if own_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
