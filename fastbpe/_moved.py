@@ -24,7 +24,7 @@ MOVED = {
     "fastbpe.training": {
         "train": "fastbpe.learn.train:train",
         "train_words": "fastbpe.learn.train:train_words",
-        "learn_from_table": "fastbpe.learn.train:learn_from_table",
+        "learn_from_table": "fastbpe.learn.learner:learn_from_table",
         "BACKENDS": "fastbpe.learn.train:BACKENDS",
     },
     "fastbpe.counting": {

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout: its fastbpe, benchmarks.data
 
 import fastbpe  # noqa: E402
-from fastbpe.learn.train import make_learner, table_symbols  # noqa: E402
+from fastbpe.learn.learner import make_learner, table_symbols  # noqa: E402
 
 from benchmarks.data import MissingData, data_path  # noqa: E402
 

@@ -17,7 +17,8 @@ import numpy as np
 from ..corpus.count import count_words
 from ..corpus.wordtable import WordTable
 from ..encode.tokenizer import Tokenizer
-from ..learn.train import check_num_merges, make_learner, str_corpus, table_symbols
+from ..corpus.files import str_corpus
+from ..learn.learner import check_num_merges, make_learner, table_symbols
 from ..reference import encode as reference_encode
 from ..split.patterns import check_user_pattern
 from .common import resolve_tokenizer

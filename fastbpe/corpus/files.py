@@ -13,7 +13,8 @@ import lzma
 import os
 from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
 
-__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "open_bytes", "is_compressed", "read_pieces"]
+__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "open_bytes", "is_compressed", "read_pieces",
+           "corpus_or_text", "str_corpus"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -203,3 +204,56 @@ def read_pieces(reader: BinaryIO, size: int) -> Iterator[bytes]:
                 missing -= len(more)
             piece = b"".join(parts)
         yield piece
+
+
+def _names_a_path(text: str) -> bool:
+    """Whether a ``str`` corpus names files: an existing path, or a glob that matches.
+
+    >>> _names_a_path("the cat sat on the mat")
+    False
+    """
+    if "\n" in text or len(text) > 4096:
+        return False
+    return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
+
+
+def corpus_or_text(corpus, text):
+    """What to count: ``corpus`` (paths, an iterator of texts, a WordTable) or ``text=`` (one
+    str), exactly one of them; the text as a one-item iterator, since ``count_words`` reads a
+    str as a path.
+
+    >>> list(corpus_or_text(None, "the cat"))
+    ['the cat']
+    """
+    if (corpus is None) == (text is None):
+        raise ValueError("give the corpus (paths, an iterator of texts, a WordTable) or text=..., not both"
+                         if text is not None else "give a corpus (paths, an iterator of texts, a WordTable) or text=...")
+    if text is not None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        corpus = iter([text])
+    return corpus
+
+
+def str_corpus(corpus: str):
+    """What a ``str`` passed as the corpus means: the files it names, else text if it cannot be
+    a path; a ValueError for a string that looks like a path to nothing (a typo).
+
+    >>> list(str_corpus("the cat sat on the mat"))
+    ['the cat sat on the mat']
+    >>> str_corpus("corpus/a.txtt")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'corpus/a.txtt' names no file, directory or matching glob; to train on a string as text, pass text='corpus/a.txtt' (or an iterator of strings)
+    """
+    if _names_a_path(corpus):
+        return corpus
+    if not corpus:
+        return iter([corpus])  # empty text: count_words says the corpus is empty
+    single_line = "\n" not in corpus and len(corpus) <= 4096
+    # No whitespace (a word, a path) or a path whose folder exists: a missing file, not text.
+    folder = os.path.dirname(corpus) if single_line else ""
+    if not any(c.isspace() for c in corpus) or (folder and os.path.isdir(folder)):
+        raise ValueError(f"{corpus[:200]!r} names no file, directory or matching glob; to train on a string as "
+                         f"text, pass text={corpus[:200]!r} (or an iterator of strings)")
+    return iter([corpus])  # text (count_words reads a str as a path, an iterator as texts)

@@ -676,6 +676,25 @@ class Tokenizer:
 
         return extend(self, corpus, num_merges, **options)
 
+    def _with_vocabulary(self, token_bytes: Sequence[bytes], merge_ids: np.ndarray,
+                         merge_counts: Optional[Sequence[int]]) -> "Tokenizer":
+        """This tokenizer's settings (unit, split, markers, special tokens, merge rule,
+        normaliser, byte fallback) over another vocabulary and merge list: what ``extend`` builds."""
+        return type(self)(
+            token_bytes,
+            merge_ids,
+            unit=self.unit,
+            **self.splitter.keywords(),
+            **self.markers.keywords(),
+            special_tokens=dict(self.special_tokens),
+            special_token_options=self.special_token_options,
+            merge_counts=merge_counts,
+            merge_rule=self.merge_rule,
+            whole_token_lookup=self.whole_token_lookup,
+            normalizer=self.normalizer,
+            byte_fallback=self.byte_fallback,
+        )
+
     # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------
 
     def token_to_id(self, token: Union[str, bytes]) -> Optional[int]:

@@ -2,6 +2,7 @@
 ``WordTable`` to flat merge arrays) and ``train_words`` (the contract the compiled learner and the
 reference share), with Hugging Face ``BpeTrainer``'s tie rule for ``compat="hf"``.
 """
-from .train import BACKENDS, hf_byte_tie_ranks, learn_from_table, train, train_words
+from .learner import learn_from_table
+from .train import BACKENDS, hf_byte_tie_ranks, train, train_words
 
 __all__ = ["train", "train_words", "learn_from_table", "hf_byte_tie_ranks", "BACKENDS"]

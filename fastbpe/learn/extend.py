@@ -25,23 +25,25 @@ import numpy as np
 
 from .. import reference
 from ..corpus.count import count_words
+from ..corpus.files import corpus_or_text, str_corpus
 from ..corpus.wordtable import WordTable
-from ..encode.tokenizer import Tokenizer
 from ..progress import merge_progress
 from ..reference import encode as reference_encode
 from ..split.patterns import fused_scanner_id
-from .train import check_num_merges, corpus_or_text, make_learner, str_corpus
+from .learner import check_num_merges, make_learner
 
 __all__ = ["extend", "extend_reference", "check_extendable"]
 
 Symbol = Union[str, bytes]
 
 
-def check_extendable(tokenizer: Tokenizer) -> None:
+def check_extendable(tokenizer) -> None:
     """Refuse a tokenizer whose chunks :func:`fastbpe.count_words` cannot reproduce (a
     normaliser, several split stages, or text between matches kept as chunks by a pattern that
     does not tile the text): its extension would learn from chunks it never encodes."""
-    if not isinstance(tokenizer, Tokenizer):
+    # Known by what it can do, so that this module (which the Tokenizer's own ``extend`` calls)
+    # need not import the Tokenizer.
+    if not callable(getattr(tokenizer, "_with_vocabulary", None)):
         raise TypeError(f"expected a fastbpe Tokenizer, got {type(tokenizer).__name__}")
     if tokenizer.normalizer:
         raise ValueError(f"cannot extend a tokenizer with a {tokenizer.normalizer} normaliser: its chunks "
@@ -51,7 +53,7 @@ def check_extendable(tokenizer: Tokenizer) -> None:
                          "between matches: counting splits with one pattern")
 
 
-def _count(tokenizer: Tokenizer, corpus, text, workers, errors, progress) -> WordTable:
+def _count(tokenizer, corpus, text, workers, errors, progress) -> WordTable:
     """The corpus's unique chunks under the tokenizer's pattern, as ``train`` counts them."""
     corpus = corpus_or_text(corpus, text)
     if isinstance(corpus, WordTable):
@@ -62,14 +64,14 @@ def _count(tokenizer: Tokenizer, corpus, text, workers, errors, progress) -> Wor
                        progress=False if callable(progress) else progress)
 
 
-def _unit_lengths(tokenizer: Tokenizer) -> np.ndarray:
+def _unit_lengths(tokenizer) -> np.ndarray:
     """Length of every token in the units the encoder reads: bytes, or characters."""
     if tokenizer.unit == "bytes":
         return np.fromiter(map(len, tokenizer.token_bytes), dtype=np.int64, count=len(tokenizer.token_bytes))
     return np.array([len(t.decode("utf-8", "surrogatepass")) for t in tokenizer.token_bytes], dtype=np.int64)
 
 
-def _encode_chunks(tokenizer: Tokenizer, table: WordTable) -> Tuple[np.ndarray, np.ndarray]:
+def _encode_chunks(tokenizer, table: WordTable) -> Tuple[np.ndarray, np.ndarray]:
     """Every unique chunk encoded once by the tokenizer: the ids of all chunks, concatenated,
     and the int64 offset of each chunk's first id (``len(table) + 1`` entries)."""
     if tokenizer._reads_bytes:
@@ -105,7 +107,7 @@ def _encode_chunks(tokenizer: Tokenizer, table: WordTable) -> Tuple[np.ndarray, 
 
 
 def extend(
-    tokenizer: Tokenizer,
+    tokenizer,
     corpus=None,
     num_merges: Optional[int] = None,
     *,
@@ -114,8 +116,9 @@ def extend(
     workers: Optional[int] = None,
     errors: str = "strict",
     progress=None,
-) -> Tokenizer:
-    """``tokenizer`` with up to ``num_merges`` merges learned on ``corpus`` appended.
+):
+    """A new :class:`~fastbpe.encode.Tokenizer`: ``tokenizer`` with up to ``num_merges`` merges
+    learned on ``corpus`` appended.
 
     ``corpus`` is what :func:`fastbpe.train` takes (paths, an iterator of texts, a
     :class:`WordTable` counted with the tokenizer's pattern), or ``text=`` a string. Learning
@@ -161,20 +164,8 @@ def extend(
     merge_counts = None
     if tokenizer.merge_counts is not None:
         merge_counts = list(tokenizer.merge_counts) + counts.tolist()
-    extended = Tokenizer(
-        tokens,
-        np.concatenate([tokenizer.merge_ids.astype(np.int64), new_rows.astype(np.int64)]),
-        unit=tokenizer.unit,
-        **tokenizer.splitter.keywords(),
-        **tokenizer.markers.keywords(),
-        special_tokens=dict(tokenizer.special_tokens),
-        special_token_options=tokenizer.special_token_options,
-        merge_counts=merge_counts,
-        merge_rule=tokenizer.merge_rule,
-        whole_token_lookup=tokenizer.whole_token_lookup,
-        normalizer=tokenizer.normalizer,
-        byte_fallback=tokenizer.byte_fallback,
-    )
+    extended = tokenizer._with_vocabulary(
+        tokens, np.concatenate([tokenizer.merge_ids.astype(np.int64), new_rows.astype(np.int64)]), merge_counts)
     extended.training_stats = {
         "input_bytes": table.total_bytes,
         "input_chunks": table.total_count,
@@ -192,7 +183,7 @@ def extend(
     return extended
 
 
-def _reference_encoder(tokenizer: Tokenizer):
+def _reference_encoder(tokenizer):
     """One chunk (bytes) -> its tokens (bytes), by the tokenizer's rule in plain Python."""
     token_bytes = tokenizer.token_bytes
     merges = [(token_bytes[a], token_bytes[b]) for a, b in tokenizer.merge_ids.tolist()]
@@ -218,7 +209,7 @@ def _reference_encoder(tokenizer: Tokenizer):
     return lambda chunk: reference_encode.encode_word(tuple(bytes([b]) for b in chunk), merges)
 
 
-def extend_reference(tokenizer: Tokenizer, texts: Sequence[Union[str, bytes]], num_merges: int,
+def extend_reference(tokenizer, texts: Sequence[Union[str, bytes]], num_merges: int,
                      min_frequency: int = 2, errors: str = "strict") -> Tuple[List[Tuple[bytes, bytes]], List[int]]:
     """The specification of :func:`extend`, in plain Python: count the texts' chunks
     (:func:`fastbpe.reference.count.count_words`), encode each unique chunk with the

@@ -1,33 +1,34 @@
-"""Learning merges: validation, conversion to flat id arrays, and dispatch to a backend.
+"""Training: a corpus or a word table in, merges or a Tokenizer out.
 
 ``train_words`` is the low-level contract both backends (the compiled learner and
-:mod:`fastbpe.reference.learning`) implement; ``learn_from_table`` is the corpus-scale path that
-feeds a :class:`~fastbpe.corpus.wordtable.WordTable` to the compiled learner without building
-Python tuples; ``train`` counts a corpus, learns and returns a :class:`~fastbpe.encode.Tokenizer`.
+:mod:`fastbpe.reference.learning`) implement; ``train`` counts a corpus, learns and returns a
+:class:`~fastbpe.encode.Tokenizer`. The corpus-scale path that feeds a
+:class:`~fastbpe.corpus.wordtable.WordTable` to the compiled learner without building Python
+tuples (``learn_from_table``) is in :mod:`fastbpe.learn.learner`.
 """
-import glob
 from itertools import chain
 import os
 import time
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .. import reference
-from .._core.learn import MergeLearner
 from ..corpus.count import count_words
+from ..corpus.files import corpus_or_text, str_corpus
 from ..corpus.wordtable import WordTable
 from ..arguments import check_word_markers
 from ..encode.tokenizer import Tokenizer
 from ..formats.bytelevel import bytes_to_unicode
 from ..progress import merge_progress
 from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve
+from .learner import check_count, check_num_merges, make_learner, run_learner, table_symbols
 
 Symbol = Union[str, bytes]
 Pair = Tuple[Symbol, Symbol]
 ProgressCallback = Callable[[int, int], None]
 
-__all__ = ["train", "train_words", "learn_from_table", "BACKENDS"]
+__all__ = ["train", "train_words", "BACKENDS"]
 
 BACKENDS = ("fast", "reference")
 COMPAT = (None, "hf")
@@ -47,19 +48,6 @@ def hf_byte_tie_ranks() -> List[int]:
     for rank, b in enumerate(order):
         ranks[b] = rank
     return ranks
-
-
-def _check_count(value, name: str, minimum: int) -> None:
-    """``value`` is an int (not a bool, not a float) of at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-
-
-def check_num_merges(num_merges: int, min_frequency: int) -> None:
-    _check_count(num_merges, "num_merges", 0)
-    _check_count(min_frequency, "min_frequency", 1)
 
 
 def _first_bad_word(words: Mapping) -> str:
@@ -124,16 +112,6 @@ def _decode_symbol(content: bytes, kind: type) -> Symbol:
     return content.decode("utf-8", "surrogatepass") if kind is str else content
 
 
-def make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> MergeLearner:
-    # A pair's count is at most the sum over words of count * (length - 1); refuse tables
-    # where that could pass 2**63 rather than let a 64-bit counter wrap (float64 is plenty
-    # precise for a bound).
-    pair_weight = float(np.dot(counts.astype(np.float64), np.diff(word_starts) - 1)) if len(counts) else 0.0
-    if pair_weight >= 2.0**63:
-        raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
-    return MergeLearner(symbols, word_starts, counts, base_tokens, tie_ranks)
-
-
 def _flat_ids(words: Mapping, kind: type, single: bool) -> Tuple[np.ndarray, List[Symbol]]:
     """Every symbol of the table as an int32 id, words concatenated, and the symbol of each id.
 
@@ -156,20 +134,6 @@ def _flat_ids(words: Mapping, kind: type, single: bool) -> Tuple[np.ndarray, Lis
     first_seen = list(dict.fromkeys(symbols))
     ids = {s: i for i, s in enumerate(first_seen)}
     return np.fromiter(map(ids.__getitem__, chain.from_iterable(words)), dtype=np.int32), first_seen
-
-
-def _run_learner(
-    symbols: np.ndarray,
-    word_starts: np.ndarray,
-    counts: np.ndarray,
-    base_tokens: List[bytes],
-    num_merges: int,
-    min_frequency: int,
-    progress: Optional[ProgressCallback],
-    max_tokens: int = -1,
-) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
-    learner = make_learner(symbols, word_starts, counts, base_tokens)
-    return learner.run(int(num_merges), int(min_frequency), int(max_tokens), progress)
 
 
 def train_words(
@@ -201,7 +165,7 @@ def train_words(
         starts = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(lengths, out=starts[1:])
         base_tokens = [_encode_symbol(symbol) for symbol in base_symbols]
-        merge_ids, merge_counts, tokens = _run_learner(
+        merge_ids, merge_counts, tokens = run_learner(
             flat,
             starts,
             word_counts,
@@ -214,112 +178,6 @@ def train_words(
         merges = [(symbols[left], symbols[right]) for left, right, _ in merge_ids.tolist()]
         counts = merge_counts.tolist()
     return (merges, counts) if with_counts else merges
-
-
-def table_symbols(table: WordTable, unit: str, word_start: str, word_end: str):
-    """Flat base-symbol ids of a table's chunks: the 256 byte values, or the characters in
-    first-seen order. Returns ``(symbols, word_starts, base_tokens)``."""
-    if unit == "bytes" and not word_start and not word_end:
-        # The common case stays vectorised: a chunk's bytes are already its base ids (uint8,
-        # which the learner reads as they are: no int32 copy of the table).
-        return table.data, table.offsets, [bytes([b]) for b in range(256)]
-    start, end = word_start.encode("utf-8"), word_end.encode("utf-8")
-    base_ids: Dict[bytes, int] = {}
-    if unit == "bytes":
-        base_ids = {bytes([b]): b for b in range(256)}
-    flat: List[int] = []
-    starts = [0]
-    for i, (chunk, _) in enumerate(table.items()):
-        if unit == "bytes":
-            flat.extend(start + chunk + end)
-        else:
-            try:
-                text = word_start + chunk.decode("utf-8") + word_end
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"chunk {i} is not valid UTF-8 ({exc}); use unit='bytes'") from None
-            for char in text:
-                flat.append(base_ids.setdefault(char.encode("utf-8"), len(base_ids)))
-        starts.append(len(flat))
-    return np.asarray(flat, dtype=np.int32), np.asarray(starts, dtype=np.int64), list(base_ids)
-
-
-def learn_from_table(
-    table: WordTable,
-    num_merges: int,
-    *,
-    unit: str = "bytes",
-    word_start: str = "",
-    word_end: str = "",
-    min_frequency: int = 1,
-    max_tokens: int = -1,
-    progress: Optional[ProgressCallback] = None,
-) -> Tuple[np.ndarray, np.ndarray, List[bytes]]:
-    """Merges from a :class:`WordTable`, all in flat arrays.
-
-    Byte-level base ids are the 256 byte values (every byte is in the vocabulary, so any input
-    encodes); character-level base ids are the table's characters in first-seen order.
-    Returns ``(merges, counts, tokens)``: int32 rows ``(left, right, new)``, each merge's count,
-    and the bytes of every token id (UTF-8 for characters).
-    """
-    check_num_merges(num_merges, min_frequency)
-    if unit not in ("bytes", "chars"):
-        raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
-    symbols, starts, base_tokens = table_symbols(table, unit, word_start, word_end)
-    return _run_learner(symbols, starts, table.counts, base_tokens, num_merges, min_frequency,
-                        progress, max_tokens)
-
-
-def _names_a_path(text: str) -> bool:
-    """Whether a ``str`` corpus names files: an existing path, or a glob that matches.
-
-    >>> _names_a_path("the cat sat on the mat")
-    False
-    """
-    if "\n" in text or len(text) > 4096:
-        return False
-    return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
-
-
-def corpus_or_text(corpus, text):
-    """What to count: ``corpus`` (paths, an iterator of texts, a WordTable) or ``text=`` (one
-    str), exactly one of them; the text as a one-item iterator, since ``count_words`` reads a
-    str as a path.
-
-    >>> list(corpus_or_text(None, "the cat"))
-    ['the cat']
-    """
-    if (corpus is None) == (text is None):
-        raise ValueError("give the corpus (paths, an iterator of texts, a WordTable) or text=..., not both"
-                         if text is not None else "give a corpus (paths, an iterator of texts, a WordTable) or text=...")
-    if text is not None:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        corpus = iter([text])
-    return corpus
-
-
-def str_corpus(corpus: str):
-    """What a ``str`` passed as the corpus means: the files it names, else text if it cannot be
-    a path; a ValueError for a string that looks like a path to nothing (a typo).
-
-    >>> list(str_corpus("the cat sat on the mat"))
-    ['the cat sat on the mat']
-    >>> str_corpus("corpus/a.txtt")
-    Traceback (most recent call last):
-    ...
-    ValueError: 'corpus/a.txtt' names no file, directory or matching glob; to train on a string as text, pass text='corpus/a.txtt' (or an iterator of strings)
-    """
-    if _names_a_path(corpus):
-        return corpus
-    if not corpus:
-        return iter([corpus])  # empty text: count_words says the corpus is empty
-    single_line = "\n" not in corpus and len(corpus) <= 4096
-    # No whitespace (a word, a path) or a path whose folder exists: a missing file, not text.
-    folder = os.path.dirname(corpus) if single_line else ""
-    if not any(c.isspace() for c in corpus) or (folder and os.path.isdir(folder)):
-        raise ValueError(f"{corpus[:200]!r} names no file, directory or matching glob; to train on a string as "
-                         f"text, pass text={corpus[:200]!r} (or an iterator of strings)")
-    return iter([corpus])  # text (count_words reads a str as a path, an iterator as texts)
 
 
 def train(
@@ -374,7 +232,7 @@ def train(
         raise ValueError("give vocab_size or num_merges")
     # arguments are checked before the corpus is read, not after minutes of counting
     if vocab_size is not None:
-        _check_count(vocab_size, "vocab_size", 1)
+        check_count(vocab_size, "vocab_size", 1)
     check_num_merges(0 if num_merges is None else num_merges, min_frequency)
     check_word_markers(word_start, word_end)
     pattern = renamed_pattern(pattern, pretokenizer)

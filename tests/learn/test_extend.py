@@ -181,3 +181,14 @@ def test_special_token_matching_options_are_kept():
     assert_keeps_everything(extended, tok)
     assert extended.encode("cat <mask>", allowed_special="all")[-1] == 256
     assert len(extended.encode("cat <mask>", allowed_special="all")) == len(extended.encode("cat")) + 1
+
+
+def test_a_subclass_extends_to_its_own_class():
+    class Subclassed(fastbpe.Tokenizer):
+        pass
+
+    base = trained("low lower lowest", 2)
+    tok = Subclassed(base.token_bytes, base.merge_ids, pattern=base.pattern)
+    extended = tok.extend(text="newest newest widest", num_merges=2, min_frequency=1)
+    assert type(extended) is Subclassed
+    assert_keeps_everything(extended, tok)
