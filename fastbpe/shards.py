@@ -37,7 +37,7 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 import numpy as np
 
 from ._core.split import find_cut
-from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
+from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
@@ -176,11 +176,18 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
         if normalizer is not None:
             text = normalize_stream(text, normalizer)
         try:
-            held = None  # a block ends the document when no other follows it
-            for data, offset in cut_stream(text, rule, block_size, grow=True):
+            # A block ends the document when no other follows it: one whose cut lies inside a
+            # piece is handed on at once (text follows it); only one cut at a piece's end waits
+            # for the next block, or the document's end, to tell.
+            held = None
+            for data, offset, more in cut_segments(text, rule, block_size, grow=True):
                 if held is not None:
                     yield held[0], False, held[1]
-                held = (data, -1 if normalizer else start + offset)
+                    held = None
+                if more:
+                    yield data, False, -1 if normalizer else start + offset
+                else:
+                    held = (data, -1 if normalizer else start + offset)
             if held is not None:
                 yield held[0], True, held[1]
         except InvalidUTF8 as exc:  # from normalize_stream: the offset is in the document
@@ -196,6 +203,22 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
     only by the stretch up to the next safe cut. Invalid UTF-8 raises CorpusDecodeError where
     encode_files decodes the block, or here already for a normalising tokenizer.
     """
+    held = None  # a file's last block takes the file's bytes read after it (``_blocks``' ints)
+    for item in _blocks(tokenizer, files, documents, block_size):
+        if isinstance(item, int):
+            held = held._replace(raw=held.raw + item)
+            continue
+        if held is not None:
+            yield held
+        held = item
+    if held is not None:
+        yield held
+
+
+def _blocks(tokenizer, files: Sequence[PathLike], documents: str, block_size: int) -> Iterator[Union[Block, int]]:
+    """The blocks of :func:`input_blocks`, each yielded as soon as it is cut (encode_files
+    hands the first to a worker before the second is read), and after a file's last block an
+    int: the file's bytes read after it, which input_blocks adds to that block's ``raw``."""
     if documents not in DOCUMENTS:
         raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
     # The split's first stage decides the cuts: later stages split within its chunks, and gaps
@@ -205,19 +228,17 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
         reader, raw = open_bytes(path)
         with reader, raw:
             read = 0  # file bytes accounted to blocks so far
-            held = None  # the previous block: the file's last one takes the rest of the file's bytes
+            any_block = False
             for data, ends, offset in _file_blocks(path, read_pieces(reader, block_size), documents, rule,
                                                    block_size, tokenizer.normalizer):
-                if held is not None:
-                    yield held
                 now = raw.tell()
-                held = Block(data, ends, path, offset, now - read)
+                yield Block(data, ends, path, offset, now - read)
+                any_block = True
                 read = now
             rest = os.fstat(raw.fileno()).st_size - read
-            if held is not None:
-                yield held._replace(raw=held.raw + rest)
-            else:  # no text at all: still one (empty) block, so the file's bytes show in the progress
-                yield Block(b"", True, path, 0, rest)
+            if not any_block:  # no text at all: still one (empty) block, so the file's bytes show in the progress
+                yield Block(b"", True, path, 0, 0)
+            yield rest
 
 
 # Bytes of text per encoding task of a local run: small enough that the last tasks leave no
@@ -317,14 +338,15 @@ def _tokenizer_digest(tokenizer) -> str:
     return digest.hexdigest()
 
 
-def _fingerprint(tokenizer, files: Sequence[Path], options: dict, earlier: bool = False) -> dict:
+def _fingerprint(tokenizer, files: Sequence[Path], options: dict, earlier: bool = False, digest: bool = True) -> dict:
     """What names a job; ``earlier``: as versions before the tokenizer digest named it (the
-    SHA-256 of the tokenizer file's JSON), to resume their runs."""
+    SHA-256 of the tokenizer file's JSON), to resume their runs. ``digest=False``: the
+    tokenizer digest left None, for the caller to fill in later."""
     if earlier:
         tokenizer_key = {"tokenizer_sha256":
                          hashlib.sha256(json.dumps(tokenizer.to_dict(), sort_keys=True).encode()).hexdigest()}
     else:
-        tokenizer_key = {"tokenizer_digest": _tokenizer_digest(tokenizer)}
+        tokenizer_key = {"tokenizer_digest": _tokenizer_digest(tokenizer) if digest else None}
     return {
         **tokenizer_key,
         "files": [{"path": str(p.resolve()), "size": p.stat().st_size, "mtime_ns": p.stat().st_mtime_ns}
@@ -636,9 +658,11 @@ def encode_files(
         options["partition_size"] = partition_size
     elif partition_size is not None:
         raise ValueError("partition_size applies to cluster runs only (cluster=...)")
-    job = _fingerprint(tokenizer, files, options)
     manifest_path = out_dir / MANIFEST
     manifest = None
+    # A new job's tokenizer digest (10 ms for cl100k) is computed once the first tasks are
+    # encoding (settle_job), not before them; resuming compares it first.
+    job = _fingerprint(tokenizer, files, options, digest=manifest_path.exists())
     if manifest_path.exists():
         try:
             manifest = json.loads(manifest_path.read_text())
@@ -677,12 +701,19 @@ def encode_files(
     header = {"manifest": "fastbpe-shards", "version": MANIFEST_VERSION, "format": fmt, "dtype": dtype.name,
               "byte_order": "little", "header_bytes": {"npy": None, "raw": 0, "llmc": LLMC_HEADER_BYTES}[fmt]}
     manifest = {**header, **{k: v for k, v in manifest.items() if k not in header}}
+
+    def settle_job() -> None:
+        if manifest["job"].get("tokenizer_digest", "") is None:
+            manifest["job"]["tokenizer_digest"] = _tokenizer_digest(tokenizer)
+
     if cluster is not None:
+        settle_job()
         return _encode_on_cluster(tokenizer, files, out_dir, manifest, cluster, options, sep_id, progress)
     resume_segment, resume_offset = manifest["resume_at"]
     tokens_before = int(manifest["tokens"])
 
     def checkpoint(resume_at: Tuple[int, int], final: bool) -> None:
+        settle_job()
         manifest["tokens"] = int(writer.total)
         manifest["resume_at"] = list(resume_at)
         manifest["complete"] = final
@@ -733,6 +764,7 @@ def encode_files(
         """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
         pieces are all encoded, in order."""
         nonlocal last_index
+        settle_job()  # (called first right after the first task is submitted)
         while True:
             raw = 0
             while segments:
@@ -783,7 +815,13 @@ def encode_files(
             emitted_any = False
             in_doc = False  # the current document already has text
             last_queued = resume_segment - 1
-            for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
+            index = -1
+            for block in _blocks(tokenizer, files, documents, block_size):
+                if isinstance(block, int):  # a file's bytes read after its last block: progress only
+                    if bar is not None and block:
+                        bar.update(block)
+                    continue
+                index += 1
                 needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
                 if block.data:
                     in_doc = emitted_any = True

@@ -22,7 +22,7 @@ import fastbpe
 from fastbpe import shards
 from fastbpe._core.split import find_cut
 from fastbpe.corpus import cut as cut_module
-from fastbpe.corpus.cut import cut_stream
+from fastbpe.corpus.cut import cut_stream, normalize_stream
 from fastbpe.corpus.files import CorpusDecodeError
 from fastbpe.shards import MANIFEST, encode_files, input_blocks, read_shard
 from fastbpe.split.patterns import cut_rule
@@ -756,3 +756,32 @@ def test_only_idle_temporaries_are_removed_at_the_start_of_a_cluster_run(tmp_pat
     shards._remove_temporaries(tmp_path)  # the end of a run: every temporary goes
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shard_000000.npy"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b" ", b"\n", b"\n\n", b"bb", b"\xc3\xa9", b"  ", b"x"]), max_size=60),
+       st.integers(1, 12), st.integers(1, 15), st.sampled_from(["file", "line", "blank-line"]),
+       st.sampled_from([None, "NFC"]))
+def test_file_blocks_flag_the_last_block_of_each_document(parts, piece_size, block_size, documents, normalizer):
+    """Blocks are handed on as they are cut (a cut inside a piece: text follows), yet they are
+    those of holding each block until the next one is cut: cut_stream's segments of each
+    document, its last one, alone, ending it."""
+    data = b"".join(parts)
+    pieces = [data[i:i + piece_size] for i in range(0, len(data), piece_size)]
+    rule = cut_rule("gpt2")
+    got = [(bytes(d), ends, offset) for d, ends, offset in
+           shards._file_blocks("p", iter(pieces), documents, rule, block_size, normalizer)]
+    expected = []
+    events = shards._document_pieces(iter(pieces), documents)
+    for first, start, ends in events:
+        if ends and len(first) <= block_size and normalizer is None:
+            if first:
+                expected.append((first, True, start))
+            continue
+        text = shards._rest_of_document(first, ends, events)
+        if normalizer is not None:
+            text = normalize_stream(text, normalizer)
+        segments = list(cut_stream(text, rule, block_size, grow=True))
+        expected += [(bytes(s), k == len(segments) - 1, -1 if normalizer else start + o)
+                     for k, (s, o) in enumerate(segments)]
+    assert got == expected
