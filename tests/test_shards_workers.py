@@ -117,20 +117,21 @@ def test_a_resumed_run_on_workers_ends_with_the_shards_of_one_worker(byte_level,
     for documents in ("file", "line"):
         options = dict(shard_size=700, fmt="raw", progress=False, documents=documents, block_size=150)
         encode_files(byte_level, [path], tmp_path / f"{documents}-whole", workers=1, **options)
-        real_write = shards._write_shard
+        real_finish = shards._finish_shard
         calls = []
 
-        def failing_write(target, ids, fmt):
-            calls.append(target)
+        def failing_finish(file, *args):
+            calls.append(file.path)
             if len(calls) == 5:
-                raise KeyboardInterrupt  # in the middle of the fifth shard
-            real_write(target, ids, fmt)
+                raise KeyboardInterrupt  # as the fifth shard is finished
+            real_finish(file, *args)
 
         out = tmp_path / f"{documents}-resumed"
-        monkeypatch.setattr(shards, "_write_shard", failing_write)
+        monkeypatch.setattr(shards, "_finish_shard", failing_finish)
         with pytest.raises(KeyboardInterrupt):
             encode_files(byte_level, [path], out, workers=3, **options)
-        monkeypatch.setattr(shards, "_write_shard", real_write)
+        monkeypatch.setattr(shards, "_finish_shard", real_finish)
+        assert not list(out.glob(".tmp-*"))
         assert not json.loads((out / MANIFEST).read_text())["complete"]
         encode_files(byte_level, [path], out, workers=2, **options)
         assert shard_files(out) == shard_files(tmp_path / f"{documents}-whole")
