@@ -164,6 +164,10 @@ class AtomicWriter:
     def write(self, piece) -> None:
         self._file.write(piece)
 
+    def flush(self) -> None:
+        """Hand the bytes written so far to the system (readable from the temporary file)."""
+        self._file.flush()
+
     def write_at(self, offset: int, piece: bytes) -> None:
         """Overwrite the bytes from ``offset`` on (a header whose count is known at the end)."""
         self._file.flush()

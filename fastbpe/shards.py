@@ -386,7 +386,6 @@ def _open_shard(path: Path, fmt: str, wide: np.dtype, room: int) -> AtomicWriter
     real count replaces it in _finish_shard), then the ids appended."""
     file = AtomicWriter(path)
     try:
-        file.header_bytes = len(_header(fmt, wide, room))
         file.write(_header(fmt, wide, room))
     except BaseException:
         file.abort()
@@ -394,14 +393,16 @@ def _open_shard(path: Path, fmt: str, wide: np.dtype, room: int) -> AtomicWriter
     return file
 
 
-def _finish_shard(file: AtomicWriter, fmt: str, wide: np.dtype, count: int) -> None:
-    """Put the header of ``count`` ids in place and rename the shard into place (fsynced)."""
-    header = _header(fmt, wide, count)
-    if len(header) != file.header_bytes:
+def _finish_shard(file: AtomicWriter, fmt: str, wide: np.dtype, room: int, count: int) -> None:
+    """Put the header of ``count`` ids in place of _open_shard's for ``room`` ids and rename the
+    shard into place (fsynced)."""
+    header, room_bytes = _header(fmt, wide, count), len(_header(fmt, wide, room))
+    if len(header) != room_bytes:
         # (NumPy pads its header for counts of up to 21 digits, then to 64 bytes: only a
         # shard size of about 50 digits gets here) the ids move behind this header
+        file.flush()  # (every id in the file before it is read back)
         with open(file.temporary, "rb") as written:
-            written.seek(file.header_bytes)
+            written.seek(room_bytes)
             moved = AtomicWriter(file.path)
             try:
                 moved.write(header)
@@ -600,7 +601,7 @@ class _ShardWriter:
         if self.filled:
             file, self.file = self.file, None
             try:
-                _finish_shard(file, self.fmt, self.wide, self.filled)
+                _finish_shard(file, self.fmt, self.wide, self.shard_size, self.filled)
             except BaseException:
                 file.abort()
                 raise

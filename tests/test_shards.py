@@ -799,7 +799,8 @@ def test_shards_written_as_their_ids_come_equal_whole_ones(r50k, tmp_path, monke
     want = r50k.encode_ordinary(text)
     synced = []
     monkeypatch.setattr(shards._ShardWriter, "SYNC_BYTES", 1000)
-    monkeypatch.setattr(fastbpe.fileio.AtomicWriter, "sync", lambda self: synced.append(self.path))
+    real_sync = fastbpe.fileio.AtomicWriter.sync
+    monkeypatch.setattr(fastbpe.fileio.AtomicWriter, "sync", lambda self: synced.append(self.path) or real_sync(self))
     for fmt in ("npy", "raw", "llmc"):
         out = tmp_path / fmt
         encode_files(r50k, [path], out, shard_size=2000, fmt=fmt, block_size=4096, progress=False)
@@ -813,6 +814,7 @@ def test_shards_written_as_their_ids_come_equal_whole_ones(r50k, tmp_path, monke
     assert synced
     huge = 10 ** 60  # (61 digits: a longer header than that of a count of NumPy's 21 digits of room)
     assert len(shards._npy_header(np.dtype("<u2"), huge)) != len(shards._npy_header(np.dtype("<u2"), len(want)))
+    monkeypatch.setattr(shards, "TASK_BYTES", 64)  # (many small writes, some still buffered at the end)
     encode_files(r50k, [path], tmp_path / "huge", shard_size=huge, fmt="npy", block_size=4096, progress=False)
     (shard,) = json.loads((tmp_path / "huge" / MANIFEST).read_text())["shards"]
     assert np.load(tmp_path / "huge" / shard["file"]).tolist() == want
