@@ -11,7 +11,7 @@ import stat
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["write_atomic", "read_json", "json_field", "json_bytes"]
+__all__ = ["write_atomic", "AtomicWriter", "read_json", "json_field", "json_bytes"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -125,32 +125,82 @@ def write_atomic(path: PathLike, payload: Union[bytes, Sequence]) -> None:
     over ``path`` once complete; on an exception (Ctrl-C included) it is removed. A writer
     killed outright leaves it behind: the next write of the same ``path`` removes the ones whose
     process no longer runs. The file ends up with the permissions a plain ``open(path, "w")``
-    would give it (the temporary file is private until then).
+    would give it (the temporary file is private until then). :class:`AtomicWriter` writes
+    such a file piece by piece.
     """
-    path = os.fspath(path)
-    directory, name = os.path.split(os.path.abspath(path))
-    tag = _tag(name)
-    _remove_dead_writers_temporaries(directory, tag)
-    # Named before the try, so that the file is removed whatever instruction an exception (a
-    # Ctrl-C) interrupts, the open itself included. 64 random bits: two writers of this
-    # process never draw the same name.
-    tmp = os.path.join(directory, f".tmp-{os.getpid()}-{secrets.token_hex(8)}-{tag}")
+    writer = AtomicWriter(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        with os.fdopen(fd, "wb") as f:
-            for piece in [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload:
-                f.write(piece)
-            f.flush()
-            os.fchmod(f.fileno(), _mode_for(path))
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        for piece in [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload:
+            writer.write(piece)
+        writer.commit()
     except BaseException:
+        writer.abort()
+        raise
+
+
+class AtomicWriter:
+    """A file that :func:`write_atomic` writes, written piece by piece as the pieces are made
+    (so that a large file is never held in memory first): into a temporary file beside
+    ``path``, renamed over ``path`` by :meth:`commit`, or removed by :meth:`abort`, which its
+    owner calls on any exception."""
+
+    def __init__(self, path: PathLike):
+        self.path = os.fspath(path)
+        self._directory, name = os.path.split(os.path.abspath(self.path))
+        tag = _tag(name)
+        _remove_dead_writers_temporaries(self._directory, tag)
+        # Named before the open, so that the file is removed whatever instruction an exception
+        # (a Ctrl-C) interrupts, the open itself included. 64 random bits: two writers of this
+        # process never draw the same name.
+        self.temporary = os.path.join(self._directory, f".tmp-{os.getpid()}-{secrets.token_hex(8)}-{tag}")
+        self._file = None
         try:
-            os.unlink(tmp)
+            fd = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+            self._file = os.fdopen(fd, "wb")
+        except BaseException:
+            self.abort()
+            raise
+
+    def write(self, piece) -> None:
+        self._file.write(piece)
+
+    def flush(self) -> None:
+        """Hand the bytes written so far to the system (readable from the temporary file)."""
+        self._file.flush()
+
+    def write_at(self, offset: int, piece: bytes) -> None:
+        """Overwrite the bytes from ``offset`` on (a header whose count is known at the end)."""
+        self._file.flush()
+        os.pwrite(self._file.fileno(), piece, offset)
+
+    def sync(self) -> None:
+        """Hand what is written so far to the disk, so that the fsync of :meth:`commit` has
+        little left to wait for."""
+        self._file.flush()
+        os.fdatasync(self._file.fileno())
+
+    def commit(self) -> None:
+        f = self._file
+        f.flush()
+        os.fchmod(f.fileno(), _mode_for(self.path))
+        os.fsync(f.fileno())
+        f.close()
+        os.replace(self.temporary, self.path)
+        self._file = None
+        _note_own_change(self._directory)
+
+    def abort(self) -> None:
+        """Close and remove the temporary file (nothing once committed)."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
+        try:
+            os.unlink(self.temporary)
         except OSError:  # not created, or renamed already
             pass
-        raise
-    _note_own_change(directory)
 
 
 @contextlib.contextmanager

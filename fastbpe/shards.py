@@ -37,11 +37,11 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 import numpy as np
 
 from ._core.split import find_cut
-from .corpus.cut import cut_stream, file_cut_at_or_after, normalize_stream
+from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
-from .fileio import write_atomic
+from .fileio import AtomicWriter, write_atomic
 from .progress import byte_bar
 from .split.patterns import cut_rule
 from .split.pretokenize import InvalidUTF8
@@ -176,11 +176,18 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
         if normalizer is not None:
             text = normalize_stream(text, normalizer)
         try:
-            held = None  # a block ends the document when no other follows it
-            for data, offset in cut_stream(text, rule, block_size, grow=True):
+            # A block ends the document when no other follows it: one whose cut lies inside a
+            # piece is handed on at once (text follows it); only one cut at a piece's end waits
+            # for the next block, or the document's end, to tell.
+            held = None
+            for data, offset, more in cut_segments(text, rule, block_size, grow=True):
                 if held is not None:
                     yield held[0], False, held[1]
-                held = (data, -1 if normalizer else start + offset)
+                    held = None
+                if more:
+                    yield data, False, -1 if normalizer else start + offset
+                else:
+                    held = (data, -1 if normalizer else start + offset)
             if held is not None:
                 yield held[0], True, held[1]
         except InvalidUTF8 as exc:  # from normalize_stream: the offset is in the document
@@ -196,6 +203,22 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
     only by the stretch up to the next safe cut. Invalid UTF-8 raises CorpusDecodeError where
     encode_files decodes the block, or here already for a normalising tokenizer.
     """
+    held = None  # a file's last block takes the file's bytes read after it (``_blocks``' ints)
+    for item in _blocks(tokenizer, files, documents, block_size):
+        if isinstance(item, int):
+            held = held._replace(raw=held.raw + item)
+            continue
+        if held is not None:
+            yield held
+        held = item
+    if held is not None:
+        yield held
+
+
+def _blocks(tokenizer, files: Sequence[PathLike], documents: str, block_size: int) -> Iterator[Union[Block, int]]:
+    """The blocks of :func:`input_blocks`, each yielded as soon as it is cut (encode_files
+    hands the first to a worker before the second is read), and after a file's last block an
+    int: the file's bytes read after it, which input_blocks adds to that block's ``raw``."""
     if documents not in DOCUMENTS:
         raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
     # The split's first stage decides the cuts: later stages split within its chunks, and gaps
@@ -205,19 +228,17 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
         reader, raw = open_bytes(path)
         with reader, raw:
             read = 0  # file bytes accounted to blocks so far
-            held = None  # the previous block: the file's last one takes the rest of the file's bytes
+            any_block = False
             for data, ends, offset in _file_blocks(path, read_pieces(reader, block_size), documents, rule,
                                                    block_size, tokenizer.normalizer):
-                if held is not None:
-                    yield held
                 now = raw.tell()
-                held = Block(data, ends, path, offset, now - read)
+                yield Block(data, ends, path, offset, now - read)
+                any_block = True
                 read = now
             rest = os.fstat(raw.fileno()).st_size - read
-            if held is not None:
-                yield held._replace(raw=held.raw + rest)
-            else:  # no text at all: still one (empty) block, so the file's bytes show in the progress
-                yield Block(b"", True, path, 0, rest)
+            if not any_block:  # no text at all: still one (empty) block, so the file's bytes show in the progress
+                yield Block(b"", True, path, 0, 0)
+            yield rest
 
 
 # Bytes of text per encoding task of a local run: small enough that the last tasks leave no
@@ -317,14 +338,15 @@ def _tokenizer_digest(tokenizer) -> str:
     return digest.hexdigest()
 
 
-def _fingerprint(tokenizer, files: Sequence[Path], options: dict, earlier: bool = False) -> dict:
+def _fingerprint(tokenizer, files: Sequence[Path], options: dict, earlier: bool = False, digest: bool = True) -> dict:
     """What names a job; ``earlier``: as versions before the tokenizer digest named it (the
-    SHA-256 of the tokenizer file's JSON), to resume their runs."""
+    SHA-256 of the tokenizer file's JSON), to resume their runs. ``digest=False``: the
+    tokenizer digest left None, for the caller to fill in later."""
     if earlier:
         tokenizer_key = {"tokenizer_sha256":
                          hashlib.sha256(json.dumps(tokenizer.to_dict(), sort_keys=True).encode()).hexdigest()}
     else:
-        tokenizer_key = {"tokenizer_digest": _tokenizer_digest(tokenizer)}
+        tokenizer_key = {"tokenizer_digest": _tokenizer_digest(tokenizer) if digest else None}
     return {
         **tokenizer_key,
         "files": [{"path": str(p.resolve()), "size": p.stat().st_size, "mtime_ns": p.stat().st_mtime_ns}
@@ -348,21 +370,56 @@ def _npy_header(dtype: np.dtype, count: int) -> bytes:
     return head.getvalue()
 
 
-def _write_shard(path: Path, ids: Union[np.ndarray, Sequence[np.ndarray]], fmt: str) -> None:
-    """The shard's header, then the ids (one array, or several written one after the other)
-    straight from where they are (a shard is up to hundreds of MB: no copy of it is made)."""
-    parts = [ids] if isinstance(ids, np.ndarray) else list(ids)
-    count = sum(len(part) for part in parts)
-    wide = "<u2" if fmt == "llmc" else parts[0].dtype.newbyteorder("<")
-    body = [memoryview(np.ascontiguousarray(part.astype(wide, copy=False))).cast("B") for part in parts]
+def _header(fmt: str, wide: np.dtype, count: int) -> bytes:
+    """The header of a shard of ``count`` ids stored as ``wide``."""
     if fmt == "npy":
-        write_atomic(path, [_npy_header(np.dtype(wide), count)] + body)
-    elif fmt == "raw":
-        write_atomic(path, body)
-    elif fmt == "llmc":
-        write_atomic(path, [_llmc_header(count)] + body)
-    else:
-        raise ValueError(f"unknown shard format {fmt!r}")
+        return _npy_header(wide, count)
+    if fmt == "llmc":
+        return _llmc_header(count)
+    if fmt == "raw":
+        return b""
+    raise ValueError(f"unknown shard format {fmt!r}")
+
+
+def _open_shard(path: Path, fmt: str, wide: np.dtype, room: int) -> AtomicWriter:
+    """A shard file written as its ids come: its header for ``room`` ids first (the one of the
+    real count replaces it in _finish_shard), then the ids appended."""
+    file = AtomicWriter(path)
+    try:
+        file.write(_header(fmt, wide, room))
+    except BaseException:
+        file.abort()
+        raise
+    return file
+
+
+def _finish_shard(file: AtomicWriter, fmt: str, wide: np.dtype, room: int, count: int) -> None:
+    """Put the header of ``count`` ids in place of _open_shard's for ``room`` ids and rename the
+    shard into place (fsynced)."""
+    header, room_bytes = _header(fmt, wide, count), len(_header(fmt, wide, room))
+    if len(header) != room_bytes:
+        # (NumPy pads its header for counts of up to 21 digits, then to 64 bytes: only a
+        # shard size of about 50 digits gets here) the ids move behind this header
+        file.flush()  # (every id in the file before it is read back)
+        with open(file.temporary, "rb") as written:
+            written.seek(room_bytes)
+            moved = AtomicWriter(file.path)
+            try:
+                moved.write(header)
+                while True:
+                    piece = written.read(1 << 24)
+                    if not piece:
+                        break
+                    moved.write(piece)
+                moved.commit()
+            except BaseException:
+                moved.abort()
+                raise
+        file.abort()
+        return
+    if header:
+        file.write_at(0, header)
+    file.commit()
 
 
 def _manifest_entry(path: Path) -> Tuple[Optional[str], Optional[str]]:
@@ -472,31 +529,31 @@ def read_shard(path: PathLike, mmap: bool = True, *, fmt: Optional[str] = None,
 
 
 class _ShardWriter:
-    """Cuts the id stream into shards of ``shard_size`` ids. Each finished shard is written
-    atomically as ``name.format(k)`` (k counts the shards of ``shards``, to which it is
-    appended), then ``checkpoint(resume_at, final)`` (if given) records the input position
-    after its last id.
+    """Cuts the id stream into shards of ``shard_size`` ids, named ``name.format(k)`` (k counts
+    the shards of ``shards``, to which each finished one is appended), then
+    ``checkpoint(resume_at, final)`` (if given) records the input position after its last id.
 
-    Short runs of ids are copied into the shard's buffer; a run of at least ``HOLD_MIN`` ids
-    (a long document's) is held as it is and written from there, so that its ids are never
-    held twice."""
+    A shard is written as its ids come, into a temporary file renamed into place once whole
+    (:class:`~fastbpe.fileio.AtomicWriter`): no shard is held in memory, the writing overlaps
+    the encoding, and every SYNC_BYTES the ids written are handed to the disk, so that the
+    fsync that ends a shard has little left to wait for. :meth:`abort` removes a shard not
+    finished (its owner calls it on any exception)."""
 
-    HOLD_MIN = 1 << 20
+    SYNC_BYTES = 8 << 20
 
     def __init__(self, out_dir: Path, shards: list, shard_size: int, fmt: str, dtype: np.dtype, name: str,
                  total: int = 0, checkpoint=None):
         self.out_dir, self.shards, self.shard_size, self.fmt = out_dir, shards, shard_size, fmt
         self.name, self.checkpoint = name, checkpoint
-        self.buffer = np.empty(shard_size, dtype=dtype)  # (pages are taken only where ids are copied)
-        self.used = 0  # ids copied into the buffer
-        self.pieces: list = []  # the shard so far, in order: held arrays and [start, end) of the buffer
+        self.wide = np.dtype("<u2") if fmt == "llmc" else np.dtype(dtype).newbyteorder("<")
+        self.file: Optional[AtomicWriter] = None  # the shard being written
         self.filled = 0  # ids in the shard so far
+        self.unsynced = 0  # bytes of it written since the last sync
         self.total = total  # ids in finished shards
 
     def add(self, ids: Union[np.ndarray, list], segment: int, skip: int) -> None:
         """Append the ids of segment ``segment`` (an array, or a list of arrays that follow one
-        another), of which ``skip`` were already written. The ids must not change until they
-        are written."""
+        another), of which ``skip`` were already written."""
         parts = ids if isinstance(ids, list) else [ids]
         length = sum(map(len, parts))
         base = 0  # where the part starts in the segment
@@ -525,31 +582,40 @@ class _ShardWriter:
                 self.flush((first + k + 1, 0) if position == ends[k] else (first + k, position - start))
 
     def _append(self, ids: np.ndarray) -> None:
-        if len(ids) >= self.HOLD_MIN and ids.dtype == self.buffer.dtype:
-            self.pieces.append(ids)
-        else:
-            end = self.used + len(ids)
-            self.buffer[self.used:end] = ids
-            if self.pieces and isinstance(self.pieces[-1], list):
-                self.pieces[-1][1] = end
-            else:
-                self.pieces.append([self.used, end])
-            self.used = end
+        if not len(ids):
+            return
+        if self.file is None:
+            name = self.name.format(len(self.shards)) + SUFFIX[self.fmt]
+            self.file = _open_shard(self.out_dir / name, self.fmt, self.wide, self.shard_size)
+        data = memoryview(np.ascontiguousarray(ids.astype(self.wide, copy=False))).cast("B")
+        self.file.write(data)
         self.filled += len(ids)
+        self.unsynced += data.nbytes
+        if self.unsynced >= self.SYNC_BYTES:
+            self.file.sync()
+            self.unsynced = 0
 
     def flush(self, resume_at: Tuple[int, int], final: bool = False) -> None:
         if self.filled == 0 and not final:
             return
         if self.filled:
-            name = self.name.format(len(self.shards)) + SUFFIX[self.fmt]
-            parts = [self.buffer[p[0]:p[1]] if isinstance(p, list) else p for p in self.pieces]
-            _write_shard(self.out_dir / name, parts[0] if len(parts) == 1 else parts, self.fmt)
-            self.shards.append({"file": name, "tokens": int(self.filled)})
+            file, self.file = self.file, None
+            try:
+                _finish_shard(file, self.fmt, self.wide, self.shard_size, self.filled)
+            except BaseException:
+                file.abort()
+                raise
+            self.shards.append({"file": os.path.basename(file.path), "tokens": int(self.filled)})
             self.total += self.filled
-            self.filled = self.used = 0
-            self.pieces = []
+            self.filled = self.unsynced = 0
         if self.checkpoint is not None:
             self.checkpoint(resume_at, final)
+
+    def abort(self) -> None:
+        """Remove the shard being written, if any (nothing once every shard is finished)."""
+        if self.file is not None:
+            self.file.abort()
+            self.file = None
 
 
 def encode_files(
@@ -636,9 +702,11 @@ def encode_files(
         options["partition_size"] = partition_size
     elif partition_size is not None:
         raise ValueError("partition_size applies to cluster runs only (cluster=...)")
-    job = _fingerprint(tokenizer, files, options)
     manifest_path = out_dir / MANIFEST
     manifest = None
+    # A new job's tokenizer digest (10 ms for cl100k) is computed once the first tasks are
+    # encoding (settle_job), not before them; resuming compares it first.
+    job = _fingerprint(tokenizer, files, options, digest=manifest_path.exists())
     if manifest_path.exists():
         try:
             manifest = json.loads(manifest_path.read_text())
@@ -677,12 +745,19 @@ def encode_files(
     header = {"manifest": "fastbpe-shards", "version": MANIFEST_VERSION, "format": fmt, "dtype": dtype.name,
               "byte_order": "little", "header_bytes": {"npy": None, "raw": 0, "llmc": LLMC_HEADER_BYTES}[fmt]}
     manifest = {**header, **{k: v for k, v in manifest.items() if k not in header}}
+
+    def settle_job() -> None:
+        if manifest["job"].get("tokenizer_digest", "") is None:
+            manifest["job"]["tokenizer_digest"] = _tokenizer_digest(tokenizer)
+
     if cluster is not None:
+        settle_job()
         return _encode_on_cluster(tokenizer, files, out_dir, manifest, cluster, options, sep_id, progress)
     resume_segment, resume_offset = manifest["resume_at"]
     tokens_before = int(manifest["tokens"])
 
     def checkpoint(resume_at: Tuple[int, int], final: bool) -> None:
+        settle_job()
         manifest["tokens"] = int(writer.total)
         manifest["resume_at"] = list(resume_at)
         manifest["complete"] = final
@@ -733,6 +808,7 @@ def encode_files(
         """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
         pieces are all encoded, in order."""
         nonlocal last_index
+        settle_job()  # (called first right after the first task is submitted)
         while True:
             raw = 0
             while segments:
@@ -783,7 +859,13 @@ def encode_files(
             emitted_any = False
             in_doc = False  # the current document already has text
             last_queued = resume_segment - 1
-            for index, block in enumerate(input_blocks(tokenizer, files, documents, block_size)):
+            index = -1
+            for block in _blocks(tokenizer, files, documents, block_size):
+                if isinstance(block, int):  # a file's bytes read after its last block: progress only
+                    if bar is not None and block:
+                        bar.update(block)
+                    continue
+                index += 1
                 needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
                 if block.data:
                     in_doc = emitted_any = True
@@ -816,6 +898,7 @@ def encode_files(
             for future in running:
                 future.cancel()
             wait_for(running)  # (a task already running ends within one piece)
+            writer.abort()  # (a shard begun and not finished: an exception, a Ctrl-C)
             if bar is not None:
                 bar.close()
     seconds = time.perf_counter() - started
@@ -872,34 +955,38 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
     shards: list = []
     prefix = f"part_{number:06d}_"
     writer = _ShardWriter(out, shards, options["shard_size"], fmt, dtype, prefix + "{:04d}")
-    reader, raw = open_bytes(path)
-    with reader, raw:
-        if part["end"] is None:  # a whole (compressed) file
-            lo, hi = 0, None
-            pieces = read_pieces(reader, block_size)
-        else:
-            size = os.fstat(raw.fileno()).st_size
-            if documents == "file":
-                lo, hi = (file_cut_at_or_after(raw, pos, size, rule) for pos in (part["start"], part["end"]))
+    try:
+        reader, raw = open_bytes(path)
+        with reader, raw:
+            if part["end"] is None:  # a whole (compressed) file
+                lo, hi = 0, None
+                pieces = read_pieces(reader, block_size)
             else:
-                lo, hi = (document_start_at_or_after(raw, pos, size, documents) for pos in (part["start"], part["end"]))
-            pieces = _partition_pieces(raw, lo, hi, block_size)
-        # a "file" partition that starts after byte 0 continues the file's document
-        in_doc = documents == "file" and lo > 0
-        emitted = text_before or in_doc
-        has_text = in_doc
-        text_bytes = 0
-        for data, ends, offset in _file_blocks(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
-            needs_sep = bool(data) and not in_doc and emitted and sep_id is not None
-            if data:
-                in_doc = emitted = has_text = True
-                text_bytes += len(data)
-                ids = encode_piece(data, path, offset)
-                del data  # (a long block's input is let go before its ids are written)
-                writer.add([np.array([sep_id], dtype=dtype), ids] if needs_sep else ids, 0, 0)
-            if ends:
-                in_doc = False
-        writer.flush((0, 0), final=True)
+                size = os.fstat(raw.fileno()).st_size
+                if documents == "file":
+                    lo, hi = (file_cut_at_or_after(raw, pos, size, rule) for pos in (part["start"], part["end"]))
+                else:
+                    lo, hi = (document_start_at_or_after(raw, pos, size, documents) for pos in (part["start"], part["end"]))
+                pieces = _partition_pieces(raw, lo, hi, block_size)
+            # a "file" partition that starts after byte 0 continues the file's document
+            in_doc = documents == "file" and lo > 0
+            emitted = text_before or in_doc
+            has_text = in_doc
+            text_bytes = 0
+            for data, ends, offset in _file_blocks(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
+                needs_sep = bool(data) and not in_doc and emitted and sep_id is not None
+                if data:
+                    in_doc = emitted = has_text = True
+                    text_bytes += len(data)
+                    ids = encode_piece(data, path, offset)
+                    del data  # (a long block's input is let go before its ids are written)
+                    writer.add([np.array([sep_id], dtype=dtype), ids] if needs_sep else ids, 0, 0)
+                if ends:
+                    in_doc = False
+            writer.flush((0, 0), final=True)
+    except BaseException:
+        writer.abort()
+        raise
     # files of an earlier attempt at this partition that this one did not rewrite
     written = {shard["file"] for shard in shards}
     for name in os.listdir(out):

@@ -104,22 +104,24 @@ def test_shards_on_the_cluster_hold_the_local_token_stream(client, tok, corpus, 
 
 def test_a_worker_killed_mid_shard_loses_and_duplicates_nothing(client, tok, corpus, local_streams, tmp_path):
     def die_on_third_shard():
-        """On a worker: its third shard write leaves half a temporary file, then the process dies."""
+        """On a worker: its third shard is left half written in its temporary file, then the
+        process dies."""
         import signal
 
         from fastbpe import shards as worker_shards
 
-        real = worker_shards._write_shard
+        real = worker_shards._finish_shard
         calls = []
 
-        def dying(path, ids, fmt):
-            calls.append(path)
+        def dying(file, *args):
+            calls.append(file.path)
             if len(calls) == 3:
-                Path(path).with_name(".tmp-half").write_bytes(ids.tobytes()[: ids.nbytes // 2])
+                written = Path(file.temporary).read_bytes()
+                Path(file.temporary).write_bytes(written[: len(written) // 2])
                 os.kill(os.getpid(), signal.SIGKILL)
-            real(path, ids, fmt)
+            real(file, *args)
 
-        worker_shards._write_shard = dying
+        worker_shards._finish_shard = dying
 
     before = set(client.scheduler_info()["workers"])
     client.run(die_on_third_shard)

@@ -22,7 +22,7 @@ import fastbpe
 from fastbpe import shards
 from fastbpe._core.split import find_cut
 from fastbpe.corpus import cut as cut_module
-from fastbpe.corpus.cut import cut_stream
+from fastbpe.corpus.cut import cut_stream, normalize_stream
 from fastbpe.corpus.files import CorpusDecodeError
 from fastbpe.shards import MANIFEST, encode_files, input_blocks, read_shard
 from fastbpe.split.patterns import cut_rule
@@ -382,20 +382,20 @@ def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monke
     encode_files(tok, paths, reference_dir, **options)
     _, reference = all_ids(reference_dir)
 
-    real_write = shards._write_shard
+    real_finish = shards._finish_shard
     calls = []
 
-    def failing_write(path, ids, fmt):
-        calls.append(path)
+    def failing_finish(file, *args):
+        calls.append(file.path)
         if len(calls) == 4:
-            raise KeyboardInterrupt  # an interrupt in the middle of the fourth shard
-        real_write(path, ids, fmt)
+            raise KeyboardInterrupt  # an interrupt as the fourth shard is finished
+        real_finish(file, *args)
 
     out = tmp_path / "resumed"
-    monkeypatch.setattr(shards, "_write_shard", failing_write)
+    monkeypatch.setattr(shards, "_finish_shard", failing_finish)
     with pytest.raises(KeyboardInterrupt):
         encode_files(tok, paths, out, **options)
-    monkeypatch.setattr(shards, "_write_shard", real_write)
+    monkeypatch.setattr(shards, "_finish_shard", real_finish)
     manifest = json.loads((out / MANIFEST).read_text())
     assert len(manifest["shards"]) == 3 and not manifest["complete"]
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST] + [f"shard_{i:06d}.bin" for i in range(3)]
@@ -641,9 +641,8 @@ def test_long_single_chunk_documents_give_tiktokens_ids(name, fmt, task_bytes, r
                                                         tmp_path, monkeypatch):
     """Documents that are one chunk of a few hundred KB (a long block, gathered in place and
     encoded from its bytes), beside short ones, with separators, across shard boundaries: the
-    ids of tiktoken, of ``encode`` and of ``encode_to_numpy``. A low HOLD_MIN makes the writer
-    hold the long runs of ids (written from where they are) between copied ones; small tasks make
-    the long chunks pieces longer than a task (uint16 ids straight from the encoder for r50k)."""
+    ids of tiktoken, of ``encode`` and of ``encode_to_numpy``. Small tasks make the long chunks
+    pieces longer than a task (uint16 ids straight from the encoder for r50k)."""
     if task_bytes is not None:
         monkeypatch.setattr(shards, "TASK_BYTES", task_bytes)
     tok = {"r50k_base": r50k, "cl100k_base": cl100k}[name]
@@ -653,7 +652,6 @@ def test_long_single_chunk_documents_give_tiktokens_ids(name, fmt, task_bytes, r
     for i, doc in enumerate(docs):
         paths.append(tmp_path / f"{i}.txt")
         paths[-1].write_text(doc, encoding="utf-8")
-    monkeypatch.setattr(shards._ShardWriter, "HOLD_MIN", 1000)
     out = tmp_path / "out"
     encode_files(tok, paths, out, shard_size=40_000, fmt=fmt, block_size=4096, workers=2, progress=False)
     expected = []
@@ -699,38 +697,41 @@ def test_invalid_utf8_inside_a_long_word_names_the_file_and_offset(r50k, tmp_pat
     assert not manifest.exists() or not json.loads(manifest.read_text())["complete"]
 
 
-def test_a_shard_of_held_ids_interrupted_is_never_half_written(r50k, tmp_path, monkeypatch):
-    """An interrupt while a shard made of held long runs is written leaves no partial file; the
+def test_a_shard_interrupted_as_its_ids_are_written_is_never_half_written(r50k, tmp_path, monkeypatch):
+    """An interrupt while a shard's ids are written, as they come, leaves no partial file; the
     rerun resumes to the same ids."""
     docs = [_long_word(100_000, 5), "between", _long_word(100_000, 6)]
     paths = []
     for i, doc in enumerate(docs):
         paths.append(tmp_path / f"{i}.txt")
         paths[-1].write_text(doc, encoding="utf-8")
-    monkeypatch.setattr(shards._ShardWriter, "HOLD_MIN", 1000)
     options = dict(shard_size=30_000, fmt="npy", block_size=4096, progress=False)
     encode_files(r50k, paths, tmp_path / "whole", **options)
     _, reference = all_ids(tmp_path / "whole")
 
-    from fastbpe import fileio
-    real_write = fileio.write_atomic
-    calls = []
+    real_open = shards._open_shard
+    opened = []
 
-    def interrupted(path, pieces, *args, **kwargs):
-        if Path(path).name.startswith("shard_"):
-            calls.append(path)
-        if len(calls) == 2 and calls[-1] == path:
-            def failing():
-                yield from pieces[:1]
-                raise KeyboardInterrupt  # in the middle of writing the shard's pieces
-            return real_write(path, failing(), *args, **kwargs)
-        return real_write(path, pieces, *args, **kwargs)
+    def interrupted(path, *args):
+        file = real_open(path, *args)
+        opened.append(file)
+        if len(opened) == 2:
+            real_write, writes = file.write, []
 
-    monkeypatch.setattr(shards, "write_atomic", interrupted)
+            def write(piece):
+                writes.append(piece)
+                if len(writes) == 2:
+                    raise KeyboardInterrupt  # in the middle of writing the shard's ids
+                real_write(piece)
+            file.write = write
+        return file
+
+    monkeypatch.setattr(shards, "_open_shard", interrupted)
     out = tmp_path / "resumed"
     with pytest.raises(KeyboardInterrupt):
         encode_files(r50k, paths, out, **options)
-    monkeypatch.setattr(shards, "write_atomic", real_write)
+    monkeypatch.setattr(shards, "_open_shard", real_open)
+    assert len(opened) == 2
     assert not list(out.glob(".tmp-*"))
     listed = json.loads((out / MANIFEST).read_text())["shards"]
     assert sorted(p.name for p in out.iterdir()) == sorted([MANIFEST] + [s["file"] for s in listed])
@@ -756,3 +757,65 @@ def test_only_idle_temporaries_are_removed_at_the_start_of_a_cluster_run(tmp_pat
     shards._remove_temporaries(tmp_path)  # the end of a run: every temporary goes
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shard_000000.npy"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b" ", b"\n", b"\n\n", b"bb", b"\xc3\xa9", b"  ", b"x"]), max_size=60),
+       st.integers(1, 12), st.integers(1, 15), st.sampled_from(["file", "line", "blank-line"]),
+       st.sampled_from([None, "NFC"]))
+def test_file_blocks_flag_the_last_block_of_each_document(parts, piece_size, block_size, documents, normalizer):
+    """Blocks are handed on as they are cut (a cut inside a piece: text follows), yet they are
+    those of holding each block until the next one is cut: cut_stream's segments of each
+    document, its last one, alone, ending it."""
+    data = b"".join(parts)
+    pieces = [data[i:i + piece_size] for i in range(0, len(data), piece_size)]
+    rule = cut_rule("gpt2")
+    got = [(bytes(d), ends, offset) for d, ends, offset in
+           shards._file_blocks("p", iter(pieces), documents, rule, block_size, normalizer)]
+    expected = []
+    events = shards._document_pieces(iter(pieces), documents)
+    for first, start, ends in events:
+        if ends and len(first) <= block_size and normalizer is None:
+            if first:
+                expected.append((first, True, start))
+            continue
+        text = shards._rest_of_document(first, ends, events)
+        if normalizer is not None:
+            text = normalize_stream(text, normalizer)
+        segments = list(cut_stream(text, rule, block_size, grow=True))
+        expected += [(bytes(s), k == len(segments) - 1, -1 if normalizer else start + o)
+                     for k, (s, o) in enumerate(segments)]
+    assert got == expected
+
+
+def test_shards_written_as_their_ids_come_equal_whole_ones(r50k, tmp_path, monkeypatch):
+    """Each shard is written as its ids come (synced to the disk every SYNC_BYTES), its header
+    put in place at the end: the files hold the ids and headers of every format, and a shard
+    size of more digits than NumPy's header leaves room for moves the ids behind the header
+    of the real count."""
+    text = "the cat sat on the mat; " * 3000
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    want = r50k.encode_ordinary(text)
+    synced = []
+    monkeypatch.setattr(shards._ShardWriter, "SYNC_BYTES", 1000)
+    real_sync = fastbpe.fileio.AtomicWriter.sync
+    monkeypatch.setattr(fastbpe.fileio.AtomicWriter, "sync", lambda self: synced.append(self.path) or real_sync(self))
+    for fmt in ("npy", "raw", "llmc"):
+        out = tmp_path / fmt
+        encode_files(r50k, [path], out, shard_size=2000, fmt=fmt, block_size=4096, progress=False)
+        manifest, ids = all_ids(out)
+        assert ids == want and [s["tokens"] for s in manifest["shards"]][:-1] == [2000] * (len(manifest["shards"]) - 1)
+        for shard in manifest["shards"]:
+            data = read_shard(out / shard["file"], mmap=False)
+            header = {"npy": shards._npy_header(np.dtype("<u2"), len(data)), "raw": b"",
+                      "llmc": shards._llmc_header(len(data))}[fmt]
+            assert (out / shard["file"]).read_bytes() == header + data.astype("<u2").tobytes()
+    assert synced
+    huge = 10 ** 60  # (61 digits: a longer header than that of a count of NumPy's 21 digits of room)
+    assert len(shards._npy_header(np.dtype("<u2"), huge)) != len(shards._npy_header(np.dtype("<u2"), len(want)))
+    monkeypatch.setattr(shards, "TASK_BYTES", 64)  # (many small writes, some still buffered at the end)
+    encode_files(r50k, [path], tmp_path / "huge", shard_size=huge, fmt="npy", block_size=4096, progress=False)
+    (shard,) = json.loads((tmp_path / "huge" / MANIFEST).read_text())["shards"]
+    assert np.load(tmp_path / "huge" / shard["file"]).tolist() == want
+    assert not list((tmp_path / "huge").glob(".tmp-*"))

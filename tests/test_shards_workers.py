@@ -117,20 +117,21 @@ def test_a_resumed_run_on_workers_ends_with_the_shards_of_one_worker(byte_level,
     for documents in ("file", "line"):
         options = dict(shard_size=700, fmt="raw", progress=False, documents=documents, block_size=150)
         encode_files(byte_level, [path], tmp_path / f"{documents}-whole", workers=1, **options)
-        real_write = shards._write_shard
+        real_finish = shards._finish_shard
         calls = []
 
-        def failing_write(target, ids, fmt):
-            calls.append(target)
+        def failing_finish(file, *args):
+            calls.append(file.path)
             if len(calls) == 5:
-                raise KeyboardInterrupt  # in the middle of the fifth shard
-            real_write(target, ids, fmt)
+                raise KeyboardInterrupt  # as the fifth shard is finished
+            real_finish(file, *args)
 
         out = tmp_path / f"{documents}-resumed"
-        monkeypatch.setattr(shards, "_write_shard", failing_write)
+        monkeypatch.setattr(shards, "_finish_shard", failing_finish)
         with pytest.raises(KeyboardInterrupt):
             encode_files(byte_level, [path], out, workers=3, **options)
-        monkeypatch.setattr(shards, "_write_shard", real_write)
+        monkeypatch.setattr(shards, "_finish_shard", real_finish)
+        assert not list(out.glob(".tmp-*"))
         assert not json.loads((out / MANIFEST).read_text())["complete"]
         encode_files(byte_level, [path], out, workers=2, **options)
         assert shard_files(out) == shard_files(tmp_path / f"{documents}-whole")
@@ -165,3 +166,75 @@ def test_errors_in_a_cluster_partition_name_the_file(tmp_path):
     (tmp_path / "out").mkdir()
     with pytest.raises(ValueError, match=r"accented\.txt, the text at byte offset \d+: byte 0xc3 is not in the vocabulary"):
         shards.encode_partition(ascii_only, part, 0, str(tmp_path / "out"), options, False)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.binary(max_size=200).map(lambda b: b.replace(b"\r", b"")) |
+                st.lists(st.sampled_from(["ab ", "é", "\n", "猫", "😀", EOT, " <|", "|>"]), max_size=60).map(
+                    lambda parts: "".join(parts).encode()), min_size=1, max_size=5),
+       st.integers(2, 3), st.sampled_from(["file", "line"]))
+def test_generated_bytes_any_worker_count_same_shards_or_same_error(byte_level, tmp_path_factory, small_tasks, docs,
+                                                                    workers, documents):
+    """Files of random bytes (invalid UTF-8 most often) or of text with the separator's own text
+    in it: any worker count writes one worker's shards, or raises one worker's error (the
+    same file, the same byte offset)."""
+    root = tmp_path_factory.mktemp("bytes")
+    paths = []
+    for i, doc in enumerate(docs):
+        paths.append(root / f"d{i}.txt")
+        paths[-1].write_bytes(doc)
+    options = dict(shard_size=13, fmt="raw", progress=False, documents=documents, block_size=50)
+
+    def outcome(out, count):
+        try:
+            encode_files(byte_level, paths, root / out, workers=count, **options)
+        except fastbpe.corpus.files.CorpusDecodeError as exc:
+            return str(exc)
+        return shard_files(root / out)
+
+    assert outcome("many", workers) == outcome("one", 1)
+
+
+def test_a_block_goes_to_the_workers_before_the_next_is_read(byte_level, tmp_path, monkeypatch):
+    """encode_files takes each block as soon as it is cut (the first task starts after the
+    first block's pieces are read, not the second's); input_blocks gives the same blocks, a
+    file's bytes read after its last block added to that block's count."""
+    text = ("the cat sat on the mat " * 200).encode()
+    (tmp_path / "a.txt").write_bytes(text)
+    (tmp_path / "empty.txt").write_bytes(b"")
+    paths = [tmp_path / "a.txt", tmp_path / "empty.txt"]
+    pulled = []
+    real_pieces = shards.read_pieces
+
+    def counted(reader, size):
+        for piece in real_pieces(reader, size):
+            pulled.append(len(piece))
+            yield piece
+
+    monkeypatch.setattr(shards, "read_pieces", counted)
+    items = shards._blocks(byte_level, paths, "file", 1000)
+    first = next(items)
+    assert len(first.data) >= 1000 and len(pulled) == 2  # the piece it ends in, no further one
+    items = [first] + list(items)
+    blocks = [item for item in items if not isinstance(item, int)]
+    assert [b.data for b in blocks] == [b.data for b in shards.input_blocks(byte_level, paths, "file", 1000)]
+    assert b"".join(b.data for b in blocks) == text and blocks[-1] == shards.Block(b"", True, str(paths[1]), 0, 0)
+    folded = list(shards.input_blocks(byte_level, paths, "file", 1000))
+    assert [b.raw for b in folded[:-1]] == [b.raw for b in blocks[:-2]] + [blocks[-2].raw + items[-3]]
+    assert sum(b.raw for b in folded) == len(text) and folded[-1].raw == 0
+
+
+@pytest.mark.parametrize("docs", [[], [""], ["the cat sat"] * 3])
+def test_a_new_job_records_the_tokenizer_digest_and_resumes(byte_level, tmp_path, docs):
+    """The digest of a new job is computed once its first tasks run (or at its first checkpoint
+    when it has none): the manifest holds it, and a rerun recognises its job."""
+    paths = []
+    for i, doc in enumerate(docs):
+        paths.append(tmp_path / f"d{i}.txt")
+        paths[-1].write_text(doc, encoding="utf-8")
+    out = tmp_path / "out"
+    options = dict(shard_size=5, fmt="raw", progress=False, workers=2)
+    manifest = encode_files(byte_level, paths, out, **options)
+    assert manifest["job"]["tokenizer_digest"] == shards._tokenizer_digest(byte_level)
+    assert json.loads((out / MANIFEST).read_text())["job"] == manifest["job"]
+    assert encode_files(byte_level, paths, out, **options)["job"] == manifest["job"]  # complete: resumed as is

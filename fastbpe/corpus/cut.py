@@ -19,7 +19,7 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .._core.split import InvalidUTF8, find_cut
 
-__all__ = ["cut_stream", "file_cut_at_or_after", "normalize_stream"]
+__all__ = ["cut_stream", "cut_segments", "file_cut_at_or_after", "normalize_stream"]
 
 
 def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
@@ -43,6 +43,20 @@ def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
     >>> list(cut_stream([b"aa", b"aa", b"aa", b"aaaaa b"], cut_rule("gpt2"), 2, grow=True))
     [(bytearray(b'aaaaaaaaaaa'), 0), (b' b', 11)]
     """
+    for segment, offset, _ in cut_segments(pieces, rule, block_size, grow=grow):
+        yield segment, offset
+
+
+def cut_segments(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
+                 grow: bool = False) -> Iterator[Tuple[bytes, int, bool]]:
+    """:func:`cut_stream`'s segments as ``(segment, offset, more)``: ``more`` is True when
+    bytes of the text are known to follow (the cut lies inside a piece), so a reader can hand
+    the segment on as not the text's last at once, without reading on to find out.
+
+    >>> from fastbpe.split.patterns import cut_rule
+    >>> list(cut_segments([b"aaa bbb ", b"ccc"], cut_rule("gpt2"), 2))
+    [(b'aaa', 0, True), (b' bbb', 3, True), (b' ccc', 7, False)]
+    """
     gathered: Optional[bytearray] = None  # (grow) the text after the last cut, when it got long
     pending: List[memoryview] = []  # views of the text after the last cut (after `gathered`)
     pending_len = 0  # bytes of both
@@ -62,7 +76,7 @@ def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
                 segment, gathered = gathered, None
             else:
                 segment = b"".join(pending + [view[start:i]])
-            yield segment, offset
+            yield segment, offset, i < len(view)
             offset += len(segment)
             pending, pending_len, start = [], 0, i
         if start < len(view):
@@ -76,9 +90,9 @@ def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
                     gathered += part
                 pending = []
     if gathered is not None:
-        yield gathered, offset
+        yield gathered, offset, False
     elif pending:
-        yield b"".join(pending), offset
+        yield b"".join(pending), offset, False
 
 
 def file_cut_at_or_after(f: BinaryIO, pos: int, file_size: int, rule: int) -> int:
