@@ -138,6 +138,10 @@ def write_atomic(path: PathLike, payload: Union[bytes, Sequence]) -> None:
         raise
 
 
+# fdatasync skips the metadata fsync waits for; macOS has only fsync.
+_datasync = getattr(os, "fdatasync", os.fsync)
+
+
 class AtomicWriter:
     """A file that :func:`write_atomic` writes, written piece by piece as the pieces are made
     (so that a large file is never held in memory first): into a temporary file beside
@@ -177,7 +181,7 @@ class AtomicWriter:
         """Hand what is written so far to the disk, so that the fsync of :meth:`commit` has
         little left to wait for."""
         self._file.flush()
-        os.fdatasync(self._file.fileno())
+        _datasync(self._file.fileno())
 
     def commit(self) -> None:
         f = self._file
