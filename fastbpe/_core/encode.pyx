@@ -171,6 +171,8 @@ cdef class BPECore:
         self.made = made
         with nogil:
             self.enc.build_pairs(keys, vals)
+            if self.enc.merge_rule == MERGE_PAIR:
+                self.enc.use_spans_for_pairs(tokens)
         self.num_pairs = keys.size()
         if whole_token_lookup != "none":
             with nogil:
@@ -576,7 +578,8 @@ cdef class BPECore:
     @property
     def short_token_max(self):
         """Under the token rule, chunks up to this many bytes are merged from the ids of all
-        their substrings, looked up at once (0: never; at most 15)."""
+        their substrings, looked up at once (0: never; at most 15); under the pair rule too when
+        the merges are the token rule's (``spans_for_pairs``)."""
         return self.enc.short_token_max
 
     @short_token_max.setter
@@ -636,6 +639,14 @@ cdef class BPECore:
         return {"usable": bt.usable(), "non_monotone": bt.non_monotone, "replay_repeats": bt.repeats,
                 "too_big": bt.too_big, "build_seconds": bt.build_seconds, "memory": bt.memory(),
                 "trie_nodes": bt.trie_nodes()}
+
+    @property
+    def spans_for_pairs(self):
+        """Whether this pair-rule core merges short chunks as the token rule does (its merges
+        are every split of every short token, ranked in the order of the tokens' ids, as in
+        files converted from tiktoken's ranks), declining the chunks where the two rules may
+        differ (see bpe.h, ``use_spans_for_pairs``)."""
+        return self.enc.spans_for_pairs()
 
     def whole_lookup_size(self):
         """How many tokens the whole-chunk lookup knows."""
