@@ -25,7 +25,8 @@
 // tiktoken files and Hugging Face byte-level files mostly do. Under MERGE_TOKEN, a chunk of up
 // to 15 bytes that misses the cache takes none of these: its whole-chunk lookup and its merges
 // come from the ids of all its substrings, looked up at once (merge_spans), which spares the
-// scan's chain of dependent pair-table lookups.
+// scan's chain of dependent pair-table lookups; so does one under MERGE_PAIR whose merges are
+// the token rule's (use_spans_for_pairs: Llama 3's), except where the two rules could differ.
 //
 // Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
 // a merged-away symbol has sid == -1. Symbols tile the chunk, so one array of boundary tags
