@@ -435,9 +435,19 @@ class BpeEncoder {
     // order them otherwise than leftmost first: Llama 3's merges, from tiktoken's ranks, rank
     // the splits of one token by the ids of their parts). Hugging Face files converted from
     // tiktoken's ranks (Llama 3's) pass the test; trained merge lists, in general, do not.
-    bool use_spans_for_pairs(const std::vector<std::string>& tokens) {
+    // made[0:m]: the token each merge makes (merge_pairs).
+    bool use_spans_for_pairs(const std::vector<std::string>& tokens, const int32_t* made, int64_t m) {
         // (ids below 2^27 - 1: merge_spans's packed ranks, and no id whose rank is NONE's)
         if (merge_rule != MERGE_PAIR || tokens.size() >= ((size_t)1 << 27) - 1) return false;
+        // First, at the cost of a pass over the merges, what rules out most merge lists (a
+        // trained one): merges that make short tokens out of the order of their ids fail (2)
+        // (or, for a pair listed twice, whose first rank does not count, are taken for failing).
+        int32_t last = -1;
+        for (int64_t i = 0; i < m; ++i) {
+            if (tokens[made[i]].size() > SHORT_KEY_MAX) continue;
+            if (made[i] < last) return false;
+            last = made[i];
+        }
         index_short_tokens(tokens);  // (its tables answer the check's lookups too)
         // A batch of tokens at a time, so that the random accesses into the big tables overlap:
         // the slots of every split's two parts prefetched, then their ids found and the pair's
