@@ -25,7 +25,8 @@
 // tiktoken files and Hugging Face byte-level files mostly do. Under MERGE_TOKEN, a chunk of up
 // to 15 bytes that misses the cache takes none of these: its whole-chunk lookup and its merges
 // come from the ids of all its substrings, looked up at once (merge_spans), which spares the
-// scan's chain of dependent pair-table lookups.
+// scan's chain of dependent pair-table lookups; so does one under MERGE_PAIR whose merges are
+// the token rule's (use_spans_for_pairs: Llama 3's), except where the two rules could differ.
 //
 // Invariant of the symbol list: a live symbol sits at the byte position where its bytes start;
 // a merged-away symbol has sid == -1. Symbols tile the chunk, so one array of boundary tags
@@ -62,6 +63,7 @@ enum MergeRule { MERGE_REPLAY = 0, MERGE_PAIR = 1, MERGE_TOKEN = 2, MERGE_RULE_C
 static const uint64_t NO_MERGE = ~0ULL;      // lookup result of a pair that never merges
 static const int64_t TOO_MANY_IDS = -1000;
 static const int64_t BACKTRACK_UNUSABLE = -1001;  // (internal: take the merge loops instead)
+static const int64_t SPANS_DECLINED = -1002;  // (internal: merge_spans leaves the chunk to the merge loops)
 // Chunks longer than this are not cached: they are rare and would crowd the cache out.
 static const int64_t CACHE_MAX_CHUNK = 128;
 // Chunks up to this length are merged by the scan instead of the heap.
@@ -420,6 +422,124 @@ class BpeEncoder {
         }
     }
 
+    // MERGE_PAIR: whether the merges are the token rule's, so that chunks of up to
+    // SHORT_KEY_MAX bytes may take merge_spans; if so, it indexes the short tokens and turns
+    // that path on. After build_pairs. Holds when, over the tokens t of 2..SHORT_KEY_MAX bytes,
+    //  (1) every split of t into two tokens is a merge (each merge's concatenation is a token
+    //      already: merge_pairs), so two adjacent symbols merge under either rule exactly when
+    //      their bytes together are a token; and
+    //  (2) every merge that makes t ranks below every merge that makes a token of a higher id,
+    //      so the lowest-ranked pair is always one whose token has the lowest id.
+    // The two rules then choose alike at every step where a single pair has the lowest token
+    // id; merge_spans declines a chunk at any step where two pairs share it (their ranks may
+    // order them otherwise than leftmost first: Llama 3's merges, from tiktoken's ranks, rank
+    // the splits of one token by the ids of their parts). Hugging Face files converted from
+    // tiktoken's ranks (Llama 3's) pass the test; trained merge lists, in general, do not.
+    // made[0:m]: the token each merge makes (merge_pairs).
+    bool use_spans_for_pairs(const std::vector<std::string>& tokens, const int32_t* made, int64_t m) {
+        // (ids below 2^27 - 1: merge_spans's packed ranks, and no id whose rank is NONE's)
+        if (merge_rule != MERGE_PAIR || tokens.size() >= ((size_t)1 << 27) - 1) return false;
+        // First, at the cost of a pass over the merges, what rules out most merge lists (a
+        // trained one): merges that make short tokens out of the order of their ids fail (2)
+        // (or, for a pair listed twice, whose first rank does not count, are taken for failing).
+        int32_t last = -1;
+        for (int64_t i = 0; i < m; ++i) {
+            if (tokens[made[i]].size() > SHORT_KEY_MAX) continue;
+            if (made[i] < last) return false;
+            last = made[i];
+        }
+        index_short_tokens(tokens);  // (its tables answer the check's lookups too)
+        // A batch of tokens at a time, so that the random accesses into the big tables overlap:
+        // the slots of every split's two parts prefetched, then their ids found and the pair's
+        // slot prefetched, then the pairs' ranks read.
+        const size_t BATCH = 64;
+        struct Part {
+            uint64_t w0, w1;
+            uint32_t home, n;
+        };
+        std::vector<Part> parts;
+        std::vector<uint64_t> keys;
+        std::vector<uint32_t> splits;  // how many splits of each token of the batch are pairs of tokens
+        auto part = [&](const uint8_t* p, size_t n) {
+            Part x{0, 0, 0, (uint32_t)n};
+            if (n >= 3) {
+                pack_short(p, n, n, &x.w0, &x.w1);
+                x.home = (uint32_t)short_tokens_.home(x.w0, x.w1);
+                short_tokens_.prefetch(x.home);
+            }
+            parts.push_back(x);
+        };
+        auto id_of = [&](const uint8_t* p, const Part& x) -> int32_t {
+            if (x.n == 1) return byte_id[p[0]];
+            if (x.n == 2) return two_byte_id_[(size_t)p[0] << 8 | p[1]];
+            return short_tokens_.find(x.home, x.w0, x.w1);
+        };
+        int64_t below = -1;  // the highest rank of the merges making the tokens of lower ids
+        bool holds = true;
+        for (size_t begin = 0; begin < tokens.size() && holds; begin += BATCH) {
+            size_t end = std::min(tokens.size(), begin + BATCH);
+            parts.clear();
+            for (size_t i = begin; i < end; ++i) {
+                const uint8_t* t = (const uint8_t*)tokens[i].data();
+                size_t n = tokens[i].size();
+                if (n < 2 || n > SHORT_KEY_MAX) continue;
+                for (size_t k = 1; k < n; ++k) {
+                    part(t, k);
+                    part(t + k, n - k);
+                }
+            }
+            keys.clear();
+            splits.clear();
+            size_t h = 0;
+            for (size_t i = begin; i < end; ++i) {
+                const uint8_t* t = (const uint8_t*)tokens[i].data();
+                size_t n = tokens[i].size();
+                uint32_t count = 0;
+                if (n >= 2 && n <= SHORT_KEY_MAX) {
+                    for (size_t k = 1; k < n; ++k, h += 2) {
+                        int32_t a = id_of(t, parts[h]);
+                        if (a < 0) continue;
+                        int32_t b = id_of(t + k, parts[h + 1]);
+                        if (b < 0) continue;
+                        keys.push_back(pair_key(a, b));
+                        pairs_.prefetch(keys.back());
+                        ++count;
+                    }
+                }
+                splits.push_back(count);
+            }
+            size_t at = 0;
+            for (uint32_t count : splits) {
+                if (count == 0) continue;
+                int64_t low = INT64_MAX, high = -1;
+                for (uint32_t j = 0; j < count; ++j, ++at) {
+                    const uint64_t* v = pairs_.find(keys[at]);
+                    if (v == nullptr) {  // (1)
+                        holds = false;
+                        break;
+                    }
+                    int64_t rank = (int64_t)(*v >> 32);
+                    low = std::min(low, rank);
+                    high = std::max(high, rank);
+                }
+                if (!holds || low <= below) {  // (2)
+                    holds = false;
+                    break;
+                }
+                below = high;
+            }
+        }
+        if (!holds) {  // (the tables back to empty: no memory held for nothing)
+            short_tokens_ = ShortTokenTable();
+            std::vector<int32_t>().swap(two_byte_id_);
+            std::vector<uint8_t>().swap(longest3_);
+            return false;
+        }
+        spans_for_pairs_ = true;
+        return true;
+    }
+    bool spans_for_pairs() const { return spans_for_pairs_; }
+
     // The whole-chunk lookup: every token, or (consistent) only the tokens BPE rebuilds from
     // their own bytes, so that the lookup is a pure shortcut. After build_pairs. "Every
     // token" is the map set_tokens made: no second copy.
@@ -745,6 +865,7 @@ class BpeEncoder {
     // each slot (the longest of those colliding there; 0: none; 64 KB)
     std::vector<uint8_t> longest3_;
     bool all_bytes_ = false;  // every byte has a token: merge_spans checks no byte
+    bool spans_for_pairs_ = false;  // MERGE_PAIR whose short chunks take merge_spans (use_spans_for_pairs)
     bool use_whole_ = false, whole_all_ = false;
     std::string token_blob_;             // every token's bytes, id order (set_tokens)
     std::vector<uint32_t> token_ends_;   // token i ends at token_ends_[i] in token_blob_
@@ -799,11 +920,13 @@ class BpeEncoder {
             }
             ++*misses;  // the caller's local counter: per-chunk writes to shared state would false-share
         }
-        if (merge_rule == MERGE_TOKEN && n <= short_token_max && short_tokens_.size() > 0) {
+        count = SPANS_DECLINED;
+        if ((merge_rule == MERGE_TOKEN || spans_for_pairs_) && n <= short_token_max && short_tokens_.size() > 0) {
             // (the consistent whole lookup is a pure shortcut: merge_spans finds the same)
             count = merge_spans(data, n, out, use_whole_ && whole_all_);
-            if (count < 0) return count;
-        } else {
+            if (count < 0 && count != SPANS_DECLINED) return count;
+        }
+        if (count == SPANS_DECLINED) {
             const int32_t* whole = !use_whole_ ? nullptr
                                    : (whole_all_ ? ids_ : whole_id_).find(data, (size_t)n, h, &count);
             if (whole != nullptr) {
@@ -831,7 +954,8 @@ class BpeEncoder {
     // waits for each merge's two lookups before it can choose the next merge: a chain of
     // dependent misses into the pair table. The loop picks as merge_scan does (lowest rank,
     // leftmost among equal ones); a symbol of bytes [a, c) is token span_id(a, c) (one byte:
-    // byte_id).
+    // byte_id). Under MERGE_PAIR (use_spans_for_pairs) it returns SPANS_DECLINED, having written
+    // nothing that counts, at a step where two pairs make the token of the lowest id.
     int64_t merge_spans(const uint8_t* data, int64_t n, int32_t* out, bool whole) const {
         static_assert(SHORT_KEY_MAX == 15, "a position fits 4 bits; the ranks fill 16 lanes");
         const int K = (int)SHORT_KEY_MAX;
@@ -916,6 +1040,8 @@ class BpeEncoder {
         while (m > 1) {
             int32_t low = lowest16(rank);
             if (low == NONE) break;
+            if (spans_for_pairs_ && count_below16(rank, (low | 15) + 1) > 1 && !one_split(rank, low, next))
+                return SPANS_DECLINED;
             int best = (int)(low & 15);
             int j = next[best], end = next[j];  // symbols best and j become one: data[best:end]
             rank[j] = NONE;
@@ -963,6 +1089,21 @@ class BpeEncoder {
         for (int i = 1; i < 16; ++i) low = v[i] < low ? v[i] : low;
         return low;
 #endif
+    }
+
+    // How many of v[0:16] are below x.
+    static inline int count_below16(const int32_t* v, int32_t x) {
+        int count = 0;
+        for (int i = 0; i < 16; ++i) count += v[i] < x;
+        return count;
+    }
+    // merge_spans: whether the pairs that make the token of `low` (the lowest of rank) all split
+    // it at the same place, so are one pair (whose rank is one: leftmost first under either rule).
+    static inline bool one_split(const int32_t* rank, int32_t low, const uint8_t* next) {
+        int best = low & 15, left = next[best] - best;
+        for (int a = 0; a < 16; ++a)
+            if ((rank[a] >> 4) == (low >> 4) && next[a] - a != left) return false;
+        return true;
     }
 
     // BPE of one chunk's bytes into out (room for cap ids): the scan for short chunks (cheaper

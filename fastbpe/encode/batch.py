@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import str_sizes, texts_holding
+from .._core.encode import str_sizes, texts_holding_names
 from . import special
 
 __all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials", "utf8_encoder", "utf8_batch_encoder"]
@@ -130,17 +130,15 @@ def utf8_batch_encoder(tok) -> Optional[Callable]:
 
 
 def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
-    """The indices of the texts in which a special-token name occurs: the texts holding a name's
-    first character (one compiled pass, no copy: most texts hold none), then a search of each.
+    """The indices of the texts in which a special-token name occurs (one compiled pass over
+    each text, no copy: ``texts_holding_names``).
 
     >>> texts_with_specials(["a", "b<s>", "c<", "s>"], frozenset(["<s>"]))
     [1]
     """
     if not names or not texts:
         return []
-    search = special._alternation(names).search
-    firsts = "".join(sorted({name[0] for name in names if name}))
-    return [int(k) for k in texts_holding(texts, firsts) if search(texts[k])]
+    return texts_holding_names(texts, names).tolist()
 
 
 def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, as_numpy: bool) -> list:

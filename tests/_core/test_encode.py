@@ -185,6 +185,102 @@ def test_token_rule_equals_tiktoken(case, text):
     assert tok.encode(text) == enc.encode_ordinary(text)
 
 
+def _converted_merges(tokens, order):
+    """The merges of a rank-only vocabulary as a converter writes them into a pair-rule file
+    (Llama 3's tokenizer.json, from tiktoken's ranks): every split of every token into two
+    tokens, token by token in id order; a token's own splits in ``order(splits)``."""
+    ids = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    for t in tokens:
+        merges += order([(ids[t[:k]], ids[t[k:]]) for k in range(1, len(t)) if t[:k] in ids and t[k:] in ids])
+    return merges
+
+
+SPLIT_ORDERS = {"parts' ids": sorted, "reversed": lambda splits: sorted(splits, reverse=True)}
+
+
+@settings(max_examples=200)
+@given(merge_lists(alphabet=b"ab", max_merges=30), st.sampled_from(sorted(SPLIT_ORDERS) + ["shuffled"]),
+       st.randoms(use_true_random=False), st.booleans(),
+       st.lists(st.binary(min_size=1, max_size=20).map(lambda b: bytes(b"ab"[x % 2] for x in b)),
+                min_size=1, max_size=8))
+def test_pair_rule_with_converted_merges_takes_the_spans_exactly(case, order, rnd, whole, words):
+    """A pair-rule model whose merges are every split of every token, ranked by token id (the
+    ties inside a token in any order), merges short chunks from their substrings (spans_for_pairs)
+    and still gives the pair rule's ids: chunks of two letters, where one token has overlapping
+    splits ("aba" = "ab" + "a" = "a" + "ba") and several pairs make the same token at once."""
+    tokens, _ = case
+    shuffle = lambda splits: rnd.sample(splits, len(splits))
+    merges = _converted_merges(tokens, SPLIT_ORDERS.get(order, shuffle))
+    tok = Tokenizer(tokens, merges, merge_rule="pair", whole_token_lookup=whole)
+    assert tok._core().spans_for_pairs
+    pairs = [(tokens[a], tokens[b]) for a, b in merges]
+    expected = [[tok._ids[t] for t in ([w] if whole and w in tok._ids else encode_by_pair_rank(w, pairs))]
+                for w in words]
+    for word, ids in zip(words, expected):
+        for impl in ("heap", "scan", "spans"):
+            assert core_encode_word(tok, word, impl) == ids, (impl, word)
+    texts = [w.decode() for w in words]  # (letters only: one chunk each; the spans, through the caches)
+    assert tok.encode_batch(texts + texts) == expected + expected
+
+
+@settings(max_examples=200)
+@given(merge_lists(alphabet=b"ab", max_merges=16), st.lists(
+    st.binary(min_size=1, max_size=16).map(lambda b: bytes(b"ab"[x % 2] for x in b)), min_size=1, max_size=6))
+def test_pair_rule_on_arbitrary_merge_lists_with_the_spans_allowed(case, words):
+    """Arbitrary merge lists under the pair rule with the substrings' merge allowed: it is used
+    only when the merges are the token rule's (spans_for_pairs), and the ids are the pair rule's
+    whether it is or not."""
+    tokens, merges = case
+    tok = Tokenizer(tokens, merges, merge_rule="pair")
+    pairs = [(tokens[a], tokens[b]) for a, b in merges]
+    for word in words:
+        assert core_encode_word(tok, word, "spans") == [tok._ids[t] for t in encode_by_pair_rank(word, pairs)], word
+
+
+def test_spans_for_pairs_needs_every_split_and_the_token_order():
+    """The pair rule takes the substrings' merge only when (1) every split of a token into two
+    tokens is a merge and (2) the merges come in the order of the ids of the tokens they make."""
+    tokens = BYTES + [b"ab", b"ba", b"aba"]
+    a, b, ab, ba, aba = 97, 98, 256, 257, 258
+    full = [(a, b), (b, a), (a, ba), (ab, a)]
+    assert Tokenizer(tokens, full, merge_rule="pair")._core().spans_for_pairs
+    assert not Tokenizer(tokens, full[:3], merge_rule="pair")._core().spans_for_pairs  # (ab, a) missing
+    assert not Tokenizer(tokens, [(b, a), (a, b), (a, ba), (ab, a)], merge_rule="pair")._core().spans_for_pairs
+    assert not Tokenizer(tokens, full, merge_rule="replay")._core().spans_for_pairs
+    # "abab...": at every step two pairs may make "aba"; the rank of (a, ba) puts it first
+    tok = Tokenizer(tokens, full, merge_rule="pair")
+    pairs = [(tokens[x], tokens[y]) for x, y in full]
+    for word in (b"aba", b"abab", b"ababa", b"ababab" * 2, b"abba", b"a" * 15):
+        expected = [tok._ids[t] for t in encode_by_pair_rank(word, pairs)]
+        assert core_encode_word(tok, word, "spans") == core_encode_word(tok, word, "scan") == expected, word
+
+
+def test_llama3_short_chunks_by_the_spans_equal_the_pair_scan(shared_data):
+    """Llama 3's tokenizer.json (merges converted from tiktoken's ranks) takes the substrings'
+    merge: on the chunks of English text and of words with repeated parts (where two pairs make
+    one token), each chunk alone, it gives the pair rule's ids (the scan) and tokenizers' ids."""
+    tokenizers = pytest.importorskip("tokenizers")
+    path = shared_data.path("tokenizers", "llama3", "tokenizer.json")
+    tok = Tokenizer.from_huggingface(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    core = tok._core()
+    assert core.spans_for_pairs
+    text = shared_data.text("english.txt.gz", 20_000)
+    odd = ["ababab", "atata", "erereree", "',',','", "\",\",\"", "2020202", "\x00\x00\x00", "ééé", "——–", "𝔘𝔘𝔘",
+           " anana", "phpphp", "texttext", "elseelse", "=====", "0000000000"]
+    chunks = sorted({c.encode("utf-8") for c in regex.findall(PATTERNS["llama3"], text + " ".join(odd))})
+    spans = _one_by_one(core, chunks)
+    core.short_token_max = 0
+    try:
+        scanned = _one_by_one(core, chunks)
+    finally:
+        core.short_token_max = 15
+    assert {len(c) for c in chunks} >= set(range(1, 16))
+    expected = [i for c in chunks for i in hf.encode(c.decode("utf-8"), add_special_tokens=False).ids]
+    assert spans == scanned == expected
+
+
 # Long pieces: the rank queue of long chunks (and its hand-over to the heap) against the
 # references, on pieces of few letters (many ties and overlaps), with the length at the switch
 # from the heap to the rank queue and just either side of it.
