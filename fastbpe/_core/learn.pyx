@@ -75,6 +75,7 @@ cdef size_t PREFETCH_PAIRS_AHEAD = 6
 cdef int32_t DEAD = -1
 cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
+cdef size_t SCRATCH_KEEP = 1 << 18  # values a merge step's scratch list keeps between steps (_release_scratch)
 cdef int32_t SINGLE = -2        # PairIds::SINGLE: an index slot's id SINGLE - p is a single pair at p
 
 # Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
@@ -540,6 +541,7 @@ cdef class MergeLearner:
             self.pair_where.truncate(pair, kept)
             self.where_total += <int64_t>kept
         self.long_kept = self.long_total
+        self._release_scratch()
         self.pair_where.compact()
         return 0
 
@@ -715,6 +717,7 @@ cdef class MergeLearner:
             self.zeroed.push_back(pair)
         self._push_touched()
         self._free_zeroed()
+        self._release_scratch()
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
                 or self.long_total > 2 * self.long_kept + self.compact_slack
@@ -726,6 +729,19 @@ cdef class MergeLearner:
             # listed in its pair's list once, so at least half of them go): merging shrinks the
             # live tokens several times over, which the doubling alone would leave in the lists
             self._compact_where()
+        return 0
+
+    cdef int _release_scratch(self) except -1 nogil:
+        """Give back a merge step's lists once they outgrow SCRATCH_KEEP values: the first
+        merges of a long chunk list millions of positions, and kept to the end of the run that
+        room (about 28 MB on one 50 MB chunk) sat beside the learner's largest tables. Making
+        the room again costs far less than the merge that needs it."""
+        if self.merging.capacity() > SCRATCH_KEEP:
+            vector[int32_t]().swap(self.merging)
+        if self.merging_long.capacity() > SCRATCH_KEEP:
+            vector[int32_t]().swap(self.merging_long)
+        if self.long_keys.capacity() > SCRATCH_KEEP:
+            vector[int64_t]().swap(self.long_keys)
         return 0
 
     cdef int _coarse_positions(self, int32_t pair, int64_t key) except -1 nogil:
@@ -817,6 +833,9 @@ cdef class MergeLearner:
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
+            # a merge step's lists (the pair's positions, its long-chunk entries and positions)
+            "scratch": (self.merging.capacity() + self.merging_long.capacity()) * sizeof(int32_t)
+                       + self.long_keys.capacity() * sizeof(int64_t),
             "heap_entries": self.heap.size(),
             "pairs_count": self.pairs.size() - self.free_pairs.size() + self.pair_index.singles(),
             "single_pairs": self.pair_index.singles(),  # pairs with no record (pair_ids.h)
