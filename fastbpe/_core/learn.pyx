@@ -75,6 +75,7 @@ cdef size_t PREFETCH_PAIRS_AHEAD = 6
 cdef int32_t DEAD = -1
 cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
+cdef size_t SCRATCH_KEEP = 1 << 18  # values a merge step's scratch list keeps between steps (_release_scratch)
 cdef int32_t SINGLE = -2        # PairIds::SINGLE: an index slot's id SINGLE - p is a single pair at p
 
 # Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
@@ -132,6 +133,7 @@ cdef class MergeLearner:
     # occurrences replaced by merges so far (each updates up to four pair counts): the work a
     # merge phase cannot avoid, against which its time is judged
     cdef readonly int64_t merged_occurrences
+    cdef readonly int64_t compactions        # of the position lists so far (_compact_where)
     cdef vector[int32_t] touched
     cdef vector[int32_t] zeroed               # pairs whose count fell to 0 in this step
     cdef vector[int32_t] free_pairs           # ids of freed pairs, reused by new pairs
@@ -518,6 +520,7 @@ cdef class MergeLearner:
         cdef int32_t* where
         self.where_total = 0
         self.long_total = 0
+        self.compactions += 1
         for pair in range(self.pair_where.lists()):
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
@@ -540,6 +543,7 @@ cdef class MergeLearner:
             self.pair_where.truncate(pair, kept)
             self.where_total += <int64_t>kept
         self.long_kept = self.long_total
+        self._release_scratch(0)
         self.pair_where.compact()
         return 0
 
@@ -715,17 +719,38 @@ cdef class MergeLearner:
             self.zeroed.push_back(pair)
         self._push_touched()
         self._free_zeroed()
+        self._release_scratch(listed_size)
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
-                or <int64_t>self.pair_where.used() > 3 * self.where_total + self.compact_slack
+                or <int64_t>self.pair_where.used() > 2 * self.where_total + self.compact_slack
                 or self.long_total > 2 * self.long_kept + self.compact_slack
-                or self.long_total > 2 * (self.live_long + self.coarse_listed) + self.compact_slack):
-            # amortised: at least half the node entries go, or (blocks are at most half
-            # empty) at least a third of the pool, or the block entries doubled since the last
-            # compaction (which keeps each (pair, block) once), or they are over twice the
-            # long chunks' live tokens and step 0's coarse entries (a live occurrence is
-            # listed in its pair's list once, so at least half of them go): merging shrinks the
-            # live tokens several times over, which the doubling alone would leave in the lists
+                or 2 * self.long_total > 3 * (self.live_long - <int64_t>self.pair_index.singles()
+                                              + self.coarse_listed) + self.compact_slack):
+            # amortised: at least half the node entries go, or half the pool (compaction
+            # lays it out in exact blocks: what the pool holds past its entries is room left
+            # by lists that moved, or free blocks), or the block entries doubled since the last
+            # compaction (which keeps each (pair, block) once), or they are over 3/2 of what
+            # the long chunks can list (a live occurrence is listed in its pair's list once; a
+            # single pair's in none; step 0's coarse entries stay), so at least a third of them
+            # go: merging shrinks the live tokens several times over, which the doubling alone
+            # would leave in the lists. On one 50 MB chunk stale entries had reached 55% of
+            # the lists (22.5M entries, 140 MB) before the first compaction after the opening
+            # merges; singles are three in five of the live pairs by the end.
             self._compact_where()
+        return 0
+
+    cdef int _release_scratch(self, size_t listed) except -1 nogil:
+        """Give back a merge step's lists once they hold over SCRATCH_KEEP values and four
+        times what this step used: the first merges of a long chunk list millions of positions,
+        and kept to the end of the run that room (about 28 MB on one 50 MB chunk) sat beside the
+        learner's largest tables. While steps stay that large the room is kept (made afresh
+        each step, its pages would be faulted in again each time). ``listed``: the entries
+        ``merging`` held this step (it keeps only the node positions)."""
+        if self.merging.capacity() > max(SCRATCH_KEEP, 4 * listed):
+            vector[int32_t]().swap(self.merging)
+        if self.merging_long.capacity() > max(SCRATCH_KEEP, 4 * self.merging_long.size()):
+            vector[int32_t]().swap(self.merging_long)
+        if self.long_keys.capacity() > max(SCRATCH_KEEP, 4 * self.long_keys.size()):
+            vector[int64_t]().swap(self.long_keys)
         return 0
 
     cdef int _coarse_positions(self, int32_t pair, int64_t key) except -1 nogil:
@@ -817,6 +842,9 @@ cdef class MergeLearner:
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
+            # a merge step's lists (the pair's positions, its long-chunk entries and positions)
+            "scratch": (self.merging.capacity() + self.merging_long.capacity()) * sizeof(int32_t)
+                       + self.long_keys.capacity() * sizeof(int64_t),
             "heap_entries": self.heap.size(),
             "pairs_count": self.pairs.size() - self.free_pairs.size() + self.pair_index.singles(),
             "single_pairs": self.pair_index.singles(),  # pairs with no record (pair_ids.h)

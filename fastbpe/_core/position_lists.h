@@ -3,7 +3,11 @@
 // A small list's values sit in one block of a shared pool whose capacity is a power of two (at
 // least MIN_CAPACITY); a full list moves to a block twice as large. Blocks given back are kept
 // on one free list per capacity (the link stored in the block itself) and reused before the
-// pool grows; compact() lays the pool out afresh. The pool is a series of fixed-size segments
+// pool grows; compact() lays the pool out afresh, each small list in a block of exactly its
+// size (an *exact* block: most lists of a long chunk's pairs never grow again, and rounding
+// them up to a power of two left the pool twice the values it held). An exact block is full:
+// the list's next push moves it to a block of a class, and the exact block's room waits for
+// the next compaction (it is never on a free list). The pool is a series of fixed-size segments
 // (a block never straddles two), so it grows without copying what it holds. A list past BIG_CAPACITY values gets a block
 // of its own, grown with realloc (for big blocks the C library remaps pages instead of copying)
 // and freed when released, so the largest lists never fragment the pool. On Linux big blocks
@@ -60,7 +64,7 @@ class PositionLists {
 
     void push(size_t list, int32_t value) {
         Span& s = spans_[list];
-        if (s.size == capacity(s.cls)) grow(list);
+        if (s.size == capacity(s.cls) || s.cls == EXACT) grow(list);
         data(list)[spans_[list].size++] = value;
     }
 
@@ -72,21 +76,21 @@ class PositionLists {
         Span& s = spans_[list];
         if (s.cls >= BIG_CLASS) {
             free_big(s.offset);
-        } else if (s.cls != NO_CLASS) {
+        } else if (s.cls >= 0) {
             give_back(s.offset, s.cls);
         }
         s = Span{0, 0, NO_CLASS};
     }
 
-    // Lay every small list out afresh in a pool just big enough (each in the smallest class
-    // that holds it), dropping the free blocks, and trim each big block to its class: growth
-    // by doubling and give-backs fragment the pool, and only this returns the room.
+    // Lay every small list out afresh in a pool just big enough (each in an exact block of its
+    // size), dropping the free blocks, and trim each big block to its class: growth by
+    // doubling and give-backs fragment the pool, and only this returns the room.
     //
     // In place: the small lists slide down in the order of their blocks, so the pool is never
     // held twice (a second pool, copied into, was the learner's peak on one long chunk). A
     // block moves to an offset at or below its own, never into a later list's block: each
-    // list starts at or before its old block and takes at most its old block's room, which
-    // lay inside one segment (a block that would straddle a segment boundary starts the next
+    // list starts at or before its old block and takes at most its old block's room (its
+    // size, which the old block held), which lay inside one segment (a block that would straddle a segment boundary starts the next
     // segment, which is at or before the old block's).
     void compact() {
         std::vector<uint64_t> order;  // (offset << 32 | list) of the small lists, by offset
@@ -110,13 +114,12 @@ class PositionLists {
         uint64_t cursor = 0;
         for (uint64_t entry : order) {
             Span& s = spans_[(uint32_t)entry];
-            int cls = class_for(s.size);
-            size_t need = capacity(cls);
+            size_t need = s.size;
             if ((cursor & SEGMENT_MASK) + need > (1ULL << SEGMENT_BITS))
                 cursor = (cursor | SEGMENT_MASK) + 1;  // the next segment
             if (cursor != s.offset) std::memmove(at(cursor), at(s.offset), s.size * sizeof(int32_t));
             s.offset = (uint32_t)cursor;
-            s.cls = (int8_t)cls;
+            s.cls = EXACT;
             cursor += need;
         }
         used_ = cursor;
@@ -151,6 +154,7 @@ class PositionLists {
 
   private:
     static constexpr int NO_CLASS = -1;
+    static constexpr int EXACT = -2;  // an exact block: capacity == size (compact())
     static constexpr uint64_t NO_BLOCK = ~0ULL;
 
     // 9 bytes, packed: one per list, and the learner makes one list per distinct pair (millions
@@ -158,7 +162,7 @@ class PositionLists {
     struct __attribute__((packed)) Span {
         uint32_t offset;  // first value in the pool (below MAX_POOL), or for a big list its index in big_
         uint32_t size;    // values in use
-        int8_t cls;       // capacity MIN_CAPACITY << cls, or NO_CLASS: no block
+        int8_t cls;       // capacity MIN_CAPACITY << cls, NO_CLASS: no block, or EXACT
     };
     static constexpr uint64_t MAX_POOL = 1ULL << 32;  // values the small lists' pool can address
     std::vector<Span> spans_;
@@ -174,7 +178,7 @@ class PositionLists {
     std::vector<uint64_t> big_slots_;  // free slots of big_
     uint64_t big_values_ = 0;     // capacity of the big blocks, in values
 
-    static size_t capacity(int cls) { return cls == NO_CLASS ? 0 : MIN_CAPACITY << cls; }
+    static size_t capacity(int cls) { return cls < 0 ? 0 : MIN_CAPACITY << cls; }  // (EXACT: the size)
     static int class_for(size_t n) {  // the smallest class holding n values
         int cls = 0;
         while ((MIN_CAPACITY << cls) < n) ++cls;
@@ -263,7 +267,7 @@ class PositionLists {
 
     void grow(size_t list) {
         Span s = spans_[list];
-        int cls = s.cls == NO_CLASS ? 0 : s.cls + 1;
+        int cls = s.cls == NO_CLASS ? 0 : s.cls == EXACT ? class_for(s.size + 1) : s.cls + 1;
         uint64_t offset;
         if (cls > BIG_CLASS) {  // already big: grow in place
             resize_big(s.offset, capacity(cls));
@@ -277,7 +281,7 @@ class PositionLists {
             offset = take(cls);
             if (s.size) std::memcpy(at(offset), at(s.offset), s.size * sizeof(int32_t));
         }
-        if (s.cls != NO_CLASS) give_back(s.offset, s.cls);
+        if (s.cls >= 0) give_back(s.offset, s.cls);  // an exact block's room waits for compact()
         spans_[list].offset = (uint32_t)offset;
         spans_[list].cls = (int8_t)cls;
     }

@@ -161,3 +161,48 @@ def test_bad_store_settings():
         MergeLearner(flat, starts, counts, BYTES, long_chunk=1)
     with pytest.raises(ValueError, match="coarse_bits"):
         MergeLearner(flat, starts, counts, BYTES, coarse_bits=5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(letters=st.sampled_from([b"ab", b"aab", b"abc", b"ab\xff"]), seed=st.integers(0, 2**32 - 1),
+       lengths=st.lists(st.integers(200, 1500), min_size=1, max_size=3),
+       cuts=st.lists(st.integers(0, 60), min_size=1, max_size=4), num_merges=st.integers(1, 80),
+       min_frequency=st.integers(1, 2))
+def test_compactions_at_any_merges_give_the_reference_merges(letters, seed, lengths, cuts, num_merges,
+                                                             min_frequency):
+    """A compaction after any merge (exact blocks, then pushes that move lists out of them, then
+    compactions of those) changes no merge: the run is cut into pieces, each ending in one."""
+    words = random_words(seed, letters, lengths)
+    counts = [1 + i % 2 for i in range(len(words))]
+    expected = reference_bytes(words, counts, num_merges, min_frequency)
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, long_chunk=100, coarse_bits=6)
+    done = 0
+    for cut in sorted(cuts):
+        if cut > done:
+            learner.run(cut - done, min_frequency)
+            done = cut
+        learner.compact_slack = -(1 << 40)  # the next merge compacts
+        learner.run(1, min_frequency)
+        learner.compact_slack = 1_000_000
+        done += 1
+    merge_ids, merge_counts, tokens = learner.run(max(num_merges - done, 0), min_frequency)
+    got = [(tokens[a], tokens[b]) for a, b, _ in merge_ids.tolist()][:num_merges]
+    assert (got, merge_counts.tolist()[:num_merges]) == (expected[0][:len(got)], expected[1][:len(got)])
+    assert len(got) == min(num_merges, len(expected[0]))
+    assert learner.compactions >= 1 or len(merge_ids) <= min(cuts)  # (no merge left to compact after)
+
+
+def test_a_merge_steps_scratch_lists_are_given_back():
+    """The first merges of one long chunk list hundreds of thousands of positions; the lists
+    that held them are given back once the steps are small, instead of kept to the end."""
+    word = b"ab" * 400_000 + b"c"
+    learner = MergeLearner(np.frombuffer(word, np.uint8), np.array([0, len(word)], np.int64),
+                           np.array([1], np.int64), BYTES)
+    merge_ids, _, tokens = learner.run(2)
+    assert [tokens[i] for i in merge_ids[:, 2].tolist()] == [b"ab", b"abab"]
+    assert learner.memory_use()["scratch"] > 16 << 18  # kept while the steps are that large
+    merge_ids, _, tokens = learner.run(40)
+    assert tokens[merge_ids[-1, 2]] == word  # the last steps merged a few tokens each
+    assert learner.memory_use()["scratch"] <= 16 << 18  # 2**18 values in each, at most
