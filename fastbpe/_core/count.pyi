@@ -6,6 +6,8 @@ import numpy.typing as npt
 
 _Buffer = Union[bytes, bytearray, memoryview]
 
+def fix_malloc_thresholds() -> None: ...
+
 class ChunkCounter:
     bad_offset: int
     def __init__(self) -> None: ...

@@ -35,13 +35,18 @@ cdef extern from *:
     """
     void fbpt_fix_malloc_thresholds() nogil
 
-# Fixed malloc thresholds, set before any counting thread allocates: blocks of 1 MB and more
-# are mapped pages of their own (given back when freed) and an arena's free top over 2 MB is
-# given back. glibc's default raises both thresholds to the size of the largest block freed so
-# far (up to 32 and 64 MB), and only the main arena's top is ever trimmed after that: the
-# counting threads' arenas kept about 60 MB resident through training on one 50 MB chunk (the
-# peak fell from 393 to 312 MB), memory the learner, on the main thread, never reuses.
-fbpt_fix_malloc_thresholds()
+
+def fix_malloc_thresholds():
+    """Fix glibc's malloc thresholds (elsewhere: nothing): blocks of 1 MB and more become
+    mapped pages of their own (given back when freed), and an arena's free top over 2 MB is
+    given back. glibc's default raises both thresholds to the size of the largest block freed
+    so far (up to 32 and 64 MB), and only the main arena's top is ever trimmed after that: the
+    counting threads' arenas kept about 60 MB resident through training on one 50 MB chunk
+    (the peak fell from 393 to 312 MB), memory the learner, on the main thread, never reuses.
+
+    It holds for the rest of the process (glibc has no way back to its adaptive thresholds), so
+    counting calls it, not the import: a process that only encodes keeps glibc's defaults."""
+    fbpt_fix_malloc_thresholds()
 
 
 cdef class ChunkCounter:

@@ -40,7 +40,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.count import ChunkCounter, merge_partition, write_merged
+from .._core.count import ChunkCounter, fix_malloc_thresholds, merge_partition, write_merged
 from .._core.split import find_cut
 from ..cluster import OrderedReduction, connect, worker_threads
 from ..arguments import check_workers
@@ -511,6 +511,10 @@ def count_words(
     Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts).
     Raises ValueError when the corpus holds no chunk at all.
 
+    With glibc, the first call fixes malloc's thresholds for the rest of the process (large
+    blocks mapped and given back when freed; ``fastbpe._core.count.fix_malloc_thresholds``
+    says why): the counting threads' freed memory would otherwise stay resident while training.
+
     >>> table = count_words(iter(["the cat", "the dog"]), workers=1)
     >>> list(table.items())
     [(b'the', 2), (b' cat', 1), (b' dog', 1)]
@@ -518,6 +522,7 @@ def count_words(
     check_errors(errors)
     pattern = renamed_pattern(pattern, pretokenizer)
     check_user_pattern(pattern)  # a typo or a bad regex fails now, not in a worker
+    fix_malloc_thresholds()  # before any counting thread allocates (why: in its docstring)
     rule = cut_rule(pattern)
     if lines and scanner_id(pattern) < 0:
         raise ValueError("count_words(lines=True) needs a named pattern (one with a compiled scanner)")
