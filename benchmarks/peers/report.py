@@ -515,8 +515,9 @@ def readme_encoders(results: dict) -> List[str]:
     meta, enc = results["meta"], results["encode"]
     loads = [r["load_average"] for s in enc.values() if s.get("ok") for r in s["runs"] if "load_average" in r]
     corpus = meta.get("corpus") or "english.txt.gz"
-    lines = [f"`{meta['command']}`, fastbpe commit {meta['commit']}: the first "
-             f"{common.format_size(meta.get('encode_bytes', 0))} of `{corpus}`, one thread, "
+    machine = f" on a {meta['cores']}-core {meta['cpu']}" if "cpu" in meta else ""
+    lines = [f"`{meta['command']}`{machine}, fastbpe commit {meta['commit']}: the "
+             f"first {common.format_size(meta.get('encode_bytes', 0))} of `{corpus}`, one thread, "
              f"{meta['repeats']} fresh processes per library (alternating; load average "
              f"{' '.join(f'{x:.1f}' for x in meta['load_average'])} at the start, "
              f"{min(loads, default=0):.1f}–{max(loads, default=0):.1f} as the runs started); MB/s of CPU "
