@@ -1,0 +1,88 @@
+"""The package's modules form layers: no module imports one that (through others) imports it
+back, counting the imports inside functions too (a lazy import hides a cycle from the
+interpreter, not from the reader). A package's ``__init__`` re-exports its children by design
+and is left out."""
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+PACKAGE = Path(__file__).resolve().parents[1] / "fastbpe"
+
+
+def module_files() -> Dict[str, Path]:
+    """``fastbpe.learn.train`` -> its file, for every module of the package."""
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def imported_modules(name: str, path: Path, modules: Set[str]) -> Set[str]:
+    """The package's modules that ``name`` imports, anywhere in its file.
+
+    A name taken from a package is that package's submodule when there is one
+    (``from ..encode import tokenizer``), else the package itself.
+    """
+    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[:len(here) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                found.add(submodule if submodule in modules else target)
+    return (found & modules) - {name}
+
+
+def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """The groups of two or more nodes that reach each other (Tarjan's strongly connected
+    components).
+
+    >>> cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}})
+    [['a', 'b']]
+    """
+    order: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return found
+
+
+def test_the_finder_sees_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_back():
+    files = module_files()
+    plain = {name for name, path in files.items() if path.name != "__init__.py"}
+    graph = {name: imported_modules(name, files[name], set(files)) & plain for name in plain}
+    assert sum(map(len, graph.values())) > 100  # the imports were found at all
+    assert cycles(graph) == []
