@@ -136,7 +136,11 @@ def _range_blocks(task: _Range, rule: int, block_size: Optional[int],
                   scratch: Optional[List[np.ndarray]] = None) -> Iterator[Block]:
     size = os.path.getsize(task.path)
     with open(task.path, "rb", buffering=0) as f:
-        lo = file_cut_at_or_after(f, task.start, size, rule)
+        # a range inside a stretch without a cut (one long word) is empty: the range whose
+        # start precedes the stretch reads all of it
+        lo = file_cut_at_or_after(f, task.start, size, rule, task.end)
+        if lo >= task.end:
+            return
         hi = file_cut_at_or_after(f, task.end, size, rule)
         f.seek(lo)
         yield from _read_blocks(f, hi - lo, lo, task.path, rule, block_size, scratch)

@@ -95,16 +95,22 @@ def cut_segments(pieces: Iterable[bytes], rule: int, block_size: Optional[int], 
         yield b"".join(pending), offset, False
 
 
-def file_cut_at_or_after(f: BinaryIO, pos: int, file_size: int, rule: int) -> int:
+def file_cut_at_or_after(f: BinaryIO, pos: int, file_size: int, rule: int, end: Optional[int] = None) -> int:
     """First safe cut at or after ``pos`` in a seekable plain file (``file_size`` if none): where
-    a worker's byte range starts, so that neighbouring ranges meet at the same cut."""
+    a worker's byte range starts, so that neighbouring ranges meet at the same cut. With ``end``,
+    the search stops there: a result of ``end`` or more only says there is no cut before ``end``.
+
+    The file is read a piece at a time and only the bytes that still decide a position are kept
+    (find_cut looks at most 4 bytes back), so a stretch without a cut, a long word that fills
+    the rest of the file, costs a read, not its size in memory.
+    """
     if pos <= 0:
         return 0
     if pos >= file_size:
         return file_size
-    base = max(0, pos - 4)
+    base = max(0, pos - 4)  # the file offset of buf[0]
     f.seek(base)
-    buf = bytearray()
+    buf = b""
     search = pos - base
     while True:
         piece = f.read(1 << 16)
@@ -114,7 +120,12 @@ def file_cut_at_or_after(f: BinaryIO, pos: int, file_size: int, rule: int) -> in
         i = find_cut(buf, search, rule)
         if i >= 0:
             return base + i
+        # the last 4 positions wait for the bytes that follow them; each keeps 4 bytes before it
         search = max(search, len(buf) - 4)
+        if end is not None and base + search >= end:
+            return base + search
+        drop = max(0, search - 4)
+        buf, base, search = buf[drop:], base + drop, search - drop
 
 
 # ------------------------------------------------------------------------------ normalising a stream

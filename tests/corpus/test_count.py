@@ -548,3 +548,17 @@ def test_a_file_that_is_one_long_word(tmp_path):
     path.write_bytes(b"ab" * 40_000 + b" cd" * 3)
     table = count_words(str(path), workers=1, block_size=1_000, progress=False)
     assert table.to_dict() == {b"ab" * 40_000: 1, b" cd": 3}
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_long_word_across_every_byte_range(tmp_path, workers):
+    """One chunk far longer than a byte range (every range after the first starts inside it,
+    so is empty, and the first reads all of it) between ordinary text: the table the reference
+    gives, at any number of workers."""
+    data = b"one two " * 500 + "\u4e2d".encode() * 50_000 + b"x" * 150_000 + b" one three\nfour" * 300
+    path = tmp_path / "word.txt"
+    path.write_bytes(data)
+    table = count_words(str(path), "gpt2", workers=workers, block_size=2_000, partition_size=5_000,
+                        progress=False)
+    assert table == count_words_reference([data], "gpt2")
+    assert table.to_dict()[b" " + "\u4e2d".encode() * 50_000 + b"x" * 150_000] == 1

@@ -58,3 +58,31 @@ def test_what_starts_afresh_excludes_every_second_of_a_composition():
         assert _starts_afresh("\u4e2d", form) and _starts_afresh("a", form) and not _starts_afresh("\u0301", form)
         assert not _starts_afresh("\u0f73", form) and not _starts_afresh("\udcff", form)  # decomposes to marks; a bad byte
     assert not _starts_afresh("\uffc2", "NFKD") and _starts_afresh("\uffc2", "NFD")  # halfwidth jamo: a vowel under NFK*
+
+
+@settings(max_examples=60, deadline=None)
+@given(stretches=st.lists(st.tuples(st.sampled_from(["x", "\u4e2d", "\u00e9", " ", "\n", ".", "a\n"]),
+                                    st.sampled_from([1, 3, 70_000, 140_000])), min_size=1, max_size=5),
+       pos=st.integers(0, 500_000), span=st.integers(1, 200_000),
+       rule=st.sampled_from(["gpt2", "cl100k", "whitespace"]))
+def test_file_cut_at_or_after_is_the_first_cut_of_the_whole(tmp_path_factory, stretches, pos, span, rule):
+    """Read piece by piece, keeping only a few bytes of a long stretch without a cut: the first
+    cut at or after pos that find_cut gives on the whole file; with ``end``, a result at or
+    past end exactly when there is no cut before end."""
+    from fastbpe._core.split import find_cut
+    from fastbpe.corpus.cut import file_cut_at_or_after
+    from fastbpe.split.patterns import cut_rule
+
+    data = "".join(s * n for s, n in stretches).encode()
+    pos = min(pos, len(data))
+    path = tmp_path_factory.mktemp("cut") / "text.txt"
+    path.write_bytes(data)
+    r = cut_rule(rule)
+    whole = find_cut(data, pos, r) if 0 < pos < len(data) else -1
+    expected = 0 if pos <= 0 else len(data) if whole < 0 else whole
+    with open(path, "rb", buffering=0) as f:
+        assert file_cut_at_or_after(f, pos, len(data), r) == expected
+        bounded = file_cut_at_or_after(f, pos, len(data), r, pos + span)
+        assert (bounded >= pos + span) == (expected >= pos + span)
+        if expected < pos + span:
+            assert bounded == expected
