@@ -687,7 +687,7 @@ def _count_worker(queue: _TaskQueue, pattern, errors, block_size, lines, expecte
     """One counting thread: tasks from the queue until it is empty, into one table of its own."""
     scanner, rule = scanner_id(pattern), cut_rule(pattern)
     counter = ChunkCounter()
-    counter.reserve(expected)
+    reserved = False
     scratch: List[np.ndarray] = []  # the read buffer, reused from task to task
     while True:
         taken = queue.take()
@@ -697,6 +697,11 @@ def _count_worker(queue: _TaskQueue, pattern, errors, block_size, lines, expecte
         counter.begin_task(number)
         try:
             for block in _task_blocks(task, rule, block_size, scratch):
+                if not reserved:
+                    # sized at the first block, not up front: a thread whose ranges are all
+                    # empty (they lie inside a long word) holds no table of that size
+                    counter.reserve(expected)
+                    reserved = True
                 _count_block(counter, block, pattern, scanner, errors, lines)
         except BaseException as exc:
             queue.fail(number, exc)

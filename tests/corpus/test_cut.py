@@ -60,21 +60,24 @@ def test_what_starts_afresh_excludes_every_second_of_a_composition():
     assert not _starts_afresh("\uffc2", "NFKD") and _starts_afresh("\uffc2", "NFD")  # halfwidth jamo: a vowel under NFK*
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(stretches=st.lists(st.tuples(st.sampled_from(["x", "\u4e2d", "\u00e9", " ", "\n", ".", "a\n"]),
                                     st.sampled_from([1, 3, 70_000, 140_000])), min_size=1, max_size=5),
-       pos=st.integers(0, 500_000), span=st.integers(1, 200_000),
-       rule=st.sampled_from(["gpt2", "cl100k", "whitespace"]))
+       pos=st.one_of(st.integers(0, 500_000), st.integers(-8, 8).map(lambda d: (d,))),
+       span=st.integers(1, 200_000), rule=st.sampled_from(["gpt2", "cl100k", "whitespace"]))
 def test_file_cut_at_or_after_is_the_first_cut_of_the_whole(tmp_path_factory, stretches, pos, span, rule):
     """Read piece by piece, keeping only a few bytes of a long stretch without a cut: the first
     cut at or after pos that find_cut gives on the whole file; with ``end``, a result at or
-    past end exactly when there is no cut before end."""
+    past end exactly when there is no cut before end. ``pos=(d,)``: the end of the first
+    stretch lies d bytes from where the reading of the second 64 KiB piece starts."""
     from fastbpe._core.split import find_cut
     from fastbpe.corpus.cut import file_cut_at_or_after
     from fastbpe.split.patterns import cut_rule
 
     data = "".join(s * n for s, n in stretches).encode()
-    pos = min(pos, len(data))
+    if isinstance(pos, tuple):  # the file is read from pos - 4 on, 64 KiB at a time
+        pos = len((stretches[0][0] * stretches[0][1]).encode()) - (1 << 16) + 4 + pos[0]
+    pos = max(0, min(pos, len(data)))
     path = tmp_path_factory.mktemp("cut") / "text.txt"
     path.write_bytes(data)
     r = cut_rule(rule)
@@ -86,3 +89,26 @@ def test_file_cut_at_or_after_is_the_first_cut_of_the_whole(tmp_path_factory, st
         assert (bounded >= pos + span) == (expected >= pos + span)
         if expected < pos + span:
             assert bounded == expected
+
+
+def test_file_cut_at_or_after_decides_the_positions_where_pieces_meet(tmp_path):
+    """The file is read from pos - 4 on, 64 KiB at a time: a cut (or none) just before, at or
+    after the place where one piece's bytes meet the next's is found as in the whole file."""
+    from fastbpe._core.split import find_cut
+    from fastbpe.corpus.cut import file_cut_at_or_after
+    from fastbpe.split.patterns import cut_rule
+
+    checked = 0
+    for first in ["x", "\u4e2d", "\u00e9"]:
+        for after in [" ", "\n", ".", "\n\n", "\u3002"]:
+            head = (first * 70_000).encode()
+            data = head + (after + "x" * 9 + " ").encode() * 3
+            path = tmp_path / "text.txt"
+            path.write_bytes(data)
+            for rule in map(cut_rule, ["gpt2", "cl100k", "whitespace"]):
+                for d in range(-12, 13):
+                    pos = len(head) - (1 << 16) + d
+                    with open(path, "rb", buffering=0) as f:
+                        assert file_cut_at_or_after(f, pos, len(data), rule) == find_cut(data, pos, rule)
+                    checked += 1
+    assert checked == 3 * 5 * 3 * 25
