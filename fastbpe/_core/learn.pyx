@@ -93,10 +93,16 @@ cdef struct Node:
     int32_t word    # index of the word, for its count
 
 
+cdef union WeightOrDest:
+    int64_t weight        # pass 1: summed word counts of the key's occurrences in the run
+    int32_t* dest         # pass 2: where its list takes the next position
+
+
 cdef struct KeyTally:
     # Step 0 of a byte-level table: one per 16-bit pair key (left << 8 | right), read and
-    # written together on every occurrence (one cache line).
-    int64_t weight        # summed word counts of the key's occurrences in the run of words
+    # written together on every occurrence (one cache line). 16 bytes: the scratch (1 MB) is
+    # held at the prepare phase's memory peak on small corpora.
+    WeightOrDest w
     int32_t occurrences   # 0: not seen in the run
     int32_t first         # node of its first occurrence
 
@@ -216,12 +222,10 @@ cdef class MergeLearner:
         cdef int32_t q = 0   # the next free node
         # Byte-level step 0 tallies each run of ordinary words by pair key (_tally_bytes).
         cdef vector[KeyTally] tally
-        cdef vector[int32_t*] dest
         cdef vector[int32_t] seen
         cdef Py_ssize_t run_from = 0   # the first word of the run not yet tallied
         if bytes_only and n > 0:
             tally.resize(65536)
-            dest.resize(65536)
         with nogil:
             # Words in table order; step 0 counts every adjacent pair once, in scan order, so
             # that each pair's first recorded position is exact and the heap starts with one
@@ -233,7 +237,7 @@ cdef class MergeLearner:
                 if end - start >= long_from:
                     if bytes_only and run_from < w and n > 0:
                         q = self._tally_bytes(&ids8[0], &word_starts[0], &word_counts[0], run_from, w,
-                                              q, tally.data(), dest.data(), seen)
+                                              q, tally.data(), seen)
                     run_from = w + 1
                     # Tie keys of this chunk fall between the nodes before and after it:
                     # (q - 1) << 32 < key_base + position < q << 32 (positions < 2**31).
@@ -268,15 +272,14 @@ cdef class MergeLearner:
                     q += 1
             if bytes_only and run_from < num_words and n > 0:
                 q = self._tally_bytes(&ids8[0], &word_starts[0], &word_counts[0], run_from, num_words,
-                                      q, tally.data(), dest.data(), seen)
+                                      q, tally.data(), seen)
             self.long_kept = self.long_total
             self.coarse_listed = self.long_total
             self._push_touched()
 
     cdef int32_t _tally_bytes(self, const uint8_t* ids8, const int64_t* word_starts,
                               const int64_t* word_counts, Py_ssize_t w_from, Py_ssize_t w_to,
-                              int32_t q, KeyTally* tally, int32_t** dest,
-                              vector[int32_t]& seen) except -1 nogil:
+                              int32_t q, KeyTally* tally, vector[int32_t]& seen) except -1 nogil:
         """Step 0 of the ordinary words [w_from, w_to) of a byte-level table, their nodes from
         ``q`` on; returns the next free node. The same state as one ``_add`` per adjacent pair
         in scan order, without a pair lookup per occurrence: a pair of bytes is a 16-bit key,
@@ -307,31 +310,32 @@ cdef class MergeLearner:
                         t.first = q - 1
                         seen.push_back((<uint32_t>ids8[p - 1] << 8) | ids8[p])
                     t.occurrences += 1
-                    t.weight += count
+                    t.w.weight += count
                 q += 1
         for key in seen:
             t = &tally[key]
             pair = self._pair_id(<int32_t>(key >> 8), <int32_t>(key & 255))
-            self.pairs[pair].count += t.weight
+            self.pairs[pair].count += t.w.weight
             first = <int64_t>t.first << 32
             if first < self.pairs[pair].first:
                 self.pairs[pair].first = first
             if not self.pairs[pair].touched:
                 self.pairs[pair].touched = 1
                 self.touched.push_back(pair)
-            dest[key] = self.pair_where.extend(pair, t.occurrences)
             self.where_total += t.occurrences
+            t.w.dest = self.pair_where.extend(pair, t.occurrences)
             t.occurrences = 0
-            t.weight = 0
-        seen.clear()
         # Pass 2: the run's nodes are consecutive, symbol p of it at node q0 + p - its start.
         q = q0 - <int32_t>word_starts[w_from]
         for w in range(w_from, w_to):
             for p in range(word_starts[w], word_starts[w + 1] - 1):
                 key = (<uint32_t>ids8[p] << 8) | ids8[p + 1]
-                out = dest[key]
+                out = tally[key].w.dest
                 out[0] = <int32_t>(q + p)
-                dest[key] = out + 1
+                tally[key].w.dest = out + 1
+        for key in seen:
+            tally[key].w.weight = 0
+        seen.clear()
         return q0 + <int32_t>(word_starts[w_to] - word_starts[w_from])
 
     # ---- pairs ------------------------------------------------------------------------------

@@ -69,20 +69,15 @@ class PositionLists {
     }
 
     // Make room for n more values (n > 0) at the list's end and return where they go; the
-    // caller writes all n. An empty list without a block gets an exact block of n (a list
-    // filled at once, step 0's lists, then holds no room it does not use); a list without
-    // the room moves to the class holding its new size. The pointer stays valid while other
-    // lists grow (pool segments and big blocks never move for another list's sake), until
-    // this list grows again.
+    // caller writes all n. A list without the room moves to the class holding its new size
+    // (not an exact block: the merges that follow add to most of step 0's lists, and each
+    // first push would leave an exact block's room unused until the next compaction, which
+    // raised the training's peak). The pointer stays valid while other lists grow (pool
+    // segments and big blocks never move for another list's sake), until this list grows.
     int32_t* extend(size_t list, size_t n) {
         Span& s = spans_[list];
         size_t want = (size_t)s.size + n;
-        if (s.cls == NO_CLASS && class_for(want) < BIG_CLASS) {
-            s.offset = (uint32_t)take_room(want);
-            s.cls = EXACT;
-        } else if (s.cls == EXACT || want > capacity(s.cls)) {
-            grow_to(list, class_for(want));
-        }
+        if (s.cls == EXACT || want > capacity(s.cls)) grow_to(list, class_for(want));
         int32_t* out = data(list) + spans_[list].size;
         spans_[list].size = (uint32_t)want;
         return out;
