@@ -100,8 +100,7 @@ cdef union WeightOrDest:
 
 cdef struct KeyTally:
     # Step 0 of a byte-level table: one per 16-bit pair key (left << 8 | right), read and
-    # written together on every occurrence (one cache line). 16 bytes: the scratch (1 MB) is
-    # held at the prepare phase's memory peak on small corpora.
+    # written together on every occurrence (one cache line); 16 bytes, 1 MB for all keys.
     WeightOrDest w
     int32_t occurrences   # 0: not seen in the run
     int32_t first         # node of its first occurrence
@@ -285,7 +284,7 @@ cdef class MergeLearner:
         in scan order, without a pair lookup per occurrence: a pair of bytes is a 16-bit key,
         so pass 1 tallies each key's occurrences, weight and first node in a dense table; then
         each key seen gets its record, in order of first occurrence (the ids, ``touched`` order
-        and index as ``_add`` leaves them), and its list the room for exactly its occurrences
+        and index as ``_add`` leaves them), and its list room for all its occurrences at once
         (PositionLists.extend); pass 2 writes the positions in scan order (ascending). The
         tallies of the keys seen are zeroed again for the next run."""
         cdef Py_ssize_t w, p, start, end
