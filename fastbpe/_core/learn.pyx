@@ -93,6 +93,19 @@ cdef struct Node:
     int32_t word    # index of the word, for its count
 
 
+cdef union WeightOrDest:
+    int64_t weight        # pass 1: summed word counts of the key's occurrences in the run
+    int32_t* dest         # pass 2: where its list takes the next position
+
+
+cdef struct KeyTally:
+    # Step 0 of a byte-level table: one per 16-bit pair key (left << 8 | right), read and
+    # written together on every occurrence (one cache line); 16 bytes, 1 MB for all keys.
+    WeightOrDest w
+    int32_t occurrences   # 0: not seen in the run
+    int32_t first         # node of its first occurrence
+
+
 cdef class MergeLearner:
     """Learns merges over a flat word table; one instance per training run.
 
@@ -206,6 +219,12 @@ cdef class MergeLearner:
         self.heap_floor = 1
         self.heap_cut = 1
         cdef int32_t q = 0   # the next free node
+        # Byte-level step 0 tallies each run of ordinary words by pair key (_tally_bytes).
+        cdef vector[KeyTally] tally
+        cdef vector[int32_t] seen
+        cdef Py_ssize_t run_from = 0   # the first word of the run not yet tallied
+        if bytes_only and n > 0:
+            tally.resize(65536)
         with nogil:
             # Words in table order; step 0 counts every adjacent pair once, in scan order, so
             # that each pair's first recorded position is exact and the heap starts with one
@@ -215,6 +234,10 @@ cdef class MergeLearner:
                 start = word_starts[w]
                 end = word_starts[w + 1]
                 if end - start >= long_from:
+                    if bytes_only and run_from < w and n > 0:
+                        q = self._tally_bytes(&ids8[0], &word_starts[0], &word_counts[0], run_from, w,
+                                              q, tally.data(), seen)
+                    run_from = w + 1
                     # Tie keys of this chunk fall between the nodes before and after it:
                     # (q - 1) << 32 < key_base + position < q << 32 (positions < 2**31).
                     key_base = (<int64_t>q << 32) - (<int64_t>1 << 32) + 1
@@ -235,6 +258,8 @@ cdef class MergeLearner:
                             self._add_long(ids32[start + i], ids32[start + i + 1], word_counts[w],
                                            lstart + i, key_base, True)
                     continue
+                if bytes_only:
+                    continue  # tallied with its run (below, or before the next long chunk)
                 for p in range(start, end):
                     self.node[q].sym = ids8[p] if bytes_only else ids32[p]
                     self.node[q].word = <int32_t>w
@@ -244,9 +269,73 @@ cdef class MergeLearner:
                         self._add(self.node[q - 1].sym, self.node[q].sym, word_counts[w], q - 1)
                         self.where_total += 1
                     q += 1
+            if bytes_only and run_from < num_words and n > 0:
+                q = self._tally_bytes(&ids8[0], &word_starts[0], &word_counts[0], run_from, num_words,
+                                      q, tally.data(), seen)
             self.long_kept = self.long_total
             self.coarse_listed = self.long_total
             self._push_touched()
+
+    cdef int32_t _tally_bytes(self, const uint8_t* ids8, const int64_t* word_starts,
+                              const int64_t* word_counts, Py_ssize_t w_from, Py_ssize_t w_to,
+                              int32_t q, KeyTally* tally, vector[int32_t]& seen) except -1 nogil:
+        """Step 0 of the ordinary words [w_from, w_to) of a byte-level table, their nodes from
+        ``q`` on; returns the next free node. The same state as one ``_add`` per adjacent pair
+        in scan order, without a pair lookup per occurrence: a pair of bytes is a 16-bit key,
+        so pass 1 tallies each key's occurrences, weight and first node in a dense table; then
+        each key seen gets its record, in order of first occurrence (the ids, ``touched`` order
+        and index as ``_add`` leaves them), and its list room for all its occurrences at once
+        (PositionLists.extend); pass 2 writes the positions in scan order (ascending). The
+        tallies of the keys seen are zeroed again for the next run."""
+        cdef Py_ssize_t w, p, start, end
+        cdef int32_t q0 = q, pair
+        cdef uint32_t key
+        cdef int64_t count, first
+        cdef Node* nodes = self.node.data()
+        cdef KeyTally* t
+        cdef int32_t* out
+        for w in range(w_from, w_to):
+            start = word_starts[w]
+            end = word_starts[w + 1]
+            count = word_counts[w]
+            for p in range(start, end):
+                nodes[q].sym = ids8[p]
+                nodes[q].word = <int32_t>w
+                nodes[q].prev = q - 1 if p > start else -1
+                nodes[q].nxt = q + 1 if p + 1 < end else -1
+                if p > start:
+                    t = &tally[(<uint32_t>ids8[p - 1] << 8) | ids8[p]]
+                    if t.occurrences == 0:
+                        t.first = q - 1
+                        seen.push_back((<uint32_t>ids8[p - 1] << 8) | ids8[p])
+                    t.occurrences += 1
+                    t.w.weight += count
+                q += 1
+        for key in seen:
+            t = &tally[key]
+            pair = self._pair_id(<int32_t>(key >> 8), <int32_t>(key & 255))
+            self.pairs[pair].count += t.w.weight
+            first = <int64_t>t.first << 32
+            if first < self.pairs[pair].first:
+                self.pairs[pair].first = first
+            if not self.pairs[pair].touched:
+                self.pairs[pair].touched = 1
+                self.touched.push_back(pair)
+            self.where_total += t.occurrences
+            t.w.dest = self.pair_where.extend(pair, t.occurrences)
+            t.occurrences = 0
+        # Pass 2: the run's nodes are consecutive, symbol p of it at node q0 + p - its start.
+        q = q0 - <int32_t>word_starts[w_from]
+        for w in range(w_from, w_to):
+            for p in range(word_starts[w], word_starts[w + 1] - 1):
+                key = (<uint32_t>ids8[p] << 8) | ids8[p + 1]
+                out = tally[key].w.dest
+                out[0] = <int32_t>(q + p)
+                tally[key].w.dest = out + 1
+        for key in seen:
+            tally[key].w.weight = 0
+        seen.clear()
+        return q0 + <int32_t>(word_starts[w_to] - word_starts[w_from])
 
     # ---- pairs ------------------------------------------------------------------------------
 

@@ -68,6 +68,21 @@ class PositionLists {
         data(list)[spans_[list].size++] = value;
     }
 
+    // Make room for n more values (n > 0) at the list's end and return where they go; the
+    // caller writes all n. A list without the room moves to the class holding its new size
+    // (not an exact block: the merges that follow add to most of step 0's lists, and each
+    // first push would leave an exact block's room unused until the next compaction, which
+    // raised the training's peak). The pointer stays valid while other lists grow (pool
+    // segments and big blocks never move for another list's sake), until this list grows.
+    int32_t* extend(size_t list, size_t n) {
+        Span& s = spans_[list];
+        size_t want = (size_t)s.size + n;
+        if (s.cls == EXACT || want > capacity(s.cls)) grow_to(list, class_for(want));
+        int32_t* out = data(list) + spans_[list].size;
+        spans_[list].size = (uint32_t)want;
+        return out;
+    }
+
     // Keep only the first n values (n <= size), after the caller filtered them in place.
     void truncate(size_t list, size_t n) { spans_[list].size = (uint32_t)n; }
 
@@ -193,7 +208,11 @@ class PositionLists {
             std::memcpy(&free_[cls], at(offset), sizeof(uint64_t));
             return offset;
         }
-        size_t need = capacity(cls);
+        return take_room(capacity(cls));
+    }
+
+    // `need` values of fresh room at the pool's end (in one segment).
+    uint64_t take_room(size_t need) {
         if ((used_ & SEGMENT_MASK) + need > (1ULL << SEGMENT_BITS) || used_ == (segments_.size() << SEGMENT_BITS)) {
             // start a new segment; the old one's tail (under a big block's size) stays unused
             int32_t* segment = (int32_t*)std::malloc(sizeof(int32_t) << SEGMENT_BITS);
@@ -205,7 +224,7 @@ class PositionLists {
             used_ = (uint64_t)segments_.size() << SEGMENT_BITS;
             segments_.push_back(segment);
         }
-        offset = used_;
+        uint64_t offset = used_;
         used_ += need;
         return offset;
     }
@@ -267,16 +286,21 @@ class PositionLists {
 
     void grow(size_t list) {
         Span s = spans_[list];
-        int cls = s.cls == NO_CLASS ? 0 : s.cls == EXACT ? class_for(s.size + 1) : s.cls + 1;
+        grow_to(list, s.cls == NO_CLASS ? 0 : s.cls == EXACT ? class_for(s.size + 1) : s.cls + 1);
+    }
+
+    // Move the list to a block of class cls (larger than its block), keeping its values.
+    void grow_to(size_t list, int cls) {
+        Span s = spans_[list];
         uint64_t offset;
-        if (cls > BIG_CLASS) {  // already big: grow in place
+        if (s.cls >= BIG_CLASS) {  // already big: grow in place
             resize_big(s.offset, capacity(cls));
             spans_[list].cls = (int8_t)cls;
             return;
         }
-        if (cls == BIG_CLASS) {
+        if (cls >= BIG_CLASS) {
             offset = new_big(capacity(cls));
-            std::memcpy(big_[offset], at(s.offset), s.size * sizeof(int32_t));
+            if (s.size) std::memcpy(big_[offset], at(s.offset), s.size * sizeof(int32_t));
         } else {
             offset = take(cls);
             if (s.size) std::memcpy(at(offset), at(s.offset), s.size * sizeof(int32_t));

@@ -8,6 +8,7 @@ cdef extern from "position_lists.h" namespace "fbpt" nogil:
         size_t size(size_t lst)
         int32_t* data(size_t lst)
         void push(size_t lst, int32_t value) except +
+        int32_t* extend(size_t lst, size_t n) except +
         void truncate(size_t lst, size_t n)
         void release(size_t lst)
         void compact() except +

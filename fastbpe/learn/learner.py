@@ -31,8 +31,9 @@ def check_num_merges(num_merges: int, min_frequency: int) -> None:
 def make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> MergeLearner:
     # A pair's count is at most the sum over words of count * (length - 1); refuse tables
     # where that could pass 2**63 rather than let a 64-bit counter wrap (float64 is plenty
-    # precise for a bound).
-    pair_weight = float(np.dot(counts.astype(np.float64), np.diff(word_starts) - 1)) if len(counts) else 0.0
+    # precise for a bound). Not np.dot: BLAS wakes its threads, which then spin on the other
+    # core for CPU time that dwarfs the product itself.
+    pair_weight = float((counts.astype(np.float64) * (np.diff(word_starts) - 1)).sum()) if len(counts) else 0.0
     if pair_weight >= 2.0**63:
         raise OverflowError("the word counts are too large: pair counts could overflow 64 bits")
     return MergeLearner(symbols, word_starts, counts, base_tokens, tie_ranks)
