@@ -147,6 +147,17 @@ def test_token_rule_short_chunks_merged_from_substrings(case, words, whole, drop
                 assert encode() == expected, (short_token_max, word)
 
 
+def _by_spans_and_by_scan(core, chunks):
+    """Each chunk encoded alone twice: from its substrings (merge_spans), then by the scan
+    (short_token_max 0 turns merge_spans off)."""
+    spans = _one_by_one(core, chunks)
+    core.short_token_max = 0
+    try:
+        return spans, _one_by_one(core, chunks)
+    finally:
+        core.short_token_max = 15
+
+
 def test_token_rule_short_chunks_on_a_real_vocabulary(shared_data, tiktoken_encoding):
     """cl100k on English text: every chunk encoded alone (no cache answers) from its
     substrings, by the scan and by tiktoken, one chunk of each length 1..16 bytes at least."""
@@ -155,12 +166,7 @@ def test_token_rule_short_chunks_on_a_real_vocabulary(shared_data, tiktoken_enco
     text = shared_data.text("english.txt.gz", 20_000)
     chunks = sorted({c.encode("utf-8") for c in regex.findall(enc._pat_str, text)})
     core = tok._core()
-    spans = _one_by_one(core, chunks)
-    core.short_token_max = 0
-    try:
-        scanned = _one_by_one(core, chunks)
-    finally:
-        core.short_token_max = 15
+    spans, scanned = _by_spans_and_by_scan(core, chunks)
     assert {len(c) for c in chunks} >= set(range(1, 17))
     assert spans == scanned == [i for c in chunks for i in enc._encode_single_piece(c)]  # (tiktoken: one piece)
 
@@ -270,12 +276,7 @@ def test_llama3_short_chunks_by_the_spans_equal_the_pair_scan(shared_data):
     odd = ["ababab", "atata", "erereree", "',',','", "\",\",\"", "2020202", "\x00\x00\x00", "ééé", "——–", "𝔘𝔘𝔘",
            " anana", "phpphp", "texttext", "elseelse", "=====", "0000000000"]
     chunks = sorted({c.encode("utf-8") for c in regex.findall(PATTERNS["llama3"], text + " ".join(odd))})
-    spans = _one_by_one(core, chunks)
-    core.short_token_max = 0
-    try:
-        scanned = _one_by_one(core, chunks)
-    finally:
-        core.short_token_max = 15
+    spans, scanned = _by_spans_and_by_scan(core, chunks)
     assert {len(c) for c in chunks} >= set(range(1, 16))
     expected = [i for c in chunks for i in hf.encode(c.decode("utf-8"), add_special_tokens=False).ids]
     assert spans == scanned == expected
