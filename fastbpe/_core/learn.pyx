@@ -223,7 +223,8 @@ cdef class MergeLearner:
         cdef vector[KeyTally] tally
         cdef vector[int32_t] seen
         cdef Py_ssize_t run_from = 0   # the first word of the run not yet tallied
-        if bytes_only and n > 0:
+        cdef bint tallied = bytes_only and n > 0   # (an empty table has no &ids8[0])
+        if tallied:
             tally.resize(65536)
         with nogil:
             # Words in table order; step 0 counts every adjacent pair once, in scan order, so
@@ -234,7 +235,7 @@ cdef class MergeLearner:
                 start = word_starts[w]
                 end = word_starts[w + 1]
                 if end - start >= long_from:
-                    if bytes_only and run_from < w and n > 0:
+                    if tallied and run_from < w:
                         q = self._tally_bytes(&ids8[0], &word_starts[0], &word_counts[0], run_from, w,
                                               q, tally.data(), seen)
                     run_from = w + 1
@@ -261,7 +262,7 @@ cdef class MergeLearner:
                 if bytes_only:
                     continue  # tallied with its run (below, or before the next long chunk)
                 for p in range(start, end):
-                    self.node[q].sym = ids8[p] if bytes_only else ids32[p]
+                    self.node[q].sym = ids32[p]
                     self.node[q].word = <int32_t>w
                     self.node[q].prev = q - 1 if p > start else -1
                     self.node[q].nxt = q + 1 if p + 1 < end else -1
@@ -269,7 +270,7 @@ cdef class MergeLearner:
                         self._add(self.node[q - 1].sym, self.node[q].sym, word_counts[w], q - 1)
                         self.where_total += 1
                     q += 1
-            if bytes_only and run_from < num_words and n > 0:
+            if tallied and run_from < num_words:
                 q = self._tally_bytes(&ids8[0], &word_starts[0], &word_counts[0], run_from, num_words,
                                       q, tally.data(), seen)
             self.long_kept = self.long_total
@@ -290,7 +291,7 @@ cdef class MergeLearner:
         cdef Py_ssize_t w, p, start, end
         cdef int32_t q0 = q, pair
         cdef uint32_t key
-        cdef int64_t count, first
+        cdef int64_t count
         cdef Node* nodes = self.node.data()
         cdef KeyTally* t
         cdef int32_t* out
@@ -314,13 +315,7 @@ cdef class MergeLearner:
         for key in seen:
             t = &tally[key]
             pair = self._pair_id(<int32_t>(key >> 8), <int32_t>(key & 255))
-            self.pairs[pair].count += t.w.weight
-            first = <int64_t>t.first << 32
-            if first < self.pairs[pair].first:
-                self.pairs[pair].first = first
-            if not self.pairs[pair].touched:
-                self.pairs[pair].touched = 1
-                self.touched.push_back(pair)
+            self._credit(pair, t.w.weight, <int64_t>t.first << 32)
             self.where_total += t.occurrences
             t.w.dest = self.pair_where.extend(pair, t.occurrences)
             t.occurrences = 0
@@ -398,9 +393,14 @@ cdef class MergeLearner:
         """A new occurrence of (left, right) at node ``pos``: the pair's key may improve. (A
         node's tie key is ``pos << 32``, which leaves room for long chunks between nodes.)"""
         cdef int32_t pair = self._pair_id(left, right)
-        cdef int64_t key = <int64_t>pos << 32
-        self.pairs[pair].count += count
         self.pair_where.push(pair, pos)
+        return self._credit(pair, count, <int64_t>pos << 32)
+
+    cdef inline int _credit(self, int32_t pair, int64_t count, int64_t key) except -1 nogil:
+        """Occurrences of ``pair`` of total weight ``count`` were added, the first at tie key
+        ``key``: its count and first key, and its place in ``touched`` (queued at the end of
+        the step)."""
+        self.pairs[pair].count += count
         if key < self.pairs[pair].first:
             self.pairs[pair].first = key
         if not self.pairs[pair].touched:
@@ -427,18 +427,11 @@ cdef class MergeLearner:
             pair = self._new_pair(left, right, i)
         cdef int32_t entry = ~(COARSE | <int32_t>(pos >> self.coarse_bits)) if coarse else ~<int32_t>pos
         cdef size_t n = self.pair_where.size(pair)
-        cdef int64_t key = key_base + pos
-        self.pairs[pair].count += count
         if n == 0 or self.pair_where.data(pair)[n - 1] != entry:
             self.pair_where.push(pair, entry)
             self.where_total += 1
             self.long_total += 1
-        if key < self.pairs[pair].first:
-            self.pairs[pair].first = key
-        if not self.pairs[pair].touched:
-            self.pairs[pair].touched = 1
-            self.touched.push_back(pair)
-        return 0
+        return self._credit(pair, count, key_base + pos)
 
     cdef inline int _remove(self, int32_t left, int32_t right, int64_t count) except -1 nogil:
         """An occurrence of (left, right) disappeared: its key only worsens, nothing to push.

@@ -7,10 +7,10 @@
 // size (an *exact* block: most lists of a long chunk's pairs never grow again, and rounding
 // them up to a power of two left the pool twice the values it held). An exact block is full:
 // the list's next push moves it to a block of a class, and the exact block's room waits for
-// the next compaction (it is never on a free list). The pool is a series of fixed-size segments
-// (a block never straddles two), so it grows without copying what it holds. A list past BIG_CAPACITY values gets a block
-// of its own, grown with realloc (for big blocks the C library remaps pages instead of copying)
-// and freed when released, so the largest lists never fragment the pool. On Linux big blocks
+// the next compaction (it is never on a free list). The pool is a series of fixed-size
+// segments (a block never straddles two), so it grows without copying what it holds. A list
+// past BIG_CAPACITY values gets a block of its own, grown with realloc (for big blocks the C
+// library remaps pages instead of copying) and freed when released, so the largest lists never fragment the pool. On Linux big blocks
 // are mapped pages of their own (mmap, grown by mremap, given back by munmap): through malloc,
 // blocks under its (adaptive, up to 32 MB) mapping threshold come from its heap, where blocks
 // grown and freed by the thousand leave holes that stay resident (on one 50 MB chunk, the
@@ -105,8 +105,9 @@ class PositionLists {
     // held twice (a second pool, copied into, was the learner's peak on one long chunk). A
     // block moves to an offset at or below its own, never into a later list's block: each
     // list starts at or before its old block and takes at most its old block's room (its
-    // size, which the old block held), which lay inside one segment (a block that would straddle a segment boundary starts the next
-    // segment, which is at or before the old block's).
+    // size, which the old block held), which lay inside one segment (a block that would
+    // straddle a segment boundary starts the next segment, which is at or before the old
+    // block's).
     void compact() {
         std::vector<uint64_t> order;  // (offset << 32 | list) of the small lists, by offset
         std::vector<uint32_t> turned_small;  // big lists that now fit a small block
@@ -208,11 +209,7 @@ class PositionLists {
             std::memcpy(&free_[cls], at(offset), sizeof(uint64_t));
             return offset;
         }
-        return take_room(capacity(cls));
-    }
-
-    // `need` values of fresh room at the pool's end (in one segment).
-    uint64_t take_room(size_t need) {
+        size_t need = capacity(cls);
         if ((used_ & SEGMENT_MASK) + need > (1ULL << SEGMENT_BITS) || used_ == (segments_.size() << SEGMENT_BITS)) {
             // start a new segment; the old one's tail (under a big block's size) stays unused
             int32_t* segment = (int32_t*)std::malloc(sizeof(int32_t) << SEGMENT_BITS);
@@ -224,7 +221,7 @@ class PositionLists {
             used_ = (uint64_t)segments_.size() << SEGMENT_BITS;
             segments_.push_back(segment);
         }
-        uint64_t offset = used_;
+        offset = used_;
         used_ += need;
         return offset;
     }
