@@ -68,6 +68,7 @@ class BytesMap {
         if (used_ == 0 && slots > slots_.size()) slots_.assign(slots, Slot{0, 0, 0, 0, 0});
     }
     size_t num_vals() const { return vals_.size(); }
+    size_t num_key_bytes() const { return keys_.size(); }
 
     // Pointer to the ids of key p[0:n] with hash h (count in *count), or nullptr.
     const int32_t* find(const uint8_t* p, size_t n, uint64_t h, int64_t* count) const {
