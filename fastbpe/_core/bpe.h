@@ -85,6 +85,9 @@ static const int64_t BACKTRACK_MIN = 256;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
+// encode_tiled looks a chunk up in the short-chunk cache this many chunks after it prefetched
+// its set (a few hundred nanoseconds of scanning: an L3 or memory access has arrived).
+static const int FIND_LAG = 16;
 // encode_utf8: chunks split ahead of the encoder at a time (two int64 arrays on the stack).
 static const int FUSED_BLOCK = 256;
 // encode_utf8_u16: chunks of at least this many bytes are backtracked straight into the
@@ -681,13 +684,14 @@ class BpeEncoder {
     // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
     // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes) into its short-cache key
-    // and prefetches the set it maps to. The second looks every chunk up in its set without a
-    // branch (the way that holds it, or none) and lists the misses, whose hashes it computes
-    // and whose slots of the chunk cache it prefetches: on a big text the short cache keeps
-    // only the commoner chunks. The third writes the ids in order straight to op: a hit's from
+    // and prefetches the set it maps to; FIND_LAG chunks later (the line has arrived by then)
+    // it looks the chunk up in its set without a branch (the way that holds it, or none) and
+    // lists it if it missed; the block's last FIND_LAG chunks are looked up after the scan.
+    // The second computes the misses' hashes and prefetches their slots of the chunk cache: on
+    // a big text the short cache keeps only the commoner chunks. The third writes the ids in order straight to op: a hit's from
     // its way, anything else by encode_chunk (chunk cache, whole lookup, BPE) while the chunk
     // cache entries of the misses a few steps ahead are prefetched; it remembers them in the
-    // short cache after the block (so that every way the second loop found still holds its
+    // short cache after the block (so that every way the first loop found still holds its
     // chunk in the third; a chunk that comes again in its block is found in the chunk cache).
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
@@ -705,7 +709,7 @@ class BpeEncoder {
         int64_t count = 0;
         while (p < n) {
             const ShortChunkCache::Sets sets = st.short_cache.sets();  // (no put until the block's end)
-            int64_t m = 0;
+            int64_t m = 0, left = 0;
             for (; m < FUSED_BLOCK && p < n; ++m) {
                 size_t e = scanner.next_chunk<PATTERN>(p);
                 start[m] = (uint32_t)p;
@@ -719,14 +723,23 @@ class BpeEncoder {
                     word0[m] = word1[m] = ShortChunkCache::NO_KEY;
                 }
                 p = e;
+                // the set of the chunk FIND_LAG places back was prefetched that many chunks
+                // ago: look it up now, while the scanner's work hides the wait for the line
+                // (the text's last chunk, which the test below may take out, is never here)
+                if (m >= FIND_LAG) {
+                    int64_t c = m - FIND_LAG;
+                    const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
+                    way[c] = x;
+                    todo[left] = (int32_t)c;
+                    left += x == nullptr;
+                }
             }
             start[m] = (uint32_t)p;
             *chunks += m;
             // a hit writes two ids whatever its count: not the text's last chunk when it is
             // one byte (no room for a second id there)
             if (p == n && start[m] - start[m - 1] == 1) entry[m - 1] = ShortChunkCache::none_set();
-            int64_t left = 0;
-            for (int64_t c = 0; c < m; ++c) {
+            for (int64_t c = m > FIND_LAG ? m - FIND_LAG : 0; c < m; ++c) {
                 const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
                 way[c] = x;
                 todo[left] = (int32_t)c;

@@ -854,6 +854,26 @@ def test_short_chunk_cache_on_the_text_path_on_generated_texts(trained, pieces, 
         assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
 
 
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+def test_short_chunk_cache_lookups_at_block_and_lag_boundaries(trained, name):
+    """The split-and-encode loop looks a chunk up a fixed number of chunks after it prefetched
+    its set, and the block's last chunks after the scan: texts of 1..40 chunks and of chunk
+    counts around one and two blocks of 256, ending in a one-byte chunk or a longer one,
+    cached and uncached, with a tiny and a full-size short cache, equal the regex split."""
+    tok = _with_pattern(trained[0], name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    words = ["the", "of", "and", "a", "in", "to", "is", "was", "it", "for"]
+    counts = list(range(1, 41)) + [c + d for c in (128, 256, 512) for d in range(-18, 19, 3)]
+    for bits in (1, 16):
+        state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
+        for count in counts:
+            for last in (".", " end"):
+                text = "".join(" " + words[k % len(words)] for k in range(count - 1)) + last  # count chunks
+                expected = _regex_reference(tok, text)
+                for _ in range(2):  # the second pass is answered by the caches
+                    assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+
+
 def test_short_chunk_cache_one_byte_texts(trained):
     """Texts of one and two bytes over and over, once their chunks are cached: a one-byte
     chunk that ends the text is encoded, not copied from the cache (whose hits write two ids)."""
