@@ -64,8 +64,17 @@ static const uint64_t NO_MERGE = ~0ULL;      // lookup result of a pair that nev
 static const int64_t TOO_MANY_IDS = -1000;
 static const int64_t BACKTRACK_UNUSABLE = -1001;  // (internal: take the merge loops instead)
 static const int64_t SPANS_DECLINED = -1002;  // (internal: merge_spans leaves the chunk to the merge loops)
-// Chunks longer than this are not cached: they are rare and would crowd the cache out.
-static const int64_t CACHE_MAX_CHUNK = 128;
+// Chunks longer than this are not cached: they are rare, and their keys would take much of the
+// cache's memory. Shorter long ones are worth it: a text's repeated long chunks (rules and
+// borders of box-drawing or '=' characters, runs of spaces in code) cost far more to merge
+// again on every pass than to look up (10 MB of English: 168 chunks of 129..219 bytes took
+// 2.2 ms of each 60 ms pass while this was 128).
+static const int64_t CACHE_MAX_CHUNK = 1024;
+// The chunk cache is also cleared when its keys would pass this many bytes per id of max_ids
+// (English text: about 3 bytes per id), so long keys cannot make it grow past what max_ids
+// implies; and never holds 4 GB of keys (a key's offset is 32 bits).
+static const size_t CACHE_KEY_BYTES_PER_ID = 16;
+static const size_t KEY_ROOM = (UINT32_MAX - CACHE_MAX_CHUNK) / CACHE_KEY_BYTES_PER_ID;
 // Chunks up to this length are merged by the scan instead of the heap.
 static const int SCAN_MAX_CHUNK = 32;
 // Chunks of at least this many symbols are merged by the rank queue instead of the heap.
@@ -76,6 +85,9 @@ static const int64_t BACKTRACK_MIN = 256;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
+// encode_tiled looks a chunk up in the short-chunk cache this many chunks after it prefetched
+// its set (a few hundred nanoseconds of scanning: an L3 or memory access has arrived).
+static const int FIND_LAG = 16;
 // encode_utf8: chunks split ahead of the encoder at a time (two int64 arrays on the stack).
 static const int FUSED_BLOCK = 256;
 // encode_utf8_u16: chunks of at least this many bytes are backtracked straight into the
@@ -186,7 +198,8 @@ struct SymbolList {
 };
 
 // What one thread needs while encoding: the chunk cache (chunk bytes -> ids, cleared when it
-// holds more than max_ids ids, which bounds its memory) and reusable buffers.
+// holds more than max_ids ids or CACHE_KEY_BYTES_PER_ID * max_ids key bytes, which bounds its
+// memory) and reusable buffers.
 struct EncodeScratch {
     BytesMap cache;
     ShortChunkCache short_cache;  // the cache's first level, for chunks of up to SHORT_KEY_MAX bytes
@@ -671,13 +684,14 @@ class BpeEncoder {
     // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
     // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes) into its short-cache key
-    // and prefetches the set it maps to. The second looks every chunk up in its set without a
-    // branch (the way that holds it, or none) and lists the misses, whose hashes it computes
-    // and whose slots of the chunk cache it prefetches: on a big text the short cache keeps
-    // only the commoner chunks. The third writes the ids in order straight to op: a hit's from
+    // and prefetches the set it maps to; FIND_LAG chunks later (the line has arrived by then)
+    // it looks the chunk up in its set without a branch (the way that holds it, or none) and
+    // lists it if it missed; the block's last FIND_LAG chunks are looked up after the scan.
+    // The second computes the misses' hashes and prefetches their slots of the chunk cache: on
+    // a big text the short cache keeps only the commoner chunks. The third writes the ids in order straight to op: a hit's from
     // its way, anything else by encode_chunk (chunk cache, whole lookup, BPE) while the chunk
     // cache entries of the misses a few steps ahead are prefetched; it remembers them in the
-    // short cache after the block (so that every way the second loop found still holds its
+    // short cache after the block (so that every way the first loop found still holds its
     // chunk in the third; a chunk that comes again in its block is found in the chunk cache).
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
@@ -695,7 +709,7 @@ class BpeEncoder {
         int64_t count = 0;
         while (p < n) {
             const ShortChunkCache::Sets sets = st.short_cache.sets();  // (no put until the block's end)
-            int64_t m = 0;
+            int64_t m = 0, left = 0;
             for (; m < FUSED_BLOCK && p < n; ++m) {
                 size_t e = scanner.next_chunk<PATTERN>(p);
                 start[m] = (uint32_t)p;
@@ -709,14 +723,23 @@ class BpeEncoder {
                     word0[m] = word1[m] = ShortChunkCache::NO_KEY;
                 }
                 p = e;
+                // the set of the chunk FIND_LAG places back was prefetched that many chunks
+                // ago: look it up now, while the scanner's work hides the wait for the line
+                // (the text's last chunk, which the test below may take out, is never here)
+                if (m >= FIND_LAG) {
+                    int64_t c = m - FIND_LAG;
+                    const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
+                    way[c] = x;
+                    todo[left] = (int32_t)c;
+                    left += x == nullptr;
+                }
             }
             start[m] = (uint32_t)p;
             *chunks += m;
             // a hit writes two ids whatever its count: not the text's last chunk when it is
             // one byte (no room for a second id there)
             if (p == n && start[m] - start[m - 1] == 1) entry[m - 1] = ShortChunkCache::none_set();
-            int64_t left = 0;
-            for (int64_t c = 0; c < m; ++c) {
+            for (int64_t c = m > FIND_LAG ? m - FIND_LAG : 0; c < m; ++c) {
                 const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
                 way[c] = x;
                 todo[left] = (int32_t)c;
@@ -938,7 +961,9 @@ class BpeEncoder {
             }
         }
         if (n <= CACHE_MAX_CHUNK) {
-            if (st.cache.num_vals() + count > st.max_ids) st.cache.clear();
+            if (st.cache.num_vals() + count > st.max_ids ||
+                st.cache.num_key_bytes() + n > CACHE_KEY_BYTES_PER_ID * std::min<size_t>(st.max_ids, KEY_ROOM))
+                st.cache.clear();
             st.cache.insert(data, (size_t)n, h, out, count);
         }
         return count;

@@ -68,6 +68,7 @@ class BytesMap {
         if (used_ == 0 && slots > slots_.size()) slots_.assign(slots, Slot{0, 0, 0, 0, 0});
     }
     size_t num_vals() const { return vals_.size(); }
+    size_t num_key_bytes() const { return keys_.size(); }
 
     // Pointer to the ids of key p[0:n] with hash h (count in *count), or nullptr.
     const int32_t* find(const uint8_t* p, size_t n, uint64_t h, int64_t* count) const {
@@ -308,7 +309,10 @@ class ShortChunkCache {
 
     size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
     static inline size_t set_hash(uint64_t w0, uint64_t w1) {
-        uint64_t x = (w0 ^ (w1 * 0x9E3779B97F4A7C15ULL)) * 0xBF58476D1CE4E5B9ULL;
+        // One product, whose top bits depend on every bit of the word multiplied; the second
+        // word goes in rotated half-way round, so that its bytes (the length among them) meet
+        // the first word's in different places.
+        uint64_t x = (w0 ^ ((w1 << 32) | (w1 >> 32))) * 0x9E3779B97F4A7C15ULL;
         return (size_t)(x >> 40);  // (bits <= 24: the top bits, well mixed)
     }
     inline size_t set_of(uint64_t w0, uint64_t w1) const {

@@ -60,9 +60,10 @@ cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
 cdef class EncodeState:
     """Per-thread scratch space and chunk cache. Never share one between threads.
 
-    The cache maps chunk bytes to their ids; it is cleared when it holds more than ``max_ids``
-    ids, which bounds its memory. In front of it, a cache of ``2**short_cache_bits``
-    entries (32 bytes each, two-way) answers the chunks of 1 to 15 bytes that come back most (see
+    The cache maps chunk bytes (chunks of up to 1024 bytes) to their ids; it is cleared when it
+    holds more than ``max_ids`` ids or ``16 * max_ids`` bytes of chunks, which bounds its
+    memory. In front of it, a cache of ``2**short_cache_bits`` entries (32 bytes each,
+    two-way) answers the chunks of 1 to 15 bytes that come back most (see
     bytes_map.h); it doubles while it evicts much, up to ``2**short_cache_max_bits`` entries
     (default: 2**20, 32 MB, or ``short_cache_bits`` if more). Tests make it tiny and fixed to
     force collisions.

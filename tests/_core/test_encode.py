@@ -454,6 +454,48 @@ def test_cache_eviction_keeps_results_exact(trained):
     assert core.encode_chunks(data, starts, ends, small).tolist() == expected
 
 
+@pytest.mark.parametrize("max_ids", [4_000_000, 300, 20])
+def test_long_chunks_are_cached_and_stay_exact(trained, max_ids):
+    """Chunks of 100..1100 bytes (the cache keeps up to 1024; lengths on both sides of it and of
+    the old 128), ASCII and not, many of them again and again: the second and later passes are
+    answered by the chunk cache, which a small ``max_ids`` clears over and over (by ids, or by
+    the key bytes of the long chunks), and every pass equals each chunk encoded alone."""
+    tok = trained[0]
+    core = tok._core()
+    pieces = [b"the cat ", "\u2500\u252c".encode(), b"=", b"  ", "n\u00e9e ".encode(), b"\xff\x00"]
+    chunks = [(pieces[k % len(pieces)] * 1100)[:n] for k, n in
+              enumerate([100, 127, 128, 129, 130, 200, 219, 255, 256, 257, 511, 1023, 1024, 1025, 1100])]
+    chunks = chunks + chunks[::2] + chunks[::-1]
+    expected = _one_by_one(core, chunks)
+    state = EncodeState(max_ids=max_ids)
+    for _ in range(3):
+        assert core.encode_chunks(*_chunked(chunks), state).tolist() == expected
+    assert state.hits > 0
+
+
+def test_long_chunk_keys_bound_the_chunk_cache():
+    """Chunks of 600..800 bytes that are few ids each (tokens of 512, 256, ... bytes of "a"):
+    with ``max_ids=1000`` their ids would fill the cache only after hundreds of chunks, but
+    their key bytes pass 16 bytes per id after about 20, and clear it; ids stay exact."""
+    tokens = [bytes([b]) for b in range(256)]
+    merges = []
+    for k in range(9):  # "a" * 2**(k + 1) from two of "a" * 2**k
+        left = tokens.index(b"a" * 2 ** k)
+        merges.append((left, left))
+        tokens.append(b"a" * 2 ** (k + 1))
+    tok = Tokenizer(tokens, merges)
+    core = tok._core()
+    chunks = [b"a" * (600 + k) for k in range(200)]
+    expected = _one_by_one(core, chunks)
+    state = EncodeState(max_ids=1000)
+    assert core.encode_chunks(*_chunked(chunks), state).tolist() == expected
+    assert 0 < state.size <= 16_000 // 600
+    assert core.encode_chunks(*_chunked(chunks), state).tolist() == expected
+    everything = EncodeState()
+    core.encode_chunks(*_chunked(chunks), everything)
+    assert everything.size == len(chunks)
+
+
 def test_batch_and_numpy_outputs(trained):
     tok, text = trained
     docs = [text[i:i + 5000] for i in range(0, 50_000, 5000)] + ["", "x"]
@@ -810,6 +852,26 @@ def test_short_chunk_cache_on_the_text_path_on_generated_texts(trained, pieces, 
     state = EncodeState(short_cache_bits=bits[0], short_cache_max_bits=bits[1])
     for _ in range(3):
         assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+def test_short_chunk_cache_lookups_at_block_and_lag_boundaries(trained, name):
+    """The split-and-encode loop looks a chunk up a fixed number of chunks after it prefetched
+    its set, and the block's last chunks after the scan: texts of 1..40 chunks and of chunk
+    counts around one and two blocks of 256, ending in a one-byte chunk or a longer one,
+    cached and uncached, with a tiny and a full-size short cache, equal the regex split."""
+    tok = _with_pattern(trained[0], name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    words = ["the", "of", "and", "a", "in", "to", "is", "was", "it", "for"]
+    counts = list(range(1, 41)) + [c + d for c in (128, 256, 512) for d in range(-18, 19, 3)]
+    for bits in (1, 16):
+        state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
+        for count in counts:
+            for last in (".", " end"):
+                text = "".join(" " + words[k % len(words)] for k in range(count - 1)) + last  # count chunks
+                expected = _regex_reference(tok, text)
+                for _ in range(2):  # the second pass is answered by the caches
+                    assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
 
 
 def test_short_chunk_cache_one_byte_texts(trained):
