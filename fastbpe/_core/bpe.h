@@ -688,10 +688,10 @@ class BpeEncoder {
     // it looks the chunk up in its set without a branch (the way that holds it, or none) and
     // lists it if it missed; the block's last FIND_LAG chunks are looked up after the scan.
     // The second computes the misses' hashes and prefetches their slots of the chunk cache: on
-    // a big text the short cache keeps only the commoner chunks. The third writes the ids in order straight to op: a hit's from
-    // its way, anything else by encode_chunk (chunk cache, whole lookup, BPE) while the chunk
-    // cache entries of the misses a few steps ahead are prefetched; it remembers them in the
-    // short cache after the block (so that every way the first loop found still holds its
+    // a big text the short cache keeps only the commoner chunks. The third writes the ids in
+    // order straight to op: a hit's from its way, anything else by encode_chunk (chunk cache,
+    // whole lookup, BPE) while the chunk cache entries of the misses a few steps ahead are
+    // prefetched; it remembers them in the short cache after the block (so that every way the first loop found still holds its
     // chunk in the third; a chunk that comes again in its block is found in the chunk cache).
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
