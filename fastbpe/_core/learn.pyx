@@ -147,7 +147,8 @@ cdef class MergeLearner:
     # merge phase cannot avoid, against which its time is judged
     cdef readonly int64_t merged_occurrences
     cdef readonly int64_t compactions        # of the position lists so far (_compact_where)
-    cdef vector[int32_t] touched
+    cdef vector[int32_t] touched              # pairs whose count rose in this step, each once
+    cdef vector[uint8_t] is_touched           # by pair id: 1 while listed in ``touched`` (0 when freed)
     cdef vector[int32_t] zeroed               # pairs whose count fell to 0 in this step
     cdef vector[int32_t] free_pairs           # ids of freed pairs, reused by new pairs
     cdef MergeHeap heap
@@ -378,15 +379,15 @@ cdef class MergeLearner:
         fresh.first = NO_POSITION
         fresh.left = left
         fresh.right = right
-        fresh.touched = 0
         if not self.free_pairs.empty():
-            pair = self.free_pairs.back()  # its list was released with it
+            pair = self.free_pairs.back()  # its list was released with it, its mark is 0
             self.free_pairs.pop_back()
             self.pairs[pair] = fresh
         else:
             pair = <int32_t>self.pairs.size()
             self.pairs.push_back(fresh)
             self.pair_where.add_list()
+            self.is_touched.push_back(0)
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
@@ -403,8 +404,8 @@ cdef class MergeLearner:
         self.pairs[pair].count += count
         if key < self.pairs[pair].first:
             self.pairs[pair].first = key
-        if not self.pairs[pair].touched:
-            self.pairs[pair].touched = 1
+        if not self.is_touched[pair]:
+            self.is_touched[pair] = 1
             self.touched.push_back(pair)
         return 0
 
@@ -442,7 +443,7 @@ cdef class MergeLearner:
         if pair < 0:
             # its one occurrence: erased before the store changes there, so that the other
             # single pairs' keys, read from the store, stay true
-            self.pair_index.erase(i, self.pairs.data())
+            self.pair_index.erase(i)
             return 0
         self.pairs[pair].count -= count
         if self.pairs[pair].count == 0:
@@ -462,7 +463,7 @@ cdef class MergeLearner:
             if self.pairs[pair].count != 0 or self.pairs[pair].left < 0:
                 continue  # an occurrence came back, or listed twice and already freed
             self.pair_index.erase(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
-                                                        self.pairs.data()), self.pairs.data())
+                                                        self.pairs.data()))
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
             for i in range(n):
@@ -481,7 +482,7 @@ cdef class MergeLearner:
         cdef int32_t pair
         cdef MergeCandidate e
         for pair in self.touched:
-            self.pairs[pair].touched = 0
+            self.is_touched[pair] = 0
             if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(pair)
@@ -919,7 +920,7 @@ cdef class MergeLearner:
         return {
             "nodes": self.node.capacity() * sizeof(Node),
             "word_counts": self.word_count.capacity() * sizeof(int64_t),
-            "pairs": self.pairs.capacity() * sizeof(PairRecord),
+            "pairs": self.pairs.capacity() * sizeof(PairRecord) + self.is_touched.capacity(),
             "pair_index": self.pair_index.capacity() * 8,
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
