@@ -16,21 +16,20 @@
 // (tag * capacity >> 32), so any capacity works and moving a slot (growth, erasure) never needs
 // its key: single pairs' keys are reads at random places of the long-chunk store, and growing
 // or erasing by them cost a cache miss per single pair. The index grows by half when over
-// its load (half full, 13/16 once large): on one 50 MB chunk it holds 3.7M pairs, and doubling at half full had left it
-// 8.4M slots (67 MB, a quarter of the training's peak). A slot's id is EMPTY (-1) when it is
-// empty. Erasing shifts the entries after the hole back, so that no probe ever stops early.
+// its load (half full, 13/16 once large): on one 50 MB chunk it holds 3.7M pairs, and
+// doubling at half full had left it 8.4M slots (67 MB, a quarter of the training's peak). A
+// slot's id is EMPTY (-1) when it is empty. Erasing shifts the entries after the hole back,
+// so that no probe ever stops early (the index is never full, so every probe ends).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <vector>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "hash.h"
 #include "long_chunks.h"
+#include "mapped_array.h"
 #include "pair_table.h"
 
 namespace fbpt {
@@ -45,64 +44,16 @@ struct PairRecord {
     // a 4-byte field here padded the record to 32 bytes, 10 MB more at the peak).
 };
 
-// The learner's records: a growable array of a trivially copyable T in pages of its own.
-// Doubling remaps the pages (mremap on Linux) where std::vector allocates the new block beside
-// the old one and copies: on one long chunk the records reach ~50 MB, and that moment of both
-// blocks was the training's peak.
-template <class T>
-class MappedArray {
-  public:
-    MappedArray() = default;
-    ~MappedArray() {
-#ifdef __linux__
-        if (data_) munmap(data_, cap_ * sizeof(T));
-#else
-        std::free(data_);
-#endif
-    }
-    MappedArray(const MappedArray&) = delete;
-    MappedArray& operator=(const MappedArray&) = delete;
-
-    T& operator[](size_t i) { return data_[i]; }
-    const T& operator[](size_t i) const { return data_[i]; }
-    T* data() { return data_; }
-    const T* data() const { return data_; }
-    size_t size() const { return size_; }
-    size_t capacity() const { return cap_; }
-    void push_back(const T& value) {
-        if (size_ == cap_) grow();
-        data_[size_++] = value;
-    }
-
-  private:
-    T* data_ = nullptr;
-    size_t size_ = 0, cap_ = 0;
-
-    void grow() {
-        size_t cap = cap_ ? 2 * cap_ : 4096;  // whole pages, whatever sizeof(T)
-#ifdef __linux__
-        void* p = data_ ? mremap(data_, cap_ * sizeof(T), cap * sizeof(T), MREMAP_MAYMOVE)
-                        : mmap(nullptr, cap * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
-#else
-        void* p = std::realloc(data_, cap * sizeof(T));
-        if (!p) throw std::bad_alloc();
-#endif
-        data_ = (T*)p;
-        cap_ = cap;
-    }
-};
-
 class PairIds {
   public:
     static constexpr int32_t EMPTY = -1;
     static constexpr int32_t SINGLE = -2;  // id SINGLE - p: the pair's one occurrence is at p
-    // Grow past half full while the index holds fewer than DENSE_FROM pairs, past 13/16 full
-    // after that. Linear probing's probes stay short up to ~0.8 full (about 3 slots, most in the
-    // same cache line, for a pair that is there), but the longer probes still cost: on 100 MB of
-    // English (0.4M pairs) the merge phase took ~10% longer at 13/16. Below DENSE_FROM pairs the
-    // index is at most 16 MB; above it, it is a large part of the training's peak.
-    static constexpr size_t DENSE_FROM = 1 << 20;
+    // Grow past half full while the index holds fewer than dense_from pairs (default 2**20),
+    // past 13/16 full after that. Linear probing's probes stay short up to ~0.8 full (about 3
+    // slots, most in the same cache line, for a pair that is there), but the longer probes
+    // still cost: on 100 MB of English (0.4M pairs) the merge phase took ~10% longer at 13/16.
+    // Below 2**20 pairs the index is at most 16 MB; above, it is a large part of the peak.
+    void set_dense_from(size_t pairs) { dense_from_ = pairs; }
 
     PairIds() { reset(16); }
 
@@ -144,13 +95,13 @@ class PairIds {
     }
 
     // Store id for pair (left, right) in the empty slot index() returned. Returns whether the
-    // index is now past its load (DENSE_FROM): the caller then grows it (grow), after which earlier slot
-    // numbers are stale.
+    // index is now past its load (set_dense_from): the caller then grows it (grow), after
+    // which earlier slot numbers are stale.
     bool insert_at(size_t i, int32_t left, int32_t right, int32_t id) {
         slots_[i] = Slot{tag(pair_key(left, right)), id};
         singles_ += id < EMPTY;
         ++used_;
-        return used_ < DENSE_FROM ? 2 * used_ > slots_.size() : 16 * used_ > 13 * slots_.size();
+        return used_ < dense_from_ ? 2 * used_ > slots_.size() : 16 * used_ > 13 * slots_.size();
     }
 
     // Half again the slots, refilled with the ids [0, n) of `records` whose `left` is not
@@ -204,6 +155,7 @@ class PairIds {
     };
     std::vector<Slot> slots_;
     size_t used_ = 0, singles_ = 0;
+    size_t dense_from_ = 1 << 20;
     const LongChunks* longs_ = nullptr;
 
     size_t home(uint32_t t) const { return (size_t)(((uint64_t)t * slots_.size()) >> 32); }

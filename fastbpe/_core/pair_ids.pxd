@@ -18,6 +18,7 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
     cdef cppclass PairIds:
         void attach(const LongChunks* longs)
         void reset(size_t capacity) except +
+        void set_dense_from(size_t pairs)
         size_t capacity()
         size_t size()
         size_t singles()
