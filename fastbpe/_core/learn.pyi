@@ -6,6 +6,7 @@ import numpy.typing as npt
 
 LONG_CHUNK_SYMBOLS: int
 COARSE_BITS: int
+DENSE_INDEX_PAIRS: int
 
 class MergeLearner:
     """Incremental BPE merge learner over a flat word table; one instance per training run."""

@@ -83,6 +83,9 @@ cdef int32_t SINGLE = -2        # PairIds::SINGLE: an index slot's id SINGLE - p
 # attributes, read when a learner is made, so that tests can lower them.
 LONG_CHUNK_SYMBOLS = 65536
 COARSE_BITS = 16
+# From this many pairs on, the pair index fills to 13/16 instead of 1/2 (pair_ids.h): memory
+# over probe length. A module attribute, read when a learner is made, for tests to lower.
+DENSE_INDEX_PAIRS = 1 << 20
 
 
 cdef struct Node:
@@ -136,6 +139,9 @@ cdef class MergeLearner:
     cdef int coarse_bits
     cdef int64_t long_total, long_kept      # block entries in the lists; after the last compaction
     cdef int64_t live_long                  # live tokens of the long chunks
+    # live pairs of the long chunks made of two one-symbol (base) tokens: step 0 lists them
+    # coarse, and no merge creates one, so they never have a position entry
+    cdef int64_t base_long
     cdef int64_t coarse_listed              # step 0's entries (all coarse; their number only falls)
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
@@ -147,7 +153,8 @@ cdef class MergeLearner:
     # merge phase cannot avoid, against which its time is judged
     cdef readonly int64_t merged_occurrences
     cdef readonly int64_t compactions        # of the position lists so far (_compact_where)
-    cdef vector[int32_t] touched
+    cdef vector[int32_t] touched              # pairs whose count rose in this step, each once
+    cdef vector[uint8_t] is_touched           # by pair id: 1 while listed in ``touched`` (0 when freed)
     cdef vector[int32_t] zeroed               # pairs whose count fell to 0 in this step
     cdef vector[int32_t] free_pairs           # ids of freed pairs, reused by new pairs
     cdef MergeHeap heap
@@ -203,6 +210,7 @@ cdef class MergeLearner:
         self.longs = LongChunks(6)  # chunks start on a 64-bit word of the bitset
         self.pair_index.attach(&self.longs)  # single pairs' keys are read there
         self.pair_index.reset(1024)
+        self.pair_index.set_dense_from(max(1, DENSE_INDEX_PAIRS))
         if tie_ranks is not None:
             if len(tie_ranks) != len(token_bytes):
                 raise ValueError("tie_ranks needs one rank per base token")
@@ -214,6 +222,7 @@ cdef class MergeLearner:
         self.long_total = 0
         self.live_symbols = nodes
         self.live_long = 0
+        self.base_long = 0
         self.compact_slack = 1_000_000
         self.merged_occurrences = 0
         self.heap_floor = 1
@@ -248,6 +257,7 @@ cdef class MergeLearner:
                         self.longs.add_chunk[int32_t](&ids32[start], end - start, word_counts[w], key_base)
                     lstart = self.longs.chunk(self.longs.chunks() - 1).begin
                     self.live_long += end - start
+                    self.base_long += end - start - 1
                     if lstart + (end - start) >= COARSE:
                         with gil:
                             raise OverflowError("the long chunks hold more than 2**30 symbols")
@@ -378,15 +388,15 @@ cdef class MergeLearner:
         fresh.first = NO_POSITION
         fresh.left = left
         fresh.right = right
-        fresh.touched = 0
         if not self.free_pairs.empty():
-            pair = self.free_pairs.back()  # its list was released with it
+            pair = self.free_pairs.back()  # its list was released with it, its mark is 0
             self.free_pairs.pop_back()
             self.pairs[pair] = fresh
         else:
             pair = <int32_t>self.pairs.size()
             self.pairs.push_back(fresh)
             self.pair_where.add_list()
+            self.is_touched.push_back(0)
         return pair
 
     cdef inline int _add(self, int32_t left, int32_t right, int64_t count, int32_t pos) except -1 nogil:
@@ -403,8 +413,8 @@ cdef class MergeLearner:
         self.pairs[pair].count += count
         if key < self.pairs[pair].first:
             self.pairs[pair].first = key
-        if not self.pairs[pair].touched:
-            self.pairs[pair].touched = 1
+        if not self.is_touched[pair]:
+            self.is_touched[pair] = 1
             self.touched.push_back(pair)
         return 0
 
@@ -442,7 +452,7 @@ cdef class MergeLearner:
         if pair < 0:
             # its one occurrence: erased before the store changes there, so that the other
             # single pairs' keys, read from the store, stay true
-            self.pair_index.erase(i, self.pairs.data())
+            self.pair_index.erase(i)
             return 0
         self.pairs[pair].count -= count
         if self.pairs[pair].count == 0:
@@ -462,7 +472,7 @@ cdef class MergeLearner:
             if self.pairs[pair].count != 0 or self.pairs[pair].left < 0:
                 continue  # an occurrence came back, or listed twice and already freed
             self.pair_index.erase(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
-                                                        self.pairs.data()), self.pairs.data())
+                                                        self.pairs.data()))
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
             for i in range(n):
@@ -481,7 +491,7 @@ cdef class MergeLearner:
         cdef int32_t pair
         cdef MergeCandidate e
         for pair in self.touched:
-            self.pairs[pair].touched = 0
+            self.is_touched[pair] = 0
             if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count
                 e.first = self._tie_key(pair)
@@ -805,18 +815,24 @@ cdef class MergeLearner:
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 2 * self.where_total + self.compact_slack
                 or self.long_total > 2 * self.long_kept + self.compact_slack
-                or 2 * self.long_total > 3 * (self.live_long - <int64_t>self.pair_index.singles()
+                or 2 * self.long_total > 3 * (self.live_long - self.base_long
+                                              - <int64_t>self.pair_index.singles()
                                               + self.coarse_listed) + self.compact_slack):
             # amortised: at least half the node entries go, or half the pool (compaction
             # lays it out in exact blocks: what the pool holds past its entries is room left
             # by lists that moved, or free blocks), or the block entries doubled since the last
             # compaction (which keeps each (pair, block) once), or they are over 3/2 of what
             # the long chunks can list (a live occurrence is listed in its pair's list once; a
-            # single pair's in none; step 0's coarse entries stay), so at least a third of them
-            # go: merging shrinks the live tokens several times over, which the doubling alone
-            # would leave in the lists. On one 50 MB chunk stale entries had reached 55% of
-            # the lists (22.5M entries, 140 MB) before the first compaction after the opening
-            # merges; singles are three in five of the live pairs by the end.
+            # single pair's in none, a base pair's in step 0's coarse entries, which stay), so
+            # at least a third of them go: merging shrinks the live tokens several times over,
+            # which the doubling alone would leave in the lists. On one 50 MB chunk stale
+            # entries had reached 55% of the lists (22.5M entries, 140 MB) before the first
+            # compaction after the opening merges; singles are three in five of the live pairs
+            # by the end. With base pairs counted in the bound, the lists of the opening merges
+            # grew to 1.5x their live entries plus the base pairs left (the training's peak
+            # then, 248 MB). Lower factors (5/4, or the pool at 3/2) cut the opening merges'
+            # peak by a further 15 MB, but made 13 compactions instead of 8 (merge phase 25 s
+            # instead of 15 s) while the training's peak, reached later, stayed ~230 MB.
             self._compact_where()
         return 0
 
@@ -874,7 +890,7 @@ cdef class MergeLearner:
         checked first (an entry goes stale when a neighbour merges)."""
         cdef int32_t a = self.pairs[pair].left, b = self.pairs[pair].right
         cdef int32_t left_id = 0, right_id = 0
-        cdef int64_t p, q, r, left, after, count, merged = 0
+        cdef int64_t p, q, r, left, after, count, merged = 0, base_pairs = 0
         cdef const LongChunks.Chunk* chunk
         cdef size_t j
         # _add_long pushes to the lists, never to merging_long: no copy is needed.
@@ -892,17 +908,21 @@ cdef class MergeLearner:
             r = self.longs.next(q, chunk.end)
             if self.longs.get(q, r - q) != b:
                 continue
-            # (a, b) at p: merge it into one token over [p, r)
+            # (a, b) at p: merge it into one token over [p, r); the three pairs it ends
+            # (left, a), (a, b), (b, right) may be base pairs (base_long)
             count = chunk.count
             left = self.longs.prev(p, chunk.begin)
             self.pairs[pair].count -= count
+            base_pairs += q - p == 1 and r - q == 1
             if left >= 0:
                 left_id = self.longs.get(left, p - left)
                 self._remove(left_id, a, count)
+                base_pairs += p - left == 1 and q - p == 1
             if r < chunk.end:
                 after = self.longs.next(r, chunk.end)
                 right_id = self.longs.get(r, after - r)
                 self._remove(b, right_id, count)
+                base_pairs += r - q == 1 and after - r == 1
             self.longs.kill(q)
             self.longs.set(p, r - p, new_id)
             merged += 1
@@ -912,6 +932,7 @@ cdef class MergeLearner:
                 self._add_long(new_id, right_id, count, p, chunk.key_base)
         self.merged_occurrences += merged
         self.live_long -= merged
+        self.base_long -= base_pairs
         return 0
 
     def memory_use(self):
@@ -919,7 +940,7 @@ cdef class MergeLearner:
         return {
             "nodes": self.node.capacity() * sizeof(Node),
             "word_counts": self.word_count.capacity() * sizeof(int64_t),
-            "pairs": self.pairs.capacity() * sizeof(PairRecord),
+            "pairs": self.pairs.capacity() * sizeof(PairRecord) + self.is_touched.capacity(),
             "pair_index": self.pair_index.capacity() * 8,
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
@@ -932,6 +953,7 @@ cdef class MergeLearner:
             "single_pairs": self.pair_index.singles(),  # pairs with no record (pair_ids.h)
             "positions_listed": self.where_total,     # entries in the lists, stale ones included
             "positions_room": self.pair_where.used(),  # values the small lists' blocks hold
+            "base_pairs_long": self.base_long,  # live pairs of two one-symbol tokens in long chunks
         }
 
     def corpus_tokens(self):

@@ -1,9 +1,9 @@
 // The learner's pair records and its pair -> pair id index (learn.pyx): 8 bytes a slot, half those of a PairTable
-// slot, because the key is not stored. A slot holds the pair's id and a 32-bit tag of its key;
-// a matching tag is confirmed against the pair's record (`left`, `right`), which the learner
-// reads next anyway (every lookup updates the pair's count), so the check costs no extra cache
-// miss, while a different tag skips a slot without touching the records. The index is exact:
-// a tag only filters, the record decides.
+// slot, because the key is not stored. A slot holds the pair's id and a 32-bit hash of its key
+// (its tag); a matching tag is confirmed against the pair's record (`left`, `right`), which the
+// learner reads next anyway (every lookup updates the pair's count), so the check costs no extra
+// cache miss, while a different tag skips a slot without touching the records. The index is
+// exact: a tag only filters, the record decides.
 //
 // A pair that occurs once, in a long chunk (long_chunks.h), below the merge floor, has no
 // record: its slot's id is SINGLE - position, and its key is read from the store at that
@@ -12,21 +12,24 @@
 // slot's position a live occurrence of its pair (it erases the slot before the occurrence
 // goes) and turns it into a record (set_id) when a second occurrence comes.
 //
-// Open addressing with linear probing (hash.h), slots indexed by Fibonacci hashing, at most
-// half full. A slot's id is EMPTY (-1) when it is empty. Growing rebuilds the index from the
-// old slots; erasing shifts the entries after the hole back, so that no probe ever stops early.
+// Open addressing with linear probing. The home slot is the tag scaled to the capacity
+// (tag * capacity >> 32), so any capacity works and moving a slot (growth, erasure) never needs
+// its key: single pairs' keys are reads at random places of the long-chunk store, and growing
+// or erasing by them cost a cache miss per single pair. The index grows by half when over
+// its load (half full, 13/16 once large): on one 50 MB chunk it holds 3.7M pairs, and
+// doubling at half full had left it 8.4M slots (67 MB, a quarter of the training's peak). A
+// slot's id is EMPTY (-1) when it is empty. Erasing shifts the entries after the hole back,
+// so that no probe ever stops early (the index is never full, so every probe ends).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <vector>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "hash.h"
 #include "long_chunks.h"
+#include "mapped_array.h"
 #include "pair_table.h"
 
 namespace fbpt {
@@ -37,75 +40,29 @@ struct PairRecord {
     int64_t first;    // lower bound on its first live position; exact after _true_first
     int32_t left;
     int32_t right;
-    int32_t touched;  // 1 while listed in the learner's ``touched``
-};
-
-// The learner's records: a growable array of a trivially copyable T in pages of its own.
-// Doubling remaps the pages (mremap on Linux) where std::vector allocates the new block beside
-// the old one and copies: on one long chunk the records reach ~50 MB, and that moment of both
-// blocks was the training's peak.
-template <class T>
-class MappedArray {
-  public:
-    MappedArray() = default;
-    ~MappedArray() {
-#ifdef __linux__
-        if (data_) munmap(data_, cap_ * sizeof(T));
-#else
-        std::free(data_);
-#endif
-    }
-    MappedArray(const MappedArray&) = delete;
-    MappedArray& operator=(const MappedArray&) = delete;
-
-    T& operator[](size_t i) { return data_[i]; }
-    const T& operator[](size_t i) const { return data_[i]; }
-    T* data() { return data_; }
-    const T* data() const { return data_; }
-    size_t size() const { return size_; }
-    size_t capacity() const { return cap_; }
-    void push_back(const T& value) {
-        if (size_ == cap_) grow();
-        data_[size_++] = value;
-    }
-
-  private:
-    T* data_ = nullptr;
-    size_t size_ = 0, cap_ = 0;
-
-    void grow() {
-        size_t cap = cap_ ? 2 * cap_ : (1 << 16) / sizeof(T);  // whole pages
-#ifdef __linux__
-        void* p = data_ ? mremap(data_, cap_ * sizeof(T), cap * sizeof(T), MREMAP_MAYMOVE)
-                        : mmap(nullptr, cap * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
-#else
-        void* p = std::realloc(data_, cap * sizeof(T));
-        if (!p) throw std::bad_alloc();
-#endif
-        data_ = (T*)p;
-        cap_ = cap;
-    }
+    // 24 bytes: the learner's touched marks are a byte array of their own (on one long chunk
+    // a 4-byte field here padded the record to 32 bytes, 10 MB more at the peak).
 };
 
 class PairIds {
   public:
     static constexpr int32_t EMPTY = -1;
     static constexpr int32_t SINGLE = -2;  // id SINGLE - p: the pair's one occurrence is at p
+    // Grow past half full while the index holds fewer than dense_from pairs (default 2**20),
+    // past 13/16 full after that. Linear probing's probes stay short up to ~0.8 full (about 3
+    // slots, most in the same cache line, for a pair that is there), but the longer probes
+    // still cost: on 100 MB of English (0.4M pairs) the merge phase took ~10% longer at 13/16.
+    // Below 2**20 pairs the index is at most 16 MB; above, it is a large part of the peak.
+    void set_dense_from(size_t pairs) { dense_from_ = pairs; }
 
     PairIds() { reset(16); }
 
     // The long-chunk store single pairs' keys are read from (kept by the caller).
     void attach(const LongChunks* longs) { longs_ = longs; }
 
-    // Empty the index, with `capacity` slots (a power of two, at least 2).
+    // Empty the index, with `capacity` slots (at least 2).
     void reset(size_t capacity) {
         slots_.assign(capacity, Slot{0, EMPTY});
-        shift_ = 64;
-        while (capacity > 1) {
-            capacity >>= 1;
-            --shift_;
-        }
         used_ = 0;
         singles_ = 0;
     }
@@ -119,10 +76,12 @@ class PairIds {
     size_t index(int32_t left, int32_t right, const PairRecord* records) const {
         uint64_t key = pair_key(left, right);
         uint32_t t = tag(key);
-        size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_), [&](const Slot& s) {
-            return s.id < 0 || (s.tag == t && records[s.id].left == left && records[s.id].right == right);
-        });
-        if (__builtin_expect(slots_[i].id < EMPTY, 0)) return index_from(i, key, t, records);
+        const Slot* slots = slots_.data();
+        size_t n = slots_.size(), i = home(t);
+        while (!(slots[i].id < 0 || (slots[i].tag == t && records[slots[i].id].left == left &&
+                                     records[slots[i].id].right == right)))
+            i = next(i, n);
+        if (__builtin_expect(slots[i].id < EMPTY, 0)) return index_from(i, key, t, records);
         return i;
     }
     bool occupied(size_t i) const { return slots_[i].id != EMPTY; }
@@ -136,50 +95,47 @@ class PairIds {
     }
 
     // Store id for pair (left, right) in the empty slot index() returned. Returns whether the
-    // index is now past half full: the caller then grows it (grow), after which earlier slot
-    // numbers are stale.
+    // index is now past its load (set_dense_from): the caller then grows it (grow), after
+    // which earlier slot numbers are stale.
     bool insert_at(size_t i, int32_t left, int32_t right, int32_t id) {
         slots_[i] = Slot{tag(pair_key(left, right)), id};
         singles_ += id < EMPTY;
-        return 2 * ++used_ > slots_.size();
+        ++used_;
+        return used_ < dense_from_ ? 2 * used_ > slots_.size() : 16 * used_ > 13 * slots_.size();
     }
 
-    // Twice the slots, refilled with the ids [0, n) of `records` whose `left` is not negative
-    // (a free id) and the single pairs of the old slots. The old slots go before the new ones
-    // are made (the single pairs, found only there, are copied out first): the index never
-    // holds both, which would be its size again at the moment it is largest.
+    // Half again the slots, refilled with the ids [0, n) of `records` whose `left` is not
+    // negative (a free id) and the single pairs of the old slots (tags kept: no key is read).
+    // The old slots go before the new ones are made (the single pairs, found only there, are
+    // copied out first): the index never holds both, which would be its size again at the
+    // moment it is largest.
     void grow(const PairRecord* records, size_t n) {
-        std::vector<int32_t> singles;
+        std::vector<Slot> singles;
         size_t capacity = slots_.size();
         if (singles_) {
             singles.reserve(singles_);
             for (const Slot& s : slots_)
-                if (s.id < EMPTY) singles.push_back(s.id);
+                if (s.id < EMPTY) singles.push_back(s);
         }
         std::vector<Slot>().swap(slots_);
-        reset(2 * capacity);
+        reset(capacity + capacity / 2);
         for (size_t id = 0; id < n; ++id) {
             if (records[id].left < 0) continue;
-            uint64_t key = pair_key(records[id].left, records[id].right);
-            place(key, Slot{tag(key), (int32_t)id});
+            place(Slot{tag(pair_key(records[id].left, records[id].right)), (int32_t)id});
         }
-        for (int32_t id : singles) {
-            uint64_t key = single_key(id);
-            place(key, Slot{tag(key), id});
-        }
+        for (const Slot& s : singles) place(s);
     }
 
-    // Empty the occupied slot i (the records of the other indexed ids are read to find their
-    // home slots). Backward-shift deletion: every later entry of the probe run whose home slot
-    // is at or before the hole moves into it, so lookups need no tombstones. Out of line: the
-    // learner's _remove, which erases a single pair as its occurrence goes, stays small
-    // enough to inline.
-    __attribute__((noinline)) void erase(size_t i, const PairRecord* records) {
-        const size_t mask = slots_.size() - 1;
+    // Empty the occupied slot i. Backward-shift deletion: every later entry of the probe run
+    // whose home slot is at or before the hole moves into it, so lookups need no tombstones.
+    // Out of line: the learner's _remove, which erases a single pair as its occurrence goes,
+    // stays small enough to inline.
+    __attribute__((noinline)) void erase(size_t i) {
+        const size_t n = slots_.size();
         singles_ -= slots_[i].id < EMPTY;
-        for (size_t j = (i + 1) & mask; slots_[j].id != EMPTY; j = (j + 1) & mask) {
-            size_t home = fib_slot(key_of(slots_[j], records), shift_);
-            if (((j - home) & mask) >= ((j - i) & mask)) {  // the hole i lies in [home, j]
+        for (size_t j = next(i, n); slots_[j].id != EMPTY; j = next(j, n)) {
+            size_t h = home(slots_[j].tag);
+            if (distance(h, j, n) >= distance(i, j, n)) {  // the hole i lies in [home, j]
                 slots_[i] = slots_[j];
                 i = j;
             }
@@ -189,7 +145,7 @@ class PairIds {
     }
 
     void prefetch(int32_t left, int32_t right) const {
-        __builtin_prefetch(&slots_[fib_slot(pair_key(left, right), shift_)]);
+        __builtin_prefetch(&slots_[home(tag(pair_key(left, right)))]);
     }
 
   private:
@@ -199,8 +155,12 @@ class PairIds {
     };
     std::vector<Slot> slots_;
     size_t used_ = 0, singles_ = 0;
-    int shift_ = 64;
+    size_t dense_from_ = 1 << 20;
     const LongChunks* longs_ = nullptr;
+
+    size_t home(uint32_t t) const { return (size_t)(((uint64_t)t * slots_.size()) >> 32); }
+    static size_t next(size_t i, size_t n) { return i + 1 == n ? 0 : i + 1; }
+    static size_t distance(size_t from, size_t to, size_t n) { return to >= from ? to - from : to + n - from; }
 
     // The key of a single pair: the token at its position and the next one. Out of line: it
     // is never reached without long chunks, and the probe loops stay small.
@@ -214,15 +174,16 @@ class PairIds {
     // are compared alike, up to the first empty slot.
     __attribute__((noinline)) size_t index_from(size_t i, uint64_t key, uint32_t t,
                                                 const PairRecord* records) const {
-        const size_t mask = slots_.size() - 1;
-        for (;; i = (i + 1) & mask) {
+        const size_t n = slots_.size();
+        for (;; i = next(i, n)) {
             const Slot& s = slots_[i];
             if (s.id == EMPTY || (s.tag == t && key_of(s, records) == key)) return i;
         }
     }
-    void place(uint64_t key, const Slot& s) {
-        size_t i = probe(slots_.data(), slots_.size() - 1, fib_slot(key, shift_),
-                         [](const Slot& t) { return t.id == EMPTY; });
+    void place(const Slot& s) {
+        const size_t n = slots_.size();
+        size_t i = home(s.tag);
+        while (slots_[i].id != EMPTY) i = next(i, n);
         slots_[i] = s;
         ++used_;
         singles_ += s.id < EMPTY;
@@ -232,7 +193,7 @@ class PairIds {
         return pair_key(records[s.id].left, records[s.id].right);
     }
 
-    // Bits of the key independent of the slot (which takes the top bits of another product).
+    // The key's hash: its top bits pick the home slot, all 32 filter the probe.
     static uint32_t tag(uint64_t key) { return (uint32_t)((key * 0xD6E8FEB86659FD93ULL) >> 32); }
 };
 

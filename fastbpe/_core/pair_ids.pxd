@@ -9,7 +9,6 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
         int64_t first
         int32_t left
         int32_t right
-        int32_t touched
     cdef cppclass MappedArray[T]:
         T& operator[](size_t i)
         T* data()
@@ -19,6 +18,7 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
     cdef cppclass PairIds:
         void attach(const LongChunks* longs)
         void reset(size_t capacity) except +
+        void set_dense_from(size_t pairs)
         size_t capacity()
         size_t size()
         size_t singles()
@@ -28,5 +28,5 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
         void set_id(size_t i, int32_t id)
         bint insert_at(size_t i, int32_t left, int32_t right, int32_t id)
         void grow(const PairRecord* records, size_t n) except +
-        void erase(size_t i, const PairRecord* records)
+        void erase(size_t i)
         void prefetch(int32_t left, int32_t right)

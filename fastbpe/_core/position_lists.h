@@ -34,6 +34,8 @@
 #include <sys/mman.h>
 #endif
 
+#include "mapped_array.h"
+
 namespace fbpt {
 
 class PositionLists {
@@ -108,8 +110,14 @@ class PositionLists {
     // size, which the old block held), which lay inside one segment (a block that would
     // straddle a segment boundary starts the next segment, which is at or before the old
     // block's).
+    //
+    // The order of the blocks is found without a list of them (8 bytes a list, sorted, was
+    // ~12 MB on one long chunk, the learner's peak at its compactions): each small list's
+    // block start is marked in a bitset of the pool (a bit a value) and its first value is
+    // swapped with the list's number, the value kept meanwhile in the list's offset field;
+    // walking the marks in order finds each list from its block and puts the value back.
     void compact() {
-        std::vector<uint64_t> order;  // (offset << 32 | list) of the small lists, by offset
+        std::vector<uint64_t> starts((used_ + 63) >> 6, 0);  // block starts of the small lists
         std::vector<uint32_t> turned_small;  // big lists that now fit a small block
         for (size_t list = 0; list < spans_.size(); ++list) {
             Span& s = spans_[list];
@@ -123,21 +131,30 @@ class PositionLists {
             } else if (s.cls >= BIG_CLASS) {
                 turned_small.push_back((uint32_t)list);
             } else {
-                order.push_back(((uint64_t)s.offset << 32) | list);
+                uint64_t offset = s.offset;
+                starts[offset >> 6] |= 1ULL << (offset & 63);
+                int32_t* first = at(offset);
+                s.offset = (uint32_t)*first;  // (a value of the list, until the walk below)
+                *first = (int32_t)list;
             }
         }
-        std::sort(order.begin(), order.end());
         uint64_t cursor = 0;
-        for (uint64_t entry : order) {
-            Span& s = spans_[(uint32_t)entry];
-            size_t need = s.size;
-            if ((cursor & SEGMENT_MASK) + need > (1ULL << SEGMENT_BITS))
-                cursor = (cursor | SEGMENT_MASK) + 1;  // the next segment
-            if (cursor != s.offset) std::memmove(at(cursor), at(s.offset), s.size * sizeof(int32_t));
-            s.offset = (uint32_t)cursor;
-            s.cls = EXACT;
-            cursor += need;
+        for (size_t w = 0; w < starts.size(); ++w) {
+            for (uint64_t bits = starts[w]; bits; bits &= bits - 1) {
+                uint64_t offset = (w << 6) + __builtin_ctzll(bits);
+                int32_t* first = at(offset);
+                Span& s = spans_[(uint32_t)*first];
+                *first = (int32_t)s.offset;
+                size_t need = s.size;
+                if ((cursor & SEGMENT_MASK) + need > (1ULL << SEGMENT_BITS))
+                    cursor = (cursor | SEGMENT_MASK) + 1;  // the next segment
+                if (cursor != offset) std::memmove(at(cursor), at(offset), need * sizeof(int32_t));
+                s.offset = (uint32_t)cursor;
+                s.cls = EXACT;
+                cursor += need;
+            }
         }
+        std::vector<uint64_t>().swap(starts);
         used_ = cursor;
         free_.assign(BIG_CLASS, NO_BLOCK);
         size_t keep = (size_t)((cursor + SEGMENT_MASK) >> SEGMENT_BITS);  // segments in use
@@ -181,7 +198,7 @@ class PositionLists {
         int8_t cls;       // capacity MIN_CAPACITY << cls, NO_CLASS: no block, or EXACT
     };
     static constexpr uint64_t MAX_POOL = 1ULL << 32;  // values the small lists' pool can address
-    std::vector<Span> spans_;
+    MappedArray<Span> spans_;  // (remapped as it doubles: no moment of two copies)
     // The pool: value i is segments_[i >> SEGMENT_BITS][i & SEGMENT_MASK]; values before used_
     // are in blocks (or a segment's unused tail), the rest of the last segment is room to grow.
     static constexpr int SEGMENT_BITS = 20;  // 4 MB segments

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastbpe import reference
+import fastbpe._core.learn as core_learn
 from fastbpe._core.learn import MergeLearner
 
 BYTES = [bytes([b]) for b in range(256)]
@@ -182,3 +183,51 @@ def test_no_pair_at_all():
             ids, merge_counts, _ = learner.run(5, floor)
             assert ids.shape == (0, 3) and merge_counts.tolist() == []
             assert learner.memory_use()["pairs_count"] == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(letters=st.sampled_from([b"ab", b"abcdefgh", bytes(range(40)), bytes(range(200, 256))]),
+       lengths=st.lists(st.integers(1, 600), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1),
+       num_merges=st.integers(0, 120), min_frequency=st.integers(1, 2), long_chunk=st.sampled_from([2, 100, 1 << 30]),
+       dense_from=st.sampled_from([1, 7, 300]))
+def test_an_index_filled_to_thirteen_sixteenths_finds_every_pair(letters, lengths, seed, num_merges, min_frequency,
+                                                                 long_chunk, dense_from):
+    """From DENSE_INDEX_PAIRS pairs on the index fills to 13/16 (long probe runs, erasures that
+    shift entries across the end of the slots back to the start, capacities that are not powers
+    of two): the merges are the reference's and the live records the merged corpus's pairs."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
+    counts = [1 + i % 3 for i in range(len(words))]
+    saved = core_learn.DENSE_INDEX_PAIRS
+    core_learn.DENSE_INDEX_PAIRS = dense_from
+    try:
+        merges, merge_counts, learner = learn(words, counts, num_merges, min_frequency, long_chunk=long_chunk,
+                                              coarse_bits=6)
+    finally:
+        core_learn.DENSE_INDEX_PAIRS = saved
+    assert (merges, merge_counts) == tuple(map(list, reference_bytes(words, counts, num_merges, min_frequency)))
+    assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
+
+
+@settings(max_examples=30, deadline=None)
+@given(letters=st.sampled_from([b"a", b"ab", b"abc", b"ab\xff"]), lengths=st.lists(st.integers(1, 500), min_size=1, max_size=5),
+       seed=st.integers(0, 2**32 - 1), steps=st.lists(st.integers(0, 40), min_size=1, max_size=3),
+       long_chunk=st.sampled_from([2, 50, 300]))
+def test_base_pairs_of_long_chunks_are_counted_as_they_go(letters, lengths, seed, steps, long_chunk):
+    """The learner counts the live pairs of two one-symbol tokens in the long chunks (they are
+    listed by step 0's coarse entries, so its compactions leave them out of what can be
+    listed): after any run, the number in the merged corpus."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
+    counts = [1 + i % 2 for i in range(len(words))]
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, long_chunk=long_chunk, coarse_bits=6)
+    for step in steps:
+        ids, _, tokens = learner.run(step, 1)
+        merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+        long_tokens = [t for w, t in zip(words, replay(words, merges)) if len(w) >= long_chunk]
+        expected = sum(len(t[i]) == 1 and len(t[i + 1]) == 1 for t in long_tokens for i in range(len(t) - 1))
+        assert learner.memory_use()["base_pairs_long"] == expected
