@@ -11,9 +11,15 @@
 //    occurrences) inline as two zero-padded words, the first-appearance index and the count.
 //    A lookup touches one cache line and nothing else (no separate counts array, no key arena,
 //    no front cache): the frequent chunks' lines stay in L1/L2 by themselves;
-//  * chunks are counted in batches: a chunk's key and hash are computed and its slot prefetched
-//    when the scanner hands it over, and the batch is counted, in order, when full, so the
-//    misses of the rare chunks (a random DRAM access once the table outgrows L3) overlap;
+//  * a chunk's key and hash are computed and its slot prefetched when the scanner hands it
+//    over, and it is looked up later, in order, so that the misses of the rare chunks (a
+//    random DRAM access once the table outgrows L3) overlap. The patterns whose chunks tile
+//    the text are scanned and counted in one loop, each chunk looked up LAG chunks after it
+//    was hashed: the scanner is one serial chain (a chunk starts where the last one ended,
+//    its end found through loads and branches on its bytes), and the lookups of earlier
+//    chunks, independent of it, run beside it. Scanning a batch of chunks, then counting the
+//    batch, ran the two one after the other: fewer instructions (320M against 364M for 10 MB
+//    of English), no faster. The other patterns queue their chunks and count a batch when full;
 //  * the slot array is 2 MiB aligned and advised for transparent huge pages (fewer TLB misses).
 // Open addressing, linear probing, capacity a power of two kept at most 70% full; the slot is
 // taken from the top bits of a multiplicative hash (hash.h's fib_slot idea: the top bits of a
@@ -96,6 +102,20 @@ class ChunkTable {
     __attribute__((always_inline)) inline void operator()(const uint8_t* p, size_t len, const uint8_t* limit) {
         enqueue(p, len, limit);
         if (queued_ == BATCH) drain();
+    }
+
+    // scan_document's step for a stretch of valid text s[0:n] (in a buffer ending at `limit`):
+    // the patterns whose chunks tile the text through count_tiled, the others one chunk at a
+    // time through operator().
+    void text(const uint8_t* s, size_t n, const uint8_t* limit, int pattern) {
+        drain();  // chunks queued before this text (invalid bytes under ERR_BYTES) come first
+        switch (pattern) {
+            case PAT_GPT2: return count_tiled<PAT_GPT2>(s, n, limit);
+            case PAT_CL100K: return count_tiled<PAT_CL100K>(s, n, limit);
+            case PAT_LLAMA3: return count_tiled<PAT_LLAMA3>(s, n, limit);
+            case PAT_O200K: return count_tiled<PAT_O200K>(s, n, limit);
+            default: return scan_chunks(s, n, limit, pattern, *this);
+        }
     }
 
     // Count the queued chunks, in order.
@@ -284,26 +304,60 @@ class ChunkTable {
     Queued queue_[BATCH];
     size_t queued_ = 0;
 
-    // Queue a chunk with its key and hash, and prefetch its slot. The common case (a short
-    // chunk with 16 readable bytes) is written out here so that the key stays in registers.
+    // Scan and count the chunks of s[0:n] (see the top of the file): the chunk ending at e is
+    // hashed, its slot prefetched, and counted when the scan is LAG chunks further on.
+    template <int PATTERN>
+    void count_tiled(const uint8_t* s, size_t n, const uint8_t* limit) {
+        struct Hashed {
+            Key key;
+            uint64_t hash;
+            const uint8_t* p;
+        };
+        // enough chunks in flight for a prefetch to land (16 measured faster than 8, no slower
+        // than 32), few enough that the ring stays in L1
+        constexpr size_t LAG = 16;
+        Hashed ring[LAG];
+        const Scanner scanner(s, n);
+        size_t p = 0, j = 0;
+        while (p < n) {
+            const size_t e = scanner.next_chunk<PATTERN>(p);
+            Hashed& r = ring[j % LAG];
+            if (j >= LAG) count_key(r.key, r.hash, r.p, 1);  // the chunk LAG before this one
+            r.p = s + p;
+            r.hash = key_and_hash(r.p, e - p, limit, r.key);
+            __builtin_prefetch(&slots_[r.hash >> shift_]);
+            p = e;
+            ++j;
+        }
+        for (size_t i = j > LAG ? j - LAG : 0; i < j; ++i) {
+            const Hashed& r = ring[i % LAG];
+            count_key(r.key, r.hash, r.p, 1);
+        }
+    }
+
+    // Queue a chunk with its key and hash, and prefetch its slot.
     __attribute__((always_inline)) inline void enqueue(const uint8_t* p, size_t len, const uint8_t* limit) {
         Queued& q = queue_[queued_++];
+        q.hash = key_and_hash(p, len, limit, q.key);
+        q.p = p;
+        __builtin_prefetch(&slots_[q.hash >> shift_]);
+    }
+
+    // The key of chunk p[0:len] into `key`, and its hash. The common case (a short chunk with
+    // 16 readable bytes) is written out here so that the key stays in registers.
+    __attribute__((always_inline)) static inline uint64_t key_and_hash(const uint8_t* p, size_t len,
+                                                                       const uint8_t* limit, Key& key) {
         if (__builtin_expect(len <= SHORT_CHUNK && p + 16 <= limit, 1)) {
             uint64_t k0, k1;
             std::memcpy(&k0, p, 8);
             std::memcpy(&k1, p + 8, 8);
             k0 &= KEY_MASKS[len].m0;
             k1 &= KEY_MASKS[len].m1;
-            q.key.k0 = k0;
-            q.key.k1 = k1;
-            q.key.len = (uint32_t)len;
-            q.hash = short_key_hash(k0, k1, len);
-        } else {
-            q.key = make_key(p, len, limit);
-            q.hash = key_hash(q.key);
+            key = Key{k0, k1, (uint32_t)len};
+            return short_key_hash(k0, k1, len);
         }
-        q.p = p;
-        __builtin_prefetch(&slots_[q.hash >> shift_]);
+        key = make_key(p, len, limit);
+        return key_hash(key);
     }
 
     struct Slot {

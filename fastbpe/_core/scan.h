@@ -476,6 +476,14 @@ struct OffsetSink {
     inline void operator()(size_t a, size_t b) { (*out)(base + a, b - a, limit); }
 };
 
+// Pre-tokenize valid text s[0:n] (inside a buffer ending at `limit`), handing every chunk to
+// sink(pointer, length, limit) in order.
+template <class ByteSink>
+void scan_chunks(const uint8_t* s, size_t n, const uint8_t* limit, int pattern, ByteSink& sink) {
+    OffsetSink<ByteSink> os{s, limit, &sink};
+    Scanner(s, n).scan(pattern, os);
+}
+
 // A sink for scan_document that collects the chunks in order (split.pyx's entry points).
 struct ChunkList {
     std::vector<uint8_t> data;
@@ -484,9 +492,14 @@ struct ChunkList {
         data.insert(data.end(), p, p + len);
         ends.push_back((int64_t)data.size());
     }
+    void text(const uint8_t* s, size_t n, const uint8_t* limit, int pattern) {
+        scan_chunks(s, n, limit, pattern, *this);
+    }
 };
 
-// Pre-tokenize one document (an independent text) and hand every chunk's bytes to sink.
+// Pre-tokenize one document (an independent text) and hand every chunk's bytes to sink: each
+// stretch of valid text to sink.text(s, n, limit, pattern) (which scans it, as scan_chunks does
+// or faster), each chunk of its own (an invalid byte under ERR_BYTES) to sink(p, len, limit).
 // errors: ERR_STRICT returns the offset of the first invalid byte before emitting anything;
 // ERR_REPLACE chunks the text Python's decode(errors="replace") gives (U+FFFD per maximal
 // invalid subpart, re-encoded as EF BF BD); ERR_BYTES chunks each valid stretch as its own text
@@ -498,16 +511,14 @@ int64_t scan_document(const uint8_t* s, size_t n, int pattern, int errors, ByteS
     size_t bad_len;
     size_t bad = utf8_first_error(s, n, 0, &bad_len);
     if (bad == n) {
-        OffsetSink<ByteSink> os{s, s + n, &sink};
-        Scanner(s, n).scan(pattern, os);
+        sink.text(s, n, s + n, pattern);
         return -1;
     }
     if (errors == ERR_STRICT) return (int64_t)bad;
     if (errors == ERR_BYTES) {
         size_t p = 0;
         while (true) {
-            OffsetSink<ByteSink> os{s + p, s + n, &sink};
-            Scanner(s + p, bad - p).scan(pattern, os);
+            sink.text(s + p, bad - p, s + n, pattern);
             if (bad >= n) break;
             for (size_t k = 0; k < bad_len; ++k) sink(s + bad + k, 1, s + n);
             p = bad + bad_len;
@@ -526,8 +537,7 @@ int64_t scan_document(const uint8_t* s, size_t n, int pattern, int errors, ByteS
         bad = utf8_first_error(s, n, p, &bad_len);
     }
     const uint8_t* t = (const uint8_t*)scratch.data();
-    OffsetSink<ByteSink> os{t, t + scratch.size(), &sink};
-    Scanner(t, scratch.size()).scan(pattern, os);
+    sink.text(t, scratch.size(), t + scratch.size(), pattern);
     return -1;
 }
 

@@ -1,0 +1,109 @@
+"""ChunkCounter (the compiled counting table) equals the reference on the cases its fast paths
+split: chunks of 16 bytes (kept in the slot) against 17 (kept by hash), chunks that differ only
+in trailing NUL bytes (the same zero-padded words), chunks within 16 bytes of the end of the
+buffer, texts of fewer and more chunks than are in flight at once, invalid bytes between valid
+text, and a table that grows while chunks are in flight."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastbpe._core.count import ChunkCounter
+from fastbpe.reference.count import count_words as reference_counts
+from fastbpe.split.patterns import scanner_id
+from fastbpe.split.pretokenize import check_errors
+
+TILING = ["gpt2", "cl100k", "llama3", "o200k"]
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# words around the 16-byte boundary of the inline keys (with and without the pattern's leading
+# space), words equal but for trailing NULs, non-ASCII and separators
+PIECES = ["a" * 15, "a" * 16, "a" * 17, "b" * 31, "b" * 33, "x\x00", "x\x00\x00", "x", "\x00", "é" * 8,
+          "é" * 9, "中文", " ", "  ", "\n", "\n\n", "'s", "7" * 20, "!" * 16, ".", "the", "The"]
+documents = st.lists(st.lists(st.sampled_from(PIECES), max_size=120).map("".join), min_size=1, max_size=4)
+
+
+def counted(docs, pattern, errors="strict", reserve=None):
+    """ChunkCounter's table of the documents packed into one buffer, as {chunk: count} in
+    first-appearance order, with the index of the first bad document (or -1)."""
+    data = [d.encode("utf-8", "surrogateescape") if isinstance(d, str) else d for d in docs]
+    buf = b"".join(data)
+    ends = np.cumsum([len(d) for d in data], dtype=np.int64)
+    counter = ChunkCounter()
+    if reserve is not None:
+        counter.reserve(reserve)
+    bad = counter.add_documents(buf, ends, scanner_id(pattern), check_errors(errors))
+    table, offsets, counts = counter.arrays()
+    chunks = [table[offsets[k]:offsets[k + 1]].tobytes() for k in range(len(counts))]
+    return dict(zip(chunks, counts.tolist())), bad
+
+
+def expected(docs, pattern, errors="strict"):
+    return reference_counts(docs, pattern, errors)
+
+
+def same_order(got, want):
+    assert list(got.items()) == list(want.items())
+
+
+@pytest.mark.parametrize("pattern", TILING + ["whitespace"])
+@SETTINGS
+@given(docs=documents)
+def test_equals_reference_around_the_inline_key_length(pattern, docs):
+    got, bad = counted(docs, pattern)
+    assert bad == -1
+    same_order(got, expected(docs, pattern))
+
+
+@pytest.mark.parametrize("pattern", TILING)
+def test_chunk_counts_across_the_chunks_in_flight(pattern):
+    # n distinct chunks then the first ones again: every count settles in order, whatever n
+    # is against the number of chunks hashed ahead of their lookup
+    for n in range(0, 70):
+        docs = [" ".join(f"w{k}" for k in range(n)) + " w0 w1"]
+        got, _ = counted(docs, pattern)
+        same_order(got, expected(docs, pattern))
+
+
+@pytest.mark.parametrize("pattern", TILING)
+def test_chunks_at_the_end_of_the_buffer(pattern):
+    # the last chunks have fewer than 16 bytes after them: their keys are read byte-exact
+    for tail in ["a", "a" * 15, "a" * 16, "a" * 17, "x\x00", "é"]:
+        for before in range(0, 20):
+            docs = ["q " * before + tail, tail]
+            got, _ = counted(docs, pattern)
+            same_order(got, expected(docs, pattern))
+
+
+def test_trailing_nul_bytes_are_different_chunks():
+    got, _ = counted(["x x\x00 x\x00\x00 x\x00 " + "\x00" * 16 + " " + "\x00" * 17], "whitespace")
+    assert got == {b"x": 1, b"x\x00": 2, b"x\x00\x00": 1, b"\x00" * 16: 1, b"\x00" * 17: 1}
+
+
+@pytest.mark.parametrize("pattern", TILING)
+@pytest.mark.parametrize("reserve", [None, 0, 100_000])
+def test_a_table_growing_while_chunks_are_in_flight(pattern, reserve):
+    # 20,000 unique chunks from an empty table: it doubles 4 times during the scan
+    words = [f" w{k}" + "z" * (k % 20) for k in range(20_000)]
+    docs = ["".join(words) + "".join(words[::-7]), "".join(words[:50])]
+    got, _ = counted(docs, pattern, reserve=reserve)
+    same_order(got, expected(docs, pattern))
+
+
+@pytest.mark.parametrize("pattern", TILING)
+@SETTINGS
+@given(parts=st.lists(st.one_of(st.lists(st.sampled_from(PIECES), max_size=30).map(lambda p: "".join(p).encode()),
+                                st.binary(max_size=3)), max_size=10),
+       errors=st.sampled_from(["replace", "bytes"]))
+def test_invalid_bytes_between_valid_text(pattern, parts, errors):
+    # errors="bytes": the invalid bytes (one chunk each) keep their place among the text's chunks
+    data = b"".join(parts)
+    got, bad = counted([data], pattern, errors)
+    assert bad == -1
+    same_order(got, expected([data], pattern, errors))
+
+
+def test_strict_reports_the_first_bad_document():
+    got, bad = counted([b"the cat", b"ok \xff", b"the \xfe"], "gpt2", "strict")
+    assert bad == 1
+    assert got == {b"the": 1, b" cat": 1}
