@@ -183,9 +183,11 @@ def _read_blocks(f, length: int, start: int, name: str, rule: int, block_size: O
         if filled < len(buf):
             continue
         cut = find_cut(buf, max(block_size, searched), rule)
-        if cut < 0:  # a stretch without a cut: the buffer doubles, the search goes on after it
+        if cut < 0:  # a stretch without a cut: the buffer doubles (to at most what is left
+            # of the range: one long word is held once, not in a buffer up to twice its size),
+            # the search goes on after it
             searched = max(block_size, filled - 4)
-            grown = np.empty(2 * len(buf), dtype=np.uint8)
+            grown = np.empty(min(2 * len(buf), filled + length), dtype=np.uint8)
             grown[:filled] = buf[:filled]
             buf = grown
             if scratch is not None:
