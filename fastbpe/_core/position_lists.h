@@ -268,9 +268,9 @@ class PositionLists {
 
     // Give back the first n values of an exact block (its room is at least its list's size:
     // a truncated list leaves room behind it, never counted) as blocks of the classes, largest
-    // first; an odd value at the end stays unused until compact(). Left waiting for the next
-    // compaction, the exact blocks of lists that grew were most of the pool's room between
-    // compactions on one long chunk (16M values of room for 7M listed, 64 MB of 82).
+    // first; an odd value at the end stays unused until compact(). Left to the next compaction,
+    // such room was part of what the pool held past its entries (on one long chunk, 16M values
+    // of room for 7M listed just before a compaction).
     void give_back_exact(uint64_t offset, size_t n) {
         int cls = BIG_CLASS - 1;
         while (n >= MIN_CAPACITY) {
