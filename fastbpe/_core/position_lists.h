@@ -32,6 +32,7 @@
 #endif
 #ifdef __linux__
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include "mapped_array.h"
@@ -94,7 +95,7 @@ class PositionLists {
         Span& s = spans_[list];
 #ifdef __linux__
         if (s.cls >= BIG_CLASS) {
-            const uintptr_t page = 4096;
+            static const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
             uintptr_t base = (uintptr_t)big_[s.offset];
             uintptr_t from = (base + n * sizeof(int32_t) + page - 1) & ~(page - 1);
             uintptr_t to = (base + (size_t)s.size * sizeof(int32_t) + page - 1) & ~(page - 1);
