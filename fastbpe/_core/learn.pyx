@@ -133,7 +133,7 @@ cdef class MergeLearner:
     # where it was created (an occurrence belongs to the block of its left token's start).
     cdef LongChunks longs
     cdef vector[int32_t] merging_long       # the blocks of the pair being merged
-    cdef vector[int64_t] long_keys            # scratch: a list's long-chunk entries (_long_entries)
+    cdef vector[uint32_t] long_keys           # scratch: a list's long-chunk entries (_long_entries)
     # Step 0 lists coarse blocks of 2**coarse_bits positions (``~(COARSE | number)``): with
     # every pair of a chunk created at once, fine blocks would be nearly one entry per symbol.
     cdef int coarse_bits
@@ -527,11 +527,13 @@ cdef class MergeLearner:
     cdef size_t _long_entries(self, int32_t* where, size_t n) except? 0 nogil:
         """Move the node positions of ``where[:n]`` to its front (returns how many there are)
         and its long-chunk entries to ``long_keys``, sorted by the position they start at, each
-        once, as ``start << 1 | coarse``."""
+        once, as ``start << 1 | coarse`` (32 bits: store positions are below 2**31)."""
         cdef size_t i, kept = 0
         cdef int32_t x
-        cdef vector[int64_t]* keys = &self.long_keys
+        cdef vector[uint32_t]* keys = &self.long_keys
         keys.clear()
+        keys.reserve(n)  # at once: grown by doubling, the old and new arrays of a list of
+                         # millions were a moment of the training's peak on one long chunk
         for i in range(n):
             if where[i] >= 0:
                 where[kept] = where[i]
@@ -539,9 +541,9 @@ cdef class MergeLearner:
             else:
                 x = ~where[i]
                 if x & COARSE:
-                    keys.push_back(((<int64_t>(x ^ COARSE) << self.coarse_bits) << 1) | 1)
+                    keys.push_back((<uint32_t>((x ^ COARSE) << self.coarse_bits) << 1) | 1)
                 else:
-                    keys.push_back(<int64_t>x << 1)
+                    keys.push_back(<uint32_t>x << 1)
         if not keys.empty():
             sort(keys.begin(), keys.end())
             keys.erase(unique(keys.begin(), keys.end()), keys.end())
@@ -848,7 +850,7 @@ cdef class MergeLearner:
         if self.merging_long.capacity() > max(SCRATCH_KEEP, 4 * self.merging_long.size()):
             vector[int32_t]().swap(self.merging_long)
         if self.long_keys.capacity() > max(SCRATCH_KEEP, 4 * self.long_keys.size()):
-            vector[int64_t]().swap(self.long_keys)
+            vector[uint32_t]().swap(self.long_keys)
         return 0
 
     cdef int _coarse_positions(self, int32_t pair, int64_t key) except -1 nogil:
@@ -947,7 +949,7 @@ cdef class MergeLearner:
             "heap": self.heap.capacity() * sizeof(MergeCandidate),
             # a merge step's lists (the pair's positions, its long-chunk entries and positions)
             "scratch": (self.merging.capacity() + self.merging_long.capacity()) * sizeof(int32_t)
-                       + self.long_keys.capacity() * sizeof(int64_t),
+                       + self.long_keys.capacity() * sizeof(uint32_t),
             "heap_entries": self.heap.size(),
             "pairs_count": self.pairs.size() - self.free_pairs.size() + self.pair_index.singles(),
             "single_pairs": self.pair_index.singles(),  # pairs with no record (pair_ids.h)

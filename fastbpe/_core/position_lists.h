@@ -6,8 +6,8 @@
 // pool grows; compact() lays the pool out afresh, each small list in a block of exactly its
 // size (an *exact* block: most lists of a long chunk's pairs never grow again, and rounding
 // them up to a power of two left the pool twice the values it held). An exact block is full:
-// the list's next push moves it to a block of a class, and the exact block's room waits for
-// the next compaction (it is never on a free list). The pool is a series of fixed-size
+// the list's next push moves it to a block of a class, and the exact block's room goes onto the
+// free lists cut into blocks of the classes (give_back_exact). The pool is a series of fixed-size
 // segments (a block never straddles two), so it grows without copying what it holds. A list
 // past BIG_CAPACITY values gets a block of its own, grown with realloc (for big blocks the C
 // library remaps pages instead of copying) and freed when released, so the largest lists never fragment the pool. On Linux big blocks
@@ -32,6 +32,7 @@
 #endif
 #ifdef __linux__
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include "mapped_array.h"
@@ -42,6 +43,7 @@ class PositionLists {
   public:
     static constexpr size_t MIN_CAPACITY = 2;  // room for a free block's 8-byte link
     static constexpr int BIG_CLASS = 11;       // MIN_CAPACITY << 11 = 4096 values: a block of its own
+    static constexpr size_t RELEASE_BYTES = 1 << 16;  // pages a big list's truncate gives back, at least
 
     PositionLists() { free_.assign(BIG_CLASS, NO_BLOCK); }
     ~PositionLists() {
@@ -85,8 +87,23 @@ class PositionLists {
         return out;
     }
 
-    // Keep only the first n values (n <= size), after the caller filtered them in place.
-    void truncate(size_t list, size_t n) { spans_[list].size = (uint32_t)n; }
+    // Keep only the first n values (n <= size), after the caller filtered them in place. A big
+    // list gives back the whole pages past its new end (at least RELEASE_BYTES of them): written
+    // once, they stayed resident until the list grew over them again or went, and compaction
+    // (which shrinks a big block only to the power of two holding it) left them behind too.
+    void truncate(size_t list, size_t n) {
+        Span& s = spans_[list];
+#ifdef __linux__
+        if (s.cls >= BIG_CLASS) {
+            static const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+            uintptr_t base = (uintptr_t)big_[s.offset];
+            uintptr_t from = (base + n * sizeof(int32_t) + page - 1) & ~(page - 1);
+            uintptr_t to = (base + (size_t)s.size * sizeof(int32_t) + page - 1) & ~(page - 1);
+            if (to >= from + RELEASE_BYTES) madvise((void*)from, to - from, MADV_DONTNEED);
+        }
+#endif
+        s.size = (uint32_t)n;
+    }
 
     // Empty the list and give its block back.
     void release(size_t list) {
@@ -95,6 +112,8 @@ class PositionLists {
             free_big(s.offset);
         } else if (s.cls >= 0) {
             give_back(s.offset, s.cls);
+        } else if (s.cls == EXACT) {
+            give_back_exact(s.offset, s.size);
         }
         s = Span{0, 0, NO_CLASS};
     }
@@ -248,6 +267,21 @@ class PositionLists {
         free_[cls] = offset;
     }
 
+    // Give back the first n values of an exact block (its room is at least its list's size:
+    // a truncated list leaves room behind it, never counted) as blocks of the classes, largest
+    // first; an odd value at the end stays unused until compact(). Left to the next compaction,
+    // such room was part of what the pool held past its entries (on one long chunk, 16M values
+    // of room for 7M listed just before a compaction).
+    void give_back_exact(uint64_t offset, size_t n) {
+        int cls = BIG_CLASS - 1;
+        while (n >= MIN_CAPACITY) {
+            while (capacity(cls) > n) --cls;
+            give_back(offset, cls);
+            offset += capacity(cls);
+            n -= capacity(cls);
+        }
+    }
+
     uint64_t new_big(size_t values) {
         uint64_t slot;
         if (!big_slots_.empty()) {
@@ -319,7 +353,8 @@ class PositionLists {
             offset = take(cls);
             if (s.size) std::memcpy(at(offset), at(s.offset), s.size * sizeof(int32_t));
         }
-        if (s.cls >= 0) give_back(s.offset, s.cls);  // an exact block's room waits for compact()
+        if (s.cls >= 0) give_back(s.offset, s.cls);
+        else if (s.cls == EXACT) give_back_exact(s.offset, s.size);
         spans_[list].offset = (uint32_t)offset;
         spans_[list].cls = (int8_t)cls;
     }

@@ -206,3 +206,16 @@ def test_a_merge_steps_scratch_lists_are_given_back():
     merge_ids, _, tokens = learner.run(40)
     assert tokens[merge_ids[-1, 2]] == word  # the last steps merged a few tokens each
     assert learner.memory_use()["scratch"] <= 16 << 18  # 2**18 values in each, at most
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_big_lists_cut_short_give_the_merges_of_the_node_path(compact):
+    """On one chunk of 1.2M symbols the lists of the first merges' pairs hold tens of thousands
+    of positions; when stale ones are dropped (by compaction, forced here after every merge, or
+    when a pair's first position is checked) such a list gives back the pages past its new end.
+    Pushes after that land on fresh pages, and the merges stay those of the node path."""
+    word = np.random.default_rng(11).choice(np.frombuffer(b"ab", np.uint8), 1_200_000).tobytes()
+    nodes, _ = learn_bytes([word], [1], 40, long_chunk=1 << 30)
+    store, learner = learn_bytes([word], [1], 40, compact=compact)
+    assert store == nodes and len(nodes[0]) == 40
+    assert learner.compactions >= (40 if compact else 0)
