@@ -82,6 +82,18 @@ class Scanner {
     }
     template <uint16_t MASK>
     __attribute__((always_inline)) inline size_t run_flags(size_t p) const {
+#ifdef __SSE2__
+        if (MASK == FB_L && __builtin_expect(p + 16 <= n_, 1)) {
+            // a letter run (most chunks) ending inside these 16 bytes at an ASCII byte: its end
+            // and the stopping byte's high bit from one load, without reading that byte again
+            const __m128i v = _mm_loadu_si128((const __m128i*)(s_ + p));
+            const __m128i x = _mm_add_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8((char)(0x80 - 'a')));
+            const unsigned in_run = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(x, _mm_set1_epi8((char)(-128 + 26))));
+            const unsigned high = (unsigned)_mm_movemask_epi8(v);
+            const unsigned k = (unsigned)__builtin_ctz(~in_run);  // 16: the run fills the window
+            if (__builtin_expect(k < 16 && !((high >> k) & 1u), 1)) return p + k;
+        }
+#endif
         p = ascii_class_run<MASK>(p);
         if (__builtin_expect(p < n_ && s_[p] >= 0x80, 0)) return run_flags_unicode<MASK>(p);
         return p;

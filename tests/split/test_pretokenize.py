@@ -127,6 +127,25 @@ def test_compiled_equals_regex_with_a_non_ascii_character_at_every_offset(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_compiled_equals_regex_on_letter_runs_of_every_length_up_to_two_windows(name):
+    """A letter run of each length from 1 to 34 (after nothing, a space, a parenthesis, an
+    upper-case letter), stopped by each kind of byte: ASCII ones end it inside or at the edge
+    of a 16-byte window, non-ASCII letters continue it, other non-ASCII characters end it; then
+    nothing (the text ends right after the run) or enough filler that the window lies inside
+    the text."""
+    texts = []
+    for prefix in ("", " ", "(", "Q", " '"):
+        for length in range(1, 35):
+            run = "".join("abcdefghijklmnopqrstuvwxyzABCDEFGH"[(k * 7) % 34] for k in range(length))
+            for stop in ("", " ", ".", "'s", "1", "\n", "\u00e9x", "\u00a0", "\u0663", "\u3002", "\U0001F600"):
+                for filler in ("", " and more" * 4):
+                    texts.append(prefix + run + stop + filler)
+    assert [pretokenize(t, name) for t in texts] == [regex_pretokenize(t, name) for t in texts]
+    expected = [[c.encode("utf-8") for c in regex_pretokenize(t, name)] for t in texts]
+    assert [pretokenize_bytes(t.encode("utf-8"), name) for t in texts] == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_compiled_equals_regex_on_every_prefix(name):
     """Texts ending at every byte (a scanner reading ahead must stop at the end)."""
     text = "Hello  world's 1234567 THE End.\n\n\t  x/y\r\n" * 4
