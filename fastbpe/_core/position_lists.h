@@ -10,11 +10,12 @@
 // free lists cut into blocks of the classes (give_back_exact). The pool is a series of fixed-size
 // segments (a block never straddles two), so it grows without copying what it holds. A list
 // past BIG_CAPACITY values gets a block of its own, grown with realloc (for big blocks the C
-// library remaps pages instead of copying) and freed when released, so the largest lists never fragment the pool. On Linux big blocks
-// are mapped pages of their own (mmap, grown by mremap, given back by munmap): through malloc,
-// blocks under its (adaptive, up to 32 MB) mapping threshold come from its heap, where blocks
-// grown and freed by the thousand leave holes that stay resident (on one 50 MB chunk, the
-// training peak fell from 406 to 343 MB with mapped blocks).
+// library remaps pages instead of copying) and freed when released, so the largest lists
+// never fragment the pool. On Linux big blocks are mapped pages of their own (mmap, grown by
+// mremap, given back by munmap): through malloc, blocks under its (adaptive, up to 32 MB)
+// mapping threshold come from its heap, where blocks grown and freed by the thousand leave
+// holes that stay resident (on one 50 MB chunk, the training peak fell from 406 to 343 MB with
+// mapped blocks).
 //
 // Compared with one std::vector per list this does no malloc/free per growth of a small list
 // and frees everything at once: the learner creates about a million lists on 100 MB of text.
