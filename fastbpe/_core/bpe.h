@@ -691,8 +691,9 @@ class BpeEncoder {
     // a big text the short cache keeps only the commoner chunks. The third writes the ids in
     // order straight to op: a hit's from its way, anything else by encode_chunk (chunk cache,
     // whole lookup, BPE) while the chunk cache entries of the misses a few steps ahead are
-    // prefetched; it remembers them in the short cache after the block (so that every way the first loop found still holds its
-    // chunk in the third; a chunk that comes again in its block is found in the chunk cache).
+    // prefetched; it remembers them in the short cache after the block (so that every way the
+    // first loop found still holds its chunk in the third; a chunk that comes again in its
+    // block is found in the chunk cache).
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
                          int32_t* op) const {
@@ -707,9 +708,18 @@ class BpeEncoder {
         const Scanner scanner(dp, n);
         size_t p = 0;
         int64_t count = 0;
+        int64_t left;  // misses listed in todo so far
+        // chunk c in its set, without a branch: its way, or listed as a miss
+        auto find = [&](int64_t c) {
+            const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
+            way[c] = x;
+            todo[left] = (int32_t)c;
+            left += x == nullptr;
+        };
         while (p < n) {
             const ShortChunkCache::Sets sets = st.short_cache.sets();  // (no put until the block's end)
-            int64_t m = 0, left = 0;
+            int64_t m = 0;
+            left = 0;
             for (; m < FUSED_BLOCK && p < n; ++m) {
                 size_t e = scanner.next_chunk<PATTERN>(p);
                 start[m] = (uint32_t)p;
@@ -726,25 +736,14 @@ class BpeEncoder {
                 // the set of the chunk FIND_LAG places back was prefetched that many chunks
                 // ago: look it up now, while the scanner's work hides the wait for the line
                 // (the text's last chunk, which the test below may take out, is never here)
-                if (m >= FIND_LAG) {
-                    int64_t c = m - FIND_LAG;
-                    const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
-                    way[c] = x;
-                    todo[left] = (int32_t)c;
-                    left += x == nullptr;
-                }
+                if (m >= FIND_LAG) find(m - FIND_LAG);
             }
             start[m] = (uint32_t)p;
             *chunks += m;
             // a hit writes two ids whatever its count: not the text's last chunk when it is
             // one byte (no room for a second id there)
             if (p == n && start[m] - start[m - 1] == 1) entry[m - 1] = ShortChunkCache::none_set();
-            for (int64_t c = m > FIND_LAG ? m - FIND_LAG : 0; c < m; ++c) {
-                const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
-                way[c] = x;
-                todo[left] = (int32_t)c;
-                left += x == nullptr;
-            }
+            for (int64_t c = m > FIND_LAG ? m - FIND_LAG : 0; c < m; ++c) find(c);
             for (int64_t k = 0; k < left; ++k) {
                 int64_t c = todo[k];
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);

@@ -96,6 +96,15 @@ cdef struct Node:
     int32_t word    # index of the word, for its count
 
 
+cdef inline void set_node(Node* node, int32_t q, int32_t sym, int32_t word, bint first, bint last) noexcept nogil:
+    """Node ``q`` of a word: symbol ``sym``, linked to nodes q - 1 and q + 1 unless it is the
+    word's ``first`` or ``last``."""
+    node.sym = sym
+    node.word = word
+    node.prev = -1 if first else q - 1
+    node.nxt = -1 if last else q + 1
+
+
 cdef union WeightOrDest:
     int64_t weight        # pass 1: summed word counts of the key's occurrences in the run
     int32_t* dest         # pass 2: where its list takes the next position
@@ -272,10 +281,7 @@ cdef class MergeLearner:
                 if bytes_only:
                     continue  # tallied with its run (below, or before the next long chunk)
                 for p in range(start, end):
-                    self.node[q].sym = ids32[p]
-                    self.node[q].word = <int32_t>w
-                    self.node[q].prev = q - 1 if p > start else -1
-                    self.node[q].nxt = q + 1 if p + 1 < end else -1
+                    set_node(&self.node[q], q, ids32[p], <int32_t>w, p == start, p + 1 == end)
                     if p > start:
                         self._add(self.node[q - 1].sym, self.node[q].sym, word_counts[w], q - 1)
                         self.where_total += 1
@@ -310,15 +316,13 @@ cdef class MergeLearner:
             end = word_starts[w + 1]
             count = word_counts[w]
             for p in range(start, end):
-                nodes[q].sym = ids8[p]
-                nodes[q].word = <int32_t>w
-                nodes[q].prev = q - 1 if p > start else -1
-                nodes[q].nxt = q + 1 if p + 1 < end else -1
+                set_node(&nodes[q], q, ids8[p], <int32_t>w, p == start, p + 1 == end)
                 if p > start:
-                    t = &tally[(<uint32_t>ids8[p - 1] << 8) | ids8[p]]
+                    key = (<uint32_t>ids8[p - 1] << 8) | ids8[p]
+                    t = &tally[key]
                     if t.occurrences == 0:
                         t.first = q - 1
-                        seen.push_back((<uint32_t>ids8[p - 1] << 8) | ids8[p])
+                        seen.push_back(key)
                     t.occurrences += 1
                     t.w.weight += count
                 q += 1

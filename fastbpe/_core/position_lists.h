@@ -111,10 +111,8 @@ class PositionLists {
         Span& s = spans_[list];
         if (s.cls >= BIG_CLASS) {
             free_big(s.offset);
-        } else if (s.cls >= 0) {
-            give_back(s.offset, s.cls);
-        } else if (s.cls == EXACT) {
-            give_back_exact(s.offset, s.size);
+        } else {
+            give_back_small(s);
         }
         s = Span{0, 0, NO_CLASS};
     }
@@ -268,6 +266,12 @@ class PositionLists {
         free_[cls] = offset;
     }
 
+    // Give back the pool block of a list that is not big (none when it has no block).
+    void give_back_small(const Span& s) {
+        if (s.cls >= 0) give_back(s.offset, s.cls);
+        else if (s.cls == EXACT) give_back_exact(s.offset, s.size);
+    }
+
     // Give back the first n values of an exact block (its room is at least its list's size:
     // a truncated list leaves room behind it, never counted) as blocks of the classes, largest
     // first; an odd value at the end stays unused until compact(). Left to the next compaction,
@@ -354,8 +358,7 @@ class PositionLists {
             offset = take(cls);
             if (s.size) std::memcpy(at(offset), at(s.offset), s.size * sizeof(int32_t));
         }
-        if (s.cls >= 0) give_back(s.offset, s.cls);
-        else if (s.cls == EXACT) give_back_exact(s.offset, s.size);
+        give_back_small(s);
         spans_[list].offset = (uint32_t)offset;
         spans_[list].cls = (int8_t)cls;
     }
