@@ -7,8 +7,8 @@ against a git ref, in one process.
 
 Both versions of scan.h (and the headers beside it) are compiled into one C++ program, each in
 its own namespace, which scans the text with A (the ref) and B (the checkout's files) in turn, --reps
-times, and prints the best CPU time of each: the loop of Scanner::next_chunk from chunk to chunk,
-as the encoder and count_words run it, with nothing done per chunk but summing its end. Timing
+times, and prints the best CPU time of each: the loop of next_chunk from chunk to chunk (of
+ChunkStarts where scan.h has it, else of Scanner), as the encoder and count_words run it, with nothing done per chunk but summing its end. Timing
 the two in one process, alternating, is what makes small differences visible on a shared
 machine: separate processes, even with the same code, differ by 10-25% there, while A against
 an identical B agrees within about 1%. "same" means both gave the same chunks (the sum of the
@@ -39,11 +39,17 @@ template <int P>
 static double scan_once(const uint8_t* d, size_t n, uint64_t* sum, uint64_t* count) {
     timespec t0, t1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+#ifdef CHUNK_STARTS  // (a version whose consumers find chunks through ChunkStarts)
+    fbpt::ChunkStarts<P> scanner(d, n);
+#define NEXT_CHUNK(p) scanner.next_chunk(p)
+#else
     const fbpt::Scanner scanner(d, n);
+#define NEXT_CHUNK(p) scanner.next_chunk<P>(p)
+#endif
     size_t p = 0;
     uint64_t s = 0, c = 0;
     while (p < n) {
-        size_t e = scanner.next_chunk<P>(p);
+        size_t e = NEXT_CHUNK(p);
         s += e;
         ++c;
         p = e;
@@ -134,8 +140,10 @@ def main() -> None:
         flags = ["-O3", "-std=c++17"]
         version = os.path.join(tmp, "version.cc")
         for tag, include in (("a", ref_dir), ("b", os.path.join(ROOT, CORE))):
-            subprocess.run([cxx, *flags, "-c", f"-Dfbpt=fbpt_{tag}", f"-DSCAN_ENTRY=scan_{tag}", f"-I{include}",
-                            version, "-o", os.path.join(tmp, f"{tag}.o")], check=True)
+            with open(os.path.join(include, "scan.h")) as f:
+                starts = ["-DCHUNK_STARTS"] if "class ChunkStarts" in f.read() else []
+            subprocess.run([cxx, *flags, *starts, "-c", f"-Dfbpt=fbpt_{tag}", f"-DSCAN_ENTRY=scan_{tag}",
+                            f"-I{include}", version, "-o", os.path.join(tmp, f"{tag}.o")], check=True)
         program = os.path.join(tmp, "scan_ab")
         subprocess.run([cxx, *flags, os.path.join(tmp, "main.cc"), os.path.join(tmp, "a.o"),
                         os.path.join(tmp, "b.o"), "-o", program], check=True)

@@ -705,7 +705,7 @@ class BpeEncoder {
         int32_t todo[FUSED_BLOCK];               // the misses, in order; then those to put
         uint32_t at[FUSED_BLOCK], got_ids[FUSED_BLOCK];  // where a miss's ids went in op, how many
         if (n > UINT32_MAX) return encode_utf8_wide(dp, n, PATTERN, st, chunks, misses, op);
-        const Scanner scanner(dp, n);
+        ChunkStarts<PATTERN> scanner(dp, n);
         size_t p = 0;
         int64_t count = 0;
         int64_t left;  // misses listed in todo so far
@@ -721,7 +721,7 @@ class BpeEncoder {
             int64_t m = 0;
             left = 0;
             for (; m < FUSED_BLOCK && p < n; ++m) {
-                size_t e = scanner.next_chunk<PATTERN>(p);
+                size_t e = scanner.next_chunk(p);
                 start[m] = (uint32_t)p;
                 size_t length = e - p;
                 if (length - 1 <= SHORT_KEY_MAX - 1) {  // (unsigned)

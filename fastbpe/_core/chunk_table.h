@@ -317,10 +317,10 @@ class ChunkTable {
         // than 32), few enough that the ring stays in L1
         constexpr size_t LAG = 16;
         Hashed ring[LAG];
-        const Scanner scanner(s, n);
+        ChunkStarts<PATTERN> scanner(s, n);
         size_t p = 0, j = 0;
         while (p < n) {
-            const size_t e = scanner.next_chunk<PATTERN>(p);
+            const size_t e = scanner.next_chunk(p);
             Hashed& r = ring[j % LAG];
             if (j >= LAG) count_key(r.key, r.hash, r.p, 1);  // the chunk LAG before this one
             r.p = s + p;

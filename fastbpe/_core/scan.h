@@ -428,41 +428,255 @@ class Scanner {
         return next_o200k(p);
     }
 
-    // Scan the whole text, calling sink(start, end) for each chunk.
+    // Scan the text for `\S+` (PAT_WHITESPACE), calling sink(start, end) for each chunk.
     template <class Sink>
-    void scan(int pattern, Sink& sink) const {
-        size_t p = 0;
-        switch (pattern) {
-            case PAT_WHITESPACE: {
-                size_t start;
-                while (true) {
-                    size_t e = next_whitespace(p, &start);
-                    if (e == NPOS) break;
-                    sink(start, e);
-                    p = e;
-                }
-                break;
-            }
-            case PAT_GPT2:
-                while (p < n_) { size_t e = next_gpt2(p); sink(p, e); p = e; }
-                break;
-            case PAT_CL100K:
-                while (p < n_) { size_t e = next_cl100k(p, true); sink(p, e); p = e; }
-                break;
-            case PAT_LLAMA3:
-                while (p < n_) { size_t e = next_cl100k(p, false); sink(p, e); p = e; }
-                break;
-            case PAT_O200K:
-                while (p < n_) { size_t e = next_o200k(p); sink(p, e); p = e; }
-                break;
-            default:
-                break;
+    void scan_whitespace(Sink& sink) const {
+        size_t p = 0, start;
+        while (true) {
+            size_t e = next_whitespace(p, &start);
+            if (e == NPOS) break;
+            sink(start, e);
+            p = e;
         }
     }
 
   private:
     const uint8_t* s_;
     size_t n_;
+};
+
+// ASCII byte classes of a block of text, one bit per byte (bit j: byte j).
+struct ByteClasses {
+    uint64_t hi;        // bytes >= 0x80 (the other masks leave them out)
+    uint64_t L, N, O;   // letters, digits, [^\s\p{L}\p{N}]
+    uint64_t ws, nl;    // \s (\t \n \v \f \r ' '), and its \r \n
+    uint64_t sp, ap;    // ' ' and '\''
+};
+
+// Classes of q[0:k] into bits shift .. shift + k - 1 of c (whose other bits are left as they are).
+// The ranges are those of Scanner's ASCII fast paths (FB_STAGE2's ASCII rows).
+static inline void classify_bytes(const uint8_t* q, int k, int shift, ByteClasses& c) {
+    for (int i = 0; i < k; ++i) {
+        const uint8_t b = q[i];
+        const uint64_t bit = 1ull << (shift + i);
+        if (b >= 0x80) c.hi |= bit;
+        else if ((uint8_t)((b | 0x20) - 'a') < 26) c.L |= bit;
+        else if ((uint8_t)(b - '0') < 10) c.N |= bit;
+        else if (b == ' ' || (uint8_t)(b - '\t') < 5) {
+            c.ws |= bit;
+            if (b == '\n' || b == '\r') c.nl |= bit;
+            if (b == ' ') c.sp |= bit;
+        } else {
+            c.O |= bit;
+            if (b == '\'') c.ap |= bit;
+        }
+    }
+}
+
+// Classes of the 64 bytes q[0:64].
+static inline ByteClasses classify_block(const uint8_t* q) {
+    ByteClasses c{};
+#ifdef __SSE2__
+    // the range tests of ascii_run_end: (b | FOLD) + (0x80 - LO) < -128 + COUNT (signed); bytes
+    // >= 0x80 land outside every range
+    const __m128i fold = _mm_set1_epi8(0x20);
+    for (int k = 0; k < 4; ++k) {
+        const __m128i v = _mm_loadu_si128((const __m128i*)(q + 16 * k));
+        const __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(v, fold), _mm_set1_epi8((char)(0x80 - 'a'))),
+                                              _mm_set1_epi8((char)(-128 + 26)));
+        const __m128i digit =
+            _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - '0'))), _mm_set1_epi8((char)(-128 + 10)));
+        const __m128i space = _mm_cmpeq_epi8(v, _mm_set1_epi8(' '));
+        const __m128i ctrl_ws =  // \t \n \v \f \r
+            _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - '\t'))), _mm_set1_epi8((char)(-128 + 5)));
+        const __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
+        const __m128i apos = _mm_cmpeq_epi8(v, _mm_set1_epi8('\''));
+        const int at = 16 * k;
+        c.hi |= (uint64_t)(unsigned)_mm_movemask_epi8(v) << at;
+        c.L |= (uint64_t)(unsigned)_mm_movemask_epi8(letter) << at;
+        c.N |= (uint64_t)(unsigned)_mm_movemask_epi8(digit) << at;
+        c.ws |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_or_si128(space, ctrl_ws)) << at;
+        c.nl |= (uint64_t)(unsigned)_mm_movemask_epi8(nl) << at;
+        c.sp |= (uint64_t)(unsigned)_mm_movemask_epi8(space) << at;
+        c.ap |= (uint64_t)(unsigned)_mm_movemask_epi8(apos) << at;
+    }
+    c.O = ~(c.hi | c.L | c.N | c.ws);
+#else
+    classify_bytes(q, 64, 0, c);
+#endif
+    return c;
+}
+
+// The chunks of a tiling pattern, found from their starts, which are computed a 64-byte block
+// at a time (o200k goes chunk by chunk through Scanner). next_chunk(p) gives the end of the
+// chunk at p, as Scanner::next_chunk does, for the p of consecutive chunks from 0.
+//
+// In ASCII text whether a chunk starts at a byte depends on the few bytes around it (4 before,
+// 2 after), but for two things that need a run: cl100k's digit groups count from the head of
+// their digit run (a carry from block to block), and whether the spaces after a newline start a
+// chunk depends on what follows them (their run is followed to its end). So one block's starts
+// come from its class masks with shifts and adds. h below is the head of a run of letters L,
+// digits N or others O (its first byte); H is whitespace but \r \n.
+//   GPT-2: the head of a \s run; the last of a \s run of two or more before a non-space
+//     (\s+(?!\S) gives it back); h, unless a space precedes it (then the chunk is ` ?h...`, and
+//     that space starts it).
+//   cl100k and Llama 3: the newlines right after an O run are its chunk's ([\r\n]*+), the rest
+//     of \s is W. The head of a W run; the last of an H run of two or more before a non-space;
+//     the start of an H run after a newline when a non-space follows the run (\s*[\r\n] ends at
+//     the last newline); an O head unless a space precedes it; an L head unless an H, or an O
+//     alone between non-O bytes whose own chunk starts there, precedes it (the prefix in
+//     [^\r\n\p{L}\p{N}]?+\p{L}++); a digit head and every third digit after it.
+//   Both: a contraction (at an apostrophe that starts a chunk) ends where the next chunk starts,
+//     its letter being no head.
+// The text is taken as s[0:m] followed by spaces, m the end of its last non-space, so that no
+// rule needs the end of the text; the chunks from the last start before m on come from Scanner,
+// and so do those of a block with a byte >= 0x80 in it or within 4 bytes before or 1 after.
+template <int PATTERN>
+class ChunkStarts {
+  public:
+    ChunkStarts(const uint8_t* s, size_t n) : scanner_(s, n), s_(s), m_(n) {
+        while (m_ > 0 && s[m_ - 1] < 0x80 && (FB_STAGE2[s[m_ - 1]] & FB_WS)) --m_;
+    }
+
+    __attribute__((always_inline)) inline size_t next_chunk(size_t p) {
+        if (PATTERN == PAT_O200K) return scanner_.next_chunk<PATTERN>(p);
+        if (__builtin_expect(p >= m_, 0)) return by_scanner(p);
+        const size_t b = p & ~(size_t)63;
+        if (__builtin_expect(b != base_, 0)) load(b, false, p);
+        if (__builtin_expect(!valid_, 0)) return by_scanner(p);
+        uint64_t rest = starts_ & (~1ull << (p - b));  // the starts after p
+        while (__builtin_expect(rest == 0, 0)) {
+            if (base_ + 64 >= m_) return by_scanner(p);
+            load(base_ + 64, true, p);
+            if (!valid_) return by_scanner(p);
+            rest = starts_;
+        }
+        return base_ + (size_t)__builtin_ctzll(rest);
+    }
+
+  private:
+    __attribute__((noinline)) size_t by_scanner(size_t p) const { return scanner_.next_chunk<PATTERN>(p); }
+
+    // The length of the contraction at the apostrophe at o, 0 if none.
+    inline size_t contraction(size_t o) const {
+        if (PATTERN != PAT_GPT2) {
+            const size_t e = scanner_.contraction_ci(o);
+            return e == NPOS ? 0 : e - o;
+        }
+        const uint8_t c1 = o + 1 < m_ ? s_[o + 1] : 0, c2 = o + 2 < m_ ? s_[o + 2] : 0;
+        if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+        if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
+        return 0;
+    }
+
+    // The starts of block b (a multiple of 64 below m_) into starts_, or valid_ = false.
+    // sequential: block b - 64 is the one loaded, and valid; otherwise p (a chunk start in
+    // block b) is where the text is taken up, and only the starts after it are right (the
+    // carries from before are not known; p starts a digit group if it is a digit).
+    __attribute__((noinline)) void load(size_t b, bool sequential, size_t p) {
+        ByteClasses prev{};
+        uint64_t carry_absorbed = 0, carry_groups = 0;
+        if (sequential) {
+            prev = cur_;
+            carry_absorbed = absorbed_ >> 63;
+            carry_groups = groups_ >> 61;  // a group starting in the last 3 bytes, 3 bytes on
+        } else if (b > 0) {
+            classify_bytes(s_ + b - 4, 4, 60, prev);
+        }
+        base_ = b;
+        if (b + 64 <= m_) {
+            cur_ = classify_block(s_ + b);
+        } else {
+            uint8_t pad[64];
+            std::memset(pad, ' ', sizeof pad);
+            std::memcpy(pad, s_ + b, m_ - b);
+            cur_ = classify_block(pad);
+        }
+        const uint8_t ahead = b + 64 < m_ ? s_[b + 64] : ' ';
+        valid_ = !cur_.hi && !(prev.hi >> 60) && ahead < 0x80;
+        if (!valid_) return;
+        const ByteClasses& c = cur_;
+        // x shifted up by k bytes, prev's last bytes coming in: bit j tells of byte j - k
+        auto before1 = [](uint64_t x, uint64_t px) { return (x << 1) | (px >> 63); };
+        auto before2 = [](uint64_t x, uint64_t px) { return (x << 2) | (px >> 62); };
+        const bool ahead_ws = ahead == ' ' || (uint8_t)(ahead - '\t') < 5;
+        const uint64_t solid = c.L | c.N | c.O;
+        const uint64_t solid_next = (solid >> 1) | ((uint64_t)!ahead_ws << 63);  // bit j: byte j + 1
+        const uint64_t heads = (c.L & ~before1(c.L, prev.L)) | (c.N & ~before1(c.N, prev.N)) |
+                               (c.O & ~before1(c.O, prev.O));
+        const uint64_t space_before = before1(c.sp, prev.sp);
+        const uint64_t o_before = before1(c.O, prev.O);
+        uint64_t starts;
+        if (PATTERN == PAT_GPT2) {
+            const uint64_t ws_before = before1(c.ws, prev.ws);
+            starts = (c.ws & ~ws_before) | (c.ws & ws_before & solid_next) | (heads & ~space_before);
+        } else {
+            // the newline runs right after an O (the adds carry a run's seed through it)
+            const uint64_t seed = c.nl & (before1(c.O, prev.O) | carry_absorbed);
+            const uint64_t absorbed = ((c.nl + seed) ^ c.nl) & c.nl;
+            const uint64_t w = c.ws & ~absorbed, prev_w = prev.ws & ~(carry_absorbed << 63);
+            const uint64_t h = c.ws & ~c.nl, h_before = before1(h, prev.ws & ~prev.nl);
+            const uint64_t lone_o_before = o_before & ~before2(c.O, prev.O) & ~before2(c.sp, prev.sp);
+            starts = (w & ~before1(w, prev_w)) | (h & h_before & solid_next) |
+                     (heads & c.O & ~space_before) | (heads & c.L & ~h_before & ~lone_o_before);
+            // an H run after a newline starts a chunk when a non-space follows it
+            uint64_t after_nl = h & before1(c.nl & ~absorbed, prev.nl & ~(carry_absorbed << 63));
+            while (after_nl) {
+                const int j = __builtin_ctzll(after_nl);
+                const int k = j + __builtin_ctzll(~(h >> j));  // the end of the run
+                bool solid_follows;
+                if (k < 64) {
+                    solid_follows = (solid >> k) & 1;
+                } else {  // the run goes on into the next block
+                    size_t q = b + 64;
+                    while (q < m_ && (s_[q] == ' ' || s_[q] == '\t' || s_[q] == '\v' || s_[q] == '\f')) ++q;
+                    if (q < m_ && s_[q] >= 0x80) { valid_ = false; return; }
+                    solid_follows = q < m_ && !(s_[q] == '\n' || s_[q] == '\r');
+                }
+                if (solid_follows) starts |= 1ull << j;
+                after_nl &= after_nl - 1;
+            }
+            // digit groups of three from each run's head
+            const uint64_t three = c.N & before1(c.N, prev.N) & before2(c.N, prev.N);
+            uint64_t groups = (heads & c.N) | (sequential ? 0 : c.N & (1ull << (p - b)));
+            uint64_t g = ((groups << 3) | carry_groups) & three;
+            while (g) {
+                groups |= g;
+                g = (g << 3) & three;
+            }
+            starts |= groups;
+            absorbed_ = absorbed;
+            groups_ = groups;
+        }
+        // contractions at apostrophes from byte b - 3 on (those before end before the block)
+        const uint64_t ap_cur = c.ap & ~o_before & ~space_before;
+        const uint64_t ap_prev = prev.ap & ~(prev.O << 1) & ~(prev.sp << 1) & (7ull << 61);
+        for (int part = 0; part < 2; ++part) {
+            uint64_t ap = part ? ap_cur : ap_prev;
+            while (ap) {
+                const size_t o = part ? b + __builtin_ctzll(ap) : b - 64 + __builtin_ctzll(ap);
+                ap &= ap - 1;
+                const size_t k = contraction(o);
+                if (!k) continue;
+                // GPT-2 counts the letter after the apostrophe a head; cl100k's rules left it out
+                if (PATTERN == PAT_GPT2 && o + 1 >= b && o + 1 < b + 64) starts &= ~(1ull << (o + 1 - b));
+                const size_t e = o + k;
+                if (e >= b && e < b + 64 && ((c.L >> (e - b)) & 1)) starts |= 1ull << (e - b);
+            }
+        }
+        if (b + 64 > m_) starts &= (1ull << (m_ - b)) - 1;
+        starts_ = starts;
+    }
+
+    Scanner scanner_;
+    const uint8_t* s_;
+    size_t m_;               // the text is s_[0:m_] followed by spaces
+    size_t base_ = NPOS;     // the loaded block
+    bool valid_ = false;     // starts_ are its starts (else Scanner goes through it)
+    uint64_t starts_ = 0;
+    ByteClasses cur_{};      // its classes
+    uint64_t absorbed_ = 0;  // its newlines an O run takes (cl100k, Llama 3)
+    uint64_t groups_ = 0;    // its digit groups' starts (cl100k, Llama 3)
 };
 
 // End of the chunk that starts at byte p of valid UTF-8 s[0:n], for a pattern whose chunks
@@ -490,10 +704,27 @@ struct OffsetSink {
 
 // Pre-tokenize valid text s[0:n] (inside a buffer ending at `limit`), handing every chunk to
 // sink(pointer, length, limit) in order.
+template <int PATTERN, class Sink>
+static void scan_tiled(const uint8_t* s, size_t n, Sink& sink) {
+    ChunkStarts<PATTERN> chunks(s, n);
+    for (size_t p = 0; p < n;) {
+        const size_t e = chunks.next_chunk(p);
+        sink(p, e);
+        p = e;
+    }
+}
+
 template <class ByteSink>
 void scan_chunks(const uint8_t* s, size_t n, const uint8_t* limit, int pattern, ByteSink& sink) {
     OffsetSink<ByteSink> os{s, limit, &sink};
-    Scanner(s, n).scan(pattern, os);
+    switch (pattern) {
+        case PAT_WHITESPACE: return Scanner(s, n).scan_whitespace(os);
+        case PAT_GPT2: return scan_tiled<PAT_GPT2>(s, n, os);
+        case PAT_CL100K: return scan_tiled<PAT_CL100K>(s, n, os);
+        case PAT_LLAMA3: return scan_tiled<PAT_LLAMA3>(s, n, os);
+        case PAT_O200K: return scan_tiled<PAT_O200K>(s, n, os);
+        default: return;
+    }
 }
 
 // A sink for scan_document that collects the chunks in order (split.pyx's entry points).

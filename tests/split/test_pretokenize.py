@@ -1,7 +1,9 @@
 """The compiled pre-tokenizers yield exactly the chunks of the `regex` module, on every input."""
 import gzip
+import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 from fastbpe.reference.split import GPT2_ORIGINAL_PATTERN
 from fastbpe.reference.split import pretokenize as regex_pretokenize
 from fastbpe.reference.split import pretokenize_bytes as regex_pretokenize_bytes
+from fastbpe._core.split import PATTERN_IDS
 from fastbpe.split import PATTERNS, InvalidUTF8, pretokenize, pretokenize_bytes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -112,6 +115,96 @@ def test_compiled_equals_regex_across_window_edges(name):
     assert pretokenize(text, name) == regex_pretokenize(text, name)
     # and each piece as a text of its own: the text ends inside or right after the window
     assert [pretokenize(t, name) for t in pieces[::5]] == [regex_pretokenize(t, name) for t in pieces[::5]]
+
+
+# What decides a chunk start near a 64-byte block edge (the scanners compute the starts of a
+# whole block of ASCII at once): contractions, apostrophe runs, space and newline prefixes,
+# newlines after punctuation, spaces after a newline, digit groups, CRLF, non-ASCII characters.
+BLOCK_PIECES = ["'s", "'RE", "'ll", "'ve", "'", "''s", " 's", "x's", "!'d", "\t't", "\r\n", " \r\n", "\n  x",
+                "\n \n x", "!\n\n  \nx", "!\r\n", ".\n\n", "1234567", " 12", "a.b", " .x", "..x", "\tx", "\t.",
+                "   x", "  \n", "\u00e9", "\u2019s", "'\u017f", "\n\u00a0x"]
+BLOCK_FILLERS = ["ab cd ", " ", "7", "'", "\n", "!?", "A\tb"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_equals_regex_across_block_edges(name):
+    """Each piece of BLOCK_PIECES after filler runs of every length from 52 to 68 and from 116
+    to 132 (so that it straddles bytes 63/64 or 127/128), followed by more filler or by the end
+    of the text."""
+    texts = []
+    for filler in BLOCK_FILLERS:
+        run = filler * (140 // len(filler))
+        for piece in BLOCK_PIECES:
+            for k in [*range(52, 69), *range(116, 133)]:
+                texts += [run[:k] + piece + run[:70], run[:k] + piece]
+    assert [pretokenize(t, name) for t in texts] == [regex_pretokenize(t, name) for t in texts]
+
+
+# Mostly-ASCII texts of a few hundred bytes from the pieces above and common words: several
+# blocks, with every kind of start at every offset.
+block_text = st.lists(
+    st.one_of(st.sampled_from(BLOCK_PIECES), st.sampled_from(BLOCK_FILLERS),
+              st.sampled_from(["the", " The", " cat", "ISN'T", " 2024", ",", " (", "\n\n", "    ", "\t\t", "x" * 70,
+                               " " * 66, "9" * 65])),
+    max_size=80,
+).map("".join)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@FAST
+@given(text=block_text)
+def test_compiled_equals_regex_on_texts_of_several_blocks(name, text):
+    assert pretokenize(text, name) == regex_pretokenize(text, name)
+
+
+# scan.h's portable code (what a build without SSE2 compiles): texts on stdin, each a decimal
+# byte count, a newline and the bytes; for each, its chunk ends on one line.
+PORTABLE_DRIVER = r"""
+#include "scan.h"
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+int main(int argc, char** argv) {
+    const int pattern = std::atoi(argv[1]);
+    size_t n;
+    while (std::scanf("%zu", &n) == 1) {
+        std::getchar();
+        std::vector<uint8_t> text(n + 1);
+        if (std::fread(text.data(), 1, n, stdin) != n) return 1;
+        fbpt::ChunkList chunks;
+        fbpt::scan_chunks(text.data(), n, text.data() + n, pattern, chunks);
+        for (int64_t e : chunks.ends) std::printf("%lld ", (long long)e);
+        std::printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+def test_portable_scanners_equal_regex(tmp_path):
+    """The scanners compiled without SSE2 (the byte loops that stand in for the SIMD steps) on
+    the block-edge texts and this project's README and CHANGELOG."""
+    cxx = os.environ.get("CXX", "g++")
+    if shutil.which(cxx) is None:
+        pytest.skip("no C++ compiler")
+    source = tmp_path / "portable.cc"
+    source.write_text(PORTABLE_DRIVER)
+    program = tmp_path / "portable"
+    subprocess.run([cxx, "-O1", "-std=c++17", "-U__SSE2__", "-I" + os.path.join(ROOT, "fastbpe", "_core"),
+                    str(source), "-o", str(program)], check=True)
+    texts = []
+    for filler in BLOCK_FILLERS[:4]:
+        run = filler * (140 // len(filler))
+        texts += [run[:k] + piece + run[:70] for piece in BLOCK_PIECES for k in (60, 62, 63, 64, 65)]
+    for doc in ("README.md", "CHANGELOG.md"):
+        with open(os.path.join(ROOT, doc), encoding="utf-8") as f:
+            texts.append(f.read())
+    stdin = b"".join(b"%d\n%s" % (len(t.encode()), t.encode()) for t in texts)
+    for name in ("gpt2", "cl100k", "llama3", "o200k"):
+        out = subprocess.run([str(program), str(PATTERN_IDS[name])], input=stdin, capture_output=True, check=True).stdout
+        got = [[int(e) for e in line.split()] for line in out.decode().splitlines()]
+        expected = [list(itertools.accumulate(len(c.encode()) for c in regex_pretokenize(t, name))) for t in texts]
+        assert got == expected, name
 
 
 @pytest.mark.parametrize("name", NAMES)
