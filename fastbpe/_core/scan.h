@@ -451,6 +451,7 @@ struct ByteClasses {
     uint64_t L, N, O;   // letters, digits, [^\s\p{L}\p{N}]
     uint64_t ws, nl;    // \s (\t \n \v \f \r ' '), and its \r \n
     uint64_t sp, ap;    // ' ' and '\''
+    uint64_t up, sl;    // A-Z (of L), '/' (of O)
 };
 
 // Classes of q[0:k] into bits shift .. shift + k - 1 of c (whose other bits are left as they are).
@@ -460,7 +461,10 @@ static inline void classify_bytes(const uint8_t* q, int k, int shift, ByteClasse
         const uint8_t b = q[i];
         const uint64_t bit = 1ull << (shift + i);
         if (b >= 0x80) c.hi |= bit;
-        else if ((uint8_t)((b | 0x20) - 'a') < 26) c.L |= bit;
+        else if ((uint8_t)((b | 0x20) - 'a') < 26) {
+            c.L |= bit;
+            if (b < 'a') c.up |= bit;
+        }
         else if ((uint8_t)(b - '0') < 10) c.N |= bit;
         else if (b == ' ' || (uint8_t)(b - '\t') < 5) {
             c.ws |= bit;
@@ -469,11 +473,13 @@ static inline void classify_bytes(const uint8_t* q, int k, int shift, ByteClasse
         } else {
             c.O |= bit;
             if (b == '\'') c.ap |= bit;
+            if (b == '/') c.sl |= bit;
         }
     }
 }
 
-// Classes of the 64 bytes q[0:64].
+// Classes of the 64 bytes q[0:64]; up and sl only with CASES (o200k's).
+template <bool CASES>
 static inline ByteClasses classify_block(const uint8_t* q) {
     ByteClasses c{};
 #ifdef __SSE2__
@@ -499,6 +505,12 @@ static inline ByteClasses classify_block(const uint8_t* q) {
         c.nl |= (uint64_t)(unsigned)_mm_movemask_epi8(nl) << at;
         c.sp |= (uint64_t)(unsigned)_mm_movemask_epi8(space) << at;
         c.ap |= (uint64_t)(unsigned)_mm_movemask_epi8(apos) << at;
+        if (CASES) {
+            const __m128i upper =
+                _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - 'A'))), _mm_set1_epi8((char)(-128 + 26)));
+            c.up |= (uint64_t)(unsigned)_mm_movemask_epi8(upper) << at;
+            c.sl |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('/'))) << at;
+        }
     }
     c.O = ~(c.hi | c.L | c.N | c.ws);
 #else
@@ -508,26 +520,30 @@ static inline ByteClasses classify_block(const uint8_t* q) {
 }
 
 // The chunks of a tiling pattern, found from their starts, which are computed a 64-byte block
-// at a time (o200k goes chunk by chunk through Scanner). next_chunk(p) gives the end of the
-// chunk at p, as Scanner::next_chunk does, for the p of consecutive chunks from 0.
+// at a time. next_chunk(p) gives the end of the chunk at p, as Scanner::next_chunk does, for
+// the p of consecutive chunks from 0.
 //
-// In ASCII text whether a chunk starts at a byte depends on the few bytes around it (4 before,
-// 2 after), but for two things that need a run: cl100k's digit groups count from the head of
-// their digit run (a carry from block to block), and whether the spaces after a newline start a
-// chunk depends on what follows them (their run is followed to its end). So one block's starts
-// come from its class masks with shifts and adds. h below is the head of a run of letters L,
-// digits N or others O (its first byte); H is whitespace but \r \n.
+// In ASCII text whether a chunk starts at a byte depends on the few bytes around it (up to 6
+// before, 2 after), but for three things that need a run: digit groups count from the head of
+// their digit run (a carry from block to block), the newlines (o200k: and slashes) after an O
+// run are its chunk's however many (an add carries that through them), and whether the spaces
+// after a newline start a chunk depends on what ends their run (followed to its end). So one
+// block's starts come from its class masks with shifts and adds. h below is the head of a run
+// of letters L, digits N or others O (its first byte); H is whitespace but \r \n.
 //   GPT-2: the head of a \s run; the last of a \s run of two or more before a non-space
 //     (\s+(?!\S) gives it back); h, unless a space precedes it (then the chunk is ` ?h...`, and
-//     that space starts it).
-//   cl100k and Llama 3: the newlines right after an O run are its chunk's ([\r\n]*+), the rest
-//     of \s is W. The head of a W run; the last of an H run of two or more before a non-space;
-//     the start of an H run after a newline when a non-space follows the run (\s*[\r\n] ends at
-//     the last newline); an O head unless a space precedes it; an L head unless an H, or an O
-//     alone between non-O bytes whose own chunk starts there, precedes it (the prefix in
-//     [^\r\n\p{L}\p{N}]?+\p{L}++); a digit head and every third digit after it.
-//   Both: a contraction (at an apostrophe that starts a chunk) ends where the next chunk starts,
-//     its letter being no head.
+//     that space starts it); after a contraction (at an apostrophe that starts a chunk) the next
+//     byte, its letter being no head.
+//   cl100k, Llama 3, o200k: the newlines right after an O run are its chunk's ([\r\n]*+; o200k
+//     [\r\n/]*), the rest of \s is W and the rest of O is O'. The head of a W run; the last of an
+//     H run of two or more before a non-space; the start of an H run after a newline when a
+//     non-space follows the run (\s*[\r\n] ends at the last newline); an O' head unless a space
+//     precedes it; an L head unless an H, or an O' alone (its run's only byte) whose own chunk
+//     starts there, precedes it (the prefix in [^\r\n\p{L}\p{N}]?+\p{L}++); a digit head and
+//     every third digit after it. cl100k, Llama 3: after a contraction (at an apostrophe that
+//     starts a chunk) the next byte if a letter. o200k: an upper-case letter after a lower-case
+//     one (its words are [A-Z]*[a-z]+ or [A-Z]+[a-z]*); a contraction right after a word is the
+//     word's (but not after another contraction), and after it the next byte if a letter.
 // The text is taken as s[0:m] followed by spaces, m the end of its last non-space, so that no
 // rule needs the end of the text; the chunks from the last start before m on come from Scanner,
 // and so do those of a block with a byte >= 0x80 in it or within 4 bytes before or 1 after.
@@ -539,23 +555,34 @@ class ChunkStarts {
     }
 
     __attribute__((always_inline)) inline size_t next_chunk(size_t p) {
-        if (PATTERN == PAT_O200K) return scanner_.next_chunk<PATTERN>(p);
-        if (__builtin_expect(p >= m_, 0)) return by_scanner(p);
-        const size_t b = p & ~(size_t)63;
-        if (__builtin_expect(b != base_, 0)) load(b, false, p);
-        if (__builtin_expect(!valid_, 0)) return by_scanner(p);
-        uint64_t rest = starts_ & (~1ull << (p - b));  // the starts after p
-        while (__builtin_expect(rest == 0, 0)) {
-            if (base_ + 64 >= m_) return by_scanner(p);
-            load(base_ + 64, true, p);
-            if (!valid_) return by_scanner(p);
-            rest = starts_;
+        // the common case: p is the start the last call gave, and the block has one more
+        if (__builtin_expect(p == last_ && rest_ != 0, 1)) {
+            last_ = base_ + (size_t)__builtin_ctzll(rest_);
+            rest_ &= rest_ - 1;
+            return last_;
         }
-        return base_ + (size_t)__builtin_ctzll(rest);
+        return next_chunk_from(p);
     }
 
   private:
-    __attribute__((noinline)) size_t by_scanner(size_t p) const { return scanner_.next_chunk<PATTERN>(p); }
+    // next_chunk for any p: from the block's starts (loading blocks as needed) or Scanner.
+    __attribute__((noinline)) size_t next_chunk_from(size_t p) {
+        last_ = NPOS;
+        if (p >= m_) return scanner_.next_chunk<PATTERN>(p);
+        const size_t b = p & ~(size_t)63;
+        if (b != base_) load(b, false, p);
+        if (!valid_) return scanner_.next_chunk<PATTERN>(p);
+        uint64_t rest = starts_ & (~1ull << (p - b));  // the starts after p
+        while (rest == 0) {
+            if (base_ + 64 >= m_) return scanner_.next_chunk<PATTERN>(p);
+            load(base_ + 64, true, p);
+            if (!valid_) return scanner_.next_chunk<PATTERN>(p);
+            rest = starts_;
+        }
+        last_ = base_ + (size_t)__builtin_ctzll(rest);
+        rest_ = rest & (rest - 1);
+        return last_;
+    }
 
     // The length of the contraction at the apostrophe at o, 0 if none.
     inline size_t contraction(size_t o) const {
@@ -575,22 +602,23 @@ class ChunkStarts {
     // carries from before are not known; p starts a digit group if it is a digit).
     __attribute__((noinline)) void load(size_t b, bool sequential, size_t p) {
         ByteClasses prev{};
-        uint64_t carry_absorbed = 0, carry_groups = 0;
+        uint64_t prev_absorbed = 0, carry_groups = 0;
         if (sequential) {
             prev = cur_;
-            carry_absorbed = absorbed_ >> 63;
+            prev_absorbed = absorbed_;
             carry_groups = groups_ >> 61;  // a group starting in the last 3 bytes, 3 bytes on
-        } else if (b > 0) {
-            classify_bytes(s_ + b - 4, 4, 60, prev);
+        } else {
+            if (b > 0) classify_bytes(s_ + b - 8, 8, 56, prev);
+            from_ = p;
         }
         base_ = b;
         if (b + 64 <= m_) {
-            cur_ = classify_block(s_ + b);
+            cur_ = classify_block<PATTERN == PAT_O200K>(s_ + b);
         } else {
             uint8_t pad[64];
             std::memset(pad, ' ', sizeof pad);
             std::memcpy(pad, s_ + b, m_ - b);
-            cur_ = classify_block(pad);
+            cur_ = classify_block<PATTERN == PAT_O200K>(pad);
         }
         const uint8_t ahead = b + 64 < m_ ? s_[b + 64] : ' ';
         valid_ = !cur_.hi && !(prev.hi >> 60) && ahead < 0x80;
@@ -602,25 +630,37 @@ class ChunkStarts {
         const bool ahead_ws = ahead == ' ' || (uint8_t)(ahead - '\t') < 5;
         const uint64_t solid = c.L | c.N | c.O;
         const uint64_t solid_next = (solid >> 1) | ((uint64_t)!ahead_ws << 63);  // bit j: byte j + 1
-        const uint64_t heads = (c.L & ~before1(c.L, prev.L)) | (c.N & ~before1(c.N, prev.N)) |
-                               (c.O & ~before1(c.O, prev.O));
         const uint64_t space_before = before1(c.sp, prev.sp);
-        const uint64_t o_before = before1(c.O, prev.O);
+        const uint64_t l_heads = c.L & ~before1(c.L, prev.L), n_heads = c.N & ~before1(c.N, prev.N);
         uint64_t starts;
         if (PATTERN == PAT_GPT2) {
             const uint64_t ws_before = before1(c.ws, prev.ws);
-            starts = (c.ws & ~ws_before) | (c.ws & ws_before & solid_next) | (heads & ~space_before);
+            const uint64_t o_heads = c.O & ~before1(c.O, prev.O);
+            starts = (c.ws & ~ws_before) | (c.ws & ws_before & solid_next) |
+                     ((l_heads | n_heads | o_heads) & ~space_before);
         } else {
-            // the newline runs right after an O (the adds carry a run's seed through it)
-            const uint64_t seed = c.nl & (before1(c.O, prev.O) | carry_absorbed);
-            const uint64_t absorbed = ((c.nl + seed) ^ c.nl) & c.nl;
-            const uint64_t w = c.ws & ~absorbed, prev_w = prev.ws & ~(carry_absorbed << 63);
+            // what an O run's chunk takes after it: the newlines ([\r\n]*+), for o200k newlines
+            // and slashes ([\r\n/]*). A newline after an O (a seed) is taken, and so is the rest
+            // of its run of those: the add carries a run's lowest seed through it (a later seed
+            // in the run, o200k's newline after a taken slash, stops the carry there: or-ed in)
+            const uint64_t tail = PATTERN == PAT_O200K ? c.nl | c.sl : c.nl;
+            const uint64_t carry_absorbed = prev_absorbed >> 63;
+            const uint64_t seed = (c.nl & before1(c.O, prev.O)) | (tail & carry_absorbed);
+            const uint64_t absorbed = (((tail + seed) ^ tail) & tail) | seed;
+            const uint64_t w = c.ws & ~absorbed, prev_w = prev.ws & ~prev_absorbed;
+            const uint64_t o = c.O & ~absorbed, prev_o = prev.O & ~prev_absorbed;
             const uint64_t h = c.ws & ~c.nl, h_before = before1(h, prev.ws & ~prev.nl);
-            const uint64_t lone_o_before = o_before & ~before2(c.O, prev.O) & ~before2(c.sp, prev.sp);
-            starts = (w & ~before1(w, prev_w)) | (h & h_before & solid_next) |
-                     (heads & c.O & ~space_before) | (heads & c.L & ~h_before & ~lone_o_before);
+            const uint64_t o_heads = o & ~before1(o, prev_o);
+            // (whether the O starts its chunk needs the two bytes before it; from_ starts one)
+            const uint64_t known = known_from(b), prev_known = b ? known_from(b - 64) : 0;
+            const uint64_t lone_o_before = before1(o, prev_o) & ~before2(o & known, prev_o & prev_known) &
+                                           ~before2(c.sp & known, prev.sp & prev_known);
+            starts = (w & ~before1(w, prev_w)) | (h & h_before & solid_next) | (o_heads & ~space_before) |
+                     (l_heads & ~h_before & ~lone_o_before) | n_heads;
+            // o200k's words end where an upper-case letter follows a lower-case one
+            if (PATTERN == PAT_O200K) starts |= c.up & before1(c.L & ~c.up, prev.L & ~prev.up);
             // an H run after a newline starts a chunk when a non-space follows it
-            uint64_t after_nl = h & before1(c.nl & ~absorbed, prev.nl & ~(carry_absorbed << 63));
+            uint64_t after_nl = h & before1(c.nl & ~absorbed, prev.nl & ~prev_absorbed);
             while (after_nl) {
                 const int j = __builtin_ctzll(after_nl);
                 const int k = j + __builtin_ctzll(~(h >> j));  // the end of the run
@@ -630,7 +670,10 @@ class ChunkStarts {
                 } else {  // the run goes on into the next block
                     size_t q = b + 64;
                     while (q < m_ && (s_[q] == ' ' || s_[q] == '\t' || s_[q] == '\v' || s_[q] == '\f')) ++q;
-                    if (q < m_ && s_[q] >= 0x80) { valid_ = false; return; }
+                    if (q < m_ && s_[q] >= 0x80) {
+                        valid_ = false;
+                        return;
+                    }
                     solid_follows = q < m_ && !(s_[q] == '\n' || s_[q] == '\r');
                 }
                 if (solid_follows) starts |= 1ull << j;
@@ -638,7 +681,7 @@ class ChunkStarts {
             }
             // digit groups of three from each run's head
             const uint64_t three = c.N & before1(c.N, prev.N) & before2(c.N, prev.N);
-            uint64_t groups = (heads & c.N) | (sequential ? 0 : c.N & (1ull << (p - b)));
+            uint64_t groups = n_heads | (sequential ? 0 : c.N & (1ull << (p - b)));
             uint64_t g = ((groups << 3) | carry_groups) & three;
             while (g) {
                 groups |= g;
@@ -648,16 +691,40 @@ class ChunkStarts {
             absorbed_ = absorbed;
             groups_ = groups;
         }
-        // contractions at apostrophes from byte b - 3 on (those before end before the block)
-        const uint64_t ap_cur = c.ap & ~o_before & ~space_before;
-        const uint64_t ap_prev = prev.ap & ~(prev.O << 1) & ~(prev.sp << 1) & (7ull << 61);
+        // contractions at apostrophes from byte b - 3 on (those before end before the block).
+        // GPT-2, cl100k: at an apostrophe that starts a chunk; o200k: right after a word (a
+        // letter that is not a contraction's own), whose chunk then takes it.
+        uint64_t ap_cur, ap_prev;
+        if (PATTERN == PAT_O200K) {
+            ap_cur = c.ap & before1(c.L, prev.L);
+            ap_prev = prev.ap & (prev.L << 1);
+            // an apostrophe at b - 6 .. b - 4 could be a contraction whose letter is the one
+            // before a candidate at b - 3 .. b - 1: not known here (rare), so Scanner decides
+            if ((ap_prev & (7ull << 61)) && ((prev.ap >> 58) & 7)) {
+                valid_ = false;
+                return;
+            }
+        } else {
+            const uint64_t o_before = before1(c.O, prev.O);
+            ap_cur = c.ap & ~o_before & ~space_before;
+            ap_prev = prev.ap & ~(prev.O << 1) & ~(prev.sp << 1);
+        }
+        ap_prev &= 7ull << 61;
+        size_t suffix_end = NPOS;  // o200k: the end of the last contraction a word took
         for (int part = 0; part < 2; ++part) {
             uint64_t ap = part ? ap_cur : ap_prev;
             while (ap) {
                 const size_t o = part ? b + __builtin_ctzll(ap) : b - 64 + __builtin_ctzll(ap);
                 ap &= ap - 1;
+                if (PATTERN == PAT_O200K && o == suffix_end) continue;  // after a contraction: no word
                 const size_t k = contraction(o);
                 if (!k) continue;
+                if (PATTERN == PAT_O200K) {
+                    // the word's chunk goes on to o + k: no start at o and inside
+                    suffix_end = o + k;
+                    for (size_t i = o; i < o + k; ++i)
+                        if (i >= b && i < b + 64) starts &= ~(1ull << (i - b));
+                }
                 // GPT-2 counts the letter after the apostrophe a head; cl100k's rules left it out
                 if (PATTERN == PAT_GPT2 && o + 1 >= b && o + 1 < b + 64) starts &= ~(1ull << (o + 1 - b));
                 const size_t e = o + k;
@@ -668,15 +735,23 @@ class ChunkStarts {
         starts_ = starts;
     }
 
+    // The bytes of block b from from_ on (the masks of the bytes before it are not to be used).
+    inline uint64_t known_from(size_t b) const {
+        return from_ <= b ? ~0ull : from_ >= b + 64 ? 0 : ~0ull << (from_ - b);
+    }
+
     Scanner scanner_;
     const uint8_t* s_;
     size_t m_;               // the text is s_[0:m_] followed by spaces
     size_t base_ = NPOS;     // the loaded block
     bool valid_ = false;     // starts_ are its starts (else Scanner goes through it)
     uint64_t starts_ = 0;
+    size_t last_ = NPOS;     // the start next_chunk gave last from starts_ (NPOS: from Scanner)
+    uint64_t rest_ = 0;      // the starts after it in the block
     ByteClasses cur_{};      // its classes
     uint64_t absorbed_ = 0;  // its newlines an O run takes (cl100k, Llama 3)
     uint64_t groups_ = 0;    // its digit groups' starts (cl100k, Llama 3)
+    size_t from_ = 0;        // where the text was last taken up from Scanner (a chunk start)
 };
 
 // End of the chunk that starts at byte p of valid UTF-8 s[0:n], for a pattern whose chunks

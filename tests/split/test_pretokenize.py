@@ -119,10 +119,12 @@ def test_compiled_equals_regex_across_window_edges(name):
 
 # What decides a chunk start near a 64-byte block edge (the scanners compute the starts of a
 # whole block of ASCII at once): contractions, apostrophe runs, space and newline prefixes,
-# newlines after punctuation, spaces after a newline, digit groups, CRLF, non-ASCII characters.
+# newlines (and o200k's slashes) after punctuation, spaces after a newline, digit groups, CRLF,
+# o200k's case changes, non-ASCII characters (the last: a block after one taken up mid-way).
 BLOCK_PIECES = ["'s", "'RE", "'ll", "'ve", "'", "''s", " 's", "x's", "!'d", "\t't", "\r\n", " \r\n", "\n  x",
                 "\n \n x", "!\n\n  \nx", "!\r\n", ".\n\n", "1234567", " 12", "a.b", " .x", "..x", "\tx", "\t.",
-                "   x", "  \n", "\u00e9", "\u2019s", "'\u017f", "\n\u00a0x"]
+                "   x", "  \n", "\u00e9", "\u2019s", "'\u017f", "\n\u00a0x", "aB", "ABc", "don't", "IT'S's", "x's's's",
+                "!\n/x", "a/\n/.", "\u00e9 xy!\n/!xyz"]
 BLOCK_FILLERS = ["ab cd ", " ", "7", "'", "\n", "!?", "A\tb"]
 
 
