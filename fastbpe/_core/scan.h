@@ -478,6 +478,24 @@ static inline void classify_bytes(const uint8_t* q, int k, int shift, ByteClasse
     }
 }
 
+// Whether any of the 64 bytes q[0:64] is >= 0x80 (a block Scanner goes through: told before
+// the classes are worked out, for text with many such blocks).
+static inline bool any_high_byte(const uint8_t* q) {
+#ifdef __SSE2__
+    const __m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i*)q), _mm_loadu_si128((const __m128i*)(q + 16)));
+    const __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i*)(q + 32)), _mm_loadu_si128((const __m128i*)(q + 48)));
+    return _mm_movemask_epi8(_mm_or_si128(a, b)) != 0;
+#else
+    uint64_t x = 0;
+    for (int i = 0; i < 8; ++i) {
+        uint64_t w;
+        std::memcpy(&w, q + 8 * i, 8);
+        x |= w;
+    }
+    return (x & 0x8080808080808080ull) != 0;
+#endif
+}
+
 // Classes of the 64 bytes q[0:64]; up and sl only with CASES (o200k's).
 template <bool CASES>
 static inline ByteClasses classify_block(const uint8_t* q) {
@@ -601,28 +619,31 @@ class ChunkStarts {
     // block b) is where the text is taken up, and only the starts after it are right (the
     // carries from before are not known; p starts a digit group if it is a digit).
     __attribute__((noinline)) void load(size_t b, bool sequential, size_t p) {
+        base_ = b;
+        if (!sequential) from_ = p;
+        uint8_t pad[64];
+        const uint8_t* q = s_ + b;
+        if (b + 64 > m_) {
+            std::memset(pad, ' ', sizeof pad);
+            std::memcpy(pad, s_ + b, m_ - b);
+            q = pad;
+        }
+        // the rules read 4 bytes back (after a valid block, known to be ASCII) and 1 ahead
+        const uint8_t ahead = b + 64 < m_ ? s_[b + 64] : ' ';
+        uint32_t back = 0;
+        if (!sequential && b > 0) std::memcpy(&back, s_ + b - 4, 4);
+        valid_ = !any_high_byte(q) && !(back & 0x80808080u) && ahead < 0x80;
+        if (!valid_) return;
         ByteClasses prev{};
         uint64_t prev_absorbed = 0, carry_groups = 0;
         if (sequential) {
             prev = cur_;
             prev_absorbed = absorbed_;
             carry_groups = groups_ >> 61;  // a group starting in the last 3 bytes, 3 bytes on
-        } else {
-            if (b > 0) classify_bytes(s_ + b - 8, 8, 56, prev);
-            from_ = p;
+        } else if (b > 0) {
+            classify_bytes(s_ + b - 8, 8, 56, prev);
         }
-        base_ = b;
-        if (b + 64 <= m_) {
-            cur_ = classify_block<PATTERN == PAT_O200K>(s_ + b);
-        } else {
-            uint8_t pad[64];
-            std::memset(pad, ' ', sizeof pad);
-            std::memcpy(pad, s_ + b, m_ - b);
-            cur_ = classify_block<PATTERN == PAT_O200K>(pad);
-        }
-        const uint8_t ahead = b + 64 < m_ ? s_[b + 64] : ' ';
-        valid_ = !cur_.hi && !(prev.hi >> 60) && ahead < 0x80;
-        if (!valid_) return;
+        cur_ = classify_block<PATTERN == PAT_O200K>(q);
         const ByteClasses& c = cur_;
         // x shifted up by k bytes, prev's last bytes coming in: bit j tells of byte j - k
         auto before1 = [](uint64_t x, uint64_t px) { return (x << 1) | (px >> 63); };
