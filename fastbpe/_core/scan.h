@@ -579,6 +579,8 @@ class ChunkStarts {
             rest_ &= rest_ - 1;
             return last_;
         }
+        // inside a block Scanner goes through (text with few ASCII blocks: most of its chunks)
+        if (p < scanner_until_) return scanner_.next_chunk<PATTERN>(p);
         return next_chunk_from(p);
     }
 
@@ -633,6 +635,7 @@ class ChunkStarts {
         uint32_t back = 0;
         if (!sequential && b > 0) std::memcpy(&back, s_ + b - 4, 4);
         valid_ = !any_high_byte(q) && !(back & 0x80808080u) && ahead < 0x80;
+        scanner_until_ = valid_ ? 0 : b + 64;
         if (!valid_) return;
         ByteClasses prev{};
         uint64_t prev_absorbed = 0, carry_groups = 0;
@@ -693,6 +696,7 @@ class ChunkStarts {
                     while (q < m_ && (s_[q] == ' ' || s_[q] == '\t' || s_[q] == '\v' || s_[q] == '\f')) ++q;
                     if (q < m_ && s_[q] >= 0x80) {
                         valid_ = false;
+                        scanner_until_ = b + 64;
                         return;
                     }
                     solid_follows = q < m_ && !(s_[q] == '\n' || s_[q] == '\r');
@@ -723,6 +727,7 @@ class ChunkStarts {
             // before a candidate at b - 3 .. b - 1: not known here (rare), so Scanner decides
             if ((ap_prev & (7ull << 61)) && ((prev.ap >> 58) & 7)) {
                 valid_ = false;
+                scanner_until_ = b + 64;
                 return;
             }
         } else {
@@ -769,6 +774,7 @@ class ChunkStarts {
     uint64_t starts_ = 0;
     size_t last_ = NPOS;     // the start next_chunk gave last from starts_ (NPOS: from Scanner)
     uint64_t rest_ = 0;      // the starts after it in the block
+    size_t scanner_until_ = 0;  // the end of the loaded block when Scanner goes through it
     ByteClasses cur_{};      // its classes
     uint64_t absorbed_ = 0;  // its newlines an O run takes (cl100k, Llama 3)
     uint64_t groups_ = 0;    // its digit groups' starts (cl100k, Llama 3)
