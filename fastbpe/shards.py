@@ -841,7 +841,7 @@ def encode_files(
 
     # A pipeline: this thread reads and cuts the input into tasks of about TASK_BYTES (runs of
     # whole blocks, or pieces of a long block cut at safe cuts), the pool's threads encode them
-    # (the GIL released, each with its own chunk cache), and this thread writes the ids in
+    # (the GIL released, sharing one chunk cache), and this thread writes the ids in
     # input order as tasks finish, up to ``ahead`` tasks behind the reading.
     ahead = 2 * workers + 2
     with tokenizer._pools.borrow(workers) as pool:
