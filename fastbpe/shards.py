@@ -704,8 +704,8 @@ def encode_files(
         raise ValueError("partition_size applies to cluster runs only (cluster=...)")
     manifest_path = out_dir / MANIFEST
     manifest = None
-    # A new job's tokenizer digest (10 ms for cl100k) is computed once the first tasks are
-    # encoding (settle_job), not before them; resuming compares it first.
+    # A new job's tokenizer digest (10 ms for cl100k) is computed once every worker has a task
+    # and this thread would wait for one (settle_job), not before; resuming compares it first.
     job = _fingerprint(tokenizer, files, options, digest=manifest_path.exists())
     if manifest_path.exists():
         try:
@@ -808,7 +808,6 @@ def encode_files(
         """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
         pieces are all encoded, in order."""
         nonlocal last_index
-        settle_job()  # (called first right after the first task is submitted)
         while True:
             raw = 0
             while segments:
@@ -833,6 +832,9 @@ def encode_files(
                 bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
             if len(running) <= keep:
                 return
+            # the digest, while this thread would wait anyway: by now every worker has a task
+            # (computed right after the first task went out, it kept the second worker idle)
+            settle_job()
             result = running.popleft().result()
             if isinstance(result, _Run):
                 done.append(result)
