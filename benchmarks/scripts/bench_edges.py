@@ -13,9 +13,7 @@ is kept. Printed, with the load average:
   ``encode_ordinary_batch`` at 2 threads; wall and CPU seconds;
 * large inputs (``--mb`` MB of English, 0 to skip): ``encode_batch`` of its lines, and
   ``encode_files`` (what ``fastbpe encode`` runs) of it as one plain file, at 1 and 2 workers
-  (cold: the first call of a fresh process; timed through the young-generation collection
-  that follows it, which 2 workers run inside the call and 1 worker after it), with the
-  2-worker speed-up of wall time and the
+  (cold: the first call of a fresh process), with the 2-worker speed-up of wall time and the
   CPU/wall ratio (2.0: both cores busy all along; lower: a worker waited, or the machine was
   shared), the CPU ratio (1 worker / 2 workers: the work parallelism adds), and the CPU of the
   calling thread and of the busiest thread (whose ratio is the speed-up an idle machine allows).
@@ -103,17 +101,10 @@ def child(task: str, lib: str, lines: int, mb: int = 0) -> dict:
             out = tempfile.mkdtemp(prefix="fastbpe-bench-shards-")
             fn = lambda: fastbpe.encode_files(tok, [path], out, workers=int(name), fmt="raw",  # noqa: E731
                                               progress=False, resume=False)
-        import gc
-
         before = _thread_cpu()
         cpu, wall = time.process_time(), time.perf_counter()
         try:
             result = fn()  # (held until the clocks stop: freeing it is no part of encoding)
-            # The young generation's collection of the result's lists, due once encode_batch
-            # turns the cycle collector back on: with several workers each group runs it while
-            # the others encode, with one it comes at the next allocation after the call.
-            # Timed in both cases, so that both pay for it.
-            gc.collect(0)
         finally:
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             if kind == "files":
