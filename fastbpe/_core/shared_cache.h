@@ -45,9 +45,9 @@ class SharedChunkCache {
         mask_ = slots - 1;
         max_entries_ = slots / 2 - MAX_ARENAS;  // (each attached thread may pass the check at once)
         max_words_ = 6 * (uint64_t)max_ids;
-        slots_ = (std::atomic<uint64_t>*)std::calloc(slots, sizeof(std::atomic<uint64_t>));
+        // (zero pages from calloc: the table takes memory only where slots are set)
+        slots_ = (uint64_t*)std::calloc(slots, sizeof(uint64_t));
         if (slots_ == nullptr) throw std::bad_alloc();
-        for (size_t i = 0; i < slots; ++i) new (&slots_[i]) std::atomic<uint64_t>(0);
         for (int a = 0; a < MAX_ARENAS; ++a) {
             arenas_[a].taken = false;
             arenas_[a].used = 1;  // (offset 0 is never an entry's: a set slot is never 0)
@@ -90,7 +90,7 @@ class SharedChunkCache {
 
     // Empty the table. Only while no thread uses it.
     void clear() {
-        for (size_t i = 0; i <= mask_; ++i) slots_[i].store(0, std::memory_order_relaxed);
+        std::memset(slots_, 0, (mask_ + 1) * sizeof(uint64_t));
         for (int a = 0; a < MAX_ARENAS; ++a) arenas_[a].used = 1;
         entries_.store(0, std::memory_order_relaxed);
         words_.store(0, std::memory_order_relaxed);
@@ -98,7 +98,7 @@ class SharedChunkCache {
 
     void prefetch_slot(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
     void prefetch_entry(uint64_t h) const {
-        uint64_t v = slots_[h & mask_].load(std::memory_order_acquire);
+        uint64_t v = __atomic_load_n(&slots_[h & mask_], __ATOMIC_ACQUIRE);
         if (v != 0 && (v & TAG_BITS) == (h & TAG_BITS)) __builtin_prefetch(entry_of(v));
     }
 
@@ -106,7 +106,7 @@ class SharedChunkCache {
     // Safe while other threads insert.
     const int32_t* find(const uint8_t* p, size_t n, uint64_t h, int64_t* count) const {
         for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-            uint64_t v = slots_[i].load(std::memory_order_acquire);
+            uint64_t v = __atomic_load_n(&slots_[i], __ATOMIC_ACQUIRE);
             if (v == 0) return nullptr;
             if ((v & TAG_BITS) != (h & TAG_BITS)) continue;
             const uint32_t* e = entry_of(v);
@@ -141,10 +141,9 @@ class SharedChunkCache {
         std::memcpy(e + 1 + key_words(n), ids, (size_t)count * sizeof(int32_t));
         uint64_t mine_v = (h & TAG_BITS) | ((uint64_t)arena << 32) | at;
         for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-            uint64_t v = slots_[i].load(std::memory_order_acquire);
+            uint64_t v = __atomic_load_n(&slots_[i], __ATOMIC_ACQUIRE);
             if (v == 0) {
-                if (slots_[i].compare_exchange_strong(v, mine_v, std::memory_order_acq_rel,
-                                                      std::memory_order_acquire)) {
+                if (__atomic_compare_exchange_n(&slots_[i], &v, mine_v, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                     mine.used = at + words;
                     entries_.fetch_add(1, std::memory_order_relaxed);
                     words_.fetch_add(at + words - used, std::memory_order_relaxed);  // (a block's skipped tail too)
@@ -166,7 +165,7 @@ class SharedChunkCache {
         bool taken;
     };
 
-    std::atomic<uint64_t>* slots_;
+    uint64_t* slots_;  // read and set with the __atomic builtins (a plain array: calloc's zero pages)
     size_t mask_;
     int64_t max_entries_;
     uint64_t max_words_;
