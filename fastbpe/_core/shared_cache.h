@@ -4,14 +4,15 @@
 // and remember; two workers with caches of their own merged most of them twice).
 //
 // Insert-only open addressing over a fixed table, so that readers never lock:
-//  * A slot is one atomic word: 0 (empty) or tag (the hash's top 24 bits) | arena (8 bits) |
-//    offset (32 bits) of the entry. An entry is written first, then its slot is set by a
-//    compare-and-swap with release order; a reader loads a slot with acquire order, so the
-//    entry it then reads is complete. A slot, once set, never changes until clear().
+//  * A slot is one word, read and set atomically: 0 (empty) or tag (the hash's top 24 bits) |
+//    arena (8 bits) | offset (32 bits) of the entry. An entry is written first, then its slot
+//    is set by a compare-and-swap with release order; a reader loads a slot with acquire
+//    order, so the entry it then reads is complete. A slot, once set, never changes until
+//    clear().
 //  * Entries live in arenas, one per attached thread (take_arena), written by that thread
 //    only and never moved: an arena is a row of fixed blocks, and an entry never straddles
-//    two. A thread whose insert loses the race for a slot to an equal key rolls its arena
-//    back (nobody saw the entry).
+//    two. A thread whose insert loses the race for a slot to an equal key leaves its arena's
+//    fill level as it was (nobody saw the entry it wrote past it).
 //  * The table stops taking entries when half its slots are used or the arenas hold the
 //    word budget (insert returns false: the caller keeps the chunk in its own cache), so a
 //    probe always meets an empty slot. clear() empties it, and only runs while no thread
@@ -35,7 +36,6 @@ class SharedChunkCache {
     static const int BLOCK_BITS = 18;           // an arena block: 2^18 words (1 MB)
     static const uint32_t BLOCK_WORDS = 1u << BLOCK_BITS;
     static const int MAX_BLOCKS = 1024;         // 1 GB per arena at most
-    static const int64_t MAX_KEY = 1024;        // the longest key (CACHE_MAX_CHUNK)
 
     // A table for about max_ids ids: max_ids / 2 slots (a power of two, 2^10..2^22), at most
     // half of them used, and at most 6 words (24 bytes: ids, key, header) per id of max_ids.
@@ -102,7 +102,7 @@ class SharedChunkCache {
         if (v != 0 && (v & TAG_BITS) == (h & TAG_BITS)) __builtin_prefetch(entry_of(v));
     }
 
-    // The ids of key p[0:n] (hash h; 2 <= n <= MAX_KEY), their count in *count, or nullptr.
+    // The ids of key p[0:n] (hash h; n >= 2), their count in *count, or nullptr.
     // Safe while other threads insert.
     const int32_t* find(const uint8_t* p, size_t n, uint64_t h, int64_t* count) const {
         for (size_t i = h & mask_;; i = (i + 1) & mask_) {
@@ -117,11 +117,11 @@ class SharedChunkCache {
         }
     }
 
-    // Remember key p[0:n] (hash h; 2 <= n <= MAX_KEY) with ids[0:count] (count <= n) in the
-    // calling thread's arena. False when the table takes no more entries (or arena is -1);
-    // true when it holds the key now (put here or by another thread).
+    // Remember key p[0:n] (hash h; n >= 2) with ids[0:count] in the calling thread's arena.
+    // False when the table takes no more entries (or arena is -1); true when it holds the key
+    // now (put here or by another thread).
     bool insert(int arena, const uint8_t* p, size_t n, uint64_t h, const int32_t* ids, int64_t count) {
-        if (arena < 0 || full()) return false;
+        if (arena < 0 || full() || n > 0xFFFF || count > 0xFFFF) return false;  // (the header's 16-bit fields)
         Arena& mine = arenas_[arena];
         uint32_t words = 1 + key_words(n) + (uint32_t)count;
         uint32_t used = mine.used, at = used;
