@@ -113,12 +113,15 @@ class _PoolRegistry:
     def close(self) -> None:
         """Shut down every pool no call is using, waiting for its threads: what a program that
         is done encoding calls, so that its exit has no threads left to join (an interrupt
-        there would land outside the program's handlers)."""
+        there would land outside the program's handlers). With no pool left, the shared
+        chunk cache goes too (its memory returns once the last thread's state is gone)."""
         with self._lock:
             idle = [size for size, n in self._users.items() if n == 0]
             pools = [self._pools.pop(size) for size in idle]
             for size in idle:
                 del self._users[size]
+            if not self._pools:
+                self.shared = None
         for pool in pools:
             pool.shutdown(wait=True)
 
