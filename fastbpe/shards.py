@@ -704,8 +704,8 @@ def encode_files(
         raise ValueError("partition_size applies to cluster runs only (cluster=...)")
     manifest_path = out_dir / MANIFEST
     manifest = None
-    # A new job's tokenizer digest (10 ms for cl100k) is computed once the first tasks are
-    # encoding (settle_job), not before them; resuming compares it first.
+    # A new job's tokenizer digest (10 ms for cl100k) is computed once every worker has a task
+    # and this thread would wait for one (settle_job), not before; resuming compares it first.
     job = _fingerprint(tokenizer, files, options, digest=manifest_path.exists())
     if manifest_path.exists():
         try:
@@ -808,7 +808,6 @@ def encode_files(
         """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
         pieces are all encoded, in order."""
         nonlocal last_index
-        settle_job()  # (called first right after the first task is submitted)
         while True:
             raw = 0
             while segments:
@@ -833,6 +832,9 @@ def encode_files(
                 bar.set_postfix(tokens=f"{writer.total + writer.filled:,}", refresh=False)
             if len(running) <= keep:
                 return
+            # the digest, while this thread would wait anyway: by now every worker has a task
+            # (computed right after the first task went out, it kept the second worker idle)
+            settle_job()
             result = running.popleft().result()
             if isinstance(result, _Run):
                 done.append(result)
@@ -841,7 +843,7 @@ def encode_files(
 
     # A pipeline: this thread reads and cuts the input into tasks of about TASK_BYTES (runs of
     # whole blocks, or pieces of a long block cut at safe cuts), the pool's threads encode them
-    # (the GIL released, each with its own chunk cache), and this thread writes the ids in
+    # (the GIL released, sharing one chunk cache), and this thread writes the ids in
     # input order as tasks finish, up to ``ahead`` tasks behind the reading.
     ahead = 2 * workers + 2
     with tokenizer._pools.borrow(workers) as pool:

@@ -11,7 +11,8 @@ is kept. Printed, with the load average:
 * batch: 20,000 short lines (the first lines of the multilingual table, each at most 200
   characters): a loop of ``encode_ordinary``, ``encode_batch`` at 1 and 2 workers, and tiktoken's
   ``encode_ordinary_batch`` at 2 threads; wall and CPU seconds;
-* large inputs (``--mb`` MB of English, 0 to skip): ``encode_batch`` of its lines, and
+* large inputs (``--mb`` MB of English, 0 to skip): ``encode_batch`` of its lines (lists of
+  ids, and arrays: ``as_numpy=True``, whose results are built with less of the GIL), and
   ``encode_files`` (what ``fastbpe encode`` runs) of it as one plain file, at 1 and 2 workers
   (cold: the first call of a fresh process), with the 2-worker speed-up of wall time and the
   CPU/wall ratio (2.0: both cores busy all along; lower: a worker waited, or the machine was
@@ -85,16 +86,17 @@ def _thread_cpu() -> dict:
 def child(task: str, lib: str, lines: int, mb: int = 0) -> dict:
     """One measurement in this (fresh) process: CPU and wall seconds of the timed part."""
     kind, _, name = task.partition(":")
-    if kind in ("lines", "files"):  # large inputs, fastbpe at `name` workers
+    if kind in ("lines", "arrays", "files"):  # large inputs, fastbpe at `name` workers
         import shutil
         import tempfile
 
         path = _english_file(mb)
         tok = _fastbpe_openai("cl100k_base")
-        if kind == "lines":
+        if kind in ("lines", "arrays"):
             with open(path, encoding="utf-8") as f:
                 texts = f.readlines()
-            fn = lambda: tok.encode_batch(texts, workers=int(name), disallowed_special=())  # noqa: E731
+            fn = lambda: tok.encode_batch(texts, workers=int(name), disallowed_special=(),  # noqa: E731
+                                          as_numpy=kind == "arrays")
         else:
             import fastbpe
 
@@ -147,7 +149,8 @@ ROWS = [
     ("batch:1", ["fastbpe", "tiktoken"]),
     ("batch:2", ["fastbpe", "tiktoken"]),
 ]
-LARGE_ROWS = [("lines:1", ["fastbpe"]), ("lines:2", ["fastbpe"]), ("files:1", ["fastbpe"]), ("files:2", ["fastbpe"])]
+LARGE_ROWS = [("lines:1", ["fastbpe"]), ("lines:2", ["fastbpe"]), ("arrays:1", ["fastbpe"]), ("arrays:2", ["fastbpe"]),
+              ("files:1", ["fastbpe"]), ("files:2", ["fastbpe"])]
 
 
 def main() -> None:
@@ -196,7 +199,8 @@ def main() -> None:
                   f"{loop / best[(f'batch:{workers}', 'fastbpe')]['wall']:.2f}")
     if args.mb:
         print(f"large inputs ({args.mb} MB of English): 2 workers vs 1, wall; CPU/wall of 2 workers")
-        for kind, what in (("lines", "encode_batch of its lines"), ("files", "encode_files of it")):
+        for kind, what in (("lines", "encode_batch of its lines"), ("arrays", "the same, as_numpy=True"),
+                           ("files", "encode_files of it")):
             one, two = best[(f"{kind}:1", "fastbpe")], best[(f"{kind}:2", "fastbpe")]
             print(f"  {what:28s} {one['wall'] / two['wall']:.2f}x   {args.mb / one['wall']:.1f} -> "
                   f"{args.mb / two['wall']:.1f} MB/s   CPU/wall {two['cpu'] / two['wall']:.2f}   "

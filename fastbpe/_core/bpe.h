@@ -55,6 +55,7 @@
 #include "heap.h"
 #include "pair_table.h"
 #include "scan.h"
+#include "shared_cache.h"
 
 namespace fbpt {
 
@@ -200,9 +201,16 @@ struct SymbolList {
 // What one thread needs while encoding: the chunk cache (chunk bytes -> ids, cleared when it
 // holds more than max_ids ids or CACHE_KEY_BYTES_PER_ID * max_ids key bytes, which bounds its
 // memory) and reusable buffers.
+//
+// A thread of a pool may also be attached to a SharedChunkCache (shared, its arena there):
+// chunks missing from the short cache are then looked up there, and remembered there, so that
+// the pool's threads merge each chunk once; the thread's own cache only takes what the shared
+// one refuses once full (and is looked up only when it holds anything).
 struct EncodeScratch {
     BytesMap cache;
     ShortChunkCache short_cache;  // the cache's first level, for chunks of up to SHORT_KEY_MAX bytes
+    SharedChunkCache* shared = nullptr;  // (not owned: the Python object holding it outlives this)
+    int arena = -1;
     size_t max_ids = 4000000;
     IdBuffer sid, span;           // the symbol list of a long chunk (SymbolList)
     std::vector<uint64_t> dead;   // the backtracking encoder's dead ends (Backtracker::encode)
@@ -222,6 +230,20 @@ struct EncodeScratch {
         short_cache.clear();
     }
     size_t cache_size() const { return cache.size(); }
+
+    // The chunk cache's prefetch hints (BytesMap's), for the shared cache when attached.
+    inline void prefetch_slot(uint64_t h) const {
+        if (shared != nullptr)
+            shared->prefetch_slot(h);
+        else
+            cache.prefetch_slot(h);
+    }
+    inline void prefetch_entry(uint64_t h) const {
+        if (shared != nullptr)
+            shared->prefetch_entry(h);
+        else
+            cache.prefetch_entry(h);
+    }
 
     // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
     void trim(size_t keep) {
@@ -637,7 +659,7 @@ class BpeEncoder {
             todo[left++] = (int32_t)c;
         }
         for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
-            if (hash[todo[k]] != 0) st.cache.prefetch_entry(hash[todo[k]]);
+            if (hash[todo[k]] != 0) st.prefetch_entry(hash[todo[k]]);
         int64_t count = 0, next = 0;
         for (int64_t c = 0; c < m; ++c) {
             int32_t g = got[c];
@@ -653,7 +675,7 @@ class BpeEncoder {
             }
             if (g == 0) continue;
             int64_t ahead = next + PIPELINE_DISTANCE;
-            if (ahead < left && hash[todo[ahead]] != 0) st.cache.prefetch_entry(hash[todo[ahead]]);
+            if (ahead < left && hash[todo[ahead]] != 0) st.prefetch_entry(hash[todo[ahead]]);
             ++next;
             int64_t s = starts[c], n = ends[c] - s;
             int64_t k = encode_chunk(dp + s, n, st, op + count, misses, hash[c]);
@@ -749,7 +771,7 @@ class BpeEncoder {
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
             }
             for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
-                if (hash[todo[k]] != 0) st.cache.prefetch_entry(hash[todo[k]]);
+                if (hash[todo[k]] != 0) st.prefetch_entry(hash[todo[k]]);
             int64_t next = 0, puts = 0;
             for (int64_t c = 0; c < m; ++c) {
                 const void* x = way[c];
@@ -758,7 +780,7 @@ class BpeEncoder {
                     continue;
                 }
                 int64_t ahead = ++next + PIPELINE_DISTANCE - 1;  // (todo[next - 1] == c)
-                if (ahead < left && hash[todo[ahead]] != 0) st.cache.prefetch_entry(hash[todo[ahead]]);
+                if (ahead < left && hash[todo[ahead]] != 0) st.prefetch_entry(hash[todo[ahead]]);
                 size_t s = start[c], length = start[c + 1] - s;
                 int64_t got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c]);
                 if (got < 0) return got;
@@ -916,7 +938,7 @@ class BpeEncoder {
     inline uint64_t hash_ahead(const uint8_t* dp, int64_t s, int64_t e, EncodeScratch& st) const {
         if (e - s < 2 || e - s > CACHE_MAX_CHUNK) return 0;
         uint64_t h = bytes_map_hash(dp + s, (size_t)(e - s));
-        st.cache.prefetch_slot(h);
+        st.prefetch_slot(h);
         return h;
     }
 
@@ -932,7 +954,10 @@ class BpeEncoder {
         }
         if (h == 0) h = bytes_map_hash(data, (size_t)n);
         if (n <= CACHE_MAX_CHUNK) {
-            const int32_t* found = st.cache.find(data, (size_t)n, h, &count);
+            const int32_t* found = nullptr;
+            if (st.shared != nullptr) found = st.shared->find(data, (size_t)n, h, &count);
+            if (found == nullptr && (st.shared == nullptr || st.cache.size() > 0))
+                found = st.cache.find(data, (size_t)n, h, &count);
             if (found != nullptr) {
                 if (count == 1)  // most chunks are one token: no call to memcpy
                     out[0] = found[0];
@@ -960,6 +985,7 @@ class BpeEncoder {
             }
         }
         if (n <= CACHE_MAX_CHUNK) {
+            if (st.shared != nullptr && st.shared->insert(st.arena, data, (size_t)n, h, out, count)) return count;
             if (st.cache.num_vals() + count > st.max_ids ||
                 st.cache.num_key_bytes() + n > CACHE_KEY_BYTES_PER_ID * std::min<size_t>(st.max_ids, KEY_ROOM))
                 st.cache.clear();

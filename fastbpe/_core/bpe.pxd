@@ -18,8 +18,19 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void set_bits(int bits, int max_bits)
         int bits()
 
+    cdef cppclass SharedChunkCache:
+        SharedChunkCache(size_t max_ids) except +
+        int take_arena()
+        void give_back(int arena)
+        size_t size()
+        size_t capacity()
+        bool full()
+        void clear()
+
     cdef cppclass EncodeScratch:
         size_t max_ids
+        SharedChunkCache* shared
+        int arena
         ShortChunkCache short_cache
         vector[int32_t] sid
         vector[int32_t] out

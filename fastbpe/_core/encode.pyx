@@ -25,7 +25,7 @@ from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
 from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, MERGE_REPLAY, MERGE_PAIR, MERGE_TOKEN,
-                                SCAN_MAX_CHUNK)
+                                SCAN_MAX_CHUNK, SharedChunkCache)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
 from fastbpe._core.utf8 cimport utf8_valid, utf8_from_str_data
@@ -57,6 +57,42 @@ WHOLE_TOKEN_LOOKUPS = ("all", "consistent", "none")
 cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
 
 
+cdef class SharedCache:
+    """A chunk cache that several threads encode with at once (each through its own
+    :class:`EncodeState`, made with ``shared=`` this cache): a chunk merged by one thread is
+    found by the others. Its room is fixed, for about ``max_ids`` ids (at most half its
+    ``2**10..2**22`` slots used, 24 bytes of keys and ids per id); once ``full`` it takes no
+    more chunks (the threads keep their own caches for those). ``clear()`` only while no thread
+    encodes with it.
+    """
+    cdef SharedChunkCache* cache
+
+    def __cinit__(self, size_t max_ids=4_000_000):
+        self.cache = new SharedChunkCache(max_ids)
+
+    def __dealloc__(self):
+        del self.cache
+
+    @property
+    def size(self):
+        """Number of cached chunks."""
+        return self.cache.size()
+
+    @property
+    def capacity(self):
+        """The most chunks it takes."""
+        return self.cache.capacity()
+
+    @property
+    def full(self):
+        """Whether it takes no more chunks."""
+        return self.cache.full()
+
+    def clear(self):
+        """Empty it; only while no thread encodes with it."""
+        self.cache.clear()
+
+
 cdef class EncodeState:
     """Per-thread scratch space and chunk cache. Never share one between threads.
 
@@ -66,14 +102,18 @@ cdef class EncodeState:
     two-way) answers the chunks of 1 to 15 bytes that come back most (see
     bytes_map.h); it doubles while it evicts much, up to ``2**short_cache_max_bits`` entries
     (default: 2**20, 32 MB, or ``short_cache_bits`` if more). Tests make it tiny and fixed to
-    force collisions.
+    force collisions. ``shared``: a :class:`SharedCache` that takes the place of the cache
+    (behind the short-chunk one) for as long as it has room, shared with the other threads
+    attached to it.
     """
     cdef EncodeScratch scratch
+    cdef readonly SharedCache shared   # (held: the scratch points into it)
     cdef tuple ints             # id_list's int of every id: this thread's own objects, so two
                                 # threads never write to the same refcount (cache-line ping-pong)
     cdef public int64_t hits, misses
 
-    def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16, short_cache_max_bits=None):
+    def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16, short_cache_max_bits=None,
+                 SharedCache shared=None):
         if not 1 <= short_cache_bits <= 24:
             raise ValueError(f"short_cache_bits must be between 1 and 24, got {short_cache_bits}")
         if short_cache_max_bits is None:
@@ -85,6 +125,14 @@ cdef class EncodeState:
         self.scratch.short_cache.set_bits(short_cache_bits, short_cache_max_bits)
         self.hits = 0
         self.misses = 0
+        if shared is not None and self.shared is None:
+            self.shared = shared
+            self.scratch.shared = shared.cache
+            self.scratch.arena = shared.cache.take_arena()
+
+    def __dealloc__(self):
+        if self.shared is not None:
+            self.shared.cache.give_back(self.scratch.arena)
 
     @property
     def short_cache_bits(self):

@@ -246,8 +246,9 @@ def test_closing_the_pools_joins_their_threads_and_spares_a_pool_in_use(code_tok
         registry.close()
         assert busy.submit(sum, [1, 2]).result() == 3  # still usable: it was borrowed
         assert sorted(registry._pools) == [2]
+    assert registry.shared is not None
     registry.close()
-    assert registry._pools == {}
+    assert registry._pools == {} and registry.shared is None
     assert not [t for t in list(idle._threads) + list(busy._threads) if t.is_alive()]
     assert code_tokenizer.encode_batch(["a b", "c"], workers=2) == [code_tokenizer.encode("a b"),
                                                                      code_tokenizer.encode("c")]  # pools come back
