@@ -197,6 +197,7 @@ cdef class MergeLearner:
         cdef Py_ssize_t num_words = word_counts.shape[0]
         cdef Py_ssize_t w, p, start, end, i
         cdef int64_t nodes = 0, long_from, key_base, lstart
+        cdef int page_bits
         cdef bytes content
         if word_starts.shape[0] != num_words + 1:
             raise ValueError("word_starts must have len(word_counts) + 1 entries")
@@ -216,7 +217,12 @@ cdef class MergeLearner:
                 nodes += word_starts[w + 1] - word_starts[w]
         self.node.resize(nodes)
         self.word_count.resize(num_words)
-        self.longs = LongChunks(6)  # chunks start on a 64-bit word of the bitset
+        # Chunks start on a 64-bit word of the bitset; a page for the chunk lookup is at most
+        # the shortest chunk (one step a lookup), at most 2**16 positions (a 4-byte entry each).
+        page_bits = 6
+        while page_bits < 16 and (<int64_t>1 << (page_bits + 1)) <= long_from:
+            page_bits += 1
+        self.longs = LongChunks(6, page_bits)
         self.pair_index.attach(&self.longs)  # single pairs' keys are read there
         self.pair_index.reset(1024)
         self.pair_index.set_dense_from(max(1, DENSE_INDEX_PAIRS))
