@@ -197,6 +197,7 @@ cdef class MergeLearner:
         cdef Py_ssize_t num_words = word_counts.shape[0]
         cdef Py_ssize_t w, p, start, end, i
         cdef int64_t nodes = 0, long_from, key_base, lstart
+        cdef int page_bits
         cdef bytes content
         if word_starts.shape[0] != num_words + 1:
             raise ValueError("word_starts must have len(word_counts) + 1 entries")
@@ -216,7 +217,12 @@ cdef class MergeLearner:
                 nodes += word_starts[w + 1] - word_starts[w]
         self.node.resize(nodes)
         self.word_count.resize(num_words)
-        self.longs = LongChunks(6)  # chunks start on a 64-bit word of the bitset
+        # Chunks start on a 64-bit word of the bitset; a page for the chunk lookup is at most
+        # the shortest chunk (one step a lookup), at most 2**16 positions (a 4-byte entry each).
+        page_bits = 6
+        while page_bits < 16 and (<int64_t>1 << (page_bits + 1)) <= long_from:
+            page_bits += 1
+        self.longs = LongChunks(6, page_bits)
         self.pair_index.attach(&self.longs)  # single pairs' keys are read there
         self.pair_index.reset(1024)
         self.pair_index.set_dense_from(max(1, DENSE_INDEX_PAIRS))
@@ -611,10 +617,21 @@ cdef class MergeLearner:
     cdef int _compact_where(self) except -1 nogil:
         """Drop the stale positions of every pair and free the room they took. Positions are
         only ever a superset of a pair's live occurrences; dropping the stale ones changes no
-        count, no first position and no merge."""
-        cdef size_t pair, i, kept, n, nodes
-        cdef int32_t p
-        cdef int64_t key
+        count, no first position and no merge.
+
+        Each list is filtered where it lies, its entries left in their order: every reader
+        sorts a list's long-chunk entries itself (_long_entries). A position entry is in its
+        list once (a pair occurs at a position over one stretch of merges, listed when it
+        appears). A coarse entry can be there twice: step 0 pushes them in ascending order,
+        skipping one equal to the list's last entry, but two long chunks in one coarse block
+        with ordinary words between them (whose nodes the pair's list took in between) list
+        the block twice. Coarse entries stay in ascending order (only step 0 makes them, and
+        every list rewrite keeps or sorts them), so a repeat follows the last one kept and is
+        dropped here. Sorting each list
+        here, through a copy of its long-chunk entries (as large as the largest list), made one
+        50 MB chunk's training 21.9 s instead of 17.6 s with compactions at 6/5 (_merge)."""
+        cdef size_t pair, i, kept, n
+        cdef int32_t x, ahead, last_coarse
         cdef int32_t* where
         self.where_total = 0
         self.long_total = 0
@@ -622,20 +639,30 @@ cdef class MergeLearner:
         for pair in range(self.pair_where.lists()):
             where = self.pair_where.data(pair)
             n = self.pair_where.size(pair)
-            nodes = self._long_entries(where, n)
             kept = 0
-            for i in range(nodes):
-                p = where[i]
-                if self._occurs_at(<int32_t>pair, p):
-                    where[kept] = p
-                    kept += 1
-            # coarse blocks (step 0's) are kept as they are: checking one searches it
-            for i in range(self.long_keys.size()):
-                if i + PREFETCH_AHEAD < self.long_keys.size():
-                    self.longs.prefetch(self.long_keys[i + PREFETCH_AHEAD] >> 1)
-                key = self.long_keys[i]
-                if key & 1 or self._occurs_long(<int32_t>pair, key >> 1):
-                    where[kept] = self._entry_of(key)
+            last_coarse = 0  # (a node position, never a coarse entry)
+            for i in range(n):
+                if i + PREFETCH_AHEAD < n:
+                    ahead = where[i + PREFETCH_AHEAD]
+                    if ahead >= 0:
+                        prefetch_node(&self.node[ahead], 0, 1)
+                    elif not (~ahead & COARSE):
+                        self.longs.prefetch(~ahead)
+                x = where[i]
+                if x >= 0:
+                    if self._occurs_at(<int32_t>pair, x):
+                        where[kept] = x
+                        kept += 1
+                # coarse blocks (step 0's) are kept as they are (checking one searches it),
+                # once each
+                elif ~x & COARSE:
+                    if x != last_coarse:
+                        last_coarse = x
+                        where[kept] = x
+                        kept += 1
+                        self.long_total += 1
+                elif self._occurs_long(<int32_t>pair, ~x):
+                    where[kept] = x
                     kept += 1
                     self.long_total += 1
             self.pair_where.truncate(pair, kept)
@@ -821,24 +848,28 @@ cdef class MergeLearner:
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 2 * self.where_total + self.compact_slack
                 or self.long_total > 2 * self.long_kept + self.compact_slack
-                or 2 * self.long_total > 3 * (self.live_long - self.base_long
+                or 5 * self.long_total > 6 * (self.live_long - self.base_long
                                               - <int64_t>self.pair_index.singles()
                                               + self.coarse_listed) + self.compact_slack):
             # amortised: at least half the node entries go, or half the pool (compaction
             # lays it out in exact blocks: what the pool holds past its entries is room left
             # by lists that moved, or free blocks), or the block entries doubled since the last
-            # compaction (which keeps each (pair, block) once), or they are over 3/2 of what
+            # compaction (which keeps each (pair, block) once), or they are over 6/5 of what
             # the long chunks can list (a live occurrence is listed in its pair's list once; a
             # single pair's in none, a base pair's in step 0's coarse entries, which stay), so
-            # at least a third of them go: merging shrinks the live tokens several times over,
+            # at least a sixth of them go: merging shrinks the live tokens several times over,
             # which the doubling alone would leave in the lists. On one 50 MB chunk stale
             # entries had reached 55% of the lists (22.5M entries, 140 MB) before the first
             # compaction after the opening merges; singles are three in five of the live pairs
             # by the end. With base pairs counted in the bound, the lists of the opening merges
             # grew to 1.5x their live entries plus the base pairs left (the training's peak
-            # then, 248 MB). Lower factors (5/4, or the pool at 3/2) cut the opening merges'
-            # peak by a further 15 MB, but made 13 compactions instead of 8 (merge phase 25 s
-            # instead of 15 s) while the training's peak, reached later, stayed ~230 MB.
+            # then, 248 MB). At 3/2 the lists still made the peak: 224 MB at the last of 8
+            # compactions, the others reached at 205-222 MB. At 6/5 there are 16, those of the
+            # opening merges at 205 MB at most, and the peak (213 MB) is late in the run, where
+            # the pair index (41 MB) and records (30 MB) have grown; with compaction filtering
+            # lists where they lie (_compact_where) the run takes the time it took at 3/2. At
+            # 9/8 (23 compactions, 22.3 s against 17.6 s) the peak was no lower; 4/3 and 5/4
+            # left it at 222 and 220 MB (the lists grow again after the last compaction).
             self._compact_where()
         return 0
 

@@ -24,14 +24,23 @@ class LongChunks {
         int64_t key_base;    // the tie key of position p is key_base + p (learn.pyx)
     };
 
-    explicit LongChunks(int block_bits = 12) : block_bits_(block_bits) {}
+    // `page_bits`: the chunk of a position is looked up per page of 2**page_bits positions
+    // (any value is exact; at most the length of the shortest chunk, a lookup is one step).
+    explicit LongChunks(int block_bits = 12, int page_bits = 12) : block_bits_(block_bits), page_bits_(page_bits) {}
 
     int block_bits() const { return block_bits_; }
     int64_t block_begin(int64_t block) const { return block << block_bits_; }
     int64_t block_of(int64_t p) const { return p >> block_bits_; }
-    const Chunk& chunk_of_block(int64_t block) const { return chunks_[block_chunk_[block]]; }
+    // The chunk holding the block: the page's first chunk, or one after it that starts at or
+    // before the block (chunks lie in order, each from where the one before ends).
+    const Chunk& chunk_of_block(int64_t block) const {
+        int64_t p = block << block_bits_;
+        size_t i = (size_t)page_chunk_[(size_t)(p >> page_bits_)];
+        while (i + 1 < chunks_.size() && chunks_[i + 1].begin <= p) ++i;
+        return chunks_[i];
+    }
     size_t chunks() const { return chunks_.size(); }
-    int64_t blocks() const { return (int64_t)block_chunk_.size(); }
+    int64_t blocks() const { return (int64_t)bytes_.size() >> block_bits_; }
     const Chunk& chunk(size_t i) const { return chunks_[i]; }
 
     // Append a chunk of n base ids; `key_base` as in Chunk.
@@ -47,7 +56,9 @@ class LongChunks {
         }
         size_t index = chunks_.size();
         chunks_.push_back(Chunk{begin, begin + n, count, key_base});
-        block_chunk_.resize((begin + padded) >> block_bits_, (int32_t)index);
+        // the pages that start in this chunk's positions (or its padding)
+        int64_t page = 1LL << page_bits_;
+        page_chunk_.resize((size_t)((begin + padded + page - 1) >> page_bits_), (int32_t)index);
     }
 
     // The first token start > p and < end, or end.
@@ -164,7 +175,7 @@ class LongChunks {
     }
 
     size_t bytes() const {
-        return bytes_.capacity() + bits_.capacity() * 8 + block_chunk_.capacity() * 4 +
+        return bytes_.capacity() + bits_.capacity() * 8 + page_chunk_.capacity() * 4 +
                escaped_.size() * 32 + chunks_.capacity() * sizeof(Chunk);
     }
 
@@ -174,10 +185,12 @@ class LongChunks {
         return it == escaped_.end() ? -1 : it->second;  // -1: never (every marker has an entry)
     }
 
-    int block_bits_;
+    int block_bits_, page_bits_;
     std::vector<uint8_t> bytes_;
     std::vector<uint64_t> bits_;
-    std::vector<int32_t> block_chunk_;  // the chunk of each block
+    // The chunk holding each page's first position. One entry per block (64 positions) was
+    // 3 MB on one 50 MB chunk, and its random reads a cache miss of their own.
+    std::vector<int32_t> page_chunk_;
     std::vector<Chunk> chunks_;
     std::unordered_map<int64_t, int32_t> escaped_;
 };

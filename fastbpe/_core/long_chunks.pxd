@@ -8,6 +8,7 @@ cdef extern from "long_chunks.h" namespace "fbpt" nogil:
             int64_t begin, end, count, key_base
         LongChunks()
         LongChunks(int block_bits)
+        LongChunks(int block_bits, int page_bits)
         int block_bits()
         int64_t block_begin(int64_t block)
         int64_t block_of(int64_t p)

@@ -219,3 +219,22 @@ def test_big_lists_cut_short_give_the_merges_of_the_node_path(compact):
     store, learner = learn_bytes([word], [1], 40, compact=compact)
     assert store == nodes and len(nodes[0]) == 40
     assert learner.compactions >= (40 if compact else 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(letters=st.sampled_from([b"ab", b"abc", b"ab\xff"]), seed=st.integers(0, 2**32 - 1),
+       long_chunk=st.sampled_from([64, 65, 127, 128, 300, 1000]),
+       extra=st.lists(st.integers(0, 700), min_size=2, max_size=8), num_merges=st.integers(1, 60),
+       compact=st.booleans())
+def test_chunks_of_any_length_around_a_lookup_page_are_found(letters, seed, long_chunk, extra, num_merges,
+                                                             compact):
+    """The store finds a position's chunk from the chunk at the start of its page (2**k
+    positions, the largest power of two not above ``long_chunk``) and the chunks after it:
+    chunks just at the threshold, padded to 64 positions, start at any offset of a page, two
+    can share one; the merges are the reference's."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = list(dict.fromkeys(rng.choice(alphabet, long_chunk + e).astype(np.uint8).tobytes() for e in extra))
+    counts = [1 + i % 3 for i in range(len(words))]
+    got, _ = learn_bytes(words, counts, num_merges, 1, compact, long_chunk=long_chunk, coarse_bits=7)
+    assert got == reference_bytes(words, counts, num_merges, 1)

@@ -3,7 +3,7 @@ for every pair it ever saw: a pair whose count falls to 0 is freed and its id re
 merges stay the reference's (ties, ``aaaa`` overlaps, long chunks, the ``tie_ranks`` rule), and
 after training the live records are exactly the distinct adjacent pairs of the merged corpus."""
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastbpe import reference
@@ -231,3 +231,51 @@ def test_base_pairs_of_long_chunks_are_counted_as_they_go(letters, lengths, seed
         long_tokens = [t for w, t in zip(words, replay(words, merges)) if len(w) >= long_chunk]
         expected = sum(len(t[i]) == 1 and len(t[i + 1]) == 1 for t in long_tokens for i in range(len(t) - 1))
         assert learner.memory_use()["base_pairs_long"] == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(letters=st.sampled_from([b"a", b"ab", b"abc", b"ab\xff", bytes(range(40))]),
+       lengths=st.lists(st.integers(1, 500), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1),
+       num_merges=st.integers(0, 80), long_chunk=st.sampled_from([2, 50, 300, 1 << 30]),
+       coarse_bits=st.integers(6, 8))
+@example(letters=b"ab", lengths=[50, 2, 51], seed=0, num_merges=1, long_chunk=50, coarse_bits=7)  # "ba" between
+def test_a_compaction_leaves_each_live_occurrence_listed_once(letters, lengths, seed, num_merges, long_chunk,
+                                                              coarse_bits):
+    """Compaction filters each list where it lies, without sorting it or dropping repeats: after
+    one (forced after every merge) the lists hold each live occurrence once, no stale one, and
+    besides them only step 0's coarse entries (one per pair and coarse block, for the base pairs
+    of the long chunks) of the pairs still alive. Long-chunk occurrences of two one-symbol tokens
+    are those coarse entries' to list; every other live occurrence has an entry of its own.
+    Words between two long chunks of one coarse block make step 0 list the block twice, once
+    in the lists after a compaction."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
+    counts = [1 + i % 2 for i in range(len(words))]
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, long_chunk=long_chunk,
+                           coarse_bits=coarse_bits)
+    learner.compact_slack = -(1 << 40)  # every merge ends in a compaction
+    ids, merge_counts, tokens = learner.run(num_merges, 1)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, num_merges, 1)))
+    own_entries, alive = 0, set()
+    for word, toks in zip(words, replay(words, merges)):
+        for left, right in zip(toks, toks[1:]):
+            alive.add((left, right))
+            own_entries += len(word) < long_chunk or len(left) > 1 or len(right) > 1
+    coarse, begin = set(), 0  # the long chunks' store positions: each from a multiple of 64
+    for word in words:
+        if len(word) >= long_chunk:
+            for i in range(len(word) - 1):
+                pair = (word[i:i + 1], word[i + 1:i + 2])
+                if pair in alive:
+                    coarse.add((pair, (begin + i) >> coarse_bits))
+            begin += -(-len(word) // 64) * 64
+    listed = learner.memory_use()["positions_listed"]
+    assert learner.compactions == len(merges)
+    assert own_entries <= listed
+    if merges:  # (step 0 may list a coarse block twice: two long chunks with words between them)
+        # (a pair's first position, when checked, may drop its coarse entries before the first live one)
+        assert listed <= own_entries + len(coarse)
