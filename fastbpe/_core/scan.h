@@ -687,7 +687,8 @@ class ChunkStarts {
             uint64_t after_nl = h & before1(c.nl & ~absorbed, prev.nl & ~prev_absorbed);
             while (after_nl) {
                 const int j = __builtin_ctzll(after_nl);
-                const int k = j + __builtin_ctzll(~(h >> j));  // the end of the run
+                const uint64_t past = ~(h >> j);  // (0 when the run fills the block from j = 0 on)
+                const int k = past ? j + __builtin_ctzll(past) : 64;  // the end of the run
                 bool solid_follows;
                 if (k < 64) {
                     solid_follows = (solid >> k) & 1;

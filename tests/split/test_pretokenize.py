@@ -142,6 +142,23 @@ def test_compiled_equals_regex_across_block_edges(name):
     assert [pretokenize(t, name) for t in texts] == [regex_pretokenize(t, name) for t in texts]
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_equals_regex_on_whitespace_filling_blocks_after_a_newline(name):
+    """A newline that ends a block (or sits anywhere near its end), then spaces or tabs that fill
+    the next block whole and go on past it, then a letter, a newline, a non-ASCII character or
+    the end of the text: whether those spaces start a chunk is decided by what ends their run,
+    which lies beyond the block in which the run starts."""
+    texts = []
+    for before in (62, 63, 64):
+        for blank in (" ", "\t", " \t\x0b\x0c"):
+            for length in (63, 64, 65, 127, 128, 129, 140):
+                run = (blank * length)[:length]
+                for tail in ("x", "\n", "\r\nx", "\u00e9", "", " y", "!"):
+                    texts.append("a" * before + "\n" + run + tail)
+                    texts.append("a" * (before - 1) + "!\n" + run + tail)
+    assert [pretokenize(t, name) for t in texts] == [regex_pretokenize(t, name) for t in texts]
+
+
 # Mostly-ASCII texts of a few hundred bytes from the pieces above and common words: several
 # blocks, with every kind of start at every offset.
 block_text = st.lists(
