@@ -210,6 +210,18 @@ def test_an_index_filled_to_thirteen_sixteenths_finds_every_pair(letters, length
     assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
 
 
+def _random_table(letters: bytes, lengths, seed: int):
+    """Distinct random words of the given lengths over ``letters``, counted 1, 2, 1, 2...:
+    ``(words, counts, flat, starts)``, the last two as MergeLearner takes them."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(letters, np.uint8)
+    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
+    counts = [1 + i % 2 for i in range(len(words))]
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    return words, counts, flat, starts
+
+
 @settings(max_examples=30, deadline=None)
 @given(letters=st.sampled_from([b"a", b"ab", b"abc", b"ab\xff"]), lengths=st.lists(st.integers(1, 500), min_size=1, max_size=5),
        seed=st.integers(0, 2**32 - 1), steps=st.lists(st.integers(0, 40), min_size=1, max_size=3),
@@ -218,12 +230,7 @@ def test_base_pairs_of_long_chunks_are_counted_as_they_go(letters, lengths, seed
     """The learner counts the live pairs of two one-symbol tokens in the long chunks (they are
     listed by step 0's coarse entries, so its compactions leave them out of what can be
     listed): after any run, the number in the merged corpus."""
-    rng = np.random.default_rng(seed)
-    alphabet = np.frombuffer(letters, np.uint8)
-    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
-    counts = [1 + i % 2 for i in range(len(words))]
-    flat = np.frombuffer(b"".join(words), np.uint8)
-    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    words, counts, flat, starts = _random_table(letters, lengths, seed)
     learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, long_chunk=long_chunk, coarse_bits=6)
     for step in steps:
         ids, _, tokens = learner.run(step, 1)
@@ -248,12 +255,7 @@ def test_a_compaction_leaves_each_live_occurrence_listed_once(letters, lengths, 
     are those coarse entries' to list; every other live occurrence has an entry of its own.
     Words between two long chunks of one coarse block make step 0 list the block twice, once
     in the lists after a compaction."""
-    rng = np.random.default_rng(seed)
-    alphabet = np.frombuffer(letters, np.uint8)
-    words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
-    counts = [1 + i % 2 for i in range(len(words))]
-    flat = np.frombuffer(b"".join(words), np.uint8)
-    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    words, counts, flat, starts = _random_table(letters, lengths, seed)
     learner = MergeLearner(flat, starts, np.array(counts, np.int64), BYTES, long_chunk=long_chunk,
                            coarse_bits=coarse_bits)
     learner.compact_slack = -(1 << 40)  # every merge ends in a compaction
