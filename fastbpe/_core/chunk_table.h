@@ -7,10 +7,11 @@
 // Speed comes from memory behaviour and from doing little per chunk, not from arithmetic: a
 // corpus has ~10^5-10^6 unique chunks and ~4 bytes per chunk occurrence, so a lookup is the
 // step that repeats. So
-//  * a slot is one self-contained 32-byte record: short chunks (<= 16 bytes, ~99.7% of English
-//    occurrences) inline as two zero-padded words, the first-appearance index and the count.
-//    A lookup touches one cache line and nothing else (no separate counts array, no key arena,
-//    no front cache): the frequent chunks' lines stay in L1/L2 by themselves;
+//  * a slot is one self-contained 32-byte record: short chunks (<= 15 bytes, ~99.7% of English
+//    occurrences) inline as two zero-padded words with the length in the top byte (Key), the
+//    first-appearance index and the count. A lookup touches one cache line and nothing else (no
+//    separate counts array, no key arena, no front cache): the frequent chunks' lines stay in
+//    L1/L2 by themselves, and a hit is one 16-byte compare;
 //  * a chunk's key and hash are computed and its slot prefetched when the scanner hands it
 //    over, and it is looked up later, in order, so that the misses of the rare chunks (a
 //    random DRAM access once the table outgrows L3) overlap. The patterns whose chunks tile
@@ -19,7 +20,10 @@
 //    its end found through loads and branches on its bytes), and the lookups of earlier
 //    chunks, independent of it, run beside it. Scanning a batch of chunks, then counting the
 //    batch, ran the two one after the other: fewer instructions (320M against 364M for 10 MB
-//    of English), no faster. The other patterns queue their chunks and count a batch when full;
+//    of English), no faster; with the loop below at 292M, 331M. The loop runs at 3-4
+//    instructions a cycle on its own, so what it executes per chunk is what it costs: half
+//    the machine's issue slots when the core's other hardware thread is busy. The other
+//    patterns queue their chunks and count a batch when full;
 //  * the slot array is 2 MiB aligned and advised for transparent huge pages (fewer TLB misses).
 // Open addressing, linear probing, capacity a power of two kept at most 70% full; the slot is
 // taken from the top bits of a multiplicative hash (hash.h's fib_slot idea: the top bits of a
@@ -38,6 +42,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "hash.h"
 #include "patterns.h"
@@ -45,14 +52,17 @@
 
 namespace fbpt {
 
-// A chunk as the table sees it: short chunks (<= 16 bytes) as two zero-padded words, long ones
-// by their hash_bytes (k0 = hash, k1 = 0; the bytes are compared in `data`).
+// A chunk as the table sees it. A short chunk (<= 15 bytes) is its bytes and its length: the
+// bytes zero-padded in k0 (bytes 0-7) and the low 7 bytes of k1 (bytes 8-14), its length in
+// k1's top byte, so that the two words alone tell short chunks apart (a hit compares 16 bytes).
+// A long chunk is its hash_bytes in k0 and its length in k1 (top byte 0); its bytes are
+// compared in `data`. Either way k1 != 0: a slot with k1 == 0 is empty.
 struct Key {
     uint64_t k0, k1;
     uint32_t len;
 };
 
-static const uint32_t SHORT_CHUNK = 16;
+static const uint32_t SHORT_CHUNK = 15;
 
 // Key of chunk p[0:len]; `limit` is the end of the buffer holding it (two whole 8-byte loads
 // when they stay inside it, masked without a branch on the length).
@@ -60,6 +70,7 @@ static inline Key make_key(const uint8_t* p, size_t len, const uint8_t* limit) {
     Key k{0, 0, (uint32_t)len};
     if (__builtin_expect(len > SHORT_CHUNK, 0)) {
         k.k0 = hash_bytes(p, len);
+        k.k1 = len;
         return k;
     }
     if (__builtin_expect(p + 16 <= limit, 1)) {
@@ -71,16 +82,17 @@ static inline Key make_key(const uint8_t* p, size_t len, const uint8_t* limit) {
         std::memcpy(&k.k0, p, len < 8 ? len : 8);
         if (len > 8) std::memcpy(&k.k1, p + 8, len - 8);
     }
+    k.k1 |= (uint64_t)len << 56;
     return k;
 }
 
 // The 64-bit hash whose top bits pick a key's slot. Short keys: two multiplies (the top bits
 // of a product depend on every bit of its operands); long keys: their hash_bytes, already mixed.
-static inline uint64_t short_key_hash(uint64_t k0, uint64_t k1, size_t len) {
-    return ((k0 * 0x9E3779B97F4A7C15ULL) ^ (k1 + len)) * 0xC2B2AE3D27D4EB4FULL;
+static inline uint64_t short_key_hash(uint64_t k0, uint64_t k1) {
+    return ((k0 * 0x9E3779B97F4A7C15ULL) ^ k1) * 0xC2B2AE3D27D4EB4FULL;
 }
 static inline uint64_t key_hash(const Key& k) {
-    return k.len > SHORT_CHUNK ? k.k0 : short_key_hash(k.k0, k.k1, k.len);
+    return k.len > SHORT_CHUNK ? k.k0 : short_key_hash(k.k0, k.k1);
 }
 
 class ChunkTable {
@@ -306,33 +318,80 @@ class ChunkTable {
 
     // Scan and count the chunks of s[0:n] (see the top of the file): the chunk ending at e is
     // hashed, its slot prefetched, and counted when the scan is LAG chunks further on.
+    // This loop is what counting costs (it runs at a few instructions per cycle, so each
+    // instruction in it counts): the starts of a block the scanner found, the slot array and
+    // its shift are held in locals (the slots reloaded only after an insert, which may
+    // rehash), and a short chunk is matched against a slot with one branch (its two key
+    // words, the length in them, compared at once).
     template <int PATTERN>
     void count_tiled(const uint8_t* s, size_t n, const uint8_t* limit) {
-        struct Hashed {
-            Key key;
-            uint64_t hash;
+        // A chunk on its way: a short one's key words; a long one's length in k0 and 0 in k1
+        // (a key no slot holds, so that count_short leaves it to count_key). 32 bytes: an
+        // entry is found with a shift, and the key words are 16-byte aligned.
+        struct alignas(32) Hashed {
+            uint64_t k0, k1, hash;
             const uint8_t* p;
         };
         // enough chunks in flight for a prefetch to land (16 measured faster than 8, no slower
         // than 32), few enough that the ring stays in L1
         constexpr size_t LAG = 16;
         Hashed ring[LAG];
+        // a chunk starting at or before `whole` has 16 readable bytes (none if it is 0)
+        const uintptr_t whole = limit - s >= 16 ? (uintptr_t)(limit - 16) : 0;
         ChunkStarts<PATTERN> scanner(s, n);
-        size_t p = 0, j = 0;
-        while (p < n) {
-            const size_t e = scanner.next_chunk(p);
+        Slot* slots = slots_;
+        int shift = shift_;
+        const uint8_t* const end = s + n;
+        const uint8_t* q = s;     // the next chunk's start
+        const uint8_t* base = s;  // bit k of `starts` stands for base + k
+        uint64_t starts = 0;      // chunk starts the scanner handed over, to take in order
+        size_t j = 0;             // chunks hashed so far
+        while (q < end) {
+            const uint8_t* e;
+            if (__builtin_expect(starts != 0, 1)) {
+                e = base + __builtin_ctzll(starts);
+                starts &= starts - 1;
+            } else {
+                size_t b = 0;
+                e = s + scanner.next_chunk((size_t)(q - s));
+                starts = scanner.take_starts((size_t)(e - s), &b);
+                base = s + b;
+            }
             Hashed& r = ring[j % LAG];
-            if (j >= LAG) count_key(r.key, r.hash, r.p, 1);  // the chunk LAG before this one
-            r.p = s + p;
-            r.hash = key_and_hash(r.p, e - p, limit, r.key);
-            __builtin_prefetch(&slots_[r.hash >> shift_]);
-            p = e;
+            if (j >= LAG && !count_short(slots, shift, &r.k0, r.hash)) {  // the chunk LAG before
+                count_ring(r.k0, r.k1, r.hash, r.p, limit);
+                slots = slots_;
+                shift = shift_;
+            }
+            const size_t len = (size_t)(e - q);
+            r.p = q;
+            if (__builtin_expect(len <= SHORT_CHUNK && (uintptr_t)q <= whole, 1)) {
+                uint64_t k0, k1;
+                std::memcpy(&k0, q, 8);
+                std::memcpy(&k1, q + 8, 8);
+                r.k0 = k0 & KEY_MASKS[len].m0;
+                r.k1 = (k1 & KEY_MASKS[len].m1) | (uint64_t)len << 56;
+                r.hash = short_key_hash(r.k0, r.k1);
+            } else {
+                const Key key = make_key(q, len, limit);
+                r.k0 = key.len > SHORT_CHUNK ? key.len : key.k0;
+                r.k1 = key.len > SHORT_CHUNK ? 0 : key.k1;
+                r.hash = key_hash(key);
+            }
+            __builtin_prefetch(&slots[r.hash >> shift]);
+            q = e;
             ++j;
         }
         for (size_t i = j > LAG ? j - LAG : 0; i < j; ++i) {
             const Hashed& r = ring[i % LAG];
-            count_key(r.key, r.hash, r.p, 1);
+            count_ring(r.k0, r.k1, r.hash, r.p, limit);
         }
+    }
+
+    // count_key for a count_tiled ring entry (k0, k1 as there).
+    __attribute__((noinline)) void count_ring(uint64_t k0, uint64_t k1, uint64_t hash, const uint8_t* p,
+                                              const uint8_t* limit) {
+        count_key(k1 ? Key{k0, k1, (uint32_t)(k1 >> 56)} : make_key(p, (size_t)k0, limit), hash, p, 1);
     }
 
     // Queue a chunk with its key and hash, and prefetch its slot.
@@ -352,21 +411,48 @@ class ChunkTable {
             std::memcpy(&k0, p, 8);
             std::memcpy(&k1, p + 8, 8);
             k0 &= KEY_MASKS[len].m0;
-            k1 &= KEY_MASKS[len].m1;
+            k1 = (k1 & KEY_MASKS[len].m1) | (uint64_t)len << 56;
             key = Key{k0, k1, (uint32_t)len};
-            return short_key_hash(k0, k1, len);
+            return short_key_hash(k0, k1);
         }
         key = make_key(p, len, limit);
         return key_hash(key);
     }
 
-    struct Slot {
+    struct alignas(32) Slot {
         uint64_t k0, k1;   // as Key
         uint32_t len;      // 0: empty slot
         uint32_t index;    // first-appearance index
         int64_t count;
     };
     static_assert(sizeof(Slot) == 32, "two slots per cache line");
+
+    // count_tiled's step: one more occurrence of a short chunk already in the table, its key
+    // words at key[0:2] (16-byte aligned), found by probing from slots[hash >> shift] (capacity
+    // 2^(64 - shift)); false, nothing changed, when the chunk is new, or long (k1 = 0: no slot
+    // matches) (count_key's part: an insert, or bytes compared in `data`).
+    __attribute__((always_inline)) static inline bool count_short(Slot* slots, int shift, const uint64_t* key,
+                                                                  uint64_t hash) {
+#ifdef __SSE2__
+        const __m128i k = _mm_load_si128((const __m128i*)key);
+#endif
+        for (size_t i = (size_t)(hash >> shift);; i = (i + 1) & (~0ull >> shift)) {
+            Slot& x = slots[i];
+#ifdef __SSE2__
+            // the slot's k0 and k1 against the key's at once
+            const __m128i eq = _mm_cmpeq_epi8(_mm_load_si128((const __m128i*)&x), k);
+            const bool hit = _mm_movemask_epi8(eq) == 0xFFFF;
+#else
+            const bool hit = ((x.k0 ^ key[0]) | (x.k1 ^ key[1])) == 0;
+#endif
+            if (__builtin_expect(hit, 1)) {
+                x.count += 1;
+                return true;
+            }
+            if (x.k1 == 0) return false;  // an empty slot
+        }
+    }
+
     static constexpr uint32_t MAX_CHUNKS = 0xFFFFFFF0u;
     Slot* slots_ = nullptr;
     size_t capacity_ = 0, mask_ = 0;

@@ -584,6 +584,19 @@ class ChunkStarts {
         return next_chunk_from(p);
     }
 
+    // The starts next_chunk would give next, after e (what it just gave), handed over all at
+    // once: bit k of the result stands for *base + k. The caller takes them in order and calls
+    // next_chunk again with the last of them (or with e, when there are none), which goes on
+    // from there. 0 when e came from Scanner. A loop that runs through the bits itself keeps
+    // them in registers (next_chunk keeps them in the object).
+    inline uint64_t take_starts(size_t e, size_t* base) {
+        if (e != last_) return 0;
+        const uint64_t rest = rest_;
+        *base = base_;
+        rest_ = 0;
+        return rest;
+    }
+
   private:
     // next_chunk for any p: from the block's starts (loading blocks as needed) or Scanner.
     __attribute__((noinline)) size_t next_chunk_from(size_t p) {

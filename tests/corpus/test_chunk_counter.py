@@ -1,8 +1,9 @@
 """ChunkCounter (the compiled counting table) equals the reference on the cases its fast paths
-split: chunks of 16 bytes (kept in the slot) against 17 (kept by hash), chunks that differ only
-in trailing NUL bytes (the same zero-padded words), chunks within 16 bytes of the end of the
-buffer, texts of fewer and more chunks than are in flight at once, invalid bytes between valid
-text, and a table that grows while chunks are in flight."""
+split: chunks of 15 bytes (kept in the slot, the length in the key's top byte) against 16 and 17
+(kept by hash), of 7, 8 and 9 bytes (one key word full, the next empty or not), chunks that
+differ only in trailing NUL bytes (the same zero-padded words), chunks within 16 bytes of the end
+of the buffer, texts of fewer and more chunks than are in flight at once, invalid bytes between
+valid text, and a table that grows while chunks are in flight."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,10 +17,11 @@ from fastbpe.split.pretokenize import check_errors
 TILING = ["gpt2", "cl100k", "llama3", "o200k"]
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-# words around the 16-byte boundary of the inline keys (with and without the pattern's leading
-# space), words equal but for trailing NULs, non-ASCII and separators
-PIECES = ["a" * 15, "a" * 16, "a" * 17, "b" * 31, "b" * 33, "x\x00", "x\x00\x00", "x", "\x00", "é" * 8,
-          "é" * 9, "中文", " ", "  ", "\n", "\n\n", "'s", "7" * 20, "!" * 16, ".", "the", "The"]
+# words around the 8- and 15-byte boundaries of the inline keys (with and without the pattern's
+# leading space), words equal but for trailing NULs, non-ASCII and separators
+PIECES = ["a" * 6, "a" * 7, "a" * 8, "a" * 14, "a" * 15, "a" * 16, "a" * 17, "b" * 31, "b" * 33, "x\x00",
+          "x\x00\x00", "x", "\x00", "é" * 7, "é" * 8, "é" * 9, "中文", " ", "  ", "\n", "\n\n", "'s", "7" * 20,
+          "!" * 15, "!" * 16, ".", "the", "The"]
 documents = st.lists(st.lists(st.sampled_from(PIECES), max_size=120).map("".join), min_size=1, max_size=4)
 
 
@@ -68,7 +70,7 @@ def test_chunk_counts_across_the_chunks_in_flight(pattern):
 @pytest.mark.parametrize("pattern", TILING)
 def test_chunks_at_the_end_of_the_buffer(pattern):
     # the last chunks have fewer than 16 bytes after them: their keys are read byte-exact
-    for tail in ["a", "a" * 15, "a" * 16, "a" * 17, "x\x00", "é"]:
+    for tail in ["a", "a" * 7, "a" * 8, "a" * 9, "a" * 14, "a" * 15, "a" * 16, "a" * 17, "x\x00", "é"]:
         for before in range(0, 20):
             docs = ["q " * before + tail, tail]
             got, _ = counted(docs, pattern)
@@ -78,6 +80,18 @@ def test_chunks_at_the_end_of_the_buffer(pattern):
 def test_trailing_nul_bytes_are_different_chunks():
     got, _ = counted(["x x\x00 x\x00\x00 x\x00 " + "\x00" * 16 + " " + "\x00" * 17], "whitespace")
     assert got == {b"x": 1, b"x\x00": 2, b"x\x00\x00": 1, b"\x00" * 16: 1, b"\x00" * 17: 1}
+
+
+@pytest.mark.parametrize("pattern", TILING + ["whitespace"])
+def test_chunks_of_every_length_around_the_inline_keys(pattern):
+    # x then n NULs, or n letters, for every length up to 19: inline keys up to 15 bytes (a
+    # key word full at 8, the length alone telling x + NULs apart), hashed from 16 on; every
+    # chunk twice, once well inside the buffer and once at its end
+    words = ["x" + "\x00" * n for n in range(19)] + ["q" * n for n in range(1, 20)]
+    docs = [" ".join(words + words[::-1]), " ".join(words)]
+    got, _ = counted(docs, pattern)
+    same_order(got, expected(docs, pattern))
+    assert len(got) >= 38  # every word a chunk of its own (with or without a leading space)
 
 
 @pytest.mark.parametrize("pattern", TILING)
