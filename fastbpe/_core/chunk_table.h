@@ -465,8 +465,15 @@ class ChunkTable {
     };
     std::vector<TaskRun> runs_;  // increasing in both fields
 
-    // The task a chunk was first counted in (the last run starting at or before it).
+    // The task a chunk was first counted in (the last run starting at or before it). A
+    // thread's runs are few (about 16 tasks each): counting those that start at or before the
+    // index, with no branch on each, beats a binary search, whose branches are coin tosses.
     int64_t task_of(uint32_t index) const {
+        if (runs_.size() <= 64) {
+            size_t k = 0;
+            for (const TaskRun& r : runs_) k += r.begin <= (int64_t)index;
+            return k == 0 ? -1 : runs_[k - 1].task;
+        }
         auto after = std::upper_bound(runs_.begin(), runs_.end(), (int64_t)index,
                                       [](int64_t i, const TaskRun& r) { return i < r.begin; });
         return after == runs_.begin() ? -1 : (after - 1)->task;
@@ -479,7 +486,9 @@ class ChunkTable {
     // first table holding it. Returns the task where it first appears.
     int64_t settle(ChunkTable* const* tables, size_t ntables, size_t self, Slot& s, uint64_t h) {
         const Key key{s.k0, s.k1, s.len};
-        const uint8_t* p = data.data() + offsets[s.index];
+        // a long chunk's bytes, to compare (a short one's key is its bytes: no load from a
+        // random place in offsets)
+        const uint8_t* p = key.len > SHORT_CHUNK ? data.data() + offsets[s.index] : nullptr;
         int64_t total = s.count;
         Slot* owner = &s;
         int64_t owner_task = task_of(s.index);

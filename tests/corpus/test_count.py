@@ -219,6 +219,39 @@ def test_merging_the_tables_of_interleaved_tasks(docs, owners, parts):
         assert a.tolist() == b.tolist()
 
 
+@pytest.mark.parametrize("tasks", [64, 65, 300])
+@pytest.mark.parametrize("parts", [1, 3])
+def test_merging_counters_of_many_tasks(tasks, parts):
+    """Counters that each counted more tasks than the merge looks through one by one (it
+    searches longer lists of tasks), many tasks adding no new chunk: the table one counter
+    gives."""
+    import random
+
+    from fastbpe._core.count import ChunkCounter
+    from fastbpe.corpus.count import _merged_arrays
+    from fastbpe.split.patterns import scanner_id
+
+    rng = random.Random(tasks)
+    scanner = scanner_id("gpt2")
+    whole = ChunkCounter()
+    counters = [ChunkCounter(), ChunkCounter()]
+    for number in range(tasks):
+        # words seen before, and now and then new ones (short and long)
+        words = [f" w{rng.randrange(number + 1)}" + "q" * rng.choice([0, 1, 12, 20]) for _ in range(rng.randrange(4))]
+        buf = "".join(words).encode()
+        ends = np.array([len(buf)], dtype=np.int64)
+        whole.add_documents(buf, ends, scanner, 0)
+        # runs of three tasks each, in turn; the last two to the first counter
+        counter = counters[(number // 3) % 2 if number < tasks - 2 else 0]
+        counter.begin_task(number)
+        counter.add_documents(buf, ends, scanner, 0)
+    for counter in counters:
+        counter.finish_tasks()
+    got = _merged_arrays(counters, tasks, parts, lambda function, calls: [function(*c) for c in calls])
+    for a, b in zip(got, whole.arrays()):
+        assert a.tolist() == b.tolist()
+
+
 def test_merging_checks_its_arguments():
     from fastbpe._core.count import ChunkCounter, merge_partition, write_merged
     from fastbpe.split.patterns import scanner_id
