@@ -584,6 +584,20 @@ class ChunkStarts {
         return next_chunk_from(p);
     }
 
+    // next_chunk for a caller that takes the starts of a block itself, in registers, where
+    // this object's fields would be stored and loaded again for every chunk (they live in
+    // memory: the calls below take its address). The end of the chunk at p, any p of the
+    // chunks from 0 on (it never takes the fast path above: the fields may be behind p);
+    // *rest: the starts after it in its block, from *base on (bit j: *base + j), for the
+    // caller to give out lowest first before it calls again; 0 when none or when the chunk
+    // came from Scanner.
+    __attribute__((always_inline)) inline size_t next_chunk_and_rest(size_t p, size_t* base, uint64_t* rest) {
+        size_t e = p < scanner_until_ ? scanner_.next_chunk<PATTERN>(p) : next_chunk_from(p);
+        *base = base_;
+        *rest = e == last_ ? rest_ : 0;
+        return e;
+    }
+
   private:
     // next_chunk for any p: from the block's starts (loading blocks as needed) or Scanner.
     __attribute__((noinline)) size_t next_chunk_from(size_t p) {

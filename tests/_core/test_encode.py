@@ -876,6 +876,26 @@ def test_short_chunk_cache_lookups_at_block_and_lag_boundaries(trained, name):
                     assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
 
 
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+@settings(max_examples=30, deadline=None)
+@given(runs=st.lists(st.tuples(st.integers(0, 140), st.sampled_from(["é", "中", "🙂", "\n  ", " 12345 ", "'s "])),
+                     min_size=1, max_size=12))
+def test_encode_text_takes_block_starts_across_scanner_blocks(trained, name, runs):
+    """The split-and-encode loop gives out a 64-byte block's chunk starts itself and asks the
+    scanner again only when they run out: ASCII runs of every length up to a few blocks,
+    broken by non-ASCII characters (whose blocks the scanner goes through chunk by chunk),
+    newlines before spaces, digits and contractions at any offset from a block's edge, equal
+    the regex split."""
+    tok = _with_pattern(trained[0], name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    words = "the quick brown fox jumps over a lazy dog and "
+    text = "".join((words * 4)[:length] + piece for length, piece in runs)
+    expected = _regex_reference(tok, text)
+    state = EncodeState()
+    for _ in range(2):  # the second pass is answered by the caches
+        assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+
+
 def test_short_chunk_cache_one_byte_texts(trained):
     """Texts of one and two bytes over and over, once their chunks are cached: a one-byte
     chunk that ends the text is encoded, not copied from the cache (whose hits write two ids)."""
