@@ -353,8 +353,7 @@ class ChunkTable {
                 starts &= starts - 1;
             } else {
                 size_t b = 0;
-                e = s + scanner.next_chunk((size_t)(q - s));
-                starts = scanner.take_starts((size_t)(e - s), &b);
+                e = s + scanner.next_chunk_and_rest((size_t)(q - s), &b, &starts);
                 base = s + b;
             }
             Hashed& r = ring[j % LAG];

@@ -584,17 +584,18 @@ class ChunkStarts {
         return next_chunk_from(p);
     }
 
-    // The starts next_chunk would give next, after e (what it just gave), handed over all at
-    // once: bit k of the result stands for *base + k. The caller takes them in order and calls
-    // next_chunk again with the last of them (or with e, when there are none), which goes on
-    // from there. 0 when e came from Scanner. A loop that runs through the bits itself keeps
-    // them in registers (next_chunk keeps them in the object).
-    inline uint64_t take_starts(size_t e, size_t* base) {
-        if (e != last_) return 0;
-        const uint64_t rest = rest_;
+    // next_chunk for a caller that takes the starts of a block itself, in registers, where
+    // this object's fields would be stored and loaded again for every chunk (they live in
+    // memory: the calls below take its address). The end of the chunk at p, any p of the
+    // chunks from 0 on (it never takes the fast path above: the fields may be behind p);
+    // *rest: the starts after it in its block, from *base on (bit j: *base + j), for the
+    // caller to give out lowest first before it calls again; 0 when none or when the chunk
+    // came from Scanner.
+    __attribute__((always_inline)) inline size_t next_chunk_and_rest(size_t p, size_t* base, uint64_t* rest) {
+        size_t e = p < scanner_until_ ? scanner_.next_chunk<PATTERN>(p) : next_chunk_from(p);
         *base = base_;
-        rest_ = 0;
-        return rest;
+        *rest = e == last_ ? rest_ : 0;
+        return e;
     }
 
   private:

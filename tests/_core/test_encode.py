@@ -815,8 +815,8 @@ def test_short_chunk_cache_size_is_checked():
 @pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
 def test_short_chunk_cache_grows_while_it_thrashes_and_stays_exact(trained, name):
     """A tiny short-chunk cache that may grow: a text with far more distinct short chunks than
-    it holds makes it double (keeping what it holds) until they fit, ids exact on every pass;
-    one that may not grow stays at its size."""
+    it holds makes it quadruple (keeping what it holds) until they fit or it reaches its
+    limit, ids exact on every pass; one that may not grow stays at its size."""
     tok = _with_pattern(trained[0], name)
     core, pattern = tok._core(), TILING_PATTERN_IDS[name]
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -824,11 +824,13 @@ def test_short_chunk_cache_grows_while_it_thrashes_and_stays_exact(trained, name
     text = " ".join(words) + " " + ", ".join(words[::7]) + "\n" + "9" * 40 + "\n"
     expected = _regex_reference(tok, text)
     growing = EncodeState(short_cache_bits=4, short_cache_max_bits=12)
+    capped = EncodeState(short_cache_bits=4, short_cache_max_bits=5)  # (a step of two would pass 5)
     fixed = EncodeState(short_cache_bits=4, short_cache_max_bits=4)
     for _ in range(3):
-        assert core.encode_text(text.encode("utf-8"), pattern, growing).tolist() == expected
-        assert core.encode_text(text.encode("utf-8"), pattern, fixed).tolist() == expected
-    assert 4 < growing.short_cache_bits <= 12
+        for state in (growing, capped, fixed):
+            assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+    assert growing.short_cache_bits in (6, 8, 10, 12)  # four times the entries at each step
+    assert capped.short_cache_bits == 5
     assert fixed.short_cache_bits == 4
 
 
@@ -872,6 +874,26 @@ def test_short_chunk_cache_lookups_at_block_and_lag_boundaries(trained, name):
                 expected = _regex_reference(tok, text)
                 for _ in range(2):  # the second pass is answered by the caches
                     assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+@settings(max_examples=30, deadline=None)
+@given(runs=st.lists(st.tuples(st.integers(0, 140), st.sampled_from(["é", "中", "🙂", "\n  ", " 12345 ", "'s "])),
+                     min_size=1, max_size=12))
+def test_encode_text_takes_block_starts_across_scanner_blocks(trained, name, runs):
+    """The split-and-encode loop gives out a 64-byte block's chunk starts itself and asks the
+    scanner again only when they run out: ASCII runs of every length up to a few blocks,
+    broken by non-ASCII characters (whose blocks the scanner goes through chunk by chunk),
+    newlines before spaces, digits and contractions at any offset from a block's edge, equal
+    the regex split."""
+    tok = _with_pattern(trained[0], name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    words = "the quick brown fox jumps over a lazy dog and "
+    text = "".join((words * 4)[:length] + piece for length, piece in runs)
+    expected = _regex_reference(tok, text)
+    state = EncodeState()
+    for _ in range(2):  # the second pass is answered by the caches
+        assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
 
 
 def test_short_chunk_cache_one_byte_texts(trained):
