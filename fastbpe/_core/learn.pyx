@@ -23,7 +23,9 @@ Data layout (ids, never Python objects, in the loop):
   counts and heap; long positions are merged in ascending order, checked as they are read.
   A pair created in a long chunk below the floor (see below) and not seen elsewhere is a
   *single pair*: an index slot naming its one position, no record, list or heap entry (most
-  pairs of one long chunk occur once); a second occurrence gives it its record (_promote).
+  pairs of one long chunk occur once); a second occurrence gives it its record (_promote), and
+  a record left with one occurrence, in a long chunk, below the floor, is a single pair again
+  (_demote_lowered).
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
 the words in table order, left to right. Positions are compared as 64-bit tie keys in scan
@@ -165,6 +167,7 @@ cdef class MergeLearner:
     cdef vector[int32_t] touched              # pairs whose count rose in this step, each once
     cdef vector[uint8_t] is_touched           # by pair id: 1 while listed in ``touched`` (0 when freed)
     cdef vector[int32_t] zeroed               # pairs whose count fell to 0 in this step
+    cdef vector[int32_t] lowered              # pairs whose count fell below the floor in this step
     cdef vector[int32_t] free_pairs           # ids of freed pairs, reused by new pairs
     cdef MergeHeap heap
     # Pairs counted below the floor (the run's min_frequency) need no heap entry: only an
@@ -467,6 +470,8 @@ cdef class MergeLearner:
         self.pairs[pair].count -= count
         if self.pairs[pair].count == 0:
             self.zeroed.push_back(pair)
+        elif self.pairs[pair].count < self.heap_floor and self.live_long > 0:
+            self.lowered.push_back(pair)  # may be left with one long-chunk occurrence
         return 0
 
     cdef int _free_zeroed(self) except -1 nogil:
@@ -474,28 +479,86 @@ cdef class MergeLearner:
         _push_touched): their index slot, list and id, which the next new pair reuses. Without
         this, every pair ever created would keep its record, slot and list header to the end:
         on one long chunk, a quarter of them are dead by the last merge. A heap entry of a freed
-        id is judged by the id's current pair, as every entry is (_pop_best)."""
-        cdef int32_t pair, x
-        cdef const int32_t* where
-        cdef size_t i, n
+        id is judged by the id's current pair, as every entry is (_pop_best). A pair whose
+        count came back below the floor is one _demote_lowered looks at."""
+        cdef int32_t pair
         for pair in self.zeroed:
-            if self.pairs[pair].count != 0 or self.pairs[pair].left < 0:
-                continue  # an occurrence came back, or listed twice and already freed
+            if self.pairs[pair].left < 0:
+                continue  # listed twice and already freed
+            if self.pairs[pair].count != 0:  # an occurrence came back: below the floor, maybe one
+                if self.pairs[pair].count < self.heap_floor and self.live_long > 0:
+                    self.lowered.push_back(pair)
+                continue
             self.pair_index.erase(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
                                                         self.pairs.data()))
-            where = self.pair_where.data(pair)
-            n = self.pair_where.size(pair)
-            for i in range(n):
-                if where[i] < 0:
-                    self.long_total -= 1
-            self.where_total -= <int64_t>n
-            self.pair_where.release(pair)
-            self.pairs[pair].left = -1  # a free id, not indexed
-            self.pairs[pair].right = -1
-            self.pairs[pair].first = NO_POSITION
-            self.free_pairs.push_back(pair)
+            self._free_record(pair)
         self.zeroed.clear()
         return 0
+
+    cdef int _free_record(self, int32_t pair) except -1 nogil:
+        """Give back the record, list and id of a pair the index no longer names by it."""
+        cdef const int32_t* where = self.pair_where.data(pair)
+        cdef size_t i, n = self.pair_where.size(pair)
+        for i in range(n):
+            if where[i] < 0:
+                self.long_total -= 1
+        self.where_total -= <int64_t>n
+        self.pair_where.release(pair)
+        self.pairs[pair].count = 0
+        self.pairs[pair].left = -1  # a free id, not indexed
+        self.pairs[pair].right = -1
+        self.pairs[pair].first = NO_POSITION
+        self.free_pairs.push_back(pair)
+        return 0
+
+    cdef int _demote_lowered(self) except -1 nogil:
+        """The pairs whose count fell below the floor in this step and whose one live
+        occurrence left is in a long chunk (counted as that chunk's count) become single pairs
+        again: the index slot names the position, the record, list and id are freed. Without
+        this a pair promoted once kept its record to the end: on one 50 MB chunk, 230K records
+        of count 1 (a record, a list header and its entries each) late in the run, where the
+        training peaked (210 MB; 202 MB there with them demoted). The heap needs no change: a
+        pair below the floor has no place there."""
+        cdef int32_t pair
+        cdef int64_t p
+        for pair in self.lowered:
+            if self.pairs[pair].left < 0 or not 0 < self.pairs[pair].count < self.heap_floor:
+                continue  # freed (a count of 0), or counted up again
+            p = self._sole_long_occurrence(pair)
+            if p < 0:
+                continue
+            self.pair_index.set_id(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
+                                                         self.pairs.data()),
+                                   SINGLE - <int32_t>p)
+            self._free_record(pair)
+        self.lowered.clear()
+        if self.lowered.capacity() > SCRATCH_KEEP:
+            vector[int32_t]().swap(self.lowered)
+        return 0
+
+    cdef int64_t _sole_long_occurrence(self, int32_t pair) except -2 nogil:
+        """The position of the pair's one live occurrence when it has one, in a long chunk,
+        and the chunk's count is the pair's; else -1. A coarse entry answers -1 unsearched
+        (searching its block costs a byte search of 2**coarse_bits positions; such entries
+        are step 0's, of pairs of two base tokens, few once the first merges are done)."""
+        cdef const int32_t* where = self.pair_where.data(pair)
+        cdef size_t i, n = self.pair_where.size(pair)
+        cdef int32_t x
+        cdef int64_t found = -1
+        for i in range(n):
+            x = where[i]
+            if x >= 0:
+                if self._occurs_at(pair, x):
+                    return -1
+            elif ~x & COARSE:
+                return -1
+            elif ~x != found and self._occurs_long(pair, ~x):
+                if found >= 0:
+                    return -1
+                found = ~x
+        if found < 0 or self.longs.chunk_of_block(self.longs.block_of(found)).count != self.pairs[pair].count:
+            return -1
+        return found
 
     cdef int _push_touched(self) except -1 nogil:
         cdef int32_t pair
@@ -844,6 +907,7 @@ cdef class MergeLearner:
             self.zeroed.push_back(pair)
         self._push_touched()
         self._free_zeroed()
+        self._demote_lowered()
         self._release_scratch(listed_size)
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 2 * self.where_total + self.compact_slack
