@@ -1042,7 +1042,7 @@ cdef class MergeLearner:
             "nodes": self.node.capacity() * sizeof(Node),
             "word_counts": self.word_count.capacity() * sizeof(int64_t),
             "pairs": self.pairs.capacity() * sizeof(PairRecord) + self.is_touched.capacity(),
-            "pair_index": self.pair_index.capacity() * 8,
+            "pair_index": self.pair_index.bytes(),
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),

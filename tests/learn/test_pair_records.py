@@ -243,6 +243,30 @@ def test_an_index_filled_to_thirteen_sixteenths_finds_every_pair(letters, length
     assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
 
 
+def test_a_dense_index_grows_by_an_eighth_in_seven_byte_slots():
+    """Once dense, the index fills to 13/16 and grows by an eighth (its load stays over 13/18),
+    7 bytes a slot (a 24-bit tag and the id): 40,000 random bytes make about 30,000 pairs, grown
+    to from 1024 slots in a few dozen steps; merging then erases and adds single pairs, whose
+    ids hold positions, and the merges are the reference's."""
+    rng = np.random.default_rng(5)
+    words, counts = [rng.integers(0, 256, 40_000, dtype=np.uint8).tobytes()], [1]
+    saved = core_learn.DENSE_INDEX_PAIRS
+    core_learn.DENSE_INDEX_PAIRS = 1
+    try:
+        learner = MergeLearner(np.frombuffer(words[0], np.uint8), np.array([0, 40_000], np.int64),
+                               np.array(counts, np.int64), BYTES, long_chunk=2, coarse_bits=6)
+    finally:
+        core_learn.DENSE_INDEX_PAIRS = saved
+    use = learner.memory_use()
+    assert use["pairs_count"] > 25_000
+    assert use["pair_index"] <= 7 * (use["pairs_count"] * 18 // 13 + 2) + 1
+    ids, merge_counts, tokens = learner.run(40, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, 40, 2)))
+    assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
+    assert learner.memory_use()["single_pairs"] == len(single_pairs(words, counts, merges, 2, 2))
+
+
 def _random_table(letters: bytes, lengths, seed: int):
     """Distinct random words of the given lengths over ``letters``, counted 1, 2, 1, 2...:
     ``(words, counts, flat, starts)``, the last two as MergeLearner takes them."""
