@@ -132,7 +132,12 @@ class PairIds {
     // carried along its new probe: past settled entries, into an empty slot, or swapped with a
     // pending entry, which is carried on. Settled entries never move and only pending slots are
     // emptied, so every slot between a settled entry's home and its place stays occupied: each
-    // probe run is one linear probing would make.
+    // probe run is one linear probing would make. The entries are taken from the last slot
+    // down: a new home is the old one scaled up, mostly above the slot being emptied, where
+    // every slot is settled or empty, so the carried entry settles with no swap. Taken from the
+    // first slot up, an entry mostly swapped with a pending one, carried on to a slot further
+    // up (chains of about 1 / ln(growth) slots, a cache miss each): growing by an eighth, on one
+    // 50 MB chunk the growths took about 2 s of 20.
     void grow(const PairRecord* records, size_t n) {
         (void)records;
         (void)n;
@@ -142,7 +147,7 @@ class PairIds {
             if (id(i) != EMPTY) pending[i >> 6] |= 1ULL << (i & 63);
         remap(old + (used_ < dense_from_ ? old / 2 : old / 8));
         const size_t cap = cap_;
-        for (size_t i = 0; i < old; ++i) {
+        for (size_t i = old; i-- > 0;) {
             if (!((pending[i >> 6] >> (i & 63)) & 1)) continue;
             Slot carried = load(i);
             store(i, Slot{0, EMPTY});
