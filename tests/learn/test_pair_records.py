@@ -267,6 +267,30 @@ def test_a_dense_index_grows_by_an_eighth_in_seven_byte_slots():
     assert learner.memory_use()["single_pairs"] == len(single_pairs(words, counts, merges, 2, 2))
 
 
+def test_a_list_mostly_stale_is_filtered_without_a_compaction():
+    """Merging (a, b) lists (ab, c) at 16,000 positions; merging (c, d) (18,000) then takes
+    12,000 of them. Its count falls past powers of two to 4,000 with 16,000 entries listed,
+    over a third of them stale: the step filters that list, and no compaction runs (on so
+    small a table the slack puts compaction off). The lists then hold the live occurrences of
+    the pairs beyond two one-symbol tokens, and a coarse entry per base pair and block."""
+    words, counts = [b"abcd" * 12000 + b"abcx" * 4000 + b"abq" * 10000 + b"zcd" * 6000], [1]
+    learner = MergeLearner(np.frombuffer(words[0], np.uint8), np.array([0, len(words[0])], np.int64),
+                           np.array(counts, np.int64), BYTES, long_chunk=2)
+    ids, merge_counts, tokens = learner.run(2, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == ([(b"a", b"b"), (b"c", b"d")], [26000, 18000])
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, 2, 2)))
+    assert learner.compactions == 0
+    live = pair_counts(words, counts, merges)
+    own = sum(c for (left, right), c in live.items() if len(left) + len(right) > 2)
+    blocks = -(-len(words[0]) // (1 << core_learn.COARSE_BITS))
+    base = sum(1 for left, right in live if len(left) + len(right) == 2)
+    assert own <= learner.memory_use()["positions_listed"] <= own + blocks * base
+    ids, merge_counts, tokens = learner.run(20, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, len(merges), 2)))
+
+
 def _random_table(letters: bytes, lengths, seed: int):
     """Distinct random words of the given lengths over ``letters``, counted 1, 2, 1, 2...:
     ``(words, counts, flat, starts)``, the last two as MergeLearner takes them."""
