@@ -159,8 +159,7 @@ cdef class MergeLearner:
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
-    # entries (long-chunk entries) _drop_stale_halved dropped since the last compaction
-    cdef int64_t dropped, long_dropped
+    cdef int64_t long_dropped               # long-chunk entries _drop_stale_halved dropped since the last compaction
     # stale entries tolerated beyond the live ones (tests set it very negative: compact
     # after every merge)
     cdef public int64_t compact_slack
@@ -243,7 +242,6 @@ cdef class MergeLearner:
                 self.tie_rank.push_back(<int64_t>r)
         self.where_total = 0
         self.long_total = 0
-        self.dropped = 0
         self.long_dropped = 0
         self.live_symbols = nodes
         self.live_long = 0
@@ -708,7 +706,6 @@ cdef class MergeLearner:
         cdef int64_t long_listed
         self.where_total = 0
         self.long_total = 0
-        self.dropped = 0
         self.long_dropped = 0
         self.compactions += 1
         for pair in range(self.pair_where.lists()):
@@ -776,7 +773,6 @@ cdef class MergeLearner:
             long_kept = self._drop_stale(pair, &long_before)
             self.where_total -= <int64_t>(listed - self.pair_where.size(pair))
             self.long_total -= long_before - long_kept
-            self.dropped += <int64_t>(listed - self.pair_where.size(pair))
             self.long_dropped += long_before - long_kept
         self.halved.clear()
         if self.halved.capacity() > SCRATCH_KEEP:
@@ -965,11 +961,11 @@ cdef class MergeLearner:
         self._demote_lowered()
         self._drop_stale_halved()
         self._release_scratch(listed_size)
-        # (entries _drop_stale_halved dropped still count here: compaction also lays the
-        # pool out afresh, and put off, the pool's free room outgrew what the lists gave back)
-        cdef int64_t entries = self.where_total + self.dropped, long_entries = self.long_total + self.long_dropped
-        if (entries - long_entries > 2 * self.live_symbols + self.compact_slack
-                or <int64_t>self.pair_where.used() > 2 * entries + self.compact_slack
+        # (long-chunk entries _drop_stale_halved dropped still count here: compaction also lays
+        # the pool out afresh, and put off, the pool's free room outgrew what the lists gave back)
+        cdef int64_t long_entries = self.long_total + self.long_dropped
+        if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
+                or <int64_t>self.pair_where.used() > 2 * self.where_total + self.compact_slack
                 or long_entries > 2 * self.long_kept + self.compact_slack
                 or 5 * long_entries > 6 * (self.live_long - self.base_long
                                           - <int64_t>self.pair_index.singles()
