@@ -16,6 +16,7 @@ class Heap {
     void clear() { h_.clear(); }
     size_t capacity() const { return h_.capacity(); }
     void release() { std::vector<T>().swap(h_); }  // clear and free the memory
+    void reserve(size_t n) { h_.reserve(n); }
 
     void push(const T& e) {
         size_t i = h_.size();

@@ -23,7 +23,9 @@ Data layout (ids, never Python objects, in the loop):
   counts and heap; long positions are merged in ascending order, checked as they are read.
   A pair created in a long chunk below the floor (see below) and not seen elsewhere is a
   *single pair*: an index slot naming its one position, no record, list or heap entry (most
-  pairs of one long chunk occur once); a second occurrence gives it its record (_promote).
+  pairs of one long chunk occur once); a second occurrence gives it its record (_promote), and
+  a record left with one occurrence, in a long chunk, below the floor, is a single pair again
+  (_demote_lowered).
 
 The tie rule, as the reference states it: highest count, then the pair seen first when scanning
 the words in table order, left to right. Positions are compared as 64-bit tie keys in scan
@@ -77,6 +79,8 @@ cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
 cdef size_t SCRATCH_KEEP = 1 << 18  # values a merge step's scratch list keeps between steps (_release_scratch)
 cdef int32_t SINGLE = -2        # PairIds::SINGLE: an index slot's id SINGLE - p is a single pair at p
+cdef int64_t HALVED_SLACK = 4096  # entries a list may hold past 3/2 of its count (_drop_stale_halved)
+cdef int64_t HALVED_FROM = 1024   # counts below this are left to compaction (_drop_stale_halved)
 
 # Chunks of at least this many symbols go to the long-chunk store (long_chunks.h) instead of
 # nodes; step 0 lists their pairs per coarse block of 2**COARSE_BITS symbols. Module
@@ -155,6 +159,7 @@ cdef class MergeLearner:
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
+    cdef int64_t long_dropped               # long-chunk entries _drop_stale_halved dropped since the last compaction
     # stale entries tolerated beyond the live ones (tests set it very negative: compact
     # after every merge)
     cdef public int64_t compact_slack
@@ -165,6 +170,8 @@ cdef class MergeLearner:
     cdef vector[int32_t] touched              # pairs whose count rose in this step, each once
     cdef vector[uint8_t] is_touched           # by pair id: 1 while listed in ``touched`` (0 when freed)
     cdef vector[int32_t] zeroed               # pairs whose count fell to 0 in this step
+    cdef vector[int32_t] lowered              # pairs whose count fell below the floor in this step
+    cdef vector[int32_t] halved               # pairs whose count fell below a power of two in this step
     cdef vector[int32_t] free_pairs           # ids of freed pairs, reused by new pairs
     cdef MergeHeap heap
     # Pairs counted below the floor (the run's min_frequency) need no heap entry: only an
@@ -235,6 +242,7 @@ cdef class MergeLearner:
                 self.tie_rank.push_back(<int64_t>r)
         self.where_total = 0
         self.long_total = 0
+        self.long_dropped = 0
         self.live_symbols = nodes
         self.live_long = 0
         self.base_long = 0
@@ -464,9 +472,15 @@ cdef class MergeLearner:
             # single pairs' keys, read from the store, stay true
             self.pair_index.erase(i)
             return 0
-        self.pairs[pair].count -= count
-        if self.pairs[pair].count == 0:
+        cdef int64_t left_count = self.pairs[pair].count - count
+        self.pairs[pair].count = left_count
+        if left_count == 0:
             self.zeroed.push_back(pair)
+            return 0
+        if left_count < self.heap_floor and self.live_long > 0:
+            self.lowered.push_back(pair)  # may be left with one long-chunk occurrence
+        if left_count >= HALVED_FROM and ((left_count + count) ^ left_count) > left_count:
+            self.halved.push_back(pair)  # its highest bit went
         return 0
 
     cdef int _free_zeroed(self) except -1 nogil:
@@ -474,28 +488,86 @@ cdef class MergeLearner:
         _push_touched): their index slot, list and id, which the next new pair reuses. Without
         this, every pair ever created would keep its record, slot and list header to the end:
         on one long chunk, a quarter of them are dead by the last merge. A heap entry of a freed
-        id is judged by the id's current pair, as every entry is (_pop_best)."""
-        cdef int32_t pair, x
-        cdef const int32_t* where
-        cdef size_t i, n
+        id is judged by the id's current pair, as every entry is (_pop_best). A pair whose
+        count came back below the floor is one _demote_lowered looks at."""
+        cdef int32_t pair
         for pair in self.zeroed:
-            if self.pairs[pair].count != 0 or self.pairs[pair].left < 0:
-                continue  # an occurrence came back, or listed twice and already freed
+            if self.pairs[pair].left < 0:
+                continue  # listed twice and already freed
+            if self.pairs[pair].count != 0:  # an occurrence came back: below the floor, maybe one
+                if self.pairs[pair].count < self.heap_floor and self.live_long > 0:
+                    self.lowered.push_back(pair)
+                continue
             self.pair_index.erase(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
                                                         self.pairs.data()))
-            where = self.pair_where.data(pair)
-            n = self.pair_where.size(pair)
-            for i in range(n):
-                if where[i] < 0:
-                    self.long_total -= 1
-            self.where_total -= <int64_t>n
-            self.pair_where.release(pair)
-            self.pairs[pair].left = -1  # a free id, not indexed
-            self.pairs[pair].right = -1
-            self.pairs[pair].first = NO_POSITION
-            self.free_pairs.push_back(pair)
+            self._free_record(pair)
         self.zeroed.clear()
         return 0
+
+    cdef int _free_record(self, int32_t pair) except -1 nogil:
+        """Give back the record, list and id of a pair the index no longer names by it."""
+        cdef const int32_t* where = self.pair_where.data(pair)
+        cdef size_t i, n = self.pair_where.size(pair)
+        for i in range(n):
+            if where[i] < 0:
+                self.long_total -= 1
+        self.where_total -= <int64_t>n
+        self.pair_where.release(pair)
+        self.pairs[pair].count = 0
+        self.pairs[pair].left = -1  # a free id, not indexed
+        self.pairs[pair].right = -1
+        self.pairs[pair].first = NO_POSITION
+        self.free_pairs.push_back(pair)
+        return 0
+
+    cdef int _demote_lowered(self) except -1 nogil:
+        """The pairs whose count fell below the floor in this step and whose one live
+        occurrence left is in a long chunk (counted as that chunk's count) become single pairs
+        again: the index slot names the position, the record, list and id are freed. Without
+        this a pair promoted once kept its record to the end: on one 50 MB chunk, 230K records
+        of count 1 (a record, a list header and its entries each) late in the run, where the
+        training peaked (210 MB; 202 MB there with them demoted). The heap needs no change: a
+        pair below the floor has no place there."""
+        cdef int32_t pair
+        cdef int64_t p
+        for pair in self.lowered:
+            if self.pairs[pair].left < 0 or not 0 < self.pairs[pair].count < self.heap_floor:
+                continue  # freed (a count of 0), or counted up again
+            p = self._sole_long_occurrence(pair)
+            if p < 0:
+                continue
+            self.pair_index.set_id(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
+                                                         self.pairs.data()),
+                                   SINGLE - <int32_t>p)
+            self._free_record(pair)
+        self.lowered.clear()
+        if self.lowered.capacity() > SCRATCH_KEEP:
+            vector[int32_t]().swap(self.lowered)
+        return 0
+
+    cdef int64_t _sole_long_occurrence(self, int32_t pair) except -2 nogil:
+        """The position of the pair's one live occurrence when it has one, in a long chunk,
+        and the chunk's count is the pair's; else -1. A coarse entry answers -1 unsearched
+        (searching its block costs a byte search of 2**coarse_bits positions; such entries
+        are step 0's, of pairs of two base tokens, few once the first merges are done)."""
+        cdef const int32_t* where = self.pair_where.data(pair)
+        cdef size_t i, n = self.pair_where.size(pair)
+        cdef int32_t x
+        cdef int64_t found = -1
+        for i in range(n):
+            x = where[i]
+            if x >= 0:
+                if self._occurs_at(pair, x):
+                    return -1
+            elif ~x & COARSE:
+                return -1
+            elif ~x != found and self._occurs_long(pair, ~x):
+                if found >= 0:
+                    return -1
+                found = ~x
+        if found < 0 or self.longs.chunk_of_block(self.longs.block_of(found)).count != self.pairs[pair].count:
+            return -1
+        return found
 
     cdef int _push_touched(self) except -1 nogil:
         cdef int32_t pair
@@ -630,46 +702,81 @@ cdef class MergeLearner:
         dropped here. Sorting each list
         here, through a copy of its long-chunk entries (as large as the largest list), made one
         50 MB chunk's training 21.9 s instead of 17.6 s with compactions at 6/5 (_merge)."""
-        cdef size_t pair, i, kept, n
-        cdef int32_t x, ahead, last_coarse
-        cdef int32_t* where
+        cdef size_t pair
+        cdef int64_t long_listed
         self.where_total = 0
         self.long_total = 0
+        self.long_dropped = 0
         self.compactions += 1
         for pair in range(self.pair_where.lists()):
-            where = self.pair_where.data(pair)
-            n = self.pair_where.size(pair)
-            kept = 0
-            last_coarse = 0  # (a node position, never a coarse entry)
-            for i in range(n):
-                if i + PREFETCH_AHEAD < n:
-                    ahead = where[i + PREFETCH_AHEAD]
-                    if ahead >= 0:
-                        prefetch_node(&self.node[ahead], 0, 1)
-                    elif not (~ahead & COARSE):
-                        self.longs.prefetch(~ahead)
-                x = where[i]
-                if x >= 0:
-                    if self._occurs_at(<int32_t>pair, x):
-                        where[kept] = x
-                        kept += 1
-                # coarse blocks (step 0's) are kept as they are (checking one searches it),
-                # once each
-                elif ~x & COARSE:
-                    if x != last_coarse:
-                        last_coarse = x
-                        where[kept] = x
-                        kept += 1
-                        self.long_total += 1
-                elif self._occurs_long(<int32_t>pair, ~x):
-                    where[kept] = x
-                    kept += 1
-                    self.long_total += 1
-            self.pair_where.truncate(pair, kept)
-            self.where_total += <int64_t>kept
+            self.long_total += self._drop_stale(<int32_t>pair, &long_listed)
+            self.where_total += <int64_t>self.pair_where.size(pair)
         self.long_kept = self.long_total
         self._release_scratch(0)
         self.pair_where.compact()
+        return 0
+
+    cdef int64_t _drop_stale(self, int32_t pair, int64_t* long_listed) except -1 nogil:
+        """Filter the pair's list where it lies (_compact_where): its live entries stay, in
+        their order, a coarse entry once. Returns the long-chunk entries kept; ``long_listed``
+        gets those it had."""
+        cdef int32_t* where = self.pair_where.data(pair)
+        cdef size_t i, kept = 0, n = self.pair_where.size(pair)
+        cdef int32_t x, ahead, last_coarse = 0  # (a node position, never a coarse entry)
+        cdef int64_t long_kept = 0, listed = 0
+        for i in range(n):
+            if i + PREFETCH_AHEAD < n:
+                ahead = where[i + PREFETCH_AHEAD]
+                if ahead >= 0:
+                    prefetch_node(&self.node[ahead], 0, 1)
+                elif not (~ahead & COARSE):
+                    self.longs.prefetch(~ahead)
+            x = where[i]
+            if x >= 0:
+                if self._occurs_at(pair, x):
+                    where[kept] = x
+                    kept += 1
+                continue
+            listed += 1
+            # coarse blocks (step 0's) are kept as they are (checking one searches it), once each
+            if ~x & COARSE:
+                if x != last_coarse:
+                    last_coarse = x
+                    where[kept] = x
+                    kept += 1
+                    long_kept += 1
+            elif self._occurs_long(pair, ~x):
+                where[kept] = x
+                kept += 1
+                long_kept += 1
+        self.pair_where.truncate(pair, kept)
+        long_listed[0] = listed
+        return long_kept
+
+    cdef int _drop_stale_halved(self) except -1 nogil:
+        """Filter the lists of the pairs whose count fell below a power of two in this step
+        and that hold over 3/2 of their count and HALVED_SLACK entries: a live occurrence
+        counts at least 1, so over a third of such a list is stale, and each filtering drops at
+        least a third of what it reads. Stale entries gather in the lists of the pairs beside
+        those merged; on one 50 MB chunk the opening merges' lists (24M entries, a sixth of them
+        stale before each compaction) were the training's peak (202 MB; 198.8 MB with these
+        filtered, the entries read by filtering and compaction together 3% more)."""
+        cdef int32_t pair
+        cdef size_t listed
+        cdef int64_t long_before, long_kept
+        for pair in self.halved:
+            if self.pairs[pair].left < 0:
+                continue  # freed
+            listed = self.pair_where.size(pair)
+            if <int64_t>listed <= self.pairs[pair].count + self.pairs[pair].count // 2 + HALVED_SLACK:
+                continue
+            long_kept = self._drop_stale(pair, &long_before)
+            self.where_total -= <int64_t>(listed - self.pair_where.size(pair))
+            self.long_total -= long_before - long_kept
+            self.long_dropped += long_before - long_kept
+        self.halved.clear()
+        if self.halved.capacity() > SCRATCH_KEEP:
+            vector[int32_t]().swap(self.halved)
         return 0
 
     cdef inline int64_t _tie_key(self, int32_t pair) noexcept nogil:
@@ -706,9 +813,13 @@ cdef class MergeLearner:
     cdef int _refill_heap(self) except -1 nogil:
         """The heap is empty (no pair counted at least ``heap_cut`` is left): lower the cut to
         a quarter of the best count left (at least the floor) and queue the pairs counted at
-        least that (their keys as known, lower bounds as the invariant asks). Two passes over
-        the records each time the best count falls fourfold."""
-        cdef size_t pair
+        least that (their keys as known, lower bounds as the invariant asks). Three passes over
+        the records each time the best count falls fourfold: the second counts the pairs to
+        queue, and the heap takes room for them and an eighth more (later steps push a few
+        pairs each) at once. Grown by doubling as they were added, the heap had held two
+        arrays for a moment, one half empty after: on one 50 MB chunk the last refill (143K
+        pairs) was 3 MB over the merging's peak before it."""
+        cdef size_t pair, queued = 0
         cdef MergeCandidate e
         cdef int64_t best = 0
         for pair in range(self.pairs.size()):
@@ -716,6 +827,9 @@ cdef class MergeLearner:
                 best = self.pairs[pair].count
         self.heap.release()
         self.heap_cut = max(self.heap_floor, best >> 2)
+        for pair in range(self.pairs.size()):
+            queued += self.pairs[pair].count >= self.heap_cut
+        self.heap.reserve(queued + queued // 8 + 64)
         for pair in range(self.pairs.size()):
             if self.pairs[pair].count >= self.heap_cut:
                 e.count = self.pairs[pair].count
@@ -844,13 +958,18 @@ cdef class MergeLearner:
             self.zeroed.push_back(pair)
         self._push_touched()
         self._free_zeroed()
+        self._demote_lowered()
+        self._drop_stale_halved()
         self._release_scratch(listed_size)
+        # (long-chunk entries _drop_stale_halved dropped still count here: compaction also lays
+        # the pool out afresh, and put off, the pool's free room outgrew what the lists gave back)
+        cdef int64_t long_entries = self.long_total + self.long_dropped
         if (self.where_total - self.long_total > 2 * self.live_symbols + self.compact_slack
                 or <int64_t>self.pair_where.used() > 2 * self.where_total + self.compact_slack
-                or self.long_total > 2 * self.long_kept + self.compact_slack
-                or 5 * self.long_total > 6 * (self.live_long - self.base_long
-                                              - <int64_t>self.pair_index.singles()
-                                              + self.coarse_listed) + self.compact_slack):
+                or long_entries > 2 * self.long_kept + self.compact_slack
+                or 5 * long_entries > 6 * (self.live_long - self.base_long
+                                          - <int64_t>self.pair_index.singles()
+                                          + self.coarse_listed) + self.compact_slack):
             # amortised: at least half the node entries go, or half the pool (compaction
             # lays it out in exact blocks: what the pool holds past its entries is room left
             # by lists that moved, or free blocks), or the block entries doubled since the last
@@ -978,7 +1097,7 @@ cdef class MergeLearner:
             "nodes": self.node.capacity() * sizeof(Node),
             "word_counts": self.word_count.capacity() * sizeof(int64_t),
             "pairs": self.pairs.capacity() * sizeof(PairRecord) + self.is_touched.capacity(),
-            "pair_index": self.pair_index.capacity() * 8,
+            "pair_index": self.pair_index.bytes(),
             "pair_positions": self.pair_where.bytes(),
             "long_chunks": self.longs.bytes(),
             "heap": self.heap.capacity() * sizeof(MergeCandidate),

@@ -15,5 +15,6 @@ cdef extern from "merge_heap.h" namespace "fbpt" nogil:
         size_t capacity()
         void clear()
         void release()
+        void reserve(size_t n) except +
         void add(const MergeCandidate& e) except +
         void make()

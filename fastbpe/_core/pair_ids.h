@@ -3,7 +3,9 @@
 // (its tag); a matching tag is confirmed against the pair's record (`left`, `right`), which the
 // learner reads next anyway (every lookup updates the pair's count), so the check costs no extra
 // cache miss, while a different tag skips a slot without touching the records. The index is
-// exact: a tag only filters, the record decides.
+// exact: a tag only filters, the record decides. A slot is 7 bytes, unaligned: the tag's 24 bits
+// and the id's 32 (an 8-byte slot with a 32-bit tag was 5 MB more of the training's peak on one
+// 50 MB chunk; the tag filters as well at 24 bits: a false match is one slot in 16M).
 //
 // A pair that occurs once, in a long chunk (long_chunks.h), below the merge floor, has no
 // record: its slot's id is SINGLE - position, and its key is read from the store at that
@@ -13,16 +15,20 @@
 // goes) and turns it into a record (set_id) when a second occurrence comes.
 //
 // Open addressing with linear probing. The home slot is the tag scaled to the capacity
-// (tag * capacity >> 32), so any capacity works and moving a slot (growth, erasure) never needs
+// (tag * capacity >> 24), so any capacity works and moving a slot (growth, erasure) never needs
 // its key: single pairs' keys are reads at random places of the long-chunk store, and growing
-// or erasing by them cost a cache miss per single pair. The index grows by half when over
-// its load (half full, 13/16 once large): on one 50 MB chunk it holds 3.7M pairs, and
-// doubling at half full had left it 8.4M slots (67 MB, a quarter of the training's peak). A
-// slot's id is EMPTY (-1) when it is empty. Erasing shifts the entries after the hole back,
-// so that no probe ever stops early (the index is never full, so every probe ends).
+// or erasing by them cost a cache miss per single pair. (Past 2**24 slots, 13M pairs, homes
+// are every other slot or sparser: probing as into buckets of two or more, still exact.)
+// The index grows by half when over half full; once large (set_dense_from) it fills to 13/16
+// and grows by an eighth: on one 50 MB chunk it holds 3.7M pairs, and doubling at half full had
+// left it 8.4M slots (67 MB, a quarter of the training's peak); growing by half at 13/16, it
+// had 5.1M slots, just grown (load 0.54), where the lists peak before a compaction. A slot's id
+// is EMPTY (-1) when it is empty. Erasing shifts the entries after the hole back, so that no
+// probe ever stops early (the index is never full, so every probe ends).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "hash.h"
@@ -72,6 +78,7 @@ class PairIds {
         singles_ = 0;
     }
     size_t capacity() const { return cap_; }
+    size_t bytes() const { return bytes_for(cap_); }
     size_t size() const { return used_; }
     size_t singles() const { return singles_; }  // slots of single pairs (in size())
 
@@ -81,35 +88,40 @@ class PairIds {
     size_t index(int32_t left, int32_t right, const PairRecord* records) const {
         uint64_t key = pair_key(left, right);
         uint32_t t = tag(key);
-        const Slot* slots = slots_;
         size_t n = cap_, i = home(t);
-        while (!(slots[i].id < 0 || (slots[i].tag == t && records[slots[i].id].left == left &&
-                                     records[slots[i].id].right == right)))
-            i = next(i, n);
-        if (__builtin_expect(slots[i].id < EMPTY, 0)) return index_from(i, key, t, records);
+        Slot s;
+        for (;; i = next(i, n)) {
+            s = load(i);
+            if (s.id < 0 || (s.tag == t && records[s.id].left == left && records[s.id].right == right)) break;
+        }
+        if (__builtin_expect(s.id < EMPTY, 0)) return index_from(i, key, t, records);
         return i;
     }
-    bool occupied(size_t i) const { return slots_[i].id != EMPTY; }
+    bool occupied(size_t i) const { return id(i) != EMPTY; }
     // The record of the pair in slot i, or (negative) SINGLE - its one position.
-    int32_t id(size_t i) const { return slots_[i].id; }
+    int32_t id(size_t i) const {
+        int32_t v;
+        std::memcpy(&v, slots_ + i * SLOT_BYTES + 3, 4);
+        return v;
+    }
     // Give the pair in occupied slot i another id (a single pair its record).
     void set_id(size_t i, int32_t id) {
-        singles_ -= slots_[i].id < EMPTY;
+        singles_ -= this->id(i) < EMPTY;
         singles_ += id < EMPTY;
-        slots_[i].id = id;
+        std::memcpy(slots_ + i * SLOT_BYTES + 3, &id, 4);
     }
 
     // Store id for pair (left, right) in the empty slot index() returned. Returns whether the
     // index is now past its load (set_dense_from): the caller then grows it (grow), after
     // which earlier slot numbers are stale.
     bool insert_at(size_t i, int32_t left, int32_t right, int32_t id) {
-        slots_[i] = Slot{tag(pair_key(left, right)), id};
+        store(i, Slot{tag(pair_key(left, right)), id});
         singles_ += id < EMPTY;
         ++used_;
         return used_ < dense_from_ ? 2 * used_ > cap_ : 16 * used_ > 13 * cap_;
     }
 
-    // Half again the slots, in place: the slots are remapped (mremap on Linux: no moment of
+    // Half again the slots (an eighth once dense), in place: the slots are remapped (mremap on Linux: no moment of
     // two copies) and every entry moves to its place for the new capacity. Rebuilt apart (the
     // old slots freed first, the single pairs, found only there, copied out), growth had held
     // the new slots and a copy of the single pairs at once: 12 MB more on one 50 MB chunk,
@@ -120,30 +132,35 @@ class PairIds {
     // carried along its new probe: past settled entries, into an empty slot, or swapped with a
     // pending entry, which is carried on. Settled entries never move and only pending slots are
     // emptied, so every slot between a settled entry's home and its place stays occupied: each
-    // probe run is one linear probing would make.
+    // probe run is one linear probing would make. The entries are taken from the last slot
+    // down: a new home is the old one scaled up, mostly above the slot being emptied, where
+    // every slot is settled or empty, so the carried entry settles with no swap. Taken from the
+    // first slot up, an entry mostly swapped with a pending one, carried on to a slot further
+    // up (chains of about 1 / ln(growth) slots, a cache miss each): growing by an eighth, on one
+    // 50 MB chunk the growths took about 2 s of 20.
     void grow(const PairRecord* records, size_t n) {
         (void)records;
         (void)n;
         const size_t old = cap_;
         std::vector<uint64_t> pending((old + 63) >> 6, 0);
         for (size_t i = 0; i < old; ++i)
-            if (slots_[i].id != EMPTY) pending[i >> 6] |= 1ULL << (i & 63);
-        remap(old + old / 2);
+            if (id(i) != EMPTY) pending[i >> 6] |= 1ULL << (i & 63);
+        remap(old + (used_ < dense_from_ ? old / 2 : old / 8));
         const size_t cap = cap_;
-        for (size_t i = 0; i < old; ++i) {
+        for (size_t i = old; i-- > 0;) {
             if (!((pending[i >> 6] >> (i & 63)) & 1)) continue;
-            Slot carried = slots_[i];
-            slots_[i] = Slot{0, EMPTY};
+            Slot carried = load(i);
+            store(i, Slot{0, EMPTY});
             pending[i >> 6] &= ~(1ULL << (i & 63));
             size_t j = home(carried.tag);
             for (;;) {
-                if (slots_[j].id == EMPTY) {
-                    slots_[j] = carried;
+                if (id(j) == EMPTY) {
+                    store(j, carried);
                     break;
                 }
                 if (j < old && ((pending[j >> 6] >> (j & 63)) & 1)) {
-                    Slot next_carried = slots_[j];
-                    slots_[j] = carried;
+                    Slot next_carried = load(j);
+                    store(j, carried);
                     pending[j >> 6] &= ~(1ULL << (j & 63));
                     carried = next_carried;
                     j = home(carried.tag);
@@ -160,55 +177,70 @@ class PairIds {
     // stays small enough to inline.
     __attribute__((noinline)) void erase(size_t i) {
         const size_t n = cap_;
-        singles_ -= slots_[i].id < EMPTY;
-        for (size_t j = next(i, n); slots_[j].id != EMPTY; j = next(j, n)) {
-            size_t h = home(slots_[j].tag);
+        singles_ -= id(i) < EMPTY;
+        for (size_t j = next(i, n);; j = next(j, n)) {
+            Slot s = load(j);
+            if (s.id == EMPTY) break;
+            size_t h = home(s.tag);
             if (distance(h, j, n) >= distance(i, j, n)) {  // the hole i lies in [home, j]
-                slots_[i] = slots_[j];
+                store(i, s);
                 i = j;
             }
         }
-        slots_[i] = Slot{0, EMPTY};
+        store(i, Slot{0, EMPTY});
         --used_;
     }
 
     void prefetch(int32_t left, int32_t right) const {
-        __builtin_prefetch(&slots_[home(tag(pair_key(left, right)))]);
+        __builtin_prefetch(slots_ + home(tag(pair_key(left, right))) * SLOT_BYTES);
     }
 
   private:
     struct Slot {
-        uint32_t tag;
-        int32_t id;  // a record, EMPTY, or SINGLE - position
+        uint32_t tag;  // 24 bits
+        int32_t id;    // a record, EMPTY, or SINGLE - position
     };
-    Slot* slots_ = nullptr;  // cap_ of them, mapped pages of their own (remap)
+    // Slot i is the 7 bytes from slots_ + 7 i: its tag (3 bytes), then its id (4), little-endian.
+    static constexpr size_t SLOT_BYTES = 7;
+    uint8_t* slots_ = nullptr;  // cap_ slots and a byte (slot loads read 8 bytes), mapped pages of their own (remap)
     size_t cap_ = 0;
     size_t used_ = 0, singles_ = 0;
     size_t dense_from_ = 1 << 20;
     const LongChunks* longs_ = nullptr;
 
-    size_t home(uint32_t t) const { return (size_t)(((uint64_t)t * cap_) >> 32); }
+    size_t home(uint32_t t) const { return (size_t)(((uint64_t)t * cap_) >> 24); }
+
+    Slot load(size_t i) const {
+        uint64_t v;
+        std::memcpy(&v, slots_ + i * SLOT_BYTES, 8);  // (the last slot's 8th byte is the padding byte)
+        return Slot{(uint32_t)v & 0xFFFFFF, (int32_t)(uint32_t)(v >> 24)};
+    }
+    void store(size_t i, Slot s) {
+        std::memcpy(slots_ + i * SLOT_BYTES, &s.tag, 3);  // (little-endian: its low 3 bytes)
+        std::memcpy(slots_ + i * SLOT_BYTES + 3, &s.id, 4);
+    }
+    static size_t bytes_for(size_t capacity) { return capacity * SLOT_BYTES + 1; }
 
     // Resize the slots to `capacity` (at least 2), keeping the first min(capacity, old) and
     // emptying the new ones.
     void remap(size_t capacity) {
-        size_t bytes = capacity * sizeof(Slot);
+        size_t bytes = bytes_for(capacity);
 #ifdef __linux__
-        void* p = slots_ ? mremap(slots_, cap_ * sizeof(Slot), bytes, MREMAP_MAYMOVE)
+        void* p = slots_ ? mremap(slots_, bytes_for(cap_), bytes, MREMAP_MAYMOVE)
                          : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw std::bad_alloc();
 #else
         void* p = std::realloc(slots_, bytes);
         if (!p) throw std::bad_alloc();
 #endif
-        slots_ = (Slot*)p;
-        for (size_t i = cap_; i < capacity; ++i) slots_[i] = Slot{0, EMPTY};
+        slots_ = (uint8_t*)p;
+        for (size_t i = cap_; i < capacity; ++i) store(i, Slot{0, EMPTY});
         cap_ = capacity;
     }
     void unmap() {
         if (!slots_) return;
 #ifdef __linux__
-        munmap(slots_, cap_ * sizeof(Slot));
+        munmap(slots_, bytes_for(cap_));
 #else
         std::free(slots_);
 #endif
@@ -232,7 +264,7 @@ class PairIds {
                                                 const PairRecord* records) const {
         const size_t n = cap_;
         for (;; i = next(i, n)) {
-            const Slot& s = slots_[i];
+            Slot s = load(i);
             if (s.id == EMPTY || (s.tag == t && key_of(s, records) == key)) return i;
         }
     }
@@ -241,8 +273,8 @@ class PairIds {
         return pair_key(records[s.id].left, records[s.id].right);
     }
 
-    // The key's hash: its top bits pick the home slot, all 32 filter the probe.
-    static uint32_t tag(uint64_t key) { return (uint32_t)((key * 0xD6E8FEB86659FD93ULL) >> 32); }
+    // The key's hash: its top bits pick the home slot, all 24 filter the probe.
+    static uint32_t tag(uint64_t key) { return (uint32_t)((key * 0xD6E8FEB86659FD93ULL) >> 40); }
 };
 
 }  // namespace fbpt

@@ -20,6 +20,7 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
         void reset(size_t capacity) except +
         void set_dense_from(size_t pairs)
         size_t capacity()
+        size_t bytes()
         size_t size()
         size_t singles()
         size_t index(int32_t left, int32_t right, const PairRecord* records)

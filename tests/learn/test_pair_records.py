@@ -150,8 +150,10 @@ def test_a_pair_seen_once_then_twice_gets_its_record_and_merges():
        long_chunk=st.sampled_from([2, 50]), counts=st.lists(st.integers(1, 3), min_size=5, max_size=5))
 def test_single_pairs_in_runs_of_any_length(letters, lengths, seed, steps, floor, long_chunk, counts):
     """Runs of a few merges each (each run refills the heap from its first cut): the merges
-    are the reference's, every live pair is a record or a single pair, and a single pair is
-    one counted below the floor (one occurrence in a chunk of count 1 or 2)."""
+    are the reference's, every live pair is a record or a single pair, and the single pairs
+    are exactly the pairs counted below the floor with one occurrence, in a long chunk, not of
+    two one-symbol tokens (step 0 lists those by block): a record left so by a merge is a single
+    pair again."""
     rng = np.random.default_rng(seed)
     alphabet = np.frombuffer(letters, np.uint8)
     words = list(dict.fromkeys(rng.choice(alphabet, n).astype(np.uint8).tobytes() for n in lengths))
@@ -170,7 +172,38 @@ def test_single_pairs_in_runs_of_any_length(letters, lengths, seed, steps, floor
         live = pair_counts(words, counts, merges)
         use = learner.memory_use()
         assert use["pairs_count"] == len(live)
-        assert use["single_pairs"] <= sum(1 for c in live.values() if c < floor)
+        assert use["single_pairs"] == len(single_pairs(words, counts, merges, floor, long_chunk))
+
+
+def single_pairs(words, counts, merges, floor, long_chunk):
+    """The pairs after ``merges`` that the learner keeps as single pairs: one occurrence, in a
+    word of at least ``long_chunk`` symbols counted below ``floor``, not two one-symbol tokens."""
+    seen = {}
+    for word, tokens, c in zip(words, replay(words, merges), counts):
+        for pair in zip(tokens, tokens[1:]):
+            seen.setdefault(pair, []).append((len(word) >= long_chunk, c))
+    return {pair for pair, where in seen.items()
+            if len(where) == 1 and where[0][0] and where[0][1] < floor and len(pair[0]) + len(pair[1]) > 2}
+
+
+def test_a_record_left_with_one_occurrence_is_a_single_pair_again():
+    """``acaacacb``: merging (a, c) left to right makes (ac, a) at 0 (a single pair), at 3 (its
+    record, count 2), and the merge at 5 takes the one at 3 back. Left with one occurrence below
+    the floor, (ac, a) is a single pair again, like the three other pairs of the merged chunk;
+    a later run with floor 1 gives them records back and merges as the reference."""
+    words, counts = [b"acaacacb"], [1]
+    learner = MergeLearner(np.frombuffer(words[0], np.uint8), np.array([0, 8], np.int64),
+                           np.array(counts, np.int64), BYTES, long_chunk=2)
+    ids, _, tokens = learner.run(1, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert merges == [(b"a", b"c")]
+    assert single_pairs(words, counts, merges, 2, 2) == {(b"ac", b"a"), (b"a", b"ac"), (b"ac", b"ac"), (b"ac", b"b")}
+    assert learner.memory_use()["single_pairs"] == 4
+    assert learner.memory_use()["pairs_count"] == 4
+    ids, merge_counts, tokens = learner.run(10, 1)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, len(merges), 1)))
+    assert learner.memory_use()["single_pairs"] == 0
 
 
 def test_no_pair_at_all():
@@ -208,6 +241,54 @@ def test_an_index_filled_to_thirteen_sixteenths_finds_every_pair(letters, length
         core_learn.DENSE_INDEX_PAIRS = saved
     assert (merges, merge_counts) == tuple(map(list, reference_bytes(words, counts, num_merges, min_frequency)))
     assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
+
+
+def test_a_dense_index_grows_by_an_eighth_in_seven_byte_slots():
+    """Once dense, the index fills to 13/16 and grows by an eighth (its load stays over 13/18),
+    7 bytes a slot (a 24-bit tag and the id): 40,000 random bytes make about 30,000 pairs, grown
+    to from 1024 slots in a few dozen steps; merging then erases and adds single pairs, whose
+    ids hold positions, and the merges are the reference's."""
+    rng = np.random.default_rng(5)
+    words, counts = [rng.integers(0, 256, 40_000, dtype=np.uint8).tobytes()], [1]
+    saved = core_learn.DENSE_INDEX_PAIRS
+    core_learn.DENSE_INDEX_PAIRS = 1
+    try:
+        learner = MergeLearner(np.frombuffer(words[0], np.uint8), np.array([0, 40_000], np.int64),
+                               np.array(counts, np.int64), BYTES, long_chunk=2, coarse_bits=6)
+    finally:
+        core_learn.DENSE_INDEX_PAIRS = saved
+    use = learner.memory_use()
+    assert use["pairs_count"] > 25_000
+    assert use["pair_index"] <= 7 * (use["pairs_count"] * 18 // 13 + 2) + 1
+    ids, merge_counts, tokens = learner.run(40, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, 40, 2)))
+    assert learner.memory_use()["pairs_count"] == live_pairs(words, merges)
+    assert learner.memory_use()["single_pairs"] == len(single_pairs(words, counts, merges, 2, 2))
+
+
+def test_a_list_mostly_stale_is_filtered_without_a_compaction():
+    """Merging (a, b) lists (ab, c) at 16,000 positions; merging (c, d) (18,000) then takes
+    12,000 of them. Its count falls past powers of two to 4,000 with 16,000 entries listed,
+    over a third of them stale: the step filters that list, and no compaction runs (on so
+    small a table the slack puts compaction off). The lists then hold the live occurrences of
+    the pairs beyond two one-symbol tokens, and a coarse entry per base pair and block."""
+    words, counts = [b"abcd" * 12000 + b"abcx" * 4000 + b"abq" * 10000 + b"zcd" * 6000], [1]
+    learner = MergeLearner(np.frombuffer(words[0], np.uint8), np.array([0, len(words[0])], np.int64),
+                           np.array(counts, np.int64), BYTES, long_chunk=2)
+    ids, merge_counts, tokens = learner.run(2, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == ([(b"a", b"b"), (b"c", b"d")], [26000, 18000])
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, 2, 2)))
+    assert learner.compactions == 0
+    live = pair_counts(words, counts, merges)
+    own = sum(c for (left, right), c in live.items() if len(left) + len(right) > 2)
+    blocks = -(-len(words[0]) // (1 << core_learn.COARSE_BITS))
+    base = sum(1 for left, right in live if len(left) + len(right) == 2)
+    assert own <= learner.memory_use()["positions_listed"] <= own + blocks * base
+    ids, merge_counts, tokens = learner.run(20, 2)
+    merges = [(tokens[a], tokens[b]) for a, b, _ in ids.tolist()]
+    assert (merges, merge_counts.tolist()) == tuple(map(list, reference_bytes(words, counts, len(merges), 2)))
 
 
 def _random_table(letters: bytes, lengths, seed: int):
