@@ -728,11 +728,8 @@ class BpeEncoder {
         uint32_t at[FUSED_BLOCK], got_ids[FUSED_BLOCK];  // where a miss's ids went in op, how many
         if (n > UINT32_MAX) return encode_utf8_wide(dp, n, PATTERN, st, chunks, misses, op);
         ChunkStarts<PATTERN> scanner(dp, n);
+        ChunkCursor<PATTERN> cursor{scanner};
         size_t p = 0;
-        // the starts left in the scanner's current block (bit j: block + j), given out here
-        // lowest first, in registers (next_chunk_and_rest)
-        size_t block = 0;
-        uint64_t rest = 0;
         int64_t count = 0;
         int64_t left;  // misses listed in todo so far
         // chunk c in its set, without a branch: its way, or listed as a miss
@@ -747,13 +744,7 @@ class BpeEncoder {
             int64_t m = 0;
             left = 0;
             for (; m < FUSED_BLOCK && p < n; ++m) {
-                size_t e;
-                if (__builtin_expect(rest != 0, 1)) {
-                    e = block + (size_t)__builtin_ctzll(rest);
-                    rest &= rest - 1;
-                } else {
-                    e = scanner.next_chunk_and_rest(p, &block, &rest);
-                }
+                size_t e = cursor.next(p);
                 start[m] = (uint32_t)p;
                 size_t length = e - p;
                 if (length - 1 <= SHORT_KEY_MAX - 1) {  // (unsigned)

@@ -64,25 +64,29 @@ struct Key {
 
 static const uint32_t SHORT_CHUNK = 15;
 
-// Key of chunk p[0:len]; `limit` is the end of the buffer holding it (two whole 8-byte loads
-// when they stay inside it, masked without a branch on the length).
+// The key words of short chunk p[0:len] (len <= SHORT_CHUNK) when 16 bytes at p are readable:
+// two whole 8-byte loads, masked without a branch on the length.
+static inline void short_key_words(const uint8_t* p, size_t len, uint64_t* k0, uint64_t* k1) {
+    uint64_t w0, w1;
+    std::memcpy(&w0, p, 8);
+    std::memcpy(&w1, p + 8, 8);
+    *k0 = w0 & KEY_MASKS[len].m0;
+    *k1 = (w1 & KEY_MASKS[len].m1) | (uint64_t)len << 56;
+}
+
+// Key of chunk p[0:len]; `limit` is the end of the buffer holding it.
 static inline Key make_key(const uint8_t* p, size_t len, const uint8_t* limit) {
     Key k{0, 0, (uint32_t)len};
     if (__builtin_expect(len > SHORT_CHUNK, 0)) {
         k.k0 = hash_bytes(p, len);
         k.k1 = len;
-        return k;
-    }
-    if (__builtin_expect(p + 16 <= limit, 1)) {
-        std::memcpy(&k.k0, p, 8);
-        std::memcpy(&k.k1, p + 8, 8);
-        k.k0 &= KEY_MASKS[len].m0;
-        k.k1 &= KEY_MASKS[len].m1;
+    } else if (__builtin_expect(p + 16 <= limit, 1)) {
+        short_key_words(p, len, &k.k0, &k.k1);
     } else {
         std::memcpy(&k.k0, p, len < 8 ? len : 8);
         if (len > 8) std::memcpy(&k.k1, p + 8, len - 8);
+        k.k1 |= (uint64_t)len << 56;
     }
-    k.k1 |= (uint64_t)len << 56;
     return k;
 }
 
@@ -336,43 +340,29 @@ class ChunkTable {
         // than 32), few enough that the ring stays in L1
         constexpr size_t LAG = 16;
         Hashed ring[LAG];
-        // a chunk starting at or before `whole` has 16 readable bytes (none if it is 0)
-        const uintptr_t whole = limit - s >= 16 ? (uintptr_t)(limit - 16) : 0;
+        // a chunk starting before offset `whole` has 16 readable bytes
+        const size_t whole = limit - s >= 16 ? (size_t)(limit - s) - 15 : 0;
         ChunkStarts<PATTERN> scanner(s, n);
+        ChunkCursor<PATTERN> cursor{scanner};
         Slot* slots = slots_;
         int shift = shift_;
-        const uint8_t* const end = s + n;
-        const uint8_t* q = s;     // the next chunk's start
-        const uint8_t* base = s;  // bit k of `starts` stands for base + k
-        uint64_t starts = 0;      // chunk starts the scanner handed over, to take in order
-        size_t j = 0;             // chunks hashed so far
-        while (q < end) {
-            const uint8_t* e;
-            if (__builtin_expect(starts != 0, 1)) {
-                e = base + __builtin_ctzll(starts);
-                starts &= starts - 1;
-            } else {
-                size_t b = 0;
-                e = s + scanner.next_chunk_and_rest((size_t)(q - s), &b, &starts);
-                base = s + b;
-            }
+        size_t q = 0;  // the next chunk's start
+        size_t j = 0;  // chunks hashed so far
+        while (q < n) {
+            const size_t e = cursor.next(q);
             Hashed& r = ring[j % LAG];
             if (j >= LAG && !count_short(slots, shift, &r.k0, r.hash)) {  // the chunk LAG before
                 count_ring(r.k0, r.k1, r.hash, r.p, limit);
                 slots = slots_;
                 shift = shift_;
             }
-            const size_t len = (size_t)(e - q);
-            r.p = q;
-            if (__builtin_expect(len <= SHORT_CHUNK && (uintptr_t)q <= whole, 1)) {
-                uint64_t k0, k1;
-                std::memcpy(&k0, q, 8);
-                std::memcpy(&k1, q + 8, 8);
-                r.k0 = k0 & KEY_MASKS[len].m0;
-                r.k1 = (k1 & KEY_MASKS[len].m1) | (uint64_t)len << 56;
+            const size_t len = e - q;
+            r.p = s + q;
+            if (__builtin_expect(len <= SHORT_CHUNK && q < whole, 1)) {
+                short_key_words(r.p, len, &r.k0, &r.k1);
                 r.hash = short_key_hash(r.k0, r.k1);
             } else {
-                const Key key = make_key(q, len, limit);
+                const Key key = make_key(r.p, len, limit);
                 r.k0 = key.len > SHORT_CHUNK ? key.len : key.k0;
                 r.k1 = key.len > SHORT_CHUNK ? 0 : key.k1;
                 r.hash = key_hash(key);
@@ -406,13 +396,9 @@ class ChunkTable {
     __attribute__((always_inline)) static inline uint64_t key_and_hash(const uint8_t* p, size_t len,
                                                                        const uint8_t* limit, Key& key) {
         if (__builtin_expect(len <= SHORT_CHUNK && p + 16 <= limit, 1)) {
-            uint64_t k0, k1;
-            std::memcpy(&k0, p, 8);
-            std::memcpy(&k1, p + 8, 8);
-            k0 &= KEY_MASKS[len].m0;
-            k1 = (k1 & KEY_MASKS[len].m1) | (uint64_t)len << 56;
-            key = Key{k0, k1, (uint32_t)len};
-            return short_key_hash(k0, k1);
+            key.len = (uint32_t)len;
+            short_key_words(p, len, &key.k0, &key.k1);
+            return short_key_hash(key.k0, key.k1);
         }
         key = make_key(p, len, limit);
         return key_hash(key);

@@ -796,6 +796,26 @@ class ChunkStarts {
     size_t from_ = 0;        // where the text was last taken up from Scanner (a chunk start)
 };
 
+// The chunk ends of a ChunkStarts for a loop that gives out a block's starts itself: a local
+// object, whose fields the compiler keeps in registers (the scanner's own live in memory, as
+// its out-of-line calls take its address). next(p): the end of the chunk starting at p, the
+// end the previous call gave (0 at first).
+template <int PATTERN>
+struct ChunkCursor {
+    ChunkStarts<PATTERN>& scanner;
+    size_t base = 0;    // bit j of rest stands for base + j
+    uint64_t rest = 0;  // the starts left in the scanner's current block, lowest first
+
+    __attribute__((always_inline)) inline size_t next(size_t p) {
+        if (__builtin_expect(rest != 0, 1)) {
+            const size_t e = base + (size_t)__builtin_ctzll(rest);
+            rest &= rest - 1;
+            return e;
+        }
+        return scanner.next_chunk_and_rest(p, &base, &rest);
+    }
+};
+
 // End of the chunk that starts at byte p of valid UTF-8 s[0:n], for a pattern whose chunks
 // tile the text (pattern_tiles); n for any other id. The encoder's one-pass split calls it.
 static inline size_t chunk_end(const uint8_t* s, size_t n, int pattern, size_t p) {
