@@ -63,13 +63,15 @@ def test_a_byte_outside_the_vocabulary_fails_as_in_encode():
 
 @given(st.lists(st.tuples(st.sampled_from(["", "x", "\x00", "ü" * 300, "ā" * 70, "😀" * 5000, "<", ">", "<<s",
                                            "\ud800"]),
-                          st.sampled_from(["", "<s>", "<s", "s>", "<t>", "é|t>", "é|", "😀<", "😀<s\x00"]),
+                          st.sampled_from(["", "<s>", "<s", "s>", "<t>", "é|t>", "é|", "😀<", "😀<s\x00", "[PA",
+                                           "[PAD", "[PAD]", "[PADS]", "[PAD[PAD]"]),
                           st.booleans()), max_size=8))
 def test_the_texts_holding_a_name_are_flagged(parts):
     """Texts of every kind of str (1, 2 and 4 bytes a character, a lone surrogate, NUL), names
-    that share a first character or start with a wide one, parts of names."""
+    that share a first character or start with a wide one, names that share a longer prefix
+    ("[PAD"), parts of names."""
     texts = [pad + name if at_end else name + pad for pad, name, at_end in parts]
-    names = frozenset(["<s>", "<s\x00", "é|t>", "😀<s"])
+    names = frozenset(["<s>", "<s\x00", "é|t>", "😀<s", "[PAD]", "[PADS]"])
     assert texts_with_specials(texts, names) == [k for k, t in enumerate(texts) if any(n in t for n in names)]
 
 
