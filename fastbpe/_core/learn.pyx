@@ -985,9 +985,9 @@ cdef class MergeLearner:
         cdef size_t i, n = where.size()
         for i in range(n):
             if i + PREFETCH_AHEAD < n:
-                # its node's line and the next (its right neighbours, in one line with it
-                # or the next)
-                prefetch_node(&self.node[where[0][i + PREFETCH_AHEAD]], 1, 1)
+                # nodes p - 1 to p + 2 (64 bytes: one or two lines), where its neighbours
+                # mostly are
+                prefetch_node(<const char*>&self.node[where[0][i + PREFETCH_AHEAD]] - 16, 1, 1)
                 prefetch_node(<const char*>&self.node[where[0][i + PREFETCH_AHEAD]] + 32, 1, 1)
             if i + PREFETCH_PAIRS_AHEAD < n:
                 self._prefetch_neighbour_pairs(where[0][i + PREFETCH_PAIRS_AHEAD], a, b)
