@@ -44,11 +44,13 @@ namespace fbpt {
 // Everything a merge step reads or writes about a pair, in one place (one cache miss).
 struct PairRecord {
     int64_t count;    // exact weighted count of its live occurrences
-    int64_t first;    // lower bound on its first live position; exact after _true_first
     int32_t left;
     int32_t right;
+    int64_t first;    // lower bound on its first live position; exact after _true_first
     // 24 bytes: the learner's touched marks are a byte array of their own (on one long chunk
-    // a 4-byte field here padded the record to 32 bytes, 10 MB more at the peak).
+    // a 4-byte field here padded the record to 32 bytes, 10 MB more at the peak). A count's
+    // decrement reads the first 16 (its lookup confirms left and right), which straddle two
+    // cache lines for one record in 8; with `first` second, for 2 in 8.
 };
 
 class PairIds {
@@ -96,6 +98,16 @@ class PairIds {
         }
         if (__builtin_expect(s.id < EMPTY, 0)) return index_from(i, key, t, records);
         return i;
+    }
+    // index() in an index that holds no single pair (a learner without long chunks): the
+    // probe's end is the answer, with no look at a single pair's key.
+    size_t record_index(int32_t left, int32_t right, const PairRecord* records) const {
+        uint32_t t = tag(pair_key(left, right));
+        size_t n = cap_, i = home(t);
+        for (;; i = next(i, n)) {
+            Slot s = load(i);
+            if (s.id < 0 || (s.tag == t && records[s.id].left == left && records[s.id].right == right)) return i;
+        }
     }
     bool occupied(size_t i) const { return id(i) != EMPTY; }
     // The record of the pair in slot i, or (negative) SINGLE - its one position.

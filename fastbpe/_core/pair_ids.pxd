@@ -6,9 +6,9 @@ from fastbpe._core.long_chunks cimport LongChunks
 cdef extern from "pair_ids.h" namespace "fbpt" nogil:
     cdef struct PairRecord:
         int64_t count
-        int64_t first
         int32_t left
         int32_t right
+        int64_t first
     cdef cppclass MappedArray[T]:
         T& operator[](size_t i)
         T* data()
@@ -24,6 +24,7 @@ cdef extern from "pair_ids.h" namespace "fbpt" nogil:
         size_t size()
         size_t singles()
         size_t index(int32_t left, int32_t right, const PairRecord* records)
+        size_t record_index(int32_t left, int32_t right, const PairRecord* records)
         bint occupied(size_t i)
         int32_t id(size_t i)
         void set_id(size_t i, int32_t id)
