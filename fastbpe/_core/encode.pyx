@@ -48,6 +48,9 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(PyObject* o, int* overflow)
     bytes PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     char* PyBytes_AS_STRING(object o)
+    # NULL with UnicodeEncodeError set on a lone surrogate (checked by hand, then cleared)
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size)
+    void PyErr_Clear()
 
 MERGE_RULE_IDS = {"replay": MERGE_REPLAY, "pair": MERGE_PAIR, "token": MERGE_TOKEN}
 # the names in id order: what Tokenizer(merge_rule=...) accepts
@@ -55,6 +58,14 @@ MERGE_RULES = tuple(sorted(MERGE_RULE_IDS, key=MERGE_RULE_IDS.get))
 WHOLE_TOKEN_LOOKUPS = ("all", "consistent", "none")
 # Buffers bigger than this are freed after a call instead of kept for the next one.
 cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
+# A non-ASCII str of at most this many bytes of UTF-8 (bounded by its length times its widest
+# character's bytes) is read through PyUnicode_AsUTF8AndSize, which keeps the UTF-8 inside the
+# str: encoding the same str again (a second pass over a corpus) transcodes nothing. The trade
+# is memory: such a str holds its UTF-8 beside its characters for as long as the caller keeps
+# it (as after str.encode by tiktoken and the other PyO3 tokenizers). A bigger str is
+# transcoded into this thread's scratch on every call instead, so a huge text is not doubled.
+cdef size_t KEEP_UTF8_IN_STR = 64 * 1024 * 1024
+UTF8_KEPT_IN_STR_UP_TO = KEEP_UTF8_IN_STR   # (the bound, seen from Python)
 
 
 cdef class SharedCache:
@@ -363,9 +374,11 @@ cdef class BPECore:
         return out
 
     def encode_str(self, text, int pattern, EncodeState state):
-        """``encode_text(text.encode("utf-8"), pattern, state)`` with the UTF-8 made while the
-        GIL is released too (an ASCII str is read in place), so only building the result holds
-        the GIL. None when ``text`` has a lone surrogate (no UTF-8 exists).
+        """``encode_text(text.encode("utf-8"), pattern, state)``, only building the result
+        holding the GIL. An ASCII str is read in place, and so is a str that keeps its UTF-8
+        (``KEEP_UTF8_IN_STR``: made on the first call, under the GIL); a bigger one is
+        transcoded with the GIL released. None when ``text`` has a lone surrogate (no UTF-8
+        exists).
         """
         if not isinstance(text, str):   # (a str subclass is fine: typing the argument str is not)
             raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -382,6 +395,16 @@ cdef class BPECore:
         if n == 0:
             return np.empty(0, dtype=np.int32)
         cdef EncodeScratch* st = &state.scratch
+        cdef Py_ssize_t kept = 0
+        cdef const char* u = NULL
+        if not ascii and widest * n <= KEEP_UTF8_IN_STR:
+            u = PyUnicode_AsUTF8AndSize(text, &kept)   # (made once, then kept in the str)
+            if u == NULL:
+                PyErr_Clear()   # a lone surrogate: the transcoding below finds it again
+            else:
+                dp = <const uint8_t*>u
+                size = kept
+                ascii = True   # (read in place from here on, as an ASCII str is)
         if not ascii:
             if st.utf8.size() < widest * n:
                 st.utf8.resize(widest * n)
@@ -389,7 +412,8 @@ cdef class BPECore:
         # (room for the ids: the UTF-8's length, at most widest * n before it is made)
         big = self._output(state, widest * n) if widest * n * sizeof(int32_t) > KEEP_BUFFER else None
         cdef int32_t* op = self._output_ids(state, big) if big is not None else NULL
-        # The str is immutable and the caller holds it: its characters stay put without the GIL.
+        # The str is immutable and the caller holds it: its characters (and the UTF-8 it keeps)
+        # stay put without the GIL.
         with nogil:
             if not ascii:
                 size = utf8_from_str_data(kind, chars, n, st.utf8.data())
@@ -412,12 +436,14 @@ cdef class BPECore:
         cdef vector[int] kinds
         cdef vector[const void*] datas
         cdef vector[size_t] lengths
-        cdef vector[char] is_ascii
+        cdef vector[char] in_place   # the UTF-8 is datas[k] itself (an ASCII str, or one that keeps its UTF-8)
         cdef vector[char] bad
         cdef size_t widest = 1, n, room = 0, transcoded = 0
         cdef int64_t size = 0, got = 0, chunks = 0, misses = 0, total = 0
         cdef vector[int32_t] all_ids
         cdef const uint8_t* dp
+        cdef const char* u
+        cdef Py_ssize_t kept
         for k in range(count):
             text = texts[k]
             if not isinstance(text, str):
@@ -426,11 +452,19 @@ cdef class BPECore:
             kinds.push_back(PyUnicode_KIND(text))
             datas.push_back(PyUnicode_DATA(text))
             lengths.push_back(len(text))
-            is_ascii.push_back(PyUnicode_IS_ASCII(text))
-            n = len(text) * (1 if is_ascii.back() else (4 if kinds.back() == 4 else kinds.back() + 1))
+            in_place.push_back(PyUnicode_IS_ASCII(text))
+            n = len(text) * (1 if in_place[k] else (4 if kinds.back() == 4 else kinds.back() + 1))
             widest = n if n > widest else widest
-            if not is_ascii.back() and n > transcoded:
-                transcoded = n   # the UTF-8 buffer serves non-ASCII strs only (ASCII is read in place)
+            if not in_place[k] and n <= KEEP_UTF8_IN_STR:
+                u = PyUnicode_AsUTF8AndSize(text, &kept)   # (made once, then kept in the str)
+                if u == NULL:
+                    PyErr_Clear()   # a lone surrogate: the transcoding below finds it again
+                else:
+                    datas[k] = u
+                    lengths[k] = kept
+                    in_place[k] = 1
+            if not in_place[k] and n > transcoded:
+                transcoded = n   # the UTF-8 buffer serves the strs not read in place only
             room += n
         self._check_fused(pattern, state, widest)
         # Huge batches write their ids straight into the result, as encode_str does (_output).
@@ -449,7 +483,7 @@ cdef class BPECore:
             for k in range(count):
                 size = <int64_t>lengths[k]
                 dp = <const uint8_t*>datas[k]
-                if not is_ascii[k]:
+                if not in_place[k]:
                     size = utf8_from_str_data(kinds[k], datas[k], lengths[k], st.utf8.data())
                     dp = st.utf8.data()
                 got = 0
