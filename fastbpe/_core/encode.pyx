@@ -440,7 +440,6 @@ cdef class BPECore:
         cdef vector[char] bad
         cdef size_t widest = 1, n, room = 0, transcoded = 0
         cdef int64_t size = 0, got = 0, chunks = 0, misses = 0, total = 0
-        cdef vector[int32_t] all_ids
         cdef const uint8_t* dp
         cdef const char* u
         cdef Py_ssize_t kept
@@ -453,31 +452,32 @@ cdef class BPECore:
             datas.push_back(PyUnicode_DATA(text))
             lengths.push_back(len(text))
             in_place.push_back(PyUnicode_IS_ASCII(text))
+            # the UTF-8's bytes at most: its length times its widest character's bytes
             n = len(text) * (1 if in_place[k] else (4 if kinds.back() == 4 else kinds.back() + 1))
-            widest = n if n > widest else widest
             if not in_place[k] and n <= KEEP_UTF8_IN_STR:
                 u = PyUnicode_AsUTF8AndSize(text, &kept)   # (made once, then kept in the str)
                 if u == NULL:
                     PyErr_Clear()   # a lone surrogate: the transcoding below finds it again
                 else:
                     datas[k] = u
-                    lengths[k] = kept
+                    n = lengths[k] = kept
                     in_place[k] = 1
+            widest = n if n > widest else widest
             if not in_place[k] and n > transcoded:
                 transcoded = n   # the UTF-8 buffer serves the strs not read in place only
             room += n
         self._check_fused(pattern, state, widest)
-        # Huge batches write their ids straight into the result, as encode_str does (_output).
-        big = self._output(state, room) if room * sizeof(int32_t) > KEEP_BUFFER else None
-        cdef int32_t* op = self._output_ids(state, big) if big is not None else NULL
+        # All the ids go to one buffer, text after text (at most a text's bytes each): the
+        # state's, kept from call to call (its pages are not taken again on the next pass), then
+        # copied out once; or, past KEEP_BUFFER, the result itself (_output).
+        big = self._output(state, room)
+        cdef int32_t* op = self._output_ids(state, big)
         ends = np.zeros(count + 1, dtype=np.int64)
         cdef int64_t[::1] ev = ends
         bad.resize(count)
         cdef EncodeScratch* st = &state.scratch
         if st.utf8.size() < transcoded:
             st.utf8.resize(transcoded)
-        if st.out.size() < widest:
-            st.out.resize(widest)
         # The list holds every str, and strs are immutable: their characters stay put without the GIL.
         with nogil:
             for k in range(count):
@@ -488,21 +488,24 @@ cdef class BPECore:
                     dp = st.utf8.data()
                 got = 0
                 if size > 0:
-                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses,
-                                               op + total if op != NULL else NULL)
+                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses, op + total)
                 if size < 0 or got < 0:
                     bad[k] = 1
-                elif op != NULL:
+                else:
                     total += got
-                elif got > 0:
-                    all_ids.insert(all_ids.end(), st.out.data(), st.out.data() + got)
-                ev[k + 1] = total if op != NULL else <int64_t>all_ids.size()
-        _settle(state, chunks, misses)
+                ev[k + 1] = total
         failed = [k for k in range(count) if bad[k]]
         if big is not None:
+            _settle(state, chunks, misses)
             big.resize(total, refcheck=False)  # realloc: shrinks in place
             return big, ends, failed
-        return _int32_array(all_ids), ends, failed
+        ids = np.empty(total, dtype=np.int32)
+        cdef int32_t[::1] iv = ids
+        if total > 0:
+            with nogil:
+                memcpy(&iv[0], op, total * sizeof(int32_t))
+        _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
+        return ids, ends, failed
 
     def encode_text_many(self, const uint8_t[::1] data, const int64_t[::1] bounds, int pattern, EncodeState state):
         """``encode_text`` of every text ``data[bounds[k]:bounds[k + 1]]`` in one call, the GIL
