@@ -806,6 +806,14 @@ def texts_holding_names(list texts, names):
             starting.setdefault(name[0], []).append(name)
     cdef list groups = list(starting.items())
     cdef vector[Py_UCS4] firsts = [ord(group[0]) for group in groups]
+    # Each name's second character (ANY for a name of one): a text's first character is
+    # compared with the names only where the next one matches (Llama 3's 256 names all start
+    # with "<|": a "<" in a text cost 256 calls to PyUnicode_Tailmatch).
+    cdef uint32_t ANY = 0xFFFFFFFF, after   # (no character: they end at 0x10FFFF)
+    cdef vector[vector[uint32_t]] seconds = [[ord(name[1]) if len(name) > 1 else ANY for name in group[1]]
+                                            for group in groups]
+    cdef int kind
+    cdef void* data
     out = np.empty(count, dtype=np.int64)
     cdef int64_t[::1] ov = out
     cdef bint found
@@ -813,13 +821,19 @@ def texts_holding_names(list texts, names):
         text = PyList_GET_ITEM(texts, k)
         if not isinstance(<object>text, str):
             raise TypeError(f"text {k} must be a str, got {type(<object>text).__name__}")
+        PyUnicode_READY(<object>text)
         size = len(<object>text)
+        kind = PyUnicode_KIND(<object>text)
+        data = PyUnicode_DATA(<object>text)
         found = False
         for g in range(<Py_ssize_t>firsts.size()):
             pos = PyUnicode_FindChar(<object>text, firsts[g], 0, size, 1)
             while pos >= 0 and not found:
-                for name in groups[g][1]:
-                    if PyUnicode_Tailmatch(<object>text, name, pos, size, -1):
+                after = PyUnicode_READ(kind, data, pos + 1) if pos + 1 < size else ANY
+                for j in range(<Py_ssize_t>seconds[g].size()):
+                    if seconds[g][j] != ANY and seconds[g][j] != after:
+                        continue
+                    if PyUnicode_Tailmatch(<object>text, groups[g][1][j], pos, size, -1):
                         found = True
                         break
                 if not found:

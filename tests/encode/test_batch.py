@@ -73,6 +73,20 @@ def test_the_texts_holding_a_name_are_flagged(parts):
     assert texts_with_specials(texts, names) == [k for k, t in enumerate(texts) if any(n in t for n in names)]
 
 
+@given(st.lists(st.text("<|a😀é", max_size=12), max_size=6), st.sets(st.text("<|a😀é", min_size=1, max_size=4), max_size=6))
+def test_names_are_found_whatever_their_first_two_characters(texts, names):
+    """Names of one character, names that share a first character and differ in the second
+    (the second is compared before the whole name), a first character at a text's end."""
+    assert texts_with_specials(texts, frozenset(names)) == [k for k, t in enumerate(texts) if any(n in t for n in names)]
+
+
+def test_many_names_with_one_first_character():
+    names = frozenset([f"<|reserved_{i}|>" for i in range(256)] + ["<", "<|x"])
+    texts = ["a < b", "a <| b", "<|reserved_7|>", "x<|reserved_300|>", "ends <", "ends <|", "<|x", "none"]
+    assert texts_with_specials(texts, names - {"<"}) == [2, 6]
+    assert texts_with_specials(texts, names) == [0, 1, 2, 3, 4, 5, 6]
+
+
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 5))
 def test_groups_are_contiguous_and_cover_everything(sizes, groups):
     parts = byte_balanced_groups(np.array(sizes, dtype=np.int64), groups)
