@@ -15,7 +15,7 @@ The merge rules (``MERGE_RULES``), the cache, the whole-chunk lookup and the mer
 described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h).
 """
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcmp, memcpy
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
@@ -786,11 +786,50 @@ def str_sizes(list texts):
     return out
 
 
+cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
+    """The UTF-8 of the str ``text`` read in place, its length in ``*size``: an ASCII str's
+    characters, or the UTF-8 CPython keeps inside a str (made at the first call) while its
+    bound passes no KEEP_UTF8_IN_STR; else NULL (a bigger str, or a lone surrogate)."""
+    PyUnicode_READY(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef size_t n = len(text)
+    if PyUnicode_IS_ASCII(text):
+        size[0] = n
+        return <const char*>PyUnicode_DATA(text)
+    if n * (4 if kind == 4 else kind + 1) > KEEP_UTF8_IN_STR:
+        return NULL
+    cdef const char* u = PyUnicode_AsUTF8AndSize(text, size)
+    if u == NULL:
+        PyErr_Clear()
+    return u
+
+
+cdef bint _utf8_holds_a_name(const char* u, Py_ssize_t size, const vector[vector[string]]& groups):
+    """Whether one of the names (UTF-8, grouped by first byte, none empty) occurs in u[0:size]:
+    memchr finds each group's first byte, then the names whose second byte follows are
+    compared (UTF-8 is self-synchronizing: a name's bytes occur only where its characters do)."""
+    cdef const char* hit
+    cdef const char* end = u + size
+    cdef size_t g, j, left
+    for g in range(groups.size()):
+        hit = <const char*>memchr(u, groups[g][0][0], size)
+        while hit != NULL:
+            left = end - hit
+            for j in range(groups[g].size()):
+                if groups[g][j].size() <= left and (groups[g][j].size() == 1 or groups[g][j][1] == hit[1]) \
+                        and memcmp(hit, groups[g][j].data(), groups[g][j].size()) == 0:
+                    return True
+            hit = <const char*>memchr(hit + 1, groups[g][0][0], left - 1) if left > 1 else NULL
+    return False
+
+
 def texts_holding_names(list texts, names):
     """int64 indices of the strs of ``texts`` in which at least one of the strs ``names`` occurs
-    (the non-empty ones), found in place: for each distinct first character of a name, its
-    occurrences in a text by ``PyUnicode_FindChar`` (a memchr-speed search; ``wmemchr`` for a
-    4-byte str), each followed by a comparison of the names that start with it. What
+    (the non-empty ones), found in place: in a text's UTF-8 when it is read in place
+    (``_utf8_in_place``: made here for encode_batch to read next) by memchr of each first byte
+    of a name's UTF-8; else, for each distinct first character of a name, its occurrences by
+    ``PyUnicode_FindChar`` (a memchr-speed search on a 1-byte str). Either way each occurrence
+    is followed by a comparison of the names that start with it. What
     ``encode_batch`` runs with the special tokens' names: most texts hold none of them (a
     regex search of each text that holds a name's first character scanned it more slowly).
 
@@ -814,6 +853,20 @@ def texts_holding_names(list texts, names):
                                             for group in groups]
     cdef int kind
     cdef void* data
+    # the names' UTF-8 grouped by first byte; none when a name has a lone surrogate (no UTF-8)
+    cdef vector[vector[string]] by_byte
+    cdef dict byte_groups = {}
+    cdef bint bytes_ok = True
+    for name in sorted(set(names)):
+        try:
+            if len(name):
+                byte_groups.setdefault(name.encode("utf-8")[0], []).append(name.encode("utf-8"))
+        except UnicodeEncodeError:
+            bytes_ok = False
+    if bytes_ok:
+        by_byte = list(byte_groups.values())
+    cdef const char* u
+    cdef Py_ssize_t utf8_size
     out = np.empty(count, dtype=np.int64)
     cdef int64_t[::1] ov = out
     cdef bint found
@@ -821,6 +874,12 @@ def texts_holding_names(list texts, names):
         text = PyList_GET_ITEM(texts, k)
         if not isinstance(<object>text, str):
             raise TypeError(f"text {k} must be a str, got {type(<object>text).__name__}")
+        u = _utf8_in_place(<object>text, &utf8_size) if by_byte.size() > 0 else NULL
+        if u != NULL:
+            if _utf8_holds_a_name(u, utf8_size, by_byte):
+                ov[held] = k
+                held += 1
+            continue
         PyUnicode_READY(<object>text)
         size = len(<object>text)
         kind = PyUnicode_KIND(<object>text)

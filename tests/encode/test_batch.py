@@ -85,6 +85,9 @@ def test_many_names_with_one_first_character():
     texts = ["a < b", "a <| b", "<|reserved_7|>", "x<|reserved_300|>", "ends <", "ends <|", "<|x", "none"]
     assert texts_with_specials(texts, names - {"<"}) == [2, 6]
     assert texts_with_specials(texts, names) == [0, 1, 2, 3, 4, 5, 6]
+    # a name with a lone surrogate has no UTF-8: every text is searched by its characters
+    texts = ["x<\ud800>y", "ab", "a\ud800b", "<\ud800", "é<\ud800>"]
+    assert texts_with_specials(texts, frozenset(["<\ud800>", "ab"])) == [0, 1, 4]
 
 
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 5))
@@ -269,3 +272,6 @@ def test_a_str_past_the_bound_is_transcoded_without_keeping_its_utf8(byte_level)
     assert got[0][:per_unit * 50].tolist() == want
     ids = byte_level.encode_to_numpy(text, disallowed_special=())
     assert sys.getsizeof(text) == size and np.array_equal(ids, got[0])
+    # the search for special tokens' names reads it by its characters
+    assert texts_with_specials([small, text], frozenset(["b\n😀 b\n😀 b\n😀 b", "x"])) == [0, 1]
+    assert texts_with_specials([text], frozenset(["b😀"])) == [] and sys.getsizeof(text) == size
