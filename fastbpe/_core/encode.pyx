@@ -804,17 +804,25 @@ cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
     return u
 
 
-cdef bint _utf8_holds_a_name(const char* u, Py_ssize_t size, const vector[vector[string]]& groups):
+cdef bint _utf8_holds_a_name(const char* u, Py_ssize_t size, const vector[vector[string]]& groups,
+                             const vector[uint64_t]& seconds):
     """Whether one of the names (UTF-8, grouped by first byte, none empty) occurs in u[0:size]:
     memchr finds each group's first byte, then the names whose second byte follows are
-    compared (UTF-8 is self-synchronizing: a name's bytes occur only where its characters do)."""
+    compared (UTF-8 is self-synchronizing: a name's bytes occur only where its characters do).
+    ``seconds[4 * g:4 * g + 4]``: the bits of group g's second bytes (all of them when the group
+    has a name of one byte), so that most hits are passed over with one test."""
     cdef const char* hit
     cdef const char* end = u + size
     cdef size_t g, j, left
+    cdef uint8_t b
     for g in range(groups.size()):
         hit = <const char*>memchr(u, groups[g][0][0], size)
         while hit != NULL:
             left = end - hit
+            b = <uint8_t>hit[1] if left > 1 else 0
+            if left > 1 and not (seconds[4 * g + (b >> 6)] >> (b & 63)) & 1:
+                hit = <const char*>memchr(hit + 1, groups[g][0][0], left - 1)
+                continue
             for j in range(groups[g].size()):
                 if groups[g][j].size() <= left and (groups[g][j].size() == 1 or groups[g][j][1] == hit[1]) \
                         and memcmp(hit, groups[g][j].data(), groups[g][j].size()) == 0:
@@ -863,8 +871,15 @@ def texts_holding_names(list texts, names):
                 byte_groups.setdefault(name.encode("utf-8")[0], []).append(name.encode("utf-8"))
         except UnicodeEncodeError:
             bytes_ok = False
+    cdef vector[uint64_t] second_bits
+    cdef bytes one
     if bytes_ok:
         by_byte = list(byte_groups.values())
+        second_bits.resize(4 * by_byte.size())
+        for g, group in enumerate(byte_groups.values()):
+            for one in group:
+                for j in (range(256) if len(one) == 1 else (one[1],)):
+                    second_bits[4 * g + (j >> 6)] |= (<uint64_t>1) << (j & 63)
     cdef const char* u
     cdef Py_ssize_t utf8_size
     out = np.empty(count, dtype=np.int64)
@@ -876,7 +891,7 @@ def texts_holding_names(list texts, names):
             raise TypeError(f"text {k} must be a str, got {type(<object>text).__name__}")
         u = _utf8_in_place(<object>text, &utf8_size) if by_byte.size() > 0 else NULL
         if u != NULL:
-            if _utf8_holds_a_name(u, utf8_size, by_byte):
+            if _utf8_holds_a_name(u, utf8_size, by_byte, second_bits):
                 ov[held] = k
                 held += 1
             continue
