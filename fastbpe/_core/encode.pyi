@@ -9,6 +9,7 @@ _Buffer = Union[bytes, bytearray, memoryview]
 MERGE_RULE_IDS: Dict[str, int]
 MERGE_RULES: Tuple[str, ...]
 WHOLE_TOKEN_LOOKUPS: Tuple[str, ...]
+UTF8_KEPT_IN_STR_UP_TO: int
 
 class SharedCache:
     """A chunk cache several threads encode with at once (each through its own EncodeState)."""

@@ -15,11 +15,9 @@ The merge rules (``MERGE_RULES``), the cache, the whole-chunk lookup and the mer
 described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h).
 """
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcmp, memcpy
 from libcpp.string cimport string
 from libcpp.vector cimport vector
-
-import os
 
 import numpy as np
 
@@ -50,6 +48,9 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(PyObject* o, int* overflow)
     bytes PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     char* PyBytes_AS_STRING(object o)
+    # NULL with UnicodeEncodeError set on a lone surrogate (checked by hand, then cleared)
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size)
+    void PyErr_Clear()
 
 MERGE_RULE_IDS = {"replay": MERGE_REPLAY, "pair": MERGE_PAIR, "token": MERGE_TOKEN}
 # the names in id order: what Tokenizer(merge_rule=...) accepts
@@ -57,6 +58,14 @@ MERGE_RULES = tuple(sorted(MERGE_RULE_IDS, key=MERGE_RULE_IDS.get))
 WHOLE_TOKEN_LOOKUPS = ("all", "consistent", "none")
 # Buffers bigger than this are freed after a call instead of kept for the next one.
 cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
+# A non-ASCII str of at most this many bytes of UTF-8 (bounded by its length times its widest
+# character's bytes) is read through PyUnicode_AsUTF8AndSize, which keeps the UTF-8 inside the
+# str: encoding the same str again (a second pass over a corpus) transcodes nothing. The trade
+# is memory: such a str holds its UTF-8 beside its characters for as long as the caller keeps
+# it (as after str.encode by tiktoken and the other PyO3 tokenizers). A bigger str is
+# transcoded into this thread's scratch on every call instead, so a huge text is not doubled.
+cdef size_t KEEP_UTF8_IN_STR = 64 * 1024 * 1024
+UTF8_KEPT_IN_STR_UP_TO = KEEP_UTF8_IN_STR   # (the bound, seen from Python)
 
 
 cdef class SharedCache:
@@ -365,9 +374,11 @@ cdef class BPECore:
         return out
 
     def encode_str(self, text, int pattern, EncodeState state):
-        """``encode_text(text.encode("utf-8"), pattern, state)`` with the UTF-8 made while the
-        GIL is released too (an ASCII str is read in place), so only building the result holds
-        the GIL. None when ``text`` has a lone surrogate (no UTF-8 exists).
+        """``encode_text(text.encode("utf-8"), pattern, state)``, only building the result
+        holding the GIL. An ASCII str is read in place, and so is a str that keeps its UTF-8
+        (``KEEP_UTF8_IN_STR``: made on the first call, under the GIL); a bigger one is
+        transcoded with the GIL released. None when ``text`` has a lone surrogate (no UTF-8
+        exists).
         """
         if not isinstance(text, str):   # (a str subclass is fine: typing the argument str is not)
             raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -384,6 +395,16 @@ cdef class BPECore:
         if n == 0:
             return np.empty(0, dtype=np.int32)
         cdef EncodeScratch* st = &state.scratch
+        cdef Py_ssize_t kept = 0
+        cdef const char* u = NULL
+        if not ascii and widest * n <= KEEP_UTF8_IN_STR:
+            u = PyUnicode_AsUTF8AndSize(text, &kept)   # (made once, then kept in the str)
+            if u == NULL:
+                PyErr_Clear()   # a lone surrogate: the transcoding below finds it again
+            else:
+                dp = <const uint8_t*>u
+                size = kept
+                ascii = True   # (read in place from here on, as an ASCII str is)
         if not ascii:
             if st.utf8.size() < widest * n:
                 st.utf8.resize(widest * n)
@@ -391,7 +412,8 @@ cdef class BPECore:
         # (room for the ids: the UTF-8's length, at most widest * n before it is made)
         big = self._output(state, widest * n) if widest * n * sizeof(int32_t) > KEEP_BUFFER else None
         cdef int32_t* op = self._output_ids(state, big) if big is not None else NULL
-        # The str is immutable and the caller holds it: its characters stay put without the GIL.
+        # The str is immutable and the caller holds it: its characters (and the UTF-8 it keeps)
+        # stay put without the GIL.
         with nogil:
             if not ascii:
                 size = utf8_from_str_data(kind, chars, n, st.utf8.data())
@@ -414,12 +436,13 @@ cdef class BPECore:
         cdef vector[int] kinds
         cdef vector[const void*] datas
         cdef vector[size_t] lengths
-        cdef vector[char] is_ascii
+        cdef vector[char] in_place   # the UTF-8 is datas[k] itself (an ASCII str, or one that keeps its UTF-8)
         cdef vector[char] bad
         cdef size_t widest = 1, n, room = 0, transcoded = 0
         cdef int64_t size = 0, got = 0, chunks = 0, misses = 0, total = 0
-        cdef vector[int32_t] all_ids
         cdef const uint8_t* dp
+        cdef const char* u
+        cdef Py_ssize_t kept
         for k in range(count):
             text = texts[k]
             if not isinstance(text, str):
@@ -428,49 +451,61 @@ cdef class BPECore:
             kinds.push_back(PyUnicode_KIND(text))
             datas.push_back(PyUnicode_DATA(text))
             lengths.push_back(len(text))
-            is_ascii.push_back(PyUnicode_IS_ASCII(text))
-            n = len(text) * (1 if is_ascii.back() else (4 if kinds.back() == 4 else kinds.back() + 1))
+            in_place.push_back(PyUnicode_IS_ASCII(text))
+            # the UTF-8's bytes at most: its length times its widest character's bytes
+            n = len(text) * (1 if in_place[k] else (4 if kinds.back() == 4 else kinds.back() + 1))
+            if not in_place[k] and n <= KEEP_UTF8_IN_STR:
+                u = PyUnicode_AsUTF8AndSize(text, &kept)   # (made once, then kept in the str)
+                if u == NULL:
+                    PyErr_Clear()   # a lone surrogate: the transcoding below finds it again
+                else:
+                    datas[k] = u
+                    n = lengths[k] = kept
+                    in_place[k] = 1
             widest = n if n > widest else widest
-            if not is_ascii.back() and n > transcoded:
-                transcoded = n   # the UTF-8 buffer serves non-ASCII strs only (ASCII is read in place)
+            if not in_place[k] and n > transcoded:
+                transcoded = n   # the UTF-8 buffer serves the strs not read in place only
             room += n
         self._check_fused(pattern, state, widest)
-        # Huge batches write their ids straight into the result, as encode_str does (_output).
-        big = self._output(state, room) if room * sizeof(int32_t) > KEEP_BUFFER else None
-        cdef int32_t* op = self._output_ids(state, big) if big is not None else NULL
+        # All the ids go to one buffer, text after text (at most a text's bytes each): the
+        # state's, kept from call to call (its pages are not taken again on the next pass), then
+        # copied out once; or, past KEEP_BUFFER, the result itself (_output).
+        big = self._output(state, room)
+        cdef int32_t* op = self._output_ids(state, big)
         ends = np.zeros(count + 1, dtype=np.int64)
         cdef int64_t[::1] ev = ends
         bad.resize(count)
         cdef EncodeScratch* st = &state.scratch
         if st.utf8.size() < transcoded:
             st.utf8.resize(transcoded)
-        if st.out.size() < widest:
-            st.out.resize(widest)
         # The list holds every str, and strs are immutable: their characters stay put without the GIL.
         with nogil:
             for k in range(count):
                 size = <int64_t>lengths[k]
                 dp = <const uint8_t*>datas[k]
-                if not is_ascii[k]:
+                if not in_place[k]:
                     size = utf8_from_str_data(kinds[k], datas[k], lengths[k], st.utf8.data())
                     dp = st.utf8.data()
                 got = 0
                 if size > 0:
-                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses,
-                                               op + total if op != NULL else NULL)
+                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses, op + total)
                 if size < 0 or got < 0:
                     bad[k] = 1
-                elif op != NULL:
+                else:
                     total += got
-                elif got > 0:
-                    all_ids.insert(all_ids.end(), st.out.data(), st.out.data() + got)
-                ev[k + 1] = total if op != NULL else <int64_t>all_ids.size()
-        _settle(state, chunks, misses)
+                ev[k + 1] = total
         failed = [k for k in range(count) if bad[k]]
         if big is not None:
+            _settle(state, chunks, misses)
             big.resize(total, refcheck=False)  # realloc: shrinks in place
             return big, ends, failed
-        return _int32_array(all_ids), ends, failed
+        ids = np.empty(total, dtype=np.int32)
+        cdef int32_t[::1] iv = ids
+        if total > 0:
+            with nogil:
+                memcpy(&iv[0], op, total * sizeof(int32_t))
+        _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
+        return ids, ends, failed
 
     def encode_text_many(self, const uint8_t[::1] data, const int64_t[::1] bounds, int pattern, EncodeState state):
         """``encode_text`` of every text ``data[bounds[k]:bounds[k + 1]]`` in one call, the GIL
@@ -751,30 +786,102 @@ def str_sizes(list texts):
     return out
 
 
+cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
+    """The UTF-8 of the str ``text`` read in place, its length in ``*size``: an ASCII str's
+    characters, or the UTF-8 CPython keeps inside a str (made at the first call) while its
+    bound passes no KEEP_UTF8_IN_STR; else NULL (a bigger str, or a lone surrogate)."""
+    PyUnicode_READY(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef size_t n = len(text)
+    if PyUnicode_IS_ASCII(text):
+        size[0] = n
+        return <const char*>PyUnicode_DATA(text)
+    if n * (4 if kind == 4 else kind + 1) > KEEP_UTF8_IN_STR:
+        return NULL
+    cdef const char* u = PyUnicode_AsUTF8AndSize(text, size)
+    if u == NULL:
+        PyErr_Clear()
+    return u
+
+
+cdef bint _utf8_holds_a_name(const char* u, Py_ssize_t size, const vector[vector[string]]& groups,
+                             const vector[uint64_t]& seconds):
+    """Whether one of the names (UTF-8, grouped by first byte, none empty) occurs in u[0:size]:
+    memchr finds each group's first byte, then the names whose second byte follows are
+    compared (UTF-8 is self-synchronizing: a name's bytes occur only where its characters do).
+    ``seconds[4 * g:4 * g + 4]``: the bits of group g's second bytes (all of them when the group
+    has a name of one byte), so that most hits are passed over with one test."""
+    cdef const char* hit
+    cdef const char* end = u + size
+    cdef size_t g, j, left
+    cdef uint8_t b
+    for g in range(groups.size()):
+        hit = <const char*>memchr(u, groups[g][0][0], size)
+        while hit != NULL:
+            left = end - hit
+            b = <uint8_t>hit[1] if left > 1 else 0
+            if left > 1 and not (seconds[4 * g + (b >> 6)] >> (b & 63)) & 1:
+                hit = <const char*>memchr(hit + 1, groups[g][0][0], left - 1)
+                continue
+            for j in range(groups[g].size()):
+                if groups[g][j].size() <= left and (groups[g][j].size() == 1 or groups[g][j][1] == hit[1]) \
+                        and memcmp(hit, groups[g][j].data(), groups[g][j].size()) == 0:
+                    return True
+            hit = <const char*>memchr(hit + 1, groups[g][0][0], left - 1) if left > 1 else NULL
+    return False
+
+
 def texts_holding_names(list texts, names):
     """int64 indices of the strs of ``texts`` in which at least one of the strs ``names`` occurs
-    (the non-empty ones), found in place. The names are grouped by their first character, and
-    each group by what all its names start with (Llama 3's 256 names all start with ``<|``): a
-    group's first character is found in a text by ``PyUnicode_FindChar`` (a memchr-speed search;
-    ``wmemchr`` for a 4-byte str), its prefix compared there, and only where the prefix is are
-    the group's names compared. What ``encode_batch`` runs with the special tokens' names: most
-    texts hold none of them. (A regex search of each text scanned it more slowly; so does
-    ``PyUnicode_Find`` of a two-character prefix in a 2-byte str, at about 0.65 GB/s here;
-    comparing all 256 names at every ``<`` of 10 MB of English took 17 ms a pass.)
+    (the non-empty ones), found in place: in a text's UTF-8 when it is read in place
+    (``_utf8_in_place``: made here for encode_batch to read next) by memchr of each first byte
+    of a name's UTF-8; else, for each distinct first character of a name, its occurrences by
+    ``PyUnicode_FindChar`` (a memchr-speed search on a 1-byte str). Either way each occurrence
+    is followed by a comparison of the names that start with it. What
+    ``encode_batch`` runs with the special tokens' names: most texts hold none of them (a
+    regex search of each text that holds a name's first character scanned it more slowly).
 
     >>> texts_holding_names(["a<s>", "<s", "", "x<t><s>", "<<s>"], ["<s>", "<t>", ""]).tolist()
     [0, 3, 4]
     """
-    cdef Py_ssize_t k, g, pos, size, count = len(texts), held = 0
+    cdef Py_ssize_t k, g, j, pos, size, count = len(texts), held = 0
     cdef PyObject* text
     cdef dict starting = {}   # first character -> the names starting with it
-    cdef str name, prefix
+    cdef str name
     for name in sorted(set(names)):
         if len(name):
             starting.setdefault(name[0], []).append(name)
-    cdef list groups = list(starting.values())
-    cdef list prefixes = [os.path.commonprefix(group) for group in groups]  # (never empty)
-    cdef vector[Py_UCS4] firsts = [ord(prefix[0]) for prefix in prefixes]
+    cdef list groups = list(starting.items())
+    cdef vector[Py_UCS4] firsts = [ord(group[0]) for group in groups]
+    # Each name's second character (ANY for a name of one): a text's first character is
+    # compared with the names only where the next one matches (Llama 3's 256 names all start
+    # with "<|": a "<" in a text cost 256 calls to PyUnicode_Tailmatch).
+    cdef uint32_t ANY = 0xFFFFFFFF, after   # (no character: they end at 0x10FFFF)
+    cdef vector[vector[uint32_t]] seconds = [[ord(name[1]) if len(name) > 1 else ANY for name in group[1]]
+                                            for group in groups]
+    cdef int kind
+    cdef void* data
+    # the names' UTF-8 grouped by first byte; none when a name has a lone surrogate (no UTF-8)
+    cdef vector[vector[string]] by_byte
+    cdef dict byte_groups = {}
+    cdef bint bytes_ok = True
+    for name in sorted(set(names)):
+        try:
+            if len(name):
+                byte_groups.setdefault(name.encode("utf-8")[0], []).append(name.encode("utf-8"))
+        except UnicodeEncodeError:
+            bytes_ok = False
+    cdef vector[uint64_t] second_bits
+    cdef bytes one
+    if bytes_ok:
+        by_byte = list(byte_groups.values())
+        second_bits.resize(4 * by_byte.size())
+        for g, group in enumerate(byte_groups.values()):
+            for one in group:
+                for j in (range(256) if len(one) == 1 else (one[1],)):
+                    second_bits[4 * g + (j >> 6)] |= (<uint64_t>1) << (j & 63)
+    cdef const char* u
+    cdef Py_ssize_t utf8_size
     out = np.empty(count, dtype=np.int64)
     cdef int64_t[::1] ov = out
     cdef bint found
@@ -782,17 +889,27 @@ def texts_holding_names(list texts, names):
         text = PyList_GET_ITEM(texts, k)
         if not isinstance(<object>text, str):
             raise TypeError(f"text {k} must be a str, got {type(<object>text).__name__}")
+        u = _utf8_in_place(<object>text, &utf8_size) if by_byte.size() > 0 else NULL
+        if u != NULL:
+            if _utf8_holds_a_name(u, utf8_size, by_byte, second_bits):
+                ov[held] = k
+                held += 1
+            continue
+        PyUnicode_READY(<object>text)
         size = len(<object>text)
+        kind = PyUnicode_KIND(<object>text)
+        data = PyUnicode_DATA(<object>text)
         found = False
         for g in range(<Py_ssize_t>firsts.size()):
-            prefix = prefixes[g]
             pos = PyUnicode_FindChar(<object>text, firsts[g], 0, size, 1)
             while pos >= 0 and not found:
-                if len(prefix) == 1 or PyUnicode_Tailmatch(<object>text, prefix, pos, size, -1):
-                    for name in groups[g]:
-                        if PyUnicode_Tailmatch(<object>text, name, pos, size, -1):
-                            found = True
-                            break
+                after = PyUnicode_READ(kind, data, pos + 1) if pos + 1 < size else ANY
+                for j in range(<Py_ssize_t>seconds[g].size()):
+                    if seconds[g][j] != ANY and seconds[g][j] != after:
+                        continue
+                    if PyUnicode_Tailmatch(<object>text, groups[g][1][j], pos, size, -1):
+                        found = True
+                        break
                 if not found:
                     pos = PyUnicode_FindChar(<object>text, firsts[g], pos + 1, size, 1)
             if pos == -2:

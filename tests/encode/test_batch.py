@@ -75,6 +75,23 @@ def test_the_texts_holding_a_name_are_flagged(parts):
     assert texts_with_specials(texts, names) == [k for k, t in enumerate(texts) if any(n in t for n in names)]
 
 
+@given(st.lists(st.text("<|a😀é", max_size=12), max_size=6), st.sets(st.text("<|a😀é", min_size=1, max_size=4), max_size=6))
+def test_names_are_found_whatever_their_first_two_characters(texts, names):
+    """Names of one character, names that share a first character and differ in the second
+    (the second is compared before the whole name), a first character at a text's end."""
+    assert texts_with_specials(texts, frozenset(names)) == [k for k, t in enumerate(texts) if any(n in t for n in names)]
+
+
+def test_many_names_with_one_first_character():
+    names = frozenset([f"<|reserved_{i}|>" for i in range(256)] + ["<", "<|x"])
+    texts = ["a < b", "a <| b", "<|reserved_7|>", "x<|reserved_300|>", "ends <", "ends <|", "<|x", "none"]
+    assert texts_with_specials(texts, names - {"<"}) == [2, 6]
+    assert texts_with_specials(texts, names) == [0, 1, 2, 3, 4, 5, 6]
+    # a name with a lone surrogate has no UTF-8: every text is searched by its characters
+    texts = ["x<\ud800>y", "ab", "a\ud800b", "<\ud800", "é<\ud800>"]
+    assert texts_with_specials(texts, frozenset(["<\ud800>", "ab"])) == [0, 1, 4]
+
+
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 5))
 def test_groups_are_contiguous_and_cover_everything(sizes, groups):
     parts = byte_balanced_groups(np.array(sizes, dtype=np.int64), groups)
@@ -201,3 +218,62 @@ def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
         assert ids[ends[k]:ends[k + 1]].tolist() == want
     with pytest.raises(ValueError, match="out of order"):
         encode_many(b"abc", np.array([0, 2, 1], dtype=np.int64))
+
+
+def _fresh(text: str) -> str:
+    """An equal str that is a new object (nothing cached in it yet)."""
+    return "".join(list(text))
+
+
+def test_a_str_keeps_its_utf8_and_the_next_pass_reads_it(byte_level):
+    """A non-ASCII str is read through the UTF-8 CPython keeps inside it (made on the first
+    encode, seen as the str's size growing): the second pass reads it and gives the same ids,
+    for strs of 1, 2 and 4 bytes a character; a lone surrogate (no UTF-8) still becomes U+FFFD."""
+    import sys
+
+    base = ["plain ascii", "le chat était", "кот сидел", "猫が座った 😀", "a\ud800b \udfff c", ""]
+    fixed = [t.replace("\ud800", "\ufffd").replace("\udfff", "\ufffd") for t in base]
+    want = [byte_level.encode(t, disallowed_special=()) for t in fixed]
+    for workers in (1, 2):
+        texts = [_fresh(t) for t in base]
+        sizes = [sys.getsizeof(t) for t in texts]
+        first = byte_level.encode_batch(texts, workers=workers, disallowed_special=())
+        grown = [sys.getsizeof(t) - s for t, s in zip(texts, sizes)]
+        assert grown[0] == 0 and grown[4] == 0 and grown[5] == 0   # ASCII read in place; no UTF-8 exists
+        assert grown[1:4] == [len(t.encode("utf-8")) + 1 for t in texts[1:4]]
+        assert first == want
+        assert byte_level.encode_batch(texts, workers=workers, disallowed_special=()) == want
+        got = byte_level.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+        assert [a.tolist() for a in got] == want
+    # encode (one text) makes and reads the kept UTF-8 the same way
+    for k, (t, w) in enumerate(zip(base, want)):
+        text = _fresh(t)
+        size = sys.getsizeof(text)
+        assert byte_level.encode(text, disallowed_special=()) == w
+        assert sys.getsizeof(text) - size == (len(text.encode("utf-8")) + 1 if k in (1, 2, 3) else 0)
+        assert byte_level.encode(text, disallowed_special=()) == w
+        assert byte_level.encode_to_numpy(text, disallowed_special=()).tolist() == w
+
+
+def test_a_str_past_the_bound_is_transcoded_without_keeping_its_utf8(byte_level):
+    """A str whose UTF-8 could pass UTF8_KEPT_IN_STR_UP_TO bytes (length times its widest
+    character's bytes) is not grown by its UTF-8: it is transcoded into scratch, on every call."""
+    import sys
+    from fastbpe._core.encode import UTF8_KEPT_IN_STR_UP_TO
+
+    unit = "😀 b\n"   # 4 bytes a character once it holds an emoji; its chunks end where it ends
+    text = unit * (UTF8_KEPT_IN_STR_UP_TO // 4 // len(unit) + 1)
+    small = _fresh(unit * 50)
+    size = sys.getsizeof(text)
+    want = byte_level.encode_to_numpy(small, disallowed_special=()).tolist()
+    got = byte_level.encode_batch([text, small], workers=1, disallowed_special=(), as_numpy=True)
+    assert sys.getsizeof(text) == size and sys.getsizeof(small) > sys.getsizeof(unit * 50)
+    assert got[1].tolist() == want
+    per_unit = len(byte_level.encode(unit, disallowed_special=()))
+    assert len(got[0]) == per_unit * (len(text) // len(unit))
+    assert got[0][:per_unit * 50].tolist() == want
+    ids = byte_level.encode_to_numpy(text, disallowed_special=())
+    assert sys.getsizeof(text) == size and np.array_equal(ids, got[0])
+    # the search for special tokens' names reads it by its characters
+    assert texts_with_specials([small, text], frozenset(["b\n😀 b\n😀 b\n😀 b", "x"])) == [0, 1]
+    assert texts_with_specials([text], frozenset(["b😀"])) == [] and sys.getsizeof(text) == size
