@@ -683,7 +683,7 @@ class BpeEncoder {
             if (n >= 2 && n <= (int64_t)SHORT_KEY_MAX) st.short_cache.put(word0[c], word1[c], op + count, k);
             count += k;
         }
-        st.short_cache.grow_if_thrashing();
+        st.short_cache.grow_if_thrashing((size_t)m);
         return count;
     }
 
@@ -796,7 +796,7 @@ class BpeEncoder {
                 int64_t c = todo[k];
                 st.short_cache.put(word0[c], word1[c], op + at[c], got_ids[c]);
             }
-            st.short_cache.grow_if_thrashing();
+            st.short_cache.grow_if_thrashing((size_t)m);
         }
         return count;
     }

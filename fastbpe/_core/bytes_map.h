@@ -142,7 +142,9 @@ class BytesMap {
 static const size_t SHORT_KEY_MAX = 15;
 static const int SHORT_IDS = 3;
 static const int SHORT_CACHE_BITS = 16;
-static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB a thread)
+static const int SHORT_CACHE_MAX_BITS = 20;
+// It grows only while more than one lookup in this many has evicted a chunk (see grow_if_thrashing).
+static const size_t LOOKUPS_PER_EVICTION = 256;  // how far it grows by default (32 MB a thread)
 
 // p[0:n] (1 <= n <= 15) packed into two words, zero beyond n, and n in the 16th byte: an
 // injective key that is never all zero (an empty entry). `room`: bytes readable from p; with
@@ -252,21 +254,30 @@ class ShortChunkCache {
     }
 
     // Quadruple the table (keeping its chunks) when puts evicted more chunks than 1/64 of its
-    // entries since it last grew, up to 2^max_bits entries: a text with more distinct short
-    // chunks than the table holds would otherwise miss on every pass. Early and by two steps,
-    // because two ways lose chunks to collisions long before the table is full, and each lost
-    // chunk costs a lookup in the big cache on every later pass. (10 MB of English, 136,000
-    // distinct short chunks: doubling at a quarter, the table was 2^18 entries after the
-    // first pass and the next pass missed 63,000 chunks; now it is 2^20 after the first pass
-    // and the next misses 15,000, most of them chunks of more than SHORT_IDS ids.) Moves the
-    // table: the caller calls it between lookups, never while it holds sets of entry().
-    void grow_if_thrashing() {
-        if (bits_ >= max_bits_ || evictions_ <= ((size_t)1 << bits_) / 64) return;
+    // entries since it last grew, and more than one in LOOKUPS_PER_EVICTION of the `lookups`
+    // made since (the caller's count of the chunks it looked up), up to 2^max_bits entries: a
+    // text with more distinct short chunks than the table holds would otherwise miss on every
+    // pass. Early and by two steps, because two ways lose chunks to collisions long before the
+    // table is full, and each lost chunk costs a lookup in the big cache on every later pass.
+    // (10 MB of English, 136,000 distinct short chunks: doubling at a quarter, the table was
+    // 2^18 entries after the first pass and the next pass missed 63,000 chunks; now it is 2^20
+    // after the first pass and the next misses 15,000, most of them chunks of more than
+    // SHORT_IDS ids.) The rate keeps a table whose few colliding chunks evict each other pass
+    // after pass from growing for them: 10 MB of code, 53,000 distinct short chunks, sat at
+    // 2^18 entries after the first pass and grew in the second, which then ran at 106-253 MB/s
+    // against 182-318 for the passes after it; the misses it saved cost far less than the
+    // 32 MB it allocated and filled. Moves the table: the caller calls it between lookups,
+    // never while it holds sets of entry().
+    void grow_if_thrashing(size_t lookups) {
+        lookups_ += lookups;
+        if (bits_ >= max_bits_ || evictions_ <= ((size_t)1 << bits_) / 64 ||
+            evictions_ * LOOKUPS_PER_EVICTION < lookups_)
+            return;
         std::unique_ptr<Set[], Free> old(sets_.release());
         size_t old_sets = num_sets();
         bits_ = std::min(bits_ + 2, max_bits_);
         set_mask_ = num_sets() - 1;
-        evictions_ = 0;
+        evictions_ = lookups_ = 0;
         allocate();
         for (size_t i = 0; i < old_sets; ++i)
             for (int w = 1; w >= 0; --w) {  // the older way first: the newer stays first
@@ -280,7 +291,7 @@ class ShortChunkCache {
 
     void clear() {
         sets_.reset();
-        evictions_ = 0;
+        evictions_ = lookups_ = 0;
     }
     // Use 2^bits entries from now on (emptied), growing up to 2^max_bits (tests make it tiny
     // and fixed, max_bits == bits, to force collisions).
@@ -311,6 +322,7 @@ class ShortChunkCache {
     int bits_, max_bits_;
     size_t set_mask_;  // num_sets() - 1
     size_t evictions_ = 0;  // chunks put out of the table since it last grew
+    size_t lookups_ = 0;    // chunks looked up since it last grew
     std::unique_ptr<Set[], Free> sets_;
 
     size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
