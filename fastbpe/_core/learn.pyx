@@ -67,6 +67,10 @@ from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
 from fastbpe._core.pair_ids cimport MappedArray, PairIds, PairRecord
 from fastbpe._core.position_lists cimport PositionLists
 
+cdef extern from "node_array.h" namespace "fbpt" nogil:
+    cdef cppclass UninitHugeAllocator[T]:
+        pass
+
 cdef extern from *:
     # a hint that the node at p is about to be written (read-write, little reuse)
     void prefetch_node "__builtin_prefetch"(const void* p, int rw, int locality) noexcept nogil
@@ -154,7 +158,7 @@ cdef class MergeLearner:
     ``LONG_CHUNK_SYMBOLS`` and ``COARSE_BITS``); they change memory and time, never the merges.
     """
 
-    cdef vector[Node] node
+    cdef vector[Node, UninitHugeAllocator[Node]] node   # uninitialised until step 0 sets it (node_array.h)
     cdef bint counts_in_nodes                 # every word count < 2**31: nodes hold them (Node.weight)
     cdef vector[int64_t] word_count           # by word, unless counts_in_nodes
     cdef PairIds pair_index                   # (left, right) -> index in ``pairs`` (pair_ids.h)
