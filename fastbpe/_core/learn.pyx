@@ -54,6 +54,8 @@ merge produces bytes that an existing token already has, the existing id is reus
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uint8_t
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
+from libcpp.utility cimport pair as cpp_pair
+from cython.operator cimport dereference as deref
 from libcpp.vector cimport vector
 from libcpp.algorithm cimport sort, unique
 from cpython.exc cimport PyErr_CheckSignals
@@ -64,6 +66,10 @@ from fastbpe._core.long_chunks cimport LongChunks
 from fastbpe._core.merge_heap cimport MergeCandidate, MergeHeap
 from fastbpe._core.pair_ids cimport MappedArray, PairIds, PairRecord
 from fastbpe._core.position_lists cimport PositionLists
+
+cdef extern from "node_array.h" namespace "fbpt" nogil:
+    cdef cppclass UninitHugeAllocator[T]:
+        pass
 
 cdef extern from *:
     # a hint that the node at p is about to be written (read-write, little reuse)
@@ -152,7 +158,7 @@ cdef class MergeLearner:
     ``LONG_CHUNK_SYMBOLS`` and ``COARSE_BITS``); they change memory and time, never the merges.
     """
 
-    cdef vector[Node] node
+    cdef vector[Node, UninitHugeAllocator[Node]] node   # uninitialised until step 0 sets it (node_array.h)
     cdef bint counts_in_nodes                 # every word count < 2**31: nodes hold them (Node.weight)
     cdef vector[int64_t] word_count           # by word, unless counts_in_nodes
     cdef PairIds pair_index                   # (left, right) -> index in ``pairs`` (pair_ids.h)
@@ -939,11 +945,12 @@ cdef class MergeLearner:
     cdef int32_t _token_for(self, int32_t left, int32_t right) except -1 nogil:
         """The id of the concatenation of two tokens, reusing an existing id for equal bytes."""
         cdef string content = self.token[left] + self.token[right]
-        cdef int32_t tid
-        if self.token_id.count(content):
-            return self.token_id[content]
-        tid = <int32_t>self.token.size()
-        self.token_id[content] = tid
+        cdef int32_t tid = <int32_t>self.token.size()
+        # one hash lookup: insert returns the existing entry when the bytes are already a token
+        cdef cpp_pair[unordered_map[string, int32_t].iterator, bint] found = self.token_id.insert(
+            cpp_pair[string, int32_t](content, tid))
+        if not found.second:
+            return deref(found.first).second
         self.token.push_back(content)
         return tid
 
@@ -1187,10 +1194,16 @@ cdef class MergeLearner:
         count. After ``run`` this is the corpus's encoded length, with no encoding pass."""
         cdef int64_t total = 0
         cdef size_t p
+        cdef const Node* nodes = self.node.data()
         with nogil:
-            for p in range(self.node.size()):
-                if self.node[p].sym != DEAD:
-                    total += self._count_at(<int32_t>p)
+            # Without a branch on DEAD: after the merges, live and dead nodes alternate at random
+            # and a branch mispredicts on most of them.
+            if self.counts_in_nodes:
+                for p in range(self.node.size()):
+                    total += <int64_t>(nodes[p].sym != DEAD) * nodes[p].weight
+            else:
+                for p in range(self.node.size()):
+                    total += <int64_t>(nodes[p].sym != DEAD) * self.word_count[nodes[p].weight]
             for p in range(self.longs.chunks()):
                 total += self.longs.live(self.longs.chunk(p).begin, self.longs.chunk(p).end) * self.longs.chunk(p).count
         return total

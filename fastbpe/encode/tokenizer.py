@@ -214,10 +214,15 @@ class Tokenizer:
         self.unit = unit
         if isinstance(tokens, (str, bytes, bytearray)):
             raise TypeError(f"tokens must be a sequence of bytes, not one {type(tokens).__name__}")
-        bad = next((t for t in tokens if not isinstance(t, (bytes, bytearray, memoryview))), None)
-        if bad is not None:  # bytes(5) would be five NUL bytes, bytes(10**10) ten gigabytes
-            raise TypeError(f"every token must be bytes, got {type(bad).__name__} {bad!r:.40}")
-        token_bytes: List[bytes] = [bytes(t) for t in tokens]
+        if isinstance(tokens, list) and set(map(type, tokens)) <= {bytes}:
+            # every token already bytes (a trained or loaded vocabulary): checked and copied at
+            # C speed, not by a Python test per token
+            token_bytes: List[bytes] = tokens.copy()
+        else:
+            bad = next((t for t in tokens if not isinstance(t, (bytes, bytearray, memoryview))), None)
+            if bad is not None:  # bytes(5) would be five NUL bytes, bytes(10**10) ten gigabytes
+                raise TypeError(f"every token must be bytes, got {type(bad).__name__} {bad!r:.40}")
+            token_bytes = [bytes(t) for t in tokens]
         if merges is None and merge_rule != "token":
             raise ValueError("merges are required (only merge_rule='token' derives them from the ranks)")
         # Step 4, the BPE model: built (and checked, in compiled code) here, so the first
@@ -354,6 +359,13 @@ class Tokenizer:
 
     def _checked_counts(self, merge_counts) -> List[int]:
         """One count per merge, each an int >= 0 (not a float, bool or str)."""
+        if isinstance(merge_counts, np.ndarray) and merge_counts.ndim == 1 and merge_counts.dtype.kind in "iu":
+            # the learner's int64 array: one vector check, not a Python test per merge
+            if len(merge_counts) and merge_counts.min() < 0:
+                raise ValueError(f"merge_counts must be ints >= 0, got {int(merge_counts.min())}")
+            if len(merge_counts) != len(self.merge_ids):
+                raise ValueError(f"merge_counts has {len(merge_counts)} counts for {len(self.merge_ids)} merges")
+            return merge_counts.tolist()
         counts = list(merge_counts)
         if any(isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)) or c < 0 for c in counts):
             bad = next(c for c in counts if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer))

@@ -333,6 +333,34 @@ def test_tokens_must_be_bytes_and_counts_ints():
     assert Tokenizer(tokens, [(97, 98)], merge_counts=np.array([3])).merge_counts == [3]
 
 
+def test_counts_as_an_array_are_checked_as_a_list_is():
+    """The learner's int64 array takes a vectorised check: the same errors, plain ints out."""
+    tokens = [bytes([b]) for b in range(256)] + [b"ab", b"abab"]
+    merges = [(97, 98), (256, 256)]
+    for counts in (np.array([3, -1]), np.array([1.0, 2.0]), np.array([True, True]), np.array([[3, 4]])):
+        with pytest.raises(ValueError, match="merge_counts"):
+            Tokenizer(tokens, merges, merge_counts=counts)
+    with pytest.raises(ValueError, match="3 counts for 2 merges"):
+        Tokenizer(tokens, merges, merge_counts=np.array([5, 4, 3], dtype=np.int64))
+    for dtype in (np.int64, np.int32, np.uint64):
+        got = Tokenizer(tokens, merges, merge_counts=np.array([5, 2**31 if dtype != np.int32 else 7], dtype=dtype))
+        assert got.merge_counts == Tokenizer(tokens, merges, merge_counts=[5, int(got.merge_counts[1])]).merge_counts
+        assert all(type(c) is int for c in got.merge_counts)
+    assert Tokenizer(tokens[:256], [], merge_counts=np.zeros(0, dtype=np.int64)).merge_counts == []
+
+
+def test_tokens_are_copied_as_bytes():
+    """A list of bytes is copied (the caller's list may change later); other buffers become bytes."""
+    tokens = [bytes([b]) for b in range(256)] + [b"ab"]
+    tok = Tokenizer(tokens, [(97, 98)])
+    tokens[256] = b"xy"
+    assert tok.token_bytes[256] == b"ab" and tok.encode("ab") == [256]
+    mixed = [bytes([b]) for b in range(256)] + [bytearray(b"ab")]
+    assert type(Tokenizer(mixed, [(97, 98)]).token_bytes[256]) is bytes
+    with pytest.raises(TypeError, match="bytes"):
+        Tokenizer(tuple(tokens[:-1]) + ("ab",), [])
+
+
 def test_decode_takes_int_ids_only():
     tok = Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<\ud800>": 300})
     assert tok.decode([104, 105, np.int64(33)]) == "hi!"
