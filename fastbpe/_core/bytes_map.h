@@ -142,9 +142,9 @@ class BytesMap {
 static const size_t SHORT_KEY_MAX = 15;
 static const int SHORT_IDS = 3;
 static const int SHORT_CACHE_BITS = 16;
-static const int SHORT_CACHE_MAX_BITS = 20;
+static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB a thread)
 // It grows only while more than one lookup in this many has evicted a chunk (see grow_if_thrashing).
-static const size_t LOOKUPS_PER_EVICTION = 256;  // how far it grows by default (32 MB a thread)
+static const size_t LOOKUPS_PER_EVICTION = 256;
 
 // p[0:n] (1 <= n <= 15) packed into two words, zero beyond n, and n in the 16th byte: an
 // injective key that is never all zero (an empty entry). `room`: bytes readable from p; with

@@ -396,15 +396,11 @@ cdef class BPECore:
             return np.empty(0, dtype=np.int32)
         cdef EncodeScratch* st = &state.scratch
         cdef Py_ssize_t kept = 0
-        cdef const char* u = NULL
-        if not ascii and widest * n <= KEEP_UTF8_IN_STR:
-            u = PyUnicode_AsUTF8AndSize(text, &kept)   # (made once, then kept in the str)
-            if u == NULL:
-                PyErr_Clear()   # a lone surrogate: the transcoding below finds it again
-            else:
-                dp = <const uint8_t*>u
-                size = kept
-                ascii = True   # (read in place from here on, as an ASCII str is)
+        cdef const char* u = _utf8_in_place(text, &kept)   # (NULL: a lone surrogate, or past the bound)
+        if u != NULL:
+            dp = <const uint8_t*>u
+            size = kept
+            ascii = True   # (read in place from here on, as an ASCII str is)
         if not ascii:
             if st.utf8.size() < widest * n:
                 st.utf8.resize(widest * n)
@@ -451,17 +447,13 @@ cdef class BPECore:
             kinds.push_back(PyUnicode_KIND(text))
             datas.push_back(PyUnicode_DATA(text))
             lengths.push_back(len(text))
-            in_place.push_back(PyUnicode_IS_ASCII(text))
-            # the UTF-8's bytes at most: its length times its widest character's bytes
-            n = len(text) * (1 if in_place[k] else (4 if kinds.back() == 4 else kinds.back() + 1))
-            if not in_place[k] and n <= KEEP_UTF8_IN_STR:
-                u = PyUnicode_AsUTF8AndSize(text, &kept)   # (made once, then kept in the str)
-                if u == NULL:
-                    PyErr_Clear()   # a lone surrogate: the transcoding below finds it again
-                else:
-                    datas[k] = u
-                    n = lengths[k] = kept
-                    in_place[k] = 1
+            u = _utf8_in_place(text, &kept)   # (NULL: a lone surrogate, or past the bound)
+            in_place.push_back(u != NULL)
+            if u != NULL:
+                datas[k] = u
+                n = lengths[k] = kept
+            else:  # the UTF-8's bytes at most: its length times its widest character's bytes
+                n = len(text) * (4 if kinds.back() == 4 else kinds.back() + 1)
             widest = n if n > widest else widest
             if not in_place[k] and n > transcoded:
                 transcoded = n   # the UTF-8 buffer serves the strs not read in place only
@@ -788,8 +780,9 @@ def str_sizes(list texts):
 
 cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
     """The UTF-8 of the str ``text`` read in place, its length in ``*size``: an ASCII str's
-    characters, or the UTF-8 CPython keeps inside a str (made at the first call) while its
-    bound passes no KEEP_UTF8_IN_STR; else NULL (a bigger str, or a lone surrogate)."""
+    characters, or the UTF-8 CPython keeps inside a str (made at the first call, under the GIL)
+    while its bound passes no KEEP_UTF8_IN_STR; else NULL (a bigger str, or a lone surrogate,
+    whose error is cleared: the scratch transcoding finds it again)."""
     PyUnicode_READY(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef size_t n = len(text)

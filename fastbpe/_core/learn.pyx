@@ -537,7 +537,7 @@ cdef class MergeLearner:
             self.zeroed.push_back(pair)
         elif Layout is WithLongChunks:
             # (without long chunks no pair is demoted, and stale entries are left to compaction)
-            if left_count < self.heap_floor and self.live_long > 0:
+            if self._may_be_single(left_count):
                 self.lowered.push_back(pair)  # may be left with one long-chunk occurrence
             if left_count >= HALVED_FROM and ((left_count + count) ^ left_count) > left_count:
                 self.halved.push_back(pair)  # its highest bit went
@@ -555,7 +555,7 @@ cdef class MergeLearner:
             if self.pairs[pair].left < 0:
                 continue  # listed twice and already freed
             if self.pairs[pair].count != 0:  # an occurrence came back: below the floor, maybe one
-                if self.pairs[pair].count < self.heap_floor and self.live_long > 0:
+                if self._may_be_single(self.pairs[pair].count):
                     self.lowered.push_back(pair)
                 continue
             self.pair_index.erase(self.pair_index.index(self.pairs[pair].left, self.pairs[pair].right,
@@ -579,6 +579,11 @@ cdef class MergeLearner:
         self.pairs[pair].first = NO_POSITION
         self.free_pairs.push_back(pair)
         return 0
+
+    cdef inline bint _may_be_single(self, int64_t count) noexcept nogil:
+        """Whether a pair left counted ``count`` (above 0) is one _demote_lowered looks at:
+        below the floor, while long chunks hold symbols (only there is a single pair kept)."""
+        return count < self.heap_floor and self.live_long > 0
 
     cdef int _demote_lowered(self) except -1 nogil:
         """The pairs whose count fell below the floor in this step and whose one live

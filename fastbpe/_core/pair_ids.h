@@ -85,22 +85,20 @@ class PairIds {
     size_t singles() const { return singles_; }  // slots of single pairs (in size())
 
     // The slot holding the id of pair (left, right), or the empty slot where it would go.
-    // The probe stops at the first slot that is not a record (the lookup of a table without
-    // single pairs, as fast as one that cannot hold them); only a single pair there sends it on.
+    // The probe (record_index) stops at the first slot that is not a record (the lookup of a
+    // table without single pairs, as fast as one that cannot hold them); only a single pair
+    // there sends it on.
     size_t index(int32_t left, int32_t right, const PairRecord* records) const {
-        uint64_t key = pair_key(left, right);
-        uint32_t t = tag(key);
-        size_t n = cap_, i = home(t);
-        Slot s;
-        for (;; i = next(i, n)) {
-            s = load(i);
-            if (s.id < 0 || (s.tag == t && records[s.id].left == left && records[s.id].right == right)) break;
+        size_t i = record_index(left, right, records);
+        if (__builtin_expect(id(i) < EMPTY, 0)) {
+            uint64_t key = pair_key(left, right);
+            return index_from(i, key, tag(key), records);
         }
-        if (__builtin_expect(s.id < EMPTY, 0)) return index_from(i, key, t, records);
         return i;
     }
-    // index() in an index that holds no single pair (a learner without long chunks): the
-    // probe's end is the answer, with no look at a single pair's key.
+    // The probe of index(): the pair's record slot, or the first empty or single-pair slot on
+    // its way. In an index that holds no single pair (a learner without long chunks) that is
+    // index()'s answer, with no look at a single pair's key.
     size_t record_index(int32_t left, int32_t right, const PairRecord* records) const {
         uint32_t t = tag(pair_key(left, right));
         size_t n = cap_, i = home(t);
