@@ -14,22 +14,8 @@ BYTES = [bytes([b]) for b in range(256)]
 
 
 def replay(words, merges):
-    """Each word as its tokens after applying ``merges`` in order, each left to right."""
-    out = []
-    for word in words:
-        tokens = [bytes([b]) for b in word]
-        for left, right in merges:
-            merged, i = [], 0
-            while i < len(tokens):
-                if i + 1 < len(tokens) and tokens[i] == left and tokens[i + 1] == right:
-                    merged.append(left + right)
-                    i += 2
-                else:
-                    merged.append(tokens[i])
-                    i += 1
-            tokens = merged
-        out.append(tokens)
-    return out
+    """Each word as its tokens after applying ``merges`` in order, as the reference encodes it."""
+    return [list(reference.encode_word(tuple(BYTES[b] for b in word), merges)) for word in words]
 
 
 def learn(words, counts, num_merges, min_frequency=1, tie_ranks=None, **store):
