@@ -25,11 +25,12 @@
 // Tables (built on the first long piece, not at load, see BpeEncoder::backtracker): every
 // token's merge tree (left, right, rank of its last merge), from BPE of its own bytes; a trie
 // over the reachable tokens' bytes for the longest prefix; each token's next shorter prefix
-// token.
+// token. A model found not monotone gets neither the trie nor the pair table.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -60,14 +61,25 @@ class TokenTrie {
         level2_.assign(1 << 16, ABSENT);
     }
 
-    // Add token `id` with bytes p[0:n] (n >= 1). False when the trie would outgrow MAX_NODES.
-    bool add(const uint8_t* p, size_t n, int32_t id) {
+    // Room for `deep` more nodes below the two array levels without growing the table.
+    void reserve(size_t deep) {
+        size_t cap = slots_.size();
+        while (4 * (used_ + deep) > 3 * cap) cap *= 2;
+        if (cap != slots_.size()) rehash(cap);
+    }
+
+    // Add token `id` with bytes p[0:n] (n >= 1); `*prefix` receives the longest token already
+    // in the trie that is a proper prefix of it, or -1 (so, when tokens are added shortest
+    // first, its longest proper prefix token). False when the trie would outgrow MAX_NODES.
+    bool add(const uint8_t* p, size_t n, int32_t id, int32_t* prefix) {
+        *prefix = -1;
         int32_t& t1 = level1_[p[0]];
         if (t1 == ABSENT) t1 = -1;
         if (n == 1) {
             t1 = id;
             return true;
         }
+        *prefix = t1;
         uint32_t two = ((uint32_t)p[0] << 8) | p[1];
         int32_t& t2 = level2_[two];
         if (t2 == ABSENT) t2 = -1;
@@ -75,12 +87,15 @@ class TokenTrie {
             t2 = id;
             return true;
         }
+        if (t2 >= 0) *prefix = t2;
         uint32_t node = 257 + two;
         for (size_t i = 2; i < n; ++i) {
             Slot* s = find(node, p[i]);
             if (s == nullptr) {
                 if (next_node_ >= MAX_NODES) return false;
                 s = insert(node, p[i], next_node_++);
+            } else if (i + 1 < n && s->token >= 0) {
+                *prefix = s->token;
             }
             if (i + 1 == n) s->token = id;
             node = s->child;
@@ -134,15 +149,16 @@ class TokenTrie {
     }
     Slot* find(uint32_t node, uint8_t b) { return const_cast<Slot*>(static_cast<const TokenTrie*>(this)->find(node, b)); }
     Slot* insert(uint32_t node, uint8_t b, uint32_t child) {
-        if (4 * (used_ + 1) > 3 * slots_.size()) {  // at most 3/4 full
-            std::vector<Slot> old(2 * slots_.size(), Slot{0, 0, -1});
-            old.swap(slots_);
-            mask_ = slots_.size() - 1;
-            for (const Slot& s : old)
-                if (s.key != 0) place(s);
-        }
+        if (4 * (used_ + 1) > 3 * slots_.size()) rehash(2 * slots_.size());  // at most 3/4 full
         ++used_;
         return place(Slot{((node << 8) | b) + 1, child, -1});
+    }
+    void rehash(size_t capacity) {
+        std::vector<Slot> old(capacity, Slot{0, 0, -1});
+        old.swap(slots_);
+        mask_ = slots_.size() - 1;
+        for (const Slot& s : old)
+            if (s.key != 0) place(s);
     }
     Slot* place(const Slot& slot) {
         size_t i = slot_of(slot.key) & mask_;
@@ -180,36 +196,46 @@ class Backtracker {
         const uint8_t* base = (const uint8_t*)blob.data();
         auto start = [&](size_t i) { return i ? ends[i - 1] : 0u; };
         info_.assign(count, TokenInfo{-1, -1, -1, -1, 0});
-        // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it back)
-        std::vector<int32_t> sym;
-        std::vector<uint64_t> val;
-        std::vector<uint8_t> reachable(count, 0);
+        // 0. the tokens in the order of their first eight bytes (then length): tokens that
+        // share a prefix come together, so the pairs their BPE runs look up and the trie nodes
+        // they walk were mostly just touched (in cache), and a token comes after each of its
+        // proper prefixes, which step 2 relies on
+        struct Order {
+            uint64_t head;  // the first eight bytes, big-endian, zero-padded
+            uint32_t length, token;
+        };
+        std::vector<Order> order(count);
         for (size_t t = 0; t < count; ++t) {
             const uint8_t* p = base + start(t);
-            size_t n = ends[t] - start(t);
-            info_[t].length = (uint32_t)n;
-            if (n == 1) reachable[t] = byte_id[p[0]] == (int32_t)t;
+            uint32_t n = ends[t] - start(t);
+            uint64_t head = 0;
+            for (uint32_t i = 0; i < 8; ++i) head = (head << 8) | (i < n ? p[i] : 0);
+            order[t] = Order{head, n, (uint32_t)t};
+            info_[t].length = n;
+        }
+        std::sort(order.begin(), order.end(), [](const Order& x, const Order& y) {
+            return x.head != y.head ? x.head < y.head : x.length < y.length;
+        });
+        // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it back)
+        std::vector<int32_t> sym;
+        std::vector<uint64_t> val, memo(2 * PAIR_MEMO_SLOTS, ~0ULL);
+        std::vector<uint8_t> reachable(count, 0);
+        size_t deep = 0;  // trie nodes below the two array levels, at most
+        for (const Order& o : order) {
+            const uint8_t* p = base + start(o.token);
+            size_t n = o.length;
+            if (n == 1) reachable[o.token] = byte_id[p[0]] == (int32_t)o.token;
             if (n < 2) continue;
             int32_t left = -1, right = -1, rank = -1;
-            if (last_merge(p, n, byte_id, sym, val, &left, &right, &rank) == (int32_t)t) {
-                reachable[t] = 1;
-                info_[t].left = left;
-                info_[t].right = right;
-                info_[t].rank = rank;
+            if (last_merge(p, n, byte_id, sym, val, memo, &left, &right, &rank) == (int32_t)o.token) {
+                reachable[o.token] = 1;
+                info_[o.token].left = left;
+                info_[o.token].right = right;
+                info_[o.token].rank = rank;
+                deep += n - 2;
             }
         }
-        // 2. the trie of the reachable tokens, and each one's next shorter prefix token
-        trie_.reset();
-        for (size_t t = 0; t < count; ++t) {
-            if (!reachable[t]) continue;
-            if (!trie_.add(base + start(t), ends[t] - start(t), (int32_t)t)) {
-                too_big = true;
-                return;
-            }
-        }
-        for (size_t t = 0; t < count; ++t)
-            if (reachable[t] && info_[t].length > 1) info_[t].prefix = trie_.longest(base + start(t), info_[t].length - 1);
-        // 3. monotone: every merge that ever fires has a rank above the merges that made its
+        // 2. monotone: every merge that ever fires has a rank above the merges that made its
         // parts. The merges that fire are the last merges of reachable tokens: the symbols of
         // any BPE run were each made as BPE of their own bytes alone would make them (the
         // merges inside a symbol's bytes were each the lowest pair there when taken), so a pair
@@ -221,6 +247,22 @@ class Backtracker {
             if (x.left < 0) continue;
             if (x.rank <= info_[x.left].rank || x.rank <= info_[x.right].rank) ++non_monotone;
             ++live;
+        }
+        if (!usable()) {  // the model is merged by bpe.h's loops: no trie, no pair table
+            std::vector<TokenInfo>().swap(info_);
+            return;
+        }
+        // 3. the trie of the reachable tokens in that order, so that adding a token finds its
+        // next shorter prefix token on the way. Tokens share prefixes: a little under half the bound
+        // `deep` are distinct nodes in the vocabularies seen, so the table starts at that size.
+        trie_.reset();
+        trie_.reserve(std::min(deep / 2, (size_t)TokenTrie::MAX_NODES));
+        for (const Order& o : order) {
+            if (!reachable[o.token]) continue;
+            if (!trie_.add(base + start(o.token), o.length, (int32_t)o.token, &info_[o.token].prefix)) {
+                too_big = true;
+                return;
+            }
         }
         // 4. the pairs that fire, in a table of their own: a fraction of tiktoken's (which holds
         // every split), so the lookups of compatible() mostly hit the CPU caches
@@ -330,9 +372,21 @@ class Backtracker {
     std::vector<TokenInfo> info_;
     TokenTrie trie_;
 
-    inline uint64_t lookup(int32_t a, int32_t b) const {
-        const uint64_t* v = pairs_->find(pair_key(a, b));
-        return v ? *v : NO_PAIR;
+    // The pair table's value for (a, b), or NO_PAIR, through `memo`: a direct-mapped table
+    // of recent answers, (key, value) in two words per slot, key ~0 empty. Step 1 looks up
+    // about nine times as many pairs as there are distinct ones (tokens that share a prefix
+    // repeat the pairs of their BPE runs, and step 0 brings them together), while the table
+    // itself is 8-16 MB for the OpenAI vocabularies: most lookups then stay in L2.
+    static constexpr size_t PAIR_MEMO_SLOTS = 1 << 15;  // 512 KiB
+    inline uint64_t lookup(int32_t a, int32_t b, std::vector<uint64_t>& memo) const {
+        uint64_t key = pair_key(a, b);
+        size_t i = 2 * (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 49);
+        if (memo[i] != key) {
+            const uint64_t* v = pairs_->find(key);
+            memo[i] = key;
+            memo[i + 1] = v ? *v : NO_PAIR;
+        }
+        return memo[i + 1];
     }
 
     // The rank of pair (a, b) if it ever fires (it is the last merge of the token it makes,
@@ -346,14 +400,15 @@ class Backtracker {
     // BPE of p[0:n] (n >= 2) by bpe.h's rule without a floor (lowest rank, leftmost first):
     // the id it ends in when that is one symbol (else -1), and the last merge's parts and rank.
     int32_t last_merge(const uint8_t* p, size_t n, const int32_t* byte_id, std::vector<int32_t>& sym,
-                       std::vector<uint64_t>& val, int32_t* left, int32_t* right, int32_t* rank) const {
+                       std::vector<uint64_t>& val, std::vector<uint64_t>& memo, int32_t* left, int32_t* right,
+                       int32_t* rank) const {
         sym.resize(n);
         val.resize(n);
         for (size_t i = 0; i < n; ++i) {
             sym[i] = byte_id[p[i]];
             if (sym[i] < 0) return -1;
         }
-        for (size_t i = 0; i + 1 < n; ++i) val[i] = lookup(sym[i], sym[i + 1]);
+        for (size_t i = 0; i + 1 < n; ++i) val[i] = lookup(sym[i], sym[i + 1], memo);
         size_t m = n;
         while (m > 1) {
             size_t best = 0;
@@ -367,8 +422,8 @@ class Backtracker {
             sym.erase(sym.begin() + (long)best + 1);
             val.erase(val.begin() + (long)best);
             --m;
-            if (best + 1 < m) val[best] = lookup(sym[best], sym[best + 1]);
-            if (best > 0) val[best - 1] = lookup(sym[best - 1], sym[best]);
+            if (best + 1 < m) val[best] = lookup(sym[best], sym[best + 1], memo);
+            if (best > 0) val[best - 1] = lookup(sym[best - 1], sym[best], memo);
         }
         return sym[0];
     }
