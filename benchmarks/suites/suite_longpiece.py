@@ -56,6 +56,34 @@ class LongPieceEncode:
         self.tok.encode_to_numpy(self.text)
 
 
+class LongPieceTables:
+    """The backtracking encoder's tables, built on a tokenizer's first long chunk: every token's
+    merge tree, the trie of the vocabulary and the pairs that fire (OpenAI's encodings). Each
+    sample times one build, on a tokenizer loaded in ``setup`` (``number = 1`` and no warm-up:
+    asv runs ``setup`` before each sample, and a second build would find the tables built)."""
+
+    params = ["cl100k_base", "o200k_base"]
+    param_names = ["encoding"]
+    number = 1
+    warmup_time = 0
+    repeat = (3, 10, 30.0)
+    timeout = 300
+
+    def setup(self, encoding):
+        fastbpe = fastbpe_module()
+        path = tiktoken_file(encoding)
+        if path is None:
+            skip(f"tokenizers/tiktoken/{encoding}.tiktoken not found")
+        if not hasattr(fastbpe, "openai"):
+            skip("this commit has no fastbpe.openai")
+        self.core = fastbpe.openai(encoding, path)._core()
+        if not hasattr(self.core, "backtracking"):
+            skip("this commit has no backtracking encoder")
+
+    def time_build(self, encoding):
+        self.core.backtracking()
+
+
 class LongPieceTrain:
     """``fastbpe.train`` on a corpus that is one long word (vocabulary 1000, one worker)."""
 
