@@ -27,7 +27,6 @@ import pickle
 import re
 import struct
 import time
-import uuid
 import warnings
 from collections import deque
 from concurrent.futures import wait as wait_for
@@ -1040,6 +1039,8 @@ def _remove_temporaries(out_dir: Path, idle_for: float = 0.0) -> None:
 
 def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster, options: dict,
                        sep_id: Optional[int], progress) -> dict:
+    import uuid
+
     from distributed import as_completed
 
     from .cluster import connect
