@@ -14,8 +14,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ..corpus.count import count_words
+from ..corpus.wordtable import WordTable
 from ..encode.tokenizer import Tokenizer
 from ..corpus.files import str_corpus
+from ..learn.learner import check_num_merges, make_learner, table_symbols
+from ..reference import encode as reference_encode
 from ..split.patterns import check_user_pattern
 from .common import resolve_tokenizer
 
@@ -57,8 +61,6 @@ def _word_merges(tokenizer: Tokenizer):
 
 def _fire_order(tokenizer: Tokenizer, chunk: bytes) -> Tuple[List[Dict[str, Any]], Tuple]:
     """The merges that fire while ``chunk`` is encoded, and the pieces it ends as."""
-    from ..reference import encode as reference_encode  # (here: the command line starts without it)
-
     steps: List = []
     if tokenizer.merge_rule == "replay":
         pieces = reference_encode.encode_word(_base_units(tokenizer, chunk), _word_merges(tokenizer), steps)
@@ -121,11 +123,7 @@ def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
     return out
 
 
-def _count(corpus, pattern: str, workers, errors: str):
-    # (imported here, as the learner below: the command line starts without counting and training)
-    from ..corpus.count import count_words
-    from ..corpus.wordtable import WordTable
-
+def _count(corpus, pattern: str, workers, errors: str) -> WordTable:
     if isinstance(corpus, WordTable):
         return corpus
     if isinstance(corpus, str):
@@ -159,8 +157,6 @@ def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2"
     The symbol totals are the compiled learner's own (read after each merge), so they hold
     exactly, overlapping pairs (``aaa``) included.
     """
-    from ..learn.learner import check_num_merges, make_learner, table_symbols
-
     check_num_merges(num_merges, min_frequency)
     check_user_pattern(pattern)
     if unit not in ("bytes", "chars"):

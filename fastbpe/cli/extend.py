@@ -9,6 +9,7 @@ import json
 import time
 
 from ..corpus.files import expand_paths
+from ..learn.extend import extend
 from .options import add_tokenizer_option, size_arg, tokenizer_specs
 from ..analysis.common import resolve_tokenizer
 from .train import OUT_FORMATS, _printable, _write, out_format
@@ -26,8 +27,6 @@ def _cmd_extend(args: argparse.Namespace) -> int:
     if fmt != "fastbpe" and base.unit != "bytes":
         raise ValueError(f"a --unit {base.unit} tokenizer cannot be written as {fmt}; use --format fastbpe")
     loaded = time.perf_counter()
-    from ..learn.extend import extend  # (here: the other commands start without the trainer)
-
     extended = extend(base, files, args.num_merges, min_frequency=args.min_frequency, workers=args.workers,
                       errors=args.errors, progress=False if args.quiet or args.json else None)
     written = _write(extended, args.out, fmt)

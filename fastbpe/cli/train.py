@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import List
 
 from ..corpus.files import CorpusDecodeError, expand_paths
+from ..learn.train import train
 from .options import add_learning_options, add_scheduler_option, flatten, size_arg, special_token_list
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
@@ -100,8 +101,6 @@ def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
 
 
 def _train(args: argparse.Namespace, files: List[Path], special_tokens: List[str]):
-    from ..learn.train import train  # (here: the other commands start without the trainer)
-
     return train(
         files,
         args.vocab_size,
