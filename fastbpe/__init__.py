@@ -16,18 +16,33 @@ a *rank* a merge's (or tiktoken token's) priority.
 """
 from importlib import import_module
 
-from . import _moved, formats, reference
-from .corpus import CorpusDecodeError, WordTable, count_words
-from .encode import Tokenizer, encoding_for_model, get_encoding, load, openai
-from .learn import learn_from_table, train, train_words
-from .shards import encode_files, read_shard
-from .split import PATTERNS, pretokenize, pretokenize_bytes
+from . import _moved
 
 __version__ = "0.1.0"
 
-# The embedding kernels import Numba (about a second); they load on first use so that the
-# tokenizer and the CLI start fast. The analyses load on first use too.
+# Every public name loads on first use, so that ``import fastbpe.X`` (the command, a format
+# reader, the Tokenizer) pays for what it uses: the embedding kernels import Numba (about a
+# second), and the whole package takes longer to import than one tokenizer takes to load.
+# ``from fastbpe import train`` and ``fastbpe.Tokenizer`` work as if imported here.
 _LAZY = {
+    "train": ("learn.train", "train"),
+    "train_words": ("learn.train", "train_words"),
+    "learn_from_table": ("learn.learner", "learn_from_table"),
+    "Tokenizer": ("encode.tokenizer", "Tokenizer"),
+    "load": ("encode.loading", "load"),
+    "openai": ("encode.loading", "openai"),
+    "get_encoding": ("encode.registry", "get_encoding"),
+    "encoding_for_model": ("encode.registry", "encoding_for_model"),
+    "WordTable": ("corpus.wordtable", "WordTable"),
+    "count_words": ("corpus.count", "count_words"),
+    "CorpusDecodeError": ("corpus.files", "CorpusDecodeError"),
+    "pretokenize": ("split.pretokenize", "pretokenize"),
+    "pretokenize_bytes": ("split.pretokenize", "pretokenize_bytes"),
+    "PATTERNS": ("split.patterns", "PATTERNS"),
+    "encode_files": ("shards", "encode_files"),
+    "read_shard": ("shards", "read_shard"),
+    "reference": ("reference", None),
+    "formats": ("formats", None),
     "analysis": ("analysis", None),
     "embed": ("embed", None),
     "kernels": ("embed.kernels", None),
@@ -40,6 +55,10 @@ _LAZY = {
     "analogy": ("embed.kernels", "analogy"),
     "Embedding": ("embed.embedding", "Embedding"),
 }
+
+# The subpackages and modules, as attributes of the package before their first import.
+_SUBMODULES = ("analysis", "arguments", "cli", "cluster", "corpus", "embed", "encode", "fileio", "formats",
+               "learn", "progress", "reference", "shards", "split")
 
 __all__ = [
     "reference",
@@ -60,21 +79,34 @@ __all__ = [
     "encoding_for_model",
     "encode_files",
     "read_shard",
-    *_LAZY,
+    "analysis",
+    "embed",
+    "kernels",
+    "gather",
+    "scatter_add",
+    "scatter_add_sparse",
+    "normalize_rows",
+    "cosine_similarity",
+    "topk_cosine",
+    "analogy",
+    "Embedding",
 ]
 
 _moved.install()
 
 
 def __getattr__(name: str):
-    if name not in _LAZY:
+    if name in _LAZY:
+        module_name, attribute = _LAZY[name]
+        module = import_module(f".{module_name}", __name__)
+        value = module if attribute is None else getattr(module, attribute)
+    elif name in _SUBMODULES:
+        value = import_module(f".{name}", __name__)
+    else:
         raise AttributeError(f"module 'fastbpe' has no attribute {name!r}")
-    module_name, attribute = _LAZY[name]
-    module = import_module(f".{module_name}", __name__)
-    value = module if attribute is None else getattr(module, attribute)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -86,3 +86,65 @@ def test_no_module_imports_itself_back():
     graph = {name: imported_modules(name, files[name], set(files)) & plain for name in plain}
     assert sum(map(len, graph.values())) > 100  # the imports were found at all
     assert cycles(graph) == []
+
+
+def _modules_after(code: str) -> Set[str]:
+    """The package's modules loaded in a fresh interpreter after running ``code``."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sys.modules))"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    return {name for name in done.stdout.split() if name.startswith("fastbpe")}
+
+
+def test_importing_the_package_loads_no_stage():
+    loaded = _modules_after("import fastbpe")
+    assert loaded <= {"fastbpe", "fastbpe._moved"}, sorted(loaded)
+
+
+def test_the_encode_command_loads_neither_the_trainer_nor_the_analyses():
+    loaded = _modules_after("from fastbpe.cli import build_parser\n"
+                            "build_parser().parse_args(['encode', 'x.txt', '-t', 't.json', '-o', 'out'])")
+    assert "fastbpe.cli.encode" in loaded and "fastbpe.shards" in loaded
+    unwanted = {name for name in loaded if name.startswith(("fastbpe.learn", "fastbpe.analysis", "fastbpe.embed"))
+                or name in ("fastbpe.corpus.count", "fastbpe.cluster", "fastbpe.cli.train", "fastbpe.cli.audit")}
+    assert not unwanted, sorted(unwanted)
+
+
+def test_every_public_name_resolves_to_its_home():
+    from importlib import import_module
+
+    import fastbpe
+    from fastbpe import corpus, reference
+
+    count, files, wordtable, loading, registry, tokenizer, learner, train, encode, learning = (
+        import_module(f"fastbpe.{name}") for name in (
+            "corpus.count", "corpus.files", "corpus.wordtable", "encode.loading", "encode.registry",
+            "encode.tokenizer", "learn.learner", "learn.train", "reference.encode", "reference.learning"))
+
+    homes = {"Tokenizer": tokenizer.Tokenizer, "load": loading.load, "openai": loading.openai,
+             "get_encoding": registry.get_encoding, "train": train.train, "train_words": train.train_words,
+             "learn_from_table": learner.learn_from_table, "count_words": count.count_words,
+             "WordTable": wordtable.WordTable, "CorpusDecodeError": files.CorpusDecodeError}
+    for name, value in homes.items():
+        assert getattr(fastbpe, name) is value, name
+    for package in (fastbpe, corpus, reference):
+        for name in package.__all__:
+            assert getattr(package, name) is not None, (package.__name__, name)
+            assert name in dir(package), (package.__name__, name)
+    assert reference.encode is encode and reference.learn is learning.learn
+    assert corpus.count_words is count.count_words
+    namespace: dict = {}
+    exec("from fastbpe import *", namespace)
+    assert set(fastbpe.__all__) <= set(namespace)
+    for package, missing in ((fastbpe, "no_such_name"), (corpus, "cut_stream"), (reference, "nothing")):
+        try:
+            getattr(package, missing)
+        except AttributeError as exc:
+            assert missing in str(exc)
+        else:
+            raise AssertionError(f"{package.__name__}.{missing} resolved")

@@ -819,3 +819,41 @@ def test_shards_written_as_their_ids_come_equal_whole_ones(r50k, tmp_path, monke
     (shard,) = json.loads((tmp_path / "huge" / MANIFEST).read_text())["shards"]
     assert np.load(tmp_path / "huge" / shard["file"]).tolist() == want
     assert not list((tmp_path / "huge").glob(".tmp-*"))
+
+
+def test_a_slow_hand_over_to_the_disk_holds_up_no_write_and_its_error_ends_the_run(r50k, tmp_path, monkeypatch):
+    """The periodic sync runs beside the writing thread, one at a time: while one waits for
+    the disk the ids keep coming (fewer syncs than SYNC_BYTES crossed, the same files), and a
+    sync that fails fails the run at the end of its shard, which is removed."""
+    import threading
+
+    text = "the cat sat on the mat; " * 3000
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    want = r50k.encode_ordinary(text)
+    monkeypatch.setattr(shards._ShardWriter, "SYNC_BYTES", 200)
+    monkeypatch.setattr(shards, "TASK_BYTES", 512)  # (many writes, each past SYNC_BYTES)
+    real_sync = fastbpe.fileio.AtomicWriter.sync
+    release = threading.Event()
+    calls = []
+
+    def slow_sync(self):
+        calls.append(threading.current_thread() is threading.main_thread())
+        release.wait(0.05 if len(calls) == 1 else 0)  # the first one waits while the writes go on
+        real_sync(self)
+
+    monkeypatch.setattr(fastbpe.fileio.AtomicWriter, "sync", slow_sync)
+    out = tmp_path / "slow"
+    encode_files(r50k, [path], out, shard_size=10 ** 6, fmt="raw", block_size=4096, progress=False, workers=2)
+    manifest, ids = all_ids(out)
+    crossings = 2 * len(want) // 200
+    assert ids == want and calls and not any(calls) and len(calls) < crossings
+
+    def failing_sync(self):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(fastbpe.fileio.AtomicWriter, "sync", failing_sync)
+    with pytest.raises(OSError, match="Input/output error"):
+        encode_files(r50k, [path], tmp_path / "failed", shard_size=10 ** 6, fmt="npy", block_size=4096,
+                     progress=False)
+    assert not [p for p in (tmp_path / "failed").iterdir() if p.name != MANIFEST]

@@ -9,19 +9,76 @@ says so, and the exit code is 130 or 143 (128 + the signal's number, as shells r
 import signal
 import sys
 import threading
+from importlib import import_module
 from typing import Optional, Sequence
 
-from .audit import add_audit_subcommand
-from .cost import add_cost_subcommand
-from .encode import add_encode_subcommand
-from .extend import add_extend_subcommand
 from .options import Parser, fail, parse_size
-from .skipgram import add_skipgram_subcommand
-from .tax import add_tax_subcommand
-from .trace import add_trace_subcommand
-from .train import add_train_subcommand, default_corpus
 
 __all__ = ["main", "build_parser", "default_corpus", "parse_size"]
+
+# The commands, each with the line ``fastbpe --help`` shows for it. A command's module (and
+# what it imports: the trainer, the analyses) loads only when that command is parsed or its
+# help shown, so that ``fastbpe encode`` starts without the others. Each module's add_parser
+# call repeats the line (checked when it loads).
+COMMANDS = {
+    "train": "learn a BPE tokenizer from text files",
+    "encode": "encode text files into token shards (npy, raw or llm.c)",
+    "extend": "append merges learned on new text to an existing tokenizer",
+    "tax": "the token premium of each language on a parallel corpus",
+    "cost": "what a vocabulary costs a model: tables, bytes, lm_head FLOPs, logits",
+    "trace": "a training run merge by merge; the order a word's merges fire in",
+    "audit": "unreachable, non-UTF-8 and never-produced tokens; how digit runs split",
+    "skipgram": "skip-gram embeddings of token ids; find the rows training never moved",
+}
+
+
+class _CommandParser(Parser):
+    """A command's parser, registered by name and help line; its module adds its arguments
+    (``add_NAME_subcommand``) the first time it parses, prints help or is asked a default."""
+
+    _command: Optional[str] = None  # the command whose arguments are still to be added
+
+    def _filled(self) -> "_CommandParser":
+        command, self._command = self._command, None
+        if command is not None:
+            add = getattr(import_module(f".{command}", __name__), f"add_{command}_subcommand")
+            add(_Filling(self, command))
+        return self
+
+    def parse_known_args(self, args=None, namespace=None):
+        return Parser.parse_known_args(self._filled(), args, namespace)
+
+    def format_usage(self):
+        return Parser.format_usage(self._filled())
+
+    def format_help(self):
+        return Parser.format_help(self._filled())
+
+    def get_default(self, dest):
+        return Parser.get_default(self._filled(), dest)
+
+
+class _Filling:
+    """What a command's module is handed in place of the subparsers: its ``add_parser`` gives
+    back the parser already registered, with the description (and any other settings) put in."""
+
+    def __init__(self, parser: _CommandParser, command: str):
+        self.parser, self.command = parser, command
+
+    def add_parser(self, name: str, help: str, **settings) -> _CommandParser:
+        if (name, help) != (self.command, COMMANDS[self.command]):
+            raise RuntimeError(f"the {name!r} command's help line differs from fastbpe.cli.COMMANDS")
+        for key, value in settings.items():
+            setattr(self.parser, key, value)
+        return self.parser
+
+
+def default_corpus():
+    """The Python standard library's sources, what ``fastbpe train`` trains on without files
+    (:func:`fastbpe.cli.train.default_corpus`)."""
+    from .train import default_corpus as files
+
+    return files()
 
 
 def _version() -> str:
@@ -34,15 +91,9 @@ def build_parser() -> Parser:
     parser = Parser(prog="fastbpe", description="Train and use byte-pair-encoding tokenizers.")
     parser.add_argument("--version", action="version", version=f"fastbpe {_version()}")
     commands = "{train,encode,extend,tax,cost,trace,audit,skipgram}"
-    sub = parser.add_subparsers(dest="command", required=True, metavar=commands, parser_class=Parser)
-    add_train_subcommand(sub)
-    add_encode_subcommand(sub)
-    add_extend_subcommand(sub)
-    add_tax_subcommand(sub)
-    add_cost_subcommand(sub)
-    add_trace_subcommand(sub)
-    add_audit_subcommand(sub)
-    add_skipgram_subcommand(sub)
+    sub = parser.add_subparsers(dest="command", required=True, metavar=commands, parser_class=_CommandParser)
+    for name, line in COMMANDS.items():
+        sub.add_parser(name, help=line)._command = name
     return parser
 
 

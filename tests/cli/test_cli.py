@@ -411,3 +411,15 @@ def test_damaged_compressed_input_is_one_line_and_exit_2(tmp_path, capsys):
     failures = [line for line in error.splitlines() if line.startswith("fastbpe: error:")]
     assert len(failures) == 1 and "corpus.txt.gz" in failures[0] and "truncated" in failures[0]
     assert "Traceback" not in error and not (tmp_path / "t.json").exists()
+
+
+def test_every_command_loads_with_the_help_line_it_is_listed_with():
+    from fastbpe.cli import COMMANDS
+
+    listed = " ".join(build_parser().format_help().split())
+    for command, line in COMMANDS.items():
+        assert f"{command} {line}" in listed
+        sub = _subparsers()[command]
+        text = sub.format_help()  # (the command's module adds its arguments here)
+        assert text.startswith(f"usage: fastbpe {command}") and len(sub._actions) > 1, command
+        assert sub.description and " ".join(sub.description.split()) in " ".join(text.split())
