@@ -385,9 +385,14 @@ class ChunkTable {
             while (q < fast_end) {
                 const size_t e = cursor.next(q);
                 Hashed& r = ring[j % LAG];
-                const bool rehashed = count(r, j - LAG + 1, j);  // the chunk LAG before
+                if (__builtin_expect(count(r, j - LAG + 1, j), 0)) {  // the chunk LAG before
+                    hash_any(r, q, e - q);  // (a rehash: with the new shift)
+                    q = e;
+                    ++j;
+                    break;
+                }
                 const size_t len = e - q;
-                if (__builtin_expect(len <= SHORT_CHUNK && !rehashed, 1)) {
+                if (__builtin_expect(len <= SHORT_CHUNK, 1)) {
                     r.p = s + q;
                     short_key_words(r.p, len, &r.k0, &r.k1);
                     r.slot = (size_t)(short_key_hash(r.k0, r.k1) >> shift);
@@ -397,7 +402,6 @@ class ChunkTable {
                 }
                 q = e;
                 ++j;
-                if (__builtin_expect(rehashed, 0)) break;
             }
         }
         for (; q < n; ++j) {

@@ -812,7 +812,7 @@ struct ChunkCursor {
 
     __attribute__((always_inline)) inline size_t next(size_t p) {
         if (__builtin_expect(rest != 0, 1)) {
-            const size_t e = base + (size_t)__builtin_ctzll(rest);
+            const size_t e = base + (unsigned)__builtin_ctzll(rest);  // (unsigned: no sign extension)
             rest &= rest - 1;
             return e;
         }
