@@ -324,16 +324,20 @@ class ChunkTable {
     // hashed, its slot prefetched, and counted when the scan is LAG chunks further on.
     // This loop is what counting costs (it runs at a few instructions per cycle, so each
     // instruction in it counts): the starts of a block the scanner found, the slot array and
-    // its shift are held in locals (the slots reloaded only after an insert, which may
-    // rehash), and a short chunk is matched against a slot with one branch (its two key
-    // words, the length in them, compared at once).
+    // its mask are held in locals (reloaded only after an insert, which may rehash), a chunk
+    // waits with its home slot's index (not its hash, which would need the shift again), and
+    // a short chunk is matched against a slot with one branch (its two key words, the length
+    // in them, compared at once). The first LAG chunks (nothing to count yet) and the chunks
+    // of the last 15 bytes of the buffer (fewer than 16 bytes readable) have loops of their
+    // own, so that the main loop tests neither.
     template <int PATTERN>
     void count_tiled(const uint8_t* s, size_t n, const uint8_t* limit) {
         // A chunk on its way: a short one's key words; a long one's length in k0 and 0 in k1
         // (a key no slot holds, so that count_short leaves it to count_key). 32 bytes: an
         // entry is found with a shift, and the key words are 16-byte aligned.
         struct alignas(32) Hashed {
-            uint64_t k0, k1, hash;
+            uint64_t k0, k1;
+            size_t slot;  // the home slot, hash >> shift_
             const uint8_t* p;
         };
         // enough chunks in flight for a prefetch to land (16 measured faster than 8, no slower
@@ -345,42 +349,82 @@ class ChunkTable {
         ChunkStarts<PATTERN> scanner(s, n);
         ChunkCursor<PATTERN> cursor{scanner};
         Slot* slots = slots_;
-        int shift = shift_;
+        size_t mask = mask_;
+        // any chunk: its key words (as above) and home slot into r
+        auto hash_any = [&](Hashed& r, size_t q, size_t len) {
+            const Key key = make_key(s + q, len, limit);
+            r.p = s + q;
+            r.k0 = key.len > SHORT_CHUNK ? key.len : key.k0;
+            r.k1 = key.len > SHORT_CHUNK ? 0 : key.k1;
+            r.slot = (size_t)(key_hash(key) >> shift_);
+            __builtin_prefetch(&slots[r.slot]);
+        };
+        // count the chunk waiting in r (its lookup in count_short: the hot path, inline);
+        // chunks [first, end) are still waiting after it. Whether the table was rehashed.
+        auto count = [&](Hashed& r, size_t first, size_t end) {
+            if (__builtin_expect(count_short(slots, mask, &r.k0, r.slot), 1)) return false;
+            const int shift = shift_;
+            count_ring(r.k0, r.k1, r.p, limit);
+            slots = slots_;
+            mask = mask_;
+            if (shift_ == shift) return false;
+            // a rehash moved every home slot: those of the chunks still waiting again
+            for (size_t i = first; i < end; ++i) rehome(ring[i % LAG], limit);
+            return true;
+        };
         size_t q = 0;  // the next chunk's start
         size_t j = 0;  // chunks hashed so far
-        while (q < n) {
+        for (; q < n && j < LAG; ++j) {
+            const size_t e = cursor.next(q);
+            hash_any(ring[j], q, e - q);
+            q = e;
+        }
+        const size_t fast_end = whole < n ? whole : n;
+        while (q < fast_end) {
+            const int shift = shift_;  // a constant of the loop below, which a rehash ends
+            while (q < fast_end) {
+                const size_t e = cursor.next(q);
+                Hashed& r = ring[j % LAG];
+                if (__builtin_expect(count(r, j - LAG + 1, j), 0)) {  // the chunk LAG before
+                    hash_any(r, q, e - q);  // (a rehash: with the new shift)
+                    q = e;
+                    ++j;
+                    break;
+                }
+                const size_t len = e - q;
+                if (__builtin_expect(len <= SHORT_CHUNK, 1)) {
+                    r.p = s + q;
+                    short_key_words(r.p, len, &r.k0, &r.k1);
+                    r.slot = (size_t)(short_key_hash(r.k0, r.k1) >> shift);
+                    __builtin_prefetch(&slots[r.slot]);
+                } else {
+                    hash_any(r, q, len);
+                }
+                q = e;
+                ++j;
+            }
+        }
+        for (; q < n; ++j) {
             const size_t e = cursor.next(q);
             Hashed& r = ring[j % LAG];
-            if (j >= LAG && !count_short(slots, shift, &r.k0, r.hash)) {  // the chunk LAG before
-                count_ring(r.k0, r.k1, r.hash, r.p, limit);
-                slots = slots_;
-                shift = shift_;
-            }
-            const size_t len = e - q;
-            r.p = s + q;
-            if (__builtin_expect(len <= SHORT_CHUNK && q < whole, 1)) {
-                short_key_words(r.p, len, &r.k0, &r.k1);
-                r.hash = short_key_hash(r.k0, r.k1);
-            } else {
-                const Key key = make_key(r.p, len, limit);
-                r.k0 = key.len > SHORT_CHUNK ? key.len : key.k0;
-                r.k1 = key.len > SHORT_CHUNK ? 0 : key.k1;
-                r.hash = key_hash(key);
-            }
-            __builtin_prefetch(&slots[r.hash >> shift]);
+            count(r, j - LAG + 1, j);
+            hash_any(r, q, e - q);
             q = e;
-            ++j;
         }
-        for (size_t i = j > LAG ? j - LAG : 0; i < j; ++i) {
-            const Hashed& r = ring[i % LAG];
-            count_ring(r.k0, r.k1, r.hash, r.p, limit);
-        }
+        for (size_t i = j > LAG ? j - LAG : 0; i < j; ++i) count(ring[i % LAG], i + 1, j);
     }
 
     // count_key for a count_tiled ring entry (k0, k1 as there).
-    __attribute__((noinline)) void count_ring(uint64_t k0, uint64_t k1, uint64_t hash, const uint8_t* p,
-                                              const uint8_t* limit) {
-        count_key(k1 ? Key{k0, k1, (uint32_t)(k1 >> 56)} : make_key(p, (size_t)k0, limit), hash, p, 1);
+    __attribute__((noinline)) void count_ring(uint64_t k0, uint64_t k1, const uint8_t* p, const uint8_t* limit) {
+        const Key key = k1 ? Key{k0, k1, (uint32_t)(k1 >> 56)} : make_key(p, (size_t)k0, limit);
+        count_key(key, key_hash(key), p, 1);
+    }
+
+    // A count_tiled ring entry's home slot after a rehash.
+    template <class Hashed>
+    __attribute__((noinline)) void rehome(Hashed& r, const uint8_t* limit) const {
+        const Key key = r.k1 ? Key{r.k0, r.k1, (uint32_t)(r.k1 >> 56)} : make_key(r.p, (size_t)r.k0, limit);
+        r.slot = (size_t)(key_hash(key) >> shift_);
     }
 
     // Queue a chunk with its key and hash, and prefetch its slot.
@@ -413,15 +457,15 @@ class ChunkTable {
     static_assert(sizeof(Slot) == 32, "two slots per cache line");
 
     // count_tiled's step: one more occurrence of a short chunk already in the table, its key
-    // words at key[0:2] (16-byte aligned), found by probing from slots[hash >> shift] (capacity
-    // 2^(64 - shift)); false, nothing changed, when the chunk is new, or long (k1 = 0: no slot
-    // matches) (count_key's part: an insert, or bytes compared in `data`).
-    __attribute__((always_inline)) static inline bool count_short(Slot* slots, int shift, const uint64_t* key,
-                                                                  uint64_t hash) {
+    // words at key[0:2] (16-byte aligned), found by probing from its home slot `home` (mask:
+    // the capacity - 1); false, nothing changed, when the chunk is new, or long (k1 = 0: no
+    // slot matches) (count_key's part: an insert, or bytes compared in `data`).
+    __attribute__((always_inline)) static inline bool count_short(Slot* slots, size_t mask, const uint64_t* key,
+                                                                  size_t home) {
 #ifdef __SSE2__
         const __m128i k = _mm_load_si128((const __m128i*)key);
 #endif
-        for (size_t i = (size_t)(hash >> shift);; i = (i + 1) & (~0ull >> shift)) {
+        for (size_t i = home;; i = (i + 1) & mask) {
             Slot& x = slots[i];
 #ifdef __SSE2__
             // the slot's k0 and k1 against the key's at once

@@ -364,6 +364,28 @@ def test_invalid_utf8_modes_equal_reference(name, errors, parts):
     assert pretokenize_bytes(data, name, errors) == expected
 
 
+@pytest.mark.parametrize("errors", ["strict", "replace", "bytes"])
+def test_utf8_at_every_offset_of_long_ascii_runs_equals_reference(errors):
+    """Valid and invalid sequences at each offset of the first three 32-byte steps of the
+    validator's ASCII path and at the text's end: the step that holds one must stop at its
+    first byte (a lone continuation, a truncated, overlong or surrogate sequence, a code point
+    past U+10FFFF, and valid 2-, 3- and 4-byte characters, also two in one step)."""
+    filler = ("The quick brown fox's 1234 jumps.\n" * 4).encode()
+    sequences = [b"\x80", b"\xc3", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+                 "\u00e9".encode(), "\u4e2d".encode(), "\U0001F600".encode(), "\u00e9 \u00a0".encode()]
+    for seq in sequences:
+        for k in range(0, 100):
+            for data in (filler[:k] + seq + filler[k:], filler[:k] + seq):
+                try:
+                    expected = [c.encode("utf-8", "surrogateescape") for c in regex_pretokenize_bytes(data, "gpt2", errors)]
+                except InvalidUTF8 as exc:
+                    with pytest.raises(InvalidUTF8) as info:
+                        pretokenize_bytes(data, "gpt2", errors)
+                    assert info.value.offset == exc.offset == k
+                    continue
+                assert pretokenize_bytes(data, "gpt2", errors) == expected, (seq, k)
+
+
 def test_invalid_bytes_are_one_byte_chunks():
     # each invalid byte is its own chunk; the valid stretches are chunked as separate texts
     assert pretokenize_bytes(b"ab \xff\xfe cd\xe2\x82", "gpt2", "bytes") == [b"ab", b" ", b"\xff", b"\xfe", b" cd", b"\xe2", b"\x82"]
