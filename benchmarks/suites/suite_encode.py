@@ -247,6 +247,28 @@ class EncodeOpenAIWarm:
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
 
 
+class EncodeOpenAICold:
+    """The cold pass: 1 MB of English (documents of 64 KB, as the peers comparison) encoded by a
+    tokenizer that has encoded nothing yet, so most distinct chunks miss the caches and are
+    merged (or found whole among the tokens) and remembered. Loading is in setup, untimed; one
+    call per sample, each after its own setup (number 1), and no warm-up call before them."""
+
+    params = (["cl100k_base", "o200k_base"],)
+    param_names = ["encoding"]
+    number = 1
+    repeat = 5
+    warmup_time = 0
+    timeout = 300
+
+    def setup(self, encoding):
+        self.tok = _openai_tokenizer(encoding)
+        text = corpus_text("english", "1MB")
+        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+
+    def time_encode_batch_numpy_cold(self, encoding):
+        self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
+
+
 class LoadOpenAI:
     """Building fastbpe's cl100k tokenizer from the rank file (100k tokens), and that plus the
     first ``encode`` (any lazy initialisation the encoder defers to its first call)."""

@@ -767,9 +767,13 @@ class BpeEncoder {
             // one byte (no room for a second id there)
             if (p == n && start[m] - start[m - 1] == 1) entry[m - 1] = ShortChunkCache::none_set();
             for (int64_t c = m > FIND_LAG ? m - FIND_LAG : 0; c < m; ++c) find(c);
+            const bool short_whole = whole_in_short();
             for (int64_t k = 0; k < left; ++k) {
                 int64_t c = todo[k];
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
+                size_t length = start[c + 1] - start[c];
+                if (short_whole && length - 2 <= SHORT_KEY_MAX - 2)  // (unsigned)
+                    prefetch_short_token(dp + start[c], (int64_t)length, word0[c], word1[c]);
             }
             for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
                 if (hash[todo[k]] != 0) st.prefetch_entry(hash[todo[k]]);
@@ -783,7 +787,19 @@ class BpeEncoder {
                 int64_t ahead = ++next + PIPELINE_DISTANCE - 1;  // (todo[next - 1] == c)
                 if (ahead < left && hash[todo[ahead]] != 0) st.prefetch_entry(hash[todo[ahead]]);
                 size_t s = start[c], length = start[c + 1] - s;
-                int64_t got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c]);
+                int64_t got;
+                if (short_whole && length - 2 <= SHORT_KEY_MAX - 2) {  // (unsigned) its slot was prefetched
+                    int32_t id = short_token(dp + s, (int64_t)length, word0[c], word1[c]);
+                    if (id >= 0) {
+                        op[count] = id;
+                        ++*misses;
+                        got = 1;
+                    } else {
+                        got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c], true);
+                    }
+                } else {
+                    got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c]);
+                }
                 if (got < 0) return got;
                 if (length - 1 <= SHORT_KEY_MAX - 1) {
                     todo[puts++] = (int32_t)c;  // (todo[0:next] are done with)
@@ -943,15 +959,47 @@ class BpeEncoder {
         return h;
     }
 
+    // Whether a chunk of 2..SHORT_KEY_MAX bytes takes the whole-chunk lookup in short_tokens_
+    // before the cache (every token of those lengths is there, one id per key as in ids_).
+    inline bool whole_in_short() const { return use_whole_ && whole_all_ && short_tokens_.size() > 0; }
+    // The id of the token p[0:n] (2 <= n <= SHORT_KEY_MAX), packed by pack_short as (w0, w1),
+    // or -1 (whole_in_short()). Two bytes: the dense table. More: short_tokens_, unless no
+    // token of n bytes starts with p[0:3] (longest3_, in the L2 cache: a chunk of many tokens
+    // costs no probe of the big table).
+    inline int32_t short_token(const uint8_t* p, int64_t n, uint64_t w0, uint64_t w1) const {
+        if (n == 2) return two_byte_id_[(size_t)p[0] << 8 | p[1]];
+        if (longest_from3(p) < n) return -1;
+        return short_tokens_.find(short_tokens_.home(w0, w1), w0, w1);
+    }
+    inline void prefetch_short_token(const uint8_t* p, int64_t n, uint64_t w0, uint64_t w1) const {
+        if (n > 2 && longest_from3(p) >= n) short_tokens_.prefetch(short_tokens_.home(w0, w1));
+    }
+
     // Ids of one chunk into out (room for n ids): cache, whole lookup, BPE. h: the chunk's
-    // hash if the caller computed it already, else 0.
+    // hash if the caller computed it already, else 0. A chunk of 2..SHORT_KEY_MAX bytes that
+    // is a token, under the whole-chunk rule (whole_in_short()), is looked up first in
+    // short_tokens_ (one slot where the cache costs a slot, a key and its ids) and is not
+    // remembered in the cache: on a first pass over a text about a third of the chunks that
+    // miss the short-chunk cache are tokens, and the cache then grows a step less.
+    // `not_token`: the caller made that lookup already and found no token.
     inline int64_t encode_chunk(const uint8_t* data, int64_t n, EncodeScratch& st, int32_t* out,
-                                int64_t* misses, uint64_t h) const {
+                                int64_t* misses, uint64_t h, bool not_token = false) const {
         int64_t count = 0;
         if (n == 0) return 0;
         if (n == 1) {
             out[0] = byte_id[data[0]];
             return out[0] >= 0 ? 1 : -1 - (int64_t)data[0];
+        }
+        bool short_whole = n <= (int64_t)SHORT_KEY_MAX && whole_in_short();
+        if (short_whole && !not_token) {
+            uint64_t w0, w1;
+            pack_short(data, (size_t)n, (size_t)n, &w0, &w1);
+            int32_t id = short_token(data, n, w0, w1);
+            if (id >= 0) {
+                out[0] = id;
+                ++*misses;  // (it missed the caches: hits and misses still add up to the chunks)
+                return 1;
+            }
         }
         if (h == 0) h = bytes_map_hash(data, (size_t)n);
         if (n <= CACHE_MAX_CHUNK) {
@@ -970,12 +1018,13 @@ class BpeEncoder {
         }
         count = SPANS_DECLINED;
         if ((merge_rule == MERGE_TOKEN || spans_for_pairs_) && n <= short_token_max && short_tokens_.size() > 0) {
-            // (the consistent whole lookup is a pure shortcut: merge_spans finds the same)
-            count = merge_spans(data, n, out, use_whole_ && whole_all_);
+            // (the consistent whole lookup is a pure shortcut: merge_spans finds the same; the
+            // whole one was made above)
+            count = merge_spans(data, n, out, use_whole_ && whole_all_ && !short_whole);
             if (count < 0 && count != SPANS_DECLINED) return count;
         }
         if (count == SPANS_DECLINED) {
-            const int32_t* whole = !use_whole_ ? nullptr
+            const int32_t* whole = !use_whole_ || short_whole ? nullptr
                                    : (whole_all_ ? ids_ : whole_id_).find(data, (size_t)n, h, &count);
             if (whole != nullptr) {
                 out[0] = whole[0];

@@ -171,6 +171,35 @@ def test_token_rule_short_chunks_on_a_real_vocabulary(shared_data, tiktoken_enco
     assert spans == scanned == [i for c in chunks for i in enc._encode_single_piece(c)]  # (tiktoken: one piece)
 
 
+# The text path under the token rule: a chunk of 2..15 bytes that misses the short-chunk cache
+# is first looked up whole among the short tokens (with the whole-chunk rule, "all"), before the
+# chunk cache, and a token found so is not put in the chunk cache. Generated vocabularies over
+# letters, a space and the two bytes of "é" (tokens that the merges alone would not rebuild from
+# their bytes, so the whole lookup decides), texts of hundreds of chunks (several blocks, words
+# again and again, words of 16 bytes and more), three passes with one state whose short cache is
+# tiny (chunks fall out of it and take the whole lookup again) or full size.
+@settings(max_examples=60, deadline=None)
+@given(merge_lists(alphabet=b"ab \xc3\xa9", max_merges=30),
+       st.lists(st.text(alphabet="abé", min_size=1, max_size=18), min_size=1, max_size=40),
+       st.lists(st.integers(0, 39), min_size=1, max_size=600),
+       st.sampled_from(["all", "consistent", "none"]), st.sampled_from([(1, 1), (16, 16)]))
+def test_token_rule_text_path_whole_lookup_before_the_cache(case, words, picks, whole, bits):
+    tokens, _ = case
+    none = np.zeros(0, dtype=np.int32)
+    core = BPECore(tokens, none, none, merge_rule="token", whole_token_lookup=whole)
+    ranks = {t: i for i, t in enumerate(tokens)}
+    text = "".join((" " if k % 3 else "") + words[k % len(words)] for k in picks)
+    chunks = [c.encode("utf-8") for c in regex.findall(PATTERNS["cl100k"], text)]
+    expected = [ranks[t] for c in chunks for t in encode_by_token_rank(c, ranks, whole == "all")]
+    state = EncodeState(short_cache_bits=bits[0], short_cache_max_bits=bits[1])
+    for _ in range(3):
+        assert core.encode_text(text.encode("utf-8"), TILING_PATTERN_IDS["cl100k"], state).tolist() == expected
+        assert core.encode_str(text, TILING_PATTERN_IDS["cl100k"], state).tolist() == expected
+    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    assert core.encode_chunks(b"".join(chunks), ends - lengths, ends, state).tolist() == expected
+
+
 def test_short_token_max_is_checked():
     core = Tokenizer(list(BYTES), [], merge_rule="token")._core()
     assert core.short_token_max == 15
