@@ -144,7 +144,7 @@ class ChunkTable {
     void export_counts() {
         counts.assign(size(), 0);
         for (size_t k = 0; k < capacity_; ++k)
-            if (slots_[k].len) counts[slots_[k].index] = slots_[k].count;
+            if (!slots_[k].empty()) counts[slots_[k].index] = slots_[k].count;
     }
 
     // Pre-tokenize and count documents: buf[ends[k-1]:ends[k]] is document k (ends[-1] = 0).
@@ -243,7 +243,7 @@ class ChunkTable {
         for (size_t step = 0; step < capacity_; ++step) {
             size_t k = (lo + step) & mask_;
             Slot& s = slots_[k];
-            if (s.len == 0) {
+            if (s.empty()) {
                 if (lo + step >= hi) break;
                 continue;
             }
@@ -450,9 +450,11 @@ class ChunkTable {
 
     struct alignas(32) Slot {
         uint64_t k0, k1;   // as Key
-        uint32_t len;      // 0: empty slot
+        uint32_t len;
         uint32_t index;    // first-appearance index
         int64_t count;
+        // An empty slot is all zero; what marks it is k1 == 0, which no key has (Key).
+        bool empty() const { return k1 == 0; }
     };
     static_assert(sizeof(Slot) == 32, "two slots per cache line");
 
@@ -478,7 +480,7 @@ class ChunkTable {
                 x.count += 1;
                 return true;
             }
-            if (x.k1 == 0) return false;  // an empty slot
+            if (x.empty()) return false;
         }
     }
 
@@ -525,9 +527,9 @@ class ChunkTable {
             ChunkTable& t = *tables[v];
             if (t.size() == 0) continue;
             size_t j = probe(t.slots_, t.mask_, (size_t)(h >> t.shift_),
-                             [&](const Slot& x) { return x.len == 0 || t.same(x, key, p); });
+                             [&](const Slot& x) { return x.empty() || t.same(x, key, p); });
             Slot& x = t.slots_[j];
-            if (x.len == 0) continue;
+            if (x.empty()) continue;
             total += x.count;
             int64_t task = t.task_of(x.index);
             if (task < owner_task) {
@@ -544,7 +546,7 @@ class ChunkTable {
     }
 
     inline bool same(const Slot& s, const Key& k, const uint8_t* p) const {
-        if (s.k0 != k.k0 || s.k1 != k.k1 || s.len != k.len) return false;
+        if (s.k0 != k.k0 || s.k1 != k.k1) return false;  // (k1 holds the length)
         return __builtin_expect(k.len <= SHORT_CHUNK, 1) || same_long(s, p);
     }
     // The bytes of a long chunk (its key is its hash) against the slot's chunk in `data`; out
@@ -557,8 +559,8 @@ class ChunkTable {
     // order).
     __attribute__((always_inline)) inline void count_key(const Key& k, uint64_t h, const uint8_t* p, int64_t count) {
         size_t i = probe(slots_, mask_, (size_t)(h >> shift_),
-                         [&](const Slot& s) { return s.len == 0 || same(s, k, p); });
-        if (__builtin_expect(slots_[i].len != 0, 1)) {
+                         [&](const Slot& s) { return s.empty() || same(s, k, p); });
+        if (__builtin_expect(!slots_[i].empty(), 1)) {
             slots_[i].count += count;
             return;
         }
@@ -569,7 +571,7 @@ class ChunkTable {
         if ((size() + 1) * 10 > capacity_ * 7) {  // load <= 0.7
             if (size() + 1 >= MAX_CHUNKS) throw std::length_error("more than 2^32 - 16 unique chunks");
             rehash(capacity_ * 2);
-            i = probe(slots_, mask_, (size_t)(h >> shift_), [](const Slot& s) { return s.len == 0; });
+            i = probe(slots_, mask_, (size_t)(h >> shift_), [](const Slot& s) { return s.empty(); });
         }
         slots_[i] = Slot{k.k0, k.k1, k.len, (uint32_t)size(), count};
         data.insert(data.end(), p, p + k.len);
@@ -594,9 +596,9 @@ class ChunkTable {
         int shift = 64 - __builtin_ctzll(capacity);
         for (size_t k = 0; k < capacity_; ++k) {
             const Slot& s = slots_[k];
-            if (s.len == 0) continue;
+            if (s.empty()) continue;
             uint64_t h = key_hash(Key{s.k0, s.k1, s.len});
-            fresh[probe(fresh, m, (size_t)(h >> shift), [](const Slot& t) { return t.len == 0; })] = s;
+            fresh[probe(fresh, m, (size_t)(h >> shift), [](const Slot& t) { return t.empty(); })] = s;
         }
         std::free(slots_);
         slots_ = fresh;
