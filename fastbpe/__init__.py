@@ -14,9 +14,8 @@ a *rank* a merge's (or tiktoken token's) priority.
 >>> tok.decode(tok.encode("the cat"))
 'the cat'
 """
-from importlib import import_module
-
 from . import _moved
+from ._lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -24,89 +23,45 @@ __version__ = "0.1.0"
 # reader, the Tokenizer) pays for what it uses: the embedding kernels import Numba (about a
 # second), and the whole package takes longer to import than one tokenizer takes to load.
 # ``from fastbpe import train`` and ``fastbpe.Tokenizer`` work as if imported here.
-_LAZY = {
-    "train": ("learn.train", "train"),
-    "train_words": ("learn.train", "train_words"),
-    "learn_from_table": ("learn.learner", "learn_from_table"),
-    "Tokenizer": ("encode.tokenizer", "Tokenizer"),
-    "load": ("encode.loading", "load"),
-    "openai": ("encode.loading", "openai"),
-    "get_encoding": ("encode.registry", "get_encoding"),
-    "encoding_for_model": ("encode.registry", "encoding_for_model"),
-    "WordTable": ("corpus.wordtable", "WordTable"),
-    "count_words": ("corpus.count", "count_words"),
-    "CorpusDecodeError": ("corpus.files", "CorpusDecodeError"),
-    "pretokenize": ("split.pretokenize", "pretokenize"),
-    "pretokenize_bytes": ("split.pretokenize", "pretokenize_bytes"),
-    "PATTERNS": ("split.patterns", "PATTERNS"),
-    "encode_files": ("shards", "encode_files"),
-    "read_shard": ("shards", "read_shard"),
-    "reference": ("reference", None),
-    "formats": ("formats", None),
-    "analysis": ("analysis", None),
-    "embed": ("embed", None),
-    "kernels": ("embed.kernels", None),
-    "gather": ("embed.kernels", "gather"),
-    "scatter_add": ("embed.kernels", "scatter_add"),
-    "scatter_add_sparse": ("embed.kernels", "scatter_add_sparse"),
-    "normalize_rows": ("embed.kernels", "normalize_rows"),
-    "cosine_similarity": ("embed.kernels", "cosine_similarity"),
-    "topk_cosine": ("embed.kernels", "topk_cosine"),
-    "analogy": ("embed.kernels", "analogy"),
-    "Embedding": ("embed.embedding", "Embedding"),
+_HOMES = {
+    "train": "learn.train:train",
+    "train_words": "learn.train:train_words",
+    "learn_from_table": "learn.learner:learn_from_table",
+    "Tokenizer": "encode.tokenizer:Tokenizer",
+    "load": "encode.loading:load",
+    "openai": "encode.loading:openai",
+    "get_encoding": "encode.registry:get_encoding",
+    "encoding_for_model": "encode.registry:encoding_for_model",
+    "WordTable": "corpus.wordtable:WordTable",
+    "count_words": "corpus.count:count_words",
+    "CorpusDecodeError": "corpus.files:CorpusDecodeError",
+    "pretokenize": "split.pretokenize:pretokenize",
+    "pretokenize_bytes": "split.pretokenize:pretokenize_bytes",
+    "PATTERNS": "split.patterns:PATTERNS",
+    "encode_files": "shards:encode_files",
+    "read_shard": "shards:read_shard",
+    "reference": "reference",
+    "formats": "formats",
+    "analysis": "analysis",
+    "embed": "embed",
+    "kernels": "embed.kernels",
+    "gather": "embed.kernels:gather",
+    "scatter_add": "embed.kernels:scatter_add",
+    "scatter_add_sparse": "embed.kernels:scatter_add_sparse",
+    "normalize_rows": "embed.kernels:normalize_rows",
+    "cosine_similarity": "embed.kernels:cosine_similarity",
+    "topk_cosine": "embed.kernels:topk_cosine",
+    "analogy": "embed.kernels:analogy",
+    "Embedding": "embed.embedding:Embedding",
 }
 
 # The subpackages and modules, as attributes of the package before their first import.
 _SUBMODULES = ("analysis", "arguments", "cli", "cluster", "corpus", "embed", "encode", "fileio", "formats",
                "learn", "progress", "reference", "shards", "split")
 
-__all__ = [
-    "reference",
-    "formats",
-    "train",
-    "train_words",
-    "learn_from_table",
-    "Tokenizer",
-    "load",
-    "WordTable",
-    "count_words",
-    "CorpusDecodeError",
-    "pretokenize",
-    "pretokenize_bytes",
-    "PATTERNS",
-    "openai",
-    "get_encoding",
-    "encoding_for_model",
-    "encode_files",
-    "read_shard",
-    "analysis",
-    "embed",
-    "kernels",
-    "gather",
-    "scatter_add",
-    "scatter_add_sparse",
-    "normalize_rows",
-    "cosine_similarity",
-    "topk_cosine",
-    "analogy",
-    "Embedding",
-]
+__all__ = list(_HOMES)
 
 _moved.install()
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        module_name, attribute = _LAZY[name]
-        module = import_module(f".{module_name}", __name__)
-        value = module if attribute is None else getattr(module, attribute)
-    elif name in _SUBMODULES:
-        value = import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module 'fastbpe' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, _SUBMODULES)

@@ -2,23 +2,14 @@
 at safe places (``cut``), and counting unique chunks in bounded memory, in parallel or on a Dask
 cluster (``count``) into a ``WordTable`` (``wordtable``).
 """
-from importlib import import_module
+from .._lazy import lazy_names
 
 __all__ = ["count_words", "CorpusDecodeError", "WordTable", "expand_paths", "open_bytes"]
 
 # Each name is imported from its module on first use: reading files (``fastbpe encode``) needs
 # neither the counter nor its cluster support.
-_HOMES = {"count_words": "count", "CorpusDecodeError": "files", "expand_paths": "files", "open_bytes": "files",
-          "WordTable": "wordtable"}
+_HOMES = {"count_words": "count:count_words", "CorpusDecodeError": "files:CorpusDecodeError",
+          "expand_paths": "files:expand_paths", "open_bytes": "files:open_bytes", "WordTable": "wordtable:WordTable"}
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{_HOMES[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

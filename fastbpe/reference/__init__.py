@@ -5,29 +5,18 @@ findall), ``count`` (chunk counting), ``learning`` (merge learning, Sennrich et 
 ``encode`` (the three merge rules). Every compiled path is tested against these; when the two
 disagree, the reference is right.
 """
-from importlib import import_module
+from .._lazy import lazy_names
 
 __all__ = ["pair_counts", "best_pair", "merge_word", "apply_merge", "learn", "encode_word", "corpus_size",
            "symbols_of", "encode_by_pair_rank", "encode_by_token_rank", "split", "count", "learning", "encode"]
 
 # Each name is imported from its module on first use (the split's reference is what the
 # compiled split imports; the encoders and the learner are for tests and analyses).
-_HOMES = {"encode_by_pair_rank": "encode", "encode_by_token_rank": "encode", "encode_word": "encode",
-          **{name: "learning" for name in ("apply_merge", "best_pair", "corpus_size", "learn", "merge_word",
-                                           "pair_counts", "symbols_of")}}
+_HOMES = {name: f"{module}:{name}" for module, names in [
+    ("encode", ("encode_by_pair_rank", "encode_by_token_rank", "encode_word")),
+    ("learning", ("apply_merge", "best_pair", "corpus_size", "learn", "merge_word", "pair_counts", "symbols_of"))]
+    for name in names}
 _SUBMODULES = ("count", "encode", "learning", "split")
 
 
-def __getattr__(name: str):
-    if name in _SUBMODULES:
-        value = import_module(f".{name}", __name__)
-    elif name in _HOMES:
-        value = getattr(import_module(f".{_HOMES[name]}", __name__), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOMES) | set(_SUBMODULES))
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, _SUBMODULES)
