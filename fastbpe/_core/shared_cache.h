@@ -15,8 +15,11 @@
 //    fill level as it was (nobody saw the entry it wrote past it).
 //  * The table stops taking entries when half its slots are used or the arenas hold the
 //    word budget (insert returns false: the caller keeps the chunk in its own cache), so a
-//    probe always meets an empty slot. clear() empties it, and only runs while no thread
-//    reads or writes it (the caller's promise: between calls, when no call is running).
+//    probe always meets an empty slot. An insert reserves its entry (an atomic add) before
+//    writing it and gives back a reservation it does not use, so that threads inserting at
+//    once never take more than capacity() together. clear() empties it, and only runs while
+//    no thread reads or writes it (the caller's promise: between calls, when no call is
+//    running).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -43,7 +46,7 @@ class SharedChunkCache {
         size_t slots = (size_t)1 << 10;
         while (slots < max_ids / 2 && slots < ((size_t)1 << 22)) slots *= 2;
         mask_ = slots - 1;
-        max_entries_ = slots / 2 - MAX_ARENAS;  // (each attached thread may pass the check at once)
+        max_entries_ = slots / 2;
         max_words_ = 6 * (uint64_t)max_ids;
         // (zero pages from calloc: the table takes memory only where slots are set)
         slots_ = (uint64_t*)std::calloc(slots, sizeof(uint64_t));
@@ -80,7 +83,10 @@ class SharedChunkCache {
         arenas_[arena].taken = false;
     }
 
-    size_t size() const { return (size_t)entries_.load(std::memory_order_relaxed); }
+    size_t size() const {  // (a reservation about to be given back may pass capacity() for a moment)
+        int64_t n = entries_.load(std::memory_order_relaxed);
+        return (size_t)(n < max_entries_ ? n : max_entries_);
+    }
     size_t capacity() const { return (size_t)max_entries_; }
     // Whether inserts are refused now (a full table, or the word budget spent).
     bool full() const {
@@ -121,17 +127,22 @@ class SharedChunkCache {
     // False when the table takes no more entries (or arena is -1); true when it holds the key
     // now (put here or by another thread).
     bool insert(int arena, const uint8_t* p, size_t n, uint64_t h, const int32_t* ids, int64_t count) {
-        if (arena < 0 || full() || n > 0xFFFF || count > 0xFFFF) return false;  // (the header's 16-bit fields)
+        if (arena < 0 || n > 0xFFFF || count > 0xFFFF) return false;  // (the header's 16-bit fields)
+        if (words_.load(std::memory_order_relaxed) >= max_words_) return false;
+        if (entries_.fetch_add(1, std::memory_order_relaxed) >= max_entries_) {  // (the reservation)
+            entries_.fetch_sub(1, std::memory_order_relaxed);
+            return false;
+        }
         Arena& mine = arenas_[arena];
         uint32_t words = 1 + key_words(n) + (uint32_t)count;
         uint32_t used = mine.used, at = used;
         if ((at & (BLOCK_WORDS - 1)) + words > BLOCK_WORDS) at = (at | (BLOCK_WORDS - 1)) + 1;  // next block
         uint32_t block = at >> BLOCK_BITS;
-        if (block >= (uint32_t)MAX_BLOCKS) return false;
+        if (block >= (uint32_t)MAX_BLOCKS) return unreserve(false);
         uint32_t* base = mine.blocks[block].load(std::memory_order_relaxed);
         if (base == nullptr) {  // (published by the release of the slot that first points into it)
             base = (uint32_t*)std::malloc(BLOCK_WORDS * sizeof(uint32_t));
-            if (base == nullptr) return false;
+            if (base == nullptr) return unreserve(false);
             mine.blocks[block].store(base, std::memory_order_relaxed);
         }
         uint32_t* e = base + (at & (BLOCK_WORDS - 1));
@@ -144,8 +155,7 @@ class SharedChunkCache {
             uint64_t v = __atomic_load_n(&slots_[i], __ATOMIC_ACQUIRE);
             if (v == 0) {
                 if (__atomic_compare_exchange_n(&slots_[i], &v, mine_v, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                    mine.used = at + words;
-                    entries_.fetch_add(1, std::memory_order_relaxed);
+                    mine.used = at + words;  // (its entry was counted by the reservation)
                     words_.fetch_add(at + words - used, std::memory_order_relaxed);  // (a block's skipped tail too)
                     return true;
                 }
@@ -153,11 +163,17 @@ class SharedChunkCache {
             }
             if ((v & TAG_BITS) != (h & TAG_BITS)) continue;
             const uint32_t* other = entry_of(v);
-            if (key_length(other) == n && bytes_equal((const uint8_t*)(other + 1), p, n)) return true;
+            if (key_length(other) == n && bytes_equal((const uint8_t*)(other + 1), p, n)) return unreserve(true);
         }
     }
 
   private:
+    // Give back an insert's reservation of an entry it did not write; returns `result`.
+    bool unreserve(bool result) {
+        entries_.fetch_sub(1, std::memory_order_relaxed);
+        return result;
+    }
+
     static const uint64_t TAG_BITS = 0xFFFFFF0000000000ULL;
     struct Arena {
         std::atomic<uint32_t*> blocks[MAX_BLOCKS];
