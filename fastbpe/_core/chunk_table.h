@@ -414,17 +414,21 @@ class ChunkTable {
         for (size_t i = j > LAG ? j - LAG : 0; i < j; ++i) count(ring[i % LAG], i + 1, j);
     }
 
-    // count_key for a count_tiled ring entry (k0, k1 as there).
+    // The Key of a count_tiled ring entry (k0, k1 as there: a long chunk's is made again).
+    static inline Key ring_key(uint64_t k0, uint64_t k1, const uint8_t* p, const uint8_t* limit) {
+        return k1 ? Key{k0, k1, (uint32_t)(k1 >> 56)} : make_key(p, (size_t)k0, limit);
+    }
+
+    // count_key for a count_tiled ring entry.
     __attribute__((noinline)) void count_ring(uint64_t k0, uint64_t k1, const uint8_t* p, const uint8_t* limit) {
-        const Key key = k1 ? Key{k0, k1, (uint32_t)(k1 >> 56)} : make_key(p, (size_t)k0, limit);
+        const Key key = ring_key(k0, k1, p, limit);
         count_key(key, key_hash(key), p, 1);
     }
 
     // A count_tiled ring entry's home slot after a rehash.
     template <class Hashed>
     __attribute__((noinline)) void rehome(Hashed& r, const uint8_t* limit) const {
-        const Key key = r.k1 ? Key{r.k0, r.k1, (uint32_t)(r.k1 >> 56)} : make_key(r.p, (size_t)r.k0, limit);
-        r.slot = (size_t)(key_hash(key) >> shift_);
+        r.slot = (size_t)(key_hash(ring_key(r.k0, r.k1, r.p, limit)) >> shift_);
     }
 
     // Queue a chunk with its key and hash, and prefetch its slot.
