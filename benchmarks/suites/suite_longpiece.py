@@ -8,7 +8,7 @@ pieces made in ``setup`` (deterministic, nothing read from disk but the rank fil
 """
 import numpy as np
 
-from .common import fastbpe_module, input_size, skip, tiktoken_file
+from .common import fastbpe_module, generated_text, input_size, skip, tiktoken_file
 
 KINDS = ["one letter", "two letters", "random letters"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -82,6 +82,36 @@ class LongPieceTables:
 
     def time_build(self, encoding):
         self.core.backtracking()
+
+
+class FewLongChunksFirstCall:
+    """The first call of a freshly loaded tokenizer on 1 MB of text with four long chunks of
+    300-1200 bytes (rules, a run of spaces, a long word): the merge loops take them, since so
+    few long-chunk bytes do not earn the backtracking tables (they were built on the first)."""
+
+    params = ["cl100k_base", "o200k_base"]
+    param_names = ["encoding"]
+    number = 1
+    warmup_time = 0
+    repeat = (3, 10, 30.0)
+    timeout = 300
+
+    def setup(self, encoding):
+        fastbpe = fastbpe_module()
+        path = tiktoken_file(encoding)
+        if path is None:
+            skip(f"tokenizers/tiktoken/{encoding}.tiktoken not found")
+        if not hasattr(fastbpe, "openai"):
+            skip("this commit has no fastbpe.openai")
+        self.tok = fastbpe.openai(encoding, path)
+        self.tok.encode_to_numpy("warm up: the tables of short chunks are built on the first call")
+        text = generated_text("1MB")
+        third = len(text) // 3
+        self.text = "".join([text[:third], "-" * 300, "\n", text[third:2 * third], " " * 1200 + "x",
+                             "\n" + "=" * 400 + "\n", text[2 * third:], " " + "abcdefgh" * 100])
+
+    def time_first_call(self, encoding):
+        self.tok.encode_to_numpy(self.text)
 
 
 class LongPieceTrain:

@@ -68,10 +68,24 @@ class TokenTrie {
         if (cap != slots_.size()) rehash(cap);
     }
 
+    // The last deep walk of add(): the bytes of the token it added (n >= 3 bytes, kept alive by
+    // the caller) and, for each depth i >= 2, the node reached after byte i and the longest token
+    // among the prefixes of p[0:i + 1]. A walk for bytes that start like the last one resumes
+    // where the two part, so a vocabulary added in prefix order costs one probe per new node
+    // rather than one per byte of every token.
+    struct Walk {
+        const uint8_t* bytes = nullptr;
+        size_t n = 0;
+        std::vector<uint32_t> node;
+        std::vector<int32_t> best;
+    };
+
     // Add token `id` with bytes p[0:n] (n >= 1); `*prefix` receives the longest token already
     // in the trie that is a proper prefix of it, or -1 (so, when tokens are added shortest
-    // first, its longest proper prefix token). False when the trie would outgrow MAX_NODES.
-    bool add(const uint8_t* p, size_t n, int32_t id, int32_t* prefix) {
+    // first, its longest proper prefix token). `walk`: the previous add's (empty at first);
+    // resuming it assumes every token comes after its proper prefixes (build's order).
+    // False when the trie would outgrow MAX_NODES.
+    bool add(const uint8_t* p, size_t n, int32_t id, int32_t* prefix, Walk& walk) {
         *prefix = -1;
         int32_t& t1 = level1_[p[0]];
         if (t1 == ABSENT) t1 = -1;
@@ -88,8 +102,22 @@ class TokenTrie {
             return true;
         }
         if (t2 >= 0) *prefix = t2;
+        // resume at the first byte where p leaves the last walk (depths before it are shared;
+        // the last byte is always walked, to mark the token)
+        size_t same = 0, limit = std::min(n - 1, walk.n);
+        while (same < limit && p[same] == walk.bytes[same]) ++same;
+        size_t i = 2;
         uint32_t node = 257 + two;
-        for (size_t i = 2; i < n; ++i) {
+        if (same > 2) {
+            i = same;
+            node = walk.node[i - 1];
+            *prefix = walk.best[i - 1];
+        }
+        if (walk.node.size() < n) {
+            walk.node.resize(n);
+            walk.best.resize(n);
+        }
+        for (; i < n; ++i) {
             Slot* s = find(node, p[i]);
             if (s == nullptr) {
                 if (next_node_ >= MAX_NODES) return false;
@@ -99,7 +127,11 @@ class TokenTrie {
             }
             if (i + 1 == n) s->token = id;
             node = s->child;
+            walk.node[i] = node;
+            walk.best[i] = i + 1 == n ? id : *prefix;
         }
+        walk.bytes = p;
+        walk.n = n;
         return true;
     }
 
@@ -257,9 +289,10 @@ class Backtracker {
         // `deep` are distinct nodes in the vocabularies seen, so the table starts at that size.
         trie_.reset();
         trie_.reserve(std::min(deep / 2, (size_t)TokenTrie::MAX_NODES));
+        TokenTrie::Walk walk;
         for (const Order& o : order) {
             if (!reachable[o.token]) continue;
-            if (!trie_.add(base + start(o.token), o.length, (int32_t)o.token, &info_[o.token].prefix)) {
+            if (!trie_.add(base + start(o.token), o.length, (int32_t)o.token, &info_[o.token].prefix, walk)) {
                 too_big = true;
                 return;
             }
@@ -378,6 +411,7 @@ class Backtracker {
     // repeat the pairs of their BPE runs, and step 0 brings them together), while the table
     // itself is 8-16 MB for the OpenAI vocabularies: most lookups then stay in L2.
     static constexpr size_t PAIR_MEMO_SLOTS = 1 << 15;  // 512 KiB
+    static constexpr size_t LAST_MERGE_STACK = 64;     // bytes of a token merged on the stack
     inline uint64_t lookup(int32_t a, int32_t b, std::vector<uint64_t>& memo) const {
         uint64_t key = pair_key(a, b);
         size_t i = 2 * (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 49);
@@ -399,17 +433,27 @@ class Backtracker {
 
     // BPE of p[0:n] (n >= 2) by bpe.h's rule without a floor (lowest rank, leftmost first):
     // the id it ends in when that is one symbol (else -1), and the last merge's parts and rank.
-    int32_t last_merge(const uint8_t* p, size_t n, const int32_t* byte_id, std::vector<int32_t>& sym,
-                       std::vector<uint64_t>& val, std::vector<uint64_t>& memo, int32_t* left, int32_t* right,
+    int32_t last_merge(const uint8_t* p, size_t n, const int32_t* byte_id, std::vector<int32_t>& sym_long,
+                       std::vector<uint64_t>& val_long, std::vector<uint64_t>& memo, int32_t* left, int32_t* right,
                        int32_t* rank) const {
-        sym.resize(n);
-        val.resize(n);
+        // (nearly every token fits the stack arrays; a merge shifts the few symbols after it by
+        // hand, which for a token's handful of symbols beats a call to memmove)
+        int32_t sym_short[LAST_MERGE_STACK];
+        uint64_t val_short[LAST_MERGE_STACK];
+        int32_t* sym = sym_short;
+        uint64_t* val = val_short;
+        if (n > LAST_MERGE_STACK) {
+            sym_long.resize(n);
+            val_long.resize(n);
+            sym = sym_long.data();
+            val = val_long.data();
+        }
         for (size_t i = 0; i < n; ++i) {
             sym[i] = byte_id[p[i]];
             if (sym[i] < 0) return -1;
         }
         for (size_t i = 0; i + 1 < n; ++i) val[i] = lookup(sym[i], sym[i + 1], memo);
-        size_t m = n;
+        size_t m = n;  // symbols left; val[0:m - 1] their pairs' values
         while (m > 1) {
             size_t best = 0;
             for (size_t i = 1; i + 1 < m; ++i)
@@ -419,8 +463,8 @@ class Backtracker {
             *right = sym[best + 1];
             *rank = (int32_t)(val[best] >> 32);
             sym[best] = (int32_t)(val[best] & 0xFFFFFFFFULL);
-            sym.erase(sym.begin() + (long)best + 1);
-            val.erase(val.begin() + (long)best);
+            for (size_t i = best + 1; i + 1 < m; ++i) sym[i] = sym[i + 1];
+            for (size_t i = best; i + 2 < m; ++i) val[i] = val[i + 1];
             --m;
             if (best + 1 < m) val[best] = lookup(sym[best], sym[best + 1], memo);
             if (best > 0) val[best - 1] = lookup(sym[best - 1], sym[best], memo);

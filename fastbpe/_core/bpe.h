@@ -20,7 +20,8 @@
 // megabyte without a split) a queue of ranks, each rank with the positions of its candidate
 // pairs, taken in ascending order (merge_by_rank). Long chunks cost O(n log n) at worst.
 // Before the loops, chunks of BACKTRACK_MIN bytes or more are encoded by backtracking over the
-// vocabulary (backtrack.h: about linear time, memory the ids and one bit per byte) when the
+// vocabulary (backtrack.h: about linear time, memory the ids and one bit per byte), once the
+// text's long chunks have earned its tables (BACKTRACK_BUDGET_PER_TOKEN_BYTE), when the
 // model allows it (monotone merges; not the replay rule with a repeated pair), which the
 // tiktoken files and Hugging Face byte-level files mostly do. Under MERGE_TOKEN, a chunk of up
 // to 15 bytes that misses the cache takes none of these: its whole-chunk lookup and its merges
@@ -36,10 +37,10 @@
 // vocabulary, or TOO_MANY_IDS when more ids than the room given come out.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -81,8 +82,16 @@ static const int SCAN_MAX_CHUNK = 32;
 // Chunks of at least this many symbols are merged by the rank queue instead of the heap.
 static const int64_t RANK_QUEUE_MIN = 256;
 // Chunks of at least this many bytes are encoded by backtracking (backtrack.h) where the model
-// allows it (the tables are built on the first such chunk).
+// allows it, once its tables are built (see BACKTRACK_BUDGET_PER_TOKEN_BYTE).
 static const int64_t BACKTRACK_MIN = 256;
+// The backtracking tables are built once the long chunks the merge loops took, the current one
+// included, reach this many bytes per byte of the vocabulary: about what building them costs
+// (cl100k_base, 640 KB of tokens: 60-80 ms to build; the rank queue takes 60-90 ns per byte of
+// a long chunk), so that a text with a few long chunks never pays for tables it would not earn
+// back, and one with many pays at most twice what the better choice in hindsight would have.
+// (Building first saves little on most long chunks: on random letters backtracking and the rank
+// queue run alike; on one letter repeated, backtracking runs six times faster.)
+static const int64_t BACKTRACK_BUDGET_PER_TOKEN_BYTE = 2;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
@@ -272,6 +281,9 @@ class BpeEncoder {
     // positions pushed (0: at its first sort; tests use it)
     int64_t rank_sort_budget = 4;
     int64_t backtrack_min = BACKTRACK_MIN;  // longer chunks are backtracked (tests vary it)
+    // bytes of long chunks merged before the backtracking tables are built (-1: the default,
+    // BACKTRACK_BUDGET_PER_TOKEN_BYTE per byte of the vocabulary; 0: on the first; tests vary it)
+    int64_t backtrack_budget = -1;
     // MERGE_TOKEN: chunks of up to this many bytes are merged by merge_spans (0: never; tests
     // vary it; at most SHORT_KEY_MAX)
     int short_token_max = (int)SHORT_KEY_MAX;
@@ -864,7 +876,9 @@ class BpeEncoder {
                 if (bad < 0) return bad;
             }
             if (len >= U16_DIRECT_MIN) {
-                const Backtracker* bt = len >= backtrack_min && len > scan_max ? backtracker() : nullptr;
+                // (a chunk not backtracked here is counted toward the budget where it is merged)
+                const Backtracker* bt =
+                    len >= backtrack_min && len > scan_max && backtrack_due(len) ? backtracker_for(len) : nullptr;
                 if (bt != nullptr) {
                     for (size_t i = s; i < p; ++i)
                         if (byte_id[dp[i]] < 0) return -1 - (int64_t)dp[i];
@@ -912,6 +926,13 @@ class BpeEncoder {
         backtracker();
         return *backtrack_;
     }
+    // Whether the backtracking tables are built (by a long chunk or backtrack_tables()).
+    bool backtrack_built() const { return backtrack_built_.load(std::memory_order_acquire); }
+    // The budget in effect (backtrack_budget, or the default for this vocabulary).
+    int64_t backtrack_budget_bytes() const {
+        return backtrack_budget >= 0 ? backtrack_budget
+                                     : BACKTRACK_BUDGET_PER_TOKEN_BYTE * (int64_t)token_blob_.size();
+    }
 
   private:
     PairTable<uint64_t> pairs_;  // pair_key -> (rank << 32) | new id
@@ -932,6 +953,8 @@ class BpeEncoder {
     std::vector<uint32_t> token_ends_;   // token i ends at token_ends_[i] in token_blob_
     mutable std::once_flag backtrack_once_;
     mutable std::unique_ptr<Backtracker> backtrack_;
+    mutable std::atomic<bool> backtrack_built_{false};
+    mutable std::atomic<int64_t> long_bytes_{0};  // bytes of long chunks merged while not built
 
     // (rank << 32) | new id of pair (a, b), or NO_MERGE when the pair never merges.
     inline uint64_t lookup(int32_t a, int32_t b) const {
@@ -1231,14 +1254,32 @@ class BpeEncoder {
     }
 
     // BPE of data[0:n] by backtracking (backtrack.h), or BACKTRACK_UNUSABLE when the model
-    // does not allow it.
+    // does not allow it or its tables are not worth building yet.
     int64_t encode_backtrack(const uint8_t* data, int64_t n, EncodeScratch& st, int32_t* out, int64_t cap) const {
-        const Backtracker* bt = backtracker();
+        const Backtracker* bt = backtracker_for(n);
         if (bt == nullptr) return BACKTRACK_UNUSABLE;
         for (int64_t i = 0; i < n; ++i)
             if (byte_id[data[i]] < 0) return -1 - (int64_t)data[i];
         int64_t got = bt->encode(data, n, st.dead, st.memo, out, cap);
         return got >= 0 ? got : BACKTRACK_UNUSABLE;
+    }
+
+    // The backtracking tables for a long chunk of n bytes, or nullptr when the model does not
+    // allow backtracking or the long chunks so far have not reached the budget
+    // (backtrack_budget_bytes(); the chunk is then merged by the loops, and counted).
+    const Backtracker* backtracker_for(int64_t n) const {
+        // (the count is a hint shared by threads: relaxed, and a race only moves the build a
+        // chunk earlier or later)
+        if (!backtrack_built()) {
+            int64_t before = long_bytes_.fetch_add(n, std::memory_order_relaxed);
+            if (before + n < backtrack_budget_bytes()) return nullptr;
+        }
+        return backtracker();
+    }
+
+    // Whether backtracker_for(n) would build or use the tables (without counting n).
+    bool backtrack_due(int64_t n) const {
+        return backtrack_built() || long_bytes_.load(std::memory_order_relaxed) + n >= backtrack_budget_bytes();
     }
 
     // The backtracking tables, built on the first call (thread-safe), or nullptr when the
@@ -1250,6 +1291,7 @@ class BpeEncoder {
             bt->build(&pairs_, token_blob_, token_ends_, byte_id, merge_rule == MERGE_REPLAY && !repeats_.empty());
             bt->build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             backtrack_ = std::move(bt);
+            backtrack_built_.store(true, std::memory_order_release);
         });
         return backtrack_->usable() ? backtrack_.get() : nullptr;
     }

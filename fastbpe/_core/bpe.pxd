@@ -55,6 +55,9 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         int64_t rank_queue_min
         int64_t rank_sort_budget
         int64_t backtrack_min
+        int64_t backtrack_budget
+        bint backtrack_built()
+        int64_t backtrack_budget_bytes()
         const Backtracker& backtrack_tables() except +
         int32_t byte_id[256]
         int64_t set_tokens(const vector[string]& tokens, int64_t* first) except +

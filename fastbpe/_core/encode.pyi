@@ -47,6 +47,9 @@ class BPECore:
     rank_queue_min: int
     rank_sort_budget: int
     backtrack_min: int
+    backtrack_budget: int
+    @property
+    def backtrack_built(self) -> bool: ...
     def backtracking(self) -> Dict[str, Any]: ...
     def __init__(self, token_bytes: List[bytes], left: npt.NDArray[np.int32], right: npt.NDArray[np.int32],
                  merge_rule: str = "replay", whole_token_lookup: str = "consistent") -> None: ...

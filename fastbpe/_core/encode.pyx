@@ -695,8 +695,8 @@ cdef class BPECore:
     @property
     def backtrack_min(self):
         """Chunks of at least this many bytes (and more than ``scan_max``) are encoded by
-        backtracking over the vocabulary where the model allows it (see ``backtracking``); 0
-        backtracks every chunk past the scan."""
+        backtracking over the vocabulary where the model allows it (see ``backtracking``) and
+        its tables are built (see ``backtrack_budget``); 0 backtracks every chunk past the scan."""
         return self.enc.backtrack_min
 
     @backtrack_min.setter
@@ -704,6 +704,25 @@ cdef class BPECore:
         if value < 0:
             raise ValueError("backtrack_min must be at least 0")
         self.enc.backtrack_min = value
+
+    @property
+    def backtrack_budget(self):
+        """Bytes of long chunks (``backtrack_min`` bytes or more) merged by the merge loops
+        before the backtracking tables are built: about what building them costs, so that a
+        text with a few long chunks does not pay for them. By default twice the bytes of the
+        vocabulary's tokens; set 0 to build them on the first long chunk, -1 for the default."""
+        return self.enc.backtrack_budget_bytes()
+
+    @backtrack_budget.setter
+    def backtrack_budget(self, int64_t value):
+        if value < -1:
+            raise ValueError("backtrack_budget must be at least -1 (-1: the default)")
+        self.enc.backtrack_budget = value
+
+    @property
+    def backtrack_built(self):
+        """Whether the backtracking tables are built (by long chunks or by ``backtracking()``)."""
+        return self.enc.backtrack_built()
 
     def backtracking(self):
         """What the backtracking encoder of long chunks found about this model, building its

@@ -26,10 +26,11 @@ def encode_piece(tok, piece: bytes, backtrack: bool):
     """Ids of ``piece`` as one chunk, by backtracking or by the rank queue."""
     core = tok._core()
     core.backtrack_min = 0 if backtrack else 1 << 40
+    core.backtrack_budget = 0 if backtrack else -1
     try:
         return tok.encode_chunk_bounds(piece, np.array([0]), np.array([len(piece)])).tolist()
     finally:
-        core.backtrack_min = 256
+        core.backtrack_min, core.backtrack_budget = 256, -1
 
 
 def long_pieces(seed: int, n: int):
@@ -138,9 +139,10 @@ def test_token_rule_vocabularies_of_any_order(extra, word):
 
 
 def test_tables_built_once_under_threads(shared_data):
-    """The tables are built on the first long chunk; threads that all start with one get the
-    same ids."""
+    """The tables are built once the long chunks reach the budget, while other threads encode
+    theirs by the merge loops; every thread gets the same ids as the loops alone."""
     tok = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken") / "r50k_base.tiktoken")
+    tok._core().backtrack_budget = 120_000  # (reached by the third of the four chunks)
     rng = np.random.default_rng(5)
     texts = ["".join(rng.choice(list("abcdef"), 50_000)) for _ in range(4)]
     results = [None] * len(texts)
@@ -154,11 +156,61 @@ def test_tables_built_once_under_threads(shared_data):
     for t in threads:
         t.join()
     core = tok._core()
+    assert core.backtrack_built
     core.backtrack_min = 1 << 40
     try:
         assert results == [tok.encode_to_numpy(t).tolist() for t in texts]
     finally:
         core.backtrack_min = 256
+
+
+def test_tables_wait_for_the_budget(shared_data):
+    """The merge loops take long chunks until their bytes, the current chunk's included, reach
+    the budget (by default twice the vocabulary's bytes); then the tables are built and used.
+    The ids are the same all along; a chunk the 16-bit path hands on is counted once."""
+    folder = shared_data.path("tokenizers", "tiktoken")
+    tok = fastbpe.openai("r50k_base", folder / "r50k_base.tiktoken")
+    core = tok._core()
+    token_bytes = sum(len(t) for t in tok.token_bytes)
+    assert core.backtrack_budget == 2 * token_bytes
+    rng = np.random.default_rng(8)
+    words = ["".join(rng.choice(list("abcdef"), n)) for n in (300, 5_000, 60_000)]
+    ref = fastbpe.openai("r50k_base", folder / "r50k_base.tiktoken")  # (tok's chunk cache stays empty)
+    loops = [encode_piece(ref, w.encode(), backtrack=False) for w in words]
+    core.backtrack_budget = 65_300
+    assert not core.backtrack_built
+    for k in range(2):  # 300 + 5,000 bytes: below the budget
+        assert tok.encode_to_numpy(words[k]).tolist() == loops[k]
+        assert not core.backtrack_built
+    assert tok.encode_to_numpy(words[2]).tolist() == loops[2]  # 65,300 bytes: the budget
+    assert core.backtrack_built
+    word = "".join(rng.choice(list("abcdef"), 400))  # (not in the chunk cache: backtracked)
+    assert tok.encode_to_numpy(word).tolist() == encode_piece(ref, word.encode(), backtrack=False)
+
+    from fastbpe._core.encode import EncodeState
+    from fastbpe.encode.batch import _fused_pattern
+
+    fresh = fastbpe.openai("r50k_base", folder / "r50k_base.tiktoken")
+    core = fresh._core()
+    core.backtrack_budget = 100_000
+    data = ("".join(rng.choice(list("abcdef"), 70_000))).encode()
+    u16 = core.encode_text_u16(data, _fused_pattern(fresh), EncodeState())
+    assert u16.tolist() == encode_piece(fresh, data, backtrack=False)
+    assert not core.backtrack_built  # (70,000 bytes counted twice would pass 100,000)
+
+
+def test_backtrack_budget_is_checked():
+    core = BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32))
+    assert core.backtrack_budget == 2 * 256
+    core.backtrack_budget = 7
+    assert core.backtrack_budget == 7
+    core.backtrack_budget = -1
+    assert core.backtrack_budget == 2 * 256
+    with pytest.raises(ValueError, match="backtrack_budget"):
+        core.backtrack_budget = -2
+    assert not core.backtrack_built
+    core.backtracking()
+    assert core.backtrack_built
 
 
 def test_backtrack_min_is_checked():

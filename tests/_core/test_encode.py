@@ -57,6 +57,7 @@ def core_encode_word(tok: Tokenizer, word: bytes, impl: str = "scan"):
     core.scan_max = 32 if impl in ("scan", "symbols", "spans") else 0
     core.rank_queue_min = 0 if impl in ("ranks", "symbols-ranks") else 1 << 40
     core.backtrack_min = 0 if impl == "backtrack" else 1 << 40
+    core.backtrack_budget = 0 if impl == "backtrack" else -1  # (the tables at the first chunk)
     if impl.startswith("symbols"):
         symbols = np.array([tok._ids[bytes([b])] for b in word], dtype=np.int32)
         return core.encode_symbols(symbols, np.array([len(word)], dtype=np.int64), EncodeState()).tolist()
@@ -333,7 +334,7 @@ def _long_piece_encoders(tok, n):
     def run(queue_min, budget=4, symbols=False, backtrack_min=1 << 40):
         def encode(word):
             core.scan_max, core.rank_queue_min, core.rank_sort_budget = 0, queue_min, budget
-            core.backtrack_min = backtrack_min
+            core.backtrack_min, core.backtrack_budget = backtrack_min, 0
             try:
                 if symbols:
                     ids = np.array([tok._ids[bytes([b])] for b in word], dtype=np.int32)
@@ -341,7 +342,7 @@ def _long_piece_encoders(tok, n):
                 return tok.encode_chunk_bounds(word, np.array([0]), np.array([len(word)])).tolist()
             finally:
                 core.scan_max, core.rank_queue_min, core.rank_sort_budget = 32, 256, 4
-                core.backtrack_min = 256
+                core.backtrack_min, core.backtrack_budget = 256, -1
         return encode
 
     return [("heap", run(n + 1)), ("queue at n-1", run(n - 1)), ("queue at n", run(n)),
