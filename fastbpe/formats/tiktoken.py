@@ -120,7 +120,8 @@ def _spec_from_table(tokens: List[bytes], ranks: np.ndarray, pattern: str, speci
         table = [b""] * size
         for token, rank in zip(tokens, ranks.tolist()):
             table[rank] = token
-    singles = {t[0] for t in table if len(t) == 1}
+    one_byte = np.flatnonzero(np.fromiter(map(len, table), dtype=np.int64, count=len(table)) == 1)
+    singles = {table[i][0] for i in one_byte.tolist()}  # (a few hundred: no Python loop over all)
     missing = [b for b in range(256) if b not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, so some text could not be encoded")
@@ -154,13 +155,13 @@ def read_openai(name: str, path: PathLike) -> dict:
         path = path / f"{_TIKTOKEN_FILE.get(name, name)}.tiktoken"
     pattern, specials = OPENAI_ENCODINGS[name]
     check_user_pattern(pattern)
-    ranks = read_tiktoken_ranks(path)
-    if len(ranks) != OPENAI_RANK_COUNTS[name]:
-        fits = [n for n, count in OPENAI_RANK_COUNTS.items() if count == len(ranks)]
-        raise ValueError(f"{os.fspath(path)} holds {len(ranks)} ranks, {name} has {OPENAI_RANK_COUNTS[name]}"
+    tokens, ranks = read_rank_table(path)  # (a token named twice: the tokenizer refuses it)
+    if len(tokens) != OPENAI_RANK_COUNTS[name]:
+        fits = [n for n, count in OPENAI_RANK_COUNTS.items() if count == len(tokens)]
+        raise ValueError(f"{os.fspath(path)} holds {len(tokens)} ranks, {name} has {OPENAI_RANK_COUNTS[name]}"
                          + (f": it looks like {fits[0]}.tiktoken" if fits else
                             ": use Tokenizer.from_tiktoken with its own pattern for other rank files"))
-    return spec_from_ranks(ranks, pattern, specials, os.fspath(path))
+    return _spec_from_table(tokens, ranks, pattern, specials, os.fspath(path))
 
 
 def read_with_sidecar(path: PathLike, sidecar: Optional[PathLike] = None) -> dict:
