@@ -344,9 +344,10 @@ class ChunkTable {
     // This loop is what counting costs (it runs at a few instructions per cycle, so each
     // instruction in it counts): the starts of a block the scanner found, the slot array and
     // its mask are held in locals (reloaded only after an insert, which may rehash), a chunk
-    // waits with its home slot's index (not its hash, which would need the shift again), and
-    // a short chunk is matched against a slot with one branch (its two key words, the length
-    // in them, compared at once). The first LAG chunks (nothing to count yet) and the chunks
+    // waits with its home slot's address (not its hash, which would need the shift again, nor
+    // its index, which would need a shift and an add; a probe past the home takes the index
+    // back), and a short chunk is matched against a slot with one branch (its two key words,
+    // the length in them, compared at once). The first LAG chunks (nothing to count yet) and the chunks
     // of the last 15 bytes of the buffer (fewer than 16 bytes readable) have loops of their
     // own, so that the main loop tests neither.
     template <int PATTERN>
@@ -356,7 +357,7 @@ class ChunkTable {
         // entry is found with a shift, and the key words are 16-byte aligned.
         struct alignas(32) Hashed {
             uint64_t k0, k1;
-            size_t slot;  // the home slot, hash >> shift_
+            Slot* home;  // the home slot, slots_ + (hash >> shift_) (moved by a rehash: rehome)
             const uint8_t* p;
         };
         // enough chunks in flight for a prefetch to land (16 measured faster than 8, no slower
@@ -375,13 +376,13 @@ class ChunkTable {
             r.p = s + q;
             r.k0 = key.len > SHORT_CHUNK ? key.len : key.k0;
             r.k1 = key.len > SHORT_CHUNK ? 0 : key.k1;
-            r.slot = (size_t)(key_hash(key) >> shift_);
-            __builtin_prefetch(&slots[r.slot]);
+            r.home = slots + (key_hash(key) >> shift_);
+            __builtin_prefetch(r.home);
         };
         // count the chunk waiting in r (its lookup in count_short: the hot path, inline);
         // chunks [first, end) are still waiting after it. Whether the table was rehashed.
         auto count = [&](Hashed& r, size_t first, size_t end) {
-            if (__builtin_expect(count_short(slots, mask, &r.k0, r.slot), 1)) return false;
+            if (__builtin_expect(count_short(slots, mask, &r.k0, r.home), 1)) return false;
             const int shift = shift_;
             count_ring(r.k0, r.k1, r.p, limit);
             slots = slots_;
@@ -414,8 +415,8 @@ class ChunkTable {
                 if (__builtin_expect(len <= SHORT_CHUNK, 1)) {
                     r.p = s + q;
                     short_key_words(r.p, len, &r.k0, &r.k1);
-                    r.slot = (size_t)(short_key_hash(r.k0, r.k1) >> shift);
-                    __builtin_prefetch(&slots[r.slot]);
+                    r.home = slots + (short_key_hash(r.k0, r.k1) >> shift);
+                    __builtin_prefetch(r.home);
                 } else {
                     hash_any(r, q, len);
                 }
@@ -447,7 +448,7 @@ class ChunkTable {
     // A count_tiled ring entry's home slot after a rehash.
     template <class Hashed>
     __attribute__((noinline)) void rehome(Hashed& r, const uint8_t* limit) const {
-        r.slot = (size_t)(key_hash(ring_key(r.k0, r.k1, r.p, limit)) >> shift_);
+        r.home = slots_ + (key_hash(ring_key(r.k0, r.k1, r.p, limit)) >> shift_);
     }
 
     // Queue a chunk with its key and hash, and prefetch its slot.
@@ -486,24 +487,25 @@ class ChunkTable {
     // the capacity - 1); false, nothing changed, when the chunk is new, or long (k1 = 0: no
     // slot matches) (count_key's part: an insert, or bytes compared in `data`).
     __attribute__((always_inline)) static inline bool count_short(Slot* slots, size_t mask, const uint64_t* key,
-                                                                  size_t home) {
+                                                                  Slot* home) {
 #ifdef __SSE2__
         const __m128i k = _mm_load_si128((const __m128i*)key);
 #endif
-        for (size_t i = home;; i = (i + 1) & mask) {
-            Slot& x = slots[i];
+        Slot* x = home;
+        while (true) {
 #ifdef __SSE2__
             // the slot's k0 and k1 against the key's at once
-            const __m128i eq = _mm_cmpeq_epi8(_mm_load_si128((const __m128i*)&x), k);
+            const __m128i eq = _mm_cmpeq_epi8(_mm_load_si128((const __m128i*)x), k);
             const bool hit = _mm_movemask_epi8(eq) == 0xFFFF;
 #else
-            const bool hit = ((x.k0 ^ key[0]) | (x.k1 ^ key[1])) == 0;
+            const bool hit = ((x->k0 ^ key[0]) | (x->k1 ^ key[1])) == 0;
 #endif
             if (__builtin_expect(hit, 1)) {
-                x.count += 1;
+                x->count += 1;
                 return true;
             }
-            if (x.empty()) return false;
+            if (x->empty()) return false;
+            x = slots + (((size_t)(x - slots) + 1) & mask);  // (a probe past the home: rare)
         }
     }
 

@@ -3,7 +3,8 @@ split: chunks of 15 bytes (kept in the slot, the length in the key's top byte) a
 (kept by hash), of 7, 8 and 9 bytes (one key word full, the next empty or not), chunks that
 differ only in trailing NUL bytes (the same zero-padded words), chunks within 16 bytes of the end
 of the buffer, texts of fewer and more chunks than are in flight at once, invalid bytes between
-valid text, and a table that grows while chunks are in flight."""
+valid text, a table that grows while chunks are in flight, and lookups that probe past a
+chunk's home slot, around the end of the slot array."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -102,6 +103,29 @@ def test_a_table_growing_while_chunks_are_in_flight(pattern, reserve):
     docs = ["".join(words) + "".join(words[::-7]), "".join(words[:50])]
     got, _ = counted(docs, pattern, reserve=reserve)
     same_order(got, expected(docs, pattern))
+
+
+@pytest.mark.parametrize("pattern", TILING)
+def test_probes_past_the_home_slot_and_around_the_end(pattern):
+    # 2,860 unique chunks (" w" and letters: one chunk under every pattern) fill the first
+    # table (4,096 slots) to just under its 70% bound without growing it; counted again, many
+    # are found past their home slot, and with this hash six lookups wrap from the last slot
+    # to the first
+    words = [" w" + _letters(k) for k in range(2_860)]
+    docs = ["".join(words) * 2, "".join(words[:1_000])]
+    got, _ = counted(docs, pattern)
+    same_order(got, expected(docs, pattern))
+    assert len(got) == 2_860 and got[b" wb"] == 3 and got[words[-1].encode()] == 2
+
+
+def _letters(k):
+    """k in base 26, written with a-z."""
+    s = ""
+    while True:
+        s = chr(ord("a") + k % 26) + s
+        k //= 26
+        if k == 0:
+            return s
 
 
 @pytest.mark.parametrize("pattern", TILING)
