@@ -86,7 +86,7 @@ def test_the_earlier_keyword_still_works(tmp_path):
     with pytest.warns(DeprecationWarning, match="pattern="):
         old = fastbpe.count_words(str(path), pretokenizer="whitespace", workers=1, progress=False)
     assert old == fastbpe.count_words(str(path), pattern="whitespace", workers=1, progress=False)
-    with pytest.raises(TypeError, match="same option"):
+    with pytest.raises(TypeError, match="same option"), pytest.warns(DeprecationWarning):
         fastbpe.count_words(str(path), pattern="cl100k", pretokenizer="whitespace", workers=1, progress=False)
     with pytest.warns(DeprecationWarning):
         tok = fastbpe.train("the cat sat " * 20, vocab_size=260, pretokenizer="whitespace", progress=False)
