@@ -423,3 +423,26 @@ def test_every_command_loads_with_the_help_line_it_is_listed_with():
         text = sub.format_help()  # (the command's module adds its arguments here)
         assert text.startswith(f"usage: fastbpe {command}") and len(sub._actions) > 1, command
         assert sub.description and " ".join(sub.description.split()) in " ".join(text.split())
+
+
+@pytest.mark.parametrize("argv, numpy_loaded, preset, expected", [
+    (["encode", "a.txt"], False, {}, "1"),
+    (["-q", "train", "a.txt"], False, {}, "1"),  # (options before the command)
+    (["skipgram", "a.txt"], False, {}, None),  # its embeddings use BLAS
+    (["encode", "a.txt"], True, {}, None),  # too late: numpy started its pool
+    (["encode", "a.txt"], False, {"OMP_NUM_THREADS": "4"}, None),  # the user's choice stands
+    (["encode", "a.txt"], False, {"OPENBLAS_NUM_THREADS": "3"}, "3"),
+    ([], False, {}, None),
+])
+def test_commands_without_linear_algebra_ask_for_one_blas_thread(monkeypatch, argv, numpy_loaded, preset, expected):
+    """Run as the program, a command that does no large linear algebra asks OpenBLAS for one
+    thread before numpy loads, unless a thread count is set; others are left alone."""
+    from fastbpe import cli
+
+    env = {k: v for k, v in os.environ.items() if k not in cli.BLAS_THREAD_SETTINGS}
+    env.update(preset)
+    monkeypatch.setattr(os, "environ", env)  # (a copy: nothing set here outlives the test)
+    if not numpy_loaded:
+        monkeypatch.delitem(sys.modules, "numpy", raising=False)  # (restored after the test)
+    cli._one_blas_thread(argv)
+    assert env.get("OPENBLAS_NUM_THREADS") == expected
