@@ -46,7 +46,7 @@ class LongPieceEncode:
         self.tok.encode_to_numpy("warm up: the tables are built on the first call")
         core = self.tok._core()
         if hasattr(core, "backtrack_min"):
-            core.backtracking()  # built on the first long chunk: not part of the timing
+            core.backtracking()  # the tables built here: not part of the timing
             if method == "rank queue":
                 core.backtrack_min = 1 << 40
         elif method == "backtracking":
@@ -57,9 +57,9 @@ class LongPieceEncode:
 
 
 class LongPieceTables:
-    """The backtracking encoder's tables, built on a tokenizer's first long chunk: every token's
-    merge tree, the trie of the vocabulary and the pairs that fire (OpenAI's encodings). Each
-    sample times one build, on a tokenizer loaded in ``setup`` (``number = 1`` and no warm-up:
+    """The backtracking encoder's tables (built once a tokenizer's long chunks reach a budget):
+    every token's merge tree, the trie of the vocabulary and the pairs that fire (OpenAI's
+    encodings). Each sample times one build, on a tokenizer loaded in ``setup`` (``number = 1`` and no warm-up:
     asv runs ``setup`` before each sample, and a second build would find the tables built)."""
 
     params = ["cl100k_base", "o200k_base"]
@@ -87,7 +87,8 @@ class LongPieceTables:
 class FewLongChunksFirstCall:
     """The first call of a freshly loaded tokenizer on 1 MB of text with four long chunks of
     300-1200 bytes (rules, a run of spaces, a long word): the merge loops take them, since so
-    few long-chunk bytes do not earn the backtracking tables (they were built on the first)."""
+    few long-chunk bytes do not earn the backtracking tables (before the budget, they were built
+    on the first long chunk)."""
 
     params = ["cl100k_base", "o200k_base"]
     param_names = ["encoding"]

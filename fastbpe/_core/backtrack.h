@@ -22,7 +22,8 @@
 // across, breaking the pair, iff its own rank is below L, or equal to L when the undone merge
 // was on the right (the leftmost of equal ranks goes first). (a, b) itself must not merge at all.
 //
-// Tables (built on the first long piece, not at load, see BpeEncoder::backtracker): every
+// Tables (built once the encoder's long chunks reach a budget, not at load, see
+// BpeEncoder::backtracker_for): every
 // token's merge tree (left, right, rank of its last merge), from BPE of its own bytes; a trie
 // over the reachable tokens' bytes for the longest prefix; each token's next shorter prefix
 // token. A model found not monotone gets neither the trie nor the pair table.

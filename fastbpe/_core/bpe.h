@@ -21,9 +21,10 @@
 // pairs, taken in ascending order (merge_by_rank). Long chunks cost O(n log n) at worst.
 // Before the loops, chunks of BACKTRACK_MIN bytes or more are encoded by backtracking over the
 // vocabulary (backtrack.h: about linear time, memory the ids and one bit per byte), once the
-// text's long chunks have earned its tables (BACKTRACK_BUDGET_PER_TOKEN_BYTE), when the
-// model allows it (monotone merges; not the replay rule with a repeated pair), which the
-// tiktoken files and Hugging Face byte-level files mostly do. Under MERGE_TOKEN, a chunk of up
+// long chunks this encoder has merged so far (across calls and threads) have earned its tables
+// (BACKTRACK_BUDGET_PER_TOKEN_BYTE), when the model allows it (monotone merges; not the replay
+// rule with a repeated pair), which the tiktoken files and Hugging Face byte-level files
+// mostly do. Under MERGE_TOKEN, a chunk of up
 // to 15 bytes that misses the cache takes none of these: its whole-chunk lookup and its merges
 // come from the ids of all its substrings, looked up at once (merge_spans), which spares the
 // scan's chain of dependent pair-table lookups; so does one under MERGE_PAIR whose merges are
@@ -84,8 +85,9 @@ static const int64_t RANK_QUEUE_MIN = 256;
 // Chunks of at least this many bytes are encoded by backtracking (backtrack.h) where the model
 // allows it, once its tables are built (see BACKTRACK_BUDGET_PER_TOKEN_BYTE).
 static const int64_t BACKTRACK_MIN = 256;
-// The backtracking tables are built once the long chunks the merge loops took, the current one
-// included, reach this many bytes per byte of the vocabulary: about what building them costs
+// The backtracking tables are built once the long chunks the merge loops took (this encoder's,
+// over all calls and threads), the current one included, reach this many bytes per byte of the
+// vocabulary: about what building them costs
 // (cl100k_base, 640 KB of tokens: 60-80 ms to build; the rank queue takes 60-90 ns per byte of
 // a long chunk), so that a text with a few long chunks never pays for tables it would not earn
 // back, and one with many pays at most twice what the better choice in hindsight would have.
@@ -597,6 +599,8 @@ class BpeEncoder {
         if (!consistent) return;
         EncodeScratch st;
         int32_t out[1];
+        // (a token of backtrack_min bytes or more counts toward the backtracking budget here,
+        // as any long chunk: a vocabulary of such tokens is one whose long chunks are common)
         for (size_t i = 0; i < tokens.size(); ++i) {
             const uint8_t* p = (const uint8_t*)tokens[i].data();
             int64_t n = (int64_t)tokens[i].size();
@@ -888,6 +892,7 @@ class BpeEncoder {
                         count += got;
                         continue;
                     }
+                    backtrack_fallbacks_.fetch_add(1, std::memory_order_relaxed);
                 }
             }
             starts[m] = (int64_t)s;
@@ -928,6 +933,10 @@ class BpeEncoder {
     }
     // Whether the backtracking tables are built (by a long chunk or backtrack_tables()).
     bool backtrack_built() const { return backtrack_built_.load(std::memory_order_acquire); }
+    // Long chunks the backtracker gave up on (the merge loops took them): 0 for a usable model,
+    // whose search always finds the encoding; tests check it, since the ids alone would not
+    // show a broken table (the loops give the same ids).
+    int64_t backtrack_fallbacks() const { return backtrack_fallbacks_.load(std::memory_order_relaxed); }
     // The budget in effect (backtrack_budget, or the default for this vocabulary).
     int64_t backtrack_budget_bytes() const {
         return backtrack_budget >= 0 ? backtrack_budget
@@ -955,6 +964,7 @@ class BpeEncoder {
     mutable std::unique_ptr<Backtracker> backtrack_;
     mutable std::atomic<bool> backtrack_built_{false};
     mutable std::atomic<int64_t> long_bytes_{0};  // bytes of long chunks merged while not built
+    mutable std::atomic<int64_t> backtrack_fallbacks_{0};  // see backtrack_fallbacks()
 
     // (rank << 32) | new id of pair (a, b), or NO_MERGE when the pair never merges.
     inline uint64_t lookup(int32_t a, int32_t b) const {
@@ -1261,7 +1271,9 @@ class BpeEncoder {
         for (int64_t i = 0; i < n; ++i)
             if (byte_id[data[i]] < 0) return -1 - (int64_t)data[i];
         int64_t got = bt->encode(data, n, st.dead, st.memo, out, cap);
-        return got >= 0 ? got : BACKTRACK_UNUSABLE;
+        if (got >= 0) return got;
+        backtrack_fallbacks_.fetch_add(1, std::memory_order_relaxed);  // (never, for a usable model)
+        return BACKTRACK_UNUSABLE;
     }
 
     // The backtracking tables for a long chunk of n bytes, or nullptr when the model does not

@@ -57,6 +57,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         int64_t backtrack_min
         int64_t backtrack_budget
         bint backtrack_built()
+        int64_t backtrack_fallbacks()
         int64_t backtrack_budget_bytes()
         const Backtracker& backtrack_tables() except +
         int32_t byte_id[256]

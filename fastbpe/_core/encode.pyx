@@ -730,13 +730,14 @@ cdef class BPECore:
         else the merge loops take them), ``non_monotone`` (tokens whose last merge does not
         rank above the merges that made its parts: each rules backtracking out), ``replay_repeats`` (the
         replay rule with a repeated pair: rules it out too), ``build_seconds``, ``memory`` (bytes
-        of the tables) and ``trie_nodes``."""
+        of the tables), ``trie_nodes`` and ``fallbacks`` (long chunks the search gave up on, so
+        that the merge loops took them: 0 for a usable model)."""
         cdef const Backtracker* bt
         with nogil:
             bt = &self.enc.backtrack_tables()
         return {"usable": bt.usable(), "non_monotone": bt.non_monotone, "replay_repeats": bt.repeats,
                 "too_big": bt.too_big, "build_seconds": bt.build_seconds, "memory": bt.memory(),
-                "trie_nodes": bt.trie_nodes()}
+                "trie_nodes": bt.trie_nodes(), "fallbacks": self.enc.backtrack_fallbacks()}
 
     @property
     def spans_for_pairs(self):

@@ -108,7 +108,7 @@ def _raise_terminated(signum, frame) -> None:
 
 
 # The commands that do no large linear algebra: numpy's BLAS thread pool is of no use to them.
-WITHOUT_BLAS = frozenset({"train", "encode", "extend", "tax", "trace", "audit"})
+WITHOUT_BLAS = frozenset({"train", "encode", "extend", "tax", "cost", "trace", "audit"})
 BLAS_THREAD_SETTINGS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -118,7 +118,8 @@ def _one_blas_thread(argv: Sequence[str]) -> None:
     costs about 0.07 s of CPU time (half of numpy's import here) and its threads spin on the
     cores the encoder's workers want, for nothing these commands use."""
     command = next((a for a in argv if not a.startswith("-")), None)
-    if command in WITHOUT_BLAS and "numpy" not in sys.modules and not any(v in os.environ for v in BLAS_THREAD_SETTINGS):
+    preset = any(name in os.environ for name in BLAS_THREAD_SETTINGS)
+    if command in WITHOUT_BLAS and "numpy" not in sys.modules and not preset:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 

@@ -28,9 +28,12 @@ def encode_piece(tok, piece: bytes, backtrack: bool):
     core.backtrack_min = 0 if backtrack else 1 << 40
     core.backtrack_budget = 0 if backtrack else -1
     try:
-        return tok.encode_chunk_bounds(piece, np.array([0]), np.array([len(piece)])).tolist()
+        ids = tok.encode_chunk_bounds(piece, np.array([0]), np.array([len(piece)])).tolist()
     finally:
         core.backtrack_min, core.backtrack_budget = 256, -1
+    if backtrack:  # (the ids alone would not show a broken table: the loops take what the search gives up)
+        assert core.backtracking()["fallbacks"] == 0
+    return ids
 
 
 def long_pieces(seed: int, n: int):
@@ -195,8 +198,13 @@ def test_tables_wait_for_the_budget(shared_data):
     core.backtrack_budget = 100_000
     data = ("".join(rng.choice(list("abcdef"), 70_000))).encode()
     u16 = core.encode_text_u16(data, _fused_pattern(fresh), EncodeState())
-    assert u16.tolist() == encode_piece(fresh, data, backtrack=False)
+    assert u16.tolist() == encode_piece(ref, data, backtrack=False)
     assert not core.backtrack_built  # (70,000 bytes counted twice would pass 100,000)
+    more = ("".join(rng.choice(list("abcdef"), 30_000))).encode()  # (counted once, it reaches it)
+    assert core.encode_text_u16(more, _fused_pattern(fresh), EncodeState()).tolist() == \
+        encode_piece(ref, more, backtrack=False)
+    assert core.backtrack_built and core.backtracking()["fallbacks"] == 0
+    assert core.backtrack_built
 
 
 def test_backtrack_budget_is_checked():

@@ -427,7 +427,7 @@ def test_every_command_loads_with_the_help_line_it_is_listed_with():
 
 @pytest.mark.parametrize("argv, numpy_loaded, preset, expected", [
     (["encode", "a.txt"], False, {}, "1"),
-    (["-q", "train", "a.txt"], False, {}, "1"),  # (options before the command)
+    (["train", "a.txt", "--vocab-size", "300"], False, {}, "1"),
     (["skipgram", "a.txt"], False, {}, None),  # its embeddings use BLAS
     (["encode", "a.txt"], True, {}, None),  # too late: numpy started its pool
     (["encode", "a.txt"], False, {"OMP_NUM_THREADS": "4"}, None),  # the user's choice stands

@@ -38,16 +38,22 @@ def test_views_and_small_arrays_are_copied_and_uint32_is_a_view():
 
 @pytest.mark.parametrize("name", ["r50k_base", "cl100k_base"])
 def test_encode_to_numpy_of_a_long_word_gives_tiktokens_ids(name, shared_data, tiktoken_encoding):
-    """One chunk of ~250 KB with non-ASCII letters (the backtracking encoder; uint16 narrowed in
-    place for r50k, uint32 read in place for cl100k)."""
-    tok = fastbpe.openai(name, shared_data.path("tokenizers", "tiktoken"))
+    """One chunk of ~300 KB with non-ASCII letters, by the backtracking encoder (its tables built
+    on the first long chunk) and by the merge loops (the default budget: this one chunk does not
+    earn the tables); uint16 narrowed in place for r50k, uint32 read in place for cl100k."""
     rng = np.random.default_rng(7)
     parts = np.array(["the", "qu", "ick", "é", "жук", "日本", "ß", "ab", "ing", "ø"])
     word = "".join(parts[rng.integers(0, len(parts), 100_000)].tolist())
-    ids = tok.encode_to_numpy(word)
     expected = tiktoken_encoding(name).encode_ordinary(word)
     assert len(expected) >= id_arrays.NARROW_IN_PLACE_MIN
-    assert ids.dtype == tok.id_dtype and ids.tolist() == expected
+    for budget, built in [(0, True), (-1, False)]:
+        tok = fastbpe.openai(name, shared_data.path("tokenizers", "tiktoken"))
+        tok._core().backtrack_budget = budget
+        ids = tok.encode_to_numpy(word)
+        assert ids.dtype == tok.id_dtype and ids.tolist() == expected
+        assert tok._core().backtrack_built == built
+        if built:  # (and the search found every encoding: no chunk fell back to the loops)
+            assert tok._core().backtracking()["fallbacks"] == 0
 
 
 @pytest.mark.parametrize("backtrack", [True, False])
