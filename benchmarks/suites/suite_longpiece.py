@@ -26,6 +26,18 @@ def long_piece(kind: str, size: str) -> str:
     return np.random.default_rng(0).choice(letters, n).tobytes().decode("ascii")
 
 
+def openai_tokenizer(encoding: str):
+    """fastbpe's tokenizer of one of OpenAI's encodings from the shared rank file (skips when the
+    file or, at an old commit, ``fastbpe.openai`` is missing)."""
+    fastbpe = fastbpe_module()
+    path = tiktoken_file(encoding)
+    if path is None:
+        skip(f"tokenizers/tiktoken/{encoding}.tiktoken not found")
+    if not hasattr(fastbpe, "openai"):
+        skip("this commit has no fastbpe.openai")
+    return fastbpe.openai(encoding, path)
+
+
 class LongPieceEncode:
     """``Tokenizer.encode_to_numpy`` of one long piece with OpenAI's cl100k_base ranks, by
     backtracking or by the rank queue (the tables of either built in setup)."""
@@ -35,13 +47,7 @@ class LongPieceEncode:
     timeout = 300
 
     def setup(self, kind, size, method):
-        fastbpe = fastbpe_module()
-        path = tiktoken_file("cl100k_base")
-        if path is None:
-            skip("tokenizers/tiktoken/cl100k_base.tiktoken not found")
-        if not hasattr(fastbpe, "openai"):
-            skip("this commit has no fastbpe.openai")
-        self.tok = fastbpe.openai("cl100k_base", path)
+        self.tok = openai_tokenizer("cl100k_base")
         self.text = long_piece(kind, size)
         self.tok.encode_to_numpy("warm up: the tables are built on the first call")
         core = self.tok._core()
@@ -56,11 +62,10 @@ class LongPieceEncode:
         self.tok.encode_to_numpy(self.text)
 
 
-class LongPieceTables:
-    """The backtracking encoder's tables (built once a tokenizer's long chunks reach a budget):
-    every token's merge tree, the trie of the vocabulary and the pairs that fire (OpenAI's
-    encodings). Each sample times one build, on a tokenizer loaded in ``setup`` (``number = 1`` and no warm-up:
-    asv runs ``setup`` before each sample, and a second build would find the tables built)."""
+class FreshTokenizerPerSample:
+    """A benchmark of something a tokenizer does once, timed on one loaded in ``setup`` for each
+    sample (``number = 1`` and no warm-up: asv runs ``setup`` before each sample, and a second
+    run in the same sample would find it done), for OpenAI's cl100k_base and o200k_base."""
 
     params = ["cl100k_base", "o200k_base"]
     param_names = ["encoding"]
@@ -69,14 +74,14 @@ class LongPieceTables:
     repeat = (3, 10, 30.0)
     timeout = 300
 
+
+class LongPieceTables(FreshTokenizerPerSample):
+    """The backtracking encoder's tables (built once a tokenizer's long chunks reach a budget):
+    every token's merge tree, the trie of the vocabulary and the pairs that fire. Each sample
+    times one build."""
+
     def setup(self, encoding):
-        fastbpe = fastbpe_module()
-        path = tiktoken_file(encoding)
-        if path is None:
-            skip(f"tokenizers/tiktoken/{encoding}.tiktoken not found")
-        if not hasattr(fastbpe, "openai"):
-            skip("this commit has no fastbpe.openai")
-        self.core = fastbpe.openai(encoding, path)._core()
+        self.core = openai_tokenizer(encoding)._core()
         if not hasattr(self.core, "backtracking"):
             skip("this commit has no backtracking encoder")
 
@@ -84,27 +89,14 @@ class LongPieceTables:
         self.core.backtracking()
 
 
-class FewLongChunksFirstCall:
+class FewLongChunksFirstCall(FreshTokenizerPerSample):
     """The first call of a freshly loaded tokenizer on 1 MB of text with four long chunks of
     300-1200 bytes (rules, a run of spaces, a long word): the merge loops take them, since so
     few long-chunk bytes do not earn the backtracking tables (before the budget, they were built
     on the first long chunk)."""
 
-    params = ["cl100k_base", "o200k_base"]
-    param_names = ["encoding"]
-    number = 1
-    warmup_time = 0
-    repeat = (3, 10, 30.0)
-    timeout = 300
-
     def setup(self, encoding):
-        fastbpe = fastbpe_module()
-        path = tiktoken_file(encoding)
-        if path is None:
-            skip(f"tokenizers/tiktoken/{encoding}.tiktoken not found")
-        if not hasattr(fastbpe, "openai"):
-            skip("this commit has no fastbpe.openai")
-        self.tok = fastbpe.openai(encoding, path)
+        self.tok = openai_tokenizer(encoding)
         self.tok.encode_to_numpy("warm up: the tables of short chunks are built on the first call")
         text = generated_text("1MB")
         third = len(text) // 3

@@ -803,19 +803,9 @@ class BpeEncoder {
                 int64_t ahead = ++next + PIPELINE_DISTANCE - 1;  // (todo[next - 1] == c)
                 if (ahead < left && hash[todo[ahead]] != 0) st.prefetch_entry(hash[todo[ahead]]);
                 size_t s = start[c], length = start[c + 1] - s;
-                int64_t got;
-                if (short_whole && length - 2 <= SHORT_KEY_MAX - 2) {  // (unsigned) its slot was prefetched
-                    int32_t id = short_token(dp + s, (int64_t)length, word0[c], word1[c]);
-                    if (id >= 0) {
-                        op[count] = id;
-                        ++*misses;
-                        got = 1;
-                    } else {
-                        got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c], true);
-                    }
-                } else {
-                    got = encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c]);
-                }
+                // (a short chunk's packed words: its slot among the short tokens was prefetched)
+                int64_t got =
+                    encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c], word0[c], word1[c]);
                 if (got < 0) return got;
                 if (length - 1 <= SHORT_KEY_MAX - 1) {
                     todo[puts++] = (int32_t)c;  // (todo[0:next] are done with)
@@ -1014,9 +1004,10 @@ class BpeEncoder {
     // short_tokens_ (one slot where the cache costs a slot, a key and its ids) and is not
     // remembered in the cache: on a first pass over a text about a third of the chunks that
     // miss the short-chunk cache are tokens, and the cache then grows a step less.
-    // `not_token`: the caller made that lookup already and found no token.
+    // (w0, w1): the chunk packed by pack_short when the caller has it (w1 == 0: not packed; a
+    // packed key's length byte is never 0).
     inline int64_t encode_chunk(const uint8_t* data, int64_t n, EncodeScratch& st, int32_t* out,
-                                int64_t* misses, uint64_t h, bool not_token = false) const {
+                                int64_t* misses, uint64_t h, uint64_t w0 = 0, uint64_t w1 = 0) const {
         int64_t count = 0;
         if (n == 0) return 0;
         if (n == 1) {
@@ -1024,9 +1015,8 @@ class BpeEncoder {
             return out[0] >= 0 ? 1 : -1 - (int64_t)data[0];
         }
         bool short_whole = n <= (int64_t)SHORT_KEY_MAX && whole_in_short();
-        if (short_whole && !not_token) {
-            uint64_t w0, w1;
-            pack_short(data, (size_t)n, (size_t)n, &w0, &w1);
+        if (short_whole) {
+            if (w1 == 0) pack_short(data, (size_t)n, (size_t)n, &w0, &w1);
             int32_t id = short_token(data, n, w0, w1);
             if (id >= 0) {
                 out[0] = id;
