@@ -1097,19 +1097,19 @@ class BpeEncoder {
         uint64_t from0[K], from1[K];  // the bytes from a on
         auto key = [&](int a, int c, uint64_t* k0, uint64_t* k1) {
             int len = c - a;
-            *k0 = from0[a] & KEY_MASKS[len].m0;
-            *k1 = (from1[a] & KEY_MASKS[len].m1) | ((uint64_t)len << 56);
+            *k0 = from0[a] & KEY_MASKS.m0[len];
+            *k1 = (from1[a] & KEY_MASKS.m1[len]) | ((uint64_t)len << 56);
         };
         for (int a = 0; a + 2 < n; ++a) {
             unsigned __int128 from = bytes >> (8 * a);
             uint64_t lo = from0[a] = (uint64_t)from, hi = from1[a] = (uint64_t)(from >> 64);
             int c = a + 3;  // (two bytes: two_byte_id_)
             for (; c <= reach[a] && c - a <= 8; ++c) {  // (keys of up to 8 bytes: the second word is the length)
-                home[a][c] = (uint32_t)short_tokens_.home(lo & KEY_MASKS[c - a].m0, (uint64_t)(c - a) << 56);
+                home[a][c] = (uint32_t)short_tokens_.home(lo & KEY_MASKS.m0[c - a], (uint64_t)(c - a) << 56);
                 short_tokens_.prefetch(home[a][c]);
             }
             for (; c <= reach[a]; ++c) {
-                home[a][c] = (uint32_t)short_tokens_.home(lo, (hi & KEY_MASKS[c - a].m1) | ((uint64_t)(c - a) << 56));
+                home[a][c] = (uint32_t)short_tokens_.home(lo, (hi & KEY_MASKS.m1[c - a]) | ((uint64_t)(c - a) << 56));
                 short_tokens_.prefetch(home[a][c]);
             }
         }

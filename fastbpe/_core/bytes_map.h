@@ -159,8 +159,8 @@ static inline void pack_short(const uint8_t* p, size_t n, size_t room, uint64_t*
         if (n < 8) a &= ~(~0ULL >> (8 * n));
         b = n <= 8 ? 0 : (n < 16 ? b & ~(~0ULL >> (8 * (n - 8))) : b);
 #else
-        a &= KEY_MASKS[n].m0;  // (a table, not shifts: no branch on the length)
-        b &= KEY_MASKS[n].m1;
+        a &= KEY_MASKS.m0[n];  // (a table, not shifts: no branch on the length)
+        b &= KEY_MASKS.m1[n];
 #endif
     } else {
         std::memcpy(&a, p, n < 8 ? n : 8);

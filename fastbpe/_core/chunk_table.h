@@ -64,33 +64,14 @@ struct Key {
 
 static constexpr uint32_t SHORT_CHUNK = 15;
 
-// What short_key_words applies to the two words of a chunk of `len` bytes (len <= SHORT_CHUNK):
-// the masks keeping its bytes (hash.h's KEY_MASKS) and its length byte for k1, each an array of
-// words indexed by the length. So each is one load with the length as a scaled index, folded
-// into the and or the or; KEY_MASKS's 16-byte entries need the index shifted and added first,
-// and the length its own shift (3.7% fewer instructions counting 20 MB of English).
-struct ShortKeyParts {
-    uint64_t m0[SHORT_CHUNK + 1], m1[SHORT_CHUNK + 1], top[SHORT_CHUNK + 1];
-};
-static constexpr ShortKeyParts short_key_parts() {
-    ShortKeyParts t{};
-    for (uint32_t len = 0; len <= SHORT_CHUNK; ++len) {
-        t.m0[len] = len >= 8 ? ~0ULL : (1ULL << (8 * len)) - 1;
-        t.m1[len] = len <= 8 ? 0 : (1ULL << (8 * (len - 8))) - 1;
-        t.top[len] = (uint64_t)len << 56;
-    }
-    return t;
-}
-static constexpr ShortKeyParts SHORT_KEY_PARTS = short_key_parts();
-
 // The key words of short chunk p[0:len] (len <= SHORT_CHUNK) when 16 bytes at p are readable:
 // two whole 8-byte loads, masked without a branch on the length.
 static inline void short_key_words(const uint8_t* p, size_t len, uint64_t* k0, uint64_t* k1) {
     uint64_t w0, w1;
     std::memcpy(&w0, p, 8);
     std::memcpy(&w1, p + 8, 8);
-    *k0 = w0 & SHORT_KEY_PARTS.m0[len];
-    *k1 = (w1 & SHORT_KEY_PARTS.m1[len]) | SHORT_KEY_PARTS.top[len];
+    *k0 = w0 & KEY_MASKS.m0[len];
+    *k1 = (w1 & KEY_MASKS.m1[len]) | KEY_MASKS.top[len];
 }
 
 // Key of chunk p[0:len]; `limit` is the end of the buffer holding it.

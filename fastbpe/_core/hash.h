@@ -39,16 +39,25 @@ static inline uint64_t hash_bytes(const uint8_t* p, size_t n) {
     return h ^ (h >> 29);
 }
 
-// The masks keeping the first `len` bytes of two little-endian 8-byte loads, by len <= 16 (the
-// chunk table's short keys and the encoder's short-chunk cache).
-struct KeyMask {
-    uint64_t m0, m1;
+// What keeps the first `len` bytes of two little-endian 8-byte loads, by len <= 16 (the chunk
+// table's short keys, the encoder's short-chunk cache and short tokens): the masks of the two
+// words and the length in the top byte, where the keys carry it. Each an array indexed by the
+// length, so that each is one load with the length as a scaled index, folded into the and or
+// the or (an array of 16-byte {m0, m1} entries needs the index shifted and added first, and the
+// length its own shift: 3.7% more instructions counting 20 MB of English).
+struct KeyMasks {
+    uint64_t m0[17], m1[17], top[17];
 };
-static const KeyMask KEY_MASKS[17] = {
-    {0, 0}, {0xFFULL, 0}, {0xFFFFULL, 0}, {0xFFFFFFULL, 0}, {0xFFFFFFFFULL, 0}, {0xFFFFFFFFFFULL, 0},
-    {0xFFFFFFFFFFFFULL, 0}, {0xFFFFFFFFFFFFFFULL, 0}, {~0ULL, 0}, {~0ULL, 0xFFULL}, {~0ULL, 0xFFFFULL},
-    {~0ULL, 0xFFFFFFULL}, {~0ULL, 0xFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFFFULL},
-    {~0ULL, 0xFFFFFFFFFFFFFFULL}, {~0ULL, ~0ULL}};
+static constexpr KeyMasks key_masks() {
+    KeyMasks t{};
+    for (uint32_t len = 0; len <= 16; ++len) {
+        t.m0[len] = len >= 8 ? ~0ULL : (1ULL << (8 * len)) - 1;
+        t.m1[len] = len >= 16 ? ~0ULL : len <= 8 ? 0 : (1ULL << (8 * (len - 8))) - 1;
+        t.top[len] = (uint64_t)len << 56;
+    }
+    return t;
+}
+static constexpr KeyMasks KEY_MASKS = key_masks();
 
 // Slot of an integer key in a table of 2^(64 - shift) slots (Fibonacci hashing: the top bits
 // of key * 2^64/phi depend on every bit of the key). The pair tables use it instead of mix64:
