@@ -2,11 +2,9 @@
 writes that no reader ever sees half done."""
 import contextlib
 import gc
-import hashlib
 import json
 import os
 import re
-import secrets
 import stat
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -57,6 +55,8 @@ def _tag(name: str) -> str:
     """The target ``name`` as its temporary files end: itself, or a digest when it is long."""
     if len(os.fsencode(name)) <= _NAME_ROOM:
         return name
+    import hashlib  # (only for long names: not at the top, where every first call would pay its import)
+
     return "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:32]
 
 
@@ -156,7 +156,7 @@ class AtomicWriter:
         # Named before the open, so that the file is removed whatever instruction an exception
         # (a Ctrl-C) interrupts, the open itself included. 64 random bits: two writers of this
         # process never draw the same name.
-        self.temporary = os.path.join(self._directory, f".tmp-{os.getpid()}-{secrets.token_hex(8)}-{tag}")
+        self.temporary = os.path.join(self._directory, f".tmp-{os.getpid()}-{os.urandom(8).hex()}-{tag}")
         self._file = None
         try:
             fd = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)

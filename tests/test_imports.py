@@ -88,8 +88,8 @@ def test_no_module_imports_itself_back():
     assert cycles(graph) == []
 
 
-def _modules_after(code: str) -> Set[str]:
-    """The package's modules loaded in a fresh interpreter after running ``code``."""
+def _modules_after(code: str, package_only: bool = True) -> Set[str]:
+    """The package's modules (or all modules) loaded in a fresh interpreter after running ``code``."""
     import os
     import subprocess
     import sys
@@ -98,7 +98,7 @@ def _modules_after(code: str) -> Set[str]:
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stderr
-    return {name for name in done.stdout.split() if name.startswith("fastbpe")}
+    return {name for name in done.stdout.split() if name.startswith("fastbpe") or not package_only}
 
 
 def test_importing_the_package_loads_no_stage():
@@ -113,6 +113,20 @@ def test_the_encode_command_loads_neither_the_trainer_nor_the_analyses():
     unwanted = {name for name in loaded if name.startswith(("fastbpe.learn", "fastbpe.analysis", "fastbpe.embed"))
                 or name in ("fastbpe.corpus.count", "fastbpe.cluster", "fastbpe.cli.train", "fastbpe.cli.audit")}
     assert not unwanted, sorted(unwanted)
+
+
+def test_training_and_encoding_with_a_named_pattern_import_no_regex_module():
+    # The compiled scanners split the named patterns: the regex module (about 18 ms to import)
+    # is for user regexes and special tokens found in a text, the thread pool's modules for
+    # more than one worker, hashlib for long file names and downloads.
+    loaded = _modules_after(
+        "import fastbpe\n"
+        "tok = fastbpe.train(text='some words to learn from, and more words ' * 20, vocab_size=300,\n"
+        "                    special_tokens=['<|end|>'], workers=1, progress=False)\n"
+        "assert tok.encode('words to encode') == tok.encode_batch(['words to encode'], workers=1)[0]\n",
+        package_only=False)
+    assert "fastbpe.learn.train" in loaded and "fastbpe.encode.special" in loaded
+    assert not loaded & {"regex", "concurrent.futures", "hashlib"}, sorted(loaded & {"regex", "concurrent.futures", "hashlib"})
 
 
 def test_every_public_name_resolves_to_its_home():

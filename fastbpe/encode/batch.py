@@ -11,7 +11,6 @@ special token's text is found by one search over all of them.
 """
 import gc
 import threading
-from concurrent.futures import wait as wait_for
 from contextlib import contextmanager
 from typing import Callable, List, Optional, Tuple, Union
 
@@ -205,6 +204,8 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         if len(parts) == 1:
             return group(parts[0])
         young_collection = collector_on
+        from concurrent.futures import wait as wait_for  # (the pool's borrow imported it)
+
         with tok._pools.borrow(min(workers, len(parts))) as pool:
             futures = [pool.submit(group, part) for part in parts]
             try:

@@ -15,10 +15,9 @@ ones Hugging Face ``tokenizers`` files use:
 >>> Normalizer.from_spec("NFC").to_spec()
 'NFC'
 """
+import re
 import unicodedata
 from typing import Callable, List, Mapping, Optional, Sequence, Union
-
-import regex
 
 __all__ = ["Normalizer", "UNICODE_FORMS", "ruby_regex"]
 
@@ -30,6 +29,8 @@ def _step(step: Mapping) -> Callable[[str], str]:
     """The function of one step; ValueError naming a step fastbpe does not know."""
     if not isinstance(step, Mapping):
         raise ValueError(f"a normalizer step must be an object, got {step!r:.80}")
+    import regex  # (here, not at the top: its import costs 18 ms, and most tokenizers have no normalizer)
+
     kind = step.get("type")
     if kind in UNICODE_FORMS:
         return lambda text: unicodedata.normalize(kind, text)
@@ -71,8 +72,9 @@ def _step(step: Mapping) -> Callable[[str], str]:
 
 
 # The parts of a Ruby (Oniguruma) pattern whose meaning differs in the regex module: an escape,
-# a character class (copied as it is), an inline option group, or a bare ^
-_RUBY_PART = regex.compile(r"\\.|\[(?:\\.|\[(?:\\.|[^\]\\])*\]|[^\]\\])*\]|\(\?[imx-]+[:)]|\^", regex.DOTALL)
+# a character class (copied as it is), an inline option group, or a bare ^ (found in the
+# pattern's text by the standard ``re``, which reads this pattern as ``regex`` does)
+_RUBY_PART = re.compile(r"\\.|\[(?:\\.|\[(?:\\.|[^\]\\])*\]|[^\]\\])*\]|\(\?[imx-]+[:)]|\^", re.DOTALL)
 
 
 def ruby_regex(pattern: str) -> str:
@@ -82,6 +84,7 @@ def ruby_regex(pattern: str) -> str:
     before a final newline, ``\z`` the very end; the ``m`` option is the regex module's ``s``
     (``.`` matches a newline).
 
+    >>> import regex
     >>> regex.sub(ruby_regex("^"), "#", "a\nb\n", flags=regex.MULTILINE)
     '#a\n#b\n'
     """

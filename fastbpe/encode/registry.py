@@ -7,7 +7,6 @@ else from the per-user cache folder (``$XDG_CACHE_HOME/fastbpe``, by default
 ``expected_hash`` of tiktoken's ``tiktoken_ext/openai_public.py``), so a damaged or different
 file is an error rather than a tokenizer that silently disagrees with tiktoken.
 """
-import hashlib
 import os
 import threading
 from pathlib import Path
@@ -80,6 +79,8 @@ def list_encoding_names() -> list:
 
 
 def _sha256(path: Path) -> str:
+    import hashlib  # (only to check a downloaded file: not an import every first call pays)
+
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -25,8 +25,7 @@ import functools
 from typing import (AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
-import regex
-
+from .._core.encode import texts_holding_names
 from ..fileio import json_field
 from ..formats.ids import check_id, check_special_ids
 
@@ -75,6 +74,8 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
 @functools.lru_cache(maxsize=128)
 def _alternation(specials: frozenset) -> "regex.Pattern":
     """Alternation of the special tokens, longest first (leftmost-longest match)."""
+    import regex  # (here: the import costs 18 ms, and a text without special tokens never needs it)
+
     return regex.compile("|".join(regex.escape(s) for s in sorted(specials, key=lambda s: (-len(s), s))))
 
 
@@ -106,8 +107,8 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed,
 def check_disallowed(text: str, disallowed: frozenset) -> None:
     """ValueError when ``text`` holds a disallowed special token (the search releases the GIL,
     so batch-encoding threads do not serialise on it)."""
-    if not disallowed:
-        return
+    if not disallowed or not len(texts_holding_names([text], disallowed)):
+        return  # (most texts hold none: the compiled search says so at memchr speed)
     found = _alternation(disallowed).search(text, concurrent=True)
     if found:
         raise ValueError(
@@ -135,10 +136,14 @@ def split_on_specials(text: str, allowed: frozenset) -> Iterator[Tuple[str, bool
 # token matched exactly in the text as given (what a special token without options is).
 OPTION_NAMES = ("single_word", "lstrip", "rstrip", "normalized")
 
-# Rust regex's Unicode \w and \s (UTS #18), which tokenizers' added-token matching uses
-_WORD_CHAR = regex.compile(r"[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]")
-_SPACES_BEFORE = regex.compile(r"(?r)\p{White_Space}*")  # matched backwards from a position
-_SPACES_AFTER = regex.compile(r"\p{White_Space}*")
+@functools.lru_cache(maxsize=None)
+def _added_token_classes():
+    """Rust regex's Unicode \\w and \\s (UTS #18), which tokenizers' added-token matching uses:
+    a word character, and the whitespace before (matched backwards) and after a position."""
+    import regex
+
+    return (regex.compile(r"[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]"),
+            regex.compile(r"(?r)\p{White_Space}*"), regex.compile(r"\p{White_Space}*"))
 
 
 def special_token_options(options: Optional[Mapping[str, Mapping[str, bool]]], names: Collection[str],
@@ -327,18 +332,19 @@ def _find(text: str, matcher) -> List[Tuple[int, int, Optional[str]]]:
     if matcher is None or not text:
         return [(0, len(text), None)]
     alternation, by_text = matcher
+    word_char, spaces_before, spaces_after = _added_token_classes()
     spans: List[Tuple[int, int, Optional[str]]] = []
     position = 0
     for match in alternation.finditer(text):
         start, end = match.span()
         name, single_word, lstrip, rstrip = by_text[match.group()]
-        if single_word and ((start > 0 and _WORD_CHAR.match(text, start - 1))
-                            or (end < len(text) and _WORD_CHAR.match(text, end))):
+        if single_word and ((start > 0 and word_char.match(text, start - 1))
+                            or (end < len(text) and word_char.match(text, end))):
             continue
         if lstrip:
-            start = max(_SPACES_BEFORE.match(text, 0, start).start(), position)
+            start = max(spaces_before.match(text, 0, start).start(), position)
         if rstrip:
-            end = _SPACES_AFTER.match(text, end).end()
+            end = spaces_after.match(text, end).end()
         if position < start:
             spans.append((position, start, None))
         spans.append((start, end, name))

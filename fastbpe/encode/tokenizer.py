@@ -35,7 +35,6 @@ Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split patt
 import contextlib
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -82,7 +81,7 @@ class _PoolRegistry:
 
     def __init__(self, local: threading.local):
         self._lock = threading.Lock()
-        self._pools: Dict[int, ThreadPoolExecutor] = {}
+        self._pools: Dict[int, "ThreadPoolExecutor"] = {}
         self._users: Dict[int, int] = {}
         self._local = local  # the tokenizer's per-thread states
         self.shared: Optional[SharedCache] = None  # (made with the first pool)
@@ -99,6 +98,10 @@ class _PoolRegistry:
                 self.shared.clear()
             pool = self._pools.get(workers)
             if pool is None:
+                # (imported here: concurrent.futures and the logging it imports cost about 8 ms,
+                # which a process that never encodes on threads need not pay)
+                from concurrent.futures import ThreadPoolExecutor
+
                 pool = self._pools[workers] = ThreadPoolExecutor(
                     workers, thread_name_prefix="fastbpe-encode", initializer=_attach_state,
                     initargs=(self._local, self.shared))

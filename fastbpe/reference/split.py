@@ -7,8 +7,6 @@ The named patterns are defined here by their published regex texts; the compiled
 import functools
 from typing import List
 
-import regex
-
 from .._core.split import InvalidUTF8  # the one error type both paths raise
 
 __all__ = ["NAMED", "compiled", "pretokenize", "pretokenize_bytes"]
@@ -49,6 +47,8 @@ NAMED = {
 @functools.lru_cache(maxsize=64)
 def compiled(pattern: str) -> "regex.Pattern":
     """The ``regex`` compilation of a pattern name or text (cached); ValueError for a bad one."""
+    import regex  # here, not at the top: importing it costs 18 ms, which the compiled paths never need
+
     try:
         return regex.compile(NAMED.get(pattern, pattern))
     except regex.error as exc:
@@ -82,6 +82,8 @@ def pretokenize_bytes(data: bytes, pattern: str, errors: str = "strict") -> List
         return pretokenize(data.decode("utf-8", "replace"), pattern)
     text = data.decode("utf-8", "surrogateescape")
     out: List[str] = []
+    import regex
+
     for piece in regex.split(r"([\udc80-\udcff])", text):
         if len(piece) == 1 and "\udc80" <= piece <= "\udcff":
             out.append(piece)

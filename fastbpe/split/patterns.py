@@ -16,10 +16,9 @@ True
 >>> resolve(r"\\w+") is None
 True
 """
+import re
 import warnings
 from typing import Dict, NamedTuple, Optional
-
-import regex
 
 from .._core.split import CUSTOM_CUT_RULE, PATTERN_IDS
 from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
@@ -67,7 +66,8 @@ PATTERNS: Dict[str, str] = {name: entry.source for name, entry in TABLE.items()}
 
 # What a user who types a pattern name writes: a pattern like this that names nothing is a typo
 # far more often than a regex meant to match that literal word (see check_user_pattern).
-_NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
+# (the standard ``re``: the ``regex`` module is imported only where a user regex is run)
+NAME_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
 
 
 def resolve(pattern: str) -> Optional[SplitPattern]:
@@ -92,7 +92,7 @@ def check_user_pattern(pattern: str) -> None:
     ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, whitespace (or an OpenAI encoding name such as cl100k_base); any other pattern is a regex
     """
     if resolve(pattern) is None:
-        if _NAME_LIKE.fullmatch(pattern):
+        if NAME_LIKE.fullmatch(pattern):
             raise ValueError(f"unknown split pattern {pattern!r}: the names are {', '.join(sorted(TABLE))} "
                              "(or an OpenAI encoding name such as cl100k_base); any other pattern is a regex")
         compiled_regex(pattern)

@@ -18,12 +18,11 @@ True
 """
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-import regex
-
 from ..fileio import json_field
 from .bounds import chunk_bounds, staged_chunk_bounds
 from .oniguruma import from_oniguruma_pattern, oniguruma_pattern
-from .patterns import GPT2_ORIGINAL_PATTERN, check_user_pattern, compiled_regex, fused_scanner_id, resolve, source
+from .patterns import (GPT2_ORIGINAL_PATTERN, NAME_LIKE, check_user_pattern, compiled_regex, fused_scanner_id, resolve,
+                       source)
 
 __all__ = ["Splitter", "WHOLE_PIECE", "METASPACE_SPLIT", "metaspace_splitter"]
 
@@ -35,10 +34,6 @@ WHOLE_PIECE = r"(?s:.+)"
 
 # Metaspace(split=true) cuts before every marker: "▁a▁▁b" -> "▁a", "▁", "▁b" (the pattern tiles the text)
 METASPACE_SPLIT = "▁[^▁]*|[^▁]+"
-
-# A split regex spelled like a name ("abc") would select fastbpe's pattern of that name, or be
-# refused as an unknown one; a Hugging Face file means the regex.
-_NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
 
 
 class Splitter:
@@ -194,6 +189,8 @@ class Splitter:
             stages.append((GPT2_ORIGINAL_PATTERN, True))  # ByteLevel's own split (Isolated)
         if not stages:
             stages.append((WHOLE_PIECE, True))  # ByteLevel alone without its regex: one chunk per piece
+        import regex  # (a custom split: the compiled scanners need no ``regex``)
+
         for pattern_text, _ in stages:
             try:
                 regex.compile(pattern_text)
@@ -225,8 +222,15 @@ def _split_stage(step: Mapping, source_name: str) -> Stage:
     else:
         raise ValueError(f"{source_name}: pre_tokenizer Split behavior {behavior!r} (invert={invert}) is not "
                          "supported; Isolated, or Removed with invert, is")
-    text = from_oniguruma_pattern(pattern["Regex"]) if "Regex" in pattern else regex.escape(pattern["String"])
-    if _NAME_LIKE.fullmatch(text):
+    if "Regex" in pattern:
+        text = from_oniguruma_pattern(pattern["Regex"])
+    else:
+        import regex
+
+        text = regex.escape(pattern["String"])
+    # A split regex spelled like a name ("abc") would select fastbpe's pattern of that name, or
+    # be refused as an unknown one; a Hugging Face file means the regex.
+    if NAME_LIKE.fullmatch(text):
         text = f"(?:{text})"  # a regex, not the name of one of fastbpe's patterns
     return text, keep_gaps
 
