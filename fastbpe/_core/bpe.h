@@ -694,9 +694,11 @@ class BpeEncoder {
             if (ahead < left && hash[todo[ahead]] != 0) st.prefetch_entry(hash[todo[ahead]]);
             ++next;
             int64_t s = starts[c], n = ends[c] - s;
-            int64_t k = encode_chunk(dp + s, n, st, op + count, misses, hash[c]);
+            bool packed = entry[c] != nullptr;  // (a short chunk: its key words are made)
+            int64_t k = encode_chunk(dp + s, n, st, op + count, misses, hash[c], packed ? word0[c] : 0,
+                                     packed ? word1[c] : 0);
             if (k < 0) return k;
-            if (n >= 2 && n <= (int64_t)SHORT_KEY_MAX) st.short_cache.put(word0[c], word1[c], op + count, k);
+            if (packed) st.short_cache.put(word0[c], word1[c], op + count, k);
             count += k;
         }
         st.short_cache.grow_if_thrashing((size_t)m);
