@@ -348,6 +348,34 @@ class DecodeOpenAI:
         self.decode(self.ids)
 
 
+class DecodeStreaming:
+    """What a streaming decoder does: 10,000 ``decode`` calls of 4 ids each, and 10,000
+    ``decode_single_token_bytes`` calls (cl100k ids of English), fastbpe against tiktoken on the
+    same ranks: per-call cost, not throughput."""
+
+    params = (["fast", "tiktoken"],)
+    param_names = ["impl"]
+
+    def setup(self, impl):
+        enc = tiktoken_encoding("cl100k_base")
+        ids = enc.encode_ordinary(corpus_text("english", "1MB"))[:40000]
+        self.pieces = [ids[i:i + 4] for i in range(0, len(ids), 4)]
+        self.ids = ids[:10000]
+        tok = _openai_tokenizer("cl100k_base") if impl == "fast" else enc
+        self.decode, self.single = tok.decode, tok.decode_single_token_bytes
+        self.decode(self.pieces[0])
+
+    def time_decode_4_ids(self, impl):
+        decode = self.decode
+        for piece in self.pieces:
+            decode(piece)
+
+    def time_decode_single_token_bytes(self, impl):
+        single = self.single
+        for i in self.ids:
+            single(i)
+
+
 class EncodeBatchShortLines:
     """Short texts (up to 20,000 rows of the multilingual table, 200 characters at most, 9
     languages) with cl100k: a loop of ``encode_ordinary`` against ``encode_batch`` at 1 and 2

@@ -8,7 +8,7 @@ arguments and bounds, releases the GIL for the whole encoding, and copies the id
 pattern too, in one pass; ``encode_str`` makes the UTF-8 of a str without the GIL as well),
 ``encode_symbols`` (words as base symbol ids), ``encode_str_many`` (many texts in one call,
 for ``encode_batch``), ``id_list``/``id_lists`` (lists of ids from shared int objects: list
-output costs no allocation per token), and ``gather_bytes`` (decoding: the bytes of ids from one
+output costs no allocation per token), and ``ByteTable`` (decoding: the bytes of ids gathered from one
 flat buffer).
 
 The merge rules (``MERGE_RULES``), the cache, the whole-chunk lookup and the merge loops are
@@ -1094,65 +1094,93 @@ cdef inline int64_t _gather_size(const int64_t* offsets, int64_t slots, int64_t 
     return size if size > 0 else -1
 
 
-def gather_bytes(const uint8_t[::1] flat, const int64_t[::1] offsets, ids):
-    """The concatenated bytes of ``ids``, id ``i`` being ``flat[offsets[i]:offsets[i + 1]]``.
+cdef class ByteTable:
+    """Every id's bytes in one flat buffer: id ``i`` stands for ``flat[offsets[i]:offsets[i + 1]]``
+    (an empty slot: no bytes known for it). The buffers are taken once, here: taking them at
+    each call (typed memoryviews) cost more than gathering a few ids (a streaming decoder
+    decodes a handful of ids per call).
 
-    ``ids`` is a list (of exact ints) or an int64 array. Returns the bytes, or, when some id
-    cannot be gathered (not an exact int, outside the table, or an empty slot), the index of
-    the first such id as an int, so that the caller can explain it or handle it (the table
-    leaves out what it does not hold). Every id is checked before any byte is copied.
+    >>> ByteTable(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3, 3])).gather([1, 0, 1])
+    b'bcabc'
     """
-    cdef Py_ssize_t slots = offsets.shape[0] - 1, n, i
-    cdef int64_t total = 0, size, v
-    cdef int overflow = 0
-    cdef PyObject* item
-    cdef vector[int32_t] checked
-    cdef const int64_t[::1] arr
-    cdef const int64_t* op = &offsets[0]
-    cdef const int64_t* ap
-    cdef const uint8_t* fp = &flat[0] if flat.shape[0] > 0 else NULL
-    cdef uint8_t* dst
-    if slots < 0 or (slots > 0 and offsets[slots] > flat.shape[0]):
-        raise ValueError("offsets must hold one more entry than the table and end inside flat")
-    if isinstance(ids, list):
-        n = len(<list>ids)
-        checked.resize(n)
-        for i in range(n):
-            item = PyList_GET_ITEM(<list>ids, i)
-            if not PyLong_CheckExact(item):
-                return i
-            v = PyLong_AsLongLongAndOverflow(item, &overflow)
-            size = -1 if overflow else _gather_size(op, slots, v)
-            if size < 0:
-                return i
-            checked[i] = <int32_t>v
-            total += size
+    cdef const uint8_t[::1] flat
+    cdef const int64_t[::1] offsets
+    cdef const uint8_t* fp
+    cdef const int64_t* op
+    cdef Py_ssize_t slots
+
+    def __cinit__(self, const uint8_t[::1] flat, const int64_t[::1] offsets):
+        cdef Py_ssize_t i
+        self.slots = offsets.shape[0] - 1
+        if self.slots < 0 or (self.slots > 0 and (offsets[0] < 0 or offsets[self.slots] > flat.shape[0])):
+            raise ValueError("offsets must hold one more entry than the table and lie inside flat")
+        for i in range(self.slots):
+            if offsets[i + 1] < offsets[i]:
+                raise ValueError("offsets must not decrease")
+        self.flat, self.offsets = flat, offsets
+        self.fp = &flat[0] if flat.shape[0] > 0 else NULL
+        self.op = &offsets[0]
+
+    def gather(self, ids):
+        """The concatenated bytes of ``ids``: a list (of exact ints) or an int64 array.
+        Returns the bytes, or, when some id cannot be gathered (not an exact int, outside the
+        table, or an empty slot), the index of the first such id as an int, so that the caller
+        can explain it or handle it (the table leaves out what it does not hold). Every id is
+        checked before any byte is copied."""
+        cdef Py_ssize_t n, i
+        cdef int64_t total = 0, size, v
+        cdef int overflow = 0
+        cdef PyObject* item
+        cdef int32_t small[64]   # a short list's checked ids: no allocation
+        cdef vector[int32_t] many
+        cdef int32_t* checked = small
+        cdef const int64_t[::1] arr
+        cdef const int64_t* ap
+        cdef uint8_t* dst
+        if isinstance(ids, list):
+            n = len(<list>ids)
+            if n > 64:
+                many.resize(n)
+                checked = many.data()
+            for i in range(n):
+                item = PyList_GET_ITEM(<list>ids, i)
+                if not PyLong_CheckExact(item):
+                    return i
+                v = PyLong_AsLongLongAndOverflow(item, &overflow)
+                size = -1 if overflow else _gather_size(self.op, self.slots, v)
+                if size < 0:
+                    return i
+                checked[i] = <int32_t>v
+                total += size
+            out = PyBytes_FromStringAndSize(NULL, total)
+            dst = <uint8_t*>PyBytes_AS_STRING(out)
+            if n > 64:
+                with nogil:
+                    _gather(self.fp, self.op, checked, n, dst)
+            else:
+                _gather(self.fp, self.op, checked, n, dst)
+            return out
+        arr = ids
+        n = arr.shape[0]
+        ap = &arr[0] if n > 0 else NULL
+        i = -1
+        with nogil:
+            for v in range(n):
+                size = _gather_size(self.op, self.slots, ap[v])
+                if size < 0:
+                    i = v
+                    break
+                total += size
+        if i >= 0:
+            return i
         out = PyBytes_FromStringAndSize(NULL, total)
         dst = <uint8_t*>PyBytes_AS_STRING(out)
         with nogil:
-            _gather(fp, op, checked.data(), n, dst)
+            for v in range(n):
+                size = self.op[ap[v] + 1] - self.op[ap[v]]
+                memcpy(dst, self.fp + self.op[ap[v]], size)
+                dst += size
         return out
-    arr = ids
-    n = arr.shape[0]
-    ap = &arr[0] if n > 0 else NULL
-    i = -1
-    with nogil:
-        for v in range(n):
-            size = _gather_size(op, slots, ap[v])
-            if size < 0:
-                i = v
-                break
-            total += size
-    if i >= 0:
-        return i
-    out = PyBytes_FromStringAndSize(NULL, total)
-    dst = <uint8_t*>PyBytes_AS_STRING(out)
-    with nogil:
-        for v in range(n):
-            size = op[ap[v] + 1] - op[ap[v]]
-            memcpy(dst, fp + op[ap[v]], size)
-            dst += size
-    return out
 
 
 cdef void _gather(const uint8_t* flat, const int64_t* offsets, const int32_t* ids, Py_ssize_t n,

@@ -48,6 +48,18 @@ class Markers:
         self.space_marker = space_marker or ""
         self.end_of_word_suffix = end_of_word_suffix or ""
         self.continuing_subword_prefix = continuing_subword_prefix or ""
+        self._decoded = self._decoded_markers()
+
+    def _decoded_markers(self) -> tuple:
+        """(marker, whether it is put before the text) for decode, in its order; empty when
+        there are none, so that decoding without markers costs no loop."""
+        return tuple((marker, leading) for marker, leading in (
+            (self.space_marker, True), (self.word_start, True), (self.word_end, False),
+            (self.end_of_word_suffix, False)) if marker)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._decoded = self._decoded_markers()  # (pickles of earlier versions lack it)
 
     def has_word_markers(self) -> bool:
         return bool(self.word_start or self.word_end)
@@ -76,14 +88,12 @@ class Markers:
         one put before (``word_start``, ``space_marker``) or after (``word_end``,
         ``end_of_word_suffix``, as Hugging Face's BPEDecoder) the text dropped (as the decoders
         of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
-        for marker, leading in ((self.space_marker, True), (self.word_start, True), (self.word_end, False),
-                                (self.end_of_word_suffix, False)):
-            if marker:
-                text = text.replace(marker, " ")
-                if leading:
-                    text = text[1:] if text.startswith(" ") else text
-                else:
-                    text = text[:-1] if text.endswith(" ") else text
+        for marker, leading in self._decoded:
+            text = text.replace(marker, " ")
+            if leading:
+                text = text[1:] if text.startswith(" ") else text
+            else:
+                text = text[:-1] if text.endswith(" ") else text
         return text
 
     def keywords(self) -> dict:

@@ -1,8 +1,8 @@
 """The vocabulary seen from outside: id <-> token lookups, decoding, and character offsets.
 
 Decoding gathers token bytes from one flat buffer (``DecodeTable``: every token's bytes, special
-tokens' UTF-8 in their slots, and int64 offsets) in the compiled core (``gather_bytes``): the
-ids are checked, the result allocated once and filled with the GIL released.
+tokens' UTF-8 in their slots, and int64 offsets) in the compiled core (``ByteTable``): the
+ids are checked, the result allocated once and filled (with the GIL released for long ones).
 
 Character offsets (``encode_with_offsets``) are those of Hugging Face's ``Encoding.offsets``
 for byte-level tokenizers: token ``k`` spans the characters its bytes belong to, so a token
@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import gather_bytes
+from .._core.encode import ByteTable
 from . import surrogates
 from .special import check_disallowed
 
@@ -32,7 +32,8 @@ EOT_NAMES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>")
 class DecodeTable:
     """``flat`` (uint8) and ``offsets`` (int64, one more than ids): id ``i`` decodes to
     ``flat[offsets[i]:offsets[i + 1]]``; an empty slot is an id that decodes to nothing
-    known (an unused id, or a special token beyond the table)."""
+    known (an unused id, or a special token beyond the table). ``pieces``: the same as one
+    bytes per id; ``gather``: the compiled gathering over them (``ByteTable.gather``)."""
 
     def __init__(self, token_bytes, special_tokens):
         size = len(token_bytes)
@@ -42,10 +43,12 @@ class DecodeTable:
         for i, text in near.items():
             if not pieces[i]:
                 pieces[i] = text.encode("utf-8", "surrogatepass")  # as tokens are stored
+        self.pieces = pieces
         self.flat = np.frombuffer(b"".join(pieces), dtype=np.uint8)
         self.offsets = np.zeros(size + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=size), out=self.offsets[1:])
         self.lengths = np.diff(self.offsets)
+        self.gather = ByteTable(self.flat, self.offsets).gather
 
 
 def _table(tok) -> DecodeTable:
@@ -58,6 +61,8 @@ def _table(tok) -> DecodeTable:
 def _check_ids(ids):
     """ids as a list of ints or an int64 array; TypeError for anything else (a str, bytes,
     floats: ``decode("12")`` and ``decode(b"\\x01")`` are mistakes, not ids)."""
+    if type(ids) is list:  # (first: the common case, and a short decode is mostly such checks)
+        return ids
     if isinstance(ids, (str, bytes, bytearray, memoryview)):
         raise TypeError(f"token ids must be a sequence of ints or an int array, not {type(ids).__name__}")
     if isinstance(ids, np.ndarray):
@@ -76,10 +81,10 @@ def _id_bytes(tok, i) -> bytes:
     if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
         raise TypeError(f"token ids must be ints, got {type(i).__name__} {i!r:.40}")  # 97.5 is not 97
     i = int(i)
-    table = tok._decoded_token_bytes()
-    if 0 <= i < len(table) and table[i]:
-        return table[i]
-    for text, sid in tok.special_tokens.items():
+    pieces = _table(tok).pieces
+    if 0 <= i < len(pieces) and pieces[i]:
+        return pieces[i]
+    for text, sid in tok.special_tokens.items():  # (one far beyond the table)
         if sid == i:
             return text.encode("utf-8", "surrogatepass")
     raise ValueError(f"token id {i} is not in the vocabulary")
@@ -89,12 +94,12 @@ def decode_bytes(tok, ids) -> bytes:
     """The bytes the ids stand for (special tokens as their UTF-8 text)."""
     ids = _check_ids(ids)
     table = _table(tok)
-    out = gather_bytes(table.flat, table.offsets, ids)
-    if isinstance(out, bytes):
+    out = table.gather(ids)
+    if type(out) is bytes:
         return out
     # an id the flat table cannot gather: explain it, or decode the rest one by one
     ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
-    head = gather_bytes(table.flat, table.offsets, ids[:out]) if out else b""
+    head = table.gather(ids[:out]) if out else b""
     return head + b"".join(_id_bytes(tok, i) for i in ids[out:])
 
 
@@ -124,6 +129,10 @@ def token_to_id(tok, token: Union[str, bytes]) -> Optional[int]:
 
 def decode_single_token_bytes(tok, token_id: int) -> bytes:
     """The bytes of one id; KeyError for an id that is no token (as tiktoken)."""
+    if type(token_id) is int:  # the common case first: a streaming decoder calls this per token
+        pieces = _table(tok).pieces
+        if 0 <= token_id < len(pieces) and pieces[token_id]:
+            return pieces[token_id]
     try:
         return _id_bytes(tok, token_id)
     except ValueError:

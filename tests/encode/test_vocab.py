@@ -126,7 +126,7 @@ def _reference_decode(tok, ids):
     return reference_encode.decode_bytes(token_of, ids)
 
 
-@given(st.lists(st.integers(0, 400), max_size=50))
+@given(st.lists(st.integers(0, 400), max_size=200))  # (lists of over 64 ids are gathered from the heap)
 def test_compiled_decode_equals_the_reference(small, ids):
     ids = [i for i in ids if i in small.special_tokens.values() or (i < len(small.token_bytes) and small.token_bytes[i])]
     want = _reference_decode(small, ids)
@@ -135,6 +135,35 @@ def test_compiled_decode_equals_the_reference(small, ids):
     assert small.decode_bytes(np.array(ids, dtype=np.int64)) == want
     assert small.decode_bytes(tuple(ids)) == want
     assert small.decode(ids) == want.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("n", [63, 64, 65, 300])
+def test_decode_of_long_lists_finds_a_bad_id_anywhere(small, n):
+    ids = [i % 256 for i in range(n)]
+    assert small.decode_bytes(ids) == _reference_decode(small, ids)
+    for bad in (-1, 10**6, 2.0):
+        with pytest.raises((ValueError, TypeError)):
+            small.decode_bytes(ids[:-1] + [bad])
+
+
+def test_single_token_bytes_equal_the_reference_for_every_id(small):
+    for i in range(len(small.token_bytes) + 4):
+        want = _reference_decode(small, [i]) if i < len(small.token_bytes) or i in small.special_tokens.values() else None
+        if want is None:
+            with pytest.raises(KeyError):
+                small.decode_single_token_bytes(i)
+        else:
+            assert small.decode_single_token_bytes(i) == small.decode_single_token_bytes(np.int64(i)) == want
+    with pytest.raises(TypeError):
+        small.decode_single_token_bytes(True)
+
+
+@pytest.mark.parametrize("offsets", [[0, 2, 1, 3], [0, 1, 4], [-1, 1, 3], []])
+def test_a_byte_table_refuses_offsets_outside_its_buffer(offsets):
+    from fastbpe._core.encode import ByteTable
+
+    with pytest.raises(ValueError, match="offsets"):
+        ByteTable(np.frombuffer(b"abc", dtype=np.uint8), np.array(offsets, dtype=np.int64))
 
 
 def test_decode_refuses_what_is_no_id(small):
