@@ -1353,7 +1353,7 @@ class BpeEncoder {
         uint32_t memo_rank = ~0U;  // the last rank pushed and its bucket: pushes come in runs
         int32_t memo_bucket = -1;
         // Append position i to the bucket of rank `rank`.
-        auto push = [&](uint32_t rank, int64_t i) {
+        auto push = [&](uint32_t rank, int64_t i) __attribute__((always_inline)) {
             int32_t b = memo_bucket;
             if (rank != memo_rank) {
                 size_t slot = st.bucket_of.index(rank);
@@ -1408,12 +1408,21 @@ class BpeEncoder {
             }
             current = rank;
             interrupt = false;
-            // (bucket b is re-read on every step: a push may move the buckets)
-            while (!interrupt && st.buckets[b].cursor < st.buckets[b].size) {
-                RankBucket& bucket = st.buckets[b];
-                int64_t i = bucket.pos[bucket.cursor++];
-                int64_t k = merge_if_current(list, i, rank, floor);
+            // The bucket's pending positions in locals: no push reaches this bucket without
+            // interrupting (only a push of this rank would), and draining then stops before
+            // reading them again. (A push may move st.buckets, not a bucket's array.)
+            const int32_t* pos = st.buckets[b].pos;
+            size_t size = st.buckets[b].size, cursor = st.buckets[b].cursor;
+            int64_t known = -1;    // the next position to pop when its pair was just looked up
+            uint64_t known_v = 0;  // (and found of this rank): that lookup
+            while (!interrupt && cursor < size) {
+                int64_t i = pos[cursor++];
+                int64_t k = i == known ? list.merge(i, list.next(i), known_v) : merge_if_current(list, i, rank, floor);
                 if (k == STALE) continue;
+                // The positions inside the merged symbol are stale now, and next in the bucket
+                // when it holds overlapping pairs (runs of one letter): step past them.
+                int64_t end = k < 0 ? n : k;
+                while (cursor < size && pos[cursor] < end) ++cursor;
                 uint64_t v;
                 int64_t p = list.prev(i);
                 if (p >= 0) {
@@ -1426,15 +1435,20 @@ class BpeEncoder {
                 // A pair (i, k) of a higher rank is stale before it is read when k's own pair
                 // is the next to merge: the bucket's next position is k and its pair still has
                 // this rank. k's merge then pushes the pair (i, k's new symbol) as its left
-                // pair. (Runs of one letter halve their pushes so.)
-                RankBucket& again = st.buckets[b];
-                if ((uint32_t)(v >> 32) > rank && !interrupt && again.cursor < again.size &&
-                    again.pos[again.cursor] == k && list.next(k) >= 0) {
-                    uint64_t w = lookup_from(sid[k], sid[list.next(k)], floor);
-                    if (w != NO_MERGE && (uint32_t)(w >> 32) == rank) continue;
+                // pair, and takes the lookup made here. (Runs of one letter halve their pushes
+                // so.)
+                if ((uint32_t)(v >> 32) > rank && !interrupt && cursor < size && pos[cursor] == k) {
+                    int64_t l = list.next(k);
+                    uint64_t w = l >= 0 ? lookup_from(sid[k], sid[l], floor) : NO_MERGE;
+                    if (w != NO_MERGE && (uint32_t)(w >> 32) == rank) {
+                        known = k;
+                        known_v = w;
+                        continue;
+                    }
                 }
                 push((uint32_t)(v >> 32), i);
             }
+            st.buckets[b].cursor = cursor;
         }
         return list_out(list, out, cap);
     }
