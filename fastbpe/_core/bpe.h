@@ -1340,6 +1340,10 @@ class BpeEncoder {
     // what could cost more than O(n log n) (a rank interrupted again and again); past a budget
     // the heap takes over from the current list, which is exact: the state of the merge is the
     // list and the floor, nothing else.
+    struct Memo {
+        uint64_t key = ~0ULL;  // (the pair (-1, -1): never a live one)
+        uint64_t v = NO_MERGE;
+    };
     int64_t merge_by_rank(SymbolList list, EncodeScratch& st, int32_t* out, int64_t cap) const {
         const int32_t* sid = list.sid;
         int64_t n = list.n;
@@ -1415,6 +1419,18 @@ class BpeEncoder {
             size_t size = st.buckets[b].size, cursor = st.buckets[b].cursor;
             int64_t known = -1;    // the next position to pop when its pair was just looked up
             uint64_t known_v = 0;  // (and found of this rank): that lookup
+            // The last pair each of the three lookups below took and its value: runs of one
+            // repeated unit look the same few pairs up again and again. (Anew for each rank:
+            // the replay rule's floor changes with it.)
+            Memo left_memo, right_memo, next_memo;
+            auto memo_lookup = [&](Memo& m, int32_t a, int32_t c) {
+                uint64_t key = pair_key(a, c);
+                if (key != m.key) {
+                    m.key = key;
+                    m.v = lookup_from(a, c, floor);
+                }
+                return m.v;
+            };
             while (!interrupt && cursor < size) {
                 int64_t i = pos[cursor++];
                 int64_t k = i == known ? list.merge(i, list.next(i), known_v) : merge_if_current(list, i, rank, floor);
@@ -1426,11 +1442,11 @@ class BpeEncoder {
                 uint64_t v;
                 int64_t p = list.prev(i);
                 if (p >= 0) {
-                    v = lookup_from(sid[p], sid[i], floor);
+                    v = memo_lookup(left_memo, sid[p], sid[i]);
                     if (v != NO_MERGE) push((uint32_t)(v >> 32), p);
                 }
                 if (k < 0) continue;
-                v = lookup_from(sid[i], sid[k], floor);
+                v = memo_lookup(right_memo, sid[i], sid[k]);
                 if (v == NO_MERGE) continue;
                 // A pair (i, k) of a higher rank is stale before it is read when k's own pair
                 // is the next to merge: the bucket's next position is k and its pair still has
@@ -1439,7 +1455,7 @@ class BpeEncoder {
                 // so.)
                 if ((uint32_t)(v >> 32) > rank && !interrupt && cursor < size && pos[cursor] == k) {
                     int64_t l = list.next(k);
-                    uint64_t w = l >= 0 ? lookup_from(sid[k], sid[l], floor) : NO_MERGE;
+                    uint64_t w = l >= 0 ? memo_lookup(next_memo, sid[k], sid[l]) : NO_MERGE;
                     if (w != NO_MERGE && (uint32_t)(w >> 32) == rank) {
                         known = k;
                         known_v = w;
