@@ -88,11 +88,12 @@ static const int64_t BACKTRACK_MIN = 256;
 // The backtracking tables are built once the long chunks the merge loops took (this encoder's,
 // over all calls and threads), the current one included, reach this many bytes per byte of the
 // vocabulary: about what building them costs
-// (cl100k_base, 640 KB of tokens: 60-80 ms to build; the rank queue takes 60-90 ns per byte of
-// a long chunk), so that a text with a few long chunks never pays for tables it would not earn
-// back, and one with many pays at most twice what the better choice in hindsight would have.
+// (cl100k_base, 640 KB of tokens: 60-80 ms to build; the rank queue takes 20-40 ns per byte of
+// a run of one letter, 100-150 on random letters), so that a text with a few long chunks never
+// pays for tables it would not earn back, and one with many pays at most twice what the better
+// choice in hindsight would have.
 // (Building first saves little on most long chunks: on random letters backtracking and the rank
-// queue run alike; on one letter repeated, backtracking runs six times faster.)
+// queue run alike; on one letter repeated, backtracking runs about three times faster.)
 static const int64_t BACKTRACK_BUDGET_PER_TOKEN_BYTE = 2;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
