@@ -88,11 +88,12 @@ static const int64_t BACKTRACK_MIN = 256;
 // The backtracking tables are built once the long chunks the merge loops took (this encoder's,
 // over all calls and threads), the current one included, reach this many bytes per byte of the
 // vocabulary: about what building them costs
-// (cl100k_base, 640 KB of tokens: 60-80 ms to build; the rank queue takes 60-90 ns per byte of
-// a long chunk), so that a text with a few long chunks never pays for tables it would not earn
-// back, and one with many pays at most twice what the better choice in hindsight would have.
+// (cl100k_base, 640 KB of tokens: 60-80 ms to build; the rank queue takes 20-40 ns per byte of
+// a run of one letter, 100-150 on random letters), so that a text with a few long chunks never
+// pays for tables it would not earn back, and one with many pays at most twice what the better
+// choice in hindsight would have.
 // (Building first saves little on most long chunks: on random letters backtracking and the rank
-// queue run alike; on one letter repeated, backtracking runs six times faster.)
+// queue run alike; on one letter repeated, backtracking runs about three times faster.)
 static const int64_t BACKTRACK_BUDGET_PER_TOKEN_BYTE = 2;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
@@ -1342,6 +1343,10 @@ class BpeEncoder {
     // what could cost more than O(n log n) (a rank interrupted again and again); past a budget
     // the heap takes over from the current list, which is exact: the state of the merge is the
     // list and the floor, nothing else.
+    struct Memo {
+        uint64_t key = ~0ULL;  // (the pair (-1, -1): never a live one)
+        uint64_t v = NO_MERGE;
+    };
     int64_t merge_by_rank(SymbolList list, EncodeScratch& st, int32_t* out, int64_t cap) const {
         const int32_t* sid = list.sid;
         int64_t n = list.n;
@@ -1355,7 +1360,7 @@ class BpeEncoder {
         uint32_t memo_rank = ~0U;  // the last rank pushed and its bucket: pushes come in runs
         int32_t memo_bucket = -1;
         // Append position i to the bucket of rank `rank`.
-        auto push = [&](uint32_t rank, int64_t i) {
+        auto push = [&](uint32_t rank, int64_t i) __attribute__((always_inline)) {
             int32_t b = memo_bucket;
             if (rank != memo_rank) {
                 size_t slot = st.bucket_of.index(rank);
@@ -1410,33 +1415,59 @@ class BpeEncoder {
             }
             current = rank;
             interrupt = false;
-            // (bucket b is re-read on every step: a push may move the buckets)
-            while (!interrupt && st.buckets[b].cursor < st.buckets[b].size) {
-                RankBucket& bucket = st.buckets[b];
-                int64_t i = bucket.pos[bucket.cursor++];
-                int64_t k = merge_if_current(list, i, rank, floor);
+            // The bucket's pending positions in locals: no push reaches this bucket without
+            // interrupting (only a push of this rank would), and draining then stops before
+            // reading them again. (A push may move st.buckets, not a bucket's array.)
+            const int32_t* pos = st.buckets[b].pos;
+            size_t size = st.buckets[b].size, cursor = st.buckets[b].cursor;
+            int64_t known = -1;    // the next position to pop when its pair was just looked up
+            uint64_t known_v = 0;  // (and found of this rank): that lookup
+            // The last pair each of the three lookups below took and its value: runs of one
+            // repeated unit look the same few pairs up again and again. (Anew for each rank:
+            // the replay rule's floor changes with it.)
+            Memo left_memo, right_memo, next_memo;
+            auto memo_lookup = [&](Memo& m, int32_t a, int32_t c) {
+                uint64_t key = pair_key(a, c);
+                if (key != m.key) {
+                    m.key = key;
+                    m.v = lookup_from(a, c, floor);
+                }
+                return m.v;
+            };
+            while (!interrupt && cursor < size) {
+                int64_t i = pos[cursor++];
+                int64_t k = i == known ? list.merge(i, list.next(i), known_v) : merge_if_current(list, i, rank, floor);
                 if (k == STALE) continue;
+                // The positions inside the merged symbol are stale now, and next in the bucket
+                // when it holds overlapping pairs (runs of one letter): step past them.
+                int64_t end = k < 0 ? n : k;
+                while (cursor < size && pos[cursor] < end) ++cursor;
                 uint64_t v;
                 int64_t p = list.prev(i);
                 if (p >= 0) {
-                    v = lookup_from(sid[p], sid[i], floor);
+                    v = memo_lookup(left_memo, sid[p], sid[i]);
                     if (v != NO_MERGE) push((uint32_t)(v >> 32), p);
                 }
                 if (k < 0) continue;
-                v = lookup_from(sid[i], sid[k], floor);
+                v = memo_lookup(right_memo, sid[i], sid[k]);
                 if (v == NO_MERGE) continue;
                 // A pair (i, k) of a higher rank is stale before it is read when k's own pair
                 // is the next to merge: the bucket's next position is k and its pair still has
                 // this rank. k's merge then pushes the pair (i, k's new symbol) as its left
-                // pair. (Runs of one letter halve their pushes so.)
-                RankBucket& again = st.buckets[b];
-                if ((uint32_t)(v >> 32) > rank && !interrupt && again.cursor < again.size &&
-                    again.pos[again.cursor] == k && list.next(k) >= 0) {
-                    uint64_t w = lookup_from(sid[k], sid[list.next(k)], floor);
-                    if (w != NO_MERGE && (uint32_t)(w >> 32) == rank) continue;
+                // pair, and takes the lookup made here. (Runs of one letter halve their pushes
+                // so.)
+                if ((uint32_t)(v >> 32) > rank && !interrupt && cursor < size && pos[cursor] == k) {
+                    int64_t l = list.next(k);
+                    uint64_t w = l >= 0 ? memo_lookup(next_memo, sid[k], sid[l]) : NO_MERGE;
+                    if (w != NO_MERGE && (uint32_t)(w >> 32) == rank) {
+                        known = k;
+                        known_v = w;
+                        continue;
+                    }
                 }
                 push((uint32_t)(v >> 32), i);
             }
+            st.buckets[b].cursor = cursor;
         }
         return list_out(list, out, cap);
     }

@@ -394,6 +394,27 @@ def test_tens_of_kilobytes_agree_across_merge_loops(rule):
         assert tok.decode_bytes(results["heap"]) == word
 
 
+@pytest.mark.parametrize("unit", [b"a", b"ab", b"abc"])
+@pytest.mark.parametrize("longest", [1, 2])
+@pytest.mark.parametrize("lower_first", [False, True])
+def test_rank_queue_runs_of_one_rank_with_a_lower_pair_after_each_merge(unit, longest, lower_first):
+    """Runs of one repeated unit, whose pairs of one rank overlap (or follow each other): the
+    queue steps past the stale ones and, when the next pair merges at the same rank, reuses its
+    lookup and leaves out the pair between them. The tokens are the run's prefixes up to
+    `longest` units and a letter; ranked longest first (a token rule vocabulary that is not
+    monotone), that pair ranks lower and must interrupt the run."""
+    run = unit * 3
+    extra = [run[:k] for k in range(2, longest * len(unit) + 2)]
+    tokens = BYTES + (extra[::-1] if lower_first else extra)
+    tok = Tokenizer(tokens, [], merge_rule="token", whole_token_lookup=False)
+    ranks = {t: i for i, t in enumerate(tokens)}
+    for n in (300, 301, 1001):
+        word = (unit * n)[:n]
+        expected = [ranks[t] for t in encode_by_token_rank(word, ranks, False)]
+        for label, encode in _long_piece_encoders(tok, n):
+            assert encode(word) == expected, (label, n)
+
+
 def test_rank_queue_settings_are_checked():
     core = BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32))
     with pytest.raises(ValueError, match="rank_queue_min"):
