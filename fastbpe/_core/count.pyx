@@ -65,7 +65,7 @@ cdef class Utf8Reader:
     cdef size_t length, pos  # characters; those read
     cdef uint8_t held[4]  # the bytes of a character that did not fit, from held_at on
     cdef int held_len, held_at
-    cdef public size_t bound
+    cdef readonly size_t bound
 
     def __init__(self, text):
         if not isinstance(text, str):  # (a str subclass is fine: typing the argument str is not)

@@ -266,10 +266,10 @@ def _source_tasks(corpus, rule: int, block_size: Optional[int], split_plain: Opt
     reads each into one reused buffer instead of fresh pieces joined at every cut).
 
     An item of an iterable longer than a quarter block (in characters or bytes: its UTF-8 may
-    pass a block) is read block by block on its own (_long_item_blocks): each block of it is
-    written once, where today's bytes would be copied twice (a str encoded whole, then each
-    segment joined at its cut). ``in_turn``: each block is counted before the next is made
-    (one counter in this process), so they are all read into one reused buffer.
+    pass a block) is read block by block on its own (_long_item_blocks): each byte of its UTF-8
+    is written once, into the block (the str is never encoded whole, no segment is joined at
+    its cut). ``in_turn``: each block is counted before the next is made (one counter in this
+    process), so they are all read into one reused buffer.
     """
     if ranges_above is None:
         ranges_above = split_plain
