@@ -668,3 +668,12 @@ def test_str_and_bytes_items_equal_their_utf8_any_blocks(items, block_size, work
         return
     assert count_words(iter(items), "o200k", workers=workers, errors=errors, block_size=block_size,
                        progress=False) == expected
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("block_size", [3, 40])
+def test_lines_of_long_items(workers, block_size):
+    items = ["one two\n\nthree \u4e2d\n" * 20 + "tail", b"x y\r\n" * 30, "\n" * 50]
+    lines = [line for d in _utf8_items(items) for line in d.splitlines(keepends=True)]
+    assert count_words(iter(items), "gpt2", workers=workers, block_size=block_size, lines=True,
+                       progress=False) == count_words_reference(lines, "gpt2")
