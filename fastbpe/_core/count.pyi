@@ -6,6 +6,11 @@ import numpy.typing as npt
 
 _Buffer = Union[bytes, bytearray, memoryview]
 
+class Utf8Reader:
+    bound: int
+    def __init__(self, text: str) -> None: ...
+    def readinto(self, out: Union[bytearray, memoryview, npt.NDArray[np.uint8]]) -> int: ...
+
 def fix_malloc_thresholds() -> None: ...
 
 class ChunkCounter:

@@ -18,6 +18,13 @@ from cpython.buffer cimport PyBUF_FORMAT
 
 from fastbpe._core.chunk_table cimport ChunkTable
 from fastbpe._core.patterns cimport PAT_COUNT, ERR_COUNT
+from fastbpe._core.utf8 cimport utf8_from_str_data
+
+cdef extern from "Python.h":
+    int PyUnicode_READY(object o) except -1   # (a no-op from Python 3.12 on)
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    bint PyUnicode_IS_ASCII(object o)
 
 cnp.import_array()
 
@@ -34,6 +41,72 @@ cdef extern from *:
     #endif
     """
     void fbpt_fix_malloc_thresholds() nogil
+
+
+cdef class Utf8Reader:
+    r"""A str read as a file of its UTF-8, ``str.encode("utf-8", "surrogatepass")`` (a lone
+    surrogate is its 3 bytes: invalid UTF-8 the counter reports, replaces or counts as bytes),
+    transcoded as it is read: ``readinto`` fills a buffer the reader of a long text reuses, so
+    the text's whole UTF-8 never exists at once.
+
+    ``readinto`` fills the buffer whole unless the text ends first (0: the end), so a reader
+    that stops at a short read stops at the end: a character whose bytes do not all fit waits,
+    its last bytes held, for the next call. ``bound``: the UTF-8's length at most.
+
+    >>> r = Utf8Reader("a\u00e9\ud800z")
+    >>> b = bytearray(3)
+    >>> [bytes(b[:r.readinto(b)]) for _ in range(4)]
+    [b'a\xc3\xa9', b'\xed\xa0\x80', b'z', b'']
+    """
+    cdef object text  # held: its characters stay put while they are read without the GIL
+    cdef const char* chars
+    cdef int kind
+    cdef size_t widest  # UTF-8 bytes per character at most
+    cdef size_t length, pos  # characters; those read
+    cdef uint8_t held[4]  # the bytes of a character that did not fit, from held_at on
+    cdef int held_len, held_at
+    cdef readonly size_t bound
+
+    def __init__(self, text):
+        if not isinstance(text, str):  # (a str subclass is fine: typing the argument str is not)
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        PyUnicode_READY(text)
+        self.text = text
+        self.chars = <const char*>PyUnicode_DATA(text)
+        self.kind = PyUnicode_KIND(text)
+        self.widest = 1 if PyUnicode_IS_ASCII(text) else (4 if self.kind == 4 else self.kind + 1)
+        self.length = len(text)
+        self.pos = 0
+        self.held_len = self.held_at = 0
+        self.bound = self.widest * self.length
+
+    def readinto(self, uint8_t[::1] out not None):
+        """Write the next UTF-8 bytes into ``out``; returns how many (fewer only at the end)."""
+        cdef size_t room = out.shape[0], o = 0, k
+        cdef uint8_t* p = &out[0] if room else NULL
+        with nogil:
+            while o < room:
+                if self.held_at < self.held_len:
+                    p[o] = self.held[self.held_at]
+                    o += 1
+                    self.held_at += 1
+                    continue
+                if self.pos == self.length:
+                    break
+                # whole characters that surely fit; past them, one character through `held`
+                k = min(self.length - self.pos, (room - o) // self.widest)
+                if k == 0:
+                    self.held_len = utf8_from_str_data(self.kind, self.chars + self.pos * self.kind, 1, self.held, True)
+                    self.held_at = 0
+                    self.pos += 1
+                elif self.widest == 1:  # an ASCII str: its characters are its UTF-8
+                    memcpy(p + o, self.chars + self.pos, k)
+                    o += k
+                    self.pos += k
+                else:
+                    o += utf8_from_str_data(self.kind, self.chars + self.pos * self.kind, k, p + o, True)
+                    self.pos += k
+        return o
 
 
 def fix_malloc_thresholds():

@@ -142,11 +142,13 @@ static inline bool ascii_units16(const T* s, uint8_t* out) {
 }
 
 // UTF-8 of n code units of a str (1, 2 or 4 bytes each) into out (room for 4 per unit, fewer
-// for narrow kinds): the byte count, or -1 at a lone surrogate (not encodable as UTF-8).
+// for narrow kinds): the byte count, or -1 at a lone surrogate (not encodable as UTF-8), unless
+// `surrogatepass`: then a surrogate is written as its 3 bytes, as str.encode("utf-8",
+// "surrogatepass") does (invalid UTF-8, for the reader to report or replace).
 // ASCII runs go 16 units at a time (ascii_units16): most text is mostly ASCII even when the
 // str is not.
 template <class T>
-static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out) {
+static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out, bool surrogatepass) {
     const size_t RUN = 16;
     size_t o = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -162,7 +164,7 @@ static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out) {
             out[o++] = (uint8_t)(0xC0 | (c >> 6));
             out[o++] = (uint8_t)(0x80 | (c & 0x3F));
         } else if (c < 0x10000) {
-            if ((c & 0xF800) == 0xD800) return -1;
+            if ((c & 0xF800) == 0xD800 && !surrogatepass) return -1;
             out[o++] = (uint8_t)(0xE0 | (c >> 12));
             out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
             out[o++] = (uint8_t)(0x80 | (c & 0x3F));
@@ -177,10 +179,11 @@ static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out) {
 }
 
 // The same for a str's data as CPython stores it: `kind` bytes per code unit (1, 2 or 4).
-static inline int64_t utf8_from_str_data(int kind, const void* data, size_t n, uint8_t* out) {
-    if (kind == 1) return utf8_from_units((const uint8_t*)data, n, out);
-    if (kind == 2) return utf8_from_units((const uint16_t*)data, n, out);
-    return utf8_from_units((const uint32_t*)data, n, out);
+static inline int64_t utf8_from_str_data(int kind, const void* data, size_t n, uint8_t* out,
+                                         bool surrogatepass = false) {
+    if (kind == 1) return utf8_from_units((const uint8_t*)data, n, out, surrogatepass);
+    if (kind == 2) return utf8_from_units((const uint16_t*)data, n, out, surrogatepass);
+    return utf8_from_units((const uint32_t*)data, n, out, surrogatepass);
 }
 
 }  // namespace fbpt

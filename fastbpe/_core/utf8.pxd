@@ -5,3 +5,4 @@ cdef extern from "utf8.h" namespace "fbpt" nogil:
     size_t NPOS
     bint utf8_valid(const uint8_t* s, size_t n)
     int64_t utf8_from_str_data(int kind, const void* data, size_t n, uint8_t* out)
+    int64_t utf8_from_str_data(int kind, const void* data, size_t n, uint8_t* out, bint surrogatepass)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastbpe._core.count import ChunkCounter
+from fastbpe._core.count import ChunkCounter, Utf8Reader
 from fastbpe.reference.count import count_words as reference_counts
 from fastbpe.split.patterns import scanner_id
 from fastbpe.split.pretokenize import check_errors
@@ -145,3 +145,45 @@ def test_strict_reports_the_first_bad_document():
     got, bad = counted([b"the cat", b"ok \xff", b"the \xfe"], "gpt2", "strict")
     assert bad == 1
     assert got == {b"the": 1, b" cat": 1}
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(st.text(alphabet=st.characters(blacklist_categories=()), max_size=40),
+                      st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40),
+                      st.text(alphabet=st.characters(max_codepoint=0xFF), max_size=40),
+                      st.text(alphabet=st.characters(blacklist_categories=(), max_codepoint=0xFFFF), max_size=40)),
+       sizes=st.lists(st.integers(0, 9), min_size=1, max_size=30))
+def test_utf8_reader_reads_the_surrogatepass_utf8(text, sizes):
+    """Read in buffers of any sizes (0 included), a str gives its surrogatepass UTF-8, each read
+    filling its buffer whole until the text ends (so a short read is the end)."""
+    expected = text.encode("utf-8", "surrogatepass")
+    reader = Utf8Reader(text)
+    assert reader.bound >= len(expected)
+    got = b""
+    k = 0
+    while True:
+        buf = bytearray(sizes[k % len(sizes)] if k < 200 else 9)
+        n = reader.readinto(buf)
+        got += bytes(buf[:n])
+        if n < len(buf):
+            break
+        k += 1
+    assert got == expected
+    assert reader.readinto(bytearray(4)) == 0
+
+
+def test_utf8_reader_takes_a_str():
+    class Text(str):
+        pass
+
+    assert bytes(_read_all(Utf8Reader(Text("caf\u00e9")))) == "caf\u00e9".encode()
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        Utf8Reader(b"abc")
+
+
+def _read_all(reader):
+    out = bytearray()
+    buf = bytearray(3)
+    while n := reader.readinto(buf):
+        out += buf[:n]
+    return out

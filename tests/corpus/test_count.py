@@ -595,3 +595,85 @@ def test_a_long_word_across_every_byte_range(tmp_path, workers):
                         progress=False)
     assert table == count_words_reference([data], "gpt2")
     assert table.to_dict()[b" " + "\u4e2d".encode() * 50_000 + b"x" * 150_000] == 1
+
+
+# Items of an iterable longer than a quarter block are read block by block on their own: a str
+# transcoded a block at a time (Utf8Reader), bytes copied a block at a time; into one reused
+# buffer by one worker, into a buffer per block for threads and worker processes (which
+# unpickle the blocks). Every way gives the table of the items' surrogatepass UTF-8, whole.
+LONG_ITEMS = {
+    "non-ASCII str": ["the caf\u00e9 \u4e2d\u6587\u4e2d \U0001F600\u200d don't  stop\n" * 40],
+    "ASCII str": ["the cat sat, the dog's bone.\n\n  " * 60],
+    "lone surrogates": ["ab \ud800 cd\udfff \ud83d\ude00 x\u00e9" * 30 + "\ud800"],
+    "bytes": [("caf\u00e9 \u4e2d " * 80).encode() + b"\xff tail"],
+    "multiple items": ["one two " * 50, b"three " * 70, "\u4e2d\u6587 " * 90, "x" * 500, "short"],
+    "empty items": ["", "a b c " * 60, "", b"", "d e" * 40, ""],
+    "shorter than a block": ["a b", b"c d", "\u00e9\u4e2d", "x"],
+}
+
+
+def _utf8_items(items):
+    return [i if isinstance(i, bytes) else i.encode("utf-8", "surrogatepass") for i in items]
+
+
+@pytest.mark.parametrize("case", sorted(LONG_ITEMS))
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("block_size", [1, 7, 64, 300, 4096, None])
+def test_long_items_equal_their_utf8_whole(case, workers, block_size):
+    items = LONG_ITEMS[case]
+    data = _utf8_items(items)
+    for errors in ("replace", "bytes"):
+        assert count_words(iter(items), "gpt2", workers=workers, errors=errors, block_size=block_size,
+                           progress=False) == count_words_reference(data, "gpt2", errors=errors)
+    try:
+        expected = count_words_reference(data, "gpt2")
+    except ValueError:  # invalid UTF-8: the error of the items read whole (block_size=None)
+        with pytest.raises(CorpusDecodeError) as whole:
+            count_words(iter(items), "gpt2", workers=1, block_size=None, progress=False)
+        with pytest.raises(CorpusDecodeError, match=re.escape(str(whole.value))):
+            count_words(iter(items), "gpt2", workers=workers, block_size=block_size, progress=False)
+        return
+    assert count_words(iter(items), "gpt2", workers=workers, block_size=block_size, progress=False) == expected
+
+
+def test_a_lone_surrogate_deep_in_a_long_str_is_found_where_it_is():
+    text = "word " * 1000 + "x\ud800 more"
+    for workers in (1, 2):
+        with pytest.raises(CorpusDecodeError, match=r"item #1: invalid UTF-8 at byte offset 5001 \(byte 0xed\)"):
+            count_words(iter(["fine", text]), workers=workers, block_size=64, progress=False)
+
+
+@pytest.mark.parametrize("case", ["non-ASCII str", "lone surrogates", "multiple items"])
+def test_long_items_in_worker_processes(case):
+    """A user regex counts in worker processes: the blocks of long items are pickled to them."""
+    items = LONG_ITEMS[case]
+    assert count_words(iter(items), USER_REGEX, workers=2, errors="replace", block_size=64, progress=False) == \
+        count_words_reference(_utf8_items(items), USER_REGEX, errors="replace")
+
+
+@SETTINGS
+@given(items=st.lists(st.one_of(texts.map("".join),
+                                st.text(alphabet=st.characters(blacklist_categories=()), max_size=60),
+                                texts.map(lambda t: "".join(t).encode()),
+                                st.binary(max_size=20)), max_size=6),
+       block_size=st.sampled_from([1, 2, 3, 7, 64, None]), workers=st.sampled_from([1, 2]),
+       errors=st.sampled_from(["replace", "bytes"]))
+def test_str_and_bytes_items_equal_their_utf8_any_blocks(items, block_size, workers, errors):
+    data = _utf8_items(items)
+    try:
+        expected = count_words_reference(data, "o200k", errors=errors)
+    except ValueError:
+        with pytest.raises(ValueError, match="empty"):
+            count_words(iter(items), "o200k", workers=workers, errors=errors, block_size=block_size, progress=False)
+        return
+    assert count_words(iter(items), "o200k", workers=workers, errors=errors, block_size=block_size,
+                       progress=False) == expected
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("block_size", [3, 40])
+def test_lines_of_long_items(workers, block_size):
+    items = ["one two\n\nthree \u4e2d\n" * 20 + "tail", b"x y\r\n" * 30, "\n" * 50]
+    lines = [line for d in _utf8_items(items) for line in d.splitlines(keepends=True)]
+    assert count_words(iter(items), "gpt2", workers=workers, block_size=block_size, lines=True,
+                       progress=False) == count_words_reference(lines, "gpt2")
