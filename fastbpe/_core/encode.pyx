@@ -296,9 +296,11 @@ cdef class BPECore:
         bv = big
         return &bv[0]
 
-    cdef object _result(self, EncodeState state, int64_t got, Py_ssize_t chunks, int64_t misses, object big=None):
+    cdef object _result(self, EncodeState state, int64_t got, Py_ssize_t chunks, int64_t misses, object big=None,
+                        bint as_list=False):
         """The first ``got`` ids of the call's output (``big``, or the state's buffer) as an
-        int32 array of their own (or the ValueError of a negative ``got``), after counting cache
+        int32 array of their own, or a list (``as_list``: ``id_list``'s, made from the buffer
+        with no array between), or the ValueError of a negative ``got``, after counting cache
         hits and misses."""
         cdef EncodeScratch* st = &state.scratch
         state.misses += misses
@@ -308,12 +310,16 @@ cdef class BPECore:
         if big is not None:
             big.resize(got, refcheck=False)  # realloc: shrinks in place, the tail never touched
             st.trim(KEEP_BUFFER)
-            return big
-        out = np.empty(got, dtype=np.int32)
-        cdef int32_t[::1] ov = out
-        if got > 0:
-            with nogil:
-                memcpy(&ov[0], st.out.data(), got * sizeof(int32_t))
+            return self.id_list(big, state) if as_list else big
+        cdef int32_t[::1] ov
+        if as_list:
+            out = self._list_of(st.out.data(), got, self._shared_ints(state))
+        else:
+            out = np.empty(got, dtype=np.int32)
+            ov = out
+            if got > 0:
+                with nogil:
+                    memcpy(&ov[0], st.out.data(), got * sizeof(int32_t))
         if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
             st.out.clear()
             st.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
@@ -373,12 +379,13 @@ cdef class BPECore:
         out.resize(got, refcheck=False)  # realloc: shrinks in place, the tail never touched
         return out
 
-    def encode_str(self, text, int pattern, EncodeState state):
+    def encode_str(self, text, int pattern, EncodeState state, bint as_list=False):
         """``encode_text(text.encode("utf-8"), pattern, state)``, only building the result
         holding the GIL. An ASCII str is read in place, and so is a str that keeps its UTF-8
         (``KEEP_UTF8_IN_STR``: made on the first call, under the GIL); a bigger one is
         transcoded with the GIL released. None when ``text`` has a lone surrogate (no UTF-8
-        exists).
+        exists). ``as_list``: the ids as ``id_list`` gives them, with no array between (a short
+        text's encode costs little more than the call).
         """
         if not isinstance(text, str):   # (a str subclass is fine: typing the argument str is not)
             raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -393,7 +400,7 @@ cdef class BPECore:
         cdef size_t widest = 1 if ascii else (4 if kind == 4 else kind + 1)
         self._check_fused(pattern, state, widest * n)
         if n == 0:
-            return np.empty(0, dtype=np.int32)
+            return [] if as_list else np.empty(0, dtype=np.int32)
         cdef EncodeScratch* st = &state.scratch
         cdef Py_ssize_t kept = 0
         cdef const char* u = _utf8_in_place(text, &kept)   # (NULL: a lone surrogate, or past the bound)
@@ -420,7 +427,7 @@ cdef class BPECore:
         if st.utf8.size() > KEEP_BUFFER:
             st.utf8.clear()
             st.utf8.shrink_to_fit()
-        return self._result(state, got, chunks, misses, big) if size >= 0 else None
+        return self._result(state, got, chunks, misses, big, as_list) if size >= 0 else None
 
     def encode_str_many(self, list texts, int pattern, EncodeState state):
         """``encode_str`` of every str of ``texts`` in one call, the GIL released for all of
@@ -817,6 +824,9 @@ cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
     return u
 
 
+cdef uint32_t ANY_CHAR = 0xFFFFFFFF   # no character (they end at 0x10FFFF)
+
+
 cdef bint _utf8_holds_a_name(const char* u, Py_ssize_t size, const vector[vector[string]]& groups,
                              const vector[uint64_t]& seconds):
     """Whether one of the names (UTF-8, grouped by first byte, none empty) occurs in u[0:size]:
@@ -844,95 +854,103 @@ cdef bint _utf8_holds_a_name(const char* u, Py_ssize_t size, const vector[vector
     return False
 
 
-def texts_holding_names(list texts, names):
-    """int64 indices of the strs of ``texts`` in which at least one of the strs ``names`` occurs
-    (the non-empty ones), found in place: in a text's UTF-8 when it is read in place
-    (``_utf8_in_place``: made here for encode_batch to read next) by memchr of each first byte
-    of a name's UTF-8; else, for each distinct first character of a name, its occurrences by
-    ``PyUnicode_FindChar`` (a memchr-speed search on a 1-byte str). Either way each occurrence
-    is followed by a comparison of the names that start with it. What
-    ``encode_batch`` runs with the special tokens' names: most texts hold none of them (a
-    regex search of each text that holds a name's first character scanned it more slowly).
+cdef class NameFinder:
+    """Finds which texts hold at least one of the strs ``names`` (the non-empty ones; special
+    tokens' names, which most texts hold none of), in place: in a text's UTF-8 when it is read
+    in place (``_utf8_in_place``: made here for encode_batch to read next) by memchr of each
+    first byte of a name's UTF-8; else, for each distinct first character of a name, its
+    occurrences by ``PyUnicode_FindChar`` (a memchr-speed search on a 1-byte str). Either way
+    each occurrence is followed by a comparison of the names that start with it (a regex search
+    of each text that holds a name's first character scanned it more slowly). The names are
+    grouped once, here: a call on one short text costs little more than the call.
 
-    >>> texts_holding_names(["a<s>", "<s", "", "x<t><s>", "<<s>"], ["<s>", "<t>", ""]).tolist()
-    [0, 3, 4]
+    >>> finder = NameFinder(["<s>", "<t>", ""])
+    >>> finder.holding(["a<s>", "<s", "", "x<t><s>", "<<s>"]).tolist(), finder.holds("<<t>"), finder.holds("<")
+    ([0, 3, 4], True, False)
     """
-    cdef Py_ssize_t k, g, j, pos, size, count = len(texts), held = 0
-    cdef PyObject* text
-    cdef dict starting = {}   # first character -> the names starting with it
-    cdef str name
-    for name in sorted(set(names)):
-        if len(name):
-            starting.setdefault(name[0], []).append(name)
-    cdef list groups = list(starting.items())
-    cdef vector[Py_UCS4] firsts = [ord(group[0]) for group in groups]
+    cdef list groups            # (first character, the names starting with it)
+    cdef vector[Py_UCS4] firsts
     # Each name's second character (ANY for a name of one): a text's first character is
     # compared with the names only where the next one matches (Llama 3's 256 names all start
     # with "<|": a "<" in a text cost 256 calls to PyUnicode_Tailmatch).
-    cdef uint32_t ANY = 0xFFFFFFFF, after   # (no character: they end at 0x10FFFF)
-    cdef vector[vector[uint32_t]] seconds = [[ord(name[1]) if len(name) > 1 else ANY for name in group[1]]
-                                            for group in groups]
-    cdef int kind
-    cdef void* data
+    cdef vector[vector[uint32_t]] seconds
     # the names' UTF-8 grouped by first byte; none when a name has a lone surrogate (no UTF-8)
     cdef vector[vector[string]] by_byte
-    cdef dict byte_groups = {}
-    cdef bint bytes_ok = True
-    for name in sorted(set(names)):
-        try:
-            if len(name):
-                byte_groups.setdefault(name.encode("utf-8")[0], []).append(name.encode("utf-8"))
-        except UnicodeEncodeError:
-            bytes_ok = False
     cdef vector[uint64_t] second_bits
-    cdef bytes one
-    if bytes_ok:
-        by_byte = list(byte_groups.values())
-        second_bits.resize(4 * by_byte.size())
-        for g, group in enumerate(byte_groups.values()):
-            for one in group:
-                for j in (range(256) if len(one) == 1 else (one[1],)):
-                    second_bits[4 * g + (j >> 6)] |= (<uint64_t>1) << (j & 63)
-    cdef const char* u
-    cdef Py_ssize_t utf8_size
-    out = np.empty(count, dtype=np.int64)
-    cdef int64_t[::1] ov = out
-    cdef bint found
-    for k in range(count):
-        text = PyList_GET_ITEM(texts, k)
-        if not isinstance(<object>text, str):
-            raise TypeError(f"text {k} must be a str, got {type(<object>text).__name__}")
-        u = _utf8_in_place(<object>text, &utf8_size) if by_byte.size() > 0 else NULL
+
+    def __cinit__(self, names):
+        cdef dict starting = {}   # first character -> the names starting with it
+        cdef dict byte_groups = {}
+        cdef bint bytes_ok = True
+        cdef str name
+        cdef bytes one
+        cdef Py_ssize_t g, j
+        unique = sorted(set(names))
+        for name in unique:
+            if len(name):
+                starting.setdefault(name[0], []).append(name)
+        self.groups = list(starting.items())
+        self.firsts = [ord(group[0]) for group in self.groups]
+        self.seconds = [[ord(name[1]) if len(name) > 1 else ANY_CHAR for name in group[1]] for group in self.groups]
+        for name in unique:
+            try:
+                if len(name):
+                    byte_groups.setdefault(name.encode("utf-8")[0], []).append(name.encode("utf-8"))
+            except UnicodeEncodeError:
+                bytes_ok = False
+        if bytes_ok:
+            self.by_byte = list(byte_groups.values())
+            self.second_bits.resize(4 * self.by_byte.size())
+            for g, group in enumerate(byte_groups.values()):
+                for one in group:
+                    for j in (range(256) if len(one) == 1 else (one[1],)):
+                        self.second_bits[4 * g + (j >> 6)] |= (<uint64_t>1) << (j & 63)
+
+    cdef bint _holds(self, object text) except -1:
+        cdef Py_ssize_t g, j, pos, size, utf8_size
+        cdef const char* u = _utf8_in_place(text, &utf8_size) if self.by_byte.size() > 0 else NULL
         if u != NULL:
-            if _utf8_holds_a_name(u, utf8_size, by_byte, second_bits):
-                ov[held] = k
-                held += 1
-            continue
-        PyUnicode_READY(<object>text)
-        size = len(<object>text)
-        kind = PyUnicode_KIND(<object>text)
-        data = PyUnicode_DATA(<object>text)
-        found = False
-        for g in range(<Py_ssize_t>firsts.size()):
-            pos = PyUnicode_FindChar(<object>text, firsts[g], 0, size, 1)
-            while pos >= 0 and not found:
-                after = PyUnicode_READ(kind, data, pos + 1) if pos + 1 < size else ANY
-                for j in range(<Py_ssize_t>seconds[g].size()):
-                    if seconds[g][j] != ANY and seconds[g][j] != after:
+            return _utf8_holds_a_name(u, utf8_size, self.by_byte, self.second_bits)
+        PyUnicode_READY(text)
+        size = len(text)
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef uint32_t after
+        for g in range(<Py_ssize_t>self.firsts.size()):
+            pos = PyUnicode_FindChar(text, self.firsts[g], 0, size, 1)
+            while pos >= 0:
+                after = PyUnicode_READ(kind, data, pos + 1) if pos + 1 < size else ANY_CHAR
+                for j in range(<Py_ssize_t>self.seconds[g].size()):
+                    if self.seconds[g][j] != ANY_CHAR and self.seconds[g][j] != after:
                         continue
-                    if PyUnicode_Tailmatch(<object>text, groups[g][1][j], pos, size, -1):
-                        found = True
-                        break
-                if not found:
-                    pos = PyUnicode_FindChar(<object>text, firsts[g], pos + 1, size, 1)
+                    if PyUnicode_Tailmatch(text, self.groups[g][1][j], pos, size, -1):
+                        return True
+                pos = PyUnicode_FindChar(text, self.firsts[g], pos + 1, size, 1)
             if pos == -2:
                 raise MemoryError()
-            if found:
-                break
-        if found:
-            ov[held] = k
-            held += 1
-    return out[:held]
+        return False
+
+    def holds(self, text):
+        """Whether the str ``text`` holds one of the names."""
+        if not isinstance(text, str):   # (a str subclass is fine: typing the argument str is not)
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return self._holds(text)
+
+    def holding(self, list texts not None):
+        """int64 indices of the strs of ``texts`` that hold one of the names (TypeError at
+        the first text that is no str)."""
+        cdef Py_ssize_t k, count = len(texts), held = 0
+        cdef PyObject* text
+        out = np.empty(count, dtype=np.int64)
+        cdef int64_t[::1] ov = out
+        for k in range(count):
+            text = PyList_GET_ITEM(texts, k)
+            if not isinstance(<object>text, str):
+                raise TypeError(f"text {k} must be a str, got {type(<object>text).__name__}")
+            if self._holds(<object>text):
+                ov[held] = k
+                held += 1
+        return out[:held]
 
 
 def utf8_positions(str text, const int64_t[::1] char_positions):

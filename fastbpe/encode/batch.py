@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import str_sizes, texts_holding_names
+from .._core.encode import str_sizes
 from . import special
 
 __all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials", "utf8_encoder", "utf8_batch_encoder"]
@@ -131,14 +131,14 @@ def utf8_batch_encoder(tok) -> Optional[Callable]:
 
 def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
     """The indices of the texts in which a special-token name occurs (one compiled pass over
-    each text, no copy: ``texts_holding_names``).
+    each text, no copy: ``NameFinder``).
 
     >>> texts_with_specials(["a", "b<s>", "c<", "s>"], frozenset(["<s>"]))
     [1]
     """
     if not names or not texts:
         return []
-    return texts_holding_names(texts, names).tolist()
+    return special.name_finder(frozenset(names)).holding(texts).tolist()
 
 
 def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, as_numpy: bool) -> list:

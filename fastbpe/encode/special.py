@@ -25,7 +25,7 @@ import functools
 from typing import (AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
-from .._core.encode import texts_holding_names
+from .._core.encode import NameFinder
 from ..fileio import json_field
 from ..formats.ids import check_id, check_special_ids
 
@@ -72,6 +72,12 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
 
 
 @functools.lru_cache(maxsize=128)
+def name_finder(names: frozenset) -> NameFinder:
+    """The compiled search for these names (made once per set of names)."""
+    return NameFinder(names)
+
+
+@functools.lru_cache(maxsize=128)
 def _alternation(specials: frozenset) -> "regex.Pattern":
     """Alternation of the special tokens, longest first (leftmost-longest match)."""
     import regex  # (here: the import costs 18 ms, and a text without special tokens never needs it)
@@ -107,7 +113,7 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed,
 def check_disallowed(text: str, disallowed: frozenset) -> None:
     """ValueError when ``text`` holds a disallowed special token (the search releases the GIL,
     so batch-encoding threads do not serialise on it)."""
-    if not disallowed or not len(texts_holding_names([text], disallowed)):
+    if not disallowed or not name_finder(disallowed).holds(text):
         return  # (most texts hold none: the compiled search says so at memchr speed)
     found = _alternation(disallowed).search(text, concurrent=True)
     if found:

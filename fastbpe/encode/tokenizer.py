@@ -60,6 +60,17 @@ UNITS = ("bytes", "chars")
 PathLike = Union[str, os.PathLike]
 
 
+def _default_policy(allowed_special, disallowed_special) -> bool:
+    """Whether these are encode's defaults (no special token allowed, every one refused),
+    tested without building the sets: the short-text fast path's question.
+
+    >>> _default_policy(frozenset(), "all"), _default_policy(set(), "all"), _default_policy("all", "all")
+    (True, True, False)
+    """
+    return (type(allowed_special) in (frozenset, set) and not allowed_special
+            and type(disallowed_special) is str and disallowed_special == "all")
+
+
 def _attach_state(local: threading.local, shared: SharedCache) -> None:
     """A pool thread's first step: its encoding state (``Tokenizer._state``) uses the pool's
     shared chunk cache."""
@@ -415,7 +426,7 @@ class Tokenizer:
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
         for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter",
-                    "_marked_ids_cache"):
+                    "_marked_ids_cache", "_plain_cache"):
             state.pop(key, None)
         return state
 
@@ -572,6 +583,36 @@ class Tokenizer:
         data, starts, ends = self.splitter.bounds(surrogates.as_tiktoken(text))
         return self._core().encode_chunks(data, starts, ends, self._state())
 
+    def _plain(self) -> Optional[Tuple[BPECore, int, Optional[special.NameFinder]]]:
+        """``(core, scanner, finder)`` when the ordinary path is one compiled call (steps 2-5
+        of encode do nothing else: byte-level, no normaliser, prefix space or markers, and a
+        named pattern whose scanner splits and encodes in one pass), else None; ``finder``: the
+        compiled search of the special tokens' names (None: there are none). Made once: the
+        settings it reads are fixed at construction."""
+        plain = self.__dict__.get("_plain_cache")
+        if plain is None:
+            scanner = self.splitter.fused_scanner()
+            simple = (scanner is not None and self._reads_bytes and not self.normalize
+                      and not self.splitter.prefix_space)
+            names = frozenset(self.special_tokens)
+            plain = self.__dict__["_plain_cache"] = (
+                (self._core(), scanner, special.name_finder(names) if names else None) if simple else ())
+        return plain or None
+
+    def _plain_ids(self, text, refuse_specials: bool, as_list: bool = False) -> Union[None, np.ndarray, List[int]]:
+        """The int32 ids of ``text`` (a list with ``as_list``, as ``_id_list`` makes it) by the
+        one compiled call of ``_plain`` (a short text costs little more than the call), or None
+        where the general path must decide: no such call, a str with a lone surrogate, a text
+        holding a special token's name while ``refuse_specials`` (every name disallowed: the
+        general path raises), or no str."""
+        plain = self.__dict__.get("_plain_cache") or self._plain()
+        if plain is None or type(text) is not str:
+            return None
+        core, scanner, finder = plain
+        if refuse_specials and finder is not None and finder.holds(text):
+            return None
+        return core.encode_str(text, scanner, self._state(), as_list)
+
     def _id_list(self, ids: np.ndarray) -> List[int]:
         """``ids.tolist()``; the compiled path's int32 ids through ``BPECore.id_list``, which
         shares one int object per id (per thread) instead of allocating one per token."""
@@ -644,17 +685,25 @@ class Tokenizer:
         or ``disallowed_special`` leaves it out (``()``), which encodes it as ordinary text.
         A character (or byte) outside the vocabulary is a ValueError.
         """
+        if _default_policy(allowed_special, disallowed_special):
+            ids = self._plain_ids(text, True, True)
+            if ids is not None:
+                return ids
         return self._id_list(self._encode_array(text, allowed_special, disallowed_special))
 
     def encode_ordinary(self, text: str) -> List[int]:
         """Token ids of ``text``, special-token strings encoded as ordinary text."""
-        return self._id_list(self._encode_array(text, frozenset(), ()))
+        ids = self._plain_ids(text, False, True)
+        return ids if ids is not None else self._id_list(self._encode_array(text, frozenset(), ()))
 
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                         disallowed_special: Union[str, Collection[str]] = "all") -> np.ndarray:
         """Token ids as a NumPy array: uint16 when every id fits, else uint32."""
         # (the int32 ids are read as uint32 or narrowed in their own buffer: held once)
-        return as_id_dtype(self._encode_array(text, allowed_special, disallowed_special), self.id_dtype)
+        ids = self._plain_ids(text, True) if _default_policy(allowed_special, disallowed_special) else None
+        if ids is None:
+            ids = self._encode_array(text, allowed_special, disallowed_special)
+        return as_id_dtype(ids, self.id_dtype)
 
     @property
     def id_dtype(self) -> np.dtype:

@@ -1,5 +1,6 @@
 """Tokenizer: trained end to end, encoding as the reference replays merges, and its file."""
 import json
+import pickle
 import random
 
 import numpy as np
@@ -395,3 +396,68 @@ def test_lone_surrogates_become_u_fffd_on_every_split_path(splitter, monkeypatch
     monkeypatch.setattr(surrogates, "as_tiktoken", lambda text: calls.append(text) or text)
     tok.encode("naïve 日本語 😀")
     assert calls == ([] if tok.splitter.fused_scanner() is not None else ["naïve 日本語 😀"])
+
+
+# ---- the one-call path of short texts ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def with_specials():
+    """Byte-level, GPT-2 split, two special tokens (one sharing a first character with text)."""
+    return fastbpe.train(CODE, vocab_size=600, special_tokens=["<|end|>", "<pad>"], progress=False)
+
+
+def _general(tok, text, allowed=frozenset(), disallowed="all"):
+    """encode through the general path (policy, normaliser, split, merge), not the one call."""
+    return tok._id_list(tok._encode_array(text, allowed, disallowed))
+
+
+@given(st.lists(st.sampled_from(list("ab <|>end\n\t") + ["é", "😀", "\ud800", "\udc00", "<|end|>", "<pad>"]),
+                max_size=30).map("".join))
+def test_the_one_call_path_equals_the_general_path(with_specials, text):
+    assert with_specials._plain() is not None  # (the fixture takes it)
+    try:
+        want = _general(with_specials, text)
+    except ValueError as exc:  # a special token's text, refused
+        with pytest.raises(ValueError, match="special token"):
+            with_specials.encode(text)
+        assert "special token" in str(exc)
+    else:
+        assert with_specials.encode(text) == want
+        assert with_specials.encode(text, allowed_special=set()) == want
+        assert with_specials.encode_to_numpy(text).tolist() == want
+    ordinary = _general(with_specials, text, frozenset(), ())
+    assert with_specials.encode_ordinary(text) == ordinary
+    assert with_specials.encode(text, allowed_special="all") == _general(with_specials, text, "all", "all")
+
+
+def test_the_one_call_path_keeps_the_edges(with_specials):
+    tok = with_specials
+    assert tok.encode("") == [] and tok.encode_ordinary("") == [] and tok.encode_to_numpy("").tolist() == []
+
+    class Text(str):
+        pass
+
+    assert tok.encode(Text("ab ab")) == tok.encode("ab ab")
+    with pytest.raises(TypeError):
+        tok.encode(b"ab")
+    with pytest.raises(TypeError):
+        tok.encode("ab", allowed_special="")  # a str other than "all" is a mistake, on any path
+    with pytest.raises(ValueError, match="<pad>"):
+        tok.encode("a <pad> b")
+    assert tok.encode("a <pad>", disallowed_special=()) == tok.encode_ordinary("a <pad>")
+    no_a = Tokenizer([bytes([b]) for b in range(256) if b != ord("a")], [])
+    assert no_a._plain() is not None
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        no_a.encode("cat")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        no_a.encode_ordinary("cat")
+    assert pickle.loads(pickle.dumps(tok)).encode("ab <|end") == tok.encode("ab <|end")
+
+
+def test_a_normaliser_or_a_prefix_space_takes_the_general_path():
+    base = dict(tokens=[bytes([b]) for b in range(256)], merges=[])
+    assert Tokenizer(**base)._plain() is not None
+    assert Tokenizer(**base, normalizer="NFC")._plain() is None
+    assert Tokenizer(**base, prefix_space=True)._plain() is None
+    assert Tokenizer(**base, prefix_space=True).encode("a") == Tokenizer(**base).encode(" a")
+    assert Tokenizer(**base, pattern=r"\w+|\W")._plain() is None
