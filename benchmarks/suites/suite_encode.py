@@ -348,6 +348,26 @@ class DecodeOpenAI:
         self.decode(self.ids)
 
 
+class EncodeShortTexts:
+    """What chat code does: 10,000 ``encode`` calls on messages of 5-300 characters (cl100k),
+    fastbpe against tiktoken on the same ranks: per-call cost, not throughput."""
+
+    params = (["fast", "tiktoken"],)
+    param_names = ["impl"]
+
+    def setup(self, impl):
+        enc = tiktoken_encoding("cl100k_base")
+        lines = [line for line in corpus_text("english", "1MB").splitlines() if 5 <= len(line) <= 300]
+        self.texts = (lines * (10000 // max(len(lines), 1) + 1))[:10000]
+        self.encode = _openai_tokenizer("cl100k_base").encode if impl == "fast" else enc.encode
+        self.encode(self.texts[0])
+
+    def time_encode_10000_short_texts(self, impl):
+        encode = self.encode
+        for text in self.texts:
+            encode(text)
+
+
 class DecodeStreaming:
     """What a streaming decoder does: 10,000 ``decode`` calls of 4 ids each, and 10,000
     ``decode_single_token_bytes`` calls (cl100k ids of English), fastbpe against tiktoken on the

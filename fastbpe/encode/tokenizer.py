@@ -750,7 +750,13 @@ class Tokenizer:
         spaces, the last one dropped; a ``space_marker``
         becomes a space, and the one put before the text is dropped (as the decoders of
         Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
-        return self.markers.decode(self.decode_bytes(ids).decode("utf-8", errors))
+        # (a list of ids the decode table holds goes straight to the compiled gathering: a
+        # streaming decoder's few ids cost the call; anything else, the checks of decode_bytes)
+        table = self.__dict__.get("_decode_table")
+        data = table.gather(ids) if table is not None and type(ids) is list else None
+        if type(data) is not bytes:
+            data = self.decode_bytes(ids)
+        return self.markers.decode(data.decode("utf-8", errors))
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":
         """A new tokenizer: this one with up to ``num_merges`` merges learned on ``corpus``
@@ -791,6 +797,9 @@ class Tokenizer:
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one id (KeyError for an id that is no token, as tiktoken)."""
+        table = self.__dict__.get("_decode_table")  # (the common case without a call: see decode)
+        if table is not None and type(token_id) is int and 0 <= token_id < len(table.pieces) and table.pieces[token_id]:
+            return table.pieces[token_id]
         return vocab.decode_single_token_bytes(self, token_id)
 
     @property
