@@ -426,42 +426,28 @@ class BpeEncoder {
     // The pairs of MERGE_REPLAY and MERGE_PAIR: merge i joins left[i] and right[i] (rank i)
     // into the token of their concatenation, whose id goes to made[i]. After set_tokens.
     // Returns -1, or the index of the first merge naming an unknown token (*why = 1) or
-    // whose concatenation is not a token (*why = 2). The concatenations are looked up together
-    // by token_ids, whose prefetching overlaps the cache misses of a vocabulary-sized table
-    // (one at a time, they were most of a large file's load: Llama 3's 280k merges).
+    // whose concatenation is not a token (*why = 2).
     int64_t merge_pairs(const std::vector<std::string>& tokens, const int32_t* left, const int32_t* right,
                         int64_t n, int32_t* made, std::vector<uint64_t>& keys, std::vector<uint64_t>& vals,
                         int* why) const {
-        int64_t size = (int64_t)tokens.size();
-        int64_t valid = 0;  // merges [0, valid) name two used ids; merge `valid` (if < n) does not
-        size_t bytes = 0;
-        for (; valid < n; ++valid) {
-            int32_t a = left[valid], b = right[valid];
-            if (a < 0 || b < 0 || a >= size || b >= size || tokens[a].empty() || tokens[b].empty()) break;
-            bytes += tokens[a].size() + tokens[b].size();
-        }
         std::string joined;
-        joined.reserve(bytes);
-        std::vector<int64_t> offsets((size_t)valid + 1, 0);
-        for (int64_t i = 0; i < valid; ++i) {
-            joined.append(tokens[left[i]]);
-            joined.append(tokens[right[i]]);
-            offsets[(size_t)i + 1] = (int64_t)joined.size();
-        }
-        if (valid > 0) token_ids((const uint8_t*)joined.data(), offsets.data(), valid, made);
-        keys.reserve(keys.size() + (size_t)valid);
-        vals.reserve(vals.size() + (size_t)valid);
-        for (int64_t i = 0; i < valid; ++i) {  // (an earlier merge's error comes first)
-            if (made[i] < 0) {
+        int64_t size = (int64_t)tokens.size();
+        for (int64_t i = 0; i < n; ++i) {
+            int32_t a = left[i], b = right[i];
+            if (a < 0 || b < 0 || a >= size || b >= size || tokens[a].empty() || tokens[b].empty()) {
+                *why = 1;
+                return i;
+            }
+            joined.assign(tokens[a]);
+            joined.append(tokens[b]);
+            int32_t m = token_id((const uint8_t*)joined.data(), joined.size());
+            if (m < 0) {
                 *why = 2;
                 return i;
             }
-            keys.push_back(pair_key(left[i], right[i]));
-            vals.push_back(((uint64_t)i << 32) | (uint32_t)made[i]);
-        }
-        if (valid < n) {
-            *why = 1;
-            return valid;
+            made[i] = m;
+            keys.push_back(pair_key(a, b));
+            vals.push_back(((uint64_t)i << 32) | (uint32_t)m);
         }
         return -1;
     }
