@@ -4,21 +4,27 @@ They load to the same tokenizer as tiktoken's ``r50k_base`` and encode the same 
 (``merge_rule="token"``): the merges' results and the 256 bytes are the mergeable tokens; any
 other entry of ``encoder.json`` (``<|endoftext|>``) is a special token.
 """
+import collections
+import itertools
+import operator
 import os
 from pathlib import Path
 from typing import Dict, List, Tuple, Union
 
+import numpy as np
+
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_PATTERN
-from .bytelevel import check_byte_level, text_to_token, token_to_text
-from .ids import check_id, table_size
+from .bytelevel import check_byte_level, text_to_token, texts_to_tokens, token_to_text
+from .ids import ID_LIMIT, check_id, table_size
 
 __all__ = ["read", "write"]
 
 PathLike = Union[str, os.PathLike]
 
 
-def _read_vocab_bpe(path: PathLike) -> List[Tuple[str, str]]:
+def _read_vocab_bpe(path: PathLike) -> Tuple[List[str], List[str]]:
+    """The merges' left and right parts, in rank order."""
     with open(path, "rb") as f:
         try:
             lines = f.read().decode("utf-8").split("\n")
@@ -26,15 +32,24 @@ def _read_vocab_bpe(path: PathLike) -> List[Tuple[str, str]]:
             raise ValueError(f"{os.fspath(path)}: not UTF-8 ({exc})") from None
     if not lines or not lines[0].startswith("#version"):
         raise ValueError(f"{os.fspath(path)}: not a GPT-2 vocab.bpe (first line must be '#version: ...')")
-    merges = []
+    # when every non-blank line holds one space between two non-empty parts (GPT-2's file),
+    # the parts come from one split of all the lines (no Python object per line but the
+    # parts); else the loop below names the first bad line
+    filled = list(filter(str.strip, itertools.islice(lines, 1, None)))
+    if set(map(str.count, filled, itertools.repeat(" "))) <= {1}:
+        parts = "\n".join(filled).replace(" ", "\n").split("\n") if filled else []
+        if "" not in parts:
+            return parts[0::2], parts[1::2]
+    lefts, rights = [], []
     for number, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
         parts = line.split(" ")
         if len(parts) != 2 or not parts[0] or not parts[1]:
             raise ValueError(f"{os.fspath(path)}, line {number}: expected two tokens separated by a space, got {line[:60]!r}")
-        merges.append((parts[0], parts[1]))
-    return merges
+        lefts.append(parts[0])
+        rights.append(parts[1])
+    return lefts, rights
 
 
 def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTERN) -> dict:
@@ -46,32 +61,49 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
     encoder = read_json(encoder_json, "GPT-2 encoder.json")
     if not isinstance(encoder, dict) or not encoder:
         raise ValueError(f"{os.fspath(encoder_json)}: expected a non-empty JSON object of token -> id")
-    merges = _read_vocab_bpe(vocab_bpe)
+    lefts, rights = _read_vocab_bpe(vocab_bpe)
     source = os.fspath(encoder_json)
-    tokens_by_text: Dict[str, int] = {text: check_id(i, f"{source}: token {text!r}") for text, i in encoder.items()}
+    if all(type(i) is int and 0 <= i < ID_LIMIT for i in encoder.values()):
+        tokens_by_text: Dict[str, int] = encoder  # (what check_id returns for each)
+    else:
+        tokens_by_text = {text: check_id(i, f"{source}: token {text!r}") for text, i in encoder.items()}
     byte_chars = [token_to_text(bytes([b])) for b in range(256)]
-    mergeable = set(byte_chars) | {a + b for a, b in merges}
+    joined = list(map(operator.add, lefts, rights))
+    mergeable = set(byte_chars)
+    mergeable.update(joined)
     missing = [t for t in byte_chars if t not in tokens_by_text]
     if missing:
         raise ValueError(f"{source}: the byte token {missing[0]!r} is missing")
-    mergeable_ids = [tokens_by_text[t] for t in mergeable if t in tokens_by_text]
+    texts = list(tokens_by_text)
+    ids = list(tokens_by_text.values())
+    is_mergeable = list(map(mergeable.__contains__, texts))
+    mergeable_texts = list(itertools.compress(texts, is_mergeable))
+    mergeable_ids = list(itertools.compress(ids, is_mergeable))
     # ids index a table: refuse far-off ids before allocating it (fastbpe.formats.ids)
     size = table_size(max(mergeable_ids), len(mergeable_ids), len(tokens_by_text) - len(mergeable_ids), source)
     tokens: List[bytes] = [b""] * size
-    specials: Dict[str, int] = {}
-    for text, i in tokens_by_text.items():
-        if text in mergeable:
-            if tokens[i]:
-                raise ValueError(f"{os.fspath(encoder_json)}: id {i} is used twice")
-            tokens[i] = text_to_token(text)
-        else:
-            specials[text] = i
-    merge_ids = []
-    for number, (a, b) in enumerate(merges):
-        if a not in tokens_by_text or b not in tokens_by_text or a + b not in tokens_by_text:
-            raise ValueError(f"{os.fspath(vocab_bpe)}: merge {number} ({a!r} {b!r}) uses a token "
-                             f"missing from {os.fspath(encoder_json)}")
-        merge_ids.append((tokens_by_text[a], tokens_by_text[b]))
+    converted = texts_to_tokens(mergeable_texts)
+    if np.bincount(mergeable_ids, minlength=size).max() <= 1 and None not in converted:
+        # each mergeable text byte-level, with an id of its own (GPT-2's): the table at once
+        collections.deque(map(tokens.__setitem__, mergeable_ids, converted), maxlen=0)
+        specials = {text: i for text, i, m in zip(texts, ids, is_mergeable) if not m}
+    else:  # one by one, to name the first bad entry
+        specials = {}
+        for text, i in tokens_by_text.items():
+            if text in mergeable:
+                if tokens[i]:
+                    raise ValueError(f"{os.fspath(encoder_json)}: id {i} is used twice")
+                tokens[i] = text_to_token(text)
+            else:
+                specials[text] = i
+    known = tokens_by_text.__contains__
+    if not (all(map(known, lefts)) and all(map(known, rights)) and all(map(known, joined))):
+        for number, (a, b) in enumerate(zip(lefts, rights)):
+            if a not in tokens_by_text or b not in tokens_by_text or a + b not in tokens_by_text:
+                raise ValueError(f"{os.fspath(vocab_bpe)}: merge {number} ({a!r} {b!r}) uses a token "
+                                 f"missing from {os.fspath(encoder_json)}")
+    merge_ids = np.array([list(map(tokens_by_text.__getitem__, lefts)), list(map(tokens_by_text.__getitem__, rights))],
+                         dtype=np.int64).T.reshape(-1, 2)
     return dict(tokens=tokens, merges=merge_ids, pattern=pattern, special_tokens=specials,
                 merge_rule="token", whole_token_lookup=True)
 

@@ -598,6 +598,19 @@ def test_core_rejects_bad_tables():
         BPECore(BYTES, np.zeros(0, np.int32), np.zeros(0, np.int32), "nope")
 
 
+def test_core_names_the_first_bad_merge():
+    """The merges' concatenations are looked up together: the error still names the first bad
+    merge, whichever of the two checks it fails, and the made ids of good merges are right."""
+    tokens = BYTES + [b"ab", b"abc"]
+    a, b, c, ab = 97, 98, 99, len(BYTES)
+    with pytest.raises(ValueError, match=r"^merge 1: the concatenation"):
+        BPECore(tokens, np.array([a, b, 0], np.int32), np.array([b, a, 999], np.int32))
+    with pytest.raises(ValueError, match=r"^merge 1 refers to an unknown token id"):
+        BPECore(tokens, np.array([a, -1, b], np.int32), np.array([b, a, a], np.int32))
+    core = BPECore(tokens, np.array([a, ab], np.int32), np.array([b, c], np.int32), "pair")
+    assert core.made.tolist() == [ab, ab + 1]
+
+
 def test_tokenizer_pickles_and_encodes_after(trained):
     import pickle
 

@@ -1,4 +1,6 @@
 """GPT-2's encoder.json + vocab.bpe, verified by tiktoken's reading of the same files."""
+import json
+
 import pytest
 
 import fastbpe
@@ -58,3 +60,33 @@ def test_malformed_gpt2_files(tmp_path, shared_data):
     bad_json.write_text("[1, 2]")
     with pytest.raises(ValueError, match="object"):
         from_gpt2(bad_json, vocab)
+
+
+def test_malformed_gpt2_files_name_the_first_bad_entry(tmp_path):
+    """Whole files are read at once; a bad one still gets the error of its first bad line,
+    id or merge (the spaces of two bad lines adding up to one a line are not mistaken for two
+    good lines)."""
+    byte_texts = [fastbpe.formats.bytelevel.token_to_text(bytes([b])) for b in range(256)]
+    encoder = {t: i for i, t in enumerate(byte_texts)}
+    encoder.update({"ab": 256, "abc": 257, "<|endoftext|>": 258})
+    encoder_path, vocab_path = tmp_path / "encoder.json", tmp_path / "vocab.bpe"
+
+    def load(vocab_lines, entries=encoder):
+        encoder_path.write_text(json.dumps(entries), encoding="utf-8")
+        vocab_path.write_text("\n".join(["#version: 0.2", *vocab_lines]) + "\n", encoding="utf-8")
+        return from_gpt2(encoder_path, vocab_path)
+
+    tok = load(["a b", "", "ab c"])
+    assert tok.merge_ids.tolist() == [[97, 98], [256, 99]]
+    assert tok.special_tokens == {"<|endoftext|>": 258}
+    assert tok.encode_ordinary("abc ab") == [257, 32, 256]
+    with pytest.raises(ValueError, match=r"line 2: expected two tokens separated by a space, got 'a b c'"):
+        load(["a b c", "ab"])
+    with pytest.raises(ValueError, match=r"line 3: .*got 'ab '"):
+        load(["a b", "ab "])
+    with pytest.raises(ValueError, match=r"merge 1 \('ab' 'x'\) uses a token missing from"):
+        load(["a b", "ab x"])
+    with pytest.raises(ValueError, match="id 97 is used twice"):
+        load(["a b", "ab c"], {**encoder, "ab": 97})
+    with pytest.raises(ValueError, match="is not a byte token"):
+        load(["a b", "ab c", "abc 中"], {**encoder, "abc中": 259})
