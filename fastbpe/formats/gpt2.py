@@ -4,7 +4,6 @@ They load to the same tokenizer as tiktoken's ``r50k_base`` and encode the same 
 (``merge_rule="token"``): the merges' results and the 256 bytes are the mergeable tokens; any
 other entry of ``encoder.json`` (``<|endoftext|>``) is a special token.
 """
-import collections
 import itertools
 import operator
 import os
@@ -85,7 +84,8 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
     converted = texts_to_tokens(mergeable_texts)
     if np.bincount(mergeable_ids, minlength=size).max() <= 1 and None not in converted:
         # each mergeable text byte-level, with an id of its own (GPT-2's): the table at once
-        collections.deque(map(tokens.__setitem__, mergeable_ids, converted), maxlen=0)
+        for i, token in zip(mergeable_ids, converted):
+            tokens[i] = token
         specials = {text: i for text, i, m in zip(texts, ids, is_mergeable) if not m}
     else:  # one by one, to name the first bad entry
         specials = {}
