@@ -1112,6 +1112,12 @@ cdef inline int64_t _gather_size(const int64_t* offsets, int64_t slots, int64_t 
     return size if size > 0 else -1
 
 
+# Lists of ids up to this long are checked into a stack array and gathered holding the GIL
+# (releasing it costs more than copying their bytes).
+cdef enum:
+    SHORT_GATHER = 64
+
+
 cdef class ByteTable:
     """Every id's bytes in one flat buffer: id ``i`` stands for ``flat[offsets[i]:offsets[i + 1]]``
     (an empty slot: no bytes known for it). The buffers are taken once, here: taking them at
@@ -1149,7 +1155,7 @@ cdef class ByteTable:
         cdef int64_t total = 0, size, v
         cdef int overflow = 0
         cdef PyObject* item
-        cdef int32_t small[64]   # a short list's checked ids: no allocation
+        cdef int32_t small[SHORT_GATHER]   # a short list's checked ids: no allocation
         cdef vector[int32_t] many
         cdef int32_t* checked = small
         cdef const int64_t[::1] arr
@@ -1157,7 +1163,7 @@ cdef class ByteTable:
         cdef uint8_t* dst
         if isinstance(ids, list):
             n = len(<list>ids)
-            if n > 64:
+            if n > SHORT_GATHER:
                 many.resize(n)
                 checked = many.data()
             for i in range(n):
@@ -1172,7 +1178,7 @@ cdef class ByteTable:
                 total += size
             out = PyBytes_FromStringAndSize(NULL, total)
             dst = <uint8_t*>PyBytes_AS_STRING(out)
-            if n > 64:
+            if n > SHORT_GATHER:
                 with nogil:
                     _gather(self.fp, self.op, checked, n, dst)
             else:

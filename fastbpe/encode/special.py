@@ -22,12 +22,15 @@ fastbpe's own file, and the ``added_tokens`` of a ``tokenizer.json``.
 True
 """
 import functools
-from typing import (AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple, Union)
+from typing import (TYPE_CHECKING, AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping,
+                    Optional, Sequence, Tuple, Union)
 
 from .._core.encode import NameFinder
 from ..fileio import json_field
 from ..formats.ids import check_id, check_special_ids
+
+if TYPE_CHECKING:  # (imported where a found special token or an option needs it)
+    import regex
 
 __all__ = ["SpecialTokens", "special_ids", "allowed_and_disallowed", "check_disallowed", "split_on_specials",
            "OPTION_NAMES",           "special_token_options", "AddedTokenSplitter"]

@@ -35,7 +35,8 @@ Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split patt
 import contextlib
 import os
 import threading
-from typing import AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
 
@@ -53,6 +54,9 @@ from .id_arrays import as_id_dtype
 from .markers import Markers
 from .model import BPEModel
 from .normalizers import Normalizer
+
+if TYPE_CHECKING:  # (imported with the first pool)
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["Tokenizer", "MERGE_RULES"]
 
@@ -605,7 +609,7 @@ class Tokenizer:
         where the general path must decide: no such call, a str with a lone surrogate, a text
         holding a special token's name while ``refuse_specials`` (every name disallowed: the
         general path raises), or no str."""
-        plain = self.__dict__.get("_plain_cache") or self._plain()
+        plain = self.__dict__.get("_plain_cache") or self._plain()  # (made: no call; else _plain decides)
         if plain is None or type(text) is not str:
             return None
         core, scanner, finder = plain

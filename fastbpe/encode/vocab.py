@@ -129,10 +129,6 @@ def token_to_id(tok, token: Union[str, bytes]) -> Optional[int]:
 
 def decode_single_token_bytes(tok, token_id: int) -> bytes:
     """The bytes of one id; KeyError for an id that is no token (as tiktoken)."""
-    if type(token_id) is int:  # the common case first: a streaming decoder calls this per token
-        pieces = _table(tok).pieces
-        if 0 <= token_id < len(pieces) and pieces[token_id]:
-            return pieces[token_id]
     try:
         return _id_bytes(tok, token_id)
     except ValueError:

@@ -5,9 +5,12 @@ The named patterns are defined here by their published regex texts; the compiled
 :data:`NAMED` or any regex text.
 """
 import functools
-from typing import List
+from typing import TYPE_CHECKING, List
 
 from .._core.split import InvalidUTF8  # the one error type both paths raise
+
+if TYPE_CHECKING:  # (imported where a pattern is compiled: the compiled paths never need it)
+    import regex
 
 __all__ = ["NAMED", "compiled", "pretokenize", "pretokenize_bytes"]
 

@@ -18,11 +18,14 @@ True
 """
 import re
 import warnings
-from typing import Dict, NamedTuple, Optional
+from typing import TYPE_CHECKING, Dict, NamedTuple, Optional
 
 from .._core.split import CUSTOM_CUT_RULE, PATTERN_IDS
 from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
                                WHITESPACE_PATTERN, compiled)
+
+if TYPE_CHECKING:  # (run only for a user regex: imported there)
+    import regex
 
 __all__ = ["PATTERNS", "TABLE", "GPT2_PATTERN", "GPT2_ORIGINAL_PATTERN", "SplitPattern", "resolve", "source",
            "check_user_pattern", "renamed_pattern", "compiled_regex", "scanner_id",
