@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import fastbpe
 from fastbpe import PATTERNS
 from fastbpe import reference
-from fastbpe._core.encode import BPECore, EncodeState
+from fastbpe._core.encode import BPECore, EncodeState, NameFinder
 from fastbpe.reference.encode import encode_by_pair_rank, encode_by_token_rank
 from fastbpe import Tokenizer
 from fastbpe.split.patterns import TABLE, fused_scanner_id
@@ -1000,3 +1000,21 @@ def test_short_chunk_cache_does_not_hide_a_byte_outside_the_vocabulary():
         core.encode_chunks(*_chunked(chunks + [b"\xff"]), state)
     with pytest.raises(ValueError, match="0xff"):
         core.encode_chunks(*_chunked(chunks + [b"a\xff"]), state)
+
+
+_NAME_PARTS = ["<", "|", ">", "s", "é", "😀", "\ud800", "a", " "]
+
+
+@given(st.lists(st.lists(st.sampled_from(_NAME_PARTS), max_size=4).map("".join), max_size=5),
+       st.lists(st.lists(st.sampled_from(_NAME_PARTS), max_size=12).map("".join), max_size=6))
+def test_name_finder_equals_substring_search(names, texts):
+    # names sharing first characters ("<|", "<s"), of one character, empty, non-ASCII, and with
+    # a lone surrogate (no UTF-8: the search by characters instead of bytes)
+    finder = NameFinder(names)
+    want = [k for k, text in enumerate(texts) if any(name and name in text for name in names)]
+    assert finder.holding(texts).tolist() == want
+    assert [finder.holds(text) for text in texts] == [k in want for k in range(len(texts))]
+    with pytest.raises(TypeError):
+        finder.holds(b"<s>")
+    with pytest.raises(TypeError, match="text 1"):
+        finder.holding(["a", 1])
