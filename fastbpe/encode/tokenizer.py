@@ -41,6 +41,7 @@ from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, List
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, SharedCache, utf8_positions
+from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
 from ..arguments import check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
@@ -799,11 +800,14 @@ class Tokenizer:
         """A special token's name or a token's bytes (text for ``unit="chars"``); None if absent."""
         return vocab.id_to_token(self, token_id)
 
-    def decode_single_token_bytes(self, token_id: int) -> bytes:
-        """The bytes of one id (KeyError for an id that is no token, as tiktoken)."""
-        table = self.__dict__.get("_decode_table")  # (the common case without a call: see decode)
-        if table is not None and type(token_id) is int and 0 <= token_id < len(table.pieces) and table.pieces[token_id]:
-            return table.pieces[token_id]
+    # The bytes of one id (KeyError for an id that is no token, as tiktoken): a compiled method,
+    # its common case (an id the decode table holds) without a Python frame, the rest in
+    # _single_token_bytes.
+    decode_single_token_bytes = _decode_single_token_bytes
+
+    def _single_token_bytes(self, token_id) -> bytes:
+        """``decode_single_token_bytes`` beyond its compiled common case: builds the decode
+        table, finds a special token beyond it, or raises for what is no token id."""
         return vocab.decode_single_token_bytes(self, token_id)
 
     @property
