@@ -722,13 +722,22 @@ class Tokenizer:
                      as_numpy: bool = False) -> List:
         """Encode many texts on ``workers`` threads (default: all cores), each thread a
         contiguous group of about equal size (:mod:`.batch`); the compiled core releases the
-        GIL. Returns lists of ids (arrays with ``as_numpy``), as ``encode`` gives them.
+        GIL. A small batch (a few short texts) is encoded in the calling thread, where handing
+        it to threads would cost more than encoding it. Returns lists of ids (arrays with
+        ``as_numpy``), as ``encode`` gives them.
 
         Safe to call from several threads at once on one tokenizer, with any ``workers``: each
         call borrows a thread pool of its size that no other call can shut down."""
         if isinstance(texts, (str, bytes)):  # one text, not one per character
             raise TypeError(f"encode_batch takes a list of texts, not one {type(texts).__name__} (encode takes one)")
-        workers = (os.cpu_count() or 1) if workers is None else check_workers(workers)
+        if workers is not None:
+            workers = check_workers(workers)
+        # a small batch: encode's one-call path text by text, here (None: the general path decides)
+        ids = batch.encode_small(self, texts, _default_policy(allowed_special, disallowed_special), allowed_special,
+                                 disallowed_special, as_numpy)
+        if ids is not None:
+            return ids
+        workers = (os.cpu_count() or 1) if workers is None else workers
         return batch.encode_batch(self, texts, workers, allowed_special, disallowed_special, as_numpy)
 
     def _piece(self, i: int) -> Union[str, bytes]:
