@@ -5,10 +5,13 @@
 Chat and serving code encodes one message at a time and decodes a few ids per step, where the
 cost of a call, not throughput, is what counts. Both libraries load the same rank file (the
 shared data's ``tokenizers/tiktoken/NAME.tiktoken``; tiktoken through its own constructor spec)
-in this process; each row is timed with ``timeit`` (the best of 5 repeats of N calls, CPU time),
-fastbpe and tiktoken alternating, for ``--rounds`` rounds: the table shows each library's median
-nanoseconds per call and the median of the per-round ratios, with the load average. The ids of
-every text are checked to be the same first. Needs tiktoken and the shared data.
+in this process; each row is timed with ``timeit`` (the best of 5 repeats of N calls, CPU time
+of every thread: tiktoken's ``encode_batch`` starts a thread pool per call; the batch rows make
+a hundredth of the calls), fastbpe and tiktoken alternating, for ``--rounds`` rounds: the table
+shows each library's median nanoseconds per call and the median of the per-round ratios, with the load average. The ids of
+every text are checked to be the same first. The batch rows take 1, 4 and 16 lines of English
+(5-300 characters each), and the loop row the same 16 lines through ``encode`` one by one.
+Needs tiktoken and the shared data.
 """
 import argparse
 import os
@@ -53,6 +56,18 @@ def main() -> int:
         rows[f"decode, {k} id{'s' if k > 1 else ''}"] = (lambda p=piece: ours.decode(p), lambda p=piece: theirs.decode(p))
     rows["decode_single_token_bytes"] = (lambda: ours.decode_single_token_bytes(ids[1000]),
                                          lambda: theirs.decode_single_token_bytes(ids[1000]))
+    # small batches of short texts: encode_batch against tiktoken's (which hands each batch to a
+    # thread pool), and a loop of encode on the same texts; far fewer calls (a batch costs more)
+    lines = [line for line in corpus_text("english", "1MB").splitlines() if 5 <= len(line) <= 300]
+    batch_calls = max(args.calls // 100, 10)
+    for n in (1, 4, 16):
+        texts = lines[:n]
+        assert ours.encode_batch(texts) == theirs.encode_batch(texts) == [theirs.encode(t) for t in texts]
+        rows[f"encode_batch, {n} short text{'s' if n > 1 else ''}"] = (
+            lambda t=texts: ours.encode_batch(t), lambda t=texts: theirs.encode_batch(t), batch_calls)
+    texts = lines[:16]
+    rows["encode in a loop, 16 short texts"] = (lambda: [ours.encode(t) for t in texts],
+                                                lambda: [theirs.encode(t) for t in texts], batch_calls)
     import tiktoken
 
     load = os.getloadavg()[0]
@@ -61,11 +76,11 @@ def main() -> int:
           "calls), medians:\n")
     print("| call | fastbpe | tiktoken | tiktoken's time ÷ fastbpe's |")
     print("|---|---|---|---|")
-    for name, (fast, peer) in rows.items():
+    for name, (fast, peer, *calls) in rows.items():
         ours_ns, theirs_ns = [], []
         for r in range(args.rounds):
             for run, into in ((fast, ours_ns), (peer, theirs_ns))[::1 if r % 2 == 0 else -1]:
-                into.append(per_call_ns(run, args.calls))
+                into.append(per_call_ns(run, calls[0] if calls else args.calls))
         ratio = statistics.median(t / o for t, o in zip(theirs_ns, ours_ns))
         print(f"| {name} | {statistics.median(ours_ns):,.0f} | {statistics.median(theirs_ns):,.0f} | {ratio:.2f}× |")
     return 0

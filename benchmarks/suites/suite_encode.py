@@ -350,7 +350,9 @@ class DecodeOpenAI:
 
 class EncodeShortTexts:
     """What chat code does: 10,000 ``encode`` calls on messages of 5-300 characters (cl100k),
-    fastbpe against tiktoken on the same ranks: per-call cost, not throughput."""
+    and 100 ``encode_batch`` calls on 16 of them each (a small batch: what its setup costs
+    beside the encoding), fastbpe against tiktoken on the same ranks: per-call cost, not
+    throughput."""
 
     params = (["fast", "tiktoken"],)
     param_names = ["impl"]
@@ -359,13 +361,20 @@ class EncodeShortTexts:
         enc = tiktoken_encoding("cl100k_base")
         lines = [line for line in corpus_text("english", "1MB").splitlines() if 5 <= len(line) <= 300]
         self.texts = (lines * (10000 // max(len(lines), 1) + 1))[:10000]
-        self.encode = _openai_tokenizer("cl100k_base").encode if impl == "fast" else enc.encode
+        tok = _openai_tokenizer("cl100k_base") if impl == "fast" else enc
+        self.encode, self.encode_batch = tok.encode, getattr(tok, "encode_batch", None)  # (None: a commit without it)
         self.encode(self.texts[0])
+        self.batches = [self.texts[k:k + 16] for k in range(0, min(len(self.texts), 1600), 16)]
 
     def time_encode_10000_short_texts(self, impl):
         encode = self.encode
         for text in self.texts:
             encode(text)
+
+    def time_encode_batch_100_batches_of_16_short_texts(self, impl):
+        encode_batch = self.encode_batch
+        for texts in self.batches:
+            encode_batch(texts)
 
 
 class DecodeStreaming:

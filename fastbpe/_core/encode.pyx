@@ -8,8 +8,8 @@ arguments and bounds, releases the GIL for the whole encoding, and copies the id
 pattern too, in one pass; ``encode_str`` makes the UTF-8 of a str without the GIL as well),
 ``encode_symbols`` (words as base symbol ids), ``encode_str_many`` (many texts in one call,
 for ``encode_batch``), ``id_list``/``id_lists`` (lists of ids from shared int objects: list
-output costs no allocation per token), and ``ByteTable`` (decoding: the bytes of ids gathered from one
-flat buffer).
+output costs no allocation per token), ``ByteTable`` (decoding: the bytes of ids gathered from one
+flat buffer) and ``decode_single_token_bytes`` (one id's bytes: a Tokenizer method).
 
 The merge rules (``MERGE_RULES``), the cache, the whole-chunk lookup and the merge loops are
 described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h).
@@ -1206,6 +1206,31 @@ cdef class ByteTable:
                 dst += size
         return out
 
+
+
+def decode_single_token_bytes(self, token_id):
+    """The bytes of one id (KeyError for an id that is no token, as tiktoken).
+
+    ``Tokenizer.decode_single_token_bytes`` itself, compiled: a streaming decoder calls it once
+    per id, and a Python method's own frame and checks cost more than tiktoken's whole call.
+    An exact int whose slot in the tokenizer's decode table (``self._decode_table.pieces``,
+    ``fastbpe.encode.vocab.DecodeTable``) is not empty gets that slot's bytes object; anything
+    else (no table built yet, a special token beyond the table, a NumPy int, a bool, an id that
+    is no token, no int at all) goes to ``self._single_token_bytes``, which builds the table or
+    gives the error.
+    """
+    cdef long long i
+    cdef int overflow = 0
+    cdef list pieces
+    table = getattr(self, "_decode_table", None)
+    if table is not None and PyLong_CheckExact(<PyObject*>token_id):  # (a bool is no exact int)
+        pieces = table.pieces
+        i = PyLong_AsLongLongAndOverflow(<PyObject*>token_id, &overflow)
+        if not overflow and 0 <= i < len(pieces):
+            piece = <object>PyList_GET_ITEM(pieces, <Py_ssize_t>i)
+            if piece:  # (an empty slot: an unused id, or a special token beyond the table)
+                return piece
+    return self._single_token_bytes(token_id)
 
 cdef void _gather(const uint8_t* flat, const int64_t* offsets, const int32_t* ids, Py_ssize_t n,
                   uint8_t* dst) noexcept nogil:

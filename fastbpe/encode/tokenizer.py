@@ -41,6 +41,7 @@ from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, List
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, SharedCache, utf8_positions
+from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
 from ..arguments import check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
@@ -721,13 +722,22 @@ class Tokenizer:
                      as_numpy: bool = False) -> List:
         """Encode many texts on ``workers`` threads (default: all cores), each thread a
         contiguous group of about equal size (:mod:`.batch`); the compiled core releases the
-        GIL. Returns lists of ids (arrays with ``as_numpy``), as ``encode`` gives them.
+        GIL. A small batch (a few short texts) is encoded in the calling thread, where handing
+        it to threads would cost more than encoding it. Returns lists of ids (arrays with
+        ``as_numpy``), as ``encode`` gives them.
 
         Safe to call from several threads at once on one tokenizer, with any ``workers``: each
         call borrows a thread pool of its size that no other call can shut down."""
         if isinstance(texts, (str, bytes)):  # one text, not one per character
             raise TypeError(f"encode_batch takes a list of texts, not one {type(texts).__name__} (encode takes one)")
-        workers = (os.cpu_count() or 1) if workers is None else check_workers(workers)
+        if workers is not None:
+            workers = check_workers(workers)
+        # a small batch: encode's one-call path text by text, here (None: the general path decides)
+        ids = batch.encode_small(self, texts, _default_policy(allowed_special, disallowed_special), allowed_special,
+                                 disallowed_special, as_numpy)
+        if ids is not None:
+            return ids
+        workers = (os.cpu_count() or 1) if workers is None else workers
         return batch.encode_batch(self, texts, workers, allowed_special, disallowed_special, as_numpy)
 
     def _piece(self, i: int) -> Union[str, bytes]:
@@ -799,11 +809,14 @@ class Tokenizer:
         """A special token's name or a token's bytes (text for ``unit="chars"``); None if absent."""
         return vocab.id_to_token(self, token_id)
 
-    def decode_single_token_bytes(self, token_id: int) -> bytes:
-        """The bytes of one id (KeyError for an id that is no token, as tiktoken)."""
-        table = self.__dict__.get("_decode_table")  # (the common case without a call: see decode)
-        if table is not None and type(token_id) is int and 0 <= token_id < len(table.pieces) and table.pieces[token_id]:
-            return table.pieces[token_id]
+    # The bytes of one id (KeyError for an id that is no token, as tiktoken): a compiled method,
+    # its common case (an id the decode table holds) without a Python frame, the rest in
+    # _single_token_bytes.
+    decode_single_token_bytes = _decode_single_token_bytes
+
+    def _single_token_bytes(self, token_id) -> bytes:
+        """``decode_single_token_bytes`` beyond its compiled common case: builds the decode
+        table, finds a special token beyond it, or raises for what is no token id."""
         return vocab.decode_single_token_bytes(self, token_id)
 
     @property

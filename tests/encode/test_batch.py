@@ -1,13 +1,42 @@
-"""encode_batch gives every text exactly encode's ids (or error), whatever the worker count."""
+"""encode_batch gives every text exactly encode's ids (or error), whatever the worker count,
+through the calling thread's loop for a small batch or the general path's groups and threads."""
+from contextlib import contextmanager, nullcontext
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import fastbpe
+from fastbpe.encode import batch
 from fastbpe.encode.batch import byte_balanced_groups, texts_with_specials
 
 TEXT = "the cat sat on the mat; le chat était assis. 猫が座った. кот сидел 😀 " * 20
+
+
+@contextmanager
+def general_path():
+    """Every batch through encode_batch's general path (groups, threads), not the calling
+    thread's loop that takes small batches."""
+    old = batch.SMALL_BATCH_TEXTS
+    batch.SMALL_BATCH_TEXTS = -1  # (no batch is that small, not even an empty one)
+    try:
+        yield
+    finally:
+        batch.SMALL_BATCH_TEXTS = old
+
+
+def both_paths(run):
+    """``run()`` through the small-batch path and through the general path: what it returns,
+    or the type and message of what it raises, for each."""
+    out = []
+    for path in (nullcontext, general_path):
+        with path():
+            try:
+                out.append(("ok", run()))
+            except Exception as exc:  # (compared between the paths)
+                out.append((type(exc), str(exc)))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +52,11 @@ def char_level():
 @given(st.lists(st.text(max_size=30), max_size=12), st.integers(1, 4))
 def test_batch_equals_a_loop_of_encode(byte_level, texts, workers):
     want = [byte_level.encode(t, disallowed_special=()) for t in texts]
-    assert byte_level.encode_batch(texts, workers=workers, disallowed_special=()) == want
-    got = byte_level.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
-    assert [a.tolist() for a in got] == want and all(a.dtype == byte_level.id_dtype for a in got)
+    for path in (nullcontext, general_path):
+        with path():
+            assert byte_level.encode_batch(texts, workers=workers, disallowed_special=()) == want
+            got = byte_level.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=True)
+        assert [a.tolist() for a in got] == want and all(a.dtype == byte_level.id_dtype for a in got)
 
 
 def test_batch_special_tokens_follow_encode(byte_level):
@@ -115,13 +146,12 @@ def test_batch_with_special_tokens_among_the_texts(byte_level, texts, workers):
 def test_several_groups_per_worker_keep_the_order(byte_level, texts, workers):
     """Large batches are cut into several groups per worker (one's list building overlaps
     another's encoding): the groups' results come back in text order."""
-    from fastbpe.encode import batch
-
     old = batch.GROUP_CHARS
     batch.GROUP_CHARS = 1  # many groups even for short texts
     try:
         assert batch._group_count(sum(len(t) + 1 for t in texts), workers) > workers
-        got = byte_level.encode_batch(texts, workers=workers, disallowed_special=())
+        with general_path():
+            got = byte_level.encode_batch(texts, workers=workers, disallowed_special=())
     finally:
         batch.GROUP_CHARS = old
     assert got == [byte_level.encode(t, disallowed_special=()) for t in texts]
@@ -165,8 +195,6 @@ def test_batch_keeps_the_prefix_space():
 def test_workers_1_2_3_give_the_same_ids_in_order(byte_level, as_numpy):
     """Empty texts, one long text among tiny ones, many tiny ones: every worker count returns
     each text's ids at its place, cut into many groups or few."""
-    from fastbpe.encode import batch
-
     texts = ["", "a", ""] * 200 + [TEXT * 30] + ["x", "", "猫 😀"] * 300 + [""]
     want = [byte_level.encode(t, disallowed_special=()) for t in texts]
     old = batch.GROUP_CHARS
@@ -180,13 +208,17 @@ def test_workers_1_2_3_give_the_same_ids_in_order(byte_level, as_numpy):
         batch.GROUP_CHARS = old
 
 
-def test_a_failing_text_is_named_by_its_index(char_level, byte_level):
-    with pytest.raises(ValueError, match=r"text 3 of the batch: .*not in the vocabulary"):
-        char_level.encode_batch(["the cat", "sat", "", "Ω", "Ω"], workers=2)
-    with pytest.raises(TypeError, match=r"text 1 of the batch must be a str, got bytes"):
-        byte_level.encode_batch(["ok", b"bytes"], workers=2)
-    with pytest.raises(ValueError, match=r"text 2 of the batch: .*endoftext"):
-        byte_level.encode_batch(["a", "b", "c <|endoftext|>"], workers=2)
+@pytest.mark.parametrize("path", [nullcontext, general_path])
+def test_a_failing_text_is_named_by_its_index(char_level, byte_level, path):
+    with path():
+        with pytest.raises(ValueError, match=r"text 3 of the batch: .*not in the vocabulary"):
+            char_level.encode_batch(["the cat", "sat", "", "Ω", "Ω"], workers=2)
+        with pytest.raises(TypeError, match=r"text 1 of the batch must be a str, got bytes"):
+            byte_level.encode_batch(["ok", b"bytes"], workers=2)
+        with pytest.raises(ValueError, match=r"text 2 of the batch: .*endoftext"):
+            byte_level.encode_batch(["a", "b", "c <|endoftext|>"], workers=2)
+        with pytest.raises(ValueError, match=r"text 0 of the batch: .*endoftext"):
+            byte_level.encode_batch(["<|endoftext|>"])
 
 
 def test_str_sizes_are_the_lengths():
@@ -277,3 +309,82 @@ def test_a_str_past_the_bound_is_transcoded_without_keeping_its_utf8(byte_level)
     # the search for special tokens' names reads it by its characters
     assert texts_with_specials([small, text], frozenset(["b\n😀 b\n😀 b\n😀 b", "x"])) == [0, 1]
     assert texts_with_specials([text], frozenset(["b😀"])) == [] and sys.getsizeof(text) == size
+
+
+POLICIES = [{}, {"allowed_special": "all"}, {"disallowed_special": ()}, {"allowed_special": {"<|endoftext|>"}},
+            {"allowed_special": set(), "disallowed_special": ["<|endoftext|>"]},
+            {"allowed_special": "all", "disallowed_special": ()}]
+
+
+def _comparable(result):
+    """A batch's result or error, arrays as (dtype, shape, ids)."""
+    kind, value = result
+    if kind != "ok" or not value or not isinstance(value[0], np.ndarray):
+        return result
+    return kind, [(a.dtype, a.shape, a.tolist()) for a in value]
+
+
+@given(st.lists(st.one_of(st.text(max_size=40), st.sampled_from(["", "<|endoftext|>", "a <|endoftext|>b", "<|endof",
+                                                                 "x\ud800y", "\udc80", "😀 ok"])), max_size=20),
+       st.sampled_from(POLICIES), st.booleans(), st.integers(1, 3))
+def test_a_small_batch_gives_what_the_general_path_gives(byte_level, texts, policy, as_numpy, workers):
+    """Ids (lists, or arrays of the same dtype and shape) or the same error, under every
+    special-token policy: texts holding special tokens (allowed, disallowed, ordinary), lone
+    surrogates, empty texts."""
+    small, general = both_paths(lambda: byte_level.encode_batch(texts, workers=workers, as_numpy=as_numpy, **policy))
+    assert _comparable(small) == _comparable(general)
+    if small[0] == "ok" and not as_numpy:
+        assert small[1] == [byte_level.encode(t, **policy) for t in texts]
+
+
+@pytest.mark.parametrize("texts", [[], [""], ["", "", ""], ("a b", "", "😀"), ["only one text"]])
+@pytest.mark.parametrize("as_numpy", [False, True])
+def test_small_batches_of_empty_and_few_texts(byte_level, texts, as_numpy):
+    small, general = both_paths(lambda: byte_level.encode_batch(texts, as_numpy=as_numpy))
+    assert small[0] == "ok" and _comparable(small) == _comparable(general)
+    assert len(small[1]) == len(texts)
+    if as_numpy:
+        assert all(a.dtype == byte_level.id_dtype and a.ndim == 1 for a in small[1])
+    else:
+        assert small[1] == [byte_level.encode(t) for t in texts]
+
+
+def test_only_small_batches_take_the_calling_threads_loop(byte_level, char_level):
+    """At the bounds (texts, characters) a batch is encoded in the calling thread; one text or
+    one character more, or a tokenizer without the one-call path, or an iterator of special
+    tokens (read once, then gone), and the general path decides."""
+    def small(tok, texts, *policy):
+        return batch.encode_small(tok, texts, not policy, *(policy or (frozenset(), "all")), False)
+
+    at_bound = ["ab"] * batch.SMALL_BATCH_TEXTS
+    assert small(byte_level, at_bound) == [byte_level.encode("ab")] * len(at_bound)
+    assert small(byte_level, at_bound + ["ab"]) is None
+    longest = "x" * batch.SMALL_BATCH_CHARS
+    assert small(byte_level, [longest]) == [byte_level.encode(longest)]
+    assert small(byte_level, [longest, "y"]) is None and small(byte_level, [longest + "y"]) is None
+    assert small(char_level, ["the cat"]) is None
+    assert small(byte_level, ["a", 3]) is None and small(byte_level, iter(["a"])) is None
+    assert small(byte_level, ["a"], frozenset(), iter(["<|endoftext|>"])) is None
+    assert small(byte_level, ["a"], "bogus", "all") is None  # (the general path raises)
+    for texts in (at_bound + ["ab"], [longest, "y"]):
+        assert byte_level.encode_batch(texts, workers=2) == [byte_level.encode(t) for t in texts]
+
+
+@pytest.mark.parametrize("policy", [{"allowed_special": "bogus"}, {"allowed_special": {"<nope>"}},
+                                    {"disallowed_special": ["<nope>"]}, {"disallowed_special": 5}])
+def test_a_small_batch_refuses_a_bad_policy_as_the_general_path(byte_level, policy):
+    small, general = both_paths(lambda: byte_level.encode_batch(["a", "b"], **policy))
+    assert small == general and small[0] in (TypeError, ValueError)
+
+
+def test_small_batches_from_several_threads_at_once(byte_level):
+    """Small batches encoded by many threads at once on one tokenizer (each thread its own
+    encoding state): every call gets its own texts' ids."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    words = TEXT.split()
+    batches = [[" ".join(words[k:k + n]) for n in range(1 + k % 7)] for k in range(200)]
+    want = [[byte_level.encode(t) for t in texts] for texts in batches]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda texts: byte_level.encode_batch(texts, workers=2), batches))
+    assert got == want

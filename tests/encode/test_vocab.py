@@ -158,6 +158,61 @@ def test_single_token_bytes_equal_the_reference_for_every_id(small):
         small.decode_single_token_bytes(True)
 
 
+def test_single_token_bytes_refuse_what_is_no_token_id(small):
+    """The compiled common case and the Python rest give the same errors: KeyError for an int
+    that is no token (negative, beyond the vocabulary, past 64 bits), TypeError for no int."""
+    small.decode_single_token_bytes(0)  # (the decode table built: the compiled case runs)
+    assert small._decode_table is not None
+    for bad in (-1, -2, -(2**70), len(small.token_bytes) + 2, 2**31, 2**63, 2**70):
+        with pytest.raises(KeyError) as caught:
+            small.decode_single_token_bytes(bad)
+        assert caught.value.args == (bad,)
+    for bad in (2.0, "5", b"5", None, [5], np.float64(5), np.bool_(True), False):
+        with pytest.raises(TypeError, match="token ids must be ints"):
+            small.decode_single_token_bytes(bad)
+
+
+def test_single_token_bytes_before_the_table_and_after_a_pickle(small):
+    """The first call builds the decode table; a pickled tokenizer, which drops it, builds it again."""
+    import pickle
+
+    fresh = Tokenizer(list(small.token_bytes), small.merge_ids, special_tokens=small.special_tokens)
+    assert "_decode_table" not in fresh.__dict__
+    pad = small.special_tokens["<pad>"]
+    assert fresh.decode_single_token_bytes(300) == small.token_bytes[300] and "_decode_table" in fresh.__dict__
+    copy = pickle.loads(pickle.dumps(fresh))
+    assert "_decode_table" not in copy.__dict__
+    assert copy.decode_single_token_bytes(pad) == b"<pad>" and copy.decode_single_token_bytes(np.uint16(300)) == \
+        small.token_bytes[300]
+
+
+def test_single_token_bytes_of_an_unused_id_and_of_decoded_tokens():
+    """An unused id (an empty slot) is a KeyError; a byte_fallback vocabulary's <0xNN> token
+    stands for its byte, as in decode."""
+    tokens = [bytes([b]) for b in range(256)] + [b"", b"ab"]
+    tok = Tokenizer(tokens, [(97, 98)])
+    assert tok.decode_single_token_bytes(257) == b"ab"
+    with pytest.raises(KeyError):
+        tok.decode_single_token_bytes(256)
+    fallback = Tokenizer([f"<0x{b:02X}>".encode() for b in range(256)] + [b"a"], [], unit="chars",
+                         pattern="whitespace", byte_fallback=True)
+    for i in (0, 0x41, 255, 256):
+        assert fallback.decode_single_token_bytes(i) == fallback.decode_bytes([i])
+
+
+def test_single_token_bytes_equal_tiktoken(tiktoken_encoding, shared_data):
+    oracle = tiktoken_encoding("cl100k_base")
+    ours = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+    for i in [*range(0, oracle.n_vocab, 997), *oracle._special_tokens.values()]:
+        try:
+            want = oracle.decode_single_token_bytes(i)
+        except KeyError:
+            with pytest.raises(KeyError):
+                ours.decode_single_token_bytes(i)
+        else:
+            assert ours.decode_single_token_bytes(i) == want
+
+
 @pytest.mark.parametrize("offsets", [[0, 2, 1, 3], [0, 1, 4], [-1, 1, 3], []])
 def test_a_byte_table_refuses_offsets_outside_its_buffer(offsets):
     from fastbpe._core.encode import ByteTable
