@@ -685,11 +685,7 @@ class BpeEncoder {
             int32_t g = got[c];
             if (g > 0) {
                 const int32_t* f = found + SHORT_IDS * c;
-                op[count] = f[0];
-                if (g > 1) {
-                    op[count + 1] = f[1];
-                    if (g > 2) op[count + 2] = f[2];
-                }
+                for (int32_t i = 0; i < g; ++i) op[count + i] = f[i];
                 count += g;
                 continue;
             }
@@ -779,9 +775,11 @@ class BpeEncoder {
             }
             start[m] = (uint32_t)p;
             *chunks += m;
-            // a hit writes two ids whatever its count: not the text's last chunk when it is
-            // one byte (no room for a second id there)
-            if (p == n && start[m] - start[m - 1] == 1) entry[m - 1] = ShortChunkCache::none_set();
+            // a hit writes SHORT_IDS ids whatever its count. op has room for n ids, and fewer
+            // ids than bytes come before a chunk, so that fits but for the chunks that start
+            // within SHORT_IDS - 1 bytes of the text's end: those are not looked up
+            if (p == n)
+                for (int64_t c = m - 1; c >= 0 && start[c] + SHORT_IDS > n; --c) entry[c] = ShortChunkCache::none_set();
             // (prefetching each set from the scan loop instead, as soon as its chunk is packed,
             // ran no faster: the scan loop stalled on the prefetches)
             for (int64_t c = 0; c < m && c < FIND_LAG; ++c) ShortChunkCache::prefetch(entry[c]);
