@@ -721,18 +721,18 @@ class BpeEncoder {
     }
 
     // encode_utf8 with the scanner of PATTERN, one pass over the bytes per block of
-    // FUSED_BLOCK chunks, in four loops, so that the memory accesses of many chunks overlap
+    // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
     // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes) into its short-cache key
     // and computes the set it maps to. The second looks each chunk up in its set without a
     // branch (the way that holds it, or none), having prefetched the set FIND_LAG chunks
-    // before, and lists it if it missed. The third computes the misses' hashes and
-    // prefetches their slots of the chunk cache: on a big text the short cache keeps only
-    // the commoner chunks. The fourth writes the ids in order straight to op: a hit's from
+    // before, and lists it if it missed; a miss's hash is computed then and its slot of the
+    // chunk cache prefetched (on a big text the short cache keeps only the commoner chunks).
+    // The third writes the ids in order straight to op: a hit's from
     // its way, anything else by encode_chunk (chunk cache, whole lookup, BPE) while the chunk
     // cache entries of the misses a few steps ahead are prefetched; it remembers them in the
     // short cache after the block (so that every way the second loop found still holds its
-    // chunk in the fourth; a chunk that comes again in its block is found in the chunk cache).
+    // chunk in the third; a chunk that comes again in its block is found in the chunk cache).
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
                          int32_t* op) const {
@@ -782,14 +782,14 @@ class BpeEncoder {
                 for (int64_t c = m - 1; c >= 0 && start[c] + SHORT_IDS > n; --c) entry[c] = ShortChunkCache::none_set();
             // (prefetching each set from the scan loop instead, as soon as its chunk is packed,
             // ran no faster: the scan loop stalled on the prefetches)
+            const bool short_whole = whole_in_short();
             for (int64_t c = 0; c < m && c < FIND_LAG; ++c) ShortChunkCache::prefetch(entry[c]);
             for (int64_t c = 0; c < m; ++c) {
                 if (c + FIND_LAG < m) ShortChunkCache::prefetch(entry[c + FIND_LAG]);
                 find(c);
-            }
-            const bool short_whole = whole_in_short();
-            for (int64_t k = 0; k < left; ++k) {
-                int64_t c = todo[k];
+                if (way[c] != nullptr) continue;
+                // a miss: its slot of the chunk cache is prefetched now, so that it has arrived
+                // by the time the fourth loop prefetches the key and ids it points at
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
                 size_t length = start[c + 1] - start[c];
                 if (short_whole && length - 2 <= SHORT_KEY_MAX - 2)  // (unsigned)
