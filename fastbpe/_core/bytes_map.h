@@ -140,7 +140,16 @@ class BytesMap {
 // Only a cache: every entry holds a result the encoder computed, and a miss falls back to
 // BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
 static const size_t SHORT_KEY_MAX = 15;
-static const int SHORT_IDS = 3;
+static const int SHORT_IDS = 4;
+// A way's count of ids sits in the top bits of its second key word, above the 16th byte's
+// length (at most 15: four bits), so that four ids fit beside the key in 32 bytes; lookups
+// compare the key words with these bits masked off.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+static const int SHORT_COUNT_SHIFT = 4;   // (the 16th byte is the lowest there)
+#else
+static const int SHORT_COUNT_SHIFT = 60;
+#endif
+static const uint64_t SHORT_KEY_BITS = ~(0xFULL << SHORT_COUNT_SHIFT);
 static const int SHORT_CACHE_BITS = 16;
 static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB a thread)
 // It grows only while more than one lookup in this many has evicted a chunk (see grow_if_thrashing).
@@ -219,18 +228,16 @@ class ShortChunkCache {
         return (const void*)(way & ((uintptr_t)0 - (uintptr_t)(in0 | in1)));  // (0 when neither)
     }
     // The ids of the way x (find(), not nullptr) into ids; returns their count. ids has room
-    // for 2 ids, and for SHORT_IDS when the chunk has that many: the first two are copied
-    // whatever the count, without a branch (a chunk of 1 byte at the very end of its buffer
-    // must not be answered here).
+    // for SHORT_IDS ids, which are copied whatever the count, in one move without a branch
+    // (so a chunk that starts fewer than SHORT_IDS bytes before the end of its buffer must
+    // not be answered here).
     static inline int copy_ids(const void* x, int32_t* ids) {
         const Entry& e = *(const Entry*)x;
-        ids[0] = e.ids[0];
-        ids[1] = e.ids[1];
-        if (e.count > 2) ids[2] = e.ids[2];
-        return (int)e.count;
+        std::memcpy(ids, e.ids, sizeof(e.ids));
+        return e.count();
     }
-    // The ids of the chunk (w0, w1) of n >= 2 bytes whose entry() is e into ids (room for
-    // min(n, SHORT_IDS)); returns their count, or 0 when the chunk is not here.
+    // The ids of the chunk (w0, w1) whose entry() is e into ids (room for SHORT_IDS); returns
+    // their count, or 0 when the chunk is not here.
     static inline int get(const void* e, uint64_t w0, uint64_t w1, int32_t* ids) {
         const void* x = find(e, w0, w1);
         return x == nullptr ? 0 : copy_ids(x, ids);
@@ -248,8 +255,7 @@ class ShortChunkCache {
         }
         Entry& e = set.way[0];
         e.w0 = w0;
-        e.w1 = w1;
-        e.count = (uint32_t)count;
+        e.w1 = w1 | ((uint64_t)count << SHORT_COUNT_SHIFT);
         for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
     }
 
@@ -262,7 +268,7 @@ class ShortChunkCache {
     // (10 MB of English, 136,000 distinct short chunks: doubling at a quarter, the table was
     // 2^18 entries after the first pass and the next pass missed 63,000 chunks; now it is 2^20
     // after the first pass and the next misses 15,000, most of them chunks of more than
-    // SHORT_IDS ids.) The rate keeps a table whose few colliding chunks evict each other pass
+    // three ids, which the entries held then.) The rate keeps a table whose few colliding chunks evict each other pass
     // after pass from growing for them: 10 MB of code, 53,000 distinct short chunks, sat at
     // 2^18 entries after the first pass and grew in the second, which then ran at 106-253 MB/s
     // against 182-318 for the passes after it; the misses it saved cost far less than the
@@ -283,7 +289,7 @@ class ShortChunkCache {
             for (int w = 1; w >= 0; --w) {  // the older way first: the newer stays first
                 const Entry& e = old[i].way[w];
                 if (e.w1 == 0) continue;
-                Set& set = sets_[set_of(e.w0, e.w1)];
+                Set& set = sets_[set_of(e.w0, e.w1 & SHORT_KEY_BITS)];
                 set.way[1] = set.way[0];
                 set.way[0] = e;
             }
@@ -305,10 +311,11 @@ class ShortChunkCache {
 
   private:
     struct Entry {
-        uint64_t w0, w1;
+        uint64_t w0, w1;  // the key; w1 with the count in its SHORT_COUNT_SHIFT bits
         int32_t ids[SHORT_IDS];
-        uint32_t count;  // (an empty entry is all zero: no key of pack_short)
-        inline bool holds(uint64_t a, uint64_t b) const { return ((w0 ^ a) | (w1 ^ b)) == 0; }
+        // (an empty entry is all zero: no key of pack_short, whose length is never 0)
+        inline bool holds(uint64_t a, uint64_t b) const { return ((w0 ^ a) | ((w1 ^ b) & SHORT_KEY_BITS)) == 0; }
+        inline int count() const { return (int)((w1 >> SHORT_COUNT_SHIFT) & 0xF); }
     };
     struct alignas(64) Set {
         Entry way[2];

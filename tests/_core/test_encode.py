@@ -850,10 +850,8 @@ def test_short_chunk_cache_keys_are_exact_at_word_boundaries(trained):
 @pytest.mark.parametrize("bits", [1, 2])
 def test_short_chunk_cache_on_the_text_path_at_every_length(trained, name, bits):
     """The split-and-encode loop with a tiny short-chunk cache (every chunk evicts another):
-    chunks of every length from 1 to 20 bytes (the cache keeps 2..15), each with and without
-    a leading space, ids equal to the regex split encoded chunk by chunk. (The cache keeps
-    1..15; a text's last chunk of one byte is never answered from it: no room for the two ids
-    a hit writes.)"""
+    chunks of every length from 1 to 20 bytes (the cache keeps 1..15), each with and without
+    a leading space, ids equal to the regex split encoded chunk by chunk."""
     tok = _with_pattern(trained[0], name)
     core, pattern = tok._core(), TILING_PATTERN_IDS[name]
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -862,6 +860,26 @@ def test_short_chunk_cache_on_the_text_path_at_every_length(trained, name, bits)
     state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
     for _ in range(2):  # the second pass is answered by the caches
         assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == _regex_reference(tok, text)
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+def test_short_chunk_cache_hits_near_the_end_of_the_text(trained, name):
+    """A hit in the short-chunk cache writes four ids whatever its count, into room for one id
+    a byte: chunks of one to four ids, cached by an earlier text, then met again as the last
+    chunks of a text, starting 1 to 6 bytes before its end; ids equal to the regex split's."""
+    tok = _with_pattern(trained[0], name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    state = EncodeState()
+    endings = ["q", "qz", "zxq", "qzxj", " qzxj", "jqxz", " the", "the", "..", "!?!?"]
+    for ending in endings:
+        ids = _regex_reference(tok, ending)
+        assert 1 <= len(ids) <= len(ending.encode("utf-8"))
+    warm = " ".join(endings) + " " + "".join(endings)
+    assert core.encode_text(warm.encode("utf-8"), pattern, state).tolist() == _regex_reference(tok, warm)
+    assert any(len(_regex_reference(tok, e)) == 4 for e in endings)  # (a four-id chunk is among them)
+    for ending in endings:
+        for text in (ending, "a " + ending, "a" + ending, ending + ending):
+            assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == _regex_reference(tok, text)
 
 
 def test_short_chunk_cache_size_is_checked():
