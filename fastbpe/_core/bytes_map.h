@@ -68,6 +68,39 @@ static inline bool bytes_equal(const uint8_t* a, const uint8_t* b, size_t n) {
     return true;
 }
 
+static const size_t HUGE_PAGE_BYTES = (size_t)1 << 21;
+
+// `bytes` of fresh anonymous pages (zero, and taken only where first written), 2 MB-aligned
+// with huge pages asked for from 2 MB up; nullptr where they do not come from mmap
+// (FBPT_MAP_PAGES), the caller then using malloc. Throws bad_alloc when the mapping fails.
+static inline void* map_fresh_pages(size_t bytes) {
+#if FBPT_MAP_PAGES
+    const size_t page = 4096;
+    size_t align = bytes >= HUGE_PAGE_BYTES ? HUGE_PAGE_BYTES : page;
+    size_t mapped = (bytes + page - 1) / page * page, span = mapped + align - page;
+    void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    uintptr_t start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1), end = (uintptr_t)raw + span;
+    if (start > (uintptr_t)raw) munmap(raw, start - (uintptr_t)raw);  // (the unaligned head
+    if (end > start + mapped) munmap((void*)(start + mapped), end - start - mapped);  // and tail)
+#if defined(MADV_HUGEPAGE)
+    if (align == HUGE_PAGE_BYTES) madvise((void*)start, mapped, MADV_HUGEPAGE);  // advice only
+#endif
+    return (void*)start;
+#else
+    (void)bytes;
+    return nullptr;
+#endif
+}
+// Give back map_fresh_pages(bytes).
+static inline void unmap_fresh_pages(void* p, size_t bytes) {
+#if FBPT_MAP_PAGES
+    munmap(p, (bytes + 4095) / 4096 * 4096);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 // Zero-filled memory for the encoder's big tables (its chunk caches and their slot arrays).
 // A big one comes from the kernel: fresh anonymous pages read as zero and are taken only where
 // first written, so it needs no memset (on this 2-core VM, first-touching a page is the dear
@@ -96,27 +129,11 @@ class ZeroedBlock {
     void open(size_t bytes, size_t room) {
         release();
         room = room < bytes ? bytes : room;
-#if FBPT_MAP_PAGES
-        if (room >= MAP_MIN_BYTES) {
-            const size_t page = 4096;
-            size_t align = room >= HUGE_PAGE_BYTES ? HUGE_PAGE_BYTES : page;
-            size_t mapped = round_up(room, page), span = mapped + align - page;
-            void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (raw == MAP_FAILED) throw std::bad_alloc();
-            uintptr_t start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
-            uintptr_t end = (uintptr_t)raw + span;
-            if (start > (uintptr_t)raw) munmap(raw, start - (uintptr_t)raw);  // (the unaligned head
-            if (end > start + mapped) munmap((void*)(start + mapped), end - start - mapped);  // and tail)
-#if defined(MADV_HUGEPAGE)
-            if (align == HUGE_PAGE_BYTES) madvise((void*)start, mapped, MADV_HUGEPAGE);  // advice only
-#endif
-            p_ = (void*)start;
-            mapped_ = mapped;
-            bytes_ = bytes;
-            return;
+        if (room >= MAP_MIN_BYTES && (p_ = map_fresh_pages(room)) != nullptr) {
+            mapped_ = room;
+        } else {
+            p_ = heap_zeroed(bytes);
         }
-#endif
-        p_ = heap_zeroed(bytes);
         bytes_ = bytes;
     }
     // The block grown to `bytes` (at most open's room), its first size() bytes kept, the rest
@@ -133,17 +150,14 @@ class ZeroedBlock {
     }
     void release() {
         if (p_ == nullptr) return;
-#if FBPT_MAP_PAGES
         if (mapped_ != 0)
-            munmap(p_, mapped_);
+            unmap_fresh_pages(p_, mapped_);
         else
-#endif
             std::free(p_);
         p_ = nullptr;
         bytes_ = mapped_ = 0;
     }
 
-    static const size_t HUGE_PAGE_BYTES = (size_t)1 << 21;
     static const size_t MAP_MIN_BYTES = (size_t)1 << 18;  // (below: malloc, whose reused pages are warm)
 
   private:
@@ -151,9 +165,8 @@ class ZeroedBlock {
     size_t bytes_ = 0;
     size_t mapped_ = 0;  // bytes mapped from p_ (0: from malloc)
 
-    static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
     static void* heap_zeroed(size_t bytes) {
-        void* q = std::aligned_alloc(64, round_up(bytes < 64 ? 64 : bytes, 64));
+        void* q = std::aligned_alloc(64, bytes == 0 ? 64 : (bytes + 63) / 64 * 64);  // (a multiple of 64)
         if (q == nullptr) throw std::bad_alloc();
         std::memset(q, 0, bytes);
         return q;
