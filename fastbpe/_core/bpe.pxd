@@ -38,6 +38,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void clear_cache()
         void trim(size_t keep)
         size_t cache_size()
+        void expect_text(size_t bytes) except +
 
     cdef cppclass Backtracker:
         int64_t non_monotone

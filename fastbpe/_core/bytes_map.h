@@ -16,6 +16,22 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#include <utility>
+
+// Whether big tables take their pages straight from mmap (ZeroedBlock): on Linux, but not
+// under AddressSanitizer, which watches malloc's blocks only.
+#if defined(__SANITIZE_ADDRESS__)
+#define FBPT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FBPT_ASAN 1
+#endif
+#endif
+#if defined(__linux__) && !defined(FBPT_ASAN)
+#define FBPT_MAP_PAGES 1
+#else
+#define FBPT_MAP_PAGES 0
+#endif
 
 #include "hash.h"
 
@@ -52,11 +68,140 @@ static inline bool bytes_equal(const uint8_t* a, const uint8_t* b, size_t n) {
     return true;
 }
 
+static const size_t HUGE_PAGE_BYTES = (size_t)1 << 21;
+
+// `bytes` of fresh anonymous pages (zero, and taken only where first written), 2 MB-aligned
+// with huge pages asked for from 2 MB up; nullptr where they do not come from mmap
+// (FBPT_MAP_PAGES), the caller then using malloc. Throws bad_alloc when the mapping fails.
+static inline void* map_fresh_pages(size_t bytes) {
+#if FBPT_MAP_PAGES
+    const size_t page = 4096;
+    size_t align = bytes >= HUGE_PAGE_BYTES ? HUGE_PAGE_BYTES : page;
+    size_t mapped = (bytes + page - 1) / page * page, span = mapped + align - page;
+    void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    uintptr_t start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1), end = (uintptr_t)raw + span;
+    if (start > (uintptr_t)raw) munmap(raw, start - (uintptr_t)raw);  // (the unaligned head
+    if (end > start + mapped) munmap((void*)(start + mapped), end - start - mapped);  // and tail)
+#if defined(MADV_HUGEPAGE)
+    if (align == HUGE_PAGE_BYTES) madvise((void*)start, mapped, MADV_HUGEPAGE);  // advice only
+#endif
+    return (void*)start;
+#else
+    (void)bytes;
+    return nullptr;
+#endif
+}
+// Give back map_fresh_pages(bytes).
+static inline void unmap_fresh_pages(void* p, size_t bytes) {
+#if FBPT_MAP_PAGES
+    munmap(p, (bytes + 4095) / 4096 * 4096);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
+// Zero-filled memory for the encoder's big tables (its chunk caches and their slot arrays).
+// A big one comes from the kernel: fresh anonymous pages read as zero and are taken only where
+// first written, so it needs no memset (on this 2-core VM, first-touching a page is the dear
+// part: a memset over a fresh table touched all of it once more, and took even the pages the
+// table never uses). 2 MB-aligned, with huge pages asked for, from 2 MB up, so that the
+// encoder's prefetches into a big table do not miss the TLB. `room` bytes of address space are
+// mapped (nothing more is taken) so that the block can grow in place up to them (extend). A
+// small block (under MAP_MIN_BYTES), and every block under AddressSanitizer (which watches
+// malloc's blocks only) or off Linux, comes from malloc, zeroed by hand; extend then moves it.
+class ZeroedBlock {
+  public:
+    ZeroedBlock() = default;
+    ~ZeroedBlock() { release(); }
+    ZeroedBlock(const ZeroedBlock&) = delete;
+    ZeroedBlock& operator=(const ZeroedBlock&) = delete;
+
+    void* data() const { return p_; }
+    size_t size() const { return bytes_; }
+    void swap(ZeroedBlock& o) noexcept {
+        std::swap(p_, o.p_);
+        std::swap(bytes_, o.bytes_);
+        std::swap(mapped_, o.mapped_);
+    }
+
+    // `bytes` zero bytes (the block's old ones freed), able to grow in place to `room` bytes.
+    void open(size_t bytes, size_t room) {
+        release();
+        room = room < bytes ? bytes : room;
+        if (room >= MAP_MIN_BYTES && (p_ = map_fresh_pages(room)) != nullptr) {
+            mapped_ = room;
+        } else {
+            p_ = heap_zeroed(bytes);
+        }
+        bytes_ = bytes;
+    }
+    // The block grown to `bytes` (at most open's room), its first size() bytes kept, the rest
+    // zero: in place when mapped.
+    void extend(size_t bytes) {
+        if (bytes <= bytes_) return;
+        if (mapped_ == 0) {
+            void* q = heap_zeroed(bytes);
+            std::memcpy(q, p_, bytes_);
+            std::free(p_);
+            p_ = q;
+        }
+        bytes_ = bytes;
+    }
+    void release() {
+        if (p_ == nullptr) return;
+        if (mapped_ != 0)
+            unmap_fresh_pages(p_, mapped_);
+        else
+            std::free(p_);
+        p_ = nullptr;
+        bytes_ = mapped_ = 0;
+    }
+
+    static const size_t MAP_MIN_BYTES = (size_t)1 << 18;  // (below: malloc, whose reused pages are warm)
+
+  private:
+    void* p_ = nullptr;
+    size_t bytes_ = 0;
+    size_t mapped_ = 0;  // bytes mapped from p_ (0: from malloc)
+
+    static void* heap_zeroed(size_t bytes) {
+        void* q = std::aligned_alloc(64, bytes == 0 ? 64 : (bytes + 63) / 64 * 64);  // (a multiple of 64)
+        if (q == nullptr) throw std::bad_alloc();
+        std::memset(q, 0, bytes);
+        return q;
+    }
+};
+
+// A table of n zero-filled T (all-zero: an empty slot) in a ZeroedBlock: BytesMap's slots.
+template <typename T>
+class ZeroedArray {
+  public:
+    void swap(ZeroedArray& o) noexcept {
+        block_.swap(o.block_);
+        std::swap(n_, o.n_);
+    }
+    // n zero items, the old ones freed.
+    void assign_zero(size_t n) {
+        block_.open(n * sizeof(T), n * sizeof(T));
+        n_ = n;
+    }
+    size_t size() const { return n_; }
+    T* data() { return (T*)block_.data(); }
+    const T* data() const { return (const T*)block_.data(); }
+    T& operator[](size_t i) { return data()[i]; }
+    const T& operator[](size_t i) const { return data()[i]; }
+
+  private:
+    ZeroedBlock block_;
+    size_t n_ = 0;
+};
+
 class BytesMap {
   public:
     BytesMap() { clear(); }
     void clear() {
-        slots_.assign(INITIAL_SLOTS, Slot{0, 0, 0, 0, 0});
+        slots_.assign_zero(INITIAL_SLOTS);
         keys_.clear();
         vals_.clear();
         used_ = 0;
@@ -66,7 +211,7 @@ class BytesMap {
     void reserve(size_t n) {
         size_t slots = INITIAL_SLOTS;
         while (slots < 2 * n + 2) slots *= 2;
-        if (used_ == 0 && slots > slots_.size()) slots_.assign(slots, Slot{0, 0, 0, 0, 0});
+        if (used_ == 0 && slots > slots_.size()) slots_.assign_zero(slots);
     }
     size_t num_vals() const { return vals_.size(); }
     size_t num_key_bytes() const { return keys_.size(); }
@@ -114,17 +259,18 @@ class BytesMap {
         uint32_t key_off, key_len, val_off, val_len;
     };
     static constexpr size_t INITIAL_SLOTS = 1024;
-    std::vector<Slot> slots_;
+    ZeroedArray<Slot> slots_;  // (all zero: empty; fresh pages, see ZeroedBlock)
     std::vector<uint8_t> keys_;
     std::vector<int32_t> vals_;
     size_t used_ = 0;
 
     void grow() {
-        std::vector<Slot> old;
+        ZeroedArray<Slot> old;
         old.swap(slots_);
-        slots_.assign(old.size() * 2, Slot{0, 0, 0, 0, 0});
+        slots_.assign_zero(old.size() * 2);
         size_t mask = slots_.size() - 1;
-        for (const Slot& s : old) {
+        for (size_t i = 0; i < old.size(); ++i) {
+            const Slot& s = old[i];
             if (!s.hash) continue;
             slots_[probe(slots_.data(), mask, s.hash & mask, [](const Slot& t) { return t.hash == 0; })] = s;
         }
@@ -213,7 +359,7 @@ class ShortChunkCache {
             return (const Set*)base + (set_hash(w0, w1) & mask);
         }
     };
-    inline Sets sets() const { return sets_ ? Sets{sets_.get(), set_mask_} : Sets{none_set(), 0}; }
+    inline Sets sets() const { return sets_ ? Sets{sets_, set_mask_} : Sets{none_set(), 0}; }
     static inline const void* none_set() { return &EMPTY_SET; }
     // A key of no chunk (its 16th byte, the length, is 255), thus in no set.
     static const uint64_t NO_KEY = ~0ULL;
@@ -272,31 +418,39 @@ class ShortChunkCache {
     // after pass from growing for them: 10 MB of code, 53,000 distinct short chunks, sat at
     // 2^18 entries after the first pass and grew in the second, which then ran at 106-253 MB/s
     // against 182-318 for the passes after it; the misses it saved cost far less than the
-    // 32 MB it allocated and filled. Moves the table: the caller calls it between lookups,
-    // never while it holds sets of entry().
+    // 32 MB it allocated and filled. Grows in place (the table's address space is mapped for
+    // its largest size at the first put: see ZeroedBlock), but may move the table: the caller
+    // calls it between lookups, never while it holds sets of entry().
     void grow_if_thrashing(size_t lookups) {
         lookups_ += lookups;
         if (bits_ >= max_bits_ || evictions_ <= ((size_t)1 << bits_) / 64 ||
             evictions_ * LOOKUPS_PER_EVICTION < lookups_)
             return;
-        std::unique_ptr<Set[], Free> old(sets_.release());
         size_t old_sets = num_sets();
         bits_ = std::min(bits_ + 2, max_bits_);
         set_mask_ = num_sets() - 1;
         evictions_ = lookups_ = 0;
-        allocate();
-        for (size_t i = 0; i < old_sets; ++i)
+        table_.extend(num_sets() * sizeof(Set));  // (the sets past old_sets: zero)
+        sets_ = (Set*)table_.data();
+        // The bigger mask only adds high bits: a chunk of set i goes to a set i + k * old_sets,
+        // and a set takes chunks from one old set only. So each old set is emptied and its
+        // chunks put back where they go, no set being written before it was read.
+        for (size_t i = 0; i < old_sets; ++i) {
+            const Set here = sets_[i];
+            sets_[i] = Set{};
             for (int w = 1; w >= 0; --w) {  // the older way first: the newer stays first
-                const Entry& e = old[i].way[w];
+                const Entry& e = here.way[w];
                 if (e.w1 == 0) continue;
                 Set& set = sets_[set_of(e.w0, e.w1 & SHORT_KEY_BITS)];
                 set.way[1] = set.way[0];
                 set.way[0] = e;
             }
+        }
     }
 
     void clear() {
-        sets_.reset();
+        table_.release();
+        sets_ = nullptr;
         evictions_ = lookups_ = 0;
     }
     // Use 2^bits entries from now on (emptied), growing up to 2^max_bits (tests make it tiny
@@ -323,14 +477,12 @@ class ShortChunkCache {
     static_assert(sizeof(Set) == 64, "a set is one cache line");
     static_assert(sizeof(Entry) == 32, "two ways in a set");
     static inline const Set EMPTY_SET{};  // entry() of an empty cache: all zero, no key of pack_short
-    struct Free {
-        void operator()(Set* p) const { std::free(p); }
-    };
     int bits_, max_bits_;
     size_t set_mask_;  // num_sets() - 1
     size_t evictions_ = 0;  // chunks put out of the table since it last grew
     size_t lookups_ = 0;    // chunks looked up since it last grew
-    std::unique_ptr<Set[], Free> sets_;
+    ZeroedBlock table_;     // sets_'s memory, mapped for 2^max_bits entries (ZeroedBlock)
+    Set* sets_ = nullptr;   // nullptr until the first put
 
     size_t num_sets() const { return (size_t)1 << (bits_ - 1); }
     static inline size_t set_hash(uint64_t w0, uint64_t w1) {
@@ -343,17 +495,10 @@ class ShortChunkCache {
     inline size_t set_of(uint64_t w0, uint64_t w1) const {
         return set_hash(w0, w1) & set_mask_;
     }
+    // The table, all zero, with address space for its largest size: it grows in place.
     void allocate() {
-        size_t bytes = num_sets() * sizeof(Set);
-        const size_t huge = (size_t)1 << 21;
-        size_t align = bytes % huge == 0 ? huge : sizeof(Set);
-        Set* p = (Set*)std::aligned_alloc(align, bytes);
-        if (p == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        if (align == huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
-        std::memset((void*)p, 0, bytes);
-        sets_.reset(p);
+        table_.open(num_sets() * sizeof(Set), ((size_t)1 << (max_bits_ - 1)) * sizeof(Set));
+        sets_ = (Set*)table_.data();
     }
 };
 

@@ -274,6 +274,7 @@ cdef class BPECore:
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         if m > 0:
             with nogil:
+                st.expect_text(total)
                 got = self.enc.encode_run(dp, data.shape[0], &starts[0], &ends[0], m, st[0], op, &misses)
         return self._result(state, got, m, misses, big)
 
@@ -347,6 +348,7 @@ cdef class BPECore:
         with nogil:
             valid = utf8_valid(&data[0], n)
             if valid:
+                st.expect_text(n)
                 got = self.enc.encode_utf8(&data[0], n, pattern, st[0], &chunks, &misses, op)
         return self._result(state, got, chunks, misses, big) if valid else None
 
@@ -369,6 +371,7 @@ cdef class BPECore:
         with nogil:
             valid = utf8_valid(&data[0], n)
             if valid:
+                st.expect_text(n)
                 got = self.enc.encode_utf8_u16(&data[0], n, pattern, st[0], &chunks, &misses, &ov[0])
         ov = None  # (released before the resize)
         _settle(state, chunks, misses)
@@ -423,6 +426,7 @@ cdef class BPECore:
             if size >= 0:
                 if op == NULL and <int64_t>st.out.size() < size:
                     st.out.resize(size)
+                st.expect_text(size)
                 got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses, op)
         if st.utf8.size() > KEEP_BUFFER:
             st.utf8.clear()
@@ -479,6 +483,7 @@ cdef class BPECore:
             st.utf8.resize(transcoded)
         # The list holds every str, and strs are immutable: their characters stay put without the GIL.
         with nogil:
+            st.expect_text(room)
             for k in range(count):
                 size = <int64_t>lengths[k]
                 dp = <const uint8_t*>datas[k]
@@ -532,6 +537,7 @@ cdef class BPECore:
             st.out.resize(widest)
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         with nogil:
+            st.expect_text(bounds[count] - bounds[0] if count > 0 else 0)
             for k in range(count):
                 s = bounds[k]
                 e = bounds[k + 1]

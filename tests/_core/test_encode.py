@@ -898,7 +898,9 @@ def test_short_chunk_cache_size_is_checked():
 def test_short_chunk_cache_grows_while_it_thrashes_and_stays_exact(trained, name):
     """A tiny short-chunk cache that may grow: a text with far more distinct short chunks than
     it holds makes it quadruple (keeping what it holds) until they fit or it reaches its
-    limit, ids exact on every pass; one that may not grow stays at its size."""
+    limit, ids exact on every pass; one that may not grow stays at its size. (A cache whose
+    limit is 2**16 entries takes the address space for them at once and grows in place; the
+    smaller ones move at each step.)"""
     tok = _with_pattern(trained[0], name)
     core, pattern = tok._core(), TILING_PATTERN_IDS[name]
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -906,12 +908,14 @@ def test_short_chunk_cache_grows_while_it_thrashes_and_stays_exact(trained, name
     text = " ".join(words) + " " + ", ".join(words[::7]) + "\n" + "9" * 40 + "\n"
     expected = _regex_reference(tok, text)
     growing = EncodeState(short_cache_bits=4, short_cache_max_bits=12)
+    in_place = EncodeState(short_cache_bits=4, short_cache_max_bits=16)
     capped = EncodeState(short_cache_bits=4, short_cache_max_bits=5)  # (a step of two would pass 5)
     fixed = EncodeState(short_cache_bits=4, short_cache_max_bits=4)
     for _ in range(3):
-        for state in (growing, capped, fixed):
+        for state in (growing, in_place, capped, fixed):
             assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
     assert growing.short_cache_bits in (6, 8, 10, 12)  # four times the entries at each step
+    assert in_place.short_cache_bits in (6, 8, 10, 12, 14, 16)
     assert capped.short_cache_bits == 5
     assert fixed.short_cache_bits == 4
 
