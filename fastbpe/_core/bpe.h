@@ -755,11 +755,11 @@ class BpeEncoder {
     // branch (the way that holds it, or none), having prefetched the set FIND_LAG chunks
     // before, and lists it if it missed; a miss's hash is computed then and its slot of the
     // chunk cache prefetched (on a big text the short cache keeps only the commoner chunks).
-    // The third writes the ids in order straight to op: a hit's from
-    // its way, anything else by encode_chunk (chunk cache, whole lookup, BPE) while the chunk
-    // cache entries of the misses a few steps ahead are prefetched; it remembers them in the
-    // short cache after the block (so that every way the second loop found still holds its
-    // chunk in the third; a chunk that comes again in its block is found in the chunk cache).
+    // The third writes the ids in order straight to op: a hit's from its way, anything else by
+    // encode_chunk (chunk cache, whole lookup, BPE) while the chunk cache entries of the misses
+    // a few steps ahead are prefetched; it remembers them in the short cache after the block
+    // (so that every way the second loop found still holds its chunk in the third; a chunk that
+    // comes again in its block is found in the chunk cache).
     template <int PATTERN>
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
                          int32_t* op) const {
@@ -802,7 +802,7 @@ class BpeEncoder {
             }
             start[m] = (uint32_t)p;
             *chunks += m;
-            // a hit writes SHORT_IDS ids whatever its count. op has room for n ids, and fewer
+            // a hit writes SHORT_IDS ids whatever its count. op has room for n ids, and no more
             // ids than bytes come before a chunk, so that fits but for the chunks that start
             // within SHORT_IDS - 1 bytes of the text's end: those are not looked up
             if (p == n)
