@@ -151,8 +151,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except SystemExit as stop:
             return stop.code
     except Terminated:
+        _exiting_after_a_signal(argv)
         print("fastbpe: terminated", file=sys.stderr)
         return 128 + signal.SIGTERM
     except KeyboardInterrupt:
+        _exiting_after_a_signal(argv)
         print("fastbpe: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+
+
+def _exiting_after_a_signal(argv: Optional[Sequence[str]]) -> None:
+    """The command has stopped and cleaned up after Ctrl-C or SIGTERM; when this process is the
+    ``fastbpe`` program, a second Ctrl-C or SIGTERM no longer changes how it ends. Without this,
+    one that lands while the interpreter shuts down (which resets Python's handlers before it
+    exits) kills the process, so the shell sees a death by signal instead of 130 or 143, after
+    the line that says the command was interrupted. A caller of ``main(argv)`` keeps its own
+    handlers."""
+    if argv is None and threading.current_thread() is threading.main_thread():
+        for name in ("SIGINT", "SIGTERM"):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)

@@ -872,8 +872,12 @@ def _parent_signals_held():
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    # The mask is read before it changes: pthread_sigmask runs the handlers of signals already
+    # received when it returns, so the call that blocks may raise KeyboardInterrupt after
+    # blocking, and the finally below must still restore the mask then.
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)

@@ -247,3 +247,35 @@ def test_encode_interrupted_leaves_nothing_behind_and_resumes_identically(corpus
     report = _fault_runs("encode", signal_name, lambda out: _encode_argv(corpus, trained[0], out), seconds,
                          normal, tmp_path, rng)
     assert any(interrupted for _, interrupted, _, _ in report), f"no point interrupted the command: {report}"
+
+
+def test_a_second_ctrl_c_after_the_report_keeps_exit_code_130(corpus, trained, tmp_path):
+    """Once the command has said it was interrupted (its clean-up done), another Ctrl-C, as from
+    an impatient user, lands while Python shuts down: the command still exits with 130 and the
+    one line, not killed by the signal nor with a traceback."""
+    _, seconds, _ = trained
+    out = tmp_path / "twice"
+    child = _start(_train_argv(corpus, out), out)
+    session = child.pid
+    try:
+        _wait_ready(child, "train", out)
+        time.sleep(0.2 * seconds)
+        os.killpg(session, signal.SIGINT)
+        deadline = time.monotonic() + TIMEOUT
+        while b"interrupted" not in (out / "stderr.txt").read_bytes() and child.poll() is None:
+            assert time.monotonic() < deadline, "the command never reported the interrupt"
+            time.sleep(0.0005)
+        try:
+            os.killpg(session, signal.SIGINT)
+        except ProcessLookupError:  # it had exited already
+            pass
+        code = child.wait(TIMEOUT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    stderr = (out / "stderr.txt").read_text()
+    if code == 0:
+        pytest.skip("the first Ctrl-C came after the work was done (a slow start); nothing to test")
+    assert (code, stderr.splitlines()[-1:]) == (130, ["fastbpe: interrupted"]), stderr
+    assert not _temporary(_outputs(out))

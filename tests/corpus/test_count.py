@@ -501,6 +501,33 @@ def test_workers_do_not_outlive_a_killed_parent(tmp_path, signal_name):
             os.kill(pid, 9)
 
 
+@pytest.mark.skipif(not hasattr(__import__("signal"), "pthread_sigmask"), reason="no pthread_sigmask here")
+def test_a_ctrl_c_raised_while_the_signals_are_held_leaves_the_mask_as_it_was(monkeypatch):
+    """Python runs the handlers of signals already received when pthread_sigmask returns, so
+    the call that holds Ctrl-C back (around the fork of a worker) may raise KeyboardInterrupt
+    after the mask has changed; the mask must still be restored, or Ctrl-C would stay blocked
+    in this thread for good."""
+    import signal
+    from fastbpe.corpus import count as count_module
+
+    real = signal.pthread_sigmask
+    before = real(signal.SIG_BLOCK, [])
+
+    def interrupted_after_blocking(how, mask):
+        previous = real(how, mask)
+        if how == signal.SIG_BLOCK and signal.SIGINT in set(mask):
+            raise KeyboardInterrupt
+        return previous
+
+    monkeypatch.setattr(signal, "pthread_sigmask", interrupted_after_blocking)
+    with pytest.raises(KeyboardInterrupt):
+        with count_module._parent_signals_held():
+            pytest.fail("the body ran although the hold was interrupted")
+    monkeypatch.undo()
+    after = real(signal.SIG_SETMASK, before)  # (and restored for the tests that follow)
+    assert after == before
+
+
 def test_on_a_cluster_no_file_is_read_by_the_client(tmp_path, english_bytes):
     """The tasks a cluster gets name files (byte ranges, groups of small files, whole compressed
     files): no text passes through the client, and counting the tasks gives the local table."""
