@@ -1213,7 +1213,6 @@ cdef class ByteTable:
         return out
 
 
-
 def decode_single_token_bytes(self, token_id):
     """The bytes of one id (KeyError for an id that is no token, as tiktoken).
 
