@@ -161,12 +161,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _exiting_after_a_signal(argv: Optional[Sequence[str]]) -> None:
-    """The command has stopped and cleaned up after Ctrl-C or SIGTERM; when this process is the
-    ``fastbpe`` program, a second Ctrl-C or SIGTERM no longer changes how it ends. Without this,
-    one that lands while the interpreter shuts down (which resets Python's handlers before it
-    exits) kills the process, so the shell sees a death by signal instead of 130 or 143, after
-    the line that says the command was interrupted. A caller of ``main(argv)`` keeps its own
-    handlers."""
+    """The command has stopped and cleaned up after Ctrl-C or SIGTERM: make sure the process
+    ends with the exit code ``main`` returns (130 or 143), not killed by SIGINT at exit.
+
+    Two things would do that. CPython notes a KeyboardInterrupt that escapes code run by
+    ``eval`` or ``exec`` of a string (as ``namedtuple`` and ``dataclasses`` do while a module
+    loads, so a Ctrl-C early in a command often lands there) as unhandled, even when it is
+    caught later, and at the exit of a program run as ``python -m`` kills the process with
+    SIGINT; evaluating any string clears the note. And when this process is the ``fastbpe`` program, a second Ctrl-C or SIGTERM that
+    lands while the interpreter shuts down (its handlers reset) would kill it: from here on they
+    are ignored. A caller of ``main(argv)`` keeps its own handlers."""
+    eval("None")  # clears CPython's note of an unhandled KeyboardInterrupt (see above)
     if argv is None and threading.current_thread() is threading.main_thread():
         for name in ("SIGINT", "SIGTERM"):
             signal.signal(getattr(signal, name), signal.SIG_IGN)

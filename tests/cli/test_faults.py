@@ -275,7 +275,34 @@ def test_a_second_ctrl_c_after_the_report_keeps_exit_code_130(corpus, trained, t
             child.kill()
             child.wait()
     stderr = (out / "stderr.txt").read_text()
-    if code == 0:
-        pytest.skip("the first Ctrl-C came after the work was done (a slow start); nothing to test")
+    if SUMMARY["train"] in (out / "stdout.txt").read_text():  # (exit 0, or killed in the shutdown)
+        pytest.skip("the first Ctrl-C came after the work was done (a slow machine); nothing to test")
     assert (code, stderr.splitlines()[-1:]) == (130, ["fastbpe: interrupted"]), stderr
     assert not _temporary(_outputs(out))
+
+
+INTERRUPTED_IN_EVAL = """
+import sys, types
+import fastbpe.cli as cli
+
+def run(args):  # Ctrl-C as it lands in a namedtuple made while a module loads: inside eval
+    eval("exec('raise KeyboardInterrupt')")
+
+class Parser:
+    def parse_args(self, argv):
+        return types.SimpleNamespace(run=run)
+
+cli.build_parser = Parser
+sys.exit(cli.main())
+"""
+
+
+def test_a_ctrl_c_raised_inside_eval_still_exits_with_130(tmp_path):
+    """CPython notes a KeyboardInterrupt that escapes eval or exec of a string as unhandled,
+    even once caught, and then (for a program run as ``python -m``, as ``python -m fastbpe.cli``
+    is) kills the process with SIGINT at exit: the command clears that note when it reports the
+    interrupt, so its exit code is still 130."""
+    (tmp_path / "interrupted_in_eval.py").write_text(INTERRUPTED_IN_EVAL)
+    done = subprocess.run([sys.executable, "-m", "interrupted_in_eval"], cwd=str(tmp_path), capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=TIMEOUT)
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (130, ["fastbpe: interrupted"]), done.stderr
