@@ -168,9 +168,10 @@ def _exiting_after_a_signal(argv: Optional[Sequence[str]]) -> None:
     ``eval`` or ``exec`` of a string (as ``namedtuple`` and ``dataclasses`` do while a module
     loads, so a Ctrl-C early in a command often lands there) as unhandled, even when it is
     caught later, and at the exit of a program run as ``python -m`` kills the process with
-    SIGINT; evaluating any string clears the note. And when this process is the ``fastbpe`` program, a second Ctrl-C or SIGTERM that
-    lands while the interpreter shuts down (its handlers reset) would kill it: from here on they
-    are ignored. A caller of ``main(argv)`` keeps its own handlers."""
+    SIGINT; evaluating any string clears the note. And when this process is the ``fastbpe``
+    program, a second Ctrl-C or SIGTERM that lands while the interpreter shuts down (its
+    handlers reset) would kill it: from here on they are ignored. A caller of ``main(argv)``
+    keeps its own handlers."""
     eval("None")  # clears CPython's note of an unhandled KeyboardInterrupt (see above)
     if argv is None and threading.current_thread() is threading.main_thread():
         for name in ("SIGINT", "SIGTERM"):
