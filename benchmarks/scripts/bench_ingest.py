@@ -8,7 +8,8 @@ The text is decompressed to a temporary file first (not timed). Each measurement
 process so that its peak RSS (VmHWM of the process; the workers' summed RSS sampled every 20 ms)
 is its own.
 MB/s = uncompressed input bytes / wall-clock seconds; "cpu MB/s" divides by the CPU seconds of
-the process and its children instead (robust to other load on the machine).
+the process and its workers instead (robust to other load on the machine). Modules are imported
+before the timer starts.
 The `regex`-module baseline (regex.findall + a dict, the pure-Python way) runs on a slice.
 """
 import argparse
@@ -56,10 +57,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def cpu_seconds() -> float:
+def self_cpu_seconds() -> float:
     me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have been waited for."""
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    return self_cpu_seconds() + kids.ru_utime + kids.ru_stime
 
 
 SAMPLER = r"""
@@ -119,21 +125,24 @@ def measure_one(path: str, pattern: str, workers: int, mode: str, slice_mb: int)
         unique = len(counts)
     else:
         import fastbpe
+        import fastbpe.corpus.count  # noqa: F401  (the modules count_words imports on first use: not timed)
 
         with TreeSampler() as sampler:
-            t0, c0 = time.perf_counter(), cpu_seconds()
+            t0, c0, s0 = time.perf_counter(), cpu_seconds(), self_cpu_seconds()
             table = fastbpe.count_words(path, pattern, workers=workers, progress=False)
             wall = time.perf_counter() - t0
+            # read before the sampler ends: once it is waited for, its own CPU (importing
+            # psutil, polling) would count among this process's children's
+            cpu, self_cpu = cpu_seconds() - c0, self_cpu_seconds() - s0
         unique = len(table)
+        # worker processes under a forkserver are not this process's children: the sampler's
+        # CPU times of them (missing a worker's last few ms: a lower bound for workers > 1)
+        cpu = max(cpu, self_cpu + sampler.kids_cpu)
+        rss_kids = sampler.peak_kids_rss / 2**20
     if mode == "regex":
         wall = time.perf_counter() - t0
-    cpu = cpu_seconds() - c0
-    rss_kids = 0.0
-    if mode != "regex":
-        # the sampler misses a worker's last few ms: CPU figures for workers>1 are a lower bound
-        self_cpu = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = max(cpu, self_cpu.ru_utime + self_cpu.ru_stime - c0 + sampler.kids_cpu)
-        rss_kids = sampler.peak_kids_rss / 2**20
+        cpu = cpu_seconds() - c0
+        rss_kids = 0.0
     rss_self = peak_rss_mb()
     return {"mode": mode, "pattern": pattern, "workers": workers, "mb": size / 1e6, "wall_s": wall,
             "cpu_s": cpu, "mb_s": size / 1e6 / wall, "cpu_mb_s": size / 1e6 / cpu, "unique": unique,
