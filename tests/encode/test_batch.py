@@ -142,6 +142,25 @@ def test_batch_with_special_tokens_among_the_texts(byte_level, texts, workers):
         assert byte_level.encode_batch(texts, workers=workers) == [byte_level.encode(t) for t in texts]
 
 
+@given(st.lists(st.sampled_from(["plain", "", "x <|endoftext|>", "<|endof", "text|>", "猫 😀"]), min_size=1,
+                max_size=30), st.integers(2, 3))
+def test_special_tokens_are_found_in_every_group(byte_level, texts, workers):
+    """Each group of a batch searches its own texts for special tokens' names, on its worker:
+    allowed, they encode as encode does; disallowed, the error names the first text holding one."""
+    old = batch.GROUP_CHARS
+    batch.GROUP_CHARS = 1  # a group for about every text
+    try:
+        with general_path():
+            got = byte_level.encode_batch(texts, workers=workers, allowed_special="all")
+            holding = [k for k, t in enumerate(texts) if "<|endoftext|>" in t]
+            if holding:
+                with pytest.raises(ValueError, match=rf"^text {holding[0]} of the batch: .*endoftext"):
+                    byte_level.encode_batch(texts, workers=workers)
+    finally:
+        batch.GROUP_CHARS = old
+    assert got == [byte_level.encode(t, allowed_special="all") for t in texts]
+
+
 @given(st.lists(st.text(max_size=30), min_size=8, max_size=40), st.integers(2, 3))
 def test_several_groups_per_worker_keep_the_order(byte_level, texts, workers):
     """Large batches are cut into several groups per worker (one's list building overlaps
