@@ -27,13 +27,22 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         bool full()
         void clear()
 
+    # std::vector<int32_t> whose resize leaves the ids uninitialised (bpe.h: UninitAlloc)
+    cdef cppclass IdBuffer:
+        int32_t* data()
+        size_t size()
+        void resize(size_t n) except +
+        void clear()
+        void shrink_to_fit()
+        void swap(IdBuffer& other)
+
     cdef cppclass EncodeScratch:
         size_t max_ids
         SharedChunkCache* shared
         int arena
         ShortChunkCache short_cache
-        vector[int32_t] sid
-        vector[int32_t] out
+        IdBuffer sid
+        IdBuffer out
         vector[uint8_t] utf8
         void clear_cache()
         void trim(size_t keep)

@@ -3,7 +3,8 @@
 
 ``BPECore`` holds the encoding tables (built here from token bytes and merges, then read-only)
 and ``EncodeState`` one thread's chunk cache and buffers. Each entry point checks its
-arguments and bounds, releases the GIL for the whole encoding, and copies the ids out:
+arguments and bounds, releases the GIL for the whole encoding, and copies the ids out (or,
+from IDS_MOVED_FROM_BYTES up, moves the buffer that holds them into the result):
 ``encode_chunks`` (chunk bounds given), ``encode_text``/``encode_str`` (split by a compiled
 pattern too, in one pass; ``encode_str`` makes the UTF-8 of a str without the GIL as well),
 ``encode_symbols`` (words as base symbol ids), ``encode_str_many`` (many texts in one call,
@@ -24,8 +25,10 @@ import numpy as np
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
-from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, MERGE_REPLAY, MERGE_PAIR, MERGE_TOKEN,
-                                SCAN_MAX_CHUNK, SharedChunkCache)
+from cpython.buffer cimport PyBUF_FORMAT
+
+from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, IdBuffer, MERGE_REPLAY, MERGE_PAIR,
+                                MERGE_TOKEN, SCAN_MAX_CHUNK, SharedChunkCache)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
 from fastbpe._core.utf8 cimport utf8_valid, utf8_from_str_data
@@ -66,6 +69,14 @@ cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
 # transcoded into this thread's scratch on every call instead, so a huge text is not doubled.
 cdef size_t KEEP_UTF8_IN_STR = 64 * 1024 * 1024
 UTF8_KEPT_IN_STR_UP_TO = KEEP_UTF8_IN_STR   # (the bound, seen from Python)
+# A call's ids of at least this many bytes become its result without a copy: the state's buffer
+# is moved into the result (_moved_ids), and the next call's buffer comes from fresh pages, huge
+# ones, as a copy's destination would. Fewer are copied out, and the buffer stays warm for the
+# next call. (encode_batch's workers copied each group's ids into arrays that glibc took from
+# their threads' arenas, on 4 KB pages faulted anew on every pass: 100 MB of English on two
+# workers spent 12% of a warm pass's CPU clearing pages.)
+cdef size_t MOVE_IDS_MIN_BYTES = 2 * 1024 * 1024
+IDS_MOVED_FROM_BYTES = MOVE_IDS_MIN_BYTES   # (the bound, seen from Python)
 
 
 cdef class SharedCache:
@@ -315,6 +326,8 @@ cdef class BPECore:
         cdef int32_t[::1] ov
         if as_list:
             out = self._list_of(st.out.data(), got, self._shared_ints(state))
+        elif <size_t>got * sizeof(int32_t) >= MOVE_IDS_MIN_BYTES:
+            out = _moved_ids(st, got)
         else:
             out = np.empty(got, dtype=np.int32)
             ov = out
@@ -503,11 +516,15 @@ cdef class BPECore:
             _settle(state, chunks, misses)
             big.resize(total, refcheck=False)  # realloc: shrinks in place
             return big, ends, failed
-        ids = np.empty(total, dtype=np.int32)
-        cdef int32_t[::1] iv = ids
-        if total > 0:
-            with nogil:
-                memcpy(&iv[0], op, total * sizeof(int32_t))
+        cdef int32_t[::1] iv
+        if <size_t>total * sizeof(int32_t) >= MOVE_IDS_MIN_BYTES:
+            ids = _moved_ids(st, total)
+        else:
+            ids = np.empty(total, dtype=np.int32)
+            iv = ids
+            if total > 0:
+                with nogil:
+                    memcpy(&iv[0], op, total * sizeof(int32_t))
         _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
         return ids, ends, failed
 
@@ -809,6 +826,41 @@ def str_sizes(list texts):
             raise TypeError(f"text {k} of the batch must be a str, got {type(<object>text).__name__}")
         ov[k] = len(<object>text)
     return out
+
+
+cdef class _IdStore:
+    """A call's ids in the buffer moved out of its state (_moved_ids), lent to NumPy as int32;
+    the buffer is freed with the last array that views it. Its room past the ids (the call's
+    worst case, one id per byte) is address space only: pages never written are never taken."""
+    cdef IdBuffer ids
+    cdef Py_ssize_t shape[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        view.buf = <void*>self.ids.data()
+        view.obj = self
+        view.len = self.shape[0] * sizeof(int32_t)
+        view.readonly = 0
+        view.itemsize = sizeof(int32_t)
+        view.format = NULL
+        if flags & PyBUF_FORMAT:
+            view.format = b"i"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+cdef object _moved_ids(EncodeScratch* st, int64_t count):
+    """The first ``count`` ids of ``st.out`` as an int32 array that owns them: the buffer is
+    moved out of the state, which is left an empty one."""
+    cdef _IdStore store = _IdStore.__new__(_IdStore)
+    store.ids.swap(st.out)
+    store.shape[0] = count
+    return np.frombuffer(store, dtype=np.int32)
 
 
 cdef const char* _utf8_in_place(object text, Py_ssize_t* size):

@@ -330,6 +330,32 @@ def test_a_str_past_the_bound_is_transcoded_without_keeping_its_utf8(byte_level)
     assert texts_with_specials([text], frozenset(["b😀"])) == [] and sys.getsizeof(text) == size
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_large_results_keep_their_ids_through_later_calls(byte_level, workers):
+    """A call's ids of IDS_MOVED_FROM_BYTES bytes or more become its result without a copy (the
+    encoder's buffer is moved into it): later calls on the same threads, large or small, leave
+    every earlier result as it was, and each equals encode's ids."""
+    from fastbpe._core.encode import IDS_MOVED_FROM_BYTES
+
+    units = ["kot 猫が ždí 😀 qx\n", "zebra Ωμέγα 42 ", "the cat sat on the mat\n"]
+    per_unit = [len(byte_level.encode(u, disallowed_special=())) for u in units]
+    big = [u * (IDS_MOVED_FROM_BYTES // 4 // n + 1) for u, n in zip(units, per_unit)]
+    want = {u: byte_level.encode(u, disallowed_special=()) for u in units}
+    kept = []
+    for k, text in enumerate(big):
+        batch_ids = byte_level.encode_batch([text] * workers, workers=workers, disallowed_special=(), as_numpy=True)
+        single = byte_level.encode_to_numpy(text, disallowed_special=())
+        small = byte_level.encode_batch(["a b", "c"], workers=workers, as_numpy=True)
+        assert len(single) * 4 >= IDS_MOVED_FROM_BYTES and [ids.tolist() for ids in small] == [
+            byte_level.encode("a b"), byte_level.encode("c")]
+        kept.append((k, batch_ids, single))
+        for j, earlier_batch, earlier_single in kept:
+            unit = units[j]
+            expected = want[unit] * (len(big[j]) // len(unit))
+            assert all(ids.tolist() == expected for ids in earlier_batch)
+            assert earlier_single.tolist() == expected and earlier_single.flags.writeable
+
+
 POLICIES = [{}, {"allowed_special": "all"}, {"disallowed_special": ()}, {"allowed_special": {"<|endoftext|>"}},
             {"allowed_special": set(), "disallowed_special": ["<|endoftext|>"]},
             {"allowed_special": "all", "disallowed_special": ()}]
