@@ -247,6 +247,26 @@ class EncodeOpenAIWarm:
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
 
 
+class EncodeOpenAIWarmWorkers:
+    """The warm pass of 10 MB of English (documents of 64 KB) through ``encode_batch`` on one
+    and on two workers, ids as NumPy arrays: groups this large hand over their ids without a
+    copy, and each worker's search for special tokens overlaps the other's encoding. Wall
+    time; the ratio of the two is the batch's scaling (on a machine with two free cores)."""
+
+    params = ([1, 2],)
+    param_names = ["workers"]
+    timeout = 300
+
+    def setup(self, workers):
+        self.tok = _openai_tokenizer("cl100k_base")
+        text = corpus_text("english", "10MB")
+        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.tok.encode_batch(self.docs, workers=workers, as_numpy=True)  # fills the caches
+
+    def time_encode_batch_numpy_warm(self, workers):
+        self.tok.encode_batch(self.docs, workers=workers, as_numpy=True)
+
+
 class EncodeOpenAICold:
     """The cold pass: 1 MB of English (documents of 64 KB, as the peers comparison) encoded by a
     tokenizer that has encoded nothing yet, so most distinct chunks miss the caches and are
