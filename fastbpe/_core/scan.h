@@ -569,6 +569,11 @@ static inline ByteClasses classify_block(const uint8_t* q) {
 // The text is taken as s[0:m] followed by spaces, m the end of its last non-space, so that no
 // rule needs the end of the text; the chunks from the last start before m on come from Scanner,
 // and so do those of a block with a byte >= 0x80 in it or within 4 bytes before or 1 after.
+// ChunkStarts::load prefetches the text this many bytes past the block it classifies. Warm
+// passes over 10 MB (bench_warm_ab, one process, 9 alternated pairs, 2-core Intel Xeon): English
+// cl100k 1.047x, Llama 3 1.043x, code 0.99x; 1024 bytes: 1.025x and 1.003x; 4096: 1.044x, 0.986x.
+static const size_t TEXT_PREFETCH_BYTES = 2048;
+
 template <int PATTERN>
 class ChunkStarts {
   public:
@@ -643,6 +648,12 @@ class ChunkStarts {
         if (!sequential) from_ = p;
         uint8_t pad[64];
         const uint8_t* q = s_ + b;
+        // The text a few blocks on, asked for now: the encoder's and the counter's lookups
+        // between two blocks keep the hardware's own prefetcher from running far enough ahead
+        // (a third of this function's samples waited on the block's first load). A prefetch
+        // past the text's end is harmless: it never faults (the address is made as an
+        // integer, not by pointer arithmetic past the text).
+        __builtin_prefetch((const void*)((uintptr_t)s_ + b + TEXT_PREFETCH_BYTES));
         if (b + 64 > m_) {
             std::memset(pad, ' ', sizeof pad);
             std::memcpy(pad, s_ + b, m_ - b);
