@@ -99,12 +99,6 @@ static const int64_t BACKTRACK_BUDGET_PER_TOKEN_BYTE = 2;
 // The chunk-cache prefetch pipeline: ring size and distance (chunks) between its stages.
 static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
-// encode_tiled prefetches the short-cache set of the chunk this many places ahead of the one it
-// looks up. The lookups run in a loop of their own, a few nanoseconds each, so covering a
-// memory access takes many of them: on a 2-core AMD EPYC VM, 10 MB of English, warm passes
-// against looking each set up 16 chunks after prefetching it within the scan loop: 16 ahead
-// in the lookup loop 0.86x, 32 0.95x, 64 1.07x, 128 1.07-1.15x, 256 1.07x.
-static const int FIND_LAG = 64;
 // encode_utf8: chunks split ahead of the encoder at a time (two int64 arrays on the stack).
 static const int FUSED_BLOCK = 256;
 // encode_utf8_u16: chunks of at least this many bytes are backtracked straight into the
@@ -751,9 +745,9 @@ class BpeEncoder {
     // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
     // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes) into its short-cache key
-    // and computes the set it maps to. The second looks each chunk up in its set without a
-    // branch (the way that holds it, or none), having prefetched the set FIND_LAG chunks
-    // before, and lists it if it missed; a miss's hash is computed then and its slot of the
+    // and computes the set it maps to, and prefetches that set. The second looks each chunk up
+    // in its set without a branch (the way that holds it, or none), and lists it if it
+    // missed; a miss's hash is computed then and its slot of the
     // chunk cache prefetched (on a big text the short cache keeps only the commoner chunks).
     // The third writes the ids in order straight to op: a hit's from its way, anything else by
     // encode_chunk (chunk cache, whole lookup, BPE) while the chunk cache entries of the misses
@@ -794,6 +788,12 @@ class BpeEncoder {
                 if (length - 1 <= SHORT_KEY_MAX - 1) {  // (unsigned)
                     pack_short(dp + p, length, n - p, &word0[m], &word1[m]);
                     entry[m] = sets.entry(word0[m], word1[m]);
+                    // asked for as soon as it is known: the rest of the block's scan covers the
+                    // wait. (Prefetching from the lookup loop instead, 64 chunks ahead, left
+                    // the first 64 of every block waiting: warm passes over 10 MB on a 2-core
+                    // Intel Xeon, bench_warm_ab: cl100k 1.097x, o200k 1.095x, Llama 3 1.112x,
+                    // code 1.046x. On a 2-core AMD EPYC an earlier build measured the two alike.)
+                    ShortChunkCache::prefetch(entry[m]);
                 } else {  // (a key that no set holds: find() in none_set() gives nullptr)
                     entry[m] = ShortChunkCache::none_set();
                     word0[m] = word1[m] = ShortChunkCache::NO_KEY;
@@ -807,12 +807,8 @@ class BpeEncoder {
             // within SHORT_IDS - 1 bytes of the text's end: those are not looked up
             if (p == n)
                 for (int64_t c = m - 1; c >= 0 && start[c] + SHORT_IDS > n; --c) entry[c] = ShortChunkCache::none_set();
-            // (prefetching each set from the scan loop instead, as soon as its chunk is packed,
-            // ran no faster: the scan loop stalled on the prefetches)
             const bool short_whole = whole_in_short();
-            for (int64_t c = 0; c < m && c < FIND_LAG; ++c) ShortChunkCache::prefetch(entry[c]);
             for (int64_t c = 0; c < m; ++c) {
-                if (c + FIND_LAG < m) ShortChunkCache::prefetch(entry[c + FIND_LAG]);
                 find(c);
                 if (way[c] != nullptr) continue;
                 // a miss: its slot of the chunk cache is prefetched now, so that it has arrived
