@@ -831,7 +831,8 @@ def str_sizes(list texts):
 cdef class _IdStore:
     """A call's ids in the buffer moved out of its state (_moved_ids), lent to NumPy as int32;
     the buffer is freed with the last array that views it. Its room past the ids (the call's
-    worst case, one id per byte) is address space only: pages never written are never taken."""
+    worst case, one id per byte) is address space only: pages never written are never taken
+    (on huge pages, the rest of the one that holds the last ids is: under 2 MB)."""
     cdef IdBuffer ids
     cdef Py_ssize_t shape[1]
 
