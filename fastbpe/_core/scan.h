@@ -103,6 +103,15 @@ class Scanner {
         while (true) {
             p = ascii_class_run<MASK>(p);
             if (p >= n_ || s_[p] < 0x80) return p;
+            // two-byte characters (U+0080..U+07FF: Latin supplements, Greek, Cyrillic, Hebrew,
+            // Arabic...) one after another, without the ASCII test between them (a Russian
+            // word went through it at every letter)
+            while (p + 1 < n_ && (uint8_t)(s_[p] - 0xC2) < 0x1E) {
+                const uint32_t cp = ((uint32_t)(s_[p] & 0x1F) << 6) | (s_[p + 1] & 0x3F);
+                if (!(fb_flags(cp) & MASK)) return p;
+                p += 2;
+            }
+            if (p >= n_ || s_[p] < 0x80) continue;  // (an ASCII byte: its run, or the end there)
             Ch c = decode_valid(s_, p);
             if (!(c.fl & MASK)) return p;
             p += c.len;

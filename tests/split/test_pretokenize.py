@@ -68,7 +68,10 @@ WINDOW_LENGTHS = [15, 16, 17, 31, 32, 33, 47, 48, 49, 59, 60, 61, 62, 63, 64, 65
 # time, so that runs start, end and continue at every offset of a 16-byte window (and the text
 # ends inside or right after one), with the characters that end an ASCII stretch mid-run.
 RUN_ALPHABETS = ["abcXYZ", "ABCDE", "xyz", "0123456789", " ", "\t\n\r\x0b\x0c ", "\n", ".,!?-/'", "\u00e9\u00c9\u01c5",
-                 "\u0663\u00b2", "\u00a0\u3000\u2028", "\u0301", "\u4e2d"]
+                 "\u0663\u00b2", "\u00a0\u3000\u2028", "\u0301", "\u4e2d",
+                 # two-byte letters (Cyrillic, Greek, Hebrew, Arabic), and two-byte characters of
+                 # other classes among them (a sign, an Arabic digit, a mark, NBSP, a letter)
+                 "\u0416\u0436\u03a9\u05d0\u0628", "\u00d7\u0660\u0301\u00a0\u00b5"]
 long_runs_text = st.lists(
     st.tuples(st.sampled_from(RUN_ALPHABETS), st.one_of(st.integers(1, 40), st.sampled_from(WINDOW_LENGTHS)),
               st.integers(0, 2**32)),
