@@ -14,7 +14,7 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
 from libcpp.vector cimport vector
-from cpython.buffer cimport PyBUF_FORMAT
+from fastbpe._core.buffers cimport lend_vector
 
 from fastbpe._core.chunk_table cimport ChunkTable
 from fastbpe._core.patterns cimport PAT_COUNT, ERR_COUNT
@@ -249,19 +249,7 @@ cdef class _TableBytes:
 
     def __getbuffer__(self, Py_buffer* view, int flags):
         self.shape[0] = <Py_ssize_t>self.data.size()
-        view.buf = <void*>self.data.data()
-        view.obj = self
-        view.len = self.shape[0]
-        view.readonly = 0
-        view.itemsize = 1
-        view.format = NULL
-        if flags & PyBUF_FORMAT:
-            view.format = b"B"
-        view.ndim = 1
-        view.shape = self.shape
-        view.strides = NULL
-        view.suboffsets = NULL
-        view.internal = NULL
+        lend_vector(view, self, <void*>self.data.data(), self.shape, 1, b"B", flags)
 
     def __releasebuffer__(self, Py_buffer* view):
         pass

@@ -25,7 +25,7 @@ import numpy as np
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
-from cpython.buffer cimport PyBUF_FORMAT
+from fastbpe._core.buffers cimport lend_vector
 
 from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, IdBuffer, MERGE_REPLAY, MERGE_PAIR,
                                 MERGE_TOKEN, SCAN_MAX_CHUNK, SharedChunkCache)
@@ -70,7 +70,7 @@ cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
 cdef size_t KEEP_UTF8_IN_STR = 64 * 1024 * 1024
 UTF8_KEPT_IN_STR_UP_TO = KEEP_UTF8_IN_STR   # (the bound, seen from Python)
 # A call's ids of at least this many bytes become its result without a copy: the state's buffer
-# is moved into the result (_moved_ids), and the next call's buffer comes from fresh pages, huge
+# is moved into the result (_buffer_ids), and the next call's buffer comes from fresh pages, huge
 # ones, as a copy's destination would. Fewer are copied out, and the buffer stays warm for the
 # next call. (encode_batch's workers copied each group's ids into arrays that glibc took from
 # their threads' arenas, on 4 KB pages faulted anew on every pass: 100 MB of English on two
@@ -323,17 +323,10 @@ cdef class BPECore:
             big.resize(got, refcheck=False)  # realloc: shrinks in place, the tail never touched
             st.trim(KEEP_BUFFER)
             return self.id_list(big, state) if as_list else big
-        cdef int32_t[::1] ov
         if as_list:
             out = self._list_of(st.out.data(), got, self._shared_ints(state))
-        elif <size_t>got * sizeof(int32_t) >= MOVE_IDS_MIN_BYTES:
-            out = _moved_ids(st, got)
         else:
-            out = np.empty(got, dtype=np.int32)
-            ov = out
-            if got > 0:
-                with nogil:
-                    memcpy(&ov[0], st.out.data(), got * sizeof(int32_t))
+            out = _buffer_ids(st, got)
         if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
             st.out.clear()
             st.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
@@ -516,15 +509,7 @@ cdef class BPECore:
             _settle(state, chunks, misses)
             big.resize(total, refcheck=False)  # realloc: shrinks in place
             return big, ends, failed
-        cdef int32_t[::1] iv
-        if <size_t>total * sizeof(int32_t) >= MOVE_IDS_MIN_BYTES:
-            ids = _moved_ids(st, total)
-        else:
-            ids = np.empty(total, dtype=np.int32)
-            iv = ids
-            if total > 0:
-                with nogil:
-                    memcpy(&iv[0], op, total * sizeof(int32_t))
+        ids = _buffer_ids(st, total)   # (op is the state's buffer here)
         _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
         return ids, ends, failed
 
@@ -829,7 +814,7 @@ def str_sizes(list texts):
 
 
 cdef class _IdStore:
-    """A call's ids in the buffer moved out of its state (_moved_ids), lent to NumPy as int32;
+    """A call's ids in the buffer moved out of its state (_buffer_ids), lent to NumPy as int32;
     the buffer is freed with the last array that views it. Its room past the ids (the call's
     worst case, one id per byte) is address space only: pages never written are never taken
     (on huge pages, the rest of the one that holds the last ids is: under 2 MB)."""
@@ -837,31 +822,29 @@ cdef class _IdStore:
     cdef Py_ssize_t shape[1]
 
     def __getbuffer__(self, Py_buffer* view, int flags):
-        view.buf = <void*>self.ids.data()
-        view.obj = self
-        view.len = self.shape[0] * sizeof(int32_t)
-        view.readonly = 0
-        view.itemsize = sizeof(int32_t)
-        view.format = NULL
-        if flags & PyBUF_FORMAT:
-            view.format = b"i"
-        view.ndim = 1
-        view.shape = self.shape
-        view.strides = NULL
-        view.suboffsets = NULL
-        view.internal = NULL
+        lend_vector(view, self, <void*>self.ids.data(), self.shape, sizeof(int32_t), b"i", flags)
 
     def __releasebuffer__(self, Py_buffer* view):
         pass
 
 
-cdef object _moved_ids(EncodeScratch* st, int64_t count):
-    """The first ``count`` ids of ``st.out`` as an int32 array that owns them: the buffer is
-    moved out of the state, which is left an empty one."""
-    cdef _IdStore store = _IdStore.__new__(_IdStore)
-    store.ids.swap(st.out)
-    store.shape[0] = count
-    return np.frombuffer(store, dtype=np.int32)
+cdef object _buffer_ids(EncodeScratch* st, int64_t count):
+    """The first ``count`` ids of ``st.out`` as an int32 array of their own: from
+    MOVE_IDS_MIN_BYTES up the buffer itself, moved out of the state (which is left an empty
+    one); below, a copy, the buffer kept."""
+    cdef _IdStore store
+    cdef int32_t[::1] ov
+    if <size_t>count * sizeof(int32_t) >= MOVE_IDS_MIN_BYTES:
+        store = _IdStore.__new__(_IdStore)
+        store.ids.swap(st.out)
+        store.shape[0] = count
+        return np.frombuffer(store, dtype=np.int32)
+    out = np.empty(count, dtype=np.int32)
+    ov = out
+    if count > 0:
+        with nogil:
+            memcpy(&ov[0], st.out.data(), count * sizeof(int32_t))
+    return out
 
 
 cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
