@@ -100,9 +100,8 @@ class Scanner {
     }
     template <uint16_t MASK>
     __attribute__((noinline)) size_t run_flags_unicode(size_t p) const {
+        // (called at a byte >= 0x80: the non-ASCII loops come first, the ASCII run after them)
         while (true) {
-            p = ascii_class_run<MASK>(p);
-            if (p >= n_ || s_[p] < 0x80) return p;
             // two-byte characters (U+0080..U+07FF: Latin supplements, Greek, Cyrillic, Hebrew,
             // Arabic...) one after another, without the ASCII test between them (a Russian
             // word went through it at every letter)
@@ -111,8 +110,24 @@ class Scanner {
                 if (!(fb_flags(cp) & MASK)) return p;
                 p += 2;
             }
-            if (p >= n_ || s_[p] < 0x80) continue;  // (an ASCII byte: its run, or the end there)
-            Ch c = decode_valid(s_, p);
+            // and three-byte ones (U+0800..U+FFFF: Indic scripts, Thai, CJK, Hangul...), the
+            // code point's first stage looked up without the range test of fb_flags
+            while (p + 2 < n_ && (uint8_t)(s_[p] - 0xE0) < 0x10) {
+                const uint32_t cp = ((uint32_t)(s_[p] & 0x0F) << 12) | ((uint32_t)(s_[p + 1] & 0x3F) << 6) |
+                                    (s_[p + 2] & 0x3F);
+                if (!(FB_STAGE2[(uint32_t)FB_STAGE1[cp >> 8] * 256u + (cp & 255u)] & MASK)) return p;
+                p += 3;
+            }
+            if (p >= n_) return p;
+            if (s_[p] < 0x80) {  // an ASCII byte: its run, then the characters after it
+                p = ascii_class_run<MASK>(p);
+                if (p >= n_ || s_[p] < 0x80) return p;
+                continue;
+            }
+            const uint8_t b = s_[p];
+            if (((uint8_t)(b - 0xC2) < 0x1E && p + 1 < n_) || ((uint8_t)(b - 0xE0) < 0x10 && p + 2 < n_))
+                continue;  // (the other loop above takes it)
+            Ch c = decode_valid(s_, p);  // four bytes (or a character cut by the text's end)
             if (!(c.fl & MASK)) return p;
             p += c.len;
         }

@@ -71,7 +71,12 @@ RUN_ALPHABETS = ["abcXYZ", "ABCDE", "xyz", "0123456789", " ", "\t\n\r\x0b\x0c ",
                  "\u0663\u00b2", "\u00a0\u3000\u2028", "\u0301", "\u4e2d",
                  # two-byte letters (Cyrillic, Greek, Hebrew, Arabic), and two-byte characters of
                  # other classes among them (a sign, an Arabic digit, a mark, NBSP, a letter)
-                 "\u0416\u0436\u03a9\u05d0\u0628", "\u00d7\u0660\u0301\u00a0\u00b5"]
+                 "\u0416\u0436\u03a9\u05d0\u0628", "\u00d7\u0660\u0301\u00a0\u00b5",
+                 # three-byte letters and marks (Devanagari, Thai, CJK, Hangul, full-width Latin
+                 # of both cases), three-byte characters of other classes (digits, punctuation,
+                 # spaces) and four-byte ones (a capital letter, an emoji) among them
+                 "\u0915\u0937\u094d\u093e\u0e01\u0e02\u0e31\u0e48\u4e2d\u6587\ud55c\uff21\uff41",
+                 "\u0966\u0e51\u3002\u2019\u3000\U0001d400\U0001f600\u0416"]
 long_runs_text = st.lists(
     st.tuples(st.sampled_from(RUN_ALPHABETS), st.one_of(st.integers(1, 40), st.sampled_from(WINDOW_LENGTHS)),
               st.integers(0, 2**32)),
