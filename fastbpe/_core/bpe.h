@@ -238,7 +238,7 @@ struct EncodeScratch {
     IdBuffer sid, span;           // the symbol list of a long chunk (SymbolList)
     std::vector<uint64_t> dead;   // the backtracking encoder's dead ends (Backtracker::encode)
     std::vector<uint64_t> memo;   // and its memo of compatible pairs
-    IdBuffer out;                 // ids of a call, before the caller copies them out
+    IdBuffer out;                 // ids of a call, before the caller copies them out (out_room)
     std::vector<uint8_t> utf8;    // UTF-8 of a str
     Heap<uint64_t, LowestFirst> heap;
     // merge_by_rank: its buckets (buckets[0:used_buckets] in use), rank -> bucket, and the
@@ -281,6 +281,29 @@ struct EncodeScratch {
             cache.prefetch_entry(h);
     }
 
+    // A call's ids of many bytes become its result: out is moved into it, and a later call
+    // takes a new buffer. Fresh pages cost the kernel a clearing each (10 MB of English, cl100k:
+    // 4.5% of a warm pass's CPU), so the result gives its buffer back when it dies
+    // (give_back_out), and the next call whose out is too small writes into that one instead
+    // (out_room): its pages are mapped already. One is kept, the biggest, of at most
+    // `keep_bytes` (the caller's bound on the buffers it keeps). Locked: a result may die on
+    // any thread, while this state's thread takes the spare.
+    void give_back_out(IdBuffer& ids, size_t keep_bytes) {
+        if (ids.capacity() * sizeof(int32_t) > keep_bytes) return;
+        std::lock_guard<std::mutex> hold(spare_lock_);
+        if (ids.capacity() > spare_out_.capacity()) spare_out_.swap(ids);
+    }
+    // out resized to at least `room` ids (their values unset), into the spare when out has
+    // less room and the spare enough.
+    void out_room(size_t room) {
+        if (out.size() >= room) return;
+        if (out.capacity() < room) {
+            std::lock_guard<std::mutex> hold(spare_lock_);
+            if (spare_out_.capacity() >= room) out.swap(spare_out_);
+        }
+        out.resize(room);
+    }
+
     // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
     void trim(size_t keep) {
         size_t held = (sid.capacity() + span.capacity()) * sizeof(int32_t) +
@@ -295,6 +318,10 @@ struct EncodeScratch {
         used_buckets = 0;
         ranks.release();
     }
+
+  private:
+    IdBuffer spare_out_;      // a buffer of ids given back (give_back_out), for out_room
+    std::mutex spare_lock_;
 };
 
 // The encoding tables. Built once, then read-only: many threads may encode at once, each with
@@ -878,7 +905,7 @@ class BpeEncoder {
         int64_t m = 0, run_bytes = 0, count = 0;
         auto flush = [&]() -> int64_t {  // the run of chunks so far, through st.out
             if (m == 0) return 0;
-            if ((int64_t)st.out.size() < run_bytes) st.out.resize(run_bytes);
+            st.out_room((size_t)run_bytes);
             int64_t got = encode_block(dp, n, starts, ends, m, st, st.out.data(), misses);
             if (got < 0) return got;
             for (int64_t i = 0; i < got; ++i) out[count + i] = (uint16_t)st.out[i];

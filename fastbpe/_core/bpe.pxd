@@ -31,6 +31,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
     cdef cppclass IdBuffer:
         int32_t* data()
         size_t size()
+        size_t capacity()
         void resize(size_t n) except +
         void clear()
         void shrink_to_fit()
@@ -48,6 +49,8 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void trim(size_t keep)
         size_t cache_size()
         void expect_text(size_t bytes) except +
+        void give_back_out(IdBuffer& ids, size_t keep_bytes)
+        void out_room(size_t room) except +
 
     cdef cppclass Backtracker:
         int64_t non_monotone

@@ -70,9 +70,10 @@ cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
 cdef size_t KEEP_UTF8_IN_STR = 64 * 1024 * 1024
 UTF8_KEPT_IN_STR_UP_TO = KEEP_UTF8_IN_STR   # (the bound, seen from Python)
 # A call's ids of at least this many bytes become its result without a copy: the state's buffer
-# is moved into the result (_buffer_ids), and the next call's buffer comes from fresh pages, huge
-# ones, as a copy's destination would. Fewer are copied out, and the buffer stays warm for the
-# next call. (encode_batch's workers copied each group's ids into arrays that glibc took from
+# is moved into the result (_buffer_ids), and given back to the state when the result dies, for
+# a later call to write into, its pages still mapped (while a result lives, the next call takes
+# fresh pages, huge ones, as a copy's destination would). Fewer are copied out, and the buffer
+# stays warm for the next call. (encode_batch's workers copied each group's ids into arrays that glibc took from
 # their threads' arenas, on 4 KB pages faulted anew on every pass: 100 MB of English on two
 # workers spent 12% of a warm pass's CPU clearing pages.)
 cdef size_t MOVE_IDS_MIN_BYTES = 2 * 1024 * 1024
@@ -297,8 +298,7 @@ cdef class BPECore:
         cdef EncodeScratch* st = &state.scratch
         if <size_t>room * sizeof(int32_t) > KEEP_BUFFER:
             return np.empty(room, dtype=np.int32)
-        if <int64_t>st.out.size() < room:
-            st.out.resize(room)
+        st.out_room(room)
         return None
 
     cdef int32_t* _output_ids(self, EncodeState state, object big):
@@ -326,7 +326,7 @@ cdef class BPECore:
         if as_list:
             out = self._list_of(st.out.data(), got, self._shared_ints(state))
         else:
-            out = _buffer_ids(st, got)
+            out = _buffer_ids(state, got)
         if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
             st.out.clear()
             st.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
@@ -430,8 +430,8 @@ cdef class BPECore:
             if not ascii:
                 size = utf8_from_str_data(kind, chars, n, st.utf8.data())
             if size >= 0:
-                if op == NULL and <int64_t>st.out.size() < size:
-                    st.out.resize(size)
+                if op == NULL:
+                    st.out_room(size)
                 st.expect_text(size)
                 got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses, op)
         if st.utf8.size() > KEEP_BUFFER:
@@ -509,7 +509,7 @@ cdef class BPECore:
             _settle(state, chunks, misses)
             big.resize(total, refcheck=False)  # realloc: shrinks in place
             return big, ends, failed
-        ids = _buffer_ids(st, total)   # (op is the state's buffer here)
+        ids = _buffer_ids(state, total)   # (op is the state's buffer here)
         _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
         return ids, ends, failed
 
@@ -535,8 +535,7 @@ cdef class BPECore:
         cdef int64_t[::1] ev = ends
         bad.resize(count)
         cdef EncodeScratch* st = &state.scratch
-        if <int64_t>st.out.size() < widest:
-            st.out.resize(widest)
+        st.out_room(widest)
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         with nogil:
             st.expect_text(bounds[count] - bounds[0] if count > 0 else 0)
@@ -815,11 +814,13 @@ def str_sizes(list texts):
 
 cdef class _IdStore:
     """A call's ids in the buffer moved out of its state (_buffer_ids), lent to NumPy as int32;
-    the buffer is freed with the last array that views it. Its room past the ids (the call's
-    worst case, one id per byte) is address space only: pages never written are never taken
-    (on huge pages, the rest of the one that holds the last ids is: under 2 MB)."""
+    the buffer goes back to the state with the last array that views it, for a later call to
+    write into (EncodeScratch::give_back_out). Its room past the ids (the call's worst case,
+    one id per byte) is address space only: pages never written are never taken (on huge
+    pages, the rest of the one that holds the last ids is: under 2 MB)."""
     cdef IdBuffer ids
     cdef Py_ssize_t shape[1]
+    cdef EncodeState state
 
     def __getbuffer__(self, Py_buffer* view, int flags):
         lend_vector(view, self, <void*>self.ids.data(), self.shape, sizeof(int32_t), b"i", flags)
@@ -827,17 +828,23 @@ cdef class _IdStore:
     def __releasebuffer__(self, Py_buffer* view):
         pass
 
+    def __dealloc__(self):
+        if self.state is not None:
+            self.state.scratch.give_back_out(self.ids, KEEP_BUFFER)
 
-cdef object _buffer_ids(EncodeScratch* st, int64_t count):
-    """The first ``count`` ids of ``st.out`` as an int32 array of their own: from
+
+cdef object _buffer_ids(EncodeState state, int64_t count):
+    """The first ``count`` ids of the state's buffer as an int32 array of their own: from
     MOVE_IDS_MIN_BYTES up the buffer itself, moved out of the state (which is left an empty
-    one); below, a copy, the buffer kept."""
+    one, until the array gives it back); below, a copy, the buffer kept."""
+    cdef EncodeScratch* st = &state.scratch
     cdef _IdStore store
     cdef int32_t[::1] ov
     if <size_t>count * sizeof(int32_t) >= MOVE_IDS_MIN_BYTES:
         store = _IdStore.__new__(_IdStore)
         store.ids.swap(st.out)
         store.shape[0] = count
+        store.state = state
         return np.frombuffer(store, dtype=np.int32)
     out = np.empty(count, dtype=np.int32)
     ov = out

@@ -356,6 +356,39 @@ def test_large_results_keep_their_ids_through_later_calls(byte_level, workers):
             assert earlier_single.tolist() == expected and earlier_single.flags.writeable
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_dropped_large_result_lends_its_buffer_to_later_calls(byte_level, workers):
+    """A large result gives its buffer back to the encoder when the last array that views it
+    is gone, and a later call writes there: a view that outlives its array keeps the buffer
+    (and its ids) until it goes too, and every call's ids equal encode's, whichever buffer
+    they went to."""
+    from fastbpe._core.encode import IDS_MOVED_FROM_BYTES
+
+    units = ["the cat sat on the mat\n", "zebra \u03a9\u03bc\u03ad\u03b3\u03b1 42 ", "kot \u732b\u304c \u017ed\u00ed \U0001f600 qx\n"]
+    want = {u: byte_level.encode(u, disallowed_special=()) for u in units}
+    texts = [u * (IDS_MOVED_FROM_BYTES // 4 // len(want[u]) + 2) for u in units]
+
+    def expected(text):
+        unit = next(u for u in units if text.startswith(u))
+        return want[unit] * (len(text) // len(unit))
+
+    for round_ in range(2):
+        for k, text in enumerate(texts):
+            batch_ids = byte_level.encode_batch([text] * workers, workers=workers, disallowed_special=(),
+                                                as_numpy=True)
+            view = batch_ids[0][3:40]  # outlives its array
+            first = batch_ids[0][3:40].tolist()
+            del batch_ids
+            later = texts[(k + 1) % len(texts)]
+            single = byte_level.encode_to_numpy(later, disallowed_special=())
+            again = byte_level.encode_batch([later] * workers, workers=workers, disallowed_special=(),
+                                            as_numpy=True)
+            assert view.tolist() == first == expected(text)[3:40]
+            assert single.tolist() == expected(later)
+            assert all(ids.tolist() == expected(later) for ids in again)
+            del view, single, again  # the buffers back for the next round's calls
+
+
 POLICIES = [{}, {"allowed_special": "all"}, {"disallowed_special": ()}, {"allowed_special": {"<|endoftext|>"}},
             {"allowed_special": set(), "disallowed_special": ["<|endoftext|>"]},
             {"allowed_special": "all", "disallowed_special": ()}]
