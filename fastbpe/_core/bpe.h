@@ -283,23 +283,37 @@ struct EncodeScratch {
 
     // A call's ids of many bytes become its result: out is moved into it, and a later call
     // takes a new buffer. Fresh pages cost the kernel a clearing each (10 MB of English, cl100k:
-    // 4.5% of a warm pass's CPU), so the result gives its buffer back when it dies
-    // (give_back_out), and the next call whose out is too small writes into that one instead
-    // (out_room): its pages are mapped already. One is kept, the biggest, of at most
-    // `keep_bytes` (the caller's bound on the buffers it keeps). Locked: a result may die on
-    // any thread, while this state's thread takes the spare.
-    void give_back_out(IdBuffer& ids, size_t keep_bytes) {
-        if (ids.capacity() * sizeof(int32_t) > keep_bytes) return;
+    // 4.5% of a warm pass's CPU), so a result gives its buffer back when it dies
+    // (give_back_out), and a later call whose out is too small writes into one of those
+    // instead (out_room): its pages are mapped already. They are kept while the ids they held
+    // (`used_bytes` each: the pages written) come to at most `keep_bytes` together, the
+    // caller's bound on what it keeps (a batch's groups give back one buffer each). Locked: a
+    // result may die on any thread, while this state's thread takes a spare.
+    void give_back_out(IdBuffer& ids, size_t used_bytes, size_t keep_bytes) {
         std::lock_guard<std::mutex> hold(spare_lock_);
-        if (ids.capacity() > spare_out_.capacity()) spare_out_.swap(ids);
+        if (spare_used_ + used_bytes > keep_bytes) return;  // (the caller frees it)
+        try {
+            spares_.emplace_back();
+        } catch (const std::bad_alloc&) {
+            return;
+        }
+        spares_.back().ids.swap(ids);
+        spares_.back().used = used_bytes;
+        spare_used_ += used_bytes;
     }
-    // out resized to at least `room` ids (their values unset), into the spare when out has
-    // less room and the spare enough.
+    // out resized to at least `room` ids (their values unset), into a spare when out has less
+    // room and a spare enough (the last given back first: its pages are the likeliest cached).
     void out_room(size_t room) {
         if (out.size() >= room) return;
         if (out.capacity() < room) {
             std::lock_guard<std::mutex> hold(spare_lock_);
-            if (spare_out_.capacity() >= room) out.swap(spare_out_);
+            for (size_t i = spares_.size(); i-- > 0;) {
+                if (spares_[i].ids.capacity() < room) continue;
+                out.swap(spares_[i].ids);  // (out's smaller buffer, if any, is freed with the spare)
+                spare_used_ -= spares_[i].used;
+                spares_.erase(spares_.begin() + (std::ptrdiff_t)i);
+                break;
+            }
         }
         out.resize(room);
     }
@@ -320,7 +334,12 @@ struct EncodeScratch {
     }
 
   private:
-    IdBuffer spare_out_;      // a buffer of ids given back (give_back_out), for out_room
+    struct Spare {
+        IdBuffer ids;
+        size_t used;  // bytes of ids its result held
+    };
+    std::vector<Spare> spares_;  // buffers of ids given back (give_back_out), for out_room
+    size_t spare_used_ = 0;      // their used bytes, summed
     std::mutex spare_lock_;
 };
 

@@ -49,7 +49,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void trim(size_t keep)
         size_t cache_size()
         void expect_text(size_t bytes) except +
-        void give_back_out(IdBuffer& ids, size_t keep_bytes)
+        void give_back_out(IdBuffer& ids, size_t used_bytes, size_t keep_bytes)
         void out_room(size_t room) except +
 
     cdef cppclass Backtracker:

@@ -830,7 +830,7 @@ cdef class _IdStore:
 
     def __dealloc__(self):
         if self.state is not None:
-            self.state.scratch.give_back_out(self.ids, KEEP_BUFFER)
+            self.state.scratch.give_back_out(self.ids, self.shape[0] * sizeof(int32_t), KEEP_BUFFER)
 
 
 cdef object _buffer_ids(EncodeState state, int64_t count):

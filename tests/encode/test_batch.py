@@ -389,6 +389,28 @@ def test_a_dropped_large_result_lends_its_buffer_to_later_calls(byte_level, work
             del view, single, again  # the buffers back for the next round's calls
 
 
+def test_a_batch_of_many_groups_reuses_their_buffers(byte_level):
+    """A batch big enough to be cut into several groups per worker, each group's ids moved into
+    its result: encoded again after the first result is dropped (the groups' buffers given
+    back, several to each worker's encoder), and again while the second is kept, every text's
+    ids equal encode's."""
+    from fastbpe._core.encode import IDS_MOVED_FROM_BYTES
+    from fastbpe.encode.batch import GROUP_CHARS
+
+    unit = "kot \u732b\u304c \u017ed\u00ed \U0001f600 qx\n"
+    want = byte_level.encode(unit, disallowed_special=())
+    text = unit * (GROUP_CHARS // len(unit) // 2)
+    texts = [text] * 12  # three groups a worker of two texts each, each group's ids moved
+    assert len(want) * (len(text) // len(unit)) * 4 * 2 >= IDS_MOVED_FROM_BYTES
+    expected = want * (len(text) // len(unit))
+    first = byte_level.encode_batch(texts, workers=2, disallowed_special=(), as_numpy=True)
+    assert all(ids.tolist() == expected for ids in first)
+    del first
+    for _ in range(2):
+        kept = byte_level.encode_batch(texts, workers=2, disallowed_special=(), as_numpy=True)
+        assert all(ids.tolist() == expected for ids in kept)
+
+
 POLICIES = [{}, {"allowed_special": "all"}, {"disallowed_special": ()}, {"allowed_special": {"<|endoftext|>"}},
             {"allowed_special": set(), "disallowed_special": ["<|endoftext|>"]},
             {"allowed_special": "all", "disallowed_special": ()}]
