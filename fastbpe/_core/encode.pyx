@@ -127,7 +127,9 @@ cdef class EncodeState:
     (default: 2**20, 32 MB, or ``short_cache_bits`` if more). Tests make it tiny and fixed to
     force collisions. ``shared``: a :class:`SharedCache` that takes the place of the cache
     (behind the short-chunk one) for as long as it has room, shared with the other threads
-    attached to it.
+    attached to it. The id buffers of large results (``IDS_MOVED_FROM_BYTES`` of ids and
+    more) come back to their state when the arrays go, and later calls write into them: a
+    state keeps those while their ids come to 64 MB at most.
     """
     cdef EncodeScratch scratch
     cdef readonly SharedCache shared   # (held: the scratch points into it)
