@@ -267,6 +267,28 @@ class EncodeOpenAIWarmWorkers:
         self.tok.encode_batch(self.docs, workers=workers, as_numpy=True)
 
 
+class EncodeLanguagesWarm:
+    """The warm pass over one language's rows of the multilingual table (all of them, about
+    4-11 MB each; capped by the run's input size), one row a line in documents of 64 KB, with
+    cl100k through ``encode_batch`` as NumPy arrays: the scanner's runs of two-byte (Russian,
+    Arabic) and three-byte characters (Hindi, Tamil, Thai, Chinese), and Russian's many chunks
+    past the short-chunk cache's 15 bytes."""
+
+    params = (["ru", "ar", "hi", "ta", "th", "zh_CN"],)
+    param_names = ["language"]
+    timeout = 300
+
+    def setup(self, language):
+        self.tok = _openai_tokenizer("cl100k_base")
+        text = "\n".join(parallel_rows()[language]) + "\n"
+        text = text.encode("utf-8")[:input_size("10MB")].decode("utf-8", "ignore")
+        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.tok.encode_batch(self.docs, workers=1, as_numpy=True)  # the first pass fills the caches
+
+    def time_encode_batch_numpy_warm(self, language):
+        self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
+
+
 class EncodeOpenAICold:
     """The cold pass: 1 MB of English (documents of 64 KB, as the peers comparison) encoded by a
     tokenizer that has encoded nothing yet, so most distinct chunks miss the caches and are
