@@ -260,8 +260,7 @@ class Scanner {
 
     // (?i:x) contraction letters
     inline size_t contraction_ci(size_t p) const {  // '(?i:[sdmt]|ll|ve|re) at p, or NPOS
-        Ch c = at(p);
-        if (c.cp != '\'') return NPOS;
+        if (p >= n_ || s_[p] != '\'') return NPOS;  // (no character decoded for most chunks)
         Ch c1 = at(p + 1);
         if (!c1.len) return NPOS;
         if (fb_ci_letter('s', c1.cp) || fb_ci_letter('d', c1.cp) || fb_ci_letter('m', c1.cp) ||
@@ -338,12 +337,15 @@ class Scanner {
         size_t r = contraction_ci(p);
         if (r != NPOS) return r;
         Ch c = at(p);
-        if (c.fl & FB_L) return run_flags<FB_L>(p);
+        // (a letter run from a character past the ASCII goes straight to the loops that decode
+        // such characters: run_flags would first test the bytes there for ASCII letters)
+        if (c.fl & FB_L) return c.len > 1 ? run_flags_unicode<FB_L>(p + c.len) : run_flags<FB_L>(p);
         if (c.len && !(c.fl & FB_N) && c.cp != '\r' && c.cp != '\n') {
             // optional prefix then letters; without the prefix the letter run cannot start
             // here (c is not a letter), so only the with-prefix attempt can succeed
             Ch d = at(p + c.len);
-            if (d.fl & FB_L) return run_flags<FB_L>(p + c.len);
+            if (d.fl & FB_L)
+                return d.len > 1 ? run_flags_unicode<FB_L>(p + c.len + d.len) : run_flags<FB_L>(p + c.len);
         }
         if (c.fl & FB_N) return digits_upto3(p, c);
         size_t q = other_then_newlines(p, c, false);
