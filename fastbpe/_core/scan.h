@@ -259,8 +259,12 @@ class Scanner {
     }
 
     // (?i:x) contraction letters
-    inline size_t contraction_ci(size_t p) const {  // '(?i:[sdmt]|ll|ve|re) at p, or NPOS
-        if (p >= n_ || s_[p] != '\'') return NPOS;  // (no character decoded for most chunks)
+    // '(?i:[sdmt]|ll|ve|re) at p, or NPOS: the test for the apostrophe inline (most chunks
+    // have none), the rest in a call
+    __attribute__((always_inline)) inline size_t contraction_ci(size_t p) const {
+        return p < n_ && s_[p] == '\'' ? contraction_after_apostrophe(p) : NPOS;
+    }
+    __attribute__((noinline)) size_t contraction_after_apostrophe(size_t p) const {
         Ch c1 = at(p + 1);
         if (!c1.len) return NPOS;
         if (fb_ci_letter('s', c1.cp) || fb_ci_letter('d', c1.cp) || fb_ci_letter('m', c1.cp) ||
