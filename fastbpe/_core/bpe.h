@@ -843,6 +843,11 @@ class BpeEncoder {
                 } else {  // (a key that no set holds: find() in none_set() gives nullptr)
                     entry[m] = ShortChunkCache::none_set();
                     word0[m] = word1[m] = ShortChunkCache::NO_KEY;
+                    // a sure miss: its chunk cache slot asked for now, a block ahead of its
+                    // lookup (asked for after the second loop, the first PIPELINE_DISTANCE
+                    // misses of a block waited for their slots: Russian, a quarter of whose
+                    // chunks are longer than SHORT_KEY_MAX)
+                    hash[m] = hash_ahead(dp, (int64_t)p, (int64_t)e, st);
                 }
                 p = e;
             }
@@ -857,11 +862,12 @@ class BpeEncoder {
             for (int64_t c = 0; c < m; ++c) {
                 find(c);
                 if (way[c] != nullptr) continue;
+                size_t length = start[c + 1] - start[c];
+                if (length > SHORT_KEY_MAX) continue;  // (its hash made in the scan)
                 // a miss: its slot of the chunk cache is prefetched now, so that it has arrived
                 // by the time the fourth loop prefetches the key and ids it points at
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
-                size_t length = start[c + 1] - start[c];
-                if (short_whole && length - 2 <= SHORT_KEY_MAX - 2)  // (unsigned)
+                if (short_whole && length >= 2)
                     prefetch_short_token(dp + start[c], (int64_t)length, word0[c], word1[c]);
             }
             for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
