@@ -73,9 +73,9 @@ UTF8_KEPT_IN_STR_UP_TO = KEEP_UTF8_IN_STR   # (the bound, seen from Python)
 # is moved into the result (_buffer_ids), and given back to the state when the result dies, for
 # a later call to write into, its pages still mapped (while a result lives, the next call takes
 # fresh pages, huge ones, as a copy's destination would). Fewer are copied out, and the buffer
-# stays warm for the next call. (encode_batch's workers copied each group's ids into arrays that glibc took from
-# their threads' arenas, on 4 KB pages faulted anew on every pass: 100 MB of English on two
-# workers spent 12% of a warm pass's CPU clearing pages.)
+# stays warm for the next call. (encode_batch's workers copied each group's ids into arrays
+# that glibc took from their threads' arenas, on 4 KB pages faulted anew on every pass: 100 MB
+# of English on two workers spent 12% of a warm pass's CPU clearing pages.)
 cdef size_t MOVE_IDS_MIN_BYTES = 2 * 1024 * 1024
 IDS_MOVED_FROM_BYTES = MOVE_IDS_MIN_BYTES   # (the bound, seen from Python)
 
