@@ -804,9 +804,13 @@ class BpeEncoder {
     int64_t encode_tiled(const uint8_t* dp, size_t n, EncodeScratch& st, int64_t* chunks, int64_t* misses,
                          int32_t* op) const {
         uint32_t start[FUSED_BLOCK + 1];         // chunk c is dp[start[c]:start[c + 1]] (n < 4 GB)
-        uint64_t word0[FUSED_BLOCK], word1[FUSED_BLOCK];  // a short chunk's packed bytes
-        const void* entry[FUSED_BLOCK];          // and its short-cache set (none_set(): no lookup)
-        const void* way[FUSED_BLOCK];            // the way holding chunk c, nullptr: a miss
+        // a chunk's short-cache key and lookup, side by side (the three loops read and write
+        // them together: one line holds two chunks')
+        struct Lookup {
+            uint64_t w0, w1;    // a short chunk's packed bytes
+            const void* entry;  // and its short-cache set (none_set(): no lookup)
+            const void* way;    // the way holding the chunk, nullptr: a miss
+        } look[FUSED_BLOCK];
         uint64_t hash[FUSED_BLOCK];              // a miss's hash_ahead
         int32_t todo[FUSED_BLOCK];               // the misses, in order; then those to put
         uint32_t at[FUSED_BLOCK], got_ids[FUSED_BLOCK];  // where a miss's ids went in op, how many
@@ -818,8 +822,8 @@ class BpeEncoder {
         int64_t left;  // misses listed in todo so far
         // chunk c in its set, without a branch: its way, or listed as a miss
         auto find = [&](int64_t c) {
-            const void* x = ShortChunkCache::find(entry[c], word0[c], word1[c]);
-            way[c] = x;
+            const void* x = ShortChunkCache::find(look[c].entry, look[c].w0, look[c].w1);
+            look[c].way = x;
             todo[left] = (int32_t)c;
             left += x == nullptr;
         };
@@ -832,17 +836,17 @@ class BpeEncoder {
                 start[m] = (uint32_t)p;
                 size_t length = e - p;
                 if (length - 1 <= SHORT_KEY_MAX - 1) {  // (unsigned)
-                    pack_short(dp + p, length, n - p, &word0[m], &word1[m]);
-                    entry[m] = sets.entry(word0[m], word1[m]);
+                    pack_short(dp + p, length, n - p, &look[m].w0, &look[m].w1);
+                    look[m].entry = sets.entry(look[m].w0, look[m].w1);
                     // asked for as soon as it is known: the rest of the block's scan covers the
                     // wait. (Prefetching from the lookup loop instead, 64 chunks ahead, left
                     // the first 64 of every block waiting: warm passes over 10 MB on a 2-core
                     // Intel Xeon, bench_warm_ab: cl100k 1.097x, o200k 1.095x, Llama 3 1.112x,
                     // code 1.046x. On a 2-core AMD EPYC an earlier build measured the two alike.)
-                    ShortChunkCache::prefetch(entry[m]);
+                    ShortChunkCache::prefetch(look[m].entry);
                 } else {  // (a key that no set holds: find() in none_set() gives nullptr)
-                    entry[m] = ShortChunkCache::none_set();
-                    word0[m] = word1[m] = ShortChunkCache::NO_KEY;
+                    look[m].entry = ShortChunkCache::none_set();
+                    look[m].w0 = look[m].w1 = ShortChunkCache::NO_KEY;
                     // a sure miss: its chunk cache slot asked for now, a block ahead of its
                     // lookup (asked for after the second loop, the first PIPELINE_DISTANCE
                     // misses of a block waited for their slots: Russian, a quarter of whose
@@ -857,24 +861,24 @@ class BpeEncoder {
             // ids than bytes come before a chunk, so that fits but for the chunks that start
             // within SHORT_IDS - 1 bytes of the text's end: those are not looked up
             if (p == n)
-                for (int64_t c = m - 1; c >= 0 && start[c] + SHORT_IDS > n; --c) entry[c] = ShortChunkCache::none_set();
+                for (int64_t c = m - 1; c >= 0 && start[c] + SHORT_IDS > n; --c) look[c].entry = ShortChunkCache::none_set();
             const bool short_whole = whole_in_short();
             for (int64_t c = 0; c < m; ++c) {
                 find(c);
-                if (way[c] != nullptr) continue;
+                if (look[c].way != nullptr) continue;
                 size_t length = start[c + 1] - start[c];
                 if (length > SHORT_KEY_MAX) continue;  // (its hash made in the scan)
                 // a miss: its slot of the chunk cache is prefetched now, so that it has arrived
                 // by the time the fourth loop prefetches the key and ids it points at
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
                 if (short_whole && length >= 2)
-                    prefetch_short_token(dp + start[c], (int64_t)length, word0[c], word1[c]);
+                    prefetch_short_token(dp + start[c], (int64_t)length, look[c].w0, look[c].w1);
             }
             for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
                 if (hash[todo[k]] != 0) st.prefetch_entry(hash[todo[k]]);
             int64_t next = 0, puts = 0;
             for (int64_t c = 0; c < m; ++c) {
-                const void* x = way[c];
+                const void* x = look[c].way;
                 if (__builtin_expect(x != nullptr, 1)) {
                     count += ShortChunkCache::copy_ids(x, op + count);
                     continue;
@@ -884,7 +888,7 @@ class BpeEncoder {
                 size_t s = start[c], length = start[c + 1] - s;
                 // (a short chunk's packed words: its slot among the short tokens was prefetched)
                 int64_t got =
-                    encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c], word0[c], word1[c]);
+                    encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c], look[c].w0, look[c].w1);
                 if (got < 0) return got;
                 if (length - 1 <= SHORT_KEY_MAX - 1) {
                     todo[puts++] = (int32_t)c;  // (todo[0:next] are done with)
@@ -895,7 +899,7 @@ class BpeEncoder {
             }
             for (int64_t k = 0; k < puts; ++k) {
                 int64_t c = todo[k];
-                st.short_cache.put(word0[c], word1[c], op + at[c], got_ids[c]);
+                st.short_cache.put(look[c].w0, look[c].w1, op + at[c], got_ids[c]);
             }
             st.short_cache.grow_if_thrashing((size_t)m);
         }
