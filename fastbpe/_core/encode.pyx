@@ -314,25 +314,18 @@ cdef class BPECore:
                         bint as_list=False):
         """The first ``got`` ids of the call's output (``big``, or the state's buffer) as an
         int32 array of their own, or a list (``as_list``: ``id_list``'s, made from the buffer
-        with no array between), or the ValueError of a negative ``got``, after counting cache
-        hits and misses."""
-        cdef EncodeScratch* st = &state.scratch
-        state.misses += misses
-        state.hits += chunks - misses
+        with no array between), or the ValueError of a negative ``got``; then _settle."""
         if got < 0:
+            _settle(state, chunks, misses)
             raise ValueError(f"byte 0x{-1 - got:02x} is not in the vocabulary")
         if big is not None:
             big.resize(got, refcheck=False)  # realloc: shrinks in place, the tail never touched
-            st.trim(KEEP_BUFFER)
-            return self.id_list(big, state) if as_list else big
-        if as_list:
-            out = self._list_of(st.out.data(), got, self._shared_ints(state))
+            out = self.id_list(big, state) if as_list else big
+        elif as_list:
+            out = self._list_of(state.scratch.out.data(), got, self._shared_ints(state))
         else:
             out = _buffer_ids(state, got)
-        if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
-            st.out.clear()
-            st.out.shrink_to_fit()   # do not keep a huge buffer after a huge call
-        st.trim(KEEP_BUFFER)         # nor the merge buffers of a huge chunk
+        _settle(state, chunks, misses)   # (after the ids are out: it may free the state's buffer)
         return out
 
     def encode_text(self, const uint8_t[::1] data, int pattern, EncodeState state):
@@ -436,10 +429,10 @@ cdef class BPECore:
                     st.out_room(size)
                 st.expect_text(size)
                 got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses, op)
-        if st.utf8.size() > KEEP_BUFFER:
-            st.utf8.clear()
-            st.utf8.shrink_to_fit()
-        return self._result(state, got, chunks, misses, big, as_list) if size >= 0 else None
+        if size < 0:
+            _settle(state, 0, 0)   # (the UTF-8 buffer a huge str grew)
+            return None
+        return self._result(state, got, chunks, misses, big, as_list)
 
     def encode_str_many(self, list texts, int pattern, EncodeState state):
         """``encode_str`` of every str of ``texts`` in one call, the GIL released for all of

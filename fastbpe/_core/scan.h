@@ -110,12 +110,11 @@ class Scanner {
                 if (!(fb_flags(cp) & MASK)) return p;
                 p += 2;
             }
-            // and three-byte ones (U+0800..U+FFFF: Indic scripts, Thai, CJK, Hangul...), the
-            // code point's first stage looked up without the range test of fb_flags
+            // and three-byte ones (U+0800..U+FFFF: Indic scripts, Thai, CJK, Hangul...)
             while (p + 2 < n_ && (uint8_t)(s_[p] - 0xE0) < 0x10) {
                 const uint32_t cp = ((uint32_t)(s_[p] & 0x0F) << 12) | ((uint32_t)(s_[p + 1] & 0x3F) << 6) |
                                     (s_[p + 2] & 0x3F);
-                if (!(FB_STAGE2[(uint32_t)FB_STAGE1[cp >> 8] * 256u + (cp & 255u)] & MASK)) return p;
+                if (!(fb_flags(cp) & MASK)) return p;
                 p += 3;
             }
             if (p >= n_) return p;
@@ -131,6 +130,12 @@ class Scanner {
             if (!(c.fl & MASK)) return p;
             p += c.len;
         }
+    }
+    // The end of the letter run whose first letter, c, is at p. One past the ASCII goes
+    // straight to the loops that decode such characters (run_flags would first test the bytes
+    // there for ASCII letters).
+    inline size_t letter_run(size_t p, const Ch& c) const {
+        return c.len > 1 ? run_flags_unicode<FB_L>(p + c.len) : run_flags<FB_L>(p);
     }
     inline size_t run_other(size_t p) const {
         const uint16_t not_other = FB_L | FB_N | FB_WS;
@@ -341,15 +346,12 @@ class Scanner {
         size_t r = contraction_ci(p);
         if (r != NPOS) return r;
         Ch c = at(p);
-        // (a letter run from a character past the ASCII goes straight to the loops that decode
-        // such characters: run_flags would first test the bytes there for ASCII letters)
-        if (c.fl & FB_L) return c.len > 1 ? run_flags_unicode<FB_L>(p + c.len) : run_flags<FB_L>(p);
+        if (c.fl & FB_L) return letter_run(p, c);
         if (c.len && !(c.fl & FB_N) && c.cp != '\r' && c.cp != '\n') {
             // optional prefix then letters; without the prefix the letter run cannot start
             // here (c is not a letter), so only the with-prefix attempt can succeed
             Ch d = at(p + c.len);
-            if (d.fl & FB_L)
-                return d.len > 1 ? run_flags_unicode<FB_L>(p + c.len + d.len) : run_flags<FB_L>(p + c.len);
+            if (d.fl & FB_L) return letter_run(p + c.len, d);
         }
         if (c.fl & FB_N) return digits_upto3(p, c);
         size_t q = other_then_newlines(p, c, false);
