@@ -289,6 +289,30 @@ class EncodeLanguagesWarm:
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
 
 
+class EncodeLanguagesUTF8Warm:
+    """The rows of EncodeLanguagesWarm as one UTF-8 buffer, encoded in one call as
+    ``encode_files``'s workers encode a file: the bytes validated (a vector at a time), then
+    split and encoded; the warm pass."""
+
+    params = EncodeLanguagesWarm.params
+    param_names = EncodeLanguagesWarm.param_names
+    timeout = 300
+
+    def setup(self, language):
+        try:
+            from fastbpe.encode.batch import utf8_encoder
+        except ImportError:
+            skip("this commit has no encoder of UTF-8 bytes (fastbpe.encode.batch.utf8_encoder)")
+        text = "\n".join(parallel_rows()[language]) + "\n"
+        self.data = text.encode("utf-8")[:input_size("10MB")]
+        self.data = self.data[:len(self.data.decode("utf-8", "ignore").encode("utf-8"))]
+        self.encode = utf8_encoder(_openai_tokenizer("cl100k_base"))[0]
+        self.encode(self.data)  # the first pass fills the caches
+
+    def time_encode_utf8_warm(self, language):
+        self.encode(self.data)
+
+
 class EncodeOpenAICold:
     """The cold pass: 1 MB of English (documents of 64 KB, as the peers comparison) encoded by a
     tokenizer that has encoded nothing yet, so most distinct chunks miss the caches and are

@@ -7,8 +7,8 @@ cl100k and o200k are each measured once this commit knows them (skipped before).
 import inspect
 import time
 
-from .common import (corpus_text, fastbpe_module, reference_count, regex_pattern, require,
-                     skip)
+from .common import (corpus_text, fastbpe_module, input_size, parallel_rows, reference_count, regex_pattern,
+                     require, skip)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -75,6 +75,28 @@ class CountPatterns:
     def track_count_seconds_per_mb(self, pattern, corpus):
         start = time.perf_counter()
         fastbpe_module().count_words(iter([self.text]), pattern, workers=1)
+        return (time.perf_counter() - start) / (self.nbytes / 1e6)
+
+    track_count_seconds_per_mb.unit = "s/MB"
+
+
+class CountLanguages:
+    """Seconds per megabyte counted with the cl100k scanner, one language's rows of the
+    multilingual table (one row a line; 2 MB, capped by the run's input size): the UTF-8
+    validation and the scanner on text that is mostly two-byte (Russian, Arabic) or
+    three-byte (Hindi, Chinese) characters."""
+
+    params = (["ru", "ar", "hi", "zh_CN"],)
+    param_names = ["language"]
+
+    def setup(self, language):
+        text = "\n".join(parallel_rows()[language]) + "\n"
+        self.text = text.encode("utf-8")[:input_size("2MB")].decode("utf-8", "ignore")
+        self.nbytes = len(self.text.encode("utf-8"))
+
+    def track_count_seconds_per_mb(self, language):
+        start = time.perf_counter()
+        fastbpe_module().count_words(iter([self.text]), "cl100k", workers=1)
         return (time.perf_counter() - start) / (self.nbytes / 1e6)
 
     track_count_seconds_per_mb.unit = "s/MB"

@@ -7,6 +7,12 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+// The AVX2 validator below is compiled for AVX2 alone (a target attribute) and chosen at run
+// time, so that the package still runs on a CPU without it.
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+#define FBPT_UTF8_AVX2 1
+#endif
 
 #include "unicode_tables.h"
 
@@ -40,10 +46,9 @@ __attribute__((always_inline)) static inline Ch decode_valid(const uint8_t* s, s
     return Ch{cp, fb_flags(cp), len};
 }
 
-// Position of the first invalid byte at or after p (n if none) and, in *bad_len, the length of
-// the "maximal subpart" there: the bytes Python's UTF-8 decoder replaces by one U+FFFD.
-// Rejects what Python rejects: overlongs, surrogates (ED A0..BF), > U+10FFFF, truncation.
-static inline size_t utf8_first_error(const uint8_t* s, size_t n, size_t p, size_t* bad_len) {
+// utf8_first_error one character at a time (ASCII runs a vector at a time): the specification
+// the vector validator is tested against, and what pins an error down once it has found one.
+static inline size_t utf8_first_error_scalar(const uint8_t* s, size_t n, size_t p, size_t* bad_len) {
     while (p < n) {
 #ifdef __SSE2__
         // ASCII fast path, 32 bytes a step (most text is mostly ASCII): the high bits of two
@@ -82,6 +87,124 @@ static inline size_t utf8_first_error(const uint8_t* s, size_t n, size_t p, size
     }
     *bad_len = 0;
     return n;
+}
+
+#ifdef FBPT_UTF8_AVX2
+// The length of the longest prefix of s[0:n], in whole blocks of 32 bytes and short of the
+// last byte, in which no byte breaks a rule of UTF-8 given the bytes before it (a character
+// may still be cut off at the prefix's end): the block-at-a-time method of Keiser and Lemire,
+// "Validating UTF-8 in less than one instruction per byte" (2021). Every rule of UTF-8 that
+// two neighbouring bytes can break is one bit of an error byte, and which bits a pair (a, b)
+// breaks is the AND of three 16-entry tables, looked up by a's high nibble, a's low nibble
+// and b's high nibble (each rule below is a product of such nibble sets). The one rule two
+// bytes cannot see, that the second and third continuation bytes of a three- or four-byte
+// character come where one is due and nowhere else, is the TWO_CONTS bit XOR "a lead byte
+// of three or more bytes two or three bytes back". s[0] is read as a character's start.
+__attribute__((target("avx2"))) static size_t utf8_valid_blocks_avx2(const uint8_t* s, size_t n) {
+    // the rule bits (a: the byte before, b: this byte)
+    enum : uint8_t {
+        TOO_SHORT = 0x01,   // a lead byte, then no continuation byte
+        TOO_LONG = 0x02,    // an ASCII byte, then a continuation byte
+        OVERLONG_3 = 0x04,  // E0 80..9F
+        TOO_LARGE = 0x08,   // F4 90..BF, F5..FF 90..BF
+        SURROGATE = 0x10,   // ED A0..BF
+        OVERLONG_2 = 0x20,  // C0..C1 80..BF
+        OVER_4 = 0x40,      // F0 80..8F (overlong), F5..FF 80..8F (too large)
+        TWO_CONTS = 0x80,   // a continuation byte, then another (an error unless due)
+    };
+    const uint8_t ANY = TOO_SHORT | TOO_LONG | TWO_CONTS;  // (the rules whatever a's low nibble)
+    const uint8_t FROM_4 = ANY | TOO_LARGE, FROM_5 = FROM_4 | OVER_4;
+    const __m256i by_a_high = _mm256_setr_epi8(
+        TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG,  // 0_: ASCII
+        TWO_CONTS, TWO_CONTS, TWO_CONTS, TWO_CONTS,                                     // 8_..B_
+        TOO_SHORT | OVERLONG_2, TOO_SHORT, TOO_SHORT | OVERLONG_3 | SURROGATE,           // C_, D_, E_
+        TOO_SHORT | TOO_LARGE | OVER_4,                                                  // F_
+        TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG,
+        TWO_CONTS, TWO_CONTS, TWO_CONTS, TWO_CONTS,
+        TOO_SHORT | OVERLONG_2, TOO_SHORT, TOO_SHORT | OVERLONG_3 | SURROGATE,
+        TOO_SHORT | TOO_LARGE | OVER_4);
+    const __m256i by_a_low = _mm256_setr_epi8(
+        ANY | OVERLONG_2 | OVERLONG_3 | OVER_4, ANY | OVERLONG_2, ANY, ANY,  // _0.._3
+        FROM_4, FROM_5, FROM_5, FROM_5, FROM_5, FROM_5, FROM_5, FROM_5,      // _4.._B
+        FROM_5, FROM_5 | SURROGATE, FROM_5, FROM_5,                          // _C.._F
+        ANY | OVERLONG_2 | OVERLONG_3 | OVER_4, ANY | OVERLONG_2, ANY, ANY,
+        FROM_4, FROM_5, FROM_5, FROM_5, FROM_5, FROM_5, FROM_5, FROM_5,
+        FROM_5, FROM_5 | SURROGATE, FROM_5, FROM_5);
+    const uint8_t CONT = TOO_LONG | TWO_CONTS | OVERLONG_2;  // (every continuation byte)
+    const __m256i by_b_high = _mm256_setr_epi8(
+        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,  // 0_..7_
+        CONT | OVERLONG_3 | OVER_4, CONT | OVERLONG_3 | TOO_LARGE,                               // 8_, 9_
+        CONT | SURROGATE | TOO_LARGE, CONT | SURROGATE | TOO_LARGE,                              // A_, B_
+        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,                                              // C_..F_
+        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,
+        CONT | OVERLONG_3 | OVER_4, CONT | OVERLONG_3 | TOO_LARGE,
+        CONT | SURROGATE | TOO_LARGE, CONT | SURROGATE | TOO_LARGE,
+        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT);
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    // a block's last three bytes, when a character that starts there does not end there:
+    // above these (saturating subtraction: nonzero) at offsets 29, 30, 31
+    const __m256i cut_off = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                             -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, (char)0xEF, (char)0xDF,
+                                             (char)0xBF);
+    __m256i before = _mm256_setzero_si256();  // the previous block (none: as if ASCII)
+    __m256i cut = _mm256_setzero_si256();     // its character cut off at its end, if any
+    size_t at = 0;
+    for (; at + 32 < n; at += 32) {
+        const __m256i b = _mm256_loadu_si256((const __m256i*)(s + at));
+        __m256i error;
+        if (_mm256_movemask_epi8(b) == 0) {
+            error = cut;  // ASCII: wrong only where the block before left a character unfinished
+        } else {
+            // the bytes one, two and three places back: the block's bytes shifted across its
+            // two 16-byte lanes, the previous block's last bytes shifted in
+            const __m256i seam = _mm256_permute2x128_si256(before, b, 0x21);
+            const __m256i a = _mm256_alignr_epi8(b, seam, 15);
+            const __m256i a2 = _mm256_alignr_epi8(b, seam, 14);
+            const __m256i a3 = _mm256_alignr_epi8(b, seam, 13);
+            const __m256i rules = _mm256_and_si256(
+                _mm256_and_si256(_mm256_shuffle_epi8(by_a_high, _mm256_and_si256(_mm256_srli_epi16(a, 4), nibble)),
+                                 _mm256_shuffle_epi8(by_a_low, _mm256_and_si256(a, nibble))),
+                _mm256_shuffle_epi8(by_b_high, _mm256_and_si256(_mm256_srli_epi16(b, 4), nibble)));
+            // 0x80 where a continuation byte is due: E0..FF two back, or F0..FF three back
+            const __m256i due = _mm256_and_si256(
+                _mm256_or_si256(_mm256_subs_epu8(a2, _mm256_set1_epi8(0xE0 - 0x80)),
+                                _mm256_subs_epu8(a3, _mm256_set1_epi8(0xF0 - 0x80))),
+                _mm256_set1_epi8((char)0x80));
+            error = _mm256_xor_si256(rules, due);
+        }
+        if (!_mm256_testz_si256(error, error)) return at;
+        before = b;
+        cut = _mm256_subs_epu8(b, cut_off);
+    }
+    return at;
+}
+
+static inline bool utf8_has_avx2() {
+    static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+    return has;
+}
+#endif
+
+// Position of the first invalid byte at or after p (n if none) and, in *bad_len, the length of
+// the "maximal subpart" there: the bytes Python's UTF-8 decoder replaces by one U+FFFD.
+// Rejects what Python rejects: overlongs, surrogates (ED A0..BF), > U+10FFFF, truncation.
+// s[p] is read as a character's start. With AVX2, the blocks of 32 bytes up to the first that
+// breaks a rule are checked a block at a time (utf8_valid_blocks_avx2), then the scalar
+// validator goes on from the last character that starts at least 3 bytes before the end of
+// those blocks (a character cut off there starts no earlier).
+static inline size_t utf8_first_error(const uint8_t* s, size_t n, size_t p, size_t* bad_len) {
+#ifdef FBPT_UTF8_AVX2
+    if (p + 64 <= n && utf8_has_avx2()) {
+        size_t clean = p + utf8_valid_blocks_avx2(s + p, n - p);
+        if (clean >= p + 3) {
+            size_t q = clean - 3;
+            // (the bytes before clean are valid: a continuation byte's lead is at most 3 back)
+            for (int k = 0; k < 3 && q > p && (s[q] & 0xC0) == 0x80; ++k) --q;
+            p = q;
+        }
+    }
+#endif
+    return utf8_first_error_scalar(s, n, p, bad_len);
 }
 
 static inline bool utf8_valid(const uint8_t* s, size_t n) {
