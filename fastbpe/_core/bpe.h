@@ -707,7 +707,7 @@ class BpeEncoder {
     // and remembers them in the short-chunk cache.
     int64_t encode_block(const uint8_t* dp, size_t len, const int64_t* starts, const int64_t* ends, int64_t m,
                          EncodeScratch& st, int32_t* op, int64_t* misses) const {
-        int32_t found[FUSED_BLOCK * SHORT_IDS];  // the ids of chunk c at found[SHORT_IDS * c]
+        int32_t found[FUSED_BLOCK * SHORT_IDS_MAX];  // the ids of chunk c at found[SHORT_IDS_MAX * c]
         int32_t got[FUSED_BLOCK];                // their count; -1: chunk c is left to encode_chunk
         uint64_t hash[FUSED_BLOCK];
         uint64_t word0[FUSED_BLOCK], word1[FUSED_BLOCK];  // a short chunk's packed bytes
@@ -724,7 +724,7 @@ class BpeEncoder {
         }
         for (int64_t c = 0; c < m; ++c) {
             int64_t s = starts[c], n = ends[c] - s;
-            int32_t* f = found + SHORT_IDS * c;
+            int32_t* f = found + SHORT_IDS_MAX * c;
             got[c] = -1;
             if (n == 1) {
                 f[0] = byte_id[dp[s]];
@@ -751,7 +751,7 @@ class BpeEncoder {
         for (int64_t c = 0; c < m; ++c) {
             int32_t g = got[c];
             if (g > 0) {
-                const int32_t* f = found + SHORT_IDS * c;
+                const int32_t* f = found + SHORT_IDS_MAX * c;
                 for (int32_t i = 0; i < g; ++i) op[count + i] = f[i];
                 count += g;
                 continue;
@@ -857,11 +857,13 @@ class BpeEncoder {
             }
             start[m] = (uint32_t)p;
             *chunks += m;
-            // a hit writes SHORT_IDS ids whatever its count. op has room for n ids, and no more
-            // ids than bytes come before a chunk, so that fits but for the chunks that start
-            // within SHORT_IDS - 1 bytes of the text's end: those are not looked up
+            // a hit writes SHORT_IDS or SHORT_IDS_MAX ids whatever its count. op has room for n
+            // ids, and no more ids than bytes come before a chunk, so that fits but for the
+            // chunks that start within SHORT_IDS_MAX - 1 bytes of the text's end: those are not
+            // looked up
             if (p == n)
-                for (int64_t c = m - 1; c >= 0 && start[c] + SHORT_IDS > n; --c) look[c].entry = ShortChunkCache::none_set();
+                for (int64_t c = m - 1; c >= 0 && start[c] + SHORT_IDS_MAX > n; --c)
+                    look[c].entry = ShortChunkCache::none_set();
             const bool short_whole = whole_in_short();
             for (int64_t c = 0; c < m; ++c) {
                 find(c);

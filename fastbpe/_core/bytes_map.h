@@ -281,7 +281,8 @@ class BytesMap {
 // that come back again and again (a few thousand chunks make most of a text: "the", " of", ...).
 // BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
 // (slot, key, ids); here one small entry holds the chunk's bytes and length packed in two words
-// and up to SHORT_IDS ids, in a table that starts at the size of the L2 cache. A lookup is one
+// and up to SHORT_IDS ids (up to SHORT_IDS_MAX in two entries), in a table that starts at the
+// size of the L2 cache. A lookup is one
 // probe and two word compares per way (both ways compared, no branch on which one holds it).
 // Only a cache: every entry holds a result the encoder computed, and a miss falls back to
 // BytesMap. (At most 15 bytes, so that the length fits the key's 16th byte.)
@@ -296,6 +297,17 @@ static const int SHORT_COUNT_SHIFT = 4;   // (the 16th byte is the lowest there)
 static const int SHORT_COUNT_SHIFT = 60;
 #endif
 static const uint64_t SHORT_KEY_BITS = ~(0xFULL << SHORT_COUNT_SHIFT);
+// A chunk of SHORT_IDS + 1 .. SHORT_IDS_MAX ids (Arabic words under cl100k: a sixth of the
+// chunks have five to eight) takes both ways of its set: its key and first SHORT_IDS ids in
+// the first, the rest in the second, whose key words are a mark that no key equals (its length
+// byte is 0) and that no empty way has.
+static const int SHORT_IDS_MAX = 2 * SHORT_IDS;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+static const uint64_t SHORT_LENGTH_BITS = 0xFULL;
+#else
+static const uint64_t SHORT_LENGTH_BITS = 0xFULL << 56;
+#endif
+static const uint64_t SHORT_SPILL_MARK = SHORT_KEY_BITS & ~SHORT_LENGTH_BITS;
 static const int SHORT_CACHE_BITS = 16;
 static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 MB a thread)
 // It grows only while more than one lookup in this many has evicted a chunk (see grow_if_thrashing).
@@ -374,35 +386,49 @@ class ShortChunkCache {
         return (const void*)(way & ((uintptr_t)0 - (uintptr_t)(in0 | in1)));  // (0 when neither)
     }
     // The ids of the way x (find(), not nullptr) into ids; returns their count. ids has room
-    // for SHORT_IDS ids, which are copied whatever the count, in one move without a branch
-    // (so a chunk that starts fewer than SHORT_IDS bytes before the end of its buffer must
-    // not be answered here).
+    // for SHORT_IDS_MAX ids: SHORT_IDS are copied whatever the count, in one move without a
+    // branch, and SHORT_IDS more from the second way for a chunk of more (so a chunk that
+    // starts fewer than SHORT_IDS_MAX bytes before the end of its buffer must not be answered
+    // here). (A chunk of more than SHORT_IDS ids is only ever in a set's first way.)
     static inline int copy_ids(const void* x, int32_t* ids) {
         const Entry& e = *(const Entry*)x;
         std::memcpy(ids, e.ids, sizeof(e.ids));
-        return e.count();
+        int count = e.count();
+        if (__builtin_expect(count > SHORT_IDS, 0)) std::memcpy(ids + SHORT_IDS, (&e)[1].ids, sizeof(e.ids));
+        return count;
     }
-    // The ids of the chunk (w0, w1) whose entry() is e into ids (room for SHORT_IDS); returns
-    // their count, or 0 when the chunk is not here.
+    // The ids of the chunk (w0, w1) whose entry() is e into ids (room for SHORT_IDS_MAX);
+    // returns their count, or 0 when the chunk is not here.
     static inline int get(const void* e, uint64_t w0, uint64_t w1, int32_t* ids) {
         const void* x = find(e, w0, w1);
         return x == nullptr ? 0 : copy_ids(x, ids);
     }
 
-    // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS ids is left out.
-    // (Never moves the table: see grow_if_thrashing.)
+    // Remember the chunk's ids[0:count]; a chunk with more than SHORT_IDS_MAX ids is left
+    // out. One of at most SHORT_IDS ids goes to the first way and the chunk there moves to the
+    // second (unless it holds more than SHORT_IDS ids: it has no room there and is dropped);
+    // one of more takes the whole set. (Never moves the table: see grow_if_thrashing.)
     inline void put(uint64_t w0, uint64_t w1, const int32_t* ids, int64_t count) {
-        if (count < 1 || count > SHORT_IDS) return;
+        if (count < 1 || count > SHORT_IDS_MAX) return;
         if (!sets_) allocate();
         Set& set = sets_[set_of(w0, w1)];
-        if (!set.way[0].holds(w0, w1)) {
-            evictions_ += set.way[1].w1 != 0;  // (w1 == 0: an empty way)
-            set.way[1] = set.way[0];
+        Entry& first = set.way[0];
+        if (!first.holds(w0, w1)) {
+            bool two_ways = first.count() > SHORT_IDS;
+            // (w1 == 0: an empty way)
+            evictions_ += two_ways || count > SHORT_IDS ? (first.w1 != 0) + (!two_ways && set.way[1].w1 != 0)
+                                                        : set.way[1].w1 != 0;
+            set.way[1] = two_ways ? Entry{} : first;
         }
-        Entry& e = set.way[0];
-        e.w0 = w0;
-        e.w1 = w1 | ((uint64_t)count << SHORT_COUNT_SHIFT);
-        for (int i = 0; i < SHORT_IDS; ++i) e.ids[i] = i < count ? ids[i] : 0;
+        first.w0 = w0;
+        first.w1 = w1 | ((uint64_t)count << SHORT_COUNT_SHIFT);
+        for (int i = 0; i < SHORT_IDS; ++i) first.ids[i] = i < count ? ids[i] : 0;
+        if (count > SHORT_IDS) {
+            Entry& rest = set.way[1];
+            rest.w0 = 0;
+            rest.w1 = SHORT_SPILL_MARK;
+            for (int i = 0; i < SHORT_IDS; ++i) rest.ids[i] = SHORT_IDS + i < count ? ids[SHORT_IDS + i] : 0;
+        }
     }
 
     // Quadruple the table (keeping its chunks) when puts evicted more chunks than 1/64 of its
@@ -438,6 +464,10 @@ class ShortChunkCache {
         for (size_t i = 0; i < old_sets; ++i) {
             const Set here = sets_[i];
             sets_[i] = Set{};
+            if (here.way[0].count() > SHORT_IDS) {  // one chunk in both ways: moved whole
+                sets_[set_of(here.way[0].w0, here.way[0].w1 & SHORT_KEY_BITS)] = here;
+                continue;
+            }
             for (int w = 1; w >= 0; --w) {  // the older way first: the newer stays first
                 const Entry& e = here.way[w];
                 if (e.w1 == 0) continue;

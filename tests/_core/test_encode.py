@@ -864,9 +864,10 @@ def test_short_chunk_cache_on_the_text_path_at_every_length(trained, name, bits)
 
 @pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
 def test_short_chunk_cache_hits_near_the_end_of_the_text(trained, name):
-    """A hit in the short-chunk cache writes four ids whatever its count, into room for one id
-    a byte: chunks of one to four ids, cached by an earlier text, then met again as the last
-    chunks of a text, starting 1 to 6 bytes before its end; ids equal to the regex split's."""
+    """A hit in the short-chunk cache writes four (or eight) ids whatever its count, into room
+    for one id a byte: chunks of one to four ids, cached by an earlier text, then met again as
+    the last chunks of a text, starting 1 to 6 bytes before its end; ids equal to the regex
+    split's."""
     tok = _with_pattern(trained[0], name)
     core, pattern = tok._core(), TILING_PATTERN_IDS[name]
     state = EncodeState()
@@ -880,6 +881,30 @@ def test_short_chunk_cache_hits_near_the_end_of_the_text(trained, name):
     for ending in endings:
         for text in (ending, "a " + ending, "a" + ending, ending + ending):
             assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == _regex_reference(tok, text)
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+@pytest.mark.parametrize("bits", [1, 2, 16])
+def test_short_chunk_cache_holds_chunks_of_up_to_eight_ids(name, bits):
+    """With no merges every byte is a token, so a chunk of n bytes has n ids: chunks of five to
+    eight ids take both ways of their set, those of nine or more are not kept. A cache of one
+    set (every chunk evicts the one before: a chunk of many ids evicts two, and a chunk put
+    after it drops it whole), of two, or a full one; then chunks of every length as the last
+    of a text, within a few bytes of its end. Ids equal to the regex split's."""
+    tok = Tokenizer(list(BYTES), [], pattern=name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [letters[k:k + n] for n in range(1, 14) for k in (0, 5)]
+    text = " ".join(words + words[::-1] + words[::3] + words)
+    data = text.encode("utf-8")
+    expected = _regex_reference(tok, text)
+    assert sorted({len(c.encode()) for c in regex.findall(PATTERNS[name], text)}) == list(range(1, 15))
+    state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
+    for _ in range(3):  # the later passes are answered by the caches
+        assert core.encode_text(data, pattern, state).tolist() == expected
+    for word in words:
+        for tail in (word, " " + word, word + ".", "x " + word):
+            assert core.encode_text(tail.encode(), pattern, state).tolist() == _regex_reference(tok, tail)
 
 
 def test_short_chunk_cache_size_is_checked():
