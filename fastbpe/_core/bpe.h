@@ -717,7 +717,9 @@ class BpeEncoder {
         for (int64_t c = 0; c < m; ++c) {  // every short chunk's entry prefetched first
             int64_t s = starts[c], n = ends[c] - s;
             entry[c] = nullptr;
-            if (n < 2 || n > (int64_t)SHORT_KEY_MAX) continue;
+            // (a chunk that starts with a continuation byte, as any bytes may, would look like a
+            // key of pack_pairs: not looked up)
+            if (n < 2 || n > (int64_t)SHORT_KEY_MAX || (dp[s] & 0xC0) == 0x80) continue;
             pack_short(dp + s, (size_t)n, len - (size_t)s, &word0[c], &word1[c]);
             entry[c] = st.short_cache.entry(word0[c], word1[c]);
             ShortChunkCache::prefetch(entry[c]);
@@ -790,8 +792,9 @@ class BpeEncoder {
     // encode_utf8 with the scanner of PATTERN, one pass over the bytes per block of
     // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
-    // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes) into its short-cache key
-    // and computes the set it maps to, and prefetches that set. The second looks each chunk up
+    // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes, or one of two-byte letters
+    // that pack_pairs takes) into its short-cache key and computes the set it maps to, and
+    // prefetches that set. The second looks each chunk up
     // in its set without a branch (the way that holds it, or none), and lists it if it
     // missed; a miss's hash is computed then and its slot of the
     // chunk cache prefetched (on a big text the short cache keeps only the commoner chunks).
@@ -807,7 +810,7 @@ class BpeEncoder {
         // a chunk's short-cache key and lookup, side by side (the three loops read and write
         // them together: one line holds two chunks')
         struct Lookup {
-            uint64_t w0, w1;    // a short chunk's packed bytes
+            uint64_t w0, w1;    // a chunk's short-cache key (pack_short, pack_pairs), or NO_KEY
             const void* entry;  // and its short-cache set (none_set(): no lookup)
             const void* way;    // the way holding the chunk, nullptr: a miss
         } look[FUSED_BLOCK];
@@ -844,6 +847,9 @@ class BpeEncoder {
                     // Intel Xeon, bench_warm_ab: cl100k 1.097x, o200k 1.095x, Llama 3 1.112x,
                     // code 1.046x. On a 2-core AMD EPYC an earlier build measured the two alike.)
                     ShortChunkCache::prefetch(look[m].entry);
+                } else if (length <= PAIRS_KEY_MAX && (dp[p + (dp[p] < 0x80)] & 0xE0) == 0xC0) {
+                    // (a two-byte letter first, after an ASCII byte or not)
+                    look[m].entry = long_chunk_key(dp, p, e, sets, st, &look[m].w0, &look[m].w1, &hash[m]);
                 } else {  // (a key that no set holds: find() in none_set() gives nullptr)
                     look[m].entry = ShortChunkCache::none_set();
                     look[m].w0 = look[m].w1 = ShortChunkCache::NO_KEY;
@@ -869,7 +875,11 @@ class BpeEncoder {
                 find(c);
                 if (look[c].way != nullptr) continue;
                 size_t length = start[c + 1] - start[c];
-                if (length > SHORT_KEY_MAX) continue;  // (its hash made in the scan)
+                if (length > SHORT_KEY_MAX) {  // (hashed in the scan, unless it has a key of pack_pairs)
+                    if (look[c].w1 != ShortChunkCache::NO_KEY)
+                        hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
+                    continue;
+                }
                 // a miss: its slot of the chunk cache is prefetched now, so that it has arrived
                 // by the time the fourth loop prefetches the key and ids it points at
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
@@ -892,7 +902,7 @@ class BpeEncoder {
                 int64_t got =
                     encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c], look[c].w0, look[c].w1);
                 if (got < 0) return got;
-                if (length - 1 <= SHORT_KEY_MAX - 1) {
+                if (length - 1 <= SHORT_KEY_MAX - 1 || look[c].w1 != ShortChunkCache::NO_KEY) {  // (either key)
                     todo[puts++] = (int32_t)c;  // (todo[0:next] are done with)
                     at[c] = (uint32_t)count;
                     got_ids[c] = (uint32_t)got;
@@ -906,6 +916,28 @@ class BpeEncoder {
             st.short_cache.grow_if_thrashing((size_t)m);
         }
         return count;
+    }
+
+    // encode_tiled's scan, for a chunk dp[p:e] of SHORT_KEY_MAX + 1 .. PAIRS_KEY_MAX bytes that
+    // starts with a two-byte letter (after an ASCII byte or not): its key of pack_pairs into
+    // (*w0, *w1) and its set, prefetched; or, when it has none, NO_KEY, no set (none_set())
+    // and its hash, its chunk-cache slot prefetched (a sure miss). Out of the scan loop (cold,
+    // not inlined): there its registers made the loop's own keys go through memory, 5
+    // instructions a chunk more on English.
+    __attribute__((noinline, cold)) const void* long_chunk_key(const uint8_t* dp, size_t p, size_t e,
+                                                               const ShortChunkCache::Sets& sets, EncodeScratch& st,
+                                                               uint64_t* w0, uint64_t* w1, uint64_t* hash) const {
+        const PackedKey key = pack_pairs(dp + p, e - p);
+        if (key.w1 != 0) {
+            *w0 = key.w0;
+            *w1 = key.w1;
+            const void* entry = sets.entry(key.w0, key.w1);
+            ShortChunkCache::prefetch(entry);
+            return entry;
+        }
+        *w0 = *w1 = ShortChunkCache::NO_KEY;  // (a key that no set holds: find() in none_set() gives nullptr)
+        *hash = hash_ahead(dp, (int64_t)p, (int64_t)e, st);
+        return ShortChunkCache::none_set();
     }
 
     // encode_utf8 for a text of 4 GB or more (offsets past 32 bits): chunk by chunk.

@@ -2,7 +2,9 @@
 rules of ``fastbpe.reference.encode`` and tiktoken itself, from bytes, from symbol ids and in the
 one-pass split+merge (``encode_text``/``encode_str`` against the regex split); ``id_list``
 against ``ndarray.tolist()``; round trips; batch and NumPy outputs."""
+import functools
 import gc
+import sys
 
 import numpy as np
 import pytest
@@ -905,6 +907,81 @@ def test_short_chunk_cache_holds_chunks_of_up_to_eight_ids(name, bits):
     for word in words:
         for tail in (word, " " + word, word + ".", "x " + word):
             assert core.encode_text(tail.encode(), pattern, state).tolist() == _regex_reference(tok, tail)
+
+
+# Words of two-byte letters, 7 to 15 letters: Cyrillic (D0 D1, and D2 past U+047F), Greek
+# (CE CF), Arabic (D8 D9, and DA DB past U+067F), and words mixing two scripts or a Latin letter
+TWO_BYTE_WORDS = ["переводчики", "интернационализация", "достопримечательность", "Ёжикёжикёжик",
+                  "ЀѐЁёҀҁҊҋҌҍҎҏҐґ", "ҊҋҌҍҎҏҐґҒғҔҕҖ", "καλημέραμαςόλους", "ΑΒΓΔΕΖΗΘΙΚΛΜΝ",
+                  "مستشفياتالمدينة", "ڤڥڦڧڨکڪګڬڭڮگ", "Пρивет", "clаss", "паралелльныйΣ"]
+
+
+@functools.lru_cache(maxsize=None)
+def _two_byte_words_tokenizer(name):
+    """Trained on the words, so that most of them are one to eight tokens."""
+    text = " ".join(TWO_BYTE_WORDS * 30 + [w[:7] for w in TWO_BYTE_WORDS] * 10)
+    return fastbpe.train(text=text, vocab_size=1200, pattern=name, progress=False)
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+@pytest.mark.parametrize("bits", [1, 2, 16])
+def test_short_chunk_cache_holds_words_of_two_byte_letters(name, bits):
+    """A chunk of more than 15 bytes that is an ASCII byte or none and then at most 13 two-byte
+    letters whose lead bytes are one even byte or the next has a short-cache key of its own
+    form: such words and their neighbours (leads from two pairs, 14 letters or more, a Latin
+    letter among them) after a space, a bracket, a newline or nothing, every prefix of each
+    word, in caches of one set, two or full size, three passes; ids equal to the regex split's."""
+    tok = _two_byte_words_tokenizer(name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    words = TWO_BYTE_WORDS + [w[:k] for w in TWO_BYTE_WORDS for k in range(7, len(w))]
+    lengths = [len(ids) for ids in tok.encode_batch(words)]
+    assert min(lengths) <= 4 < max(lengths)  # (one-way and two-way entries among them)
+    text = " ".join(words) + "\n" + "(".join(words[::-1]) + "\n" + "\n".join(words)
+    expected = _regex_reference(tok, text)
+    state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
+    for _ in range(3):
+        assert core.encode_text(text.encode("utf-8"), pattern, state).tolist() == expected
+    for word in TWO_BYTE_WORDS:
+        for tail in (word, " " + word, "x " + word + ".", word + word):
+            assert core.encode_text(tail.encode(), pattern, state).tolist() == _regex_reference(tok, tail)
+
+
+def _two_byte_letters_key(chunk: bytes) -> bytes:
+    """The 16 bytes of the short-cache key the encoder packs a chunk of an ASCII byte and 8..13
+    two-byte letters into (little-endian): the 15 bytes of a chunk whose plain key is the same."""
+    head = chunk[0] < 0x80
+    letters = chunk[head:]
+    chars = len(letters) // 2
+    bits = sum(((letters[2 * j] & 1) << 6 | (letters[2 * j + 1] & 0x3F)) << (7 * j) for j in range(chars))
+    lo, hi = bits & ((1 << 63) - 1), bits >> 63
+    w0 = (0x80 | head << 4 | chars) | (letters[0] & 0xFE) << 8 | (chunk[0] if head else 0) << 16 | (lo << 24)
+    w1 = (lo >> 40) | (hi << 23) | (0xF << 56)
+    return (w0 & (2**64 - 1)).to_bytes(8, "little") + w1.to_bytes(8, "little")
+
+
+@pytest.mark.skipif(sys.byteorder != "little", reason="the second key form is made on little-endian CPUs only")
+def test_chunks_that_start_with_a_continuation_byte_never_meet_keys_of_two_byte_letters():
+    """encode_chunks takes any bytes: a 15-byte chunk whose plain key equals the key of a word of
+    two-byte letters (it starts with a continuation byte, as no chunk of a text does) is not
+    looked up in the short-chunk cache, so one state encodes both right, in either order."""
+    tok = _two_byte_words_tokenizer("cl100k")
+    core, pattern = tok._core(), TILING_PATTERN_IDS["cl100k"]
+    bounds = np.array([0], np.int64), np.array([15], np.int64)
+    for word in (" переводчики", " Ёжикёжикёжик", " καλημέραμας", " مستشفياتالمد"):
+        data = word.encode()
+        want = core.encode_text(data, pattern, EncodeState()).tolist()
+        assert len(want) <= 8  # (kept in the short-chunk cache)
+        twin = _two_byte_letters_key(data)[:15]  # (its 16th byte, 0x0F, is a 15-byte key's length)
+        twin_ids = core.encode_chunks(twin, *bounds, EncodeState()).tolist()
+        assert twin_ids != want
+        for first in ("text", "chunk"):
+            state = EncodeState(short_cache_bits=1, short_cache_max_bits=1)
+            for _ in range(2):
+                for step in (first, "chunk" if first == "text" else "text"):
+                    if step == "text":
+                        assert core.encode_text(data, pattern, state).tolist() == want
+                    else:
+                        assert core.encode_chunks(twin, *bounds, state).tolist() == twin_ids
 
 
 def test_short_chunk_cache_size_is_checked():
