@@ -170,25 +170,18 @@ def test_a_tokenizer_called_from_threads_with_a_cache_that_fills(tok):
 def test_the_table_under_thread_sanitizer(tmp_path):
     """shared_cache.h alone, hammered by threads (native/shared_cache_threads.cpp) in a build
     with ThreadSanitizer: no data race reported, every lookup right."""
-    import os
-    import shutil
     import subprocess
+
+    from tests.native import build, program_env
 
     # (not the sanitizer lane's AddressSanitizer runtime, preloaded for this process: a
     # ThreadSanitizer program cannot run beside it)
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
-    compiler = shutil.which(env.get("CXX", "g++"))
-    if compiler is None:
-        pytest.skip("no C++ compiler")
-    here = os.path.dirname(os.path.abspath(__file__))
-    core = os.path.join(here, "..", "..", "fastbpe", "_core")
+    env = program_env()
     program = str(tmp_path / "threads")
-    build = subprocess.run([compiler, "-std=c++17", "-O1", "-g", "-fsanitize=thread", "-I", core,
-                            os.path.join(here, "native", "shared_cache_threads.cpp"), "-o", program, "-pthread"],
-                           capture_output=True, text=True, env=env)
-    if build.returncode != 0 and "tsan" in build.stderr.lower():
+    built = build("shared_cache_threads.cpp", program, ["-O1", "-g", "-fsanitize=thread", "-pthread"])
+    if built.returncode != 0 and "tsan" in built.stderr.lower():
         pytest.skip("the compiler has no ThreadSanitizer runtime")
-    assert build.returncode == 0, build.stderr
+    assert built.returncode == 0, built.stderr
     run = subprocess.run([program], capture_output=True, text=True, timeout=600,
                          env={**env, "TSAN_OPTIONS": "halt_on_error=1:exitcode=66"})
     assert run.returncode == 0, run.stdout + run.stderr

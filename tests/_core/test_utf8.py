@@ -1,8 +1,6 @@
 """The compiled UTF-8 validator: its vector path (blocks of 32 bytes under AVX2) finds the same
 first error, with the same invalid length, as its one-character-at-a-time path, which the
 scanner and encoder tests hold to Python's own decoder."""
-import os
-import shutil
 import subprocess
 
 import pytest
@@ -12,26 +10,19 @@ from fastbpe import CorpusDecodeError, WordTable, count_words
 from fastbpe._core.encode import EncodeState
 from fastbpe.reference.count import count_words as reference_counts
 from fastbpe.split.patterns import TABLE
+from tests.native import build, program_env
 
 
 def test_the_vector_validator_agrees_with_the_scalar_one(tmp_path):
     """native/utf8_blocks.cpp: every string of up to four boundary bytes around the blocks'
     seams and random texts with and without invalid bytes, built with AddressSanitizer and
     UBSan where the compiler has them (no read past the text)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
-    compiler = shutil.which(env.get("CXX", "g++"))
-    if compiler is None:
-        pytest.skip("no C++ compiler to build the validator's test program")
-    here = os.path.dirname(os.path.abspath(__file__))
-    core = os.path.join(here, "..", "..", "fastbpe", "_core")
+    env = program_env()
     program = str(tmp_path / "utf8_blocks")
-    command = [compiler, "-std=c++17", "-O1", "-g", "-I", core, os.path.join(here, "native", "utf8_blocks.cpp"),
-               "-o", program]
-    build = subprocess.run(command[:1] + ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"] + command[1:],
-                           capture_output=True, text=True, env=env)
-    if build.returncode != 0:  # (no sanitizer runtimes: the plain build)
-        build = subprocess.run(command, capture_output=True, text=True, env=env)
-    assert build.returncode == 0, build.stderr
+    built = build("utf8_blocks.cpp", program, ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+    if built.returncode != 0:  # (no sanitizer runtimes: the plain build)
+        built = build("utf8_blocks.cpp", program, ["-O1", "-g"])
+    assert built.returncode == 0, built.stderr
     run = subprocess.run([program], capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     if run.stdout.splitlines()[0] != "avx2 1":

@@ -1,0 +1,28 @@
+"""The C++ test programs of ``tests/_core/native``: built from one source file against the
+compiled core's headers, and run, outside the sanitizer lane's preloaded runtime."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORE = os.path.join(HERE, "..", "fastbpe", "_core")
+
+
+def program_env() -> dict:
+    """This process's environment without the AddressSanitizer runtime the sanitizer lane
+    preloads (a program built with another sanitizer, or none, cannot run beside it)."""
+    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+
+
+def build(source: str, program: str, flags) -> subprocess.CompletedProcess:
+    """Compile ``tests/_core/native/<source>`` into ``program`` with ``flags``; skips the test
+    when there is no C++ compiler. The caller checks the result (a missing sanitizer runtime
+    shows in its stderr)."""
+    env = program_env()
+    compiler = shutil.which(env.get("CXX", "g++"))
+    if compiler is None:
+        pytest.skip("no C++ compiler to build the test program")
+    return subprocess.run([compiler, "-std=c++17", *flags, "-I", CORE, os.path.join(HERE, "_core", "native", source),
+                           "-o", program], capture_output=True, text=True, env=env)
