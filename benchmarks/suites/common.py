@@ -498,6 +498,13 @@ def parallel_rows(max_rows: Optional[int] = None) -> Dict[str, List[str]]:
     return _cached(f"parallel:{path}:{path.stat().st_size}:{max_rows}", make)
 
 
+def language_text(language: str, size) -> str:
+    """One language's rows of ``parallel_multi.tsv.gz``, one a line, cut to at most ``size``
+    bytes of UTF-8 (capped like every input, see ``input_size``) at a character's end."""
+    text = "\n".join(parallel_rows()[language]) + "\n"
+    return text.encode("utf-8")[:input_size(size)].decode("utf-8", "ignore")
+
+
 # ---- OpenAI encodings, offline ----------------------------------------------------------------
 
 OPENAI_ENCODINGS = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")

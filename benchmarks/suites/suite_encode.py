@@ -9,7 +9,7 @@ import inspect
 import time
 
 from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, input_size,
-                     parallel_rows, regex_pattern, skip, tiktoken_encoding, tiktoken_file)
+                     language_text, parallel_rows, regex_pattern, skip, tiktoken_encoding, tiktoken_file)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -280,8 +280,7 @@ class EncodeLanguagesWarm:
 
     def setup(self, language):
         self.tok = _openai_tokenizer("cl100k_base")
-        text = "\n".join(parallel_rows()[language]) + "\n"
-        text = text.encode("utf-8")[:input_size("10MB")].decode("utf-8", "ignore")
+        text = language_text(language, "10MB")
         self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)  # the first pass fills the caches
 
@@ -303,9 +302,7 @@ class EncodeLanguagesUTF8Warm:
             from fastbpe.encode.batch import utf8_encoder
         except ImportError:
             skip("this commit has no encoder of UTF-8 bytes (fastbpe.encode.batch.utf8_encoder)")
-        text = "\n".join(parallel_rows()[language]) + "\n"
-        self.data = text.encode("utf-8")[:input_size("10MB")]
-        self.data = self.data[:len(self.data.decode("utf-8", "ignore").encode("utf-8"))]
+        self.data = language_text(language, "10MB").encode("utf-8")
         self.encode = utf8_encoder(_openai_tokenizer("cl100k_base"))[0]
         self.encode(self.data)  # the first pass fills the caches
 

@@ -7,8 +7,8 @@ cl100k and o200k are each measured once this commit knows them (skipped before).
 import inspect
 import time
 
-from .common import (corpus_text, fastbpe_module, input_size, parallel_rows, reference_count, regex_pattern,
-                     require, skip)
+from .common import (corpus_text, fastbpe_module, language_text, reference_count, regex_pattern, require,
+                     skip)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -90,8 +90,7 @@ class CountLanguages:
     param_names = ["language"]
 
     def setup(self, language):
-        text = "\n".join(parallel_rows()[language]) + "\n"
-        self.text = text.encode("utf-8")[:input_size("2MB")].decode("utf-8", "ignore")
+        self.text = language_text(language, "2MB")
         self.nbytes = len(self.text.encode("utf-8"))
 
     def track_count_seconds_per_mb(self, language):

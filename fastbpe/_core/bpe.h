@@ -875,15 +875,11 @@ class BpeEncoder {
                 find(c);
                 if (look[c].way != nullptr) continue;
                 size_t length = start[c + 1] - start[c];
-                if (length > SHORT_KEY_MAX) {  // (hashed in the scan, unless it has a key of pack_pairs)
-                    if (look[c].w1 != ShortChunkCache::NO_KEY)
-                        hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
-                    continue;
-                }
+                if (length > SHORT_KEY_MAX && look[c].w1 == ShortChunkCache::NO_KEY) continue;  // (hashed in the scan)
                 // a miss: its slot of the chunk cache is prefetched now, so that it has arrived
                 // by the time the fourth loop prefetches the key and ids it points at
                 hash[c] = hash_ahead(dp, (int64_t)start[c], (int64_t)start[c + 1], st);
-                if (short_whole && length >= 2)
+                if (short_whole && length >= 2 && length <= SHORT_KEY_MAX)
                     prefetch_short_token(dp + start[c], (int64_t)length, look[c].w0, look[c].w1);
             }
             for (int64_t k = 0; k < left && k < PIPELINE_DISTANCE; ++k)
@@ -902,7 +898,7 @@ class BpeEncoder {
                 int64_t got =
                     encode_chunk(dp + s, (int64_t)length, st, op + count, misses, hash[c], look[c].w0, look[c].w1);
                 if (got < 0) return got;
-                if (length - 1 <= SHORT_KEY_MAX - 1 || look[c].w1 != ShortChunkCache::NO_KEY) {  // (either key)
+                if (look[c].w1 != ShortChunkCache::NO_KEY) {  // (a key of either form: every short chunk has one)
                     todo[puts++] = (int32_t)c;  // (todo[0:next] are done with)
                     at[c] = (uint32_t)count;
                     got_ids[c] = (uint32_t)got;
@@ -920,10 +916,11 @@ class BpeEncoder {
 
     // encode_tiled's scan, for a chunk dp[p:e] of SHORT_KEY_MAX + 1 .. PAIRS_KEY_MAX bytes that
     // starts with a two-byte letter (after an ASCII byte or not): its key of pack_pairs into
-    // (*w0, *w1) and its set, prefetched; or, when it has none, NO_KEY, no set (none_set())
-    // and its hash, its chunk-cache slot prefetched (a sure miss). Out of the scan loop (cold,
-    // not inlined): there its registers made the loop's own keys go through memory, 5
-    // instructions a chunk more on English.
+    // (*w0, *w1) and its set, prefetched; or, when it has none, what the scan loop does for a
+    // sure miss (its three lines again: shared through a helper given look's fields, they cost
+    // the loop 0.6% more instructions on English). Out of the scan loop (cold, not inlined):
+    // there its registers made the loop's own keys go through memory, 5 instructions a chunk
+    // more on English.
     __attribute__((noinline, cold)) const void* long_chunk_key(const uint8_t* dp, size_t p, size_t e,
                                                                const ShortChunkCache::Sets& sets, EncodeScratch& st,
                                                                uint64_t* w0, uint64_t* w1, uint64_t* hash) const {
@@ -935,7 +932,7 @@ class BpeEncoder {
             ShortChunkCache::prefetch(entry);
             return entry;
         }
-        *w0 = *w1 = ShortChunkCache::NO_KEY;  // (a key that no set holds: find() in none_set() gives nullptr)
+        *w0 = *w1 = ShortChunkCache::NO_KEY;
         *hash = hash_ahead(dp, (int64_t)p, (int64_t)e, st);
         return ShortChunkCache::none_set();
     }

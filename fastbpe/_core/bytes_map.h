@@ -301,7 +301,7 @@ static const uint64_t SHORT_KEY_BITS = ~(0xFULL << SHORT_COUNT_SHIFT);
 // A chunk of SHORT_IDS + 1 .. SHORT_IDS_MAX ids (Arabic words under cl100k: a sixth of the
 // chunks have five to eight) takes both ways of its set: its key and first SHORT_IDS ids in
 // the first, the rest in the second, whose key words are a mark that no key equals (its length
-// byte is 0) and that no empty way has.
+// nibble is 0) and that no empty way has.
 static const int SHORT_IDS_MAX = 2 * SHORT_IDS;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 static const uint64_t SHORT_LENGTH_BITS = 0xFULL;
@@ -378,7 +378,7 @@ static inline PackedKey pack_pairs(const uint8_t* p, size_t n) {
     }
     const uint64_t first = 0x80 | (uint64_t)head << 4 | (uint64_t)chars;
     return PackedKey{first | (uint64_t)even << 8 | (uint64_t)(head ? p[0] : 0) << 16 | lo << 24,
-                     lo >> 40 | hi << 23 | 0xFULL << 56};
+                     lo >> 40 | hi << 23 | SHORT_LENGTH_BITS};  // (length nibble 15)
 #endif
 }
 
@@ -454,11 +454,13 @@ class ShortChunkCache {
         Set& set = sets_[set_of(w0, w1)];
         Entry& first = set.way[0];
         if (!first.holds(w0, w1)) {
-            bool two_ways = first.count() > SHORT_IDS;
-            // (w1 == 0: an empty way)
-            evictions_ += two_ways || count > SHORT_IDS ? (first.w1 != 0) + (!two_ways && set.way[1].w1 != 0)
-                                                        : set.way[1].w1 != 0;
-            set.way[1] = two_ways ? Entry{} : first;
+            // the chunks this put loses (w1 == 0: an empty way): the second way's, unless it is
+            // the first's second half; and the first way's when it cannot move to the second
+            // (it or the new chunk takes both ways)
+            const bool first_takes_both = first.count() > SHORT_IDS;
+            const bool move_first = !first_takes_both && count <= SHORT_IDS;
+            evictions_ += (!first_takes_both && set.way[1].w1 != 0) + (!move_first && first.w1 != 0);
+            set.way[1] = move_first ? first : Entry{};
         }
         first.w0 = w0;
         first.w1 = w1 | ((uint64_t)count << SHORT_COUNT_SHIFT);

@@ -122,9 +122,10 @@ cdef class EncodeState:
     The cache maps chunk bytes (chunks of up to 1024 bytes) to their ids; it is cleared when it
     holds more than ``max_ids`` ids or ``16 * max_ids`` bytes of chunks, which bounds its
     memory. In front of it, a cache of ``2**short_cache_bits`` entries (32 bytes each,
-    two-way) answers the chunks of up to 8 ids that come back most: of 1 to 15 bytes,
-    or words of up to 13 two-byte letters such as Cyrillic or Greek (see bytes_map.h); it quadruples while it evicts much, up to ``2**short_cache_max_bits`` entries
-    (default: 2**20, 32 MB, or ``short_cache_bits`` if more). Tests make it tiny and fixed to
+    two-way) answers the chunks of up to 8 ids that come back most: of 1 to 15 bytes, or
+    words of up to 13 two-byte letters such as Cyrillic or Greek (see bytes_map.h); it
+    quadruples while it evicts much, up to ``2**short_cache_max_bits`` entries (default:
+    2**20, 32 MB, or ``short_cache_bits`` if more). Tests make it tiny and fixed to
     force collisions. ``shared``: a :class:`SharedCache` that takes the place of the cache
     (behind the short-chunk one) for as long as it has room, shared with the other threads
     attached to it. The id buffers of large results (``IDS_MOVED_FROM_BYTES`` of ids and
