@@ -621,6 +621,7 @@ __attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx
     ByteClasses c{};
     const __m512i v = _mm512_loadu_si512((const void*)q);
     *high = _mm512_movepi8_mask(v) != 0;
+    if (*high) return c;  // (Scanner goes through it: most blocks of non-Latin text)
     c.L = bytes_in_range(_mm512_or_si512(v, _mm512_set1_epi8(0x20)), 'a', 26);
     c.N = bytes_in_range(v, '0', 10);
     c.sp = bytes_equal(v, ' ');
