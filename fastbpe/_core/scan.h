@@ -370,8 +370,22 @@ class Scanner {
         size_t u = q, last_lower = NPOS;
         Ch d = at(u);
         while (d.fl & FB_UPPERISH) {
-            if (d.fl & FB_LOWERISH) last_lower = u;
-            u += d.len;
+            if (d.fl & FB_LOWERISH) {
+                last_lower = u;
+                u += d.len;
+                // then the three-byte characters of both classes (\p{Lo} and \p{M}: CJK, kana,
+                // Thai, Devanagari...), each the last lower-ish one so far, decoded in place
+                // (a Chinese run went through at() and two flag tests a character)
+                while (u + 2 < n_ && (uint8_t)(s_[u] - 0xE0) < 0x10) {
+                    const uint32_t cp = ((uint32_t)(s_[u] & 0x0F) << 12) | ((uint32_t)(s_[u + 1] & 0x3F) << 6) |
+                                        (s_[u + 2] & 0x3F);
+                    if ((~fb_flags(cp) & (FB_UPPERISH | FB_LOWERISH)) != 0) break;
+                    last_lower = u;
+                    u += 3;
+                }
+            } else {
+                u += d.len;
+            }
             d = at(u);
         }
         size_t r;

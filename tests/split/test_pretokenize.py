@@ -24,13 +24,15 @@ NAMES = sorted(PATTERNS)
 
 # Characters that exercise every branch of the scanners: each kind of whitespace (\s of regex,
 # newline kinds, NBSP, ideographic space, NEL), apostrophes and contraction letters in both cases
-# (and U+017F, which (?i:s) matches), letters of each o200k class (Lu Ll Lt Lm Lo), marks (Mn Mc
-# Me), digits of other scripts and other numbers, punctuation, '/', emoji with modifiers and ZWJ,
-# and U+001C..U+001F (whitespace for str.split(), not for regex's \s).
+# (and U+017F, which (?i:s) matches), letters of each o200k class (Lu Ll Lt Lm Lo, of two and
+# of three bytes: o200k's letter runs take three-byte Lo, Lm and marks in a loop of their own),
+# marks (Mn Mc Me), digits of other scripts and other numbers, punctuation, '/', emoji with
+# modifiers and ZWJ, and U+001C..U+001F (whitespace for str.split(), not for regex's \s).
 SPECIAL = list(
     " \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2028\u2029\u202f\u3000"
     "'\u2019sStTdDmMlLvVeErR\u017f"
     "aZ\u00e9\u00c9\u01c5\u02b0\u4e2d\u0e01\u0939\u0628\u0416"
+    "\u2c00\u2c30\u1e9e\u1d00\u30fc\u3041"
     "\u0301\u0300\u093f\u0903\u20dd"
     "09\u0663\u0967\u00b2\u00bd\u2165"
     "!.,-/\\\"?()\u3002\u00bf"
@@ -329,6 +331,10 @@ def test_chunks_cover_the_text(name, impl):
         # o200k: case-aware words, contractions glued, marks in words
         ("o200k", "HelloWORLDWide don'T", ["Hello", "WORLDWide", " don'T"]),
         ("o200k", "a.\n/b", ["a", ".\n/", "b"]),
+        # o200k: a run of ideographs (Lo: either case) takes a lower-case letter after it, and an
+        # upper-case one after that starts the next word; the same with kana and a mark
+        ("o200k", "\u4e2d\u6587\u2c30\u2c00a", ["\u4e2d\u6587\u2c30", "\u2c00a"]),
+        ("o200k", "\u3041\u0e31\u1d00\u1e9e\u4e2d", ["\u3041\u0e31\u1d00", "\u1e9e\u4e2d"]),
         ("llama3", "a \n ", ["a", " \n", " "]),
         ("cl100k", "a \n ", ["a", " \n "]),
     ],
