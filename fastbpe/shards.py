@@ -649,6 +649,33 @@ class _ShardWriter:
                 self.file = None
 
 
+# Words in the names of special tokens, the likeliest document separators first: a text's end
+# (<|endoftext|>, <|end_of_text|>, </s>, <eos>), a turn's (<|eot_id|>, <|im_end|>), any end.
+_SEPARATOR_WORDS = (("endoftext", "end_of_text", "</s>", "eos"), ("eot", "im_end", "end_of_turn"), ("end", "sep"))
+
+
+def separator_choices(tokenizer, shown: int = 5) -> str:
+    """The special tokens a document separator can be, for an error message: at most ``shown``
+    names, the likeliest first (_SEPARATOR_WORDS), and how many there are.
+
+    >>> class Tok: special_tokens = {"<|begin_of_text|>": 0, "<|end_header_id|>": 1, "<|end_of_text|>": 2}
+    >>> separator_choices(Tok(), shown=2)
+    "one of its 3 special tokens: '<|end_of_text|>', '<|end_header_id|>', ... and 1 more"
+    """
+    def rank(name: str) -> tuple:
+        low = name.lower()
+        group = next((g for g, words in enumerate(_SEPARATOR_WORDS) if any(w in low for w in words)),
+                     len(_SEPARATOR_WORDS))
+        return group, name
+
+    names = sorted(tokenizer.special_tokens, key=rank)
+    if not names:
+        return "a special token added to the tokenizer (it has none)"
+    listed = ", ".join(repr(n) for n in names[:shown])
+    more = f", ... and {len(names) - shown} more" if len(names) > shown else ""
+    return f"one of its {len(names)} special tokens: {listed}{more}"
+
+
 def encode_files(
     tokenizer,
     files: Union[PathLike, Sequence[PathLike]],
@@ -713,8 +740,8 @@ def encode_files(
     sep_id = None
     if separator is not None:
         if separator not in tokenizer.special_tokens:
-            raise ValueError(f"the tokenizer has no special token {separator!r} to separate documents; "
-                             f"pass separator=None or one of {sorted(tokenizer.special_tokens)}")
+            raise ValueError(f"the tokenizer has no special token {separator!r} to separate documents; pass "
+                             f"separator=None (nothing between documents) or {separator_choices(tokenizer)}")
         sep_id = tokenizer.special_tokens[separator]
     workers = max(1, int(workers or os.cpu_count() or 1))
     out_dir = Path(out_dir)

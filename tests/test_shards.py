@@ -561,7 +561,8 @@ def test_bad_arguments(tok, tmp_path):
         encode_files(tok, [path], tmp_path / "o", block_size=0)
     with pytest.raises(ValueError, match="documents"):
         encode_files(tok, [path], tmp_path / "o", documents="page")
-    with pytest.raises(ValueError, match="no special token"):
+    with pytest.raises(ValueError, match=r"no special token '<\|nope\|>' .* separator=None .* one of its 1 special "
+                                         r"tokens: '<\|endoftext\|>'$"):
         encode_files(tok, [path], tmp_path / "o", separator="<|nope|>")
     with pytest.raises(ValueError, match="not both"):
         encode_files(tok, [path], tmp_path / "o", block_size=10, block_chars=10)

@@ -101,6 +101,21 @@ def test_encode_subcommand(encode_setup, tmp_path, shared_data):
                  "--out", str(tmp_path / "x"), "-q"]) == 2
 
 
+def test_encode_names_the_likely_separators_when_the_default_is_missing(shared_data, tmp_path, capsys):
+    """Llama 3's tokenizer has 256 special tokens and no <|endoftext|>: the error names the
+    command line's options and a few tokens, the ends of a text and of a turn first, not all."""
+    doc = tmp_path / "a.txt"
+    doc.write_text("one document", encoding="utf-8")
+    llama3 = str(shared_data.path("tokenizers", "llama3", "tokenizer.json"))
+    assert main(["encode", str(doc), "--tokenizer", llama3, "--out", str(tmp_path / "o"), "-q"]) == 2
+    error = capsys.readouterr().err
+    assert "no special token '<|endoftext|>'" in error and "--no-separator" in error
+    assert "256 special tokens: '<|end_of_text|>', '<|eot_id|>'," in error and "... and 251 more" in error
+    assert len(error) < 500 and not (tmp_path / "o").exists()
+    assert main(["encode", str(doc), "--tokenizer", llama3, "--out", str(tmp_path / "o"), "-q",
+                 "--separator", "<|end_of_text|>"]) == 0
+
+
 def _compressed(path, data: bytes, kind: str) -> None:
     if kind == "zst":
         zstandard = pytest.importorskip("zstandard", reason="reading .zst needs the zstandard module")
