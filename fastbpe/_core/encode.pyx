@@ -515,9 +515,8 @@ cdef class BPECore:
         ``(ids, ends, failed)`` as ``encode_str_many`` gives them; ``failed`` lists the texts
         that are not UTF-8 or hold a byte outside the vocabulary (left empty here)."""
         cdef Py_ssize_t count = bounds.shape[0] - 1, k
-        cdef int64_t got = 0, chunks = 0, misses = 0, widest = 0, s, e
+        cdef int64_t got = 0, chunks = 0, misses = 0, widest = 0, s, e, written = 0
         cdef vector[char] bad
-        cdef vector[int32_t] all_ids
         if count < 0:
             return np.empty(0, dtype=np.int32), np.zeros(1, dtype=np.int64), []
         for k in range(count):
@@ -531,10 +530,17 @@ cdef class BPECore:
         cdef int64_t[::1] ev = ends
         bad.resize(count)
         cdef EncodeScratch* st = &state.scratch
-        st.out_room(widest)
         cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
+        # All the ids go to one buffer, text after text (at most a text's bytes each), as in
+        # encode_str_many: the state's, kept from call to call and moved into the result
+        # (_buffer_ids), or past KEEP_BUFFER the result itself. (Gathered in a vector and
+        # copied into a fresh array, calls of 4 MB of English ran at 356-377 MB/s, cl100k;
+        # 413-428 this way, about the speed of encode_text.)
+        cdef int64_t room = bounds[count] - bounds[0]
+        big = self._output(state, room)
+        cdef int32_t* op = self._output_ids(state, big)
         with nogil:
-            st.expect_text(bounds[count] - bounds[0] if count > 0 else 0)
+            st.expect_text(room)
             for k in range(count):
                 s = bounds[k]
                 e = bounds[k + 1]
@@ -542,14 +548,20 @@ cdef class BPECore:
                     if not utf8_valid(dp + s, e - s):
                         bad[k] = 1
                     else:
-                        got = self.enc.encode_utf8(dp + s, e - s, pattern, st[0], &chunks, &misses, st.out.data())
+                        got = self.enc.encode_utf8(dp + s, e - s, pattern, st[0], &chunks, &misses, op + written)
                         if got < 0:
-                            bad[k] = 1
-                        elif got > 0:
-                            all_ids.insert(all_ids.end(), st.out.data(), st.out.data() + got)
-                ev[k + 1] = <int64_t>all_ids.size()
-        _settle(state, chunks, misses)
-        return _int32_array(all_ids), ends, [k for k in range(count) if bad[k]]
+                            bad[k] = 1  # (what it wrote is written over by the next text)
+                        else:
+                            written += got
+                ev[k + 1] = written
+        failed = [k for k in range(count) if bad[k]]
+        if big is not None:
+            _settle(state, chunks, misses)
+            big.resize(written, refcheck=False)  # realloc: shrinks in place
+            return big, ends, failed
+        ids = _buffer_ids(state, written)   # (op is the state's buffer here)
+        _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
+        return ids, ends, failed
 
     cdef _check_fused(self, int pattern, EncodeState state, size_t n):
         if not pattern_tiles(pattern):

@@ -271,6 +271,25 @@ def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
         encode_many(b"abc", np.array([0, 2, 1], dtype=np.int64))
 
 
+def test_many_utf8_texts_results_outlive_the_next_call_and_a_huge_call_has_its_own(byte_level):
+    """encode_text_many's ids are written where the next call cannot reach them: a result of
+    the state's buffer (moved into it) keeps its ids through later calls, and a call of more
+    than the buffer's bound (16M bytes: 64 MB of ids at most) writes into its result alone."""
+    from fastbpe._core.encode import IDS_MOVED_FROM_BYTES
+    from fastbpe.encode.batch import utf8_batch_encoder, utf8_encoder
+
+    encode_many, (encode_one, _) = utf8_batch_encoder(byte_level), utf8_encoder(byte_level)
+    docs = [b"the cat sat on the mat. " * (IDS_MOVED_FROM_BYTES // 24 + 1), "le chat était là ".encode() * 9]
+    first = encode_many(b"".join(docs), np.cumsum([0] + [len(d) for d in docs]).astype(np.int64))
+    kept = first[0].copy()
+    second = encode_many(b"other words, other ids " * 50_000, np.array([0, 23 * 50_000], dtype=np.int64))
+    assert first[0].tolist() == kept.tolist()
+    assert first[0][:first[1][1]].tolist() == encode_one(docs[0]).tolist() and second[2] == []
+    huge = b"a cat, a hat. " * (17_000_000 // 14)
+    ids, ends, failed = encode_many(huge, np.array([0, len(huge)], dtype=np.int64))
+    assert failed == [] and ends.tolist() == [0, len(ids)] and ids.tolist() == encode_one(huge).tolist()
+
+
 def _fresh(text: str) -> str:
     """An equal str that is a new object (nothing cached in it yet)."""
     return "".join(list(text))
