@@ -500,14 +500,7 @@ cdef class BPECore:
                 else:
                     total += got
                 ev[k + 1] = total
-        failed = [k for k in range(count) if bad[k]]
-        if big is not None:
-            _settle(state, chunks, misses)
-            big.resize(total, refcheck=False)  # realloc: shrinks in place
-            return big, ends, failed
-        ids = _buffer_ids(state, total)   # (op is the state's buffer here)
-        _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
-        return ids, ends, failed
+        return self._many_result(state, big, total, chunks, misses, ends, bad)
 
     def encode_text_many(self, const uint8_t[::1] data, const int64_t[::1] bounds, int pattern, EncodeState state):
         """``encode_text`` of every text ``data[bounds[k]:bounds[k + 1]]`` in one call, the GIL
@@ -554,12 +547,19 @@ cdef class BPECore:
                         else:
                             written += got
                 ev[k + 1] = written
-        failed = [k for k in range(count) if bad[k]]
+        return self._many_result(state, big, written, chunks, misses, ends, bad)
+
+    cdef tuple _many_result(self, EncodeState state, object big, int64_t total, int64_t chunks, int64_t misses,
+                            object ends, const vector[char]& bad):
+        """encode_str_many's and encode_text_many's ``(ids, ends, failed)``: the ``total`` ids
+        of the call's output (``big``, shrunk in place, or the state's buffer, moved out) and
+        the texts that failed (``bad``); then _settle."""
+        failed = [k for k in range(<Py_ssize_t>bad.size()) if bad[k]]
         if big is not None:
             _settle(state, chunks, misses)
-            big.resize(written, refcheck=False)  # realloc: shrinks in place
+            big.resize(total, refcheck=False)  # realloc: shrinks in place
             return big, ends, failed
-        ids = _buffer_ids(state, written)   # (op is the state's buffer here)
+        ids = _buffer_ids(state, total)   # (op is the state's buffer here)
         _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
         return ids, ends, failed
 
