@@ -587,6 +587,46 @@ static inline ByteClasses classify_block(const uint8_t* q) {
     return c;
 }
 
+#ifdef FBPT_X86_TARGETS
+// The bytes of v in lo .. lo + count - 1 ((b - lo) < count, unsigned), and those equal to b.
+__attribute__((target("avx512bw"), always_inline)) static inline uint64_t bytes_in_range(__m512i v, char lo,
+                                                                                         char count) {
+    return _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(lo)), _mm512_set1_epi8(count));
+}
+__attribute__((target("avx512bw"), always_inline)) static inline uint64_t bytes_equal(__m512i v, char b) {
+    return _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b));
+}
+
+// classify_block under AVX-512BW: one 64-byte load, and each class one or two compares that
+// give its mask straight into a mask register (where SSE2 takes four 16-byte compares, four
+// movemasks and their shifts and ors a class). Also tells whether a byte is >= 0x80 (*high;
+// then the classes are not to be used). Chosen at run time (classify_has_avx512bw).
+template <int PATTERN>
+__attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx512(const uint8_t* q, bool* high) {
+    ByteClasses c{};
+    const __m512i v = _mm512_loadu_si512((const void*)q);
+    *high = _mm512_movepi8_mask(v) != 0;
+    if (*high) return c;  // (Scanner goes through it: most blocks of non-Latin text)
+    c.L = bytes_in_range(_mm512_or_si512(v, _mm512_set1_epi8(0x20)), 'a', 26);
+    c.N = bytes_in_range(v, '0', 10);
+    c.sp = bytes_equal(v, ' ');
+    c.ws = c.sp | bytes_in_range(v, '\t', 5);  // (\t \n \v \f \r)
+    c.ap = bytes_equal(v, '\'');
+    if (PATTERN != PAT_GPT2) c.nl = bytes_equal(v, '\n') | bytes_equal(v, '\r');
+    if (PATTERN == PAT_O200K) {
+        c.up = bytes_in_range(v, 'A', 26);
+        c.sl = bytes_equal(v, '/');
+    }
+    c.O = ~(c.L | c.N | c.ws);
+    return c;
+}
+
+static inline bool classify_has_avx512bw() {
+    static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bw"));
+    return has;
+}
+#endif
+
 // The chunks of a tiling pattern, found from their starts, which are computed a 64-byte block
 // at a time. next_chunk(p) gives the end of the chunk at p, as Scanner::next_chunk does, for
 // the p of consecutive chunks from 0.
@@ -615,47 +655,6 @@ static inline ByteClasses classify_block(const uint8_t* q) {
 // The text is taken as s[0:m] followed by spaces, m the end of its last non-space, so that no
 // rule needs the end of the text; the chunks from the last start before m on come from Scanner,
 // and so do those of a block with a byte >= 0x80 in it or within 4 bytes before or 1 after.
-#ifdef FBPT_UTF8_AVX2
-// The bytes of v in lo .. lo + count - 1 ((b - lo) < count, unsigned), and those equal to b.
-__attribute__((target("avx512bw"), always_inline)) static inline uint64_t bytes_in_range(__m512i v, char lo,
-                                                                                         char count) {
-    return _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(lo)), _mm512_set1_epi8(count));
-}
-__attribute__((target("avx512bw"), always_inline)) static inline uint64_t bytes_equal(__m512i v, char b) {
-    return _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b));
-}
-
-// classify_block under AVX-512BW: one 64-byte load, and each class one or two compares that
-// give its mask straight into a mask register (where SSE2 takes four 16-byte compares, four
-// movemasks and their shifts and ors a class). Also tells whether a byte is >= 0x80 (*high;
-// then the classes are not to be used). Chosen at run time (classify_has_avx512bw).
-template <int PATTERN>
-__attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx512(const uint8_t* q,
-                                                                                                bool* high) {
-    ByteClasses c{};
-    const __m512i v = _mm512_loadu_si512((const void*)q);
-    *high = _mm512_movepi8_mask(v) != 0;
-    if (*high) return c;  // (Scanner goes through it: most blocks of non-Latin text)
-    c.L = bytes_in_range(_mm512_or_si512(v, _mm512_set1_epi8(0x20)), 'a', 26);
-    c.N = bytes_in_range(v, '0', 10);
-    c.sp = bytes_equal(v, ' ');
-    c.ws = c.sp | bytes_in_range(v, '\t', 5);  // (\t \n \v \f \r)
-    c.ap = bytes_equal(v, '\'');
-    if (PATTERN != PAT_GPT2) c.nl = bytes_equal(v, '\n') | bytes_equal(v, '\r');
-    if (PATTERN == PAT_O200K) {
-        c.up = bytes_in_range(v, 'A', 26);
-        c.sl = bytes_equal(v, '/');
-    }
-    c.O = ~(c.L | c.N | c.ws);
-    return c;
-}
-
-static inline bool classify_has_avx512bw() {
-    static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bw"));
-    return has;
-}
-#endif
-
 // ChunkStarts::load prefetches the text this many bytes past the block it classifies. Warm
 // passes over 10 MB (bench_warm_ab, one process, 9 alternated pairs, 2-core Intel Xeon): English
 // cl100k 1.047x, Llama 3 1.043x, code 0.99x; 1024 bytes: 1.025x and 1.003x; 4096: 1.044x, 0.986x.
@@ -733,13 +732,15 @@ class ChunkStarts {
     // (Compiled twice, chosen per call: a wrapper that only chose would spill the registers of
     // the version inlined in it before every block.)
     __attribute__((always_inline)) inline void load(size_t b, bool sequential, size_t p) {
-#ifdef FBPT_UTF8_AVX2
+#ifdef FBPT_X86_TARGETS
         if (classify_has_avx512bw()) return load_avx512(b, sequential, p);
 #endif
         load_sse2(b, sequential, p);
     }
-    __attribute__((noinline)) void load_sse2(size_t b, bool sequential, size_t p) { load_block<false>(b, sequential, p); }
-#ifdef FBPT_UTF8_AVX2
+    __attribute__((noinline)) void load_sse2(size_t b, bool sequential, size_t p) {
+        load_block<false>(b, sequential, p);
+    }
+#ifdef FBPT_X86_TARGETS
     // load compiled for AVX-512BW (and the bit instructions of the CPUs that have it): its
     // classes from classify_block_avx512, inlined
     __attribute__((target("avx512bw,bmi,bmi2,lzcnt"), noinline)) void load_avx512(size_t b, bool sequential,
@@ -771,7 +772,7 @@ class ChunkStarts {
         if (!sequential && b > 0) std::memcpy(&back, s_ + b - 4, 4);
         ByteClasses classes;  // (only read when the block is valid)
         bool high;
-#ifdef FBPT_UTF8_AVX2
+#ifdef FBPT_X86_TARGETS
         if constexpr (AVX512) {
             classes = classify_block_avx512<PATTERN>(q, &high);
         } else

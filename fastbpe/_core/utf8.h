@@ -7,11 +7,12 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-// The AVX2 validator below is compiled for AVX2 alone (a target attribute) and chosen at run
-// time, so that the package still runs on a CPU without it.
+// The AVX2 validator below (and scan.h's AVX-512 block classifier) is compiled for its
+// instruction set alone (a target attribute) and chosen at run time, so that the package
+// still runs on a CPU without it. FBPT_X86_TARGETS: the compiler can do that here.
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
-#define FBPT_UTF8_AVX2 1
+#define FBPT_X86_TARGETS 1
 #endif
 
 #include "unicode_tables.h"
@@ -89,7 +90,7 @@ static inline size_t utf8_first_error_scalar(const uint8_t* s, size_t n, size_t 
     return n;
 }
 
-#ifdef FBPT_UTF8_AVX2
+#ifdef FBPT_X86_TARGETS
 // The length of the longest prefix of s[0:n], in whole blocks of 32 bytes and short of the
 // last byte, in which no byte breaks a rule of UTF-8 given the bytes before it (a character
 // may still be cut off at the prefix's end): the block-at-a-time method of Keiser and Lemire,
@@ -193,7 +194,7 @@ static inline bool utf8_has_avx2() {
 // validator goes on from the last character that starts at least 3 bytes before the end of
 // those blocks (a character cut off there starts no earlier).
 static inline size_t utf8_first_error(const uint8_t* s, size_t n, size_t p, size_t* bad_len) {
-#ifdef FBPT_UTF8_AVX2
+#ifdef FBPT_X86_TARGETS
     if (p + 64 <= n && utf8_has_avx2()) {
         size_t clean = p + utf8_valid_blocks_avx2(s + p, n - p);
         if (clean >= p + 3) {

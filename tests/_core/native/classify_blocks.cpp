@@ -38,7 +38,7 @@ static bool check(const uint8_t* q, bool avx512) {
     // (the vector classifiers are only asked about blocks without a byte >= 0x80)
     if (!high && !same_masks("classify_block", PATTERN, q, fbpt::classify_block<PATTERN>(q), want, nl, o200k))
         return false;
-#ifdef FBPT_UTF8_AVX2
+#ifdef FBPT_X86_TARGETS
     if (avx512) {
         bool got_high = !high;
         const ByteClasses got = fbpt::classify_block_avx512<PATTERN>(q, &got_high);
@@ -59,7 +59,7 @@ static bool check_all(const uint8_t* q, bool avx512) {
 }
 
 int main() {
-#ifdef FBPT_UTF8_AVX2
+#ifdef FBPT_X86_TARGETS
     const bool avx512 = fbpt::classify_has_avx512bw();
 #else
     const bool avx512 = false;
