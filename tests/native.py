@@ -26,3 +26,12 @@ def build(source: str, program: str, flags) -> subprocess.CompletedProcess:
         pytest.skip("no C++ compiler to build the test program")
     return subprocess.run([compiler, "-std=c++17", *flags, "-I", CORE, os.path.join(HERE, "_core", "native", source),
                            "-o", program], capture_output=True, text=True, env=env)
+
+
+def build_checked(source: str, program: str) -> subprocess.CompletedProcess:
+    """``build`` with AddressSanitizer and UBSan (a read past a buffer fails the run), or
+    without them where the compiler has no sanitizer runtimes."""
+    built = build(source, program, ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+    if built.returncode != 0:
+        built = build(source, program, ["-O1", "-g"])
+    return built

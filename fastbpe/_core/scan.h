@@ -18,6 +18,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "cpu.h"
 #include "patterns.h"
 #include "utf8.h"
 
@@ -600,7 +601,7 @@ __attribute__((target("avx512bw"), always_inline)) static inline uint64_t bytes_
 // classify_block under AVX-512BW: one 64-byte load, and each class one or two compares that
 // give its mask straight into a mask register (where SSE2 takes four 16-byte compares, four
 // movemasks and their shifts and ors a class). Also tells whether a byte is >= 0x80 (*high;
-// then the classes are not to be used). Chosen at run time (classify_has_avx512bw).
+// then the classes are not to be used). Chosen at run time (cpu_has_avx512bw).
 template <int PATTERN>
 __attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx512(const uint8_t* q, bool* high) {
     ByteClasses c{};
@@ -619,11 +620,6 @@ __attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx
     }
     c.O = ~(c.L | c.N | c.ws);
     return c;
-}
-
-static inline bool classify_has_avx512bw() {
-    static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bw"));
-    return has;
 }
 #endif
 
@@ -733,7 +729,7 @@ class ChunkStarts {
     // the version inlined in it before every block.)
     __attribute__((always_inline)) inline void load(size_t b, bool sequential, size_t p) {
 #ifdef FBPT_X86_TARGETS
-        if (classify_has_avx512bw()) return load_avx512(b, sequential, p);
+        if (cpu_has_avx512bw()) return load_avx512(b, sequential, p);
 #endif
         load_sse2(b, sequential, p);
     }

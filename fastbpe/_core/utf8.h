@@ -7,14 +7,8 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-// The AVX2 validator below (and scan.h's AVX-512 block classifier) is compiled for its
-// instruction set alone (a target attribute) and chosen at run time, so that the package
-// still runs on a CPU without it. FBPT_X86_TARGETS: the compiler can do that here.
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#include <immintrin.h>
-#define FBPT_X86_TARGETS 1
-#endif
 
+#include "cpu.h"
 #include "unicode_tables.h"
 
 namespace fbpt {
@@ -180,10 +174,6 @@ __attribute__((target("avx2"))) static size_t utf8_valid_blocks_avx2(const uint8
     return at;
 }
 
-static inline bool utf8_has_avx2() {
-    static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-    return has;
-}
 #endif
 
 // Position of the first invalid byte at or after p (n if none) and, in *bad_len, the length of
@@ -195,7 +185,7 @@ static inline bool utf8_has_avx2() {
 // those blocks (a character cut off there starts no earlier).
 static inline size_t utf8_first_error(const uint8_t* s, size_t n, size_t p, size_t* bad_len) {
 #ifdef FBPT_X86_TARGETS
-    if (p + 64 <= n && utf8_has_avx2()) {
+    if (p + 64 <= n && cpu_has_avx2()) {
         size_t clean = p + utf8_valid_blocks_avx2(s + p, n - p);
         if (clean >= p + 3) {
             size_t q = clean - 3;

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.native import build, program_env
+from tests.native import build_checked, program_env
 
 
 def test_the_vector_block_classifiers_agree_with_the_bytewise_one(tmp_path):
@@ -13,10 +13,7 @@ def test_the_vector_block_classifiers_agree_with_the_bytewise_one(tmp_path):
     blocks of the classes' edge bytes, for each pattern's masks; built with AddressSanitizer and
     UBSan where the compiler has them."""
     program = str(tmp_path / "classify_blocks")
-    built = build("classify_blocks.cpp", program,
-                  ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
-    if built.returncode != 0:  # (no sanitizer runtimes: the plain build)
-        built = build("classify_blocks.cpp", program, ["-O1", "-g"])
+    built = build_checked("classify_blocks.cpp", program)
     assert built.returncode == 0, built.stderr
     run = subprocess.run([program], capture_output=True, text=True, env=program_env(), timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr

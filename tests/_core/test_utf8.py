@@ -10,7 +10,7 @@ from fastbpe import CorpusDecodeError, WordTable, count_words
 from fastbpe._core.encode import EncodeState
 from fastbpe.reference.count import count_words as reference_counts
 from fastbpe.split.patterns import TABLE
-from tests.native import build, program_env
+from tests.native import build_checked, program_env
 
 
 def test_the_vector_validator_agrees_with_the_scalar_one(tmp_path):
@@ -19,9 +19,7 @@ def test_the_vector_validator_agrees_with_the_scalar_one(tmp_path):
     UBSan where the compiler has them (no read past the text)."""
     env = program_env()
     program = str(tmp_path / "utf8_blocks")
-    built = build("utf8_blocks.cpp", program, ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
-    if built.returncode != 0:  # (no sanitizer runtimes: the plain build)
-        built = build("utf8_blocks.cpp", program, ["-O1", "-g"])
+    built = build_checked("utf8_blocks.cpp", program)
     assert built.returncode == 0, built.stderr
     run = subprocess.run([program], capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -60,7 +60,7 @@ static bool check_all(const uint8_t* q, bool avx512) {
 
 int main() {
 #ifdef FBPT_X86_TARGETS
-    const bool avx512 = fbpt::classify_has_avx512bw();
+    const bool avx512 = fbpt::cpu_has_avx512bw();
 #else
     const bool avx512 = false;
 #endif

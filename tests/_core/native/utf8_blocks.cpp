@@ -35,7 +35,7 @@ static bool same(const std::string& t, size_t from) {
 
 int main() {
 #ifdef FBPT_X86_TARGETS
-    std::printf("avx2 %d\n", (int)fbpt::utf8_has_avx2());
+    std::printf("avx2 %d\n", (int)fbpt::cpu_has_avx2());
 #else
     std::printf("avx2 0\n");
 #endif
