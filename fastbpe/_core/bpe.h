@@ -793,7 +793,7 @@ class BpeEncoder {
     // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
     // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes, or one of two-byte letters
-    // that pack_pairs takes) into its short-cache key and computes the set it maps to, and
+    // or one repeated byte that pack_pairs or pack_repeat takes) into its short-cache key and computes the set it maps to, and
     // prefetches that set. The second writes the ids of the hits before the block's first
     // miss as it finds them; from that miss on, it looks each chunk up
     // in its set without a branch (the way that holds it, or none), and lists it if it
@@ -811,7 +811,7 @@ class BpeEncoder {
         // a chunk's short-cache key and lookup, side by side (the three loops read and write
         // them together: one line holds two chunks')
         struct Lookup {
-            uint64_t w0, w1;    // a chunk's short-cache key (pack_short, pack_pairs), or NO_KEY
+            uint64_t w0, w1;    // a chunk's short-cache key (pack_short, pack_pairs, pack_repeat), or NO_KEY
             const void* entry;  // and its short-cache set (none_set(): no lookup)
             const void* way;    // the way holding the chunk, nullptr: a miss
         } look[FUSED_BLOCK];
@@ -848,8 +848,8 @@ class BpeEncoder {
                     // Intel Xeon, bench_warm_ab: cl100k 1.097x, o200k 1.095x, Llama 3 1.112x,
                     // code 1.046x. On a 2-core AMD EPYC an earlier build measured the two alike.)
                     ShortChunkCache::prefetch(look[m].entry);
-                } else if (length <= PAIRS_KEY_MAX && (dp[p + (dp[p] < 0x80)] & 0xE0) == 0xC0) {
-                    // (a two-byte letter first, after an ASCII byte or not)
+                } else if ((length <= PAIRS_KEY_MAX && (dp[p + (dp[p] < 0x80)] & 0xE0) == 0xC0) || dp[p] == dp[p + 1]) {
+                    // (a two-byte letter first, after an ASCII byte or not; or a repeated byte)
                     look[m].entry = long_chunk_key(dp, p, e, sets, st, &look[m].w0, &look[m].w1, &hash[m]);
                 } else {  // (a key that no set holds: find() in none_set() gives nullptr)
                     look[m].entry = ShortChunkCache::none_set();
@@ -924,9 +924,10 @@ class BpeEncoder {
         return count;
     }
 
-    // encode_tiled's scan, for a chunk dp[p:e] of SHORT_KEY_MAX + 1 .. PAIRS_KEY_MAX bytes that
-    // starts with a two-byte letter (after an ASCII byte or not): its key of pack_pairs into
-    // (*w0, *w1) and its set, prefetched; or, when it has none, what the scan loop does for a
+    // encode_tiled's scan, for a chunk dp[p:e] of more than SHORT_KEY_MAX bytes that starts
+    // with a two-byte letter (after an ASCII byte or not) or with a byte twice: its key of
+    // pack_pairs or pack_repeat into (*w0, *w1) and its set, prefetched; or, when it has none,
+    // what the scan loop does for a
     // sure miss (its three lines again: shared through a helper given look's fields, they cost
     // the loop 0.6% more instructions on English). Out of the scan loop (cold, not inlined):
     // there its registers made the loop's own keys go through memory, 5 instructions a chunk
@@ -934,7 +935,8 @@ class BpeEncoder {
     __attribute__((noinline, cold)) const void* long_chunk_key(const uint8_t* dp, size_t p, size_t e,
                                                                const ShortChunkCache::Sets& sets, EncodeScratch& st,
                                                                uint64_t* w0, uint64_t* w1, uint64_t* hash) const {
-        const PackedKey key = pack_pairs(dp + p, e - p);
+        PackedKey key = pack_pairs(dp + p, e - p);
+        if (key.w1 == 0) key = pack_repeat(dp + p, e - p);
         if (key.w1 != 0) {
             *w0 = key.w0;
             *w1 = key.w1;

@@ -278,7 +278,7 @@ class BytesMap {
 };
 
 // The chunk cache's first level: the ids of chunks of 1..SHORT_KEY_MAX bytes (and of the longer
-// ones pack_pairs takes), for the chunks that come back again and again (a few thousand chunks
+// ones pack_pairs and pack_repeat take), for the chunks that come back again and again (a few thousand chunks
 // make most of a text: "the", " of", ...).
 // BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
 // (slot, key, ids); here one small entry holds the chunk's bytes and length packed in two words
@@ -380,6 +380,26 @@ static inline PackedKey pack_pairs(const uint8_t* p, size_t n) {
     return PackedKey{first | (uint64_t)even << 8 | (uint64_t)(head ? p[0] : 0) << 16 | lo << 24,
                      lo >> 40 | hi << 23 | SHORT_LENGTH_BITS};  // (length nibble 15)
 #endif
+}
+
+// A chunk of more than SHORT_KEY_MAX bytes that is one ASCII byte repeated (code's indentation:
+// two thirds of the long chunks of code.txt are runs of 16 to 40 spaces; rules of '-' or '=')
+// packed as a short-cache key of a third form: first byte 0xBF (a continuation byte, which
+// starts no key of pack_short the cache is asked for (see pack_pairs), and above pack_pairs's
+// first bytes, 0x80..0x9D), then the byte, then the length; the length nibble 15. Gives {0, 0}
+// (no key) for a chunk of another shape.
+static inline PackedKey pack_repeat(const uint8_t* p, size_t n) {
+    const uint8_t b = p[0];
+    if (n <= SHORT_KEY_MAX || b >= 0x80 || n >= ((size_t)1 << 40)) return PackedKey{0, 0};
+    const uint64_t all = 0x0101010101010101ULL * b;
+    uint64_t w;
+    for (size_t i = 0; i + 8 <= n; i += 8) {  // (n >= 16: the last eight bytes overlap at worst)
+        std::memcpy(&w, p + i, 8);
+        if (w != all) return PackedKey{0, 0};
+    }
+    std::memcpy(&w, p + n - 8, 8);
+    if (w != all) return PackedKey{0, 0};
+    return PackedKey{0xBF | (uint64_t)b << 8 | (uint64_t)n << 16, SHORT_LENGTH_BITS};
 }
 
 class ShortChunkCache {

@@ -984,6 +984,56 @@ def test_chunks_that_start_with_a_continuation_byte_never_meet_keys_of_two_byte_
                         assert core.encode_chunks(twin, *bounds, state).tolist() == twin_ids
 
 
+@functools.lru_cache(maxsize=None)
+def _indented_code_tokenizer(name):
+    """Trained on indented lines, so that runs of spaces are one to a dozen tokens."""
+    lines = [" " * (4 * (i % 11)) + "x = f(y)  # " + "-" * (i % 23) + "\n" for i in range(400)]
+    return fastbpe.train(text="".join(lines), vocab_size=400, pattern=name, progress=False)
+
+
+@pytest.mark.parametrize("name", sorted(TILING_PATTERN_IDS))
+@pytest.mark.parametrize("bits", [1, 2, 16])
+def test_short_chunk_cache_holds_runs_of_one_byte(name, bits):
+    """A chunk of more than 15 bytes that is one ASCII byte repeated (indentation, a rule of
+    dashes) has a short-cache key of its own form: runs of 14 to 70 spaces, tabs, dashes and
+    equals signs before a word, a newline, another run or the text's end, in caches of one
+    set, two or full size, three passes; ids equal to the regex split's."""
+    tok = _indented_code_tokenizer(name)
+    core, pattern = tok._core(), TILING_PATTERN_IDS[name]
+    runs = [c * n for c in " \t-=" for n in range(14, 71, 3)]
+    assert min(len(ids) for ids in tok.encode_batch(runs)) <= 4 < max(len(ids) for ids in tok.encode_batch(runs))
+    text = "".join(r + after for r in runs for after in ("x = 1\n", "\n", "y", " ")) + runs[-1]
+    expected = _regex_reference(tok, text)
+    state = EncodeState(short_cache_bits=bits, short_cache_max_bits=bits)
+    for _ in range(3):
+        assert core.encode_text(text.encode(), pattern, state).tolist() == expected
+    for run in runs:
+        for tail in (run, run + "a", "a" + run, run + run[0] + "b"):
+            assert core.encode_text(tail.encode(), pattern, state).tolist() == _regex_reference(tok, tail)
+
+
+@pytest.mark.skipif(sys.byteorder != "little", reason="the key is checked as little-endian bytes")
+def test_chunks_that_start_with_a_continuation_byte_never_meet_keys_of_one_byte_runs():
+    """A 15-byte chunk given to encode_chunks whose plain key equals the key of a run of one byte
+    (0xBF, the byte, the length; it starts with a continuation byte, as no chunk of a text does)
+    is not looked up in the short-chunk cache: one state encodes both right, in either order."""
+    tok = _indented_code_tokenizer("cl100k")
+    core, pattern = tok._core(), TILING_PATTERN_IDS["cl100k"]
+    bounds = np.array([0], np.int64), np.array([15], np.int64)
+    for run in (b" " * 19, b"\t" * 16, b"-" * 16, b"=" * 40):  # (each one chunk)
+        want = core.encode_text(run, pattern, EncodeState()).tolist()
+        twin = (0xBF | run[0] << 8 | len(run) << 16).to_bytes(8, "little") + bytes(7)
+        twin_ids = core.encode_chunks(twin, *bounds, EncodeState()).tolist()
+        for first in ("text", "chunk"):
+            state = EncodeState(short_cache_bits=1, short_cache_max_bits=1)
+            for _ in range(2):
+                for step in (first, "chunk" if first == "text" else "text"):
+                    if step == "text":
+                        assert core.encode_text(run, pattern, state).tolist() == want
+                    else:
+                        assert core.encode_chunks(twin, *bounds, state).tolist() == twin_ids
+
+
 def test_short_chunk_cache_size_is_checked():
     with pytest.raises(ValueError, match="short_cache_bits"):
         EncodeState(short_cache_bits=0)
