@@ -232,10 +232,10 @@ class Backtracker {
         // 0. the tokens in the order of their first eight bytes (then length): tokens that
         // share a prefix come together, so the pairs their BPE runs look up and the trie nodes
         // they walk were mostly just touched (in cache), and a token comes after each of its
-        // proper prefixes, which step 2 relies on
+        // proper prefixes, which step 3 relies on
         struct Order {
             uint64_t head;  // the first eight bytes, big-endian, zero-padded
-            uint32_t length, token;
+            uint32_t start, length, token;  // (its bytes: base[start:start + length])
         };
         std::vector<Order> order(count);
         for (size_t t = 0; t < count; ++t) {
@@ -243,19 +243,33 @@ class Backtracker {
             uint32_t n = ends[t] - start(t);
             uint64_t head = 0;
             for (uint32_t i = 0; i < 8; ++i) head = (head << 8) | (i < n ? p[i] : 0);
-            order[t] = Order{head, n, (uint32_t)t};
+            order[t] = Order{head, start(t), n, (uint32_t)t};
             info_[t].length = n;
         }
-        std::sort(order.begin(), order.end(), [](const Order& x, const Order& y) {
-            return x.head != y.head ? x.head < y.head : x.length < y.length;
-        });
+        // (by the first two bytes in one counting pass, then each group by comparisons: a third
+        // of the time of comparisons alone)
+        std::vector<uint32_t> group(65537, 0);
+        for (const Order& o : order) ++group[(o.head >> 48) + 1];
+        for (size_t g = 1; g <= 65536; ++g) group[g] += group[g - 1];
+        std::vector<Order> sorted(count);
+        for (const Order& o : order) sorted[group[o.head >> 48]++] = o;
+        order.swap(sorted);
+        for (size_t g = 0, from = 0; g < 65536; from = group[g++])  // (group[g]: the end of group g now)
+            std::sort(order.begin() + from, order.begin() + group[g], [](const Order& x, const Order& y) {
+                return x.head != y.head ? x.head < y.head : x.length < y.length;
+            });
         // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it back)
         std::vector<int32_t> sym;
         std::vector<uint64_t> val, memo(2 * PAIR_MEMO_SLOTS, ~0ULL);
         std::vector<uint8_t> reachable(count, 0);
         size_t deep = 0;  // trie nodes below the two array levels, at most
-        for (const Order& o : order) {
-            const uint8_t* p = base + start(o.token);
+        for (size_t k = 0; k < order.size(); ++k) {
+            if (k + AHEAD < order.size()) {  // (the tokens' bytes and infos lie in id order)
+                __builtin_prefetch(base + order[k + AHEAD].start);
+                __builtin_prefetch(&info_[order[k + AHEAD].token]);
+            }
+            const Order& o = order[k];
+            const uint8_t* p = base + o.start;
             size_t n = o.length;
             if (n == 1) reachable[o.token] = byte_id[p[0]] == (int32_t)o.token;
             if (n < 2) continue;
@@ -291,9 +305,11 @@ class Backtracker {
         trie_.reset();
         trie_.reserve(std::min(deep / 2, (size_t)TokenTrie::MAX_NODES));
         TokenTrie::Walk walk;
-        for (const Order& o : order) {
+        for (size_t k = 0; k < order.size(); ++k) {
+            const Order& o = order[k];
+            if (k + AHEAD < order.size()) __builtin_prefetch(base + order[k + AHEAD].start);
             if (!reachable[o.token]) continue;
-            if (!trie_.add(base + start(o.token), o.length, (int32_t)o.token, &info_[o.token].prefix, walk)) {
+            if (!trie_.add(base + o.start, o.length, (int32_t)o.token, &info_[o.token].prefix, walk)) {
                 too_big = true;
                 return;
             }
@@ -431,6 +447,10 @@ class Backtracker {
         const int64_t* r = live_.find(pair_key(a, b));
         return r ? *r : NO_RANK;
     }
+
+    // How far ahead (in tokens) build's loops ask for a token's bytes and info: they lie in id
+    // order, the loops go in byte order (1.5 MB of bytes, 2 MB of infos for o200k).
+    static constexpr size_t AHEAD = 16;
 
     // BPE of p[0:n] (n >= 2) by bpe.h's rule without a floor (lowest rank, leftmost first):
     // the id it ends in when that is one symbol (else -1), and the last merge's parts and rank.

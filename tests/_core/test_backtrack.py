@@ -38,7 +38,8 @@ def encode_piece(tok, piece: bytes, backtrack: bool):
 
 def long_pieces(seed: int, n: int):
     """Pieces of n bytes: one letter, short patterns, random letters, digits, random bytes
-    (invalid UTF-8 among them) and non-ASCII text."""
+    (invalid UTF-8 among them), non-ASCII text, and spaces and rules of code, whose tokens are
+    the longest of the OpenAI vocabularies (65 to 128 bytes)."""
     rng = np.random.default_rng(seed)
     text = "".join(rng.choice(list("abcéüж中文😀"), n // 3))
     return {
@@ -50,6 +51,8 @@ def long_pieces(seed: int, n: int):
         "digits": bytes(rng.integers(48, 58, n).astype(np.uint8)),
         "random bytes": rng.integers(0, 256, n).astype(np.uint8).tobytes(),
         "non-ASCII": text.encode("utf-8")[:n],
+        "spaces": b" " * n,
+        "rules": ((b"//" + b"-" * 112 + b"\n/*" + b"*" * 95 + b" " * 100) * (n // 300 + 1))[:n],
     }
 
 
