@@ -5,7 +5,8 @@
 //     three- and four-byte characters at every offset around the blocks' seams;
 //  2. every string of four such bytes at the first seam;
 //  3. random texts of characters of every length, some with random bytes in them,
-//     validated from random starting points.
+//     validated from random starting points;
+//  4. the strings of 1. in long ASCII text (the four-block path) near every seam.
 // Built and run by test_utf8.py; prints what it checked and exits 1 on the first difference.
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,15 @@ int main() {
                     for (size_t at : {29, 30, 31, 32})
                         if (!same(base.substr(0, at) + std::string{(char)a, (char)b, (char)c, (char)d} + base.substr(at), 0))
                             return 1;
+    // 4. the same strings in long ASCII text (checked four blocks at a time, 128 bytes, up to
+    // a block that is not ASCII or after one that left a character unfinished), at every offset
+    // near the seams of the first 400 bytes
+    std::string ascii(520, 'a');
+    for (size_t at = 0; at < 400; ++at) {
+        if (at % 32 < 29 && at % 32 > 1) continue;
+        for (const std::string& piece : pieces)
+            if (!same(ascii.substr(0, at) + piece + ascii.substr(at), 0)) return 1;
+    }
     std::mt19937_64 rng(20211);
     for (int round = 0; round < 200000; ++round) {
         std::string t;
