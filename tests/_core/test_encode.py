@@ -959,6 +959,23 @@ def _two_byte_letters_key(chunk: bytes) -> bytes:
     return (w0 & (2**64 - 1)).to_bytes(8, "little") + w1.to_bytes(8, "little")
 
 
+def _text_and_twin_in_one_cache(core, pattern, text: bytes, twin: bytes):
+    """``text`` (one chunk) by encode_text and the 15-byte chunk ``twin`` by encode_chunks,
+    alternated in either order in one state whose short-chunk cache is one set: each gives the
+    ids it gives in a fresh state."""
+    bounds = np.array([0], np.int64), np.array([len(twin)], np.int64)
+    want = core.encode_text(text, pattern, EncodeState()).tolist()
+    twin_ids = core.encode_chunks(twin, *bounds, EncodeState()).tolist()
+    for first in ("text", "chunk"):
+        state = EncodeState(short_cache_bits=1, short_cache_max_bits=1)
+        for _ in range(2):
+            for step in (first, "chunk" if first == "text" else "text"):
+                if step == "text":
+                    assert core.encode_text(text, pattern, state).tolist() == want
+                else:
+                    assert core.encode_chunks(twin, *bounds, state).tolist() == twin_ids
+
+
 @pytest.mark.skipif(sys.byteorder != "little", reason="the second key form is made on little-endian CPUs only")
 def test_chunks_that_start_with_a_continuation_byte_never_meet_keys_of_two_byte_letters():
     """encode_chunks takes any bytes: a 15-byte chunk whose plain key equals the key of a word of
@@ -972,16 +989,8 @@ def test_chunks_that_start_with_a_continuation_byte_never_meet_keys_of_two_byte_
         want = core.encode_text(data, pattern, EncodeState()).tolist()
         assert len(want) <= 8  # (kept in the short-chunk cache)
         twin = _two_byte_letters_key(data)[:15]  # (its 16th byte, 0x0F, is a 15-byte key's length)
-        twin_ids = core.encode_chunks(twin, *bounds, EncodeState()).tolist()
-        assert twin_ids != want
-        for first in ("text", "chunk"):
-            state = EncodeState(short_cache_bits=1, short_cache_max_bits=1)
-            for _ in range(2):
-                for step in (first, "chunk" if first == "text" else "text"):
-                    if step == "text":
-                        assert core.encode_text(data, pattern, state).tolist() == want
-                    else:
-                        assert core.encode_chunks(twin, *bounds, state).tolist() == twin_ids
+        assert core.encode_chunks(twin, *bounds, EncodeState()).tolist() != want
+        _text_and_twin_in_one_cache(core, pattern, data, twin)
 
 
 @functools.lru_cache(maxsize=None)
@@ -1019,19 +1028,9 @@ def test_chunks_that_start_with_a_continuation_byte_never_meet_keys_of_one_byte_
     is not looked up in the short-chunk cache: one state encodes both right, in either order."""
     tok = _indented_code_tokenizer("cl100k")
     core, pattern = tok._core(), TILING_PATTERN_IDS["cl100k"]
-    bounds = np.array([0], np.int64), np.array([15], np.int64)
     for run in (b" " * 19, b"\t" * 16, b"-" * 16, b"=" * 40):  # (each one chunk)
-        want = core.encode_text(run, pattern, EncodeState()).tolist()
         twin = (0xBF | run[0] << 8 | len(run) << 16).to_bytes(8, "little") + bytes(7)
-        twin_ids = core.encode_chunks(twin, *bounds, EncodeState()).tolist()
-        for first in ("text", "chunk"):
-            state = EncodeState(short_cache_bits=1, short_cache_max_bits=1)
-            for _ in range(2):
-                for step in (first, "chunk" if first == "text" else "text"):
-                    if step == "text":
-                        assert core.encode_text(run, pattern, state).tolist() == want
-                    else:
-                        assert core.encode_chunks(twin, *bounds, state).tolist() == twin_ids
+        _text_and_twin_in_one_cache(core, pattern, run, twin)
 
 
 def test_short_chunk_cache_size_is_checked():
