@@ -676,6 +676,15 @@ def separator_choices(tokenizer, shown: int = 5) -> str:
     return f"one of its {len(names)} special tokens: {listed}{more}"
 
 
+def separator_id(tokenizer, separator: str, owner: str, skip: str) -> int:
+    """The id of the special token ``separator``; else ValueError naming the tokenizer (``owner``),
+    the way to do without a separator (``skip``) and the special tokens it has."""
+    if separator not in tokenizer.special_tokens:
+        raise ValueError(f"{owner} has no special token {separator!r} to separate documents; "
+                         f"pass {skip} {separator_choices(tokenizer)}")
+    return tokenizer.special_tokens[separator]
+
+
 def encode_files(
     tokenizer,
     files: Union[PathLike, Sequence[PathLike]],
@@ -739,10 +748,7 @@ def encode_files(
     files = [Path(f) for f in expand_paths(files)]
     sep_id = None
     if separator is not None:
-        if separator not in tokenizer.special_tokens:
-            raise ValueError(f"the tokenizer has no special token {separator!r} to separate documents; pass "
-                             f"separator=None (nothing between documents) or {separator_choices(tokenizer)}")
-        sep_id = tokenizer.special_tokens[separator]
+        sep_id = separator_id(tokenizer, separator, "the tokenizer", "separator=None (nothing between documents) or")
     workers = max(1, int(workers or os.cpu_count() or 1))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

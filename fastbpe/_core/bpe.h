@@ -792,13 +792,13 @@ class BpeEncoder {
     // encode_utf8 with the scanner of PATTERN, one pass over the bytes per block of
     // FUSED_BLOCK chunks, in three loops, so that the memory accesses of many chunks overlap
     // instead of waiting one after the other. The first scans the chunks and, while a chunk's
-    // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes, or one of two-byte letters
-    // or one repeated byte that pack_pairs or pack_repeat takes) into its short-cache key and computes the set it maps to, and
-    // prefetches that set. The second writes the ids of the hits before the block's first
-    // miss as it finds them; from that miss on, it looks each chunk up
-    // in its set without a branch (the way that holds it, or none), and lists it if it
-    // missed; a miss's hash is computed then and its slot of the
-    // chunk cache prefetched (on a big text the short cache keeps only the commoner chunks).
+    // bytes are at hand, packs a short one (1..SHORT_KEY_MAX bytes, or a longer one of two-byte
+    // letters or of one repeated byte: pack_pairs, pack_repeat) into its short-cache key,
+    // computes the set it maps to and prefetches that set. The second writes the ids of the
+    // hits before the block's first miss as it finds them; from that miss on, it looks each
+    // chunk up in its set without a branch (the way that holds it, or none), and lists it if it
+    // missed; a miss's hash is computed then and its slot of the chunk cache prefetched (on a
+    // big text the short cache keeps only the commoner chunks).
     // The third writes the ids in order straight to op: a hit's from its way, anything else by
     // encode_chunk (chunk cache, whole lookup, BPE) while the chunk cache entries of the misses
     // a few steps ahead are prefetched; it remembers them in the short cache after the block
@@ -927,11 +927,10 @@ class BpeEncoder {
     // encode_tiled's scan, for a chunk dp[p:e] of more than SHORT_KEY_MAX bytes that starts
     // with a two-byte letter (after an ASCII byte or not) or with a byte twice: its key of
     // pack_pairs or pack_repeat into (*w0, *w1) and its set, prefetched; or, when it has none,
-    // what the scan loop does for a
-    // sure miss (its three lines again: shared through a helper given look's fields, they cost
-    // the loop 0.6% more instructions on English). Out of the scan loop (cold, not inlined):
-    // there its registers made the loop's own keys go through memory, 5 instructions a chunk
-    // more on English.
+    // what the scan loop does for a sure miss (its three lines again: shared through a helper
+    // given look's fields, they cost the loop 0.6% more instructions on English). Out of the
+    // scan loop (cold, not inlined): there its registers made the loop's own keys go through
+    // memory, 5 instructions a chunk more on English.
     __attribute__((noinline, cold)) const void* long_chunk_key(const uint8_t* dp, size_t p, size_t e,
                                                                const ShortChunkCache::Sets& sets, EncodeScratch& st,
                                                                uint64_t* w0, uint64_t* w1, uint64_t* hash) const {

@@ -278,8 +278,8 @@ class BytesMap {
 };
 
 // The chunk cache's first level: the ids of chunks of 1..SHORT_KEY_MAX bytes (and of the longer
-// ones pack_pairs and pack_repeat take), for the chunks that come back again and again (a few thousand chunks
-// make most of a text: "the", " of", ...).
+// ones pack_pairs and pack_repeat take), for the chunks that come back again and again (a few
+// thousand chunks make most of a text: "the", " of", ...).
 // BytesMap is too big for the CPU caches and costs three dependent memory accesses per lookup
 // (slot, key, ids); here one small entry holds the chunk's bytes and length packed in two words
 // and up to SHORT_IDS ids (up to SHORT_IDS_MAX in two entries), in a table that starts at the

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ..encode.loading import load
-from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, separator_choices
+from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, separator_id
 from .options import add_scheduler_option, size_arg
 
 __all__ = ["add_encode_subcommand"]
@@ -35,9 +35,8 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     if args.partition_size is not None and args.scheduler is None:
         raise ValueError("--partition-size needs --scheduler")
     tokenizer = load(args.tokenizer)
-    if not args.no_separator and args.separator not in tokenizer.special_tokens:
-        raise ValueError(f"{args.tokenizer} has no special token {args.separator!r} to separate documents; "
-                         f"pass --no-separator, or --separator with {separator_choices(tokenizer)}")
+    if not args.no_separator:  # (checked before encode_files makes the output folder)
+        separator_id(tokenizer, args.separator, str(args.tokenizer), "--no-separator, or --separator with")
     try:
         manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
                                 workers=args.workers, progress=False if args.quiet or args.json else None,
