@@ -23,8 +23,7 @@
 // was on the right (the leftmost of equal ranks goes first). (a, b) itself must not merge at all.
 //
 // Tables (built once the encoder's long chunks reach a budget, not at load, see
-// BpeEncoder::backtracker_for): every
-// token's merge tree (left, right, rank of its last merge), from BPE of its own bytes; a trie
+// BpeEncoder::backtracker_for): every token's merge tree (left, right, rank of its last merge), from BPE of its own bytes; a trie
 // over the reachable tokens' bytes for the longest prefix; each token's next shorter prefix
 // token. A model found not monotone gets neither the trie nor the pair table.
 #pragma once
@@ -42,97 +41,107 @@
 
 namespace fbpt {
 
-// The byte trie of the reachable tokens. The first two levels are plain arrays: the node of a
-// one-byte prefix b is 1 + b, of a two-byte prefix 257 + (b0 << 8 | b1), each with its token
-// (-1: none, ABSENT: no token starts so). Deeper edges sit in one open-addressing table whose
-// slot holds the edge's key ((node << 8 | byte) + 1; 0 empty), the child and the child's token,
-// so each byte of a walk costs one probe. Most tokens are short: most walks stay in the arrays.
+// The byte trie of the reachable tokens, built from them in byte order. The first level is an
+// array of 256 tokens (-1: none, ABSENT: no token starts with that byte); the node of a two-byte
+// prefix b0 b1 is number b0 << 8 | b1; deeper nodes follow, numbered so that the children of a
+// node are consecutive (first, first + 1, ...) and in byte order. A node holds its token, its
+// first child, its child count and the bytes of up to six children packed in one word, so that a
+// step down reads one node (most deep nodes have one child: one compare); a node of more
+// children has a row of 256 child indices of its own in `wide_`. The node array is written front
+// to back and a walk moves forward through it, siblings side by side: a hash table of edges
+// (before) missed the cache at each new node to build and at each byte to walk, which made long
+// pieces of letters, DNA or Chinese 1.2-1.6x slower to encode.
 class TokenTrie {
   public:
-    // Nodes are numbered below 2^24, so that a key fits 32 bits.
+    // Nodes are numbered below 2^24 (a bound on the tables' size).
     static constexpr uint32_t MAX_NODES = 1u << 24;
     static constexpr int32_t ABSENT = -2;
 
-    void reset() {
-        slots_.assign(1024, Slot{0, 0, -1});
-        mask_ = slots_.size() - 1;
-        used_ = 0;
-        next_node_ = FIRST_DEEP;
-        for (int b = 0; b < 256; ++b) level1_[b] = ABSENT;
-        level2_.assign(1 << 16, ABSENT);
-    }
-
-    // Room for `deep` more nodes below the two array levels without growing the table.
-    void reserve(size_t deep) {
-        size_t cap = slots_.size();
-        while (4 * (used_ + deep) > 3 * cap) cap *= 2;
-        if (cap != slots_.size()) rehash(cap);
-    }
-
-    // The last deep walk of add(): the bytes of the token it added (n >= 3 bytes, kept alive by
-    // the caller) and, for each depth i >= 2, the node reached after byte i and the longest token
-    // among the prefixes of p[0:i + 1]. A walk for bytes that start like the last one resumes
-    // where the two part, so a vocabulary added in prefix order costs one probe per new node
-    // rather than one per byte of every token.
-    struct Walk {
-        const uint8_t* bytes = nullptr;
-        size_t n = 0;
-        std::vector<uint32_t> node;
-        std::vector<int32_t> best;
-    };
-
-    // Add token `id` with bytes p[0:n] (n >= 1); `*prefix` receives the longest token already
-    // in the trie that is a proper prefix of it, or -1 (so, when tokens are added shortest
-    // first, its longest proper prefix token). `walk`: the previous add's (empty at first);
-    // resuming it assumes every token comes after its proper prefixes (build's order).
-    // False when the trie would outgrow MAX_NODES.
-    bool add(const uint8_t* p, size_t n, int32_t id, int32_t* prefix, Walk& walk) {
-        *prefix = -1;
-        int32_t& t1 = level1_[p[0]];
-        if (t1 == ABSENT) t1 = -1;
-        if (n == 1) {
-            t1 = id;
-            return true;
-        }
-        *prefix = t1;
-        uint32_t two = ((uint32_t)p[0] << 8) | p[1];
-        int32_t& t2 = level2_[two];
-        if (t2 == ABSENT) t2 = -1;
-        if (n == 2) {
-            t2 = id;
-            return true;
-        }
-        if (t2 >= 0) *prefix = t2;
-        // resume at the first byte where p leaves the last walk (depths before it are shared;
-        // the last byte is always walked, to mark the token)
-        size_t same = 0, limit = std::min(n - 1, walk.n);
-        while (same < limit && p[same] == walk.bytes[same]) ++same;
-        size_t i = 2;
-        uint32_t node = 257 + two;
-        if (same > 2) {
-            i = same;
-            node = walk.node[i - 1];
-            *prefix = walk.best[i - 1];
-        }
-        if (walk.node.size() < n) {
-            walk.node.resize(n);
-            walk.best.resize(n);
-        }
-        for (; i < n; ++i) {
-            Slot* s = find(node, p[i]);
-            if (s == nullptr) {
-                if (next_node_ >= MAX_NODES) return false;
-                s = insert(node, p[i], next_node_++);
-            } else if (i + 1 < n && s->token >= 0) {
-                *prefix = s->token;
+    // The trie of `m` tokens in byte order (each before its extensions): token k has bytes
+    // bytes(k) (a pointer), length(k) >= 1 and id id(k). prefix[id(k)] receives the longest
+    // token among its proper prefixes, or -1. False when it would have MAX_NODES nodes or more.
+    // (Depth first: a node's children are numbered when it is taken off the stack, from the
+    // runs of one byte at its depth among the tokens that extend it.)
+    template <class Bytes, class Length, class Id>
+    bool build(size_t m, Bytes bytes, Length length, Id id, int32_t* prefix) {
+        // the nodes below the two array levels: each token adds those of its prefixes of
+        // three bytes or more that it does not share with the token before it
+        size_t deep = 0;
+        for (size_t k = 0; k < m; ++k) {
+            size_t n = length(k), shared = 0;
+            if (k > 0) {
+                const uint8_t *a = bytes(k - 1), *b = bytes(k);
+                size_t limit = std::min(n, (size_t)length(k - 1));
+                while (shared < limit && a[shared] == b[shared]) ++shared;
             }
-            if (i + 1 == n) s->token = id;
-            node = s->child;
-            walk.node[i] = node;
-            walk.best[i] = i + 1 == n ? id : *prefix;
+            if (n > std::max(shared, (size_t)2)) deep += n - std::max(shared, (size_t)2);
         }
-        walk.bytes = p;
-        walk.n = n;
+        if (FIRST_DEEP + deep >= MAX_NODES) return false;
+        nodes_.assign(FIRST_DEEP + deep, Node{-1, 0, 0});
+        labels_.assign(FIRST_DEEP + deep, 0);
+        wide_.clear();
+        for (int b = 0; b < 256; ++b) level1_[b] = ABSENT;
+        uint32_t next = FIRST_DEEP;
+        struct Frame {
+            uint32_t node, lo, hi, depth;  // tokens lo..hi - 1 extend the node's depth bytes
+            int32_t best;                  // the longest token among those bytes' prefixes
+        };
+        std::vector<Frame> stack;
+        for (size_t k = 0; k < m;) {
+            const uint8_t* p = bytes(k);
+            int32_t& t1 = level1_[p[0]];
+            t1 = -1;
+            if (length(k) == 1) {
+                t1 = id(k);
+                prefix[id(k)] = -1;
+                ++k;
+            }
+            for (; k < m && bytes(k)[0] == p[0];) {  // the two-byte prefixes p[0] b
+                uint32_t node = (uint32_t)p[0] << 8 | bytes(k)[1];
+                int32_t best = t1;
+                if (length(k) == 2) {
+                    prefix[id(k)] = best;
+                    nodes_[node].token = best = id(k);
+                    ++k;
+                }
+                size_t hi = k;
+                while (hi < m && bytes(hi)[0] == p[0] && bytes(hi)[1] == (node & 0xFF)) ++hi;
+                if (hi > k) stack.push_back(Frame{node, (uint32_t)k, (uint32_t)hi, 2, best});
+                k = hi;
+                while (!stack.empty()) {
+                    Frame f = stack.back();
+                    stack.pop_back();
+                    uint32_t first = next;
+                    for (uint32_t i = f.lo; i < f.hi;) {  // a child per run of one byte at `depth`
+                        uint8_t b = bytes(i)[f.depth];
+                        uint32_t child = next++, j = i;
+                        labels_[child] = b;
+                        if (length(i) == f.depth + 1) {
+                            prefix[id(i)] = f.best;
+                            nodes_[child].token = id(i);
+                            ++j;
+                        }
+                        uint32_t from = j;
+                        while (j < f.hi && bytes(j)[f.depth] == b) ++j;
+                        if (j > from)
+                            stack.push_back(Frame{child, from, j, f.depth + 1,
+                                                  nodes_[child].token >= 0 ? nodes_[child].token : f.best});
+                        i = j;
+                    }
+                    Node& x = nodes_[f.node];
+                    x.first = first;
+                    uint64_t count = next - first, low = 0;
+                    if (count <= SMALL) {
+                        for (uint64_t c = 0; c < count; ++c) low |= (uint64_t)labels_[first + c] << (8 * c);
+                    } else {  // a row of `wide_` of its own
+                        low = wide_.size() >> 8;
+                        wide_.resize(wide_.size() + 256, 0);
+                        for (uint64_t c = 0; c < count; ++c) wide_[(low << 8) | labels_[first + c]] = (uint8_t)c;
+                    }
+                    x.packed = count << 48 | low;
+                }
+            }
+        }
         return true;
     }
 
@@ -141,63 +150,51 @@ class TokenTrie {
         if (n == 0) return -1;
         int32_t best = level1_[p[0]];
         if (best == ABSENT || n == 1) return best < 0 ? -1 : best;
-        uint32_t two = ((uint32_t)p[0] << 8) | p[1];
-        int32_t t = level2_[two];
-        if (t == ABSENT) return best;
-        if (t >= 0) best = t;
-        uint32_t node = 257 + two;
+        const Node* x = &nodes_[(uint32_t)p[0] << 8 | p[1]];
+        if (x->token >= 0) best = x->token;
         for (size_t i = 2; i < n; ++i) {
-            const Slot* s = find(node, p[i]);
-            if (s == nullptr) break;
-            if (s->token >= 0) best = s->token;
-            node = s->child;
+            int64_t c = child(*x, p[i]);
+            if (c < 0) break;
+            x = &nodes_[x->first + c];
+            if (x->token >= 0) best = x->token;
         }
         return best;
     }
 
-    size_t nodes() const { return 257 + 65536 + (next_node_ - FIRST_DEEP); }
-    size_t memory() const { return slots_.capacity() * sizeof(Slot) + level2_.capacity() * 4 + sizeof(level1_); }
+    size_t nodes() const { return 257 + nodes_.size(); }
+    size_t memory() const {
+        return nodes_.capacity() * sizeof(Node) + labels_.capacity() + wide_.capacity() + sizeof(level1_);
+    }
 
   private:
-    struct Slot {
-        uint32_t key, child;
-        int32_t token;
+    static constexpr uint32_t FIRST_DEEP = 1u << 16;
+    static constexpr uint64_t SMALL = 6;  // children whose bytes a node packs
+    struct Node {
+        int32_t token;    // -1: none
+        uint32_t first;   // the first child's number
+        uint64_t packed;  // child count << 48 | the bytes of up to SMALL children, the first lowest
     };
-    static constexpr uint32_t FIRST_DEEP = 257 + 65536;
-    std::vector<Slot> slots_;
-    std::vector<int32_t> level2_;
+    std::vector<Node> nodes_;
+    std::vector<uint8_t> labels_;  // the byte leading to each node (from FIRST_DEEP on)
+    // for each node of more than SMALL children, a row of 256: the index among them of the
+    // child a byte leads to (0 where none does: labels_ then tells)
+    std::vector<uint8_t> wide_;
     int32_t level1_[256];
-    size_t mask_ = 0, used_ = 0;
-    uint32_t next_node_ = FIRST_DEEP;
 
-    static inline size_t slot_of(uint32_t key) { return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 32); }
-
-    inline const Slot* find(uint32_t node, uint8_t b) const {
-        uint32_t key = ((node << 8) | b) + 1;
-        for (size_t i = slot_of(key) & mask_;; i = (i + 1) & mask_) {
-            const Slot& s = slots_[i];
-            if (s.key == key) return &s;
-            if (s.key == 0) return nullptr;
+    // The index among x's children of the one reached by byte b, or -1.
+    inline int64_t child(const Node& x, uint8_t b) const {
+        uint64_t count = x.packed >> 48;
+        if (count == 1) return (uint8_t)x.packed == b ? 0 : -1;  // (most nodes deep in the trie)
+        if (count <= SMALL) {
+            // bytes equal to b become zero bytes; the lowest zero byte is found exactly (a
+            // borrow only runs upwards from a zero byte), and the count masks off the rest
+            const uint64_t ones = 0x010101010101ULL;
+            uint64_t t = (x.packed ^ (b * ones)) & 0xFFFFFFFFFFFFULL;
+            uint64_t z = (t - ones) & ~t & (ones << 7) & ((1ULL << (8 * count)) - 1);
+            return z ? (int64_t)(__builtin_ctzll(z) >> 3) : -1;
         }
-    }
-    Slot* find(uint32_t node, uint8_t b) { return const_cast<Slot*>(static_cast<const TokenTrie*>(this)->find(node, b)); }
-    Slot* insert(uint32_t node, uint8_t b, uint32_t child) {
-        if (4 * (used_ + 1) > 3 * slots_.size()) rehash(2 * slots_.size());  // at most 3/4 full
-        ++used_;
-        return place(Slot{((node << 8) | b) + 1, child, -1});
-    }
-    void rehash(size_t capacity) {
-        std::vector<Slot> old(capacity, Slot{0, 0, -1});
-        old.swap(slots_);
-        mask_ = slots_.size() - 1;
-        for (const Slot& s : old)
-            if (s.key != 0) place(s);
-    }
-    Slot* place(const Slot& slot) {
-        size_t i = slot_of(slot.key) & mask_;
-        while (slots_[i].key != 0) i = (i + 1) & mask_;
-        slots_[i] = slot;
-        return &slots_[i];
+        uint32_t i = wide_[(x.packed & 0xFFFFFFFFULL) << 8 | b];
+        return labels_[x.first + i] == b ? (int64_t)i : -1;
     }
 };
 
@@ -229,10 +226,9 @@ class Backtracker {
         const uint8_t* base = (const uint8_t*)blob.data();
         auto start = [&](size_t i) { return i ? ends[i - 1] : 0u; };
         info_.assign(count, TokenInfo{-1, -1, -1, -1, 0});
-        // 0. the tokens in the order of their first eight bytes (then length): tokens that
-        // share a prefix come together, so the pairs their BPE runs look up and the trie nodes
-        // they walk were mostly just touched (in cache), and a token comes after each of its
-        // proper prefixes, which step 3 relies on
+        // 0. the tokens in byte order (each before its extensions), which step 3 builds the trie
+        // from: tokens that share a prefix come together, so the pairs their BPE runs look up
+        // were mostly just looked up (in cache)
         struct Order {
             uint64_t head;  // the first eight bytes, big-endian, zero-padded
             uint32_t start, length, token;  // (its bytes: base[start:start + length])
@@ -258,11 +254,22 @@ class Backtracker {
             std::sort(order.begin() + from, order.begin() + group[g], [](const Order& x, const Order& y) {
                 return x.head != y.head ? x.head < y.head : x.length < y.length;
             });
+        // (tokens of one head: the shorter is a prefix of the longer, but those of more than
+        // eight bytes go by their other bytes; few share a head, so they are sorted apart)
+        for (size_t k = 0, end; k < count; k = end) {
+            for (end = k + 1; end < count && order[end].head == order[k].head;) ++end;
+            size_t long_from = k;
+            while (long_from < end && order[long_from].length <= 8) ++long_from;
+            if (end - long_from > 1)
+                std::sort(order.begin() + long_from, order.begin() + end, [base](const Order& x, const Order& y) {
+                    int c = std::memcmp(base + x.start + 8, base + y.start + 8, std::min(x.length, y.length) - 8);
+                    return c != 0 ? c < 0 : x.length < y.length;
+                });
+        }
         // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it back)
         std::vector<int32_t> sym;
         std::vector<uint64_t> val, memo(2 * PAIR_MEMO_SLOTS, ~0ULL);
         std::vector<uint8_t> reachable(count, 0);
-        size_t deep = 0;  // trie nodes below the two array levels, at most
         for (size_t k = 0; k < order.size(); ++k) {
             if (k + AHEAD < order.size()) {  // (the tokens' bytes and infos lie in id order)
                 __builtin_prefetch(base + order[k + AHEAD].start);
@@ -279,7 +286,6 @@ class Backtracker {
                 info_[o.token].left = left;
                 info_[o.token].right = right;
                 info_[o.token].rank = rank;
-                deep += n - 2;
             }
         }
         // 2. monotone: every merge that ever fires has a rank above the merges that made its
@@ -299,21 +305,21 @@ class Backtracker {
             std::vector<TokenInfo>().swap(info_);
             return;
         }
-        // 3. the trie of the reachable tokens in that order, so that adding a token finds its
-        // next shorter prefix token on the way. Tokens share prefixes: a little under half the bound
-        // `deep` are distinct nodes in the vocabularies seen, so the table starts at that size.
-        trie_.reset();
-        trie_.reserve(std::min(deep / 2, (size_t)TokenTrie::MAX_NODES));
-        TokenTrie::Walk walk;
-        for (size_t k = 0; k < order.size(); ++k) {
-            const Order& o = order[k];
-            if (k + AHEAD < order.size()) __builtin_prefetch(base + order[k + AHEAD].start);
-            if (!reachable[o.token]) continue;
-            if (!trie_.add(base + o.start, o.length, (int32_t)o.token, &info_[o.token].prefix, walk)) {
-                too_big = true;
-                return;
-            }
+        // 3. the trie of the reachable tokens, in that order, which gives each its next shorter
+        // prefix token on the way
+        std::vector<uint32_t> trie_order;  // (indices into `order`)
+        trie_order.reserve(live + 256);
+        for (size_t k = 0; k < order.size(); ++k)
+            if (reachable[order[k].token]) trie_order.push_back((uint32_t)k);
+        std::vector<int32_t> prefix(count, -1);
+        if (!trie_.build(
+                trie_order.size(), [&](size_t k) { return base + order[trie_order[k]].start; },
+                [&](size_t k) { return order[trie_order[k]].length; },
+                [&](size_t k) { return (int32_t)order[trie_order[k]].token; }, prefix.data())) {
+            too_big = true;
+            return;
         }
+        for (size_t t = 0; t < count; ++t) info_[t].prefix = prefix[t];
         // 4. the pairs that fire, in a table of their own: a fraction of tiktoken's (which holds
         // every split), so the lookups of compatible() mostly hit the CPU caches
         size_t cap = 16;

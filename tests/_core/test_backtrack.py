@@ -144,6 +144,41 @@ def test_token_rule_vocabularies_of_any_order(extra, word):
     assert encode_piece(tok, word, True) == _reference_token_rule(tokens, word)
 
 
+def _vocabulary_of_every_width():
+    """Bytes, then prefixes followed by 1 to 256 different bytes (the trie keeps up to six
+    children's bytes in their parent, more in a table of their own), two and three bytes deep,
+    and a chain of single children; every token reachable and added after its prefixes."""
+    order = np.random.default_rng(7).permutation(256).tolist()  # (0 and 255 only in wide nodes)
+    tokens = list(BYTES)
+    for k, width in enumerate([1, 2, 5, 6, 7, 8, 40, 255, 256]):
+        two = b"Q" + bytes([48 + k])  # (no token of two bytes starts with a child's byte)
+        three = b"Z" + bytes([48 + k]) + b"z"
+        tokens += [two, three[:2], three]
+        tokens += [two + bytes([c]) for c in order[:width]]
+        tokens += [three + bytes([c]) for c in order[-width:]]
+    tokens += [b"Z0z" + bytes([order[-1]]) + b"chain"[:i] for i in range(1, 6)]
+    return tokens
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trie_nodes_of_every_width(seed):
+    """Pieces made of those tokens, their neighbours and random bytes: backtracking equals the
+    reference, and the trie has one node per prefix of three bytes or more."""
+    tokens = _vocabulary_of_every_width()
+    tok = Tokenizer(tokens, [], merge_rule="token")
+    info = tok._core().backtracking()
+    assert info["usable"], info
+    assert info["trie_nodes"] == 257 + 65536 + len({t[:i] for t in tokens for i in range(3, len(t) + 1)})
+    rng = np.random.default_rng(seed)
+    parts = [tokens[i] for i in rng.integers(256, len(tokens), 400)]
+    # near misses: each token's proper prefix then a byte 0, 255 or any (the bytes of nodes of
+    # fewer than six children are packed with zeros beside them)
+    parts += [t[:-1] + bytes([int(x)]) for t in tokens[256::7] for x in (0, 255, rng.integers(0, 256))]
+    parts += [bytes([int(b)]) for b in rng.integers(0, 256, 100)]
+    piece = b"".join(parts[i] for i in rng.permutation(len(parts)))
+    assert encode_piece(tok, piece, True) == _reference_token_rule(tokens, piece)
+
+
 def test_tables_built_once_under_threads(shared_data):
     """The tables are built once the long chunks reach the budget, while other threads encode
     theirs by the merge loops; every thread gets the same ids as the loops alone."""
