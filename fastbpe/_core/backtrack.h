@@ -212,7 +212,7 @@ class Backtracker {
 
     bool usable() const { return !repeats && !too_big && non_monotone == 0; }
     size_t memory() const {
-        return trie_.memory() + info_.capacity() * sizeof(TokenInfo) + live_.capacity() * 16;
+        return trie_.memory() + info_.capacity() * sizeof(TokenInfo) + live_.capacity() * 16 + live_filter_.capacity() * 8;
     }
     size_t trie_nodes() const { return trie_.nodes(); }
 
@@ -322,15 +322,22 @@ class Backtracker {
         for (size_t t = 0; t < count; ++t) info_[t].prefix = prefix[t];
         // 4. the pairs that fire, in a table of their own: a fraction of tiktoken's (which holds
         // every split), so the lookups of compatible() mostly hit the CPU caches
+        // (and one bit per slot of a filter eight times their number, L2-sized: most pairs
+        // compatible() asks about do not fire, and the filter says so for seven in eight)
         size_t cap = 16;
         while (cap < 2 * live + 16) cap *= 2;
         live_.reset(cap);
+        live_filter_shift_ = 64 - 6;
+        while ((((size_t)1 << (64 - live_filter_shift_)) < 8 * live)) --live_filter_shift_;
+        live_filter_.assign((size_t)1 << (64 - live_filter_shift_ - 6), 0);
         for (size_t t = 0; t < count; ++t) {
             const TokenInfo& x = info_[t];
             if (x.left < 0) continue;
             uint64_t key = pair_key(x.left, x.right);
             size_t i = live_.index(key);
             if (!live_.occupied(i)) live_.insert_at(i, key, (int64_t)x.rank);
+            uint64_t bit = filter_bit(key);
+            live_filter_[bit >> 6] |= 1ULL << (bit & 63);
         }
     }
 
@@ -425,6 +432,8 @@ class Backtracker {
     };
     const PairTable<uint64_t>* pairs_ = nullptr;
     PairTable<int64_t> live_;  // the pairs that fire (each token's last merge) -> rank
+    std::vector<uint64_t> live_filter_;  // a bit per hash of each pair of live_ (filter_bit)
+    int live_filter_shift_ = 58;
     std::vector<TokenInfo> info_;
     TokenTrie trie_;
 
@@ -450,9 +459,13 @@ class Backtracker {
     // see build), else NO_RANK (above every rank).
     static constexpr int64_t NO_RANK = INT64_MAX;
     inline int64_t live_rank(int32_t a, int32_t b) const {
-        const int64_t* r = live_.find(pair_key(a, b));
+        uint64_t key = pair_key(a, b), bit = filter_bit(key);
+        if (!((live_filter_[bit >> 6] >> (bit & 63)) & 1)) return NO_RANK;
+        const int64_t* r = live_.find(key);
         return r ? *r : NO_RANK;
     }
+    // (a hash of its own, not the table's: a pair the filter lets through then costs one probe)
+    inline uint64_t filter_bit(uint64_t key) const { return (key * 0xD6E8FEB86659FD93ULL) >> live_filter_shift_; }
 
     // How far ahead (in tokens) build's loops ask for a token's bytes and info: they lie in id
     // order, the loops go in byte order (1.5 MB of bytes, 2 MB of infos for o200k).
