@@ -145,18 +145,25 @@ class TokenTrie {
         return true;
     }
 
-    // The longest token that is a prefix of p[0:n], or -1.
-    inline int32_t longest(const uint8_t* p, size_t n) const {
+    // The longest token that is a prefix of p[0:n], or -1; *length receives its length.
+    inline int32_t longest(const uint8_t* p, size_t n, int64_t* length) const {
+        *length = 1;
         if (n == 0) return -1;
         int32_t best = level1_[p[0]];
         if (best == ABSENT || n == 1) return best < 0 ? -1 : best;
         const Node* x = &nodes_[(uint32_t)p[0] << 8 | p[1]];
-        if (x->token >= 0) best = x->token;
+        if (x->token >= 0) {
+            best = x->token;
+            *length = 2;
+        }
         for (size_t i = 2; i < n; ++i) {
             int64_t c = child(*x, p[i]);
             if (c < 0) break;
             x = &nodes_[x->first + c];
-            if (x->token >= 0) best = x->token;
+            if (x->token >= 0) {
+                best = x->token;
+                *length = (int64_t)i + 1;
+            }
         }
         return best;
     }
@@ -364,8 +371,8 @@ class Backtracker {
             dead = dead_bits.data();
         }
         if (memo.size() != MEMO_SLOTS) memo.assign(MEMO_SLOTS, ~0ULL);
-        int64_t count = 0, pos = 0;
-        int32_t token = trie_.longest(p, (size_t)n);
+        int64_t count = 0, pos = 0, length;  // (length: the bytes of `token`, known from the walk)
+        int32_t token = trie_.longest(p, (size_t)n, &length);
         while (pos < n) {
             int32_t last = count ? (int32_t)out[count - 1] : -1;
             for (;;) {
@@ -373,18 +380,20 @@ class Backtracker {
                     if (count == 0) return -1;
                     dead[(size_t)pos >> 6] |= 1ULL << (pos & 63);
                     token = (int32_t)out[--count];
-                    pos -= info_[token].length;
+                    length = info_[token].length;
+                    pos -= length;
                     break;  // `token` is retried and fails on its now dead end
                 }
-                int64_t end = pos + info_[token].length;
+                int64_t end = pos + length;
                 if (!((dead[(size_t)end >> 6] >> (end & 63)) & 1) && (last < 0 || compatible_memo(last, token, memo))) {
                     if (count >= cap) return -1;
                     out[count++] = (Id)token;
                     pos = end;
-                    token = trie_.longest(p + pos, (size_t)(n - pos));
+                    token = trie_.longest(p + pos, (size_t)(n - pos), &length);
                     break;
                 }
                 token = info_[token].prefix;
+                if (token >= 0) length = info_[token].length;
             }
         }
         return count;
