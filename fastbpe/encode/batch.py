@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import str_sizes
+from .._core.encode import array_views, str_sizes
 from . import special
 
 __all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials", "utf8_encoder", "utf8_batch_encoder"]
@@ -229,6 +229,8 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         group by group on the workers rather than over the batch before they start: the search
         makes each str's UTF-8 (under the GIL; encode_str_many reads it next), which then
         overlaps the other workers' encoding (100 MB of English, cl100k: 0.1 s on a first pass)."""
+        if not names:  # (and no slice of the texts: see encode_str_many)
+            return []
         held = [part.start + k for k in texts_with_specials(texts[part], names)]
         if disallowed:
             for k in held:
@@ -239,20 +241,16 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         return held
 
     def group(part: slice) -> list:
-        chunk = texts[part]
         if not fused:
             out = [one(k) for k in range(part.start, part.stop)]
             results[part] = out
             return out
         exact = holding_names(part)  # (before any encoding: a disallowed name raises first)
         core, state = tok._core(), tok._state()
-        ids, ends, failed = core.encode_str_many(chunk, pattern, state)
+        ids, ends, failed = core.encode_str_many(texts, pattern, state, part.start, part.stop)
         if as_numpy:  # (ids are never negative here: int32 read as uint32 needs no copy)
             flat = ids.view(dtype) if dtype.itemsize == ids.itemsize else ids.astype(dtype)
-            # views of one buffer, by plain slicing: np.split took 2 us a text (its per-piece
-            # swapaxes), more than encoding a line of English
-            bounds = ends.tolist()
-            out = [flat[a:b] for a, b in zip(bounds, bounds[1:])]
+            out = array_views(flat, ends)  # (views of one buffer)
         else:
             out = core.id_lists(ids, ends, state)
         # lone surrogates, bytes outside the vocabulary, special tokens: encode's own path

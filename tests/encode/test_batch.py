@@ -249,6 +249,55 @@ def test_str_sizes_are_the_lengths():
         str_sizes(["a", "b", 3])
 
 
+@given(st.sampled_from([np.uint16, np.uint32, np.int32, np.int64]), st.integers(0, 40), st.data())
+def test_array_views_are_the_slices(dtype, size, data):
+    """array_views (encode_batch's arrays of ids, one C loop) gives what slicing gives: the
+    values, the dtype, and views of the one buffer that keep it alive."""
+    from fastbpe._core.encode import array_views
+
+    flat = np.arange(size, dtype=dtype)
+    cuts = sorted(data.draw(st.lists(st.integers(0, size), max_size=8)))
+    ends = np.array(cuts, dtype=np.int64)
+    views = array_views(flat, ends)
+    assert len(views) == max(0, len(cuts) - 1)
+    for view, a, b in zip(views, cuts, cuts[1:]):
+        assert view.dtype == flat.dtype and view.tolist() == flat[a:b].tolist()
+        assert view.base is flat and (b == a or np.shares_memory(view, flat))
+    if views and len(views[-1]):
+        views[-1][0] = 7
+        assert flat[cuts[-2]] == 7
+        del flat
+        assert views[-1][0] == 7
+
+
+def test_array_views_check_their_arguments():
+    from fastbpe._core.encode import array_views
+
+    flat = np.arange(6, dtype=np.uint32)
+    for ends in ([0, 3, 2], [0, 7], [-1, 2]):
+        with pytest.raises(ValueError, match="ends must be non-decreasing and within the array"):
+            array_views(flat, np.array(ends, dtype=np.int64))
+    for bad in (flat.reshape(2, 3), flat[::2]):
+        with pytest.raises(ValueError, match="one-dimensional C-contiguous"):
+            array_views(bad, np.array([0, 1], dtype=np.int64))
+
+
+def test_str_many_over_a_range_equals_the_slice(byte_level):
+    """encode_str_many over texts[start:stop] given as a range (no slice of the list made)."""
+    texts = ["ab", "", "le chat était", "\ud800", "猫 😀", "the mat"]
+    core, state = byte_level._core(), byte_level._state()
+    pattern = batch._fused_pattern(byte_level)
+    for start, stop in ((0, 6), (1, 4), (3, 3), (2, 6), (5, 6)):
+        ids, ends, failed = core.encode_str_many(texts, pattern, state, start, stop)
+        want_ids, want_ends, want_failed = core.encode_str_many(texts[start:stop], pattern, state)
+        assert (ids.tolist(), ends.tolist(), failed) == (want_ids.tolist(), want_ends.tolist(), want_failed)
+    assert core.encode_str_many(texts, pattern, state, 2)[1].tolist() == core.encode_str_many(
+        texts[2:], pattern, state)[1].tolist()
+    for start, stop in ((-1, 2), (3, 2), (0, 7)):
+        with pytest.raises(ValueError, match=r"outside a list of 6"):
+            core.encode_str_many(texts, pattern, state, start, stop)
+
+
 @given(st.lists(st.binary(max_size=12) | st.text(max_size=12).map(lambda t: t.encode()), max_size=10))
 def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
     """encode_text_many (the many short documents of encode_files) gives each text's ids, and
