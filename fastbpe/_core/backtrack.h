@@ -219,7 +219,7 @@ class Backtracker {
 
     bool usable() const { return !repeats && !too_big && non_monotone == 0; }
     size_t memory() const {
-        return trie_.memory() + info_.capacity() * sizeof(TokenInfo) + live_.capacity() * 16 + live_filter_.capacity() * 8;
+        return trie_.memory() + info_.capacity() * sizeof(TokenInfo) + live_.capacity() * 16 + live_filter_.memory();
     }
     size_t trie_nodes() const { return trie_.nodes(); }
 
@@ -329,22 +329,18 @@ class Backtracker {
         for (size_t t = 0; t < count; ++t) info_[t].prefix = prefix[t];
         // 4. the pairs that fire, in a table of their own: a fraction of tiktoken's (which holds
         // every split), so the lookups of compatible() mostly hit the CPU caches
-        // (and one bit per slot of a filter eight times their number, L2-sized: most pairs
-        // compatible() asks about do not fire, and the filter says so for seven in eight)
+        // (and a filter of them: most pairs compatible() asks about do not fire)
         size_t cap = 16;
         while (cap < 2 * live + 16) cap *= 2;
         live_.reset(cap);
-        live_filter_shift_ = 64 - 6;
-        while ((((size_t)1 << (64 - live_filter_shift_)) < 8 * live)) --live_filter_shift_;
-        live_filter_.assign((size_t)1 << (64 - live_filter_shift_ - 6), 0);
+        live_filter_.reset(live);
         for (size_t t = 0; t < count; ++t) {
             const TokenInfo& x = info_[t];
             if (x.left < 0) continue;
             uint64_t key = pair_key(x.left, x.right);
             size_t i = live_.index(key);
             if (!live_.occupied(i)) live_.insert_at(i, key, (int64_t)x.rank);
-            uint64_t bit = filter_bit(key);
-            live_filter_[bit >> 6] |= 1ULL << (bit & 63);
+            live_filter_.add(key);
         }
     }
 
@@ -441,8 +437,7 @@ class Backtracker {
     };
     const PairTable<uint64_t>* pairs_ = nullptr;
     PairTable<int64_t> live_;  // the pairs that fire (each token's last merge) -> rank
-    std::vector<uint64_t> live_filter_;  // a bit per hash of each pair of live_ (filter_bit)
-    int live_filter_shift_ = 58;
+    KeyFilter live_filter_;    // live_'s pairs
     std::vector<TokenInfo> info_;
     TokenTrie trie_;
 
@@ -468,13 +463,11 @@ class Backtracker {
     // see build), else NO_RANK (above every rank).
     static constexpr int64_t NO_RANK = INT64_MAX;
     inline int64_t live_rank(int32_t a, int32_t b) const {
-        uint64_t key = pair_key(a, b), bit = filter_bit(key);
-        if (!((live_filter_[bit >> 6] >> (bit & 63)) & 1)) return NO_RANK;
+        uint64_t key = pair_key(a, b);
+        if (!live_filter_.maybe(key)) return NO_RANK;
         const int64_t* r = live_.find(key);
         return r ? *r : NO_RANK;
     }
-    // (a hash of its own, not the table's: a pair the filter lets through then costs one probe)
-    inline uint64_t filter_bit(uint64_t key) const { return (key * 0xD6E8FEB86659FD93ULL) >> live_filter_shift_; }
 
     // How far ahead (in tokens) build's loops ask for a token's bytes and info: they lie in id
     // order, the loops go in byte order (1.5 MB of bytes, 2 MB of infos for o200k).

@@ -530,8 +530,10 @@ class BpeEncoder {
         size_t cap = 16;
         while (cap < 2 * keys.size() + 16) cap *= 2;
         pairs_.reset(cap);  // never grows below: at most half full
+        pair_filter_.reset(keys.size());
         repeats_.clear();
         for (size_t i = 0; i < keys.size(); ++i) {
+            pair_filter_.add(keys[i]);
             size_t j = pairs_.index(keys[i]);
             if (!pairs_.occupied(j))
                 pairs_.insert_at(j, keys[i], vals[i]);
@@ -1060,6 +1062,7 @@ class BpeEncoder {
 
   private:
     PairTable<uint64_t> pairs_;  // pair_key -> (rank << 32) | new id
+    KeyFilter pair_filter_;      // pairs_'s keys (lookup)
     // MERGE_REPLAY only: the later ranks of a pair the merge list repeats (rare; a pair merged
     // again after a duplicate merge re-created one of its tokens), ascending
     std::unordered_map<uint64_t, std::vector<uint64_t>> repeats_;
@@ -1082,9 +1085,17 @@ class BpeEncoder {
     mutable std::atomic<int64_t> backtrack_fallbacks_{0};  // see backtrack_fallbacks()
 
     // (rank << 32) | new id of pair (a, b), or NO_MERGE when the pair never merges.
+    // (Most pairs a first pass looks up are no merge, e.g. two Chinese characters' tokens:
+    // the filter answers those without the probe, a cache miss in a table of 8-16 MB.)
     inline uint64_t lookup(int32_t a, int32_t b) const {
-        const uint64_t* v = pairs_.find(pair_key(a, b));
+        uint64_t key = pair_key(a, b);
+        if (!pair_filter_.maybe(key)) return NO_MERGE;
+        const uint64_t* v = pairs_.find(key);
         return v ? *v : NO_MERGE;
+    }
+    inline void prefetch_pair(int32_t a, int32_t b) const {
+        uint64_t key = pair_key(a, b);
+        if (pair_filter_.maybe(key)) pairs_.prefetch(key);
     }
 
     // Like lookup, but the lowest rank of the pair that is at least `floor`.
@@ -1511,7 +1522,7 @@ class BpeEncoder {
             if (rank <= current) interrupt = true;
             ++pushes;
         };
-        for (int64_t i = 0; i + 1 < n; ++i) pairs_.prefetch(pair_key(sid[i], sid[i + 1]));
+        for (int64_t i = 0; i + 1 < n; ++i) prefetch_pair(sid[i], sid[i + 1]);
         for (int64_t i = 0; i + 1 < n; ++i) {
             uint64_t v = lookup(sid[i], sid[i + 1]);
             if (v != NO_MERGE) push((uint32_t)(v >> 32), i);
@@ -1629,7 +1640,7 @@ class BpeEncoder {
         uint64_t pair[SCAN_MAX_CHUNK];
         int64_t m = n;
         uint32_t floor = 0;
-        for (int64_t i = 0; i < n - 1; ++i) pairs_.prefetch(pair_key(sid[i], sid[i + 1]));  // all misses at once
+        for (int64_t i = 0; i < n - 1; ++i) prefetch_pair(sid[i], sid[i + 1]);  // all misses at once
         for (int64_t i = 0; i < n - 1; ++i) pair[i] = lookup(sid[i], sid[i + 1]);
         while (m > 1) {
             int64_t best = -1;

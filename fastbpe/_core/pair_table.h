@@ -82,4 +82,33 @@ class PairTable {
     }
 };
 
+// One bit per hash of each key of a set, eight bits a key: "not in the set" for seven in eight
+// of the keys that are not, from an array of a few hundred KB (in L2) where the set's table
+// is megabytes, so that a lookup that would find nothing mostly skips the probe that would
+// miss the cache. (Its own hash, not the table's: a key it lets through costs one probe.)
+class KeyFilter {
+  public:
+    // Empty, with room for `count` keys.
+    void reset(size_t count) {
+        shift_ = 64 - 6;
+        while (((size_t)1 << (64 - shift_)) < 8 * count) --shift_;
+        bits_.assign((size_t)1 << (64 - shift_ - 6), 0);
+    }
+    void add(uint64_t key) {
+        uint64_t b = bit(key);
+        bits_[b >> 6] |= 1ULL << (b & 63);
+    }
+    // False: the key was never added. True: it may have been.
+    bool maybe(uint64_t key) const {
+        uint64_t b = bit(key);
+        return (bits_[b >> 6] >> (b & 63)) & 1;
+    }
+    size_t memory() const { return bits_.capacity() * sizeof(uint64_t); }
+
+  private:
+    std::vector<uint64_t> bits_ = std::vector<uint64_t>(1, 0);
+    int shift_ = 58;  // (64 bits)
+    uint64_t bit(uint64_t key) const { return (key * 0xD6E8FEB86659FD93ULL) >> shift_; }
+};
+
 }  // namespace fbpt
