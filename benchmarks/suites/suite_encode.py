@@ -332,6 +332,28 @@ class EncodeOpenAICold:
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
 
 
+class EncodeLanguagesCold:
+    """The cold pass over 1 MB of one language's rows (documents of 64 KB, as
+    EncodeLanguagesWarm) by a tokenizer that has encoded nothing yet: most distinct chunks are
+    merged, and most pairs a merge looks up (two Chinese characters' tokens, say) are no merge,
+    which the pair table's filter answers. One call per sample, each after its own setup."""
+
+    params = (["ru", "ar", "hi", "ta", "th", "zh_CN"], ["cl100k_base", "o200k_base"])
+    param_names = ["language", "encoding"]
+    number = 1
+    repeat = 5
+    warmup_time = 0
+    timeout = 300
+
+    def setup(self, language, encoding):
+        self.tok = _openai_tokenizer(encoding)
+        text = language_text(language, "1MB")
+        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+
+    def time_encode_batch_numpy_cold(self, language, encoding):
+        self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
+
+
 class LoadOpenAI:
     """Building fastbpe's cl100k tokenizer from the rank file (100k tokens), and that plus the
     first ``encode`` (any lazy initialisation the encoder defers to its first call)."""
