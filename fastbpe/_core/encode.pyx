@@ -837,8 +837,8 @@ def array_views(cnp.ndarray flat, const int64_t[::1] ends):
     >>> array_views(np.arange(5), np.array([0, 2, 2, 5]))
     [array([0, 1]), array([], dtype=int64), array([2, 3, 4])]
     """
-    if cnp.PyArray_NDIM(flat) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(flat):
-        raise ValueError("array_views needs a one-dimensional C-contiguous array")
+    if cnp.PyArray_NDIM(flat) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(flat) or not cnp.PyArray_ISNOTSWAPPED(flat):
+        raise ValueError("array_views needs a one-dimensional C-contiguous array in native byte order")
     cdef Py_ssize_t k, count = ends.shape[0] - 1
     if count <= 0:
         return []
