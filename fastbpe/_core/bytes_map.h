@@ -365,17 +365,30 @@ static inline PackedKey pack_pairs(const uint8_t* p, size_t n) {
     const size_t head = p[0] < 0x80;  // the ASCII byte before the characters
     const size_t chars = (n - head) / 2;
     if (n < 16 || n > PAIRS_KEY_MAX || ((n - head) & 1)) return PackedKey{0, 0};
-    const uint8_t even = p[head] & 0xFE;
-    uint64_t lo = 0, hi = 0;  // characters 0..8 (63 bits) and 9..12 (28 bits)
-    for (size_t j = 0; j < chars; ++j) {
-        const uint8_t a = p[head + 2 * j], b = p[head + 2 * j + 1];
-        if ((a & 0xFE) != even || (b & 0xC0) != 0x80) return PackedKey{0, 0};
-        const uint64_t bits = (uint64_t)(a & 1) << 6 | (b & 0x3F);
-        if (j < 9)
-            lo |= bits << (7 * j);
-        else
-            hi |= bits << (7 * (j - 9));
+    // Four characters a word, in 16-bit lanes (lead byte low): each lane checked against
+    // (continuation byte, even lead) under the mask 0xC0FE, its 7 bits made in place, and the
+    // four 7-bit lanes drawn together into 28 bits by two shifts (a loop of a character at a
+    // time was 9% of a warm pass over Russian).
+    const uint8_t* q = p + head;
+    const uint8_t even = q[0] & 0xFE;
+    const uint64_t lanes = 0x0001000100010001ULL;
+    const uint64_t want = (0x8000ULL | even) * lanes;
+    const size_t bytes = 2 * chars;  // (16..26)
+    uint64_t group[4] = {0, 0, 0, 0};  // characters 4g..4g + 3, 7 bits each
+    for (size_t g = 0; 8 * g < bytes; ++g) {
+        uint64_t w;
+        size_t have = bytes - 8 * g < 8 ? bytes - 8 * g : 8;  // (even: whole lanes)
+        std::memcpy(&w, q + 8 * g + have - 8, 8);  // (the last word ends at the chunk's end)
+        w >>= 8 * (8 - have);
+        const uint64_t keep = have == 8 ? ~0ULL : (1ULL << (8 * have)) - 1;
+        if ((w & 0xC0FEC0FEC0FEC0FEULL & keep) != (want & keep)) return PackedKey{0, 0};
+        uint64_t x = (w & lanes) << 6 | (w >> 8 & 0x3F * lanes);  // lane k: (lead & 1) << 6 | (cont & 0x3F)
+        x = (x | x >> 9) & 0x00003FFF00003FFFULL;                // lanes 0 1 at bits 0, 7; 2 3 at 32, 39
+        group[g] = (x | x >> 18) & 0x0FFFFFFFULL;                 // and 2 3 at 14, 21
     }
+    // character j at bit 7j of 91 bits: 0..62 in lo (characters 0..8), the rest in hi
+    const uint64_t lo = group[0] | group[1] << 28 | (group[2] & 0x7F) << 56;
+    const uint64_t hi = group[2] >> 7 | group[3] << 21;
     const uint64_t first = 0x80 | (uint64_t)head << 4 | (uint64_t)chars;
     return PackedKey{first | (uint64_t)even << 8 | (uint64_t)(head ? p[0] : 0) << 16 | lo << 24,
                      lo >> 40 | hi << 23 | SHORT_LENGTH_BITS};  // (length nibble 15)
