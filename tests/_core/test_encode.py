@@ -4,6 +4,7 @@ one-pass split+merge (``encode_text``/``encode_str`` against the regex split); `
 against ``ndarray.tolist()``; round trips; batch and NumPy outputs."""
 import functools
 import gc
+import subprocess
 import sys
 
 import numpy as np
@@ -944,6 +945,23 @@ def test_short_chunk_cache_holds_words_of_two_byte_letters(name, bits):
     for word in TWO_BYTE_WORDS:
         for tail in (word, " " + word, "x " + word + ".", word + word):
             assert core.encode_text(tail.encode(), pattern, state).tolist() == _regex_reference(tok, tail)
+
+
+def test_keys_of_two_byte_letters_four_at_a_time(tmp_path):
+    """native/pair_keys.cpp: pack_pairs, which makes the key four letters a word, gives the key
+    (or the refusal) of a letter at a time for every length, every byte replaced by every
+    value, and random chunks, each in a heap block of its own size under AddressSanitizer and
+    UBSan where the compiler has them (no read past the chunk)."""
+    from tests.native import build_checked, program_env
+
+    program = str(tmp_path / "pair_keys")
+    built = build_checked("pair_keys.cpp", program)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([program], capture_output=True, text=True, env=program_env(), timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    if sys.byteorder == "little":
+        checked, keys = (int(w) for w in regex.match(r"checked (\d+) chunks, (\d+) keys", run.stdout).groups())
+        assert checked > 1_500_000 and keys > 100_000, run.stdout
 
 
 def _two_byte_letters_key(chunk: bytes) -> bytes:
