@@ -58,12 +58,13 @@ class TokenTrie {
     static constexpr int32_t ABSENT = -2;
 
     // The trie of `m` tokens in byte order (each before its extensions): token k has bytes
-    // bytes(k) (a pointer), length(k) >= 1 and id id(k). prefix[id(k)] receives the longest
-    // token among its proper prefixes, or -1. False when it would have MAX_NODES nodes or more.
+    // bytes(k) (a pointer), length(k) >= 1 and id id(k). set_prefix(id(k), p) is given p, the
+    // longest token among its proper prefixes, or -1. False when it would have MAX_NODES nodes
+    // or more.
     // (Depth first: a node's children are numbered when it is taken off the stack, from the
     // runs of one byte at its depth among the tokens that extend it.)
-    template <class Bytes, class Length, class Id>
-    bool build(size_t m, Bytes bytes, Length length, Id id, int32_t* prefix) {
+    template <class Bytes, class Length, class Id, class SetPrefix>
+    bool build(size_t m, Bytes bytes, Length length, Id id, SetPrefix set_prefix) {
         // the nodes below the two array levels: each token adds those of its prefixes of
         // three bytes or more that it does not share with the token before it
         size_t deep = 0;
@@ -93,14 +94,14 @@ class TokenTrie {
             t1 = -1;
             if (length(k) == 1) {
                 t1 = id(k);
-                prefix[id(k)] = -1;
+                set_prefix(id(k), -1);
                 ++k;
             }
             for (; k < m && bytes(k)[0] == p[0];) {  // the two-byte prefixes p[0] b
                 uint32_t node = (uint32_t)p[0] << 8 | bytes(k)[1];
                 int32_t best = t1;
                 if (length(k) == 2) {
-                    prefix[id(k)] = best;
+                    set_prefix(id(k), best);
                     nodes_[node].token = best = id(k);
                     ++k;
                 }
@@ -117,7 +118,7 @@ class TokenTrie {
                         uint32_t child = next++, j = i;
                         labels_[child] = b;
                         if (length(i) == f.depth + 1) {
-                            prefix[id(i)] = f.best;
+                            set_prefix(id(i), f.best);
                             nodes_[child].token = id(i);
                             ++j;
                         }
@@ -258,21 +259,14 @@ class Backtracker {
         for (const Order& o : order) sorted[group[o.head >> 48]++] = o;
         order.swap(sorted);
         for (size_t g = 0, from = 0; g < 65536; from = group[g++])  // (group[g]: the end of group g now)
-            std::sort(order.begin() + from, order.begin() + group[g], [](const Order& x, const Order& y) {
-                return x.head != y.head ? x.head < y.head : x.length < y.length;
-            });
-        // (tokens of one head: the shorter is a prefix of the longer, but those of more than
-        // eight bytes go by their other bytes; few share a head, so they are sorted apart)
-        for (size_t k = 0, end; k < count; k = end) {
-            for (end = k + 1; end < count && order[end].head == order[k].head;) ++end;
-            size_t long_from = k;
-            while (long_from < end && order[long_from].length <= 8) ++long_from;
-            if (end - long_from > 1)
-                std::sort(order.begin() + long_from, order.begin() + end, [base](const Order& x, const Order& y) {
+            std::sort(order.begin() + from, order.begin() + group[g], [base](const Order& x, const Order& y) {
+                if (x.head != y.head) return x.head < y.head;
+                if (x.length > 8 && y.length > 8) {  // (equal heads: equal first eight bytes)
                     int c = std::memcmp(base + x.start + 8, base + y.start + 8, std::min(x.length, y.length) - 8);
-                    return c != 0 ? c < 0 : x.length < y.length;
-                });
-        }
+                    if (c != 0) return c < 0;
+                }
+                return x.length < y.length;  // (the shorter one is a prefix of the other)
+            });
         // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it back)
         std::vector<int32_t> sym;
         std::vector<uint64_t> val, memo(2 * PAIR_MEMO_SLOTS, ~0ULL);
@@ -314,19 +308,15 @@ class Backtracker {
         }
         // 3. the trie of the reachable tokens, in that order, which gives each its next shorter
         // prefix token on the way
-        std::vector<uint32_t> trie_order;  // (indices into `order`)
-        trie_order.reserve(live + 256);
-        for (size_t k = 0; k < order.size(); ++k)
-            if (reachable[order[k].token]) trie_order.push_back((uint32_t)k);
-        std::vector<int32_t> prefix(count, -1);
+        order.erase(std::remove_if(order.begin(), order.end(), [&](const Order& o) { return !reachable[o.token]; }),
+                    order.end());
         if (!trie_.build(
-                trie_order.size(), [&](size_t k) { return base + order[trie_order[k]].start; },
-                [&](size_t k) { return order[trie_order[k]].length; },
-                [&](size_t k) { return (int32_t)order[trie_order[k]].token; }, prefix.data())) {
+                order.size(), [&](size_t k) { return base + order[k].start; }, [&](size_t k) { return order[k].length; },
+                [&](size_t k) { return (int32_t)order[k].token; },
+                [&](int32_t token, int32_t prefix) { info_[token].prefix = prefix; })) {
             too_big = true;
             return;
         }
-        for (size_t t = 0; t < count; ++t) info_[t].prefix = prefix[t];
         // 4. the pairs that fire, in a table of their own: a fraction of tiktoken's (which holds
         // every split), so the lookups of compatible() mostly hit the CPU caches
         // (and a filter of them: most pairs compatible() asks about do not fire)
