@@ -182,6 +182,15 @@ class Decode:
     track_decode_seconds_per_mb.unit = "s/MB"
 
 
+def _documents(text: str, size: int = 1 << 16) -> list:
+    """``text`` cut into documents of ``size`` characters (64 KB: as the peers comparison's).
+
+    >>> _documents("abcde", 2)
+    ['ab', 'cd', 'e']
+    """
+    return [text[k:k + size] for k in range(0, len(text), size)]
+
+
 def _openai_tokenizer(name: str):
     """fastbpe's tokenizer for an OpenAI encoding: ``fastbpe.openai(name, path)`` or
     ``Tokenizer.from_tiktoken(path)``; skips when this commit has neither or the file is absent."""
@@ -236,7 +245,7 @@ class EncodeOpenAIWarm:
     def setup(self, encoding):
         self.tok = _openai_tokenizer(encoding)
         text = corpus_text("english", "1MB")  # in documents of 64 KB, as the peers comparison
-        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.docs = _documents(text)
         self.tok.encode_batch(self.docs, workers=1)  # the first pass fills the caches
 
     def time_encode_warm(self, encoding):
@@ -260,7 +269,7 @@ class EncodeOpenAIWarmWorkers:
     def setup(self, workers):
         self.tok = _openai_tokenizer("cl100k_base")
         text = corpus_text("english", "10MB")
-        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.docs = _documents(text)
         self.tok.encode_batch(self.docs, workers=workers, as_numpy=True)  # fills the caches
 
     def time_encode_batch_numpy_warm(self, workers):
@@ -281,7 +290,7 @@ class EncodeLanguagesWarm:
     def setup(self, language):
         self.tok = _openai_tokenizer("cl100k_base")
         text = language_text(language, "10MB")
-        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.docs = _documents(text)
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)  # the first pass fills the caches
 
     def time_encode_batch_numpy_warm(self, language):
@@ -326,7 +335,7 @@ class EncodeOpenAICold:
     def setup(self, encoding):
         self.tok = _openai_tokenizer(encoding)
         text = corpus_text("english", "1MB")
-        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.docs = _documents(text)
 
     def time_encode_batch_numpy_cold(self, encoding):
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
@@ -348,7 +357,7 @@ class EncodeLanguagesCold:
     def setup(self, language, encoding):
         self.tok = _openai_tokenizer(encoding)
         text = language_text(language, "1MB")
-        self.docs = [text[k:k + (1 << 16)] for k in range(0, len(text), 1 << 16)]
+        self.docs = _documents(text)
 
     def time_encode_batch_numpy_cold(self, language, encoding):
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
