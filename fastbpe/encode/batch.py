@@ -132,6 +132,31 @@ def utf8_batch_encoder(tok) -> Optional[Callable]:
     return lambda data, bounds: tok._core().encode_text_many(data, bounds, pattern, tok._state())
 
 
+# Lists of ids built between two young collections of _lists_collected (about 0.5 MB of them).
+LISTS_PER_COLLECTION = 4096
+
+
+def _lists_collected(core, ids, ends, state) -> list:
+    """``core.id_lists(ids, ends, state)`` built LISTS_PER_COLLECTION lists at a time, the
+    young generation collected after each step, for a call made while the collector is paused
+    (_cycle_collector_paused) that found it on. Each list is a new tracked object; once the
+    collector is back on, its first young collection would walk every list of the batch, long
+    out of the CPU's caches (586,000 lists of English lines, cl100k: 100 ms, as long as building
+    them). Walked step by step, each right after it was built, they cost 20 ms in all. Their ints
+    form no cycle, so the collections free nothing: they only age the lists as the collector
+    would have."""
+    count = len(ends) - 1
+    if count <= LISTS_PER_COLLECTION:
+        out = core.id_lists(ids, ends, state)
+        gc.collect(0)
+        return out
+    out = []
+    for a in range(0, count, LISTS_PER_COLLECTION):
+        out += core.id_lists(ids, ends[a:a + LISTS_PER_COLLECTION + 1], state)
+        gc.collect(0)
+    return out
+
+
 def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
     """The indices of the texts in which a special-token name occurs (one compiled pass over
     each text, no copy: ``NameFinder``).
@@ -251,6 +276,8 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         if as_numpy:  # (ids are never negative here: int32 read as uint32 needs no copy)
             flat = ids.view(dtype) if dtype.itemsize == ids.itemsize else ids.astype(dtype)
             out = array_views(flat, ends)  # (views of one buffer)
+        elif young_collection:
+            out = _lists_collected(core, ids, ends, state)
         else:
             out = core.id_lists(ids, ends, state)
         # lone surrogates, bytes outside the vocabulary, special tokens: encode's own path
@@ -258,26 +285,19 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         for k in redo:
             out[k] = one(part.start + k)
         results[part] = out  # each group puts its own lists in place: no serial join at the end
-        if young_collection and not as_numpy:
-            # The young generation's collection that would walk every list of the batch once
-            # the collector is back on (as long as building them: 0.15 s for 586,000 lists),
-            # walked here group by group instead, while the other workers encode without the GIL.
-            gc.collect(0)
         return out
 
     if not texts:
         return []
     parts = byte_balanced_groups(sizes + 1, _group_count(int(sizes.sum()), workers) if len(texts) > 1 else 1)
     results = [None] * len(texts)
-    young_collection = False  # whether each group collects the young generation (see group)
-    with _cycle_collector_paused() as collector_on:
+    with _cycle_collector_paused() as young_collection:  # (see _lists_collected)
         if len(parts) == 1:
             return group(parts[0])
         if workers <= 1:  # (one after another on this thread)
             for part in parts:
                 group(part)
             return results
-        young_collection = collector_on
         from concurrent.futures import wait as wait_for  # (the pool's borrow imported it)
 
         with tok._pools.borrow(min(workers, len(parts))) as pool:

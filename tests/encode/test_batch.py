@@ -198,6 +198,36 @@ def test_the_cycle_collector_is_left_as_it_was(byte_level, char_level):
     assert gc.isenabled()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_lists_built_in_steps_with_young_collections(byte_level, workers):
+    """With the collector on, the lists are built a few at a time, the young generation
+    collected after each step: every step's lists in order, each text's ids as encode gives
+    them (one failing text among them), the last step short; with it off, none collected."""
+    import gc
+
+    texts = ["the cat", "", "sat on the mat", "Ω\ud800", "x" * 40] * 30
+    collections = []
+    record = lambda phase, info: collections.append(info["generation"]) if phase == "start" else None  # noqa: E731
+    old = batch.LISTS_PER_COLLECTION
+    batch.LISTS_PER_COLLECTION = 7  # (150 texts: 22 steps in all, the last of 3 or fewer)
+    gc.callbacks.append(record)
+    try:
+        got = byte_level.encode_batch(texts, workers=workers, disallowed_special=())
+        assert collections and set(collections) == {0}
+        assert len(collections) >= len(texts) // 7
+        collections.clear()
+        gc.disable()
+        try:
+            assert byte_level.encode_batch(texts, workers=workers, disallowed_special=()) == got
+        finally:
+            gc.enable()
+        assert collections == []
+    finally:
+        gc.callbacks.remove(record)
+        batch.LISTS_PER_COLLECTION = old
+    assert got == [byte_level.encode(t, disallowed_special=()) for t in texts]
+
+
 def test_batch_keeps_the_prefix_space():
     """A tokenizer that puts a space before every piece (ByteLevel's add_prefix_space) encodes a
     batch as encode does, though its pattern has the one-call path."""
