@@ -11,6 +11,8 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         MERGE_TOKEN
         MERGE_RULE_COUNT
     const int SCAN_MAX_CHUNK
+    const int FUSED_BLOCK
+    const int SHORT_IDS_MAX
     const int64_t RANK_QUEUE_MIN
     const int64_t TOO_MANY_IDS
 
@@ -93,6 +95,9 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
                             int64_t* chunks, int64_t* misses) except +
         int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
                             int64_t* chunks, int64_t* misses, int32_t* op) except +
+        int64_t encode_utf8_many(const uint8_t* const* texts, const size_t* lengths, size_t count, int pattern,
+                                 EncodeScratch& st, int64_t* chunks, int64_t* misses, int32_t* op, int64_t* ends,
+                                 size_t* done) except +
         int64_t encode_utf8_u16(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
                                 int64_t* chunks, int64_t* misses, uint16_t* out) except +
         int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words,

@@ -28,8 +28,8 @@ from cpython.ref cimport PyObject, Py_INCREF
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
 from fastbpe._core.buffers cimport lend_vector
 
-from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, IdBuffer, MERGE_REPLAY, MERGE_PAIR,
-                                MERGE_TOKEN, SCAN_MAX_CHUNK, SharedChunkCache)
+from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BLOCK, IdBuffer, MERGE_REPLAY,
+                                MERGE_PAIR, MERGE_TOKEN, SCAN_MAX_CHUNK, SHORT_IDS_MAX, SharedChunkCache)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
 from fastbpe._core.utf8 cimport utf8_valid, utf8_from_str_data
@@ -64,6 +64,8 @@ MERGE_RULES = tuple(sorted(MERGE_RULE_IDS, key=MERGE_RULE_IDS.get))
 WHOLE_TOKEN_LOOKUPS = ("all", "consistent", "none")
 # Buffers bigger than this are freed after a call instead of kept for the next one.
 cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
+# encode_text_many checks the UTF-8 of this many bytes of texts at most, then encodes them
+cdef int64_t RUN_BYTES = 1 << 20
 # A non-ASCII str of at most this many bytes of UTF-8 (bounded by its length times its widest
 # character's bytes) is read through PyUnicode_AsUTF8AndSize, which keeps the UTF-8 inside the
 # str: encoding the same str again (a second pass over a corpus) transcodes nothing. The trade
@@ -481,10 +483,11 @@ cdef class BPECore:
                 transcoded = n   # the UTF-8 buffer serves the strs not read in place only
             room += n
         self._check_fused(pattern, state, widest)
-        # All the ids go to one buffer, text after text (at most a text's bytes each): the
-        # state's, kept from call to call (its pages are not taken again on the next pass), then
-        # copied out once; or, past KEEP_BUFFER, the result itself (_output).
-        big = self._output(state, room)
+        # All the ids go to one buffer, text after text (at most a text's bytes each, and
+        # SHORT_IDS_MAX more for encode_utf8_many): the state's, kept from call to call (its
+        # pages are not taken again on the next pass), then copied out once; or, past
+        # KEEP_BUFFER, the result itself (_output).
+        big = self._output(state, room + SHORT_IDS_MAX)
         cdef int32_t* op = self._output_ids(state, big)
         ends = np.zeros(count + 1, dtype=np.int64)
         cdef int64_t[::1] ev = ends
@@ -492,24 +495,58 @@ cdef class BPECore:
         cdef EncodeScratch* st = &state.scratch
         if st.utf8.size() < transcoded:
             st.utf8.resize(transcoded)
+        cdef Py_ssize_t run_end
         # The list holds every str, and strs are immutable: their characters stay put without the GIL.
         with nogil:
             st.expect_text(room)
-            for k in range(count):
-                size = <int64_t>lengths[k]
-                dp = <const uint8_t*>datas[k]
-                if not in_place[k]:
-                    size = utf8_from_str_data(kinds[k], datas[k], lengths[k], st.utf8.data())
-                    dp = st.utf8.data()
-                got = 0
-                if size > 0:
-                    got = self.enc.encode_utf8(dp, size, pattern, st[0], &chunks, &misses, op + total)
-                if size < 0 or got < 0:
-                    bad[k] = 1
-                else:
-                    total += got
-                ev[k + 1] = total
+            k = 0
+            while k < count:
+                if in_place[k]:  # a run of texts read in place: one pass of the tiled loop
+                    run_end = k + 1
+                    while run_end < count and in_place[run_end]:
+                        run_end += 1
+                    k = self._encode_run(<const uint8_t* const*>datas.data(), lengths.data(), k, run_end, pattern,
+                                         st, op, ev, bad, &chunks, &misses)
+                    continue
+                # a lone surrogate (no UTF-8), or a str that keeps no UTF-8 of its own: made here
+                size = utf8_from_str_data(kinds[k], datas[k], lengths[k], st.utf8.data())
+                got = self.enc.encode_utf8(st.utf8.data(), size, pattern, st[0], &chunks, &misses,
+                                           op + ev[k]) if size > 0 else 0
+                bad[k] = size < 0 or got < 0
+                ev[k + 1] = ev[k] + (got if not bad[k] else 0)
+                k += 1
+            total = ev[count]
         return self._many_result(state, big, total, chunks, misses, ends, bad)
+
+    cdef Py_ssize_t _encode_run(self, const uint8_t* const* texts, const size_t* lengths, Py_ssize_t k,
+                                Py_ssize_t stop, int pattern, EncodeScratch* st, int32_t* op, int64_t[::1] ev,
+                                vector[char]& bad, int64_t* chunks, int64_t* misses) except -1 nogil:
+        """The UTF-8 texts ``texts[k][:lengths[k]]`` .. ``stop - 1`` by encode_utf8_many, their ids
+        from ``op + ev[k]`` on, ``ev[k + 1:stop + 1]`` set. A text with a byte outside the
+        vocabulary fails alone (``bad``, no ids): the texts of its block are encoded again one by
+        one, up to it, and the run goes on after it. Returns ``stop``."""
+        cdef size_t done
+        cdef int64_t got, base
+        cdef Py_ssize_t i, last
+        while k < stop:
+            base = ev[k]
+            got = self.enc.encode_utf8_many(texts + k, lengths + k, stop - k, pattern, st[0], chunks, misses,
+                                            op + base, &ev[k + 1], &done)
+            for i in range(k + 1, k + 1 + <Py_ssize_t>done):
+                ev[i] += base
+            k += done
+            if got >= 0:
+                break
+            last = min(stop, k + FUSED_BLOCK + 1)  # (the failing block's texts)
+            while k < last:
+                got = self.enc.encode_utf8(texts[k], lengths[k], pattern, st[0], chunks, misses,
+                                           op + ev[k]) if lengths[k] > 0 else 0
+                bad[k] = got < 0
+                ev[k + 1] = ev[k] + (got if got > 0 else 0)
+                k += 1
+                if got < 0:
+                    break
+        return k
 
     def encode_text_many(self, const uint8_t[::1] data, const int64_t[::1] bounds, int pattern, EncodeState state):
         """``encode_text`` of every text ``data[bounds[k]:bounds[k + 1]]`` in one call, the GIL
@@ -539,23 +576,38 @@ cdef class BPECore:
         # copied into a fresh array, calls of 4 MB of English ran at 356-377 MB/s, cl100k;
         # 413-428 this way, about the speed of encode_text.)
         cdef int64_t room = bounds[count] - bounds[0]
-        big = self._output(state, room)
+        big = self._output(state, room + SHORT_IDS_MAX)  # (encode_utf8_many's room)
         cdef int32_t* op = self._output_ids(state, big)
+        cdef vector[const uint8_t*] starts
+        cdef vector[size_t] sizes
+        cdef Py_ssize_t run_end
+        cdef int64_t run_bytes
+        cdef bint stopped_bad
         with nogil:
             st.expect_text(room)
             for k in range(count):
-                s = bounds[k]
-                e = bounds[k + 1]
-                if e > s:
-                    if not utf8_valid(dp + s, e - s):
-                        bad[k] = 1
-                    else:
-                        got = self.enc.encode_utf8(dp + s, e - s, pattern, st[0], &chunks, &misses, op + written)
-                        if got < 0:
-                            bad[k] = 1  # (what it wrote is written over by the next text)
-                        else:
-                            written += got
-                ev[k + 1] = written
+                starts.push_back(dp + bounds[k])
+                sizes.push_back(<size_t>(bounds[k + 1] - bounds[k]))
+            k = 0
+            while k < count:
+                # a run of UTF-8 texts, checked just before they are encoded (RUN_BYTES at most:
+                # their bytes still in the caches), up to the first that is not UTF-8
+                run_end = k
+                run_bytes = 0
+                stopped_bad = False
+                while run_end < count and run_bytes < RUN_BYTES:
+                    if sizes[run_end] > 0 and not utf8_valid(starts[run_end], sizes[run_end]):
+                        stopped_bad = True
+                        break
+                    run_bytes += sizes[run_end]
+                    run_end += 1
+                k = self._encode_run(starts.data(), sizes.data(), k, run_end, pattern, st, op, ev, bad, &chunks,
+                                     &misses)
+                if stopped_bad:
+                    bad[k] = 1
+                    ev[k + 1] = ev[k]
+                    k += 1
+            written = ev[count]
         return self._many_result(state, big, written, chunks, misses, ends, bad)
 
     cdef tuple _many_result(self, EncodeState state, object big, int64_t total, int64_t chunks, int64_t misses,

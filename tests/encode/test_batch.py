@@ -328,6 +328,59 @@ def test_str_many_over_a_range_equals_the_slice(byte_level):
             core.encode_str_many(texts, pattern, state, start, stop)
 
 
+# Pieces of the texts below: chunks that end a text, hits of the short-chunk cache near a
+# text's end (repeated words), two-byte and four-byte letters, a lone surrogate (not UTF-8:
+# encoded alone), empty texts.
+PIECES = ["", "a", "the", " cat", " the", "\n", "  ", " été", "猫", " 😀", "\ud800", "aaaa", " sat on the mat"]
+
+
+def _each_alone(tok, texts, ids, ends, failed):
+    """Whether encode_str_many's result gives each text the ids of encoding it alone, and
+    fails exactly the texts that encoding alone cannot take."""
+    for k, text in enumerate(texts):
+        got = ids[ends[k]:ends[k + 1]].tolist()
+        try:
+            want = tok.encode_ordinary(text) if "\ud800" not in text else None
+        except ValueError:  # (a byte outside the vocabulary)
+            want = None
+        if want is None:
+            assert k in failed and got == []
+        else:
+            assert k not in failed and got == want, k
+
+
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=6).map("".join), max_size=600))
+def test_texts_share_the_tiled_loops_blocks_yet_each_gets_its_own_ids(byte_level, texts):
+    """encode_str_many encodes a run of texts in one pass of the tiled loop, a block's chunks
+    running on from one text into the next: each text's ids are its own call's."""
+    core, state = byte_level._core(), byte_level._state()
+    _each_alone(byte_level, texts, *core.encode_str_many(texts, batch._fused_pattern(byte_level), state))
+
+
+def test_blocks_of_many_texts_empty_ones_long_ones_and_a_tiny_cache(byte_level):
+    """More texts end in one block than it holds chunks (empty ones), a text of many blocks
+    between short ones, and a two-entry short-chunk cache that evicts on every put."""
+    from fastbpe._core.encode import EncodeState
+
+    texts = ([""] * 700 + ["the cat"] + [""] * 300 + [" the mat" * 400] + ["a", "", "aaaa"] * 200
+             + ["the" * 90, " cat"] * 3)
+    core, pattern = byte_level._core(), batch._fused_pattern(byte_level)
+    for state in (byte_level._state(), EncodeState(short_cache_bits=1, short_cache_max_bits=1)):
+        _each_alone(byte_level, texts, *core.encode_str_many(texts, pattern, state))
+        _each_alone(byte_level, texts[::-1], *core.encode_str_many(texts[::-1], pattern, state))
+
+
+def test_a_byte_outside_the_vocabulary_fails_its_text_alone():
+    """A text with a byte the vocabulary lacks fails in the middle of a block of many texts:
+    that text alone is named, the others of its block (before and after it) get their ids."""
+    ascii_only = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2")
+    texts = ["plain words"] * 300 + ["café"] + ["more", ""] * 150 + [" naïve", "x", "\ud800", "é"] + ["end"] * 5
+    core, state = ascii_only._core(), ascii_only._state()
+    ids, ends, failed = core.encode_str_many(texts, batch._fused_pattern(ascii_only), state)
+    assert failed == [300, 601, 603, 604]
+    _each_alone(ascii_only, texts, ids, ends, failed)
+
+
 @given(st.lists(st.binary(max_size=12) | st.text(max_size=12).map(lambda t: t.encode()), max_size=10))
 def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
     """encode_text_many (the many short documents of encode_files) gives each text's ids, and
@@ -348,6 +401,29 @@ def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
         assert ids[ends[k]:ends[k + 1]].tolist() == want
     with pytest.raises(ValueError, match="out of order"):
         encode_many(b"abc", np.array([0, 2, 1], dtype=np.int64))
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_many_utf8_texts_past_one_run_with_failing_ones_among_them(byte_level, ascii_only):
+    """encode_text_many checks and encodes its texts a run of about 1 MB at a time: texts of
+    later runs, texts that are not UTF-8, hold a byte outside the vocabulary (ASCII-only
+    vocabulary) or are empty, each get their own ids or fail alone."""
+    from fastbpe.encode.batch import utf8_batch_encoder
+
+    tok = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2") if ascii_only else byte_level
+    pieces = [b"the cat sat", b"", b" on the mat\n", "café".encode(), b"x\xc3(", b"word " * 40] * 5000
+    ids, ends, failed = utf8_batch_encoder(tok)(b"".join(pieces), np.cumsum([0] + list(map(len, pieces))))
+    assert ends[-1] > 0
+    want = {}
+    for piece in set(pieces):
+        try:
+            want[piece] = tok.encode_ordinary(piece.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            want[piece] = None
+    failing = {k for k, piece in enumerate(pieces) if want[piece] is None}
+    assert set(failed) == failing and len(failing) == (10000 if ascii_only else 5000)
+    for k, piece in enumerate(pieces):
+        assert ids[ends[k]:ends[k + 1]].tolist() == (want[piece] or [])
 
 
 def test_many_utf8_texts_results_outlive_the_next_call_and_a_huge_call_has_its_own(byte_level):
