@@ -4,11 +4,13 @@ checkout's, both loaded into one process.
     python benchmarks/scripts/bench_warm_ab.py ../main                          # cl100k, 10 MB of english.txt.gz
     python benchmarks/scripts/bench_warm_ab.py ../main --model llama3 --reps 9
     python benchmarks/scripts/bench_warm_ab.py ../main --text code.txt.gz --mb 5
+    python benchmarks/scripts/bench_warm_ab.py ../main --lines                  # each line a text
 
 A is the other checkout (its fastbpe/_core/encode extension, built in place, loaded under
 another module name), B this one. Both encode the same text with the same vocabulary through
-``BPECore.encode_text`` (the split-and-encode loop, single thread), each with its own chunk
-cache: a first (cold) pass and one more to let the short-chunk cache settle, then --reps warm
+``BPECore.encode_text`` (the split-and-encode loop, single thread), or with ``--lines`` its
+lines as strs through ``BPECore.encode_str_many`` (what ``encode_batch`` of many short texts
+runs), each with its own chunk cache: a first (cold) pass and one more to let the short-chunk cache settle, then --reps warm
 passes each, alternated A, B, A, B. Prints each pass's MB/s of CPU time and the median of the
 B/A ratios of neighbouring passes. On a shared machine separate processes with the same code
 differ by up to 1.5x (the machine's state flips within seconds), while in one process A
@@ -68,6 +70,7 @@ def main():
     ap.add_argument("--file", help="a plain UTF-8 file to encode instead of --text")
     ap.add_argument("--mb", type=float, default=10.0, help="MB of the text to encode (default 10)")
     ap.add_argument("--reps", type=int, default=6, help="warm passes of each (default 6)")
+    ap.add_argument("--lines", action="store_true", help="encode each line as a text of its own")
     args = ap.parse_args()
 
     limit = int(args.mb * 1e6)
@@ -86,9 +89,15 @@ def main():
     pattern = TABLE[MODELS[args.model]].scanner
     state_a, state_b = other.EncodeState(), EncodeState()
 
+    lines = data.decode("utf-8").splitlines(keepends=True) if args.lines else None
+
     def timed(core, state):
         t = time.process_time()
-        ids = core.encode_text(data, pattern, state)
+        if lines is None:
+            ids = core.encode_text(data, pattern, state)
+        else:
+            ids, ends, _ = core.encode_str_many(lines, pattern, state)
+            ids = np.concatenate([ids, ends])  # (each text's ids compared too)
         return len(data) / 1e6 / (time.process_time() - t), ids
 
     for _ in range(2):  # cold, then one pass for the short-chunk cache to settle
@@ -101,7 +110,8 @@ def main():
         speed_a.append(timed(core_a, state_a)[0])
         speed_b.append(timed(core_b, state_b)[0])
     ratios = [b / a for a, b in zip(speed_a, speed_b)]
-    print(f"{args.model}, {len(data) / 1e6:.1f} MB of {args.file or args.text}, warm passes, MB/s of CPU time")
+    what = f"{len(lines):,} lines as texts" if args.lines else "one text"
+    print(f"{args.model}, {len(data) / 1e6:.1f} MB of {args.file or args.text} ({what}), warm passes, MB/s of CPU time")
     print("A (" + args.other + "): " + " ".join(f"{x:.0f}" for x in speed_a))
     print("B (this checkout): " + " ".join(f"{x:.0f}" for x in speed_b))
     print(f"B/A: median {statistics.median(ratios):.3f} (from {min(ratios):.3f} to {max(ratios):.3f}); "

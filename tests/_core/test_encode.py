@@ -964,6 +964,21 @@ def test_keys_of_two_byte_letters_four_at_a_time(tmp_path):
         assert checked > 1_500_000 and keys > 100_000, run.stdout
 
 
+def test_short_keys_whatever_is_readable_past_the_chunk(tmp_path):
+    """native/short_keys.cpp: pack_short gives a chunk of 1..15 bytes the key of its layout
+    (its bytes, zeros, its length) whether 16 bytes are readable from it or only its own, each
+    chunk ending its heap block under AddressSanitizer and UBSan where the compiler has them
+    (no read past what it was told it may read); load_upto8 equals a copy."""
+    from tests.native import build_checked, program_env
+
+    program = str(tmp_path / "short_keys")
+    built = build_checked("short_keys.cpp", program)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([program], capture_output=True, text=True, env=program_env(), timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert int(regex.match(r"checked (\d+) keys", run.stdout).group(1)) > 700_000, run.stdout
+
+
 def _two_byte_letters_key(chunk: bytes) -> bytes:
     """The 16 bytes of the short-cache key the encoder packs a chunk of an ASCII byte and 8..13
     two-byte letters into (little-endian): the 15 bytes of a chunk whose plain key is the same."""
