@@ -102,6 +102,8 @@ static const int PIPELINE = 32;
 static const int PIPELINE_DISTANCE = 8;
 // encode_utf8: chunks split ahead of the encoder at a time (two int64 arrays on the stack).
 static const int FUSED_BLOCK = 256;
+// encode_utf8_many asks for the bytes of the text this many texts ahead as it starts a text.
+static const size_t TEXTS_AHEAD = 4;
 // encode_utf8_u16: chunks of at least this many bytes are backtracked straight into the
 // 16-bit output; shorter ones go in runs of at most this many bytes through the 32-bit buffer.
 static const int64_t U16_DIRECT_MIN = 1 << 16;
@@ -897,6 +899,11 @@ class BpeEncoder {
                     dp = in.texts[k];
                     n = in.lengths[k];
                     p = 0;
+                    if (k + TEXTS_AHEAD < in.count) {  // (each text's bytes: a miss where it starts and ends)
+                        const uint8_t* later = in.texts[k + TEXTS_AHEAD];
+                        __builtin_prefetch(later);
+                        __builtin_prefetch(later + (in.lengths[k + TEXTS_AHEAD] - (in.lengths[k + TEXTS_AHEAD] != 0)));
+                    }
                     // (built in place: a copy of a new one went through the stack, its stores
                     // waited for by its loads, 12% of the loop over English lines)
                     new (&scanner) ChunkStarts<PATTERN>(dp, n);

@@ -12,6 +12,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         MERGE_RULE_COUNT
     const int SCAN_MAX_CHUNK
     const int FUSED_BLOCK
+    const size_t TEXTS_AHEAD
     const int SHORT_IDS_MAX
     const int64_t RANK_QUEUE_MIN
     const int64_t TOO_MANY_IDS

@@ -267,9 +267,7 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
 
     def group(part: slice) -> list:
         if not fused:
-            out = [one(k) for k in range(part.start, part.stop)]
-            results[part] = out
-            return out
+            return [one(k) for k in range(part.start, part.stop)]
         exact = holding_names(part)  # (before any encoding: a disallowed name raises first)
         core, state = tok._core(), tok._state()
         ids, ends, failed = core.encode_str_many(texts, pattern, state, part.start, part.stop)
@@ -284,24 +282,26 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         redo = sorted(set(failed) | {k - part.start for k in exact})
         for k in redo:
             out[k] = one(part.start + k)
-        results[part] = out  # each group puts its own lists in place: no serial join at the end
         return out
+
+    def place(part: slice) -> None:
+        results[part] = group(part)  # each group puts its own lists in place: no serial join at the end
 
     if not texts:
         return []
     parts = byte_balanced_groups(sizes + 1, _group_count(int(sizes.sum()), workers) if len(texts) > 1 else 1)
-    results = [None] * len(texts)
     with _cycle_collector_paused() as young_collection:  # (see _lists_collected)
-        if len(parts) == 1:
+        if len(parts) == 1:  # (its list is the result: not copied into another, which touches every item)
             return group(parts[0])
+        results = [None] * len(texts)
         if workers <= 1:  # (one after another on this thread)
             for part in parts:
-                group(part)
+                place(part)
             return results
         from concurrent.futures import wait as wait_for  # (the pool's borrow imported it)
 
         with tok._pools.borrow(min(workers, len(parts))) as pool:
-            futures = [pool.submit(group, part) for part in parts]
+            futures = [pool.submit(place, part) for part in parts]
             try:
                 for future in futures:
                     future.result()  # (the first group that failed raises, in text order)
