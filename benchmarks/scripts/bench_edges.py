@@ -17,11 +17,16 @@ is kept. Printed, with the load average:
   (cold: the first call of a fresh process), with the 2-worker speed-up of wall time and the
   CPU/wall ratio (2.0: both cores busy all along; lower: a worker waited, or the machine was
   shared), the CPU ratio (1 worker / 2 workers: the work parallelism adds), and the CPU of the
-  calling thread and of the busiest thread (whose ratio is the speed-up an idle machine allows).
+  calling thread and of the busiest thread (whose ratio is the speed-up an idle machine allows);
+  and on one thread against the peers, the first call of a fresh process and the second call
+  (cold, warm; MB/s of CPU time, ids compared): fastbpe's ``encode_batch`` (lists, and arrays)
+  and, when installed, gigatoken's ``encode_batch`` (tiktoken's ``encode_ordinary_batch`` ran
+  at about 1 MB/s there: 20 s a call).
 
 Needs the shared data (FASTBPE_DATA, default ../shared/data) and tiktoken.
 """
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -86,6 +91,8 @@ def _thread_cpu() -> dict:
 def child(task: str, lib: str, lines: int, mb: int = 0) -> dict:
     """One measurement in this (fresh) process: CPU and wall seconds of the timed part."""
     kind, _, name = task.partition(":")
+    if kind == "peer":  # large inputs' lines on one thread, `lib`'s batch call: first and second call
+        return _peer_lines(lib, mb)
     if kind in ("lines", "arrays", "files"):  # large inputs, fastbpe at `name` workers
         import shutil
         import tempfile
@@ -143,6 +150,37 @@ def child(task: str, lib: str, lines: int, mb: int = 0) -> dict:
     return {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
 
 
+def _peer_lines(lib: str, mb: int) -> dict:
+    """CPU seconds of the first and the second call of ``lib``'s batch encoder on the lines of
+    ``mb`` MB of English (cl100k, one thread), and a hash of its ids."""
+    import hashlib
+
+    with open(_english_file(mb), encoding="utf-8") as f:
+        texts = f.readlines()
+    if lib == "gigatoken":
+        import gigatoken
+
+        tok = gigatoken.Tokenizer.from_tiktoken(data_path("tokenizers", "tiktoken", "cl100k_base.tiktoken"))
+        fn = lambda: tok.encode_batch(texts, parallel=False)  # noqa: E731
+    else:  # fastbpe (lists) | fastbpe-arrays
+        tok = _fastbpe_openai("cl100k_base")
+        fn = lambda: tok.encode_batch(texts, workers=1, disallowed_special=(),  # noqa: E731
+                                      as_numpy=lib == "fastbpe-arrays")
+    times = []
+    for _ in range(2):
+        cpu = time.process_time()
+        result = fn()
+        times.append(time.process_time() - cpu)
+        digest = hashlib.sha1()
+        for ids in result:
+            digest.update(repr([int(i) for i in ids]).encode())
+        del result
+    return {"cpu": times[0], "warm": times[1], "ids": digest.hexdigest()}
+
+
+PEERS = ["fastbpe", "fastbpe-arrays", "gigatoken"]
+
+
 ROWS = [
     ("decode:cl100k_base", ["fastbpe", "tiktoken"]),
     ("batch:loop", ["fastbpe"]),
@@ -167,7 +205,8 @@ def main() -> None:
             sys.path.insert(0, str(Path(args.checkout).resolve()))
         print(json.dumps(child(*args.child, args.lines, args.mb)))
         return
-    rows = ([] if args.only_large else ROWS) + (LARGE_ROWS if args.mb else [])
+    peers = [lib for lib in PEERS if lib != "gigatoken" or importlib.util.find_spec("gigatoken")]
+    rows = ([] if args.only_large else ROWS) + (LARGE_ROWS + [("peer:lines", peers)] if args.mb else [])
     if args.mb:
         _english_file(args.mb)  # made (and in the page cache) before any timing
     best = {}
@@ -179,12 +218,17 @@ def main() -> None:
                                      check=True, capture_output=True, text=True).stdout
                 got = json.loads(out.strip().splitlines()[-1])
                 key = (task, lib)
+                digest = got.pop("ids", None)
                 best[key] = {k: min(v, best.get(key, {}).get(k, float("inf"))) for k, v in got.items()}
+                if digest is not None:
+                    best[key]["ids"] = digest
     print(f"load average {os.getloadavg()}; best of {args.repeat} fresh processes per cell"
           + (f"; fastbpe of {args.checkout}" if args.checkout else ""))
     print(f"{'task':22s} {'library':9s} {'cpu s':>8s} {'wall s':>8s} {'caller s':>9s} {'busiest s':>9s}")
     for task, libs in rows:
         for lib in libs:
+            if task.startswith("peer"):
+                continue
             b = best[(task, lib)]
             print(f"{task:22s} {lib:9s} {b['cpu']:8.4f} {b['wall']:8.4f}" +
                   (f" {b['caller']:9.4f} {b['busiest']:9.4f}" if "caller" in b else ""))
@@ -208,6 +252,13 @@ def main() -> None:
                   f"busiest thread's CPU 1 / 2 workers {one['busiest'] / two['busiest']:.2f}")
         print("  (caller: CPU of the calling thread; busiest: of the thread that ran longest, a bound on the wall "
               "time of an idle machine that another process's load does not change)")
+        print("its lines on one thread, MB/s of CPU: first call of a fresh process / second call"
+              + ("" if "gigatoken" in peers else " (gigatoken is not installed)"))
+        want = best[("peer:lines", "fastbpe")]["ids"]
+        for lib in peers:
+            b = best[("peer:lines", lib)]
+            same = "" if lib == "fastbpe" else ("ids identical" if b["ids"] == want else "ids DIFFER")
+            print(f"  {lib:16s} {args.mb / b['cpu']:7.1f} / {args.mb / b['warm']:7.1f}   {same}")
 
 
 if __name__ == "__main__":
