@@ -814,7 +814,8 @@ class BpeEncoder {
     // 586,000 texts, cl100k, one text per call: the first lookup of each text waited for its
     // set; 20% of the loop's time). The total ids; or, when a text fails (a byte outside the
     // vocabulary), a negative number, the texts before *done encoded (their ends set) and the
-    // failing one among the FUSED_BLOCK after them, for the caller to encode one by one.
+    // failing one among the FUSED_BLOCK + 1 from it (a block's: at most FUSED_BLOCK end in it),
+    // for the caller to encode one by one.
     int64_t encode_utf8_many(const uint8_t* const* texts, const size_t* lengths, size_t count, int pattern,
                              EncodeScratch& st, int64_t* chunks, int64_t* misses, int32_t* op, int64_t* ends,
                              size_t* done) const {
@@ -875,11 +876,11 @@ class BpeEncoder {
         size_t p = 0;
         int64_t count = 0;
         int64_t left;  // misses listed in todo so far
-        // chunk c in its set, without a branch: its way, or listed as a miss
         // (one text: an offset a chunk, the store the scan makes; many: a pointer and a length,
         // one store more, which one text's warm passes measured 1-2% slower)
         auto chunk_at = [&](int64_t c) -> const uint8_t* { return MANY ? at[c] : dp + start[c]; };
         auto chunk_length = [&](int64_t c) -> uint32_t { return MANY ? length[c] : start[c + 1] - start[c]; };
+        // chunk c in its set, without a branch: its way, or listed as a miss
         auto find = [&](int64_t c) {
             const void* x = ShortChunkCache::find(look[c].entry, look[c].w0, look[c].w1);
             look[c].way = x;

@@ -358,12 +358,13 @@ def test_texts_share_the_tiled_loops_blocks_yet_each_gets_its_own_ids(byte_level
 
 
 def test_blocks_of_many_texts_empty_ones_long_ones_and_a_tiny_cache(byte_level):
-    """More texts end in one block than it holds chunks (empty ones), a text of many blocks
-    between short ones, and a two-entry short-chunk cache that evicts on every put."""
+    """More texts end in one block than it holds chunks (empty ones), texts of many blocks
+    between short ones (one long enough to be encoded alone), and a two-entry short-chunk cache
+    that evicts on every put."""
     from fastbpe._core.encode import EncodeState
 
     texts = ([""] * 700 + ["the cat"] + [""] * 300 + [" the mat" * 400] + ["a", "", "aaaa"] * 200
-             + ["the" * 90, " cat"] * 3)
+             + [" the cat" * 600, "", "the" * 90, " cat"] * 3)
     core, pattern = byte_level._core(), batch._fused_pattern(byte_level)
     for state in (byte_level._state(), EncodeState(short_cache_bits=1, short_cache_max_bits=1)):
         _each_alone(byte_level, texts, *core.encode_str_many(texts, pattern, state))
@@ -374,10 +375,11 @@ def test_a_byte_outside_the_vocabulary_fails_its_text_alone():
     """A text with a byte the vocabulary lacks fails in the middle of a block of many texts:
     that text alone is named, the others of its block (before and after it) get their ids."""
     ascii_only = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2")
-    texts = ["plain words"] * 300 + ["café"] + ["more", ""] * 150 + [" naïve", "x", "\ud800", "é"] + ["end"] * 5
+    texts = (["plain words"] * 300 + ["café"] + ["more", ""] * 150 + [" naïve", "x", "\ud800", "é"] + ["end"] * 5
+             + ["plain words " * 400 + "é", "plain words " * 400, "a"])
     core, state = ascii_only._core(), ascii_only._state()
     ids, ends, failed = core.encode_str_many(texts, batch._fused_pattern(ascii_only), state)
-    assert failed == [300, 601, 603, 604]
+    assert failed == [300, 601, 603, 604, 610]
     _each_alone(ascii_only, texts, ids, ends, failed)
 
 
