@@ -502,9 +502,10 @@ class DecodeStreaming:
 class EncodeBatchShortLines:
     """Short texts (up to 20,000 rows of the multilingual table, 200 characters at most, 9
     languages) with cl100k: a loop of ``encode_ordinary`` against ``encode_batch`` at 1 and 2
-    workers, and tiktoken's ``encode_ordinary_batch`` at 1 and 2 threads."""
+    workers (lists of ids, and arrays: ``batch-arrays``), and tiktoken's
+    ``encode_ordinary_batch`` at 1 and 2 threads."""
 
-    params = (["loop", "batch", "tiktoken"], [1, 2])
+    params = (["loop", "batch", "batch-arrays", "tiktoken"], [1, 2])
     param_names = ["impl", "workers"]
     timeout = 300
 
@@ -530,7 +531,12 @@ class EncodeBatchShortLines:
             else:
                 if not hasattr(tok, "encode_batch"):
                     skip("Tokenizer.encode_batch is not in this commit")
-                self.run = lambda: tok.encode_batch(self.lines, workers=workers, disallowed_special=())
+                options = {"disallowed_special": ()}
+                if impl == "batch-arrays":
+                    if "as_numpy" not in inspect.signature(tok.encode_batch).parameters:
+                        skip("encode_batch(as_numpy=True) is not in this commit")
+                    options["as_numpy"] = True
+                self.run = lambda: tok.encode_batch(self.lines, workers=workers, **options)
         self.run()
 
     def time_encode_lines(self, impl, workers):
