@@ -326,6 +326,20 @@ def test_linear_time_and_bounded_blocks_on_any_file(kind, cl100k, shared_data, t
         assert all_ids(out)[1] == tok.encode_ordinary(text)
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_line_blocks_account_for_every_byte_of_the_file(cl100k, tmp_path, compressed):
+    """Line documents, many to a piece read from the file: each block's file bytes (what the
+    progress shows) are those read since the block before, and they add up to the file's size,
+    plain or compressed."""
+    data = "".join(f"line {i} of the file\n" for i in range(3000)).encode()
+    path = tmp_path / ("lines.txt.gz" if compressed else "lines.txt")
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    blocks = list(input_blocks(cl100k, [path], documents="line", block_size=1000))
+    assert [b.data for b in blocks] == data.splitlines()
+    assert all(b.raw >= 0 for b in blocks) and 0 < sum(b.raw > 0 for b in blocks) < 200
+    assert sum(b.raw for b in blocks) == path.stat().st_size
+
+
 def test_offsets_of_blocks_are_file_offsets(cl100k, tmp_path):
     text = "first line\n\nsecond, longer line of text\n" * 50
     path = tmp_path / "in.txt.gz"
