@@ -340,6 +340,64 @@ def test_line_blocks_account_for_every_byte_of_the_file(cl100k, tmp_path, compre
     assert sum(b.raw for b in blocks) == path.stat().st_size
 
 
+def _a_block_a_line(path, pieces, rule, block_size):
+    """What encode_files read for ``documents="line"`` before it took a piece's whole lines at
+    once: a Block a line (_file_blocks)."""
+    return shards._file_blocks(path, pieces, "line", rule, block_size, None)
+
+
+@pytest.mark.parametrize("separator", [EOT, None])
+def test_lines_a_piece_at_a_time_write_what_a_block_a_line_wrote(tok, tmp_path, monkeypatch, separator):
+    """documents="line": a piece's whole lines read as one item write the very shards and
+    manifest that a Block a line wrote, over empty lines, a line longer than a block (a Block a
+    line from there on), a gzip file and a last line without a newline, on 1 and 2 workers;
+    and a run interrupted either way resumes the other way to the same output."""
+    rng = random.Random(3)
+    words = ["the", " cat", " sat", "é", "猫", "\n", "\n", "\n\n"]
+    texts = ["".join(rng.choice(words) for _ in range(3000)),
+             "".join(rng.choice(words) for _ in range(2000)) + "x" * 900 + "\n"
+             + "".join(rng.choice(words) for _ in range(500)) + "tail"]
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt.gz"]
+    paths[0].write_bytes(texts[0].encode())
+    paths[1].write_bytes(gzip.compress(texts[1].encode()))
+    options = dict(shard_size=700, fmt="raw", progress=False, block_size=256, documents="line", separator=separator)
+    real_finish = shards._finish_shard
+
+    def run(out, a_block_a_line, workers=2, stop_at=None):
+        finished = []
+
+        def finish(file, *args):
+            finished.append(file)
+            if len(finished) == stop_at:
+                raise KeyboardInterrupt
+            real_finish(file, *args)
+
+        with monkeypatch.context() as patched:
+            if a_block_a_line:
+                patched.setattr(shards, "_line_runs", _a_block_a_line)
+            patched.setattr(shards, "_finish_shard", finish)
+            encode_files(tok, paths, tmp_path / out, workers=workers, **options)
+
+    def written(out):
+        manifest, ids = all_ids(tmp_path / out)
+        kept = {k: manifest[k] for k in ("shards", "tokens", "resume_at", "complete")}
+        return kept, [p.read_bytes() for p in sorted((tmp_path / out).glob("*.bin"))], ids
+
+    run("before", True)
+    want = written("before")
+    lines = [line for text in texts for line in text.split("\n")]
+    assert want[2] == expected_ids(tok, lines, separator) and len(want[1]) > 10
+    run("one", False, workers=1)
+    run("two", False)
+    assert written("one") == want and written("two") == want
+    for first_way in (True, False):
+        out = f"resumed-{first_way}"
+        with pytest.raises(KeyboardInterrupt):
+            run(out, first_way, stop_at=4)
+        run(out, not first_way)
+        assert written(out) == want
+
+
 def test_offsets_of_blocks_are_file_offsets(cl100k, tmp_path):
     text = "first line\n\nsecond, longer line of text\n" * 50
     path = tmp_path / "in.txt.gz"
