@@ -215,13 +215,15 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
             raise decode_error(path, start + exc.offset, exc.bad) from None
 
 
-def _line_runs(path: str, pieces: Iterable[bytes], rule: int, block_size: int) -> Iterator[Union[Lines, tuple]]:
+def _line_runs(path: str, pieces: Iterable[bytes], rule: int, block_size: int,
+               offset: int = 0) -> Iterator[Union[Lines, tuple]]:
     """What _file_blocks gives for ``documents="line"`` without a normaliser, a piece at a
     time: the whole lines of each piece (the one begun in the piece before first) as a
     :class:`Lines` (its path and raw left for the caller), each line the block _file_blocks
     makes of it. From the first line longer than ``block_size`` on (or a piece without a
-    newline), _file_blocks' own blocks over the same pieces, the line begun before as one."""
-    held, at = b"", 0  # the line begun in the pieces so far, and its byte offset in the file
+    newline), _file_blocks' own blocks over the same pieces, the line begun before as one.
+    ``offset``: where the pieces start in the file."""
+    held, at = b"", offset  # the line begun in the pieces so far, and its byte offset in the file
     pieces = iter(pieces)
     for piece in pieces:
         first_end = piece.find(b"\n")
@@ -355,6 +357,28 @@ class _Run(NamedTuple):
 
     ids: np.ndarray
     ends: np.ndarray
+
+
+def _encode_texts(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[int], data, bounds: np.ndarray,
+                  where, seps: np.ndarray) -> _Run:
+    """The ids of the whole blocks ``data[bounds[k]:bounds[k + 1]]``, one after the other, a
+    separator (``sep_id``) before each of ``seps``, as one array of ``dtype``. One compiled call
+    (``encode_many``, utf8_batch_encoder's) encodes them all when the tokenizer has the one-call
+    path; else, or when one fails, block by block (``encode_piece``, _piece_encoder's), the first
+    that fails raising its error, named (``where(k)``: block ``k``'s path and offset)."""
+    failed = True
+    if encode_many is not None:
+        ids, ends, failed = encode_many(data, bounds)
+    if failed:
+        parts = [encode_piece(data[bounds[k]:bounds[k + 1]], *where(k)) for k in range(len(bounds) - 1)]
+        ends = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(ids) for ids in parts], out=ends[1:])
+        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    ids = as_id_dtype(ids, dtype)
+    if seps.any():
+        ids = np.insert(ids, ends[:-1][seps], sep_id)
+        ends = ends + np.concatenate([[0], np.cumsum(seps)])
+    return _Run(ids, ends[1:])
 
 
 def _decode(block: Block) -> str:
@@ -935,24 +959,7 @@ def encode_files(
         return [encode_piece(piece, path, offset) for piece, path, offset, _ in task]
 
     def encode_texts(data, bounds: np.ndarray, where, seps: np.ndarray) -> _Run:
-        """The ids of the whole blocks ``data[bounds[k]:bounds[k + 1]]``, one after the other,
-        a separator before each of ``seps``, as one array; runs on a worker thread. One compiled
-        call encodes them all when the tokenizer has the one-call path; else, or when one fails,
-        block by block, the first that fails raising its error, named (``where(k)``: block
-        ``k``'s path and offset)."""
-        failed = True
-        if encode_many is not None:
-            ids, ends, failed = encode_many(data, bounds)
-        if failed:
-            parts = [encode_piece(data[bounds[k]:bounds[k + 1]], *where(k)) for k in range(len(bounds) - 1)]
-            ends = np.zeros(len(parts) + 1, dtype=np.int64)
-            np.cumsum([len(ids) for ids in parts], out=ends[1:])
-            ids = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-        ids = as_id_dtype(ids, dtype)
-        if seps.any():
-            ids = np.insert(ids, ends[:-1][seps], sep_id)
-            ends = ends + np.concatenate([[0], np.cumsum(seps)])
-        return _Run(ids, ends[1:])
+        return _encode_texts(encode_many, encode_piece, dtype, sep_id, data, bounds, where, seps)
 
     def encode_run(task: list) -> _Run:
         """encode_texts of a task of whole blocks ``(data, path, offset, needs_sep)``."""
@@ -1136,6 +1143,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
     fmt, dtype = options["format"], tokenizer.id_dtype
     rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
     encode_piece, _ = _piece_encoder(tokenizer)
+    encode_many = utf8_batch_encoder(tokenizer)
     path = part["path"]
     shards: list = []
     prefix = f"part_{number:06d}_"
@@ -1158,7 +1166,21 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             emitted = text_before or in_doc
             has_text = in_doc
             text_bytes = 0
-            for data, ends, offset in _file_blocks(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
+            if documents == "line" and tokenizer.normalizer is None:
+                items = _line_runs(path, pieces, rule, block_size, lo)
+            else:
+                items = _file_blocks(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo)
+            for item in items:
+                if isinstance(item, Lines):  # whole lines (a Lines starts a document)
+                    seps = np.full(len(item.offsets), sep_id is not None)
+                    seps[0] = emitted and sep_id is not None
+                    run = _encode_texts(encode_many, encode_piece, dtype, sep_id, item.data, item.bounds,
+                                        lambda k: (path, int(item.offsets[k])), seps)
+                    writer.add(run.ids, 0, 0)
+                    in_doc, emitted, has_text = False, True, True
+                    text_bytes += len(item.data)
+                    continue
+                data, ends, offset = item
                 needs_sep = bool(data) and not in_doc and emitted and sep_id is not None
                 if data:
                     in_doc = emitted = has_text = True
