@@ -467,7 +467,6 @@ cdef class BPECore:
         cdef vector[char] bad
         cdef size_t widest = 1, n, room = 0, transcoded = 0
         cdef int64_t size = 0, got = 0, chunks = 0, misses = 0, total = 0
-        cdef const uint8_t* dp
         cdef const char* u
         cdef Py_ssize_t kept
         kinds.resize(count)
@@ -571,7 +570,7 @@ cdef class BPECore:
         ``(ids, ends, failed)`` as ``encode_str_many`` gives them; ``failed`` lists the texts
         that are not UTF-8 or hold a byte outside the vocabulary (left empty here)."""
         cdef Py_ssize_t count = bounds.shape[0] - 1, k
-        cdef int64_t got = 0, chunks = 0, misses = 0, widest = 0, s, e, written = 0
+        cdef int64_t chunks = 0, misses = 0, widest = 0, s, e, written = 0
         cdef vector[char] bad
         if count < 0:
             return np.empty(0, dtype=np.int32), np.zeros(1, dtype=np.int64), []
