@@ -247,6 +247,15 @@ def _line_runs(path: str, pieces: Iterable[bytes], rule: int, block_size: int,
         yield Lines(held, np.array([0, len(held)], dtype=np.int64), np.array([at], dtype=np.int64), path, 0)
 
 
+def _document_items(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
+                    normalizer: Optional[str], offset: int = 0) -> Iterator[Union[Lines, tuple]]:
+    """_file_blocks' ``(data, ends a document, offset)``, or for line documents without a
+    normaliser _line_runs' items (:class:`Lines` among them)."""
+    if documents == "line" and normalizer is None:
+        return _line_runs(path, pieces, rule, block_size, offset)
+    return _file_blocks(path, pieces, documents, rule, block_size, normalizer, offset)
+
+
 def _line_tasks(bounds: np.ndarray) -> Iterator[Tuple[int, int]]:
     """The lines ``[a, b)`` of each encoding task of a :class:`Lines` whose line ``k`` ends at
     ``bounds[k + 1]``: about TASK_BYTES bytes and at most TASK_PIECES lines each.
@@ -308,12 +317,8 @@ def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
                     pieces_read += 1
                     yield piece
 
-            pieces = counted(read_pieces(reader, block_size))
-            if documents == "line" and tokenizer.normalizer is None:
-                items = _line_runs(path, pieces, rule, block_size)
-            else:
-                items = _file_blocks(path, pieces, documents, rule, block_size, tokenizer.normalizer)
-            for item in items:
+            for item in _document_items(path, counted(read_pieces(reader, block_size)), documents, rule, block_size,
+                                        tokenizer.normalizer):
                 if pieces_read != told:  # (the file moves on only as pieces are read: not a tell() a block,
                     now, told = raw.tell(), pieces_read  # a system call each, 0.3 s for 586,000 lines)
                 if isinstance(item, Lines):
@@ -379,6 +384,17 @@ def _encode_texts(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[i
         ids = np.insert(ids, ends[:-1][seps], sep_id)
         ends = ends + np.concatenate([[0], np.cumsum(seps)])
     return _Run(ids, ends[1:])
+
+
+def _encode_lines(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[int], lines: Lines, a: int, b: int,
+                  sep_first: bool) -> _Run:
+    """_encode_texts of lines ``a`` to ``b - 1`` of a :class:`Lines`, each after a separator
+    (the first: ``sep_first``)."""
+    start = int(lines.bounds[a])
+    seps = np.full(b - a, sep_id is not None)
+    seps[0] = sep_first
+    return _encode_texts(encode_many, encode_piece, dtype, sep_id, memoryview(lines.data)[start:int(lines.bounds[b])],
+                         lines.bounds[a:b + 1] - start, lambda k: (lines.path, int(lines.offsets[a + k])), seps)
 
 
 def _decode(block: Block) -> str:
@@ -958,24 +974,16 @@ def encode_files(
         """The ids (as the shards store them) of each piece of a task; runs on a worker thread."""
         return [encode_piece(piece, path, offset) for piece, path, offset, _ in task]
 
-    def encode_texts(data, bounds: np.ndarray, where, seps: np.ndarray) -> _Run:
-        return _encode_texts(encode_many, encode_piece, dtype, sep_id, data, bounds, where, seps)
-
     def encode_run(task: list) -> _Run:
-        """encode_texts of a task of whole blocks ``(data, path, offset, needs_sep)``."""
+        """_encode_texts of a task of whole blocks ``(data, path, offset, needs_sep)``."""
         bounds = np.zeros(len(task) + 1, dtype=np.int64)
         np.cumsum([len(piece) for piece, _, _, _ in task], out=bounds[1:])
-        return encode_texts(b"".join([piece for piece, _, _, _ in task]), bounds, lambda k: task[k][1:3],
-                            np.array([needs_sep for _, _, _, needs_sep in task], dtype=bool))
+        return _encode_texts(encode_many, encode_piece, dtype, sep_id, b"".join([piece for piece, _, _, _ in task]),
+                             bounds, lambda k: task[k][1:3],
+                             np.array([needs_sep for _, _, _, needs_sep in task], dtype=bool))
 
     def encode_lines(lines: Lines, a: int, b: int, sep_first: bool) -> _Run:
-        """encode_texts of lines ``a`` to ``b - 1`` of a :class:`Lines`, each after a separator
-        (the first: ``sep_first``)."""
-        start = int(lines.bounds[a])
-        seps = np.full(b - a, sep_id is not None)
-        seps[0] = sep_first
-        return encode_texts(memoryview(lines.data)[start:int(lines.bounds[b])], lines.bounds[a:b + 1] - start,
-                            lambda k: (lines.path, int(lines.offsets[a + k])), seps)
+        return _encode_lines(encode_many, encode_piece, dtype, sep_id, lines, a, b, sep_first)
 
     def write_finished(keep: int) -> None:
         """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
@@ -1166,16 +1174,10 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             emitted = text_before or in_doc
             has_text = in_doc
             text_bytes = 0
-            if documents == "line" and tokenizer.normalizer is None:
-                items = _line_runs(path, pieces, rule, block_size, lo)
-            else:
-                items = _file_blocks(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo)
-            for item in items:
+            for item in _document_items(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
                 if isinstance(item, Lines):  # whole lines (a Lines starts a document)
-                    seps = np.full(len(item.offsets), sep_id is not None)
-                    seps[0] = emitted and sep_id is not None
-                    run = _encode_texts(encode_many, encode_piece, dtype, sep_id, item.data, item.bounds,
-                                        lambda k: (path, int(item.offsets[k])), seps)
+                    run = _encode_lines(encode_many, encode_piece, dtype, sep_id, item, 0, len(item.offsets),
+                                        emitted and sep_id is not None)
                     writer.add(run.ids, 0, 0)
                     in_doc, emitted, has_text = False, True, True
                     text_bytes += len(item.data)

@@ -340,10 +340,10 @@ def test_line_blocks_account_for_every_byte_of_the_file(cl100k, tmp_path, compre
     assert sum(b.raw for b in blocks) == path.stat().st_size
 
 
-def _a_block_a_line(path, pieces, rule, block_size):
+def _a_block_a_line(path, pieces, rule, block_size, offset=0):
     """What encode_files read for ``documents="line"`` before it took a piece's whole lines at
     once: a Block a line (_file_blocks)."""
-    return shards._file_blocks(path, pieces, "line", rule, block_size, None)
+    return shards._file_blocks(path, pieces, "line", rule, block_size, None, offset)
 
 
 @pytest.mark.parametrize("separator", [EOT, None])

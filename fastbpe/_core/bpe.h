@@ -781,20 +781,13 @@ class BpeEncoder {
 
     // Split valid UTF-8 dp[0:n] (n > 0) with a pattern whose chunks tile the text and encode it
     // into op, or st.out when op is null (room for n ids). Counts chunks in *chunks and cache
-    // misses in *misses. The pattern is chosen once here: the loop is compiled per scanner.
+    // misses in *misses.
     int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
                         int64_t* misses, int32_t* op = nullptr) const {
         if (op == nullptr) op = st.out.data();
         if (n > UINT32_MAX) return encode_utf8_wide(dp, n, pattern, st, chunks, misses, op);
-        const TextList one{&dp, &n, 1, nullptr};
         size_t done;
-        switch (pattern) {
-            case PAT_GPT2: return encode_tiled<PAT_GPT2, false>(one, st, chunks, misses, op, &done);
-            case PAT_CL100K: return encode_tiled<PAT_CL100K, false>(one, st, chunks, misses, op, &done);
-            case PAT_LLAMA3: return encode_tiled<PAT_LLAMA3, false>(one, st, chunks, misses, op, &done);
-            case PAT_O200K: return encode_tiled<PAT_O200K, false>(one, st, chunks, misses, op, &done);
-            default: return 0;  // (callers pass a tiling pattern: pattern_tiles)
-        }
+        return encode_tiled_by<false>(TextList{&dp, &n, 1, nullptr}, pattern, st, chunks, misses, op, &done);
     }
 
     // The texts of one encode_tiled call, encoded one after another: text k is
@@ -821,13 +814,20 @@ class BpeEncoder {
                              size_t* done) const {
         *done = 0;
         if (count == 0) return 0;
-        const TextList many{texts, lengths, count, ends};
+        return encode_tiled_by<true>(TextList{texts, lengths, count, ends}, pattern, st, chunks, misses, op, done);
+    }
+
+    // encode_tiled with the scanner of `pattern`, chosen once here: the loop is compiled per
+    // scanner.
+    template <bool MANY>
+    int64_t encode_tiled_by(const TextList& in, int pattern, EncodeScratch& st, int64_t* chunks, int64_t* misses,
+                            int32_t* op, size_t* done) const {
         switch (pattern) {
-            case PAT_GPT2: return encode_tiled<PAT_GPT2, true>(many, st, chunks, misses, op, done);
-            case PAT_CL100K: return encode_tiled<PAT_CL100K, true>(many, st, chunks, misses, op, done);
-            case PAT_LLAMA3: return encode_tiled<PAT_LLAMA3, true>(many, st, chunks, misses, op, done);
-            case PAT_O200K: return encode_tiled<PAT_O200K, true>(many, st, chunks, misses, op, done);
-            default: return 0;
+            case PAT_GPT2: return encode_tiled<PAT_GPT2, MANY>(in, st, chunks, misses, op, done);
+            case PAT_CL100K: return encode_tiled<PAT_CL100K, MANY>(in, st, chunks, misses, op, done);
+            case PAT_LLAMA3: return encode_tiled<PAT_LLAMA3, MANY>(in, st, chunks, misses, op, done);
+            case PAT_O200K: return encode_tiled<PAT_O200K, MANY>(in, st, chunks, misses, op, done);
+            default: return 0;  // (callers pass a tiling pattern: pattern_tiles)
         }
     }
 

@@ -466,7 +466,7 @@ cdef class BPECore:
         cdef vector[char] in_place   # the UTF-8 is datas[k] itself (an ASCII str, or one that keeps its UTF-8)
         cdef vector[char] bad
         cdef size_t widest = 1, n, room = 0, transcoded = 0
-        cdef int64_t size = 0, got = 0, chunks = 0, misses = 0, total = 0
+        cdef int64_t size = 0, chunks = 0, misses = 0, total = 0
         cdef const char* u
         cdef Py_ssize_t kept
         kinds.resize(count)
@@ -522,10 +522,7 @@ cdef class BPECore:
                     continue
                 # a lone surrogate (no UTF-8), or a str that keeps no UTF-8 of its own: made here
                 size = utf8_from_str_data(kinds[k], datas[k], lengths[k], st.utf8.data())
-                got = self.enc.encode_utf8(st.utf8.data(), size, pattern, st[0], &chunks, &misses,
-                                           op + ev[k]) if size > 0 else 0
-                bad[k] = size < 0 or got < 0
-                ev[k + 1] = ev[k] + (got if not bad[k] else 0)
+                self._encode_alone(st.utf8.data(), size, k, pattern, st, op, ev, bad, &chunks, &misses)
                 k += 1
             total = ev[count]
         return self._many_result(state, big, total, chunks, misses, ends, bad)
@@ -541,6 +538,7 @@ cdef class BPECore:
         again one by one, up to it. Returns ``stop``."""
         cdef size_t done
         cdef int64_t got, base
+        cdef int failed
         cdef Py_ssize_t i, run_end, alone = 0  # alone: texts still to encode one by one (a failing block's)
         while k < stop:
             if alone == 0 and lengths[k] < ALONE_BYTES:
@@ -556,13 +554,23 @@ cdef class BPECore:
                 if got < 0:
                     alone = FUSED_BLOCK + 1  # (at most FUSED_BLOCK texts end in a block)
                 continue
-            got = self.enc.encode_utf8(texts[k], lengths[k], pattern, st[0], chunks, misses,
-                                       op + ev[k]) if lengths[k] > 0 else 0
-            bad[k] = got < 0
-            ev[k + 1] = ev[k] + (got if got > 0 else 0)
+            failed = self._encode_alone(texts[k], <int64_t>lengths[k], k, pattern, st, op, ev, bad, chunks, misses)
             k += 1
-            alone = 0 if got < 0 or alone == 0 else alone - 1
+            alone = 0 if failed or alone == 0 else alone - 1
         return k
+
+    cdef int _encode_alone(self, const uint8_t* dp, int64_t size, Py_ssize_t k, int pattern, EncodeScratch* st,
+                           int32_t* op, int64_t[::1] ev, vector[char]& bad, int64_t* chunks,
+                           int64_t* misses) except -1 nogil:
+        """Text ``k``, ``dp[0:size]`` (``size`` < 0: it has no UTF-8), alone: its ids from
+        ``op + ev[k]`` on, ``ev[k + 1]`` set. 1 when it fails (``bad[k]``, no ids): no UTF-8, or a
+        byte outside the vocabulary."""
+        cdef int64_t got = 0
+        if size > 0:
+            got = self.enc.encode_utf8(dp, size, pattern, st[0], chunks, misses, op + ev[k])
+        bad[k] = size < 0 or got < 0
+        ev[k + 1] = ev[k] + (0 if bad[k] else got)
+        return bad[k]
 
     def encode_text_many(self, const uint8_t[::1] data, const int64_t[::1] bounds, int pattern, EncodeState state):
         """``encode_text`` of every text ``data[bounds[k]:bounds[k + 1]]`` in one call, the GIL
@@ -665,9 +673,7 @@ cdef class BPECore:
         cdef Py_ssize_t k, count = ends.shape[0] - 1
         if count <= 0:
             return []
-        for k in range(count):
-            if ends[k] < 0 or ends[k + 1] < ends[k] or ends[k + 1] > ids.shape[0]:
-                raise ValueError("ends must be non-decreasing and within the ids")
+        _check_ends(ends, ids.shape[0], "the ids")
         cdef tuple ints = self._shared_ints(state)
         cdef const int32_t* base = &ids[0] if ids.shape[0] else NULL
         cdef list out = PyList_New(count)
@@ -897,6 +903,16 @@ def str_sizes(list texts):
     return out
 
 
+cdef int _check_ends(const int64_t[::1] ends, Py_ssize_t size, str what) except -1:
+    """ValueError unless ``ends`` (the cuts of ``size`` items: piece k is ``[ends[k], ends[k + 1])``)
+    is non-decreasing from 0 or more up to ``size`` at most."""
+    cdef Py_ssize_t k
+    for k in range(ends.shape[0] - 1):
+        if ends[k] < 0 or ends[k + 1] < ends[k] or ends[k + 1] > size:
+            raise ValueError(f"ends must be non-decreasing and within {what}")
+    return 0
+
+
 def array_views(cnp.ndarray flat, const int64_t[::1] ends):
     """``[flat[ends[k]:ends[k + 1]] for k ...]`` for a one-dimensional C-contiguous array, made
     in one C loop: ``encode_batch``'s arrays of ids, one per text, all viewing the buffer of the
@@ -910,10 +926,7 @@ def array_views(cnp.ndarray flat, const int64_t[::1] ends):
     cdef Py_ssize_t k, count = ends.shape[0] - 1
     if count <= 0:
         return []
-    cdef cnp.npy_intp size = cnp.PyArray_DIM(flat, 0)
-    for k in range(count):
-        if ends[k] < 0 or ends[k + 1] < ends[k] or ends[k + 1] > size:
-            raise ValueError("ends must be non-decreasing and within the array")
+    _check_ends(ends, cnp.PyArray_DIM(flat, 0), "the array")
     cdef int typenum = cnp.PyArray_TYPE(flat)
     cdef char* data = <char*>cnp.PyArray_DATA(flat)
     cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(flat)

@@ -145,13 +145,9 @@ def _lists_collected(core, ids, ends, state) -> list:
     them). Walked step by step, each right after it was built, they cost 20 ms in all. Their ints
     form no cycle, so the collections free nothing: they only age the lists as the collector
     would have."""
-    count = len(ends) - 1
-    if count <= LISTS_PER_COLLECTION:
-        out = core.id_lists(ids, ends, state)
-        gc.collect(0)
-        return out
-    out = []
-    for a in range(0, count, LISTS_PER_COLLECTION):
+    out = core.id_lists(ids, ends[:LISTS_PER_COLLECTION + 1], state)
+    gc.collect(0)
+    for a in range(LISTS_PER_COLLECTION, len(ends) - 1, LISTS_PER_COLLECTION):
         out += core.id_lists(ids, ends[a:a + LISTS_PER_COLLECTION + 1], state)
         gc.collect(0)
     return out
