@@ -267,26 +267,66 @@ class Backtracker {
                 }
                 return x.length < y.length;  // (the shorter one is a prefix of the other)
             });
-        // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it back)
-        std::vector<int32_t> sym;
-        std::vector<uint64_t> val, memo(2 * PAIR_MEMO_SLOTS, ~0ULL);
+        // 1. every token's merge tree from BPE of its own bytes (reachable iff that gives it
+        // back), RUNS tokens at a time: a run that needs a pair the memo does not hold asks for
+        // the pair's slot of the table and gives way to the next run, so that the table's cache
+        // misses (one lookup in six, most of the step's time when taken one at a time) overlap
+        std::vector<uint64_t> memo(2 * PAIR_MEMO_SLOTS, ~0ULL);
         std::vector<uint8_t> reachable(count, 0);
-        for (size_t k = 0; k < order.size(); ++k) {
-            if (k + AHEAD < order.size()) {  // (the tokens' bytes and infos lie in id order)
-                __builtin_prefetch(base + order[k + AHEAD].start);
-                __builtin_prefetch(&info_[order[k + AHEAD].token]);
+        std::vector<Run> runs(RUNS + 1);  // (the last one for tokens longer than the others hold)
+        std::vector<int32_t> run_sym(RUNS * RUN_SYMBOLS);
+        std::vector<uint64_t> run_val(RUNS * RUN_SYMBOLS);
+        for (size_t r = 0; r < RUNS; ++r) {
+            runs[r].sym = &run_sym[r * RUN_SYMBOLS];
+            runs[r].val = &run_val[r * RUN_SYMBOLS];
+        }
+        std::vector<int32_t> long_sym;
+        std::vector<uint64_t> long_val;
+        auto finish = [&](Run& r) {
+            if (r.m == 1 && r.sym[0] == r.token) {
+                reachable[r.token] = 1;
+                info_[r.token].left = r.left;
+                info_[r.token].right = r.right;
+                info_[r.token].rank = r.rank;
             }
-            const Order& o = order[k];
-            const uint8_t* p = base + o.start;
-            size_t n = o.length;
-            if (n == 1) reachable[o.token] = byte_id[p[0]] == (int32_t)o.token;
-            if (n < 2) continue;
-            int32_t left = -1, right = -1, rank = -1;
-            if (last_merge(p, n, byte_id, sym, val, memo, &left, &right, &rank) == (int32_t)o.token) {
-                reachable[o.token] = 1;
-                info_[o.token].left = left;
-                info_[o.token].right = right;
-                info_[o.token].rank = rank;
+            r.token = -1;
+        };
+        size_t k = 0;  // the next token of `order`
+        // Starts r on the next token that needs a run (one byte, and a long token's whole run,
+        // done here on the way); false when none is left.
+        auto take = [&](Run& r) {
+            while (k < order.size()) {
+                if (k + AHEAD < order.size()) {  // (the tokens' bytes and infos lie in id order)
+                    __builtin_prefetch(base + order[k + AHEAD].start);
+                    __builtin_prefetch(&info_[order[k + AHEAD].token]);
+                }
+                const Order& o = order[k++];
+                const uint8_t* p = base + o.start;
+                if (o.length == 1) reachable[o.token] = byte_id[p[0]] == (int32_t)o.token;
+                if (o.length < 2) continue;
+                if (o.length <= RUN_SYMBOLS) {
+                    if (start_run(r, (int32_t)o.token, p, o.length, byte_id, memo)) return true;
+                    continue;
+                }
+                Run& whole = runs[RUNS];
+                long_sym.resize(o.length);
+                long_val.resize(o.length);
+                whole.sym = long_sym.data();
+                whole.val = long_val.data();
+                if (!start_run(whole, (int32_t)o.token, p, o.length, byte_id, memo)) continue;
+                while (!advance(whole, memo)) {
+                }
+                finish(whole);
+            }
+            return false;
+        };
+        size_t busy = 0;
+        for (size_t r = 0; r < RUNS; ++r) busy += take(runs[r]);
+        while (busy > 0) {
+            for (size_t r = 0; r < RUNS; ++r) {
+                if (runs[r].token < 0 || !advance(runs[r], memo)) continue;
+                finish(runs[r]);
+                if (!take(runs[r])) --busy;
             }
         }
         // 2. monotone: every merge that ever fires has a rank above the merges that made its
@@ -325,6 +365,8 @@ class Backtracker {
         live_.reset(cap);
         live_filter_.reset(live);
         for (size_t t = 0; t < count; ++t) {
+            if (t + AHEAD < count && info_[t + AHEAD].left >= 0)  // (the slots are random: 8 MB for o200k)
+                live_.prefetch(pair_key(info_[t + AHEAD].left, info_[t + AHEAD].right));
             const TokenInfo& x = info_[t];
             if (x.left < 0) continue;
             uint64_t key = pair_key(x.left, x.right);
@@ -437,10 +479,9 @@ class Backtracker {
     // repeat the pairs of their BPE runs, and step 0 brings them together), while the table
     // itself is 8-16 MB for the OpenAI vocabularies: most lookups then stay in L2.
     static constexpr size_t PAIR_MEMO_SLOTS = 1 << 15;  // 512 KiB
-    static constexpr size_t LAST_MERGE_STACK = 64;     // bytes of a token merged on the stack
     inline uint64_t lookup(int32_t a, int32_t b, std::vector<uint64_t>& memo) const {
         uint64_t key = pair_key(a, b);
-        size_t i = 2 * (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 49);
+        size_t i = memo_slot(key);
         if (memo[i] != key) {
             const uint64_t* v = pairs_->find(key);
             memo[i] = key;
@@ -463,45 +504,73 @@ class Backtracker {
     // order, the loops go in byte order (1.5 MB of bytes, 2 MB of infos for o200k).
     static constexpr size_t AHEAD = 16;
 
-    // BPE of p[0:n] (n >= 2) by bpe.h's rule without a floor (lowest rank, leftmost first):
-    // the id it ends in when that is one symbol (else -1), and the last merge's parts and rank.
-    int32_t last_merge(const uint8_t* p, size_t n, const int32_t* byte_id, std::vector<int32_t>& sym_long,
-                       std::vector<uint64_t>& val_long, std::vector<uint64_t>& memo, int32_t* left, int32_t* right,
-                       int32_t* rank) const {
-        // (nearly every token fits the stack arrays; a merge shifts the few symbols after it by
-        // hand, which for a token's handful of symbols beats a call to memmove)
-        int32_t sym_short[LAST_MERGE_STACK];
-        uint64_t val_short[LAST_MERGE_STACK];
-        int32_t* sym = sym_short;
-        uint64_t* val = val_short;
-        if (n > LAST_MERGE_STACK) {
-            sym_long.resize(n);
-            val_long.resize(n);
-            sym = sym_long.data();
-            val = val_long.data();
-        }
+    // One token's BPE run in step 1 of build, by bpe.h's rule without a floor (lowest rank,
+    // leftmost first), advanced a merge at a time.
+    struct Run {
+        int32_t token = -1;  // -1: idle
+        size_t m = 0;        // symbols left: sym[0:m], the values of their pairs val[0:m - 1]
+        int32_t left = -1, right = -1, rank = -1;  // the last merge so far: its parts and rank
+        int32_t* sym = nullptr;
+        uint64_t* val = nullptr;
+    };
+    static constexpr size_t RUNS = 16;        // runs in flight
+    static constexpr size_t RUN_SYMBOLS = 64;  // bytes of a token a run holds in place
+    // A pair's value still to be looked up (its slot of the table asked for): above every
+    // value (rank << 32 | id, ranks below 2^31) and below NO_PAIR.
+    static constexpr uint64_t PENDING = NO_PAIR - 1;
+
+    inline static size_t memo_slot(uint64_t key) { return 2 * (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 49); }
+
+    // The value of pair (a, b) if the memo holds it, else PENDING, its slot of the table asked for.
+    inline uint64_t peek(int32_t a, int32_t b, const std::vector<uint64_t>& memo) const {
+        uint64_t key = pair_key(a, b);
+        size_t i = memo_slot(key);
+        if (memo[i] == key) return memo[i + 1];
+        pairs_->prefetch(key);
+        return PENDING;
+    }
+
+    // Starts r on the bytes p[0:n] (n >= 2) of `token`; false when a byte has no id.
+    bool start_run(Run& r, int32_t token, const uint8_t* p, size_t n, const int32_t* byte_id,
+               const std::vector<uint64_t>& memo) const {
         for (size_t i = 0; i < n; ++i) {
-            sym[i] = byte_id[p[i]];
-            if (sym[i] < 0) return -1;
+            r.sym[i] = byte_id[p[i]];
+            if (r.sym[i] < 0) return false;
         }
-        for (size_t i = 0; i + 1 < n; ++i) val[i] = lookup(sym[i], sym[i + 1], memo);
-        size_t m = n;  // symbols left; val[0:m - 1] their pairs' values
+        for (size_t i = 0; i + 1 < n; ++i) r.val[i] = peek(r.sym[i], r.sym[i + 1], memo);
+        r.token = token;
+        r.m = n;
+        return true;
+    }
+
+    // Merges r's symbols until one is left or no pair merges (true), or until a pair's value
+    // is PENDING (false: the next call looks it up, its slot then in cache).
+    // (a token's handful of symbols: a merge shifts the few after it by hand, which beats a
+    // call to memmove)
+    bool advance(Run& r, std::vector<uint64_t>& memo) const {
+        int32_t* sym = r.sym;
+        uint64_t* val = r.val;
+        size_t m = r.m;
+        for (size_t i = 0; i + 1 < m; ++i)
+            if (val[i] == PENDING) val[i] = lookup(sym[i], sym[i + 1], memo);
         while (m > 1) {
             size_t best = 0;
             for (size_t i = 1; i + 1 < m; ++i)
                 if (val[i] < val[best]) best = i;
-            if (val[best] == NO_PAIR) return -1;
-            *left = sym[best];
-            *right = sym[best + 1];
-            *rank = (int32_t)(val[best] >> 32);
+            if (val[best] == NO_PAIR) break;
+            r.left = sym[best];
+            r.right = sym[best + 1];
+            r.rank = (int32_t)(val[best] >> 32);
             sym[best] = (int32_t)(val[best] & 0xFFFFFFFFULL);
             for (size_t i = best + 1; i + 1 < m; ++i) sym[i] = sym[i + 1];
             for (size_t i = best; i + 2 < m; ++i) val[i] = val[i + 1];
-            --m;
-            if (best + 1 < m) val[best] = lookup(sym[best], sym[best + 1], memo);
-            if (best > 0) val[best - 1] = lookup(sym[best - 1], sym[best], memo);
+            r.m = --m;
+            bool waits = false;
+            if (best + 1 < m) waits |= (val[best] = peek(sym[best], sym[best + 1], memo)) == PENDING;
+            if (best > 0) waits |= (val[best - 1] = peek(sym[best - 1], sym[best], memo)) == PENDING;
+            if (waits) return false;
         }
-        return sym[0];
+        return true;
     }
 };
 
