@@ -37,7 +37,7 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 
 import numpy as np
 
-from ._core.split import find_cut
+from ._core.split import find_cut, line_spans
 from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
@@ -91,22 +91,27 @@ class Block(NamedTuple):
 
 class Lines(NamedTuple):
     """Whole line documents of one piece read from a file, each the one block :class:`Block`
-    would hold (a line of at most the block size): line ``k`` is ``data[bounds[k]:bounds[k + 1]]``
-    (``data``: their bytes without the newlines, empty lines left out), starting at byte
-    ``offsets[k]`` of ``path``; ``raw``: file bytes read since the previous block. Read as one
-    item rather than a Block a line: 586,000 lines of English spent 2 s in the Blocks alone."""
+    would hold (a line of at most the block size): line ``k`` is ``data[starts[k]:stops[k]]``
+    (``data``: the piece's bytes, newlines and empty lines left in place, read there by the
+    encoder), and ``data`` starts at byte ``offset`` of ``path``; ``raw``: file bytes read
+    since the previous block. Read as one item rather than a Block a line: 586,000 lines of
+    English spent 2 s in the Blocks alone."""
 
     data: bytes
-    bounds: np.ndarray
-    offsets: np.ndarray
+    starts: np.ndarray
+    stops: np.ndarray
+    offset: int
     path: str
     raw: int
 
+    def text_bytes(self) -> int:
+        """The bytes of the lines (the newlines and empty lines left out)."""
+        return int(self.stops.sum() - self.starts.sum())
+
     def blocks(self) -> Iterator[Block]:
         """The Block of each line (the raw bytes with the first)."""
-        for k, offset in enumerate(self.offsets.tolist()):
-            data = self.data[self.bounds[k]:self.bounds[k + 1]]
-            yield Block(data, True, self.path, offset, self.raw if k == 0 else 0)
+        for k, (start, stop) in enumerate(zip(self.starts.tolist(), self.stops.tolist())):
+            yield Block(self.data[start:stop], True, self.path, self.offset + start, self.raw if k == 0 else 0)
 
 
 _SEPARATORS = {"line": re.compile(b"\n"), "blank-line": re.compile(b"\n\n+")}
@@ -233,18 +238,12 @@ def _line_runs(path: str, pieces: Iterable[bytes], rule: int, block_size: int,
             return
         data = held + piece if held else piece
         last = data.rfind(b"\n")
-        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=last + 1) == 10)
-        starts = np.empty_like(newlines)
-        starts[0] = 0
-        starts[1:] = newlines[:-1] + 1
-        lines = newlines > starts  # (an empty line is no document)
-        if lines.any():
-            bounds = np.zeros(int(lines.sum()) + 1, dtype=np.int64)
-            np.cumsum((newlines - starts)[lines], out=bounds[1:])
-            yield Lines(data[:last + 1].replace(b"\n", b""), bounds, at + starts[lines], path, 0)
+        starts, stops = line_spans(memoryview(data)[:last + 1])
+        if len(starts):
+            yield Lines(data, starts, stops, at, path, 0)
         held, at = data[last + 1:], at + last + 1
     if held:  # the last line, with no newline after it
-        yield Lines(held, np.array([0, len(held)], dtype=np.int64), np.array([at], dtype=np.int64), path, 0)
+        yield Lines(held, np.array([0], dtype=np.int64), np.array([len(held)], dtype=np.int64), at, path, 0)
 
 
 def _document_items(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
@@ -256,16 +255,18 @@ def _document_items(path: str, pieces: Iterable[bytes], documents: str, rule: in
     return _file_blocks(path, pieces, documents, rule, block_size, normalizer, offset)
 
 
-def _line_tasks(bounds: np.ndarray) -> Iterator[Tuple[int, int]]:
+def _line_tasks(stops: np.ndarray) -> Iterator[Tuple[int, int]]:
     """The lines ``[a, b)`` of each encoding task of a :class:`Lines` whose line ``k`` ends at
-    ``bounds[k + 1]``: about TASK_BYTES bytes and at most TASK_PIECES lines each.
+    byte ``stops[k]`` of its data: about TASK_BYTES bytes of the data and at most TASK_PIECES
+    lines each.
 
-    >>> list(_line_tasks(np.array([0, 5, 10, 15])))
+    >>> list(_line_tasks(np.array([5, 10, 15])))
     [(0, 3)]
     """
-    lines, a = len(bounds) - 1, 0
+    lines, a = len(stops), 0
     while a < lines:
-        b = int(np.searchsorted(bounds, bounds[a] + TASK_BYTES, side="left"))
+        begin = int(stops[a - 1]) if a else 0
+        b = int(np.searchsorted(stops, begin + TASK_BYTES, side="left"))
         b = min(max(b, a + 1), a + TASK_PIECES, lines)
         yield a, b
         a = b
@@ -364,18 +365,19 @@ class _Run(NamedTuple):
     ends: np.ndarray
 
 
-def _encode_texts(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[int], data, bounds: np.ndarray,
-                  where, seps: np.ndarray) -> _Run:
-    """The ids of the whole blocks ``data[bounds[k]:bounds[k + 1]]``, one after the other, a
+def _encode_texts(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[int], data, starts: np.ndarray,
+                  stops: np.ndarray, where, seps: np.ndarray) -> _Run:
+    """The ids of the whole blocks ``data[starts[k]:stops[k]]``, one after the other, a
     separator (``sep_id``) before each of ``seps``, as one array of ``dtype``. One compiled call
     (``encode_many``, utf8_batch_encoder's) encodes them all when the tokenizer has the one-call
     path; else, or when one fails, block by block (``encode_piece``, _piece_encoder's), the first
     that fails raising its error, named (``where(k)``: block ``k``'s path and offset)."""
     failed = True
     if encode_many is not None:
-        ids, ends, failed = encode_many(data, bounds)
+        ids, ends, failed = encode_many(data, starts, stops)
     if failed:
-        parts = [encode_piece(data[bounds[k]:bounds[k + 1]], *where(k)) for k in range(len(bounds) - 1)]
+        parts = [encode_piece(data[start:stop], *where(k))
+                 for k, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist()))]
         ends = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(ids) for ids in parts], out=ends[1:])
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
@@ -390,11 +392,10 @@ def _encode_lines(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[i
                   sep_first: bool) -> _Run:
     """_encode_texts of lines ``a`` to ``b - 1`` of a :class:`Lines`, each after a separator
     (the first: ``sep_first``)."""
-    start = int(lines.bounds[a])
     seps = np.full(b - a, sep_id is not None)
     seps[0] = sep_first
-    return _encode_texts(encode_many, encode_piece, dtype, sep_id, memoryview(lines.data)[start:int(lines.bounds[b])],
-                         lines.bounds[a:b + 1] - start, lambda k: (lines.path, int(lines.offsets[a + k])), seps)
+    return _encode_texts(encode_many, encode_piece, dtype, sep_id, lines.data, lines.starts[a:b], lines.stops[a:b],
+                         lambda k: (lines.path, lines.offset + int(lines.starts[a + k])), seps)
 
 
 def _decode(block: Block) -> str:
@@ -979,7 +980,7 @@ def encode_files(
         bounds = np.zeros(len(task) + 1, dtype=np.int64)
         np.cumsum([len(piece) for piece, _, _, _ in task], out=bounds[1:])
         return _encode_texts(encode_many, encode_piece, dtype, sep_id, b"".join([piece for piece, _, _, _ in task]),
-                             bounds, lambda k: task[k][1:3],
+                             bounds[:-1], bounds[1:], lambda k: task[k][1:3],
                              np.array([needs_sep for _, _, _, needs_sep in task], dtype=bool))
 
     def encode_lines(lines: Lines, a: int, b: int, sep_first: bool) -> _Run:
@@ -1053,11 +1054,11 @@ def encode_files(
                     # whole lines, none of them written yet (the run starts before them or with them)
                     submit_run()  # (the blocks gathered before them go first)
                     first = index + 1
-                    index += len(item.offsets)
+                    index += len(item.starts)
                     sep_first = emitted_any and sep_id is not None  # (a Lines starts a document)
                     in_doc, emitted_any = False, True
-                    text_bytes += len(item.data)
-                    for a, b in _line_tasks(item.bounds):
+                    text_bytes += item.text_bytes()
+                    for a, b in _line_tasks(item.stops):
                         segments.append((first + a, first + b - 1, item.raw if a == 0 else 0, None))
                         after_sep = sep_first if a == 0 else sep_id is not None
                         running.append(pool.submit(encode_lines, item, a, b, after_sep))
@@ -1176,11 +1177,11 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             text_bytes = 0
             for item in _document_items(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
                 if isinstance(item, Lines):  # whole lines (a Lines starts a document)
-                    run = _encode_lines(encode_many, encode_piece, dtype, sep_id, item, 0, len(item.offsets),
+                    run = _encode_lines(encode_many, encode_piece, dtype, sep_id, item, 0, len(item.starts),
                                         emitted and sep_id is not None)
                     writer.add(run.ids, 0, 0)
                     in_doc, emitted, has_text = False, True, True
-                    text_bytes += len(item.data)
+                    text_bytes += item.text_bytes()
                     continue
                 data, ends, offset = item
                 needs_sep = bool(data) and not in_doc and emitted and sep_id is not None

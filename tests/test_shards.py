@@ -404,8 +404,11 @@ def test_offsets_of_blocks_are_file_offsets(cl100k, tmp_path):
     with gzip.open(path, "wb") as f:
         f.write(text.encode())
     for documents in ("file", "line", "blank-line"):
-        for block in input_blocks(cl100k, [path], documents, block_size=7):
-            assert text.encode()[block.offset:block.offset + len(block.data)] == block.data
+        for block_size in (7, 1 << 20):  # (lines longer than a block, and whole lines read a piece at a time)
+            blocks = list(input_blocks(cl100k, [path], documents, block_size=block_size))
+            assert len(blocks) > 1 or documents == "file"
+            for block in blocks:
+                assert text.encode()[block.offset:block.offset + len(block.data)] == block.data
 
 
 def _write(path, data: bytes, kind: str):

@@ -6,6 +6,7 @@ rank-based encoder (GPT-2's ``encoder.py`` algorithm, per-chunk cache included, 
 generated text, so the vocabulary is the same for every input size.
 """
 import inspect
+import os
 import time
 
 from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, input_size,
@@ -497,6 +498,41 @@ class DecodeStreaming:
         single = self.single
         for i in self.ids:
             single(i)
+
+
+class EncodeFilesLines:
+    """``encode_files`` with ``documents="line"`` (what ``fastbpe encode --documents line``
+    runs) over 4 MB of English, one document a line (about 117,000), cl100k, raw shards, at 1
+    and 2 workers: the lines found and encoded in place, a piece of the file at a time."""
+
+    params = [1, 2]
+    param_names = ["workers"]
+    timeout = 300
+
+    def setup(self, workers):
+        import tempfile
+
+        encode_files = fastbpe_module().encode_files
+        if "documents" not in inspect.signature(encode_files).parameters:
+            skip("encode_files(documents=...) is not in this commit")
+        self.encode_files = encode_files
+        self.tok = _openai_tokenizer("cl100k_base")
+        self.dir = tempfile.mkdtemp(prefix="fastbpe-bench-lines-")
+        self.path = os.path.join(self.dir, "lines.txt")
+        with open(self.path, "wb") as f:
+            f.write(corpus_text("english", "4MB").encode("utf-8"))
+        self.runs = 0
+        self.time_encode_files_lines(workers)
+
+    def teardown(self, workers):
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def time_encode_files_lines(self, workers):
+        self.runs += 1
+        self.encode_files(self.tok, [self.path], os.path.join(self.dir, f"out{self.runs}"), workers=workers,
+                          documents="line", fmt="raw", progress=False)
 
 
 class EncodeBatchShortLines:

@@ -572,22 +572,25 @@ cdef class BPECore:
         ev[k + 1] = ev[k] + (0 if bad[k] else got)
         return bad[k]
 
-    def encode_text_many(self, const uint8_t[::1] data, const int64_t[::1] bounds, int pattern, EncodeState state):
-        """``encode_text`` of every text ``data[bounds[k]:bounds[k + 1]]`` in one call, the GIL
-        released for all of them (the many short documents of ``encode_files``):
-        ``(ids, ends, failed)`` as ``encode_str_many`` gives them; ``failed`` lists the texts
-        that are not UTF-8 or hold a byte outside the vocabulary (left empty here)."""
-        cdef Py_ssize_t count = bounds.shape[0] - 1, k
-        cdef int64_t chunks = 0, misses = 0, widest = 0, s, e, written = 0
+    def encode_text_many(self, const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1] stops,
+                         int pattern, EncodeState state):
+        """``encode_text`` of every text ``data[starts[k]:stops[k]]`` in one call, the GIL
+        released for all of them (the many short documents of ``encode_files``; the lines of
+        a file read in place, their newlines left between them): ``(ids, ends, failed)`` as
+        ``encode_str_many`` gives them; ``failed`` lists the texts that are not UTF-8 or hold
+        a byte outside the vocabulary (left empty here)."""
+        cdef Py_ssize_t count = starts.shape[0], k
+        cdef int64_t chunks = 0, misses = 0, widest = 0, s, e, written = 0, room = 0
         cdef vector[char] bad
-        if count < 0:
-            return np.empty(0, dtype=np.int32), np.zeros(1, dtype=np.int64), []
+        if stops.shape[0] != count:
+            raise ValueError(f"{count} starts but {stops.shape[0]} stops")
         for k in range(count):
-            s = bounds[k]
-            e = bounds[k + 1]
+            s = starts[k]
+            e = stops[k]
             if s < 0 or e < s or e > data.shape[0]:
                 raise ValueError(f"text {k} has bounds ({s}, {e}) out of order or outside the data")
             widest = max(widest, e - s)
+            room += e - s
         self._check_fused(pattern, state, widest)
         ends = np.zeros(count + 1, dtype=np.int64)
         cdef int64_t[::1] ev = ends
@@ -599,10 +602,9 @@ cdef class BPECore:
         # (_buffer_ids), or past KEEP_BUFFER the result itself. (Gathered in a vector and
         # copied into a fresh array, calls of 4 MB of English ran at 356-377 MB/s, cl100k;
         # 413-428 this way, about the speed of encode_text.)
-        cdef int64_t room = bounds[count] - bounds[0]
         big = self._output(state, room + SHORT_IDS_MAX)  # (encode_utf8_many's room)
         cdef int32_t* op = self._output_ids(state, big)
-        cdef vector[const uint8_t*] starts
+        cdef vector[const uint8_t*] texts
         cdef vector[size_t] sizes
         cdef Py_ssize_t run_end
         cdef int64_t run_bytes
@@ -610,8 +612,8 @@ cdef class BPECore:
         with nogil:
             st.expect_text(room)
             for k in range(count):
-                starts.push_back(dp + bounds[k])
-                sizes.push_back(<size_t>(bounds[k + 1] - bounds[k]))
+                texts.push_back(dp + starts[k])
+                sizes.push_back(<size_t>(stops[k] - starts[k]))
             k = 0
             while k < count:
                 # a run of UTF-8 texts, checked just before they are encoded (RUN_BYTES at most:
@@ -620,12 +622,12 @@ cdef class BPECore:
                 run_bytes = 0
                 stopped_bad = False
                 while run_end < count and run_bytes < RUN_BYTES:
-                    if sizes[run_end] > 0 and not utf8_valid(starts[run_end], sizes[run_end]):
+                    if sizes[run_end] > 0 and not utf8_valid(texts[run_end], sizes[run_end]):
                         stopped_bad = True
                         break
                     run_bytes += sizes[run_end]
                     run_end += 1
-                k = self._encode_run(starts.data(), sizes.data(), k, run_end, pattern, st, op, ev, bad, &chunks,
+                k = self._encode_run(texts.data(), sizes.data(), k, run_end, pattern, st, op, ev, bad, &chunks,
                                      &misses)
                 if stopped_bad:
                     bad[k] = 1

@@ -10,7 +10,8 @@ is the public face.
 The algorithms, and the proof of the cut rules, are in the headers.
 """
 from libc.stdint cimport int64_t, uint8_t
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcpy
+from libcpp.vector cimport vector
 from libcpp.string cimport string
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -129,3 +130,39 @@ def find_cut(const uint8_t[::1] buf, size_t start, int rule):
     with nogil:
         r = c_find_cut(&buf[0], n, start, rule)
     return -1 if r == NPOS else <Py_ssize_t>r
+
+
+def line_spans(const uint8_t[::1] data):
+    """The non-empty lines of ``data`` as byte offsets ``(starts, stops)``, two int64 arrays:
+    each run of bytes between two newlines, or between a newline and an end of ``data``. One
+    ``memchr`` pass, the GIL released (the line documents of ``encode_files``, encoded in
+    place by ``encode_text_many``). The reference is ``fastbpe.reference.split.line_spans``.
+
+    >>> [a.tolist() for a in line_spans(b"ab\\n\\ncd\\ne")]
+    [[0, 4, 7], [2, 6, 8]]
+    """
+    cdef Py_ssize_t n = data.shape[0], count
+    cdef vector[int64_t] begins, ends
+    cdef const uint8_t* base
+    cdef const uint8_t* p
+    cdef const uint8_t* newline
+    if n > 0:
+        base = &data[0]
+        with nogil:
+            p = base
+            while p < base + n:
+                newline = <const uint8_t*>memchr(p, 10, <size_t>(base + n - p))
+                if newline == NULL:
+                    newline = base + n
+                if newline > p:
+                    begins.push_back(p - base)
+                    ends.push_back(newline - base)
+                p = newline + 1
+    count = begins.size()
+    starts = np.empty(count, dtype=np.int64)
+    stops = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] sv = starts, ev = stops
+    if count > 0:
+        memcpy(&sv[0], begins.data(), count * sizeof(int64_t))
+        memcpy(&ev[0], ends.data(), count * sizeof(int64_t))
+    return starts, stops

@@ -386,12 +386,15 @@ def test_a_byte_outside_the_vocabulary_fails_its_text_alone():
 @given(st.lists(st.binary(max_size=12) | st.text(max_size=12).map(lambda t: t.encode()), max_size=10))
 def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
     """encode_text_many (the many short documents of encode_files) gives each text's ids, and
-    names the texts that are not UTF-8 as failed, left empty."""
+    names the texts that are not UTF-8 as failed, left empty. The texts are read in place,
+    with bytes between them that belong to none (a newline and an invalid byte)."""
     from fastbpe.encode.batch import utf8_batch_encoder, utf8_encoder
 
     encode_many, (encode_one, _) = utf8_batch_encoder(byte_level), utf8_encoder(byte_level)
-    bounds = np.cumsum([0] + [len(p) for p in pieces]).astype(np.int64)
-    ids, ends, failed = encode_many(b"".join(pieces), bounds)
+    gap = b"\n\xff"
+    starts = np.array([sum(len(p) + len(gap) for p in pieces[:k]) for k in range(len(pieces))], dtype=np.int64)
+    stops = starts + np.array([len(p) for p in pieces], dtype=np.int64)
+    ids, ends, failed = encode_many(b"".join(p + gap for p in pieces), starts, stops)
     for k, piece in enumerate(pieces):
         try:
             want = byte_level.encode_ordinary(piece.decode("utf-8"))
@@ -402,7 +405,11 @@ def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
             assert k not in failed and encode_one(piece).tolist() == want
         assert ids[ends[k]:ends[k + 1]].tolist() == want
     with pytest.raises(ValueError, match="out of order"):
-        encode_many(b"abc", np.array([0, 2, 1], dtype=np.int64))
+        encode_many(b"abc", np.array([0, 2], dtype=np.int64), np.array([2, 1], dtype=np.int64))
+    with pytest.raises(ValueError, match="outside the data"):
+        encode_many(b"abc", np.array([1], dtype=np.int64), np.array([4], dtype=np.int64))
+    with pytest.raises(ValueError, match="2 starts but 1 stops"):
+        encode_many(b"abc", np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int64))
 
 
 @pytest.mark.parametrize("ascii_only", [False, True])
@@ -414,7 +421,8 @@ def test_many_utf8_texts_past_one_run_with_failing_ones_among_them(byte_level, a
 
     tok = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2") if ascii_only else byte_level
     pieces = [b"the cat sat", b"", b" on the mat\n", "café".encode(), b"x\xc3(", b"word " * 40] * 5000
-    ids, ends, failed = utf8_batch_encoder(tok)(b"".join(pieces), np.cumsum([0] + list(map(len, pieces))))
+    bounds = np.cumsum([0] + list(map(len, pieces)))
+    ids, ends, failed = utf8_batch_encoder(tok)(b"".join(pieces), bounds[:-1], bounds[1:])
     assert ends[-1] > 0
     want = {}
     for piece in set(pieces):
@@ -437,13 +445,15 @@ def test_many_utf8_texts_results_outlive_the_next_call_and_a_huge_call_has_its_o
 
     encode_many, (encode_one, _) = utf8_batch_encoder(byte_level), utf8_encoder(byte_level)
     docs = [b"the cat sat on the mat. " * (IDS_MOVED_FROM_BYTES // 24 + 1), "le chat était là ".encode() * 9]
-    first = encode_many(b"".join(docs), np.cumsum([0] + [len(d) for d in docs]).astype(np.int64))
+    bounds = np.cumsum([0] + [len(d) for d in docs]).astype(np.int64)
+    first = encode_many(b"".join(docs), bounds[:-1], bounds[1:])
     kept = first[0].copy()
-    second = encode_many(b"other words, other ids " * 50_000, np.array([0, 23 * 50_000], dtype=np.int64))
+    second = encode_many(b"other words, other ids " * 50_000, np.array([0], dtype=np.int64),
+                         np.array([23 * 50_000], dtype=np.int64))
     assert first[0].tolist() == kept.tolist()
     assert first[0][:first[1][1]].tolist() == encode_one(docs[0]).tolist() and second[2] == []
     huge = b"a cat, a hat. " * (17_000_000 // 14)
-    ids, ends, failed = encode_many(huge, np.array([0, len(huge)], dtype=np.int64))
+    ids, ends, failed = encode_many(huge, np.array([0], dtype=np.int64), np.array([len(huge)], dtype=np.int64))
     assert failed == [] and ends.tolist() == [0, len(ids)] and ids.tolist() == encode_one(huge).tolist()
 
 
