@@ -37,7 +37,7 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 
 import numpy as np
 
-from ._core.split import find_cut, line_spans
+from ._core.split import document_spans, find_cut
 from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
@@ -220,38 +220,49 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
             raise decode_error(path, start + exc.offset, exc.bad) from None
 
 
-def _line_runs(path: str, pieces: Iterable[bytes], rule: int, block_size: int,
-               offset: int = 0) -> Iterator[Union[Lines, tuple]]:
-    """What _file_blocks gives for ``documents="line"`` without a normaliser, a piece at a
-    time: the whole lines of each piece (the one begun in the piece before first) as a
-    :class:`Lines` (its path and raw left for the caller), each line the block _file_blocks
-    makes of it. From the first line longer than ``block_size`` on (or a piece without a
-    newline), _file_blocks' own blocks over the same pieces, the line begun before as one.
-    ``offset``: where the pieces start in the file."""
-    held, at = b"", offset  # the line begun in the pieces so far, and its byte offset in the file
+# How many newlines in a row separate two documents, for the kinds of documents read a piece's
+# whole documents at a time (_document_runs).
+_SEPARATOR_NEWLINES = {"line": 1, "blank-line": 2}
+
+
+def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
+                   offset: int = 0) -> Iterator[Union[Lines, tuple]]:
+    """What _file_blocks gives for line or blank-line documents without a normaliser, a piece
+    at a time: the whole documents of each piece (the one begun in the piece before first) as
+    a :class:`Lines` (its path and raw left for the caller), each document the block
+    _file_blocks makes of it. From the first document longer than ``block_size`` on (or a
+    piece with no separator), _file_blocks' own blocks over the same pieces, the document
+    begun before as one. ``offset``: where the pieces start in the file."""
+    newlines = _SEPARATOR_NEWLINES[documents]
+    separator = b"\n" * newlines
+    held, at = b"", offset  # the document begun in the pieces so far, and its byte offset in the file
     pieces = iter(pieces)
     for piece in pieces:
-        first_end = piece.find(b"\n")
-        if first_end < 0 or len(held) + first_end > block_size:
-            yield from _file_blocks(path, chain([held, piece] if held else [piece], pieces), "line", rule, block_size,
-                                    None, at)
-            return
         data = held + piece if held else piece
-        last = data.rfind(b"\n")
-        starts, stops = line_spans(memoryview(data)[:last + 1])
+        # (a run of newlines at the end of the data may go on in the next piece: the separators
+        # are looked for before it; held, a document's start, is never a newline)
+        body = len(data.rstrip(b"\n")) if newlines > 1 else len(data)
+        first = data.find(separator, 0, body)
+        if first < 0 or first > block_size:
+            yield from _file_blocks(path, chain([data], pieces), documents, rule, block_size, None, at)
+            return
+        cut = data.rfind(separator, 0, body) + newlines  # (the end of the last separator's run)
+        starts, stops = document_spans(memoryview(data)[:cut], newlines)
         if len(starts):
             yield Lines(data, starts, stops, at, path, 0)
-        held, at = data[last + 1:], at + last + 1
-    if held:  # the last line, with no newline after it
+        held, at = data[cut:], at + cut
+    if newlines > 1 and len(held) - len(held.rstrip(b"\n")) >= newlines:
+        held = held.rstrip(b"\n")  # (a separator at the end of the file separates nothing)
+    if held:  # the last document, with no separator after it
         yield Lines(held, np.array([0], dtype=np.int64), np.array([len(held)], dtype=np.int64), at, path, 0)
 
 
 def _document_items(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
                     normalizer: Optional[str], offset: int = 0) -> Iterator[Union[Lines, tuple]]:
-    """_file_blocks' ``(data, ends a document, offset)``, or for line documents without a
-    normaliser _line_runs' items (:class:`Lines` among them)."""
-    if documents == "line" and normalizer is None:
-        return _line_runs(path, pieces, rule, block_size, offset)
+    """_file_blocks' ``(data, ends a document, offset)``, or for line and blank-line documents
+    without a normaliser _document_runs' items (:class:`Lines` among them)."""
+    if documents in _SEPARATOR_NEWLINES and normalizer is None:
+        return _document_runs(path, pieces, documents, rule, block_size, offset)
     return _file_blocks(path, pieces, documents, rule, block_size, normalizer, offset)
 
 

@@ -7,6 +7,7 @@ import json
 import lzma
 import os
 import random
+import re
 import tempfile
 import time
 import unicodedata
@@ -340,30 +341,37 @@ def test_line_blocks_account_for_every_byte_of_the_file(cl100k, tmp_path, compre
     assert sum(b.raw for b in blocks) == path.stat().st_size
 
 
-def _a_block_a_line(path, pieces, rule, block_size, offset=0):
-    """What encode_files read for ``documents="line"`` before it took a piece's whole lines at
-    once: a Block a line (_file_blocks)."""
-    return shards._file_blocks(path, pieces, "line", rule, block_size, None, offset)
+def _a_block_a_document(path, pieces, documents, rule, block_size, offset=0):
+    """What encode_files read for ``documents="line"`` and ``"blank-line"`` before it took a
+    piece's whole documents at once: a Block a document (_file_blocks)."""
+    return shards._file_blocks(path, pieces, documents, rule, block_size, None, offset)
 
 
+@pytest.mark.parametrize("documents", ["line", "blank-line"])
 @pytest.mark.parametrize("separator", [EOT, None])
-def test_lines_a_piece_at_a_time_write_what_a_block_a_line_wrote(tok, tmp_path, monkeypatch, separator):
-    """documents="line": a piece's whole lines read as one item write the very shards and
-    manifest that a Block a line wrote, over empty lines, a line longer than a block (a Block a
-    line from there on), a gzip file and a last line without a newline, on 1 and 2 workers;
-    and a run interrupted either way resumes the other way to the same output."""
+def test_documents_a_piece_at_a_time_write_what_a_block_a_document_wrote(tok, tmp_path, monkeypatch, separator,
+                                                                        documents):
+    """Line and blank-line documents: a piece's whole documents read as one item write the very
+    shards and manifest that a Block a document wrote, over empty documents, runs of newlines
+    across the pieces' ends, a document longer than a block (a Block a document from there
+    on), a gzip file, a file that starts with a separator and ends with one or with a single
+    newline, and a last document without a newline, on 1 and 2 workers; and a run interrupted
+    either way resumes the other way to the same output."""
     rng = random.Random(3)
-    words = ["the", " cat", " sat", "é", "猫", "\n", "\n", "\n\n"]
+    words = ["the", " cat", " sat", "é", "猫", "\n", "\n", "\n\n", "\n\n\n"]
     texts = ["".join(rng.choice(words) for _ in range(3000)),
              "".join(rng.choice(words) for _ in range(2000)) + "x" * 900 + "\n"
-             + "".join(rng.choice(words) for _ in range(500)) + "tail"]
-    paths = [tmp_path / "a.txt", tmp_path / "b.txt.gz"]
-    paths[0].write_bytes(texts[0].encode())
-    paths[1].write_bytes(gzip.compress(texts[1].encode()))
-    options = dict(shard_size=700, fmt="raw", progress=False, block_size=256, documents="line", separator=separator)
+             + "".join(rng.choice(words) for _ in range(500)) + "tail",
+             "\n\nfirst" + "".join(rng.choice(words) for _ in range(1000)) + "\n\n\n",
+             "".join(rng.choice(words) for _ in range(1000)) + "end\n"]
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt.gz", tmp_path / "c.txt", tmp_path / "d.txt"]
+    for path, text in zip(paths, texts):
+        path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
+    options = dict(shard_size=700, fmt="raw", progress=False, block_size=256, documents=documents,
+                   separator=separator)
     real_finish = shards._finish_shard
 
-    def run(out, a_block_a_line, workers=2, stop_at=None):
+    def run(out, a_block_a_document, workers=2, stop_at=None):
         finished = []
 
         def finish(file, *args):
@@ -373,8 +381,8 @@ def test_lines_a_piece_at_a_time_write_what_a_block_a_line_wrote(tok, tmp_path, 
             real_finish(file, *args)
 
         with monkeypatch.context() as patched:
-            if a_block_a_line:
-                patched.setattr(shards, "_line_runs", _a_block_a_line)
+            if a_block_a_document:
+                patched.setattr(shards, "_document_runs", _a_block_a_document)
             patched.setattr(shards, "_finish_shard", finish)
             encode_files(tok, paths, tmp_path / out, workers=workers, **options)
 
@@ -385,8 +393,8 @@ def test_lines_a_piece_at_a_time_write_what_a_block_a_line_wrote(tok, tmp_path, 
 
     run("before", True)
     want = written("before")
-    lines = [line for text in texts for line in text.split("\n")]
-    assert want[2] == expected_ids(tok, lines, separator) and len(want[1]) > 10
+    docs = [doc for text in texts for doc in re.split("\n" if documents == "line" else "\n\n+", text)]
+    assert want[2] == expected_ids(tok, docs, separator) and len(want[1]) > 10
     run("one", False, workers=1)
     run("two", False)
     assert written("one") == want and written("two") == want

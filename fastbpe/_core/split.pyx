@@ -132,32 +132,50 @@ def find_cut(const uint8_t[::1] buf, size_t start, int rule):
     return -1 if r == NPOS else <Py_ssize_t>r
 
 
-def line_spans(const uint8_t[::1] data):
-    """The non-empty lines of ``data`` as byte offsets ``(starts, stops)``, two int64 arrays:
-    each run of bytes between two newlines, or between a newline and an end of ``data``. One
-    ``memchr`` pass, the GIL released (the line documents of ``encode_files``, encoded in
-    place by ``encode_text_many``). The reference is ``fastbpe.reference.split.line_spans``.
+def document_spans(const uint8_t[::1] data, int newlines):
+    """The documents of ``data`` that runs of ``newlines`` or more newlines separate (1: lines,
+    2: paragraphs between blank lines), empty ones left out, as byte offsets ``(starts,
+    stops)``: two int64 arrays. One ``memchr`` pass, the GIL released (the line and paragraph
+    documents of ``encode_files``, encoded in place by ``encode_text_many``). The reference is
+    ``fastbpe.reference.split.document_spans``.
 
-    >>> [a.tolist() for a in line_spans(b"ab\\n\\ncd\\ne")]
+    >>> [a.tolist() for a in document_spans(b"ab\\n\\ncd\\ne", 1)]
     [[0, 4, 7], [2, 6, 8]]
+    >>> [a.tolist() for a in document_spans(b"ab\\n\\ncd\\ne", 2)]
+    [[0, 4], [2, 8]]
     """
     cdef Py_ssize_t n = data.shape[0], count
     cdef vector[int64_t] begins, ends
     cdef const uint8_t* base
+    cdef const uint8_t* start
     cdef const uint8_t* p
     cdef const uint8_t* newline
+    cdef const uint8_t* after
+    if newlines < 1:
+        raise ValueError(f"newlines must be at least 1, got {newlines}")
     if n > 0:
         base = &data[0]
         with nogil:
-            p = base
-            while p < base + n:
+            start = p = base  # (start: the current document's first byte)
+            while True:
                 newline = <const uint8_t*>memchr(p, 10, <size_t>(base + n - p))
                 if newline == NULL:
-                    newline = base + n
-                if newline > p:
-                    begins.push_back(p - base)
+                    break
+                after = newline + 1
+                while after < base + n and after[0] == 10 and after - newline < newlines:
+                    after += 1
+                if after - newline < newlines:  # a shorter run: inside the document
+                    p = after
+                    continue
+                if newline > start:
+                    begins.push_back(start - base)
                     ends.push_back(newline - base)
-                p = newline + 1
+                while after < base + n and after[0] == 10:  # (the whole run separates)
+                    after += 1
+                start = p = after
+            if base + n > start:
+                begins.push_back(start - base)
+                ends.push_back(n)
     count = begins.size()
     starts = np.empty(count, dtype=np.int64)
     stops = np.empty(count, dtype=np.int64)

@@ -5,6 +5,7 @@ The named patterns are defined here by their published regex texts; the compiled
 :data:`NAMED` or any regex text.
 """
 import functools
+import re
 from typing import TYPE_CHECKING, List, Tuple
 
 from .._core.split import InvalidUTF8  # the one error type both paths raise
@@ -12,7 +13,7 @@ from .._core.split import InvalidUTF8  # the one error type both paths raise
 if TYPE_CHECKING:  # (imported where a pattern is compiled: the compiled paths never need it)
     import regex
 
-__all__ = ["NAMED", "compiled", "line_spans", "pretokenize", "pretokenize_bytes"]
+__all__ = ["NAMED", "compiled", "document_spans", "pretokenize", "pretokenize_bytes"]
 
 # Exactly as tiktoken_ext/openai_public.py (tiktoken 0.14) and Llama 3's tokenizer.json publish them.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
@@ -95,17 +96,21 @@ def pretokenize_bytes(data: bytes, pattern: str, errors: str = "strict") -> List
     return out
 
 
-def line_spans(data: bytes) -> List[Tuple[int, int]]:
-    """The non-empty lines of ``data`` (the documents of ``documents="line"``) as ``(start,
-    stop)`` byte offsets: each run of bytes between two newlines, or between a newline and an
-    end of ``data``.
+def document_spans(data: bytes, newlines: int) -> List[Tuple[int, int]]:
+    """The documents of ``data`` that runs of ``newlines`` or more newlines separate (1: the
+    lines of ``documents="line"``, 2: the paragraphs of ``"blank-line"``), empty ones left out,
+    as ``(start, stop)`` byte offsets.
 
-    >>> line_spans(b"ab\\n\\ncd\\ne")
+    >>> document_spans(b"ab\\n\\ncd\\ne", 1)
     [(0, 2), (4, 6), (7, 8)]
+    >>> document_spans(b"ab\\n\\ncd\\ne", 2)
+    [(0, 2), (4, 8)]
     """
     spans, start = [], 0
-    for line in data.split(b"\n"):
-        if line:
-            spans.append((start, start + len(line)))
-        start += len(line) + 1
+    for separator in re.finditer(b"\\n{%d,}" % newlines, data):
+        if separator.start() > start:
+            spans.append((start, separator.start()))
+        start = separator.end()
+    if len(data) > start:
+        spans.append((start, len(data)))
     return spans
