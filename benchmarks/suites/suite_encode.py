@@ -501,15 +501,16 @@ class DecodeStreaming:
 
 
 class EncodeFilesLines:
-    """``encode_files`` with ``documents="line"`` (what ``fastbpe encode --documents line``
-    runs) over 4 MB of English, one document a line (about 117,000), cl100k, raw shards, at 1
-    and 2 workers: the lines found and encoded in place, a piece of the file at a time."""
+    """``encode_files`` with ``documents="line"`` and ``"blank-line"`` (what ``fastbpe encode
+    --documents ...`` runs) over 4 MB of English (about 88,000 lines, 30,000 paragraphs),
+    cl100k, raw shards, at 1 and 2 workers: the documents found and encoded in place, a piece
+    of the file at a time."""
 
-    params = [1, 2]
-    param_names = ["workers"]
+    params = (["line", "blank-line"], [1, 2])
+    param_names = ["documents", "workers"]
     timeout = 300
 
-    def setup(self, workers):
+    def setup(self, documents, workers):
         import tempfile
 
         encode_files = fastbpe_module().encode_files
@@ -517,22 +518,22 @@ class EncodeFilesLines:
             skip("encode_files(documents=...) is not in this commit")
         self.encode_files = encode_files
         self.tok = _openai_tokenizer("cl100k_base")
-        self.dir = tempfile.mkdtemp(prefix="fastbpe-bench-lines-")
-        self.path = os.path.join(self.dir, "lines.txt")
+        self.dir = tempfile.mkdtemp(prefix="fastbpe-bench-documents-")
+        self.path = os.path.join(self.dir, "english.txt")
         with open(self.path, "wb") as f:
             f.write(corpus_text("english", "4MB").encode("utf-8"))
         self.runs = 0
-        self.time_encode_files_lines(workers)
+        self.time_encode_files(documents, workers)
 
-    def teardown(self, workers):
+    def teardown(self, documents, workers):
         import shutil
 
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def time_encode_files_lines(self, workers):
+    def time_encode_files(self, documents, workers):
         self.runs += 1
         self.encode_files(self.tok, [self.path], os.path.join(self.dir, f"out{self.runs}"), workers=workers,
-                          documents="line", fmt="raw", progress=False)
+                          documents=documents, fmt="raw", progress=False)
 
 
 class EncodeBatchShortLines:
