@@ -89,13 +89,13 @@ class Block(NamedTuple):
     raw: int
 
 
-class Lines(NamedTuple):
-    """Whole line documents of one piece read from a file, each the one block :class:`Block`
-    would hold (a line of at most the block size): line ``k`` is ``data[starts[k]:stops[k]]``
-    (``data``: the piece's bytes, newlines and empty lines left in place, read there by the
-    encoder), and ``data`` starts at byte ``offset`` of ``path``; ``raw``: file bytes read
-    since the previous block. Read as one item rather than a Block a line: 586,000 lines of
-    English spent 2 s in the Blocks alone."""
+class PieceDocuments(NamedTuple):
+    """The whole line or paragraph documents of one piece read from a file, each the one block
+    :class:`Block` would hold (a document of at most the block size): document ``k`` is
+    ``data[starts[k]:stops[k]]`` (``data``: the piece's bytes, separators and empty documents
+    left in place, read there by the encoder), and ``data`` starts at byte ``offset`` of
+    ``path``; ``raw``: file bytes read since the previous block. Read as one item rather than a
+    Block a document: 437,000 lines of English spent 2 s in the Blocks alone."""
 
     data: bytes
     starts: np.ndarray
@@ -105,11 +105,11 @@ class Lines(NamedTuple):
     raw: int
 
     def text_bytes(self) -> int:
-        """The bytes of the lines (the newlines and empty lines left out)."""
+        """The bytes of the documents (their separators left out)."""
         return int(self.stops.sum() - self.starts.sum())
 
     def blocks(self) -> Iterator[Block]:
-        """The Block of each line (the raw bytes with the first)."""
+        """The Block of each document (the raw bytes with the first)."""
         for k, (start, stop) in enumerate(zip(self.starts.tolist(), self.stops.tolist())):
             yield Block(self.data[start:stop], True, self.path, self.offset + start, self.raw if k == 0 else 0)
 
@@ -226,10 +226,10 @@ _SEPARATOR_NEWLINES = {"line": 1, "blank-line": 2}
 
 
 def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
-                   offset: int = 0) -> Iterator[Union[Lines, tuple]]:
+                   offset: int = 0) -> Iterator[Union[PieceDocuments, tuple]]:
     """What _file_blocks gives for line or blank-line documents without a normaliser, a piece
     at a time: the whole documents of each piece (the one begun in the piece before first) as
-    a :class:`Lines` (its path and raw left for the caller), each document the block
+    a :class:`PieceDocuments` (its path and raw left for the caller), each document the block
     _file_blocks makes of it. From the first document longer than ``block_size`` on (or a
     piece with no separator), _file_blocks' own blocks over the same pieces, the document
     begun before as one. ``offset``: where the pieces start in the file."""
@@ -249,36 +249,36 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
         cut = data.rfind(separator, 0, body) + newlines  # (the end of the last separator's run)
         starts, stops = document_spans(memoryview(data)[:cut], newlines)
         if len(starts):
-            yield Lines(data, starts, stops, at, path, 0)
+            yield PieceDocuments(data, starts, stops, at, path, 0)
         held, at = data[cut:], at + cut
     if newlines > 1 and len(held) - len(held.rstrip(b"\n")) >= newlines:
         held = held.rstrip(b"\n")  # (a separator at the end of the file separates nothing)
     if held:  # the last document, with no separator after it
-        yield Lines(held, np.array([0], dtype=np.int64), np.array([len(held)], dtype=np.int64), at, path, 0)
+        yield PieceDocuments(held, np.array([0], dtype=np.int64), np.array([len(held)], dtype=np.int64), at, path, 0)
 
 
 def _document_items(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
-                    normalizer: Optional[str], offset: int = 0) -> Iterator[Union[Lines, tuple]]:
+                    normalizer: Optional[str], offset: int = 0) -> Iterator[Union[PieceDocuments, tuple]]:
     """_file_blocks' ``(data, ends a document, offset)``, or for line and blank-line documents
-    without a normaliser _document_runs' items (:class:`Lines` among them)."""
+    without a normaliser _document_runs' items (:class:`PieceDocuments` among them)."""
     if documents in _SEPARATOR_NEWLINES and normalizer is None:
         return _document_runs(path, pieces, documents, rule, block_size, offset)
     return _file_blocks(path, pieces, documents, rule, block_size, normalizer, offset)
 
 
-def _line_tasks(stops: np.ndarray) -> Iterator[Tuple[int, int]]:
-    """The lines ``[a, b)`` of each encoding task of a :class:`Lines` whose line ``k`` ends at
-    byte ``stops[k]`` of its data: about TASK_BYTES bytes of the data and at most TASK_PIECES
-    lines each.
+def _document_tasks(stops: np.ndarray) -> Iterator[Tuple[int, int]]:
+    """The documents ``[a, b)`` of each encoding task of a :class:`PieceDocuments` whose
+    document ``k`` ends at byte ``stops[k]`` of its data: about TASK_BYTES bytes of the data
+    and at most TASK_PIECES documents each.
 
-    >>> list(_line_tasks(np.array([5, 10, 15])))
+    >>> list(_document_tasks(np.array([5, 10, 15])))
     [(0, 3)]
     """
-    lines, a = len(stops), 0
-    while a < lines:
+    count, a = len(stops), 0
+    while a < count:
         begin = int(stops[a - 1]) if a else 0
         b = int(np.searchsorted(stops, begin + TASK_BYTES, side="left"))
-        b = min(max(b, a + 1), a + TASK_PIECES, lines)
+        b = min(max(b, a + 1), a + TASK_PIECES, count)
         yield a, b
         a = b
 
@@ -297,7 +297,7 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
         if isinstance(item, int):
             held = held._replace(raw=held.raw + item)
             continue
-        for block in item.blocks() if isinstance(item, Lines) else (item,):
+        for block in item.blocks() if isinstance(item, PieceDocuments) else (item,):
             if held is not None:
                 yield held
             held = block
@@ -306,11 +306,11 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
 
 
 def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
-            block_size: int) -> Iterator[Union[Block, Lines, int]]:
+            block_size: int) -> Iterator[Union[Block, PieceDocuments, int]]:
     """The blocks of :func:`input_blocks`, each yielded as soon as it is cut (encode_files
-    hands the first to a worker before the second is read), those of short line documents a
-    piece's at a time (:class:`Lines`), and after a file's last block an int: the file's bytes
-    read after it, which input_blocks adds to that block's ``raw``."""
+    hands the first to a worker before the second is read), those of short line and blank-line
+    documents a piece's at a time (:class:`PieceDocuments`), and after a file's last block an
+    int: the file's bytes read after it, which input_blocks adds to that block's ``raw``."""
     if documents not in DOCUMENTS:
         raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
     # The split's first stage decides the cuts: later stages split within its chunks, and gaps
@@ -333,7 +333,7 @@ def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
                                         tokenizer.normalizer):
                 if pieces_read != told:  # (the file moves on only as pieces are read: not a tell() a block,
                     now, told = raw.tell(), pieces_read  # a system call each, 0.3 s for 586,000 lines)
-                if isinstance(item, Lines):
+                if isinstance(item, PieceDocuments):
                     yield item._replace(raw=now - read)
                 else:
                     data, ends, offset = item
@@ -399,14 +399,14 @@ def _encode_texts(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[i
     return _Run(ids, ends[1:])
 
 
-def _encode_lines(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[int], lines: Lines, a: int, b: int,
-                  sep_first: bool) -> _Run:
-    """_encode_texts of lines ``a`` to ``b - 1`` of a :class:`Lines`, each after a separator
-    (the first: ``sep_first``)."""
+def _encode_documents(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[int], docs: PieceDocuments, a: int,
+                      b: int, sep_first: bool) -> _Run:
+    """_encode_texts of documents ``a`` to ``b - 1`` of a :class:`PieceDocuments`, each after a
+    separator (the first: ``sep_first``)."""
     seps = np.full(b - a, sep_id is not None)
     seps[0] = sep_first
-    return _encode_texts(encode_many, encode_piece, dtype, sep_id, lines.data, lines.starts[a:b], lines.stops[a:b],
-                         lambda k: (lines.path, lines.offset + int(lines.starts[a + k])), seps)
+    return _encode_texts(encode_many, encode_piece, dtype, sep_id, docs.data, docs.starts[a:b], docs.stops[a:b],
+                         lambda k: (docs.path, docs.offset + int(docs.starts[a + k])), seps)
 
 
 def _decode(block: Block) -> str:
@@ -994,8 +994,8 @@ def encode_files(
                              bounds[:-1], bounds[1:], lambda k: task[k][1:3],
                              np.array([needs_sep for _, _, _, needs_sep in task], dtype=bool))
 
-    def encode_lines(lines: Lines, a: int, b: int, sep_first: bool) -> _Run:
-        return _encode_lines(encode_many, encode_piece, dtype, sep_id, lines, a, b, sep_first)
+    def encode_documents(docs: PieceDocuments, a: int, b: int, sep_first: bool) -> _Run:
+        return _encode_documents(encode_many, encode_piece, dtype, sep_id, docs, a, b, sep_first)
 
     def write_finished(keep: int) -> None:
         """Wait for the oldest tasks until at most ``keep`` run, and write every block whose
@@ -1060,23 +1060,23 @@ def encode_files(
                     if bar is not None and item:
                         bar.update(item)
                     continue
-                if isinstance(item, Lines) and (index + 1 > resume_segment or
+                if isinstance(item, PieceDocuments) and (index + 1 > resume_segment or
                                                 (index + 1 == resume_segment and resume_offset == 0)):
-                    # whole lines, none of them written yet (the run starts before them or with them)
+                    # whole documents, none of them written yet (the run starts before them or with them)
                     submit_run()  # (the blocks gathered before them go first)
                     first = index + 1
                     index += len(item.starts)
-                    sep_first = emitted_any and sep_id is not None  # (a Lines starts a document)
+                    sep_first = emitted_any and sep_id is not None  # (a PieceDocuments starts a document)
                     in_doc, emitted_any = False, True
                     text_bytes += item.text_bytes()
-                    for a, b in _line_tasks(item.stops):
+                    for a, b in _document_tasks(item.stops):
                         segments.append((first + a, first + b - 1, item.raw if a == 0 else 0, None))
                         after_sep = sep_first if a == 0 else sep_id is not None
-                        running.append(pool.submit(encode_lines, item, a, b, after_sep))
+                        running.append(pool.submit(encode_documents, item, a, b, after_sep))
                         write_finished(ahead)
                     last_queued = index
                     continue
-                for block in item.blocks() if isinstance(item, Lines) else (item,):
+                for block in item.blocks() if isinstance(item, PieceDocuments) else (item,):
                     index += 1
                     needs_sep = bool(block.data) and not in_doc and emitted_any and sep_id is not None
                     if block.data:
@@ -1187,8 +1187,8 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             has_text = in_doc
             text_bytes = 0
             for item in _document_items(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
-                if isinstance(item, Lines):  # whole lines (a Lines starts a document)
-                    run = _encode_lines(encode_many, encode_piece, dtype, sep_id, item, 0, len(item.starts),
+                if isinstance(item, PieceDocuments):  # whole documents (the first starts a document)
+                    run = _encode_documents(encode_many, encode_piece, dtype, sep_id, item, 0, len(item.starts),
                                         emitted and sep_id is not None)
                     writer.add(run.ids, 0, 0)
                     in_doc, emitted, has_text = False, True, True
