@@ -245,8 +245,7 @@ class Backtracker {
         for (size_t t = 0; t < count; ++t) {
             const uint8_t* p = base + start(t);
             uint32_t n = ends[t] - start(t);
-            uint64_t head = 0;
-            for (uint32_t i = 0; i < 8; ++i) head = (head << 8) | (i < n ? p[i] : 0);
+            uint64_t head = __builtin_bswap64(load_upto8(p, n < 8 ? n : 8));  // (hash.h; big-endian)
             order[t] = Order{head, start(t), n, (uint32_t)t};
             info_[t].length = n;
         }

@@ -314,23 +314,6 @@ static const int SHORT_CACHE_MAX_BITS = 20;  // how far it grows by default (32 
 // It grows only while more than one lookup in this many has evicted a chunk (see grow_if_thrashing).
 static const size_t LOOKUPS_PER_EVICTION = 256;
 
-// p[0:n] (n <= 8, and no byte past them readable) in the low bytes of a word, zero above,
-// little-endian: read by loads that end within p[0:n], overlapping where n is no power of two
-// (the bytes they share are the same). A copy of n bytes into the word went through memory,
-// byte stores that the word's load then waited for: 10% of the tiled loop over English lines,
-// each line's last chunks coming here.
-//   load_upto8("abcde", 5): "abcd" | "bcde" << 8 == "abcde"
-static inline uint64_t load_upto8(const uint8_t* p, size_t n) {
-    if (n >= 4) {
-        uint32_t lo, hi;
-        std::memcpy(&lo, p, 4);
-        std::memcpy(&hi, p + n - 4, 4);
-        return (uint64_t)lo | ((uint64_t)hi << (8 * (n - 4)));
-    }
-    if (n == 0) return 0;
-    return (uint64_t)p[0] | ((uint64_t)p[n / 2] << (8 * (n / 2))) | ((uint64_t)p[n - 1] << (8 * (n - 1)));
-}
-
 // p[0:n] (1 <= n <= 15) packed into two words, zero beyond n, and n in the 16th byte: an
 // injective key that is never all zero (an empty entry). `room`: bytes readable from p; with
 // 16 of them the words are read whole and masked, else read within p[0:n].
