@@ -529,6 +529,7 @@ class BpeEncoder {
     // Fill the pair table: keys[i] = pair_key(left, right), vals[i] = (rank << 32) | new id,
     // in rank order. A repeated pair: MERGE_PAIR keeps the last rank (as tokenizers does),
     // MERGE_REPLAY keeps every rank, MERGE_TOKEN the first.
+    static constexpr size_t PAIRS_AHEAD = 16;  // build_pairs asks for the slot of the pair this far ahead
     void build_pairs(const std::vector<uint64_t>& keys, const std::vector<uint64_t>& vals) {
         size_t cap = 16;
         while (cap < 2 * keys.size() + 16) cap *= 2;
@@ -536,6 +537,7 @@ class BpeEncoder {
         pair_filter_.reset(keys.size());
         repeats_.clear();
         for (size_t i = 0; i < keys.size(); ++i) {
+            if (i + PAIRS_AHEAD < keys.size()) pairs_.prefetch(keys[i + PAIRS_AHEAD]);  // (random slots, 8-16 MB)
             pair_filter_.add(keys[i]);
             size_t j = pairs_.index(keys[i]);
             if (!pairs_.occupied(j))
