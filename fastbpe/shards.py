@@ -225,6 +225,18 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
 _SEPARATOR_NEWLINES = {"line": 1, "blank-line": 2}
 
 
+def _before_newlines(data: bytes) -> int:
+    """``len(data.rstrip(b"\\n"))``, without the copy of a piece that ``rstrip`` makes.
+
+    >>> _before_newlines(b"ab\\n\\n"), _before_newlines(b"\\n")
+    (2, 0)
+    """
+    end = len(data)
+    while end and data[end - 1] == 10:
+        end -= 1
+    return end
+
+
 def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
                    offset: int = 0) -> Iterator[Union[PieceDocuments, tuple]]:
     """What _file_blocks gives for line or blank-line documents without a normaliser, a piece
@@ -241,7 +253,7 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
         data = held + piece if held else piece
         # (a run of newlines at the end of the data may go on in the next piece: the separators
         # are looked for before it; held, a document's start, is never a newline)
-        body = len(data.rstrip(b"\n")) if newlines > 1 else len(data)
+        body = _before_newlines(data) if newlines > 1 else len(data)
         first = data.find(separator, 0, body)
         if first < 0 or first > block_size:
             yield from _file_blocks(path, chain([data], pieces), documents, rule, block_size, None, at)
@@ -251,8 +263,9 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
         if len(starts):
             yield PieceDocuments(data, starts, stops, at, path, 0)
         held, at = data[cut:], at + cut
-    if newlines > 1 and len(held) - len(held.rstrip(b"\n")) >= newlines:
-        held = held.rstrip(b"\n")  # (a separator at the end of the file separates nothing)
+    end = _before_newlines(held)
+    if len(held) - end >= newlines:  # (a separator at the end of the file separates nothing)
+        held = held[:end]
     if held:  # the last document, with no separator after it
         yield PieceDocuments(held, np.array([0], dtype=np.int64), np.array([len(held)], dtype=np.int64), at, path, 0)
 

@@ -582,13 +582,20 @@ cdef class BPECore:
         cdef Py_ssize_t count = starts.shape[0], k
         cdef int64_t chunks = 0, misses = 0, widest = 0, s, e, written = 0, room = 0
         cdef vector[char] bad
+        cdef vector[const uint8_t*] texts
+        cdef vector[size_t] sizes
+        cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         if stops.shape[0] != count:
             raise ValueError(f"{count} starts but {stops.shape[0]} stops")
+        texts.resize(count)
+        sizes.resize(count)
         for k in range(count):
             s = starts[k]
             e = stops[k]
             if s < 0 or e < s or e > data.shape[0]:
                 raise ValueError(f"text {k} has bounds ({s}, {e}) out of order or outside the data")
+            texts[k] = dp + s
+            sizes[k] = <size_t>(e - s)
             widest = max(widest, e - s)
             room += e - s
         self._check_fused(pattern, state, widest)
@@ -596,7 +603,6 @@ cdef class BPECore:
         cdef int64_t[::1] ev = ends
         bad.resize(count)
         cdef EncodeScratch* st = &state.scratch
-        cdef const uint8_t* dp = &data[0] if data.shape[0] > 0 else NULL
         # All the ids go to one buffer, text after text (at most a text's bytes each), as in
         # encode_str_many: the state's, kept from call to call and moved into the result
         # (_buffer_ids), or past KEEP_BUFFER the result itself. (Gathered in a vector and
@@ -604,16 +610,11 @@ cdef class BPECore:
         # 413-428 this way, about the speed of encode_text.)
         big = self._output(state, room + SHORT_IDS_MAX)  # (encode_utf8_many's room)
         cdef int32_t* op = self._output_ids(state, big)
-        cdef vector[const uint8_t*] texts
-        cdef vector[size_t] sizes
         cdef Py_ssize_t run_end
         cdef int64_t run_bytes
         cdef bint stopped_bad
         with nogil:
             st.expect_text(room)
-            for k in range(count):
-                texts.push_back(dp + starts[k])
-                sizes.push_back(<size_t>(stops[k] - starts[k]))
             k = 0
             while k < count:
                 # a run of UTF-8 texts, checked just before they are encoded (RUN_BYTES at most:

@@ -156,23 +156,21 @@ def document_spans(const uint8_t[::1] data, int newlines):
     if n > 0:
         base = &data[0]
         with nogil:
-            start = p = base  # (start: the current document's first byte)
+            start = p = base  # (start: the current document's first byte; a run of newlines is read whole)
             while True:
                 newline = <const uint8_t*>memchr(p, 10, <size_t>(base + n - p))
                 if newline == NULL:
                     break
                 after = newline + 1
-                while after < base + n and after[0] == 10 and after - newline < newlines:
+                while after < base + n and after[0] == 10:
                     after += 1
+                p = after
                 if after - newline < newlines:  # a shorter run: inside the document
-                    p = after
                     continue
                 if newline > start:
                     begins.push_back(start - base)
                     ends.push_back(newline - base)
-                while after < base + n and after[0] == 10:  # (the whole run separates)
-                    after += 1
-                start = p = after
+                start = after
             if base + n > start:
                 begins.push_back(start - base)
                 ends.push_back(n)
