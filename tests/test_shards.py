@@ -353,8 +353,8 @@ def test_documents_a_piece_at_a_time_write_what_a_block_a_document_wrote(tok, tm
                                                                         documents):
     """Line and blank-line documents: a piece's whole documents read as one item write the very
     shards and manifest that a Block a document wrote, over empty documents, runs of newlines
-    across the pieces' ends, a document longer than a block (a Block a document from there
-    on), a gzip file, a file that starts with a separator and ends with one or with a single
+    across the pieces' ends, documents longer than a block (each through _file_blocks alone,
+    the pieces read as before after it), a gzip file, a file that starts with a separator and ends with one or with a single
     newline, and a last document without a newline, on 1 and 2 workers; and a run interrupted
     either way resumes the other way to the same output."""
     rng = random.Random(3)
@@ -363,8 +363,13 @@ def test_documents_a_piece_at_a_time_write_what_a_block_a_document_wrote(tok, tm
              "".join(rng.choice(words) for _ in range(2000)) + "x" * 900 + "\n"
              + "".join(rng.choice(words) for _ in range(500)) + "tail",
              "\n\nfirst" + "".join(rng.choice(words) for _ in range(1000)) + "\n\n\n",
-             "".join(rng.choice(words) for _ in range(1000)) + "end\n"]
-    paths = [tmp_path / "a.txt", tmp_path / "b.txt.gz", tmp_path / "c.txt", tmp_path / "d.txt"]
+             "".join(rng.choice(words) for _ in range(1000)) + "end\n",
+             # documents longer than a block (one over several pieces) between short ones, each
+             # ended by a run of one to four newlines, the last one at the end of the file
+             "".join("".join(rng.choice(words) for _ in range(rng.randrange(0, 300)))
+                     + rng.choice(["y" * 700, "z é" * 400, "w " * 90]) + "\n" * rng.randrange(1, 5)
+                     for _ in range(12)) + "v" * 600]
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt.gz", tmp_path / "c.txt", tmp_path / "d.txt", tmp_path / "e.txt"]
     for path, text in zip(paths, texts):
         path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
     options = dict(shard_size=700, fmt="raw", progress=False, block_size=256, documents=documents,
