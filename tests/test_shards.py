@@ -417,11 +417,22 @@ def test_offsets_of_blocks_are_file_offsets(cl100k, tmp_path):
     with gzip.open(path, "wb") as f:
         f.write(text.encode())
     for documents in ("file", "line", "blank-line"):
-        for block_size in (7, 1 << 20):  # (lines longer than a block, and whole lines read a piece at a time)
+        # (lines longer than a block, lines across the pieces' ends, whole lines a piece at a time)
+        for block_size in (7, 50, 1 << 20):
             blocks = list(input_blocks(cl100k, [path], documents, block_size=block_size))
             assert len(blocks) > 1 or documents == "file"
             for block in blocks:
                 assert text.encode()[block.offset:block.offset + len(block.data)] == block.data
+
+
+def test_a_line_that_ends_a_piece_after_one_begun_before_it(cl100k, tmp_path):
+    """Pieces of 8 bytes: the second holds the end of a line begun in the first, and nothing
+    after its newline; the lines after it keep their offsets."""
+    text = b"abcdef\nc" + b"defghij\n" + b"more\nlin" + b"es\n"
+    path = tmp_path / "in.txt"
+    path.write_bytes(text)
+    blocks = list(input_blocks(cl100k, [path], "line", block_size=8))
+    assert [(b.data, b.offset) for b in blocks] == [(b"abcdef", 0), (b"cdefghij", 7), (b"more", 16), (b"lines", 21)]
 
 
 def _write(path, data: bytes, kind: str):
