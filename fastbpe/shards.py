@@ -444,19 +444,18 @@ def _encode_texts(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[i
     path; else, or when one fails, block by block (``encode_piece``, _piece_encoder's), the first
     that fails raising its error, named (``where(k)``: block ``k``'s path and offset)."""
     failed = True
-    if encode_many is not None:
-        ids, ends, failed = encode_many(data, starts, stops)
+    if encode_many is not None:  # (the separators put in by the compiled call)
+        ids, ends, failed = encode_many(data, starts, stops, -1 if sep_id is None else sep_id, seps.view(np.uint8))
     if failed:
         parts = [encode_piece(data[start:stop], *where(k))
                  for k, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist()))]
         ends = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(ids) for ids in parts], out=ends[1:])
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    ids = as_id_dtype(ids, dtype)
-    if seps.any():
-        ids = np.insert(ids, ends[:-1][seps], sep_id)
-        ends = ends + np.concatenate([[0], np.cumsum(seps)])
-    return _Run(ids, ends[1:])
+        if seps.any():
+            ids = np.insert(ids, ends[:-1][seps], sep_id)
+            ends = ends + np.concatenate([[0], np.cumsum(seps)])
+    return _Run(as_id_dtype(ids, dtype), ends[1:])
 
 
 def _encode_documents(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[int], docs: PieceDocuments, a: int,

@@ -123,13 +123,15 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
 
 
 def utf8_batch_encoder(tok) -> Optional[Callable]:
-    """For a tokenizer that takes the one-call path, ``encode(data, starts, stops)``: the ids
-    of every UTF-8 text ``data[starts[k]:stops[k]]`` in one compiled call, as ``(ids, ends,
-    failed)`` (``BPECore.encode_text_many``); else None."""
+    """For a tokenizer that takes the one-call path, ``encode(data, starts, stops, separator=-1,
+    before=None)``: the ids of every UTF-8 text ``data[starts[k]:stops[k]]`` in one compiled
+    call, as ``(ids, ends, failed)``, id ``separator`` before each text flagged in ``before``
+    (``BPECore.encode_text_many``); else None."""
     pattern = _fused_pattern(tok)
     if pattern is None:
         return None
-    return lambda data, starts, stops: tok._core().encode_text_many(data, starts, stops, pattern, tok._state())
+    return lambda data, starts, stops, separator=-1, before=None: tok._core().encode_text_many(
+        data, starts, stops, pattern, tok._state(), separator, before)
 
 
 # Lists of ids built between two young collections of _lists_collected (about 0.5 MB of them).

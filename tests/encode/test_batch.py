@@ -412,6 +412,31 @@ def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
         encode_many(b"abc", np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int64))
 
 
+@given(st.lists(st.tuples(st.binary(max_size=12) | st.text(max_size=12).map(lambda t: t.encode()), st.booleans()),
+                max_size=12))
+def test_many_utf8_texts_with_a_separator_before_the_flagged_ones(byte_level, flagged):
+    """A separator id put in by encode_text_many before the flagged texts: the ids np.insert
+    puts in the call's ids without it, each separator counted with the text after it (a text
+    that fails keeps its separator); a separator without one flag per text is refused."""
+    from fastbpe.encode.batch import utf8_batch_encoder
+
+    encode_many = utf8_batch_encoder(byte_level)
+    texts, before = [text for text, _ in flagged], np.array([flag for _, flag in flagged], dtype=np.uint8)
+    starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]]).astype(np.int64)[:len(texts)]
+    stops = starts + np.array([len(t) for t in texts], dtype=np.int64)
+    data = b"\n".join(texts)
+    ids, ends, failed = encode_many(data, starts, stops)
+    got_ids, got_ends, got_failed = encode_many(data, starts, stops, 7, before)
+    assert got_failed == failed
+    assert got_ids.tolist() == np.insert(ids, ends[:-1][before.astype(bool)], 7).tolist()
+    assert got_ends.tolist() == (ends + np.concatenate([[0], np.cumsum(before)])).tolist()
+    assert all(got_ids[got_ends[k]] == 7 for k in range(len(texts)) if before[k])
+    with pytest.raises(ValueError, match="one flag per text"):
+        encode_many(b"ab", np.array([0], dtype=np.int64), np.array([2], dtype=np.int64), 7)
+    with pytest.raises(ValueError, match="one flag per text"):
+        encode_many(b"ab", np.array([0], dtype=np.int64), np.array([2], dtype=np.int64), 7, np.ones(2, np.uint8))
+
+
 @pytest.mark.parametrize("ascii_only", [False, True])
 def test_many_utf8_texts_past_one_run_with_failing_ones_among_them(byte_level, ascii_only):
     """encode_text_many checks and encodes its texts a run of about 1 MB at a time: texts of
