@@ -1135,14 +1135,19 @@ cdef class NameFinder:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         return self._holds(text)
 
-    def holding(self, list texts not None):
-        """int64 indices of the strs of ``texts`` that hold one of the names (TypeError at
-        the first text that is no str)."""
-        cdef Py_ssize_t k, count = len(texts), held = 0
+    def holding(self, list texts not None, Py_ssize_t start=0, Py_ssize_t stop=-1):
+        """int64 indices of the strs of ``texts[start:stop]`` (stop -1: to the end) that hold
+        one of the names, counted from the list's start (TypeError at the first text that is
+        no str). (A range rather than a slice: see ``encode_str_many``.)"""
+        if stop == -1:
+            stop = len(texts)
+        if not 0 <= start <= stop <= len(texts):
+            raise ValueError(f"texts [{start}:{stop}] outside a list of {len(texts)}")
+        cdef Py_ssize_t k, held = 0
         cdef PyObject* text
-        out = np.empty(count, dtype=np.int64)
+        out = np.empty(stop - start, dtype=np.int64)
         cdef int64_t[::1] ov = out
-        for k in range(count):
+        for k in range(start, stop):
             text = PyList_GET_ITEM(texts, k)
             if not isinstance(<object>text, str):
                 raise TypeError(f"text {k} must be a str, got {type(<object>text).__name__}")

@@ -155,16 +155,17 @@ def _lists_collected(core, ids, ends, state) -> list:
     return out
 
 
-def texts_with_specials(texts: List[str], names: frozenset) -> List[int]:
-    """The indices of the texts in which a special-token name occurs (one compiled pass over
-    each text, no copy: ``NameFinder``).
+def texts_with_specials(texts: List[str], names: frozenset, start: int = 0, stop: int = -1) -> List[int]:
+    """The indices of the texts (of ``texts[start:stop]``, stop -1: to the end) in which a
+    special-token name occurs (one compiled pass over each text, no copy: ``NameFinder``).
 
-    >>> texts_with_specials(["a", "b<s>", "c<", "s>"], frozenset(["<s>"]))
-    [1]
+    >>> texts = ["a", "b<s>", "c<", "s>", "<s>"]
+    >>> texts_with_specials(texts, frozenset(["<s>"])), texts_with_specials(texts, frozenset(["<s>"]), 2)
+    ([1, 4], [4])
     """
     if not names or not texts:
         return []
-    return special.name_finder(frozenset(names)).holding(texts).tolist()
+    return special.name_finder(frozenset(names)).holding(texts, start, stop).tolist()
 
 
 # A batch of at most this many texts and characters is encoded text by text in the calling
@@ -254,7 +255,7 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         overlaps the other workers' encoding (100 MB of English, cl100k: 0.1 s on a first pass)."""
         if not names:  # (and no slice of the texts: see encode_str_many)
             return []
-        held = [part.start + k for k in texts_with_specials(texts[part], names)]
+        held = texts_with_specials(texts, names, part.start, part.stop)
         if disallowed:
             for k in held:
                 try:

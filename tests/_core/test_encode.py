@@ -1219,8 +1219,13 @@ def test_name_finder_equals_substring_search(names, texts):
     finder = NameFinder(names)
     want = [k for k, text in enumerate(texts) if any(name and name in text for name in names)]
     assert finder.holding(texts).tolist() == want
+    for start in range(len(texts) + 1):  # (a range of the list: indices still the list's)
+        stop = (start + len(texts) + 1) // 2
+        assert finder.holding(texts, start, stop).tolist() == [k for k in want if start <= k < stop]
     assert [finder.holds(text) for text in texts] == [k in want for k in range(len(texts))]
     with pytest.raises(TypeError):
         finder.holds(b"<s>")
     with pytest.raises(TypeError, match="text 1"):
         finder.holding(["a", 1])
+    with pytest.raises(ValueError, match="outside a list"):
+        finder.holding(["a"], 1, 2)
