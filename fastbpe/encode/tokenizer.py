@@ -32,15 +32,14 @@ the peers' files (:mod:`fastbpe.formats`):
 
 Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split pattern allows.
 """
-import contextlib
 import os
 import threading
-from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+from typing import (AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
 import numpy as np
 
-from .._core.encode import MERGE_RULES, BPECore, EncodeState, SharedCache, utf8_positions
+from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
 from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
 from ..arguments import check_workers
 from ..formats import detect as detect_format
@@ -51,13 +50,11 @@ from ..formats import tiktoken as tiktoken_format
 from ..split.pretokenize import pretokenize
 from ..split.splitter import Splitter
 from . import batch, special, surrogates, vocab
+from .pools import PoolRegistry
 from .id_arrays import as_id_dtype
 from .markers import Markers
 from .model import BPEModel
 from .normalizers import Normalizer
-
-if TYPE_CHECKING:  # (imported with the first pool)
-    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["Tokenizer", "MERGE_RULES"]
 
@@ -74,75 +71,6 @@ def _default_policy(allowed_special, disallowed_special) -> bool:
     """
     return (type(allowed_special) in (frozenset, set) and not allowed_special
             and type(disallowed_special) is str and disallowed_special == "all")
-
-
-def _attach_state(local: threading.local, shared: SharedCache) -> None:
-    """A pool thread's first step: its encoding state (``Tokenizer._state``) uses the pool's
-    shared chunk cache."""
-    local.state = EncodeState(shared=shared)
-
-
-class _PoolRegistry:
-    """The thread pools of one tokenizer's ``encode_batch``, one per worker count, shared safely.
-
-    A pool is kept between calls so that its threads keep their warm caches. Calls that run at
-    the same time may ask for different sizes: each call borrows the pool of its size (counted
-    while in use), and a pool is shut down only when no call is using it and a call asks for
-    another size. So at most one idle pool is kept, and no pool is ever shut down under a
-    caller. Every pool thread encodes with one chunk cache that they all share (``SharedCache``:
-    a chunk merged by one worker is found by the others); a call that finds it full while no
-    other call runs empties it first (a call waits for all its tasks before it gives its pool
-    back, so nothing then uses it).
-    """
-
-    def __init__(self, local: threading.local):
-        self._lock = threading.Lock()
-        self._pools: Dict[int, "ThreadPoolExecutor"] = {}
-        self._users: Dict[int, int] = {}
-        self._local = local  # the tokenizer's per-thread states
-        self.shared: Optional[SharedCache] = None  # (made with the first pool)
-
-    @contextlib.contextmanager
-    def borrow(self, workers: int):
-        with self._lock:
-            for size in [s for s, n in self._users.items() if n == 0 and s != workers]:
-                self._pools.pop(size).shutdown(wait=False)
-                del self._users[size]
-            if self.shared is None:
-                self.shared = SharedCache()
-            elif self.shared.full and not any(self._users.values()):
-                self.shared.clear()
-            pool = self._pools.get(workers)
-            if pool is None:
-                # (imported here: concurrent.futures and the logging it imports cost about 8 ms,
-                # which a process that never encodes on threads need not pay)
-                from concurrent.futures import ThreadPoolExecutor
-
-                pool = self._pools[workers] = ThreadPoolExecutor(
-                    workers, thread_name_prefix="fastbpe-encode", initializer=_attach_state,
-                    initargs=(self._local, self.shared))
-                self._users[workers] = 0
-            self._users[workers] += 1
-        try:
-            yield pool
-        finally:
-            with self._lock:
-                self._users[workers] -= 1
-
-    def close(self) -> None:
-        """Shut down every pool no call is using, waiting for its threads: what a program that
-        is done encoding calls, so that its exit has no threads left to join (an interrupt
-        there would land outside the program's handlers). With no pool left, the shared
-        chunk cache goes too (its memory returns once the last thread's state is gone)."""
-        with self._lock:
-            idle = [size for size, n in self._users.items() if n == 0]
-            pools = [self._pools.pop(size) for size in idle]
-            for size in idle:
-                del self._users[size]
-            if not self._pools:
-                self.shared = None
-        for pool in pools:
-            pool.shutdown(wait=True)
 
 
 class Tokenizer:
@@ -269,7 +197,7 @@ class Tokenizer:
         if self.markers.has_subword_markers():
             self._marked_symbol_ids()  # every byte's token with and without the markers, or a ValueError now
         self._local = threading.local()
-        self._pools = _PoolRegistry(self._local)
+        self._pools = PoolRegistry(self._local)
 
     def _byte_token_ids(self) -> np.ndarray:
         """int32 ids of the 256 byte tokens ``<0x00>``..``<0xFF>`` of a ``byte_fallback``
@@ -464,7 +392,7 @@ class Tokenizer:
         self.__dict__.update(state)
         self._added_splitter = self.specials.added_token_splitter(self.normalize)
         self._local = threading.local()
-        self._pools = _PoolRegistry(self._local)
+        self._pools = PoolRegistry(self._local)
 
     # ---- views ------------------------------------------------------------------------------
 
@@ -727,7 +655,8 @@ class Tokenizer:
         ``as_numpy``), as ``encode`` gives them.
 
         Safe to call from several threads at once on one tokenizer, with any ``workers``: each
-        call borrows a thread pool of its size that no other call can shut down."""
+        call borrows a lane of its size on the tokenizer's pool (:mod:`.pools`), which no
+        other call can shut down."""
         if isinstance(texts, (str, bytes)):  # one text, not one per character
             raise TypeError(f"encode_batch takes a list of texts, not one {type(texts).__name__} (encode takes one)")
         if workers is not None:

@@ -226,35 +226,6 @@ def test_encode_batch_from_many_threads_with_different_worker_counts(code_tokeni
     assert errors == [] and len(done) == 8
 
 
-def test_a_borrowed_pool_survives_calls_of_other_sizes(code_tokenizer):
-    registry = code_tokenizer._pools
-    with registry.borrow(2) as two:
-        with registry.borrow(3) as three:
-            with registry.borrow(4):
-                pass
-            assert three.submit(sum, [1, 2]).result() == 3
-        assert two.submit(sum, [1, 2]).result() == 3
-    with registry.borrow(5):
-        pass  # the idle pools of other sizes are let go
-    assert sorted(registry._pools) == [5]
-
-
-def test_closing_the_pools_joins_their_threads_and_spares_a_pool_in_use(code_tokenizer):
-    registry = code_tokenizer._pools
-    with registry.borrow(2) as busy:
-        with registry.borrow(3) as idle:
-            idle.submit(sum, [1, 2]).result()
-        registry.close()
-        assert busy.submit(sum, [1, 2]).result() == 3  # still usable: it was borrowed
-        assert sorted(registry._pools) == [2]
-    assert registry.shared is not None
-    registry.close()
-    assert registry._pools == {} and registry.shared is None
-    assert not [t for t in list(idle._threads) + list(busy._threads) if t.is_alive()]
-    assert code_tokenizer.encode_batch(["a b", "c"], workers=2) == [code_tokenizer.encode("a b"),
-                                                                     code_tokenizer.encode("c")]  # pools come back
-
-
 @pytest.mark.parametrize("workers,error", [(-3, ValueError), (0, ValueError), (True, TypeError),
                                            (2.5, TypeError), ("2", TypeError)])
 def test_encode_batch_refuses_bad_worker_counts(code_tokenizer, workers, error):
