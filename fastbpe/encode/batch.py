@@ -289,7 +289,11 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
     if not texts:
         return []
     parts = byte_balanced_groups(sizes + 1, _group_count(int(sizes.sum()), workers) if len(texts) > 1 else 1)
-    with _cycle_collector_paused() as young_collection:  # (see _lists_collected)
+    with _cycle_collector_paused() as collector_on:
+        # Lists collected step by step (_lists_collected) only when they are enough to start a
+        # young collection once the collector is back on: fewer are left as any new list is
+        # (160 lists of 64 KB documents, 2.6 million ids: walking them took 10 of 34 ms).
+        young_collection = collector_on and len(texts) >= gc.get_threshold()[0]
         if len(parts) == 1:  # (its list is the result: not copied into another, which touches every item)
             return group(parts[0])
         results = [None] * len(texts)

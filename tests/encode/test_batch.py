@@ -200,22 +200,29 @@ def test_the_cycle_collector_is_left_as_it_was(byte_level, char_level):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_lists_built_in_steps_with_young_collections(byte_level, workers):
-    """With the collector on, the lists are built a few at a time, the young generation
-    collected after each step: every step's lists in order, each text's ids as encode gives
-    them (one failing text among them), the last step short; with it off, none collected."""
+    """With the collector on and at least as many texts as start a young collection, the lists
+    are built a few at a time, the young generation collected after each step: every step's
+    lists in order, each text's ids as encode gives them (one failing text among them), the
+    last step short; with fewer texts, or the collector off, none collected."""
     import gc
 
     texts = ["the cat", "", "sat on the mat", "Ω\ud800", "x" * 40] * 30
     collections = []
     record = lambda phase, info: collections.append(info["generation"]) if phase == "start" else None  # noqa: E731
-    old = batch.LISTS_PER_COLLECTION
+    old, thresholds = batch.LISTS_PER_COLLECTION, gc.get_threshold()
     batch.LISTS_PER_COLLECTION = 7  # (150 texts: 22 steps in all, the last of 3 or fewer)
     gc.callbacks.append(record)
     try:
+        gc.set_threshold(150, *thresholds[1:])
         got = byte_level.encode_batch(texts, workers=workers, disallowed_special=())
         assert collections and set(collections) == {0}
         assert len(collections) >= len(texts) // 7
         collections.clear()
+        gc.set_threshold(151, *thresholds[1:])  # (one text short of a young collection)
+        assert byte_level.encode_batch(texts, workers=workers, disallowed_special=()) == got
+        assert len(collections) <= 1  # (no steps: at most the collection that new objects start)
+        collections.clear()
+        gc.set_threshold(150, *thresholds[1:])
         gc.disable()
         try:
             assert byte_level.encode_batch(texts, workers=workers, disallowed_special=()) == got
@@ -224,6 +231,7 @@ def test_lists_built_in_steps_with_young_collections(byte_level, workers):
         assert collections == []
     finally:
         gc.callbacks.remove(record)
+        gc.set_threshold(*thresholds)
         batch.LISTS_PER_COLLECTION = old
     assert got == [byte_level.encode(t, disallowed_special=()) for t in texts]
 
