@@ -277,6 +277,47 @@ class EncodeOpenAIWarmWorkers:
         self.tok.encode_batch(self.docs, workers=workers, as_numpy=True)
 
 
+class EncodeBatchChangingWorkers:
+    """``encode_batch`` of 4 MB of English (documents of 64 KB), arrays, with 2 workers and then
+    3, turn by turn, as when a program (or a benchmark) tries several counts: every call runs
+    on the same warm threads."""
+
+    timeout = 300
+
+    def setup(self):
+        self.tok = _openai_tokenizer("cl100k_base")
+        self.docs = _documents(corpus_text("english", "4MB"))
+        self.time_two_then_three_workers()  # fills the caches
+
+    def time_two_then_three_workers(self):
+        self.tok.encode_batch(self.docs, workers=2, as_numpy=True)
+        self.tok.encode_batch(self.docs, workers=3, as_numpy=True)
+
+
+class EncodeBatchListsCollected:
+    """``encode_batch`` of 10 MB of English (documents of 64 KB) as lists of ids (its default
+    result), one worker, warm, with the cycle collector on as in a program (asv times with it
+    off): 160 lists of 16,000 ids, which no young collection needs to walk."""
+
+    timeout = 300
+
+    def setup(self):
+        self.tok = _openai_tokenizer("cl100k_base")
+        self.docs = _documents(corpus_text("english", "10MB"))
+        self.tok.encode_batch(self.docs, workers=1)  # fills the caches
+
+    def time_encode_batch_lists_collector_on(self):
+        import gc
+
+        was_enabled = gc.isenabled()
+        gc.enable()
+        try:
+            self.tok.encode_batch(self.docs, workers=1)
+        finally:
+            if not was_enabled:
+                gc.disable()
+
+
 class EncodeLanguagesWarm:
     """The warm pass over one language's rows of the multilingual table (all of them, about
     4-11 MB each; capped by the run's input size), one row a line in documents of 64 KB, with
@@ -504,9 +545,11 @@ class EncodeFilesLines:
     """``encode_files`` with ``documents="line"`` and ``"blank-line"`` (what ``fastbpe encode
     --documents ...`` runs) over 4 MB of English (about 88,000 lines, 30,000 paragraphs),
     cl100k, raw shards, at 1 and 2 workers: the documents found and encoded in place, a piece
-    of the file at a time."""
+    of the file at a time. ``blank-line-long``: the file's second quarter one paragraph (its
+    blank lines made single newlines) and blocks of 256 KB, so that it is longer than a block:
+    cut into blocks on its own, the paragraphs after it read a piece at a time again."""
 
-    params = (["line", "blank-line"], [1, 2])
+    params = (["line", "blank-line", "blank-line-long"], [1, 2])
     param_names = ["documents", "workers"]
     timeout = 300
 
@@ -520,8 +563,19 @@ class EncodeFilesLines:
         self.tok = _openai_tokenizer("cl100k_base")
         self.dir = tempfile.mkdtemp(prefix="fastbpe-bench-documents-")
         self.path = os.path.join(self.dir, "english.txt")
+        data = corpus_text("english", "4MB").encode("utf-8")
+        self.options = {"documents": documents}
+        if documents == "blank-line-long":
+            if "block_size" not in inspect.signature(encode_files).parameters:
+                skip("encode_files(block_size=...) is not in this commit")
+            quarter = len(data) // 4
+            long = data[quarter:2 * quarter]
+            while b"\n\n" in long:
+                long = long.replace(b"\n\n", b"\n")
+            data = data[:quarter] + long + data[2 * quarter:]
+            self.options = {"documents": "blank-line", "block_size": 256 << 10}
         with open(self.path, "wb") as f:
-            f.write(corpus_text("english", "4MB").encode("utf-8"))
+            f.write(data)
         self.runs = 0
         self.time_encode_files(documents, workers)
 
@@ -533,7 +587,7 @@ class EncodeFilesLines:
     def time_encode_files(self, documents, workers):
         self.runs += 1
         self.encode_files(self.tok, [self.path], os.path.join(self.dir, f"out{self.runs}"), workers=workers,
-                          documents=documents, fmt="raw", progress=False)
+                          fmt="raw", progress=False, **self.options)
 
 
 class EncodeBatchShortLines:
