@@ -62,7 +62,9 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
         raise ValueError(f"{os.fspath(encoder_json)}: expected a non-empty JSON object of token -> id")
     lefts, rights = _read_vocab_bpe(vocab_bpe)
     source = os.fspath(encoder_json)
-    if all(type(i) is int and 0 <= i < ID_LIMIT for i in encoder.values()):
+    values = list(encoder.values())
+    # (three passes in C over the ids: a generator testing each took 6-10 ms for GPT-2's 50,257)
+    if set(map(type, values)) == {int} and min(values) >= 0 and max(values) < ID_LIMIT:
         tokens_by_text: Dict[str, int] = encoder  # (what check_id returns for each)
     else:
         tokens_by_text = {text: check_id(i, f"{source}: token {text!r}") for text, i in encoder.items()}
@@ -96,14 +98,13 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
                 tokens[i] = text_to_token(text)
             else:
                 specials[text] = i
-    known = tokens_by_text.__contains__
-    if not (all(map(known, lefts)) and all(map(known, rights)) and all(map(known, joined))):
+    left_ids, right_ids = list(map(tokens_by_text.get, lefts)), list(map(tokens_by_text.get, rights))
+    if None in left_ids or None in right_ids or not all(map(tokens_by_text.__contains__, joined)):
         for number, (a, b) in enumerate(zip(lefts, rights)):
             if a not in tokens_by_text or b not in tokens_by_text or a + b not in tokens_by_text:
                 raise ValueError(f"{os.fspath(vocab_bpe)}: merge {number} ({a!r} {b!r}) uses a token "
                                  f"missing from {os.fspath(encoder_json)}")
-    merge_ids = np.array([list(map(tokens_by_text.__getitem__, lefts)), list(map(tokens_by_text.__getitem__, rights))],
-                         dtype=np.int64).T.reshape(-1, 2)
+    merge_ids = np.array([left_ids, right_ids], dtype=np.int64).T.reshape(-1, 2)
     return dict(tokens=tokens, merges=merge_ids, pattern=pattern, special_tokens=specials,
                 merge_rule="token", whole_token_lookup=True)
 
