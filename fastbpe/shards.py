@@ -237,6 +237,17 @@ def _before_newlines(data: bytes) -> int:
     return end
 
 
+def _searched_end(data: bytes, newlines: int) -> int:
+    """Where the search for separators of ``newlines`` newlines in ``data`` stops: its end, or for
+    separators of two or more, before the run of newlines it ends with (the next piece may go on
+    with that run).
+
+    >>> _searched_end(b"ab\\n\\n", 2), _searched_end(b"ab\\n\\n", 1)
+    (2, 4)
+    """
+    return _before_newlines(data) if newlines > 1 else len(data)
+
+
 _NEWLINE_RUN = re.compile(b"\n+")
 
 
@@ -254,8 +265,7 @@ def _through_separator(data: bytes, pieces: Iterator[bytes], newlines: int, afte
     separator = b"\n" * newlines
     through = 0
     while True:
-        # (trailing newlines may begin a separator that the next piece goes on with: held back)
-        body = _before_newlines(data) if newlines > 1 else len(data)
+        body = _searched_end(data, newlines)  # (the newlines after it are held back)
         end = data.find(separator, 0, body)
         if end >= 0:  # (a run that starts before body ends before it)
             end = _NEWLINE_RUN.match(data, end).end() if newlines > 1 else end + 1
@@ -289,9 +299,7 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
         if piece is None:
             break
         data = held + piece if held else piece
-        # (a run of newlines at the end of the data may go on in the next piece: the separators
-        # are looked for before it; held, a document's start, is never a newline)
-        body = _before_newlines(data) if newlines > 1 else len(data)
+        body = _searched_end(data, newlines)  # (held, a document's start, is never a newline)
         first = data.find(separator, 0, body)
         if first < 0 or first > block_size:
             # (before, the rest of the file went to _file_blocks too: 100 MB of English with a 31 MB

@@ -7,6 +7,7 @@ generated text, so the vocabulary is the same for every input size.
 """
 import inspect
 import os
+import re
 import time
 
 from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, input_size,
@@ -569,10 +570,7 @@ class EncodeFilesLines:
             if "block_size" not in inspect.signature(encode_files).parameters:
                 skip("encode_files(block_size=...) is not in this commit")
             quarter = len(data) // 4
-            long = data[quarter:2 * quarter]
-            while b"\n\n" in long:
-                long = long.replace(b"\n\n", b"\n")
-            data = data[:quarter] + long + data[2 * quarter:]
+            data = data[:quarter] + re.sub(b"\n\n+", b"\n", data[quarter:2 * quarter]) + data[2 * quarter:]
             self.options = {"documents": "blank-line", "block_size": 256 << 10}
         with open(self.path, "wb") as f:
             f.write(data)

@@ -76,7 +76,7 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
     if missing:
         raise ValueError(f"{source}: the byte token {missing[0]!r} is missing")
     texts = list(tokens_by_text)
-    ids = list(tokens_by_text.values())
+    ids = values if tokens_by_text is encoder else list(tokens_by_text.values())
     is_mergeable = list(map(mergeable.__contains__, texts))
     mergeable_texts = list(itertools.compress(texts, is_mergeable))
     mergeable_ids = list(itertools.compress(ids, is_mergeable))
