@@ -33,7 +33,7 @@ from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BL
                                 TEXTS_AHEAD)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
-from fastbpe._core.utf8 cimport utf8_valid, utf8_from_str_data
+from fastbpe._core.utf8 cimport utf8_valid, utf8_valid_in_order, utf8_from_str_data
 
 cnp.import_array()
 
@@ -617,7 +617,7 @@ cdef class BPECore:
         # 413-428 this way, about the speed of encode_text.)
         big = self._output(state, room + SHORT_IDS_MAX + shift)  # (encode_utf8_many's room; the separators)
         cdef int32_t* op = self._output_ids(state, big)
-        cdef Py_ssize_t run_end
+        cdef Py_ssize_t run_end, run_stop
         cdef int64_t run_bytes
         cdef bint stopped_bad
         with nogil:
@@ -625,16 +625,22 @@ cdef class BPECore:
             k = 0
             while k < count:
                 # a run of UTF-8 texts, checked just before they are encoded (RUN_BYTES at most:
-                # their bytes still in the caches), up to the first that is not UTF-8
+                # their bytes still in the caches) at once when they can be, else one by one up
+                # to the first that is not UTF-8
                 run_end = k
                 run_bytes = 0
-                stopped_bad = False
                 while run_end < count and run_bytes < RUN_BYTES:
-                    if sizes[run_end] > 0 and not utf8_valid(texts[run_end], sizes[run_end]):
-                        stopped_bad = True
-                        break
                     run_bytes += sizes[run_end]
                     run_end += 1
+                stopped_bad = False
+                if not utf8_valid_in_order(texts.data() + k, sizes.data() + k, <size_t>(run_end - k)):
+                    run_stop = run_end
+                    run_end = k
+                    while run_end < run_stop:
+                        if sizes[run_end] > 0 and not utf8_valid(texts[run_end], sizes[run_end]):
+                            stopped_bad = True
+                            break
+                        run_end += 1
                 k = self._encode_run(texts.data(), sizes.data(), k, run_end, pattern, st, op, ev, bad, &chunks,
                                      &misses)
                 if stopped_bad:

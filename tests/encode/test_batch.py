@@ -4,7 +4,7 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import fastbpe
@@ -418,6 +418,35 @@ def test_many_utf8_texts_in_one_call_equal_each_encoded(byte_level, pieces):
         encode_many(b"abc", np.array([1], dtype=np.int64), np.array([4], dtype=np.int64))
     with pytest.raises(ValueError, match="2 starts but 1 stops"):
         encode_many(b"abc", np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int64))
+
+
+@given(st.text(max_size=40).map(str.encode).flatmap(
+    lambda data: st.tuples(st.just(data), st.lists(st.tuples(st.integers(0, len(data)), st.integers(0, len(data))),
+                                                   max_size=10), st.booleans())))
+@example(cut=("aé".encode(), [(0, 1), (2, 3)], True))  # (a text that starts inside a character)
+@example(cut=("éa".encode(), [(0, 1), (2, 3)], True))  # (and one that ends inside one)
+def test_many_texts_cut_anywhere_from_valid_utf8_equal_each_encoded(byte_level, cut):
+    """Texts cut from valid UTF-8 at any byte, in order (the lines of a file) or not,
+    overlapping or apart: each gets its own ids, and a text that starts or ends inside a
+    character (not UTF-8 alone, though the bytes around it are) fails."""
+    from fastbpe.encode.batch import utf8_batch_encoder
+
+    data, bounds, in_order = cut
+    starts = np.array([min(a, b) for a, b in bounds], dtype=np.int64)
+    stops = np.array([max(a, b) for a, b in bounds], dtype=np.int64)
+    if in_order:  # (each text after the one before it)
+        starts = np.sort(starts)
+        stops = np.minimum(np.sort(stops), np.append(starts[1:], len(data)))
+    ids, ends, failed = utf8_batch_encoder(byte_level)(data, starts, stops)
+    for k, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
+        try:
+            want = byte_level.encode_ordinary(data[start:stop].decode("utf-8"))
+        except UnicodeDecodeError:
+            assert k in failed
+            want = []
+        else:
+            assert k not in failed
+        assert ids[ends[k]:ends[k + 1]].tolist() == want
 
 
 @given(st.lists(st.tuples(st.binary(max_size=12) | st.text(max_size=12).map(lambda t: t.encode()), st.booleans()),
