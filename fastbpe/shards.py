@@ -37,7 +37,7 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 
 import numpy as np
 
-from ._core.split import document_spans, find_cut
+from ._core.split import document_spans, find_cut, find_newlines
 from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
@@ -114,7 +114,35 @@ class PieceDocuments(NamedTuple):
             yield Block(self.data[start:stop], True, self.path, self.offset + start, self.raw if k == 0 else 0)
 
 
-_SEPARATORS = {"line": re.compile(b"\n"), "blank-line": re.compile(b"\n\n+")}
+# How many newlines in a row separate two documents, for the kinds of documents that have
+# separators.
+_SEPARATOR_NEWLINES = {"line": 1, "blank-line": 2}
+
+
+def _before_newlines(data: bytes) -> int:
+    """``len(data.rstrip(b"\\n"))``, without the copy of a piece that ``rstrip`` makes.
+
+    >>> _before_newlines(b"ab\\n\\n"), _before_newlines(b"\\n")
+    (2, 0)
+    """
+    end = len(data)
+    while end and data[end - 1] == 10:
+        end -= 1
+    return end
+
+
+def _searched_end(data: bytes, newlines: int) -> int:
+    """Where the search for separators of ``newlines`` newlines in ``data`` stops: its end, or for
+    separators of two or more, before the run of newlines it ends with (the next piece may go on
+    with that run).
+
+    >>> _searched_end(b"ab\\n\\n", 2), _searched_end(b"ab\\n\\n", 1)
+    (2, 4)
+    """
+    return _before_newlines(data) if newlines > 1 else len(data)
+
+
+_NEWLINE_RUN = re.compile(b"\n+")
 
 
 def _document_pieces(pieces: Iterable[bytes], documents: str, offset: int = 0) -> Iterator[Tuple[bytes, int, bool]]:
@@ -127,16 +155,16 @@ def _document_pieces(pieces: Iterable[bytes], documents: str, offset: int = 0) -
             offset += len(piece)
         yield b"", offset, True
         return
-    separator = _SEPARATORS[documents]
+    newlines = _SEPARATOR_NEWLINES[documents]
     held = b""
     for piece in pieces:
         data = held + piece if held else piece
         # a blank line may straddle two pieces: trailing newlines wait for the next piece
-        end = len(data.rstrip(b"\n")) if documents == "blank-line" else len(data)
+        end = _searched_end(data, newlines)
         start = 0
-        for match in separator.finditer(data, 0, end):
-            yield data[start:match.start()], offset + start, True
-            start = match.end()
+        while (run := find_newlines(data, newlines, start, end)) >= 0:
+            yield data[start:run], offset + start, True
+            start = _NEWLINE_RUN.match(data, run, end).end() if newlines > 1 else run + 1
         if start < end:
             yield data[start:end], offset + start, False
         # a run of two or more newlines is one separator whatever its length: two stand for it
@@ -220,37 +248,6 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
             raise decode_error(path, start + exc.offset, exc.bad) from None
 
 
-# How many newlines in a row separate two documents, for the kinds of documents read a piece's
-# whole documents at a time (_document_runs).
-_SEPARATOR_NEWLINES = {"line": 1, "blank-line": 2}
-
-
-def _before_newlines(data: bytes) -> int:
-    """``len(data.rstrip(b"\\n"))``, without the copy of a piece that ``rstrip`` makes.
-
-    >>> _before_newlines(b"ab\\n\\n"), _before_newlines(b"\\n")
-    (2, 0)
-    """
-    end = len(data)
-    while end and data[end - 1] == 10:
-        end -= 1
-    return end
-
-
-def _searched_end(data: bytes, newlines: int) -> int:
-    """Where the search for separators of ``newlines`` newlines in ``data`` stops: its end, or for
-    separators of two or more, before the run of newlines it ends with (the next piece may go on
-    with that run).
-
-    >>> _searched_end(b"ab\\n\\n", 2), _searched_end(b"ab\\n\\n", 1)
-    (2, 4)
-    """
-    return _before_newlines(data) if newlines > 1 else len(data)
-
-
-_NEWLINE_RUN = re.compile(b"\n+")
-
-
 def _through_separator(data: bytes, pieces: Iterator[bytes], newlines: int, after: list) -> Iterator[bytes]:
     """The document at the start of ``data`` (going on into the next ``pieces`` as long as no
     separator ends it), piece by piece, up to the end of the separator after it (a run of
@@ -262,11 +259,10 @@ def _through_separator(data: bytes, pieces: Iterator[bytes], newlines: int, afte
     >>> list(_through_separator(b"ab\\ncd", iter([b"\\n\\n\\nef"]), 2, after)), after
     ([b'ab\\ncd', b'\\n\\n\\n'], [(b'ef', 8)])
     """
-    separator = b"\n" * newlines
     through = 0
     while True:
         body = _searched_end(data, newlines)  # (the newlines after it are held back)
-        end = data.find(separator, 0, body)
+        end = find_newlines(data, newlines, 0, body)
         if end >= 0:  # (a run that starts before body ends before it)
             end = _NEWLINE_RUN.match(data, end).end() if newlines > 1 else end + 1
             yield data[:end]
@@ -300,7 +296,7 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
             break
         data = held + piece if held else piece
         body = _searched_end(data, newlines)  # (held, a document's start, is never a newline)
-        first = data.find(separator, 0, body)
+        first = find_newlines(data, newlines, 0, body)
         if first < 0 or first > block_size:
             # (before, the rest of the file went to _file_blocks too: 100 MB of English with a 31 MB
             # paragraph at 51 MB read as blank-line documents in 163-175 ms, 107-123 ms this way)

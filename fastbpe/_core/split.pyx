@@ -10,7 +10,7 @@ is the public face.
 The algorithms, and the proof of the cut rules, are in the headers.
 """
 from libc.stdint cimport int64_t, uint8_t
-from libc.string cimport memchr, memcpy
+from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.string cimport string
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -19,6 +19,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 import numpy as np
 
 from fastbpe._core.cut cimport RULE_CUSTOM, find_cut as c_find_cut
+from fastbpe._core.documents cimport document_spans as c_document_spans, find_newline_run
 from fastbpe._core.patterns cimport (PAT_WHITESPACE, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3,
                                      PAT_COUNT, ERR_STRICT, ERR_REPLACE, ERR_BYTES, ERR_COUNT)
 from fastbpe._core.scan cimport ChunkList, scan_document_to_list
@@ -135,8 +136,8 @@ def find_cut(const uint8_t[::1] buf, size_t start, int rule):
 def document_spans(const uint8_t[::1] data, int newlines):
     """The documents of ``data`` that runs of ``newlines`` or more newlines separate (1: lines,
     2: paragraphs between blank lines), empty ones left out, as byte offsets ``(starts,
-    stops)``: two int64 arrays. One ``memchr`` pass, the GIL released (the line and paragraph
-    documents of ``encode_files``, encoded in place by ``encode_text_many``). The reference is
+    stops)``: two int64 arrays. One pass, the GIL released (the line and paragraph documents
+    of ``encode_files``, encoded in place by ``encode_text_many``). The reference is
     ``fastbpe.reference.split.document_spans``.
 
     >>> [a.tolist() for a in document_spans(b"ab\\n\\ncd\\ne", 1)]
@@ -146,34 +147,11 @@ def document_spans(const uint8_t[::1] data, int newlines):
     """
     cdef Py_ssize_t n = data.shape[0], count
     cdef vector[int64_t] begins, ends
-    cdef const uint8_t* base
-    cdef const uint8_t* start
-    cdef const uint8_t* p
-    cdef const uint8_t* newline
-    cdef const uint8_t* after
     if newlines < 1:
         raise ValueError(f"newlines must be at least 1, got {newlines}")
     if n > 0:
-        base = &data[0]
         with nogil:
-            start = p = base  # (start: the current document's first byte; a run of newlines is read whole)
-            while True:
-                newline = <const uint8_t*>memchr(p, 10, <size_t>(base + n - p))
-                if newline == NULL:
-                    break
-                after = newline + 1
-                while after < base + n and after[0] == 10:
-                    after += 1
-                p = after
-                if after - newline < newlines:  # a shorter run: inside the document
-                    continue
-                if newline > start:
-                    begins.push_back(start - base)
-                    ends.push_back(newline - base)
-                start = after
-            if base + n > start:
-                begins.push_back(start - base)
-                ends.push_back(n)
+            c_document_spans(&data[0], n, newlines, begins, ends)
     count = begins.size()
     starts = np.empty(count, dtype=np.int64)
     stops = np.empty(count, dtype=np.int64)
@@ -182,3 +160,22 @@ def document_spans(const uint8_t[::1] data, int newlines):
         memcpy(&sv[0], begins.data(), count * sizeof(int64_t))
         memcpy(&ev[0], ends.data(), count * sizeof(int64_t))
     return starts, stops
+
+
+def find_newlines(const uint8_t[::1] data, int newlines, Py_ssize_t start, Py_ssize_t stop):
+    """``bytes(data).find(b"\\n" * newlines, start, stop)`` for ``0 <= start <= stop <= len(data)``,
+    the GIL released: where the first separator of line (1) or paragraph (2) documents starts.
+
+    >>> find_newlines(b"a\\nb\\n\\nc", 2, 0, 7), find_newlines(b"a\\nb\\n\\nc", 2, 0, 4)
+    (3, -1)
+    """
+    cdef int64_t found
+    if newlines < 1:
+        raise ValueError(f"newlines must be at least 1, got {newlines}")
+    if not 0 <= start <= stop <= data.shape[0]:
+        raise ValueError(f"[{start}:{stop}] is not inside {data.shape[0]} bytes")
+    if start == stop:
+        return -1
+    with nogil:
+        found = find_newline_run(&data[0], start, stop, newlines)
+    return found

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastbpe._core.split import document_spans
+from fastbpe._core.split import document_spans, find_newlines
 from fastbpe.reference.split import document_spans as reference_document_spans
 
 # bytes of text with many newlines, runs of them and the other bytes a memchr loop could trip
@@ -64,3 +64,31 @@ def test_reads_a_view_in_place_and_a_long_line():
 def test_no_separator_shorter_than_one_newline():
     with pytest.raises(ValueError, match="at least 1"):
         document_spans(b"a\nb", 0)
+
+
+@pytest.mark.parametrize("newlines", NEWLINES)
+@given(data=text_bytes | st.binary(max_size=100), bounds=st.tuples(st.integers(0, 400), st.integers(0, 400)))
+def test_find_newlines_is_bytes_find(newlines, data, bounds):
+    """find_newlines (the separator search of the document reader, 16 bytes at a time) gives
+    bytes.find's answer, separators straddling the block seams and the search's ends included."""
+    start, stop = min(min(bounds), len(data)), min(max(bounds), len(data))
+    assert find_newlines(data, newlines, start, stop) == data.find(b"\n" * newlines, start, stop)
+
+
+@pytest.mark.parametrize("at", range(14, 36))
+def test_find_newlines_at_every_place_of_a_block(at):
+    data = bytearray(b"x\n" * 30)
+    data[at:at + 2] = b"\n\n"
+    data = bytes(data)
+    for start in (0, at - 1, at, at + 1):
+        for stop in (s for s in (at, at + 1, at + 2, len(data)) if s >= start):
+            assert find_newlines(data, 2, start, stop) == data.find(b"\n\n", start, stop), (start, stop)
+
+
+def test_find_newlines_checks_its_bounds():
+    with pytest.raises(ValueError, match="not inside"):
+        find_newlines(b"ab", 1, 1, 3)
+    with pytest.raises(ValueError, match="not inside"):
+        find_newlines(b"ab", 1, 2, 1)
+    with pytest.raises(ValueError, match="at least 1"):
+        find_newlines(b"ab", 0, 0, 2)
