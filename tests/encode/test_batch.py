@@ -475,6 +475,32 @@ def test_many_utf8_texts_with_a_separator_before_the_flagged_ones(byte_level, fl
 
 
 @pytest.mark.parametrize("ascii_only", [False, True])
+def test_separators_among_many_texts_failing_and_long_ones(byte_level, ascii_only):
+    """Separators before thousands of texts (blocks of the encoder end between a separator and
+    its text, and inside texts), some texts empty, not UTF-8, with a byte outside the
+    vocabulary (ASCII-only vocabulary) or long enough to be encoded alone: the ids np.insert
+    puts in the call's ids without separators, a failed text keeping its separator."""
+    from fastbpe.encode.batch import utf8_batch_encoder
+
+    tok = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2") if ascii_only else byte_level
+    encode_many = utf8_batch_encoder(tok)
+    rng = np.random.default_rng(7)
+    kinds = [b"", b"a", b" the cat", b"x\xc3(", "caf\u00e9 ".encode() * 3, b"word " * 1000, b"  \n\t", b"1234567"]
+    pieces = [kinds[k] for k in rng.choice(len(kinds), size=3000, p=[.1, .2, .3, .05, .1, .02, .13, .1])]
+    before = rng.integers(0, 2, size=len(pieces)).astype(np.uint8)
+    data = b"\n".join(pieces)
+    stops = np.cumsum([len(p) + 1 for p in pieces]).astype(np.int64) - 1
+    starts = stops - np.array([len(p) for p in pieces], dtype=np.int64)
+    ids, ends, failed = encode_many(data, starts, stops)
+    got_ids, got_ends, got_failed = encode_many(data, starts, stops, 99, before)
+    assert got_failed == failed and len(failed) > 100
+    assert got_ids.tolist() == np.insert(ids, ends[:-1][before.astype(bool)], 99).tolist()
+    assert got_ends.tolist() == (ends + np.concatenate([[0], np.cumsum(before)])).tolist()
+    for k in failed:
+        assert got_ids[got_ends[k]:got_ends[k + 1]].tolist() == ([99] if before[k] else [])
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
 def test_many_utf8_texts_past_one_run_with_failing_ones_among_them(byte_level, ascii_only):
     """encode_text_many checks and encodes its texts a run of about 1 MB at a time: texts of
     later runs, texts that are not UTF-8, hold a byte outside the vocabulary (ASCII-only
