@@ -178,3 +178,35 @@ class Pretokenize:
         return (time.perf_counter() - start) * 1e9 / max(len(chunks), 1)
 
     track_ns_per_chunk.unit = "ns/chunk"
+
+
+class DocumentSpans:
+    """The documents of 4 MB of English found where they lie (what ``encode_files`` reads line
+    and blank-line files with): every line, every paragraph, and the search for the blank line
+    after a paragraph that is the whole 4 MB (its blank lines made single newlines), against
+    the reference's loop and ``bytes.find``."""
+
+    params = (["fast", "reference"], ["line", "blank-line", "one-paragraph"])
+    param_names = ["impl", "documents"]
+
+    def setup(self, impl, documents):
+        import re
+
+        try:
+            from fastbpe._core.split import document_spans, find_newlines
+            from fastbpe.reference.split import document_spans as reference_spans
+        except ImportError:
+            skip("document_spans and find_newlines are not in this commit")
+        self.data = corpus_text("english", "4MB").encode("utf-8")
+        if documents == "one-paragraph":
+            self.data = re.sub(b"\n\n+", b"\n", self.data)
+        newlines = 1 if documents == "line" else 2
+        if documents == "one-paragraph":
+            find = find_newlines if impl == "fast" else (lambda data, n, a, b: data.find(b"\n" * n, a, b))
+            self.run = lambda: find(self.data, newlines, 0, len(self.data))
+        else:
+            spans = document_spans if impl == "fast" else reference_spans
+            self.run = lambda: spans(self.data, newlines)
+
+    def time_documents(self, impl, documents):
+        self.run()
