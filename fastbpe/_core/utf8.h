@@ -235,7 +235,7 @@ static inline bool utf8_valid_in_order(const uint8_t* const* texts, const size_t
     const uint8_t* first = texts[0];
     size_t span = (size_t)(end - first);
     if (span > 2 * inside + 64 || !utf8_valid(first, span)) return false;
-    uint8_t cut = 0;  // (OR of the bytes at the texts' edges, masked to their top two bits)
+    uint8_t cut = 0;  // (1 once a text starts, or the byte after one is, inside a character)
     for (size_t k = 0; k < n; ++k) {
         if (sizes[k] == 0) continue;
         cut |= (uint8_t)((texts[k][0] & 0xC0) == 0x80);
