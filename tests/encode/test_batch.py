@@ -251,26 +251,42 @@ def test_batch_keeps_the_prefix_space():
     assert tok.encode("hello")[0] == ord(" ")
 
 
+@contextmanager
+def lists_made_by(where: str):
+    """encode_batch's groups' lists (or arrays) made by the calling thread (as for short texts)
+    or by the workers (as for long ones), whatever the texts' length."""
+    old = batch.SHORT_TEXT_CHARS
+    batch.SHORT_TEXT_CHARS = 1 << 40 if where == "caller" else 0
+    try:
+        yield
+    finally:
+        batch.SHORT_TEXT_CHARS = old
+
+
+@pytest.mark.parametrize("where", ["caller", "workers"])
 @pytest.mark.parametrize("as_numpy", [False, True])
-def test_workers_1_2_3_give_the_same_ids_in_order(byte_level, as_numpy):
+def test_workers_1_2_3_give_the_same_ids_in_order(byte_level, as_numpy, where):
     """Empty texts, one long text among tiny ones, many tiny ones: every worker count returns
-    each text's ids at its place, cut into many groups or few."""
+    each text's ids at its place, cut into many groups or few, their lists made by the calling
+    thread or by the workers."""
     texts = ["", "a", ""] * 200 + [TEXT * 30] + ["x", "", "猫 😀"] * 300 + [""]
     want = [byte_level.encode(t, disallowed_special=()) for t in texts]
     old = batch.GROUP_CHARS
     try:
-        for group_chars in (old, 100):
-            batch.GROUP_CHARS = group_chars
-            for workers in (1, 2, 3):
-                got = byte_level.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=as_numpy)
-                assert [list(ids) for ids in got] == want
+        with lists_made_by(where):
+            for group_chars in (old, 100):
+                batch.GROUP_CHARS = group_chars
+                for workers in (1, 2, 3):
+                    got = byte_level.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=as_numpy)
+                    assert [list(ids) for ids in got] == want
     finally:
         batch.GROUP_CHARS = old
 
 
+@pytest.mark.parametrize("where", ["caller", "workers"])
 @pytest.mark.parametrize("path", [nullcontext, general_path])
-def test_a_failing_text_is_named_by_its_index(char_level, byte_level, path):
-    with path():
+def test_a_failing_text_is_named_by_its_index(char_level, byte_level, path, where):
+    with path(), lists_made_by(where):
         with pytest.raises(ValueError, match=r"text 3 of the batch: .*not in the vocabulary"):
             char_level.encode_batch(["the cat", "sat", "", "Ω", "Ω"], workers=2)
         with pytest.raises(TypeError, match=r"text 1 of the batch must be a str, got bytes"):
