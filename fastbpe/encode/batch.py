@@ -1,9 +1,11 @@
 """``Tokenizer.encode_batch``: many texts, split by bytes over a persistent pool of threads.
 
-The texts are cut into one contiguous group per worker holding about the same number of
-characters (not of texts: a few long texts would otherwise leave a thread idle). Each group is
-encoded by one compiled call (``BPECore.encode_str_many``) that holds the GIL only to read the
-str objects and build the result, so the threads run the encoder at the same time. Texts the
+The texts are cut into contiguous groups holding about the same number of characters (not of
+texts: a few long texts would otherwise leave a thread idle). Each group is encoded by one
+compiled call (``BPECore.encode_str_many``) that holds the GIL only to read the str objects, so
+the threads run the encoder at the same time; its lists (or arrays) of ids, made under the GIL,
+are made by the worker itself, or for short texts by the calling thread while the workers
+encode the next groups. Texts the
 one-call path does not take (special tokens present, a lone surrogate, a byte outside the
 vocabulary, a tokenizer that is not byte-level with a compiled pattern) go through ``encode``'s
 own path, text by text, so every text gets exactly ``encode``'s ids or error. Which texts hold a
@@ -331,20 +333,6 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
                     got = future.result()  # (the first group that failed raises, in text order)
                     if here:
                         results[part] = result(part, got)
-            finally:
-                for future in futures:
-                    future.cancel()
-                # (the groups already running end before the pool is given back: a call that
-                # finds no other running may empty the shared chunk cache)
-                wait_for(futures)
-        return results
-        from concurrent.futures import wait as wait_for  # (the pool's borrow imported it)
-
-        with tok._pools.borrow(min(workers, len(parts))) as pool:
-            futures = [pool.submit(place, part) for part in parts]
-            try:
-                for future in futures:
-                    future.result()  # (the first group that failed raises, in text order)
             finally:
                 for future in futures:
                     future.cancel()
