@@ -415,9 +415,10 @@ def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
 # worker idle for long, large enough that a task's overhead (a few microseconds) is nothing.
 TASK_BYTES = 1 << 20
 # and at most this many pieces (documents, most often) per task: a bound on a task's arrays,
-# far above what a megabyte of lines holds (at 4,096, tasks of English lines held 140 KB each, and
-# handing out the 700 tasks of 100 MB took the workers' time: 100 MB as line documents, cl100k,
-# encoded in 391 ms on one worker and 301 on two; in 338 and 233-243 with tasks of 1 MB)
+# far above what a megabyte of lines holds (at 4,096 a task held 140 KB of English lines, and the
+# workers waited on the calling thread to hand out and write 700 tasks per 100 MB: 100 MB as line
+# documents, cl100k, encoded in 391 ms on one worker and 301 on two; in 338 and 233-243 with
+# tasks of 1 MB)
 TASK_PIECES = 1 << 16
 
 
