@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""Compiled pre-tokenizers: the Python shell around scan.h (the scanners) and cut.h (safe cuts).
+"""Compiled pre-tokenizers: the Python shell around scan.h (the scanners), cut.h (safe cuts) and
+documents.h (the separators of line and paragraph documents).
 
 This is the one place Python gets the ids of the compiled split patterns (``PATTERN_IDS``),
 the error modes (``ERRORS_IDS``) and the cut rule for user regexes (``CUSTOM_CUT_RULE``), all
