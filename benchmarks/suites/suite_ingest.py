@@ -200,13 +200,11 @@ class DocumentSpans:
         self.data = corpus_text("english", "4MB").encode("utf-8")
         if documents == "one-paragraph":
             self.data = re.sub(b"\n\n+", b"\n", self.data)
-        newlines = 1 if documents == "line" else 2
-        if documents == "one-paragraph":
             find = find_newlines if impl == "fast" else (lambda data, n, a, b: data.find(b"\n" * n, a, b))
-            self.run = lambda: find(self.data, newlines, 0, len(self.data))
+            self.run = lambda: find(self.data, 2, 0, len(self.data))
         else:
             spans = document_spans if impl == "fast" else reference_spans
-            self.run = lambda: spans(self.data, newlines)
+            self.run = lambda: spans(self.data, 1 if documents == "line" else 2)
 
     def time_documents(self, impl, documents):
         self.run()

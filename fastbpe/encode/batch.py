@@ -5,11 +5,11 @@ texts: a few long texts would otherwise leave a thread idle). Each group is enco
 compiled call (``BPECore.encode_str_many``) that holds the GIL only to read the str objects, so
 the threads run the encoder at the same time; its lists (or arrays) of ids, made under the GIL,
 are made by the worker itself, or for short texts by the calling thread while the workers
-encode the next groups. Texts the
-one-call path does not take (special tokens present, a lone surrogate, a byte outside the
-vocabulary, a tokenizer that is not byte-level with a compiled pattern) go through ``encode``'s
-own path, text by text, so every text gets exactly ``encode``'s ids or error. Which texts hold a
-special token's text is found by one search over each group, on its worker.
+encode the next groups. Texts the one-call path does not take (special tokens present, a lone
+surrogate, a byte outside the vocabulary, a tokenizer that is not byte-level with a compiled
+pattern) go through ``encode``'s own path, text by text, so every text gets exactly
+``encode``'s ids or error. Which texts hold a special token's text is found by one search
+over each group, on its worker.
 """
 import gc
 import threading
