@@ -384,6 +384,38 @@ class EncodeOpenAICold:
         self.tok.encode_batch(self.docs, workers=1, as_numpy=True)
 
 
+class StrUTF8Kept:
+    """The UTF-8 a first encoding keeps inside each non-ASCII str (read in place by every later
+    pass): made by fastbpe's encoder, through the special-token search that makes it and reads
+    it (``NameFinder.holding``), against CPython's own ``PyUnicode_AsUTF8AndSize``, over 1 MB of
+    English in documents of 64 KB (each holds some character past U+007F). Fresh strs for every
+    sample: one call each, after its own setup."""
+
+    params = (["fast", "cpython"],)
+    param_names = ["impl"]
+    number = 1
+    repeat = 10
+    warmup_time = 0
+
+    def setup(self, impl):
+        text = corpus_text("english", "1MB")
+        self.docs = [(doc + "\x00")[:-1] for doc in _documents(text)]  # (new strs, nothing kept in them)
+        if impl == "fast":
+            name_finder = feature("encode.special.name_finder")
+            if name_finder is None:
+                skip("this commit has no NameFinder")
+            self.make = name_finder(frozenset(["<|endoftext|>"])).holding
+        else:
+            import ctypes
+
+            kept = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+            kept.restype, kept.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_void_p]
+            self.make = lambda docs: [kept(doc, None) for doc in docs]
+
+    def time_utf8_kept(self, impl):
+        self.make(self.docs)
+
+
 class EncodeLanguagesCold:
     """The cold pass over 1 MB of one language's rows (documents of 64 KB, as
     EncodeLanguagesWarm) by a tokenizer that has encoded nothing yet: most distinct chunks are

@@ -10,6 +10,7 @@ MERGE_RULE_IDS: Dict[str, int]
 MERGE_RULES: Tuple[str, ...]
 WHOLE_TOKEN_LOOKUPS: Tuple[str, ...]
 UTF8_KEPT_IN_STR_UP_TO: int
+STR_UTF8_MADE_HERE: bool
 IDS_MOVED_FROM_BYTES: int
 
 class SharedCache:

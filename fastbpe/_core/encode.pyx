@@ -34,6 +34,7 @@ from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BL
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
 from fastbpe._core.utf8 cimport utf8_valid, utf8_valid_in_order, utf8_from_str_data
+from fastbpe._core.str_utf8 cimport str_utf8, str_utf8_filled_here
 
 cnp.import_array()
 
@@ -55,8 +56,6 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(PyObject* o, int* overflow)
     bytes PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     char* PyBytes_AS_STRING(object o)
-    # NULL with UnicodeEncodeError set on a lone surrogate (checked by hand, then cleared)
-    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size)
     void PyErr_Clear()
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
@@ -74,13 +73,15 @@ cdef int64_t RUN_BYTES = 1 << 20
 # A text of this many bytes or more is encoded alone, not in a run of texts (_encode_run)
 cdef size_t ALONE_BYTES = 4096
 # A non-ASCII str of at most this many bytes of UTF-8 (bounded by its length times its widest
-# character's bytes) is read through PyUnicode_AsUTF8AndSize, which keeps the UTF-8 inside the
+# character's bytes) is read through str_utf8 (str_utf8.h), which keeps the UTF-8 inside the
 # str: encoding the same str again (a second pass over a corpus) transcodes nothing. The trade
 # is memory: such a str holds its UTF-8 beside its characters for as long as the caller keeps
 # it (as after str.encode by tiktoken and the other PyO3 tokenizers). A bigger str is
 # transcoded into this thread's scratch on every call instead, so a huge text is not doubled.
 cdef size_t KEEP_UTF8_IN_STR = 64 * 1024 * 1024
 UTF8_KEPT_IN_STR_UP_TO = KEEP_UTF8_IN_STR   # (the bound, seen from Python)
+# Whether that UTF-8 is made by fastbpe's encoder (str_utf8.h) rather than CPython's
+STR_UTF8_MADE_HERE = str_utf8_filled_here()
 # A call's ids of at least this many bytes become its result without a copy: the state's buffer
 # is moved into the result (_buffer_ids), and given back to the state when the result dies, for
 # a later call to write into, its pages still mapped (while a result lives, the next call takes
@@ -1012,7 +1013,7 @@ cdef object _buffer_ids(EncodeState state, int64_t count):
 
 cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
     """The UTF-8 of the str ``text`` read in place, its length in ``*size``: an ASCII str's
-    characters, or the UTF-8 CPython keeps inside a str (made at the first call, under the GIL)
+    characters, or the UTF-8 kept inside a str (made at the first call, under the GIL: str_utf8)
     while its bound passes no KEEP_UTF8_IN_STR; else NULL (a bigger str, or a lone surrogate,
     whose error is cleared: the scratch transcoding finds it again)."""
     PyUnicode_READY(text)
@@ -1023,7 +1024,7 @@ cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
         return <const char*>PyUnicode_DATA(text)
     if n * (4 if kind == 4 else kind + 1) > KEEP_UTF8_IN_STR:
         return NULL
-    cdef const char* u = PyUnicode_AsUTF8AndSize(text, size)
+    cdef const char* u = str_utf8(text, size)
     if u == NULL:
         PyErr_Clear()
     return u
