@@ -367,13 +367,14 @@ class Scanner {
     // takes the maximal LOWERISH run from there. Otherwise * gives back characters one at a time
     // until the next one is LOWERISH, i.e. the + starts at the last LOWERISH character inside U
     // (an Lm/Lo/M); the characters after it in U are Lu/Lt, so the + takes just that one.
-    inline size_t o200k_a1(size_t q) const {
-        size_t u = q, last_lower = NPOS;
-        Ch d = at(u);
+    inline size_t o200k_a1(size_t q) const { return o200k_a1(q, at(q)); }
+    // (d: the character at q, decoded)
+    inline size_t o200k_a1(size_t q, Ch d) const {
+        size_t u = q, lower_end = NPOS;  // the end of the last lower-ish character so far
         while (d.fl & FB_UPPERISH) {
             if (d.fl & FB_LOWERISH) {
-                last_lower = u;
                 u += d.len;
+                lower_end = u;
                 // then the three-byte characters of both classes (\p{Lo} and \p{M}: CJK, kana,
                 // Thai, Devanagari...), each the last lower-ish one so far, decoded in place
                 // (a Chinese run went through at() and two flag tests a character)
@@ -381,8 +382,8 @@ class Scanner {
                     const uint32_t cp = ((uint32_t)(s_[u] & 0x0F) << 12) | ((uint32_t)(s_[u + 1] & 0x3F) << 6) |
                                         (s_[u + 2] & 0x3F);
                     if ((~fb_flags(cp) & (FB_UPPERISH | FB_LOWERISH)) != 0) break;
-                    last_lower = u;
                     u += 3;
+                    lower_end = u;
                 }
             } else {
                 u += d.len;
@@ -391,7 +392,7 @@ class Scanner {
         }
         size_t r;
         if (d.fl & FB_LOWERISH) r = run_flags<FB_LOWERISH>(u);
-        else if (last_lower != NPOS) r = last_lower + at(last_lower).len;
+        else if (lower_end != NPOS) r = lower_end;
         else return NPOS;
         return o200k_suffix(r);
     }
@@ -455,7 +456,7 @@ class Scanner {
         bool prefix = c.len && !(c.fl & (FB_L | FB_N)) && c.cp != '\r' && c.cp != '\n';
         size_t r;
         if (prefix && (r = o200k_a1(p + c.len)) != NPOS) return r;
-        if ((r = o200k_a1(p)) != NPOS) return r;
+        if ((r = o200k_a1(p, c)) != NPOS) return r;
         if (prefix && (r = o200k_a2(p + c.len)) != NPOS) return r;
         if ((r = o200k_a2(p)) != NPOS) return r;
         if (c.fl & FB_N) return digits_upto3(p, c);
