@@ -455,10 +455,13 @@ class Scanner {
         Ch c = at(p);
         bool prefix = c.len && !(c.fl & (FB_L | FB_N)) && c.cp != '\r' && c.cp != '\n';
         size_t r;
-        if (prefix && (r = o200k_a1(p + c.len)) != NPOS) return r;
+        // (each core tried where it can start: the A2 core only at an upper-ish character; the
+        // characters at p and after the prefix decoded once)
+        const Ch d = prefix ? at(p + c.len) : Ch{};
+        if (prefix && (r = o200k_a1(p + c.len, d)) != NPOS) return r;
         if ((r = o200k_a1(p, c)) != NPOS) return r;
-        if (prefix && (r = o200k_a2(p + c.len)) != NPOS) return r;
-        if ((r = o200k_a2(p)) != NPOS) return r;
+        if (prefix && (d.fl & FB_UPPERISH) && (r = o200k_a2(p + c.len)) != NPOS) return r;
+        if ((c.fl & FB_UPPERISH) && (r = o200k_a2(p)) != NPOS) return r;
         if (c.fl & FB_N) return digits_upto3(p, c);
         if ((r = other_then_newlines(p, c, true)) != NPOS) return r;
         return ws_chunk_o200k(p);
