@@ -18,7 +18,7 @@ from fastbpe._core.buffers cimport lend_vector
 
 from fastbpe._core.chunk_table cimport ChunkTable
 from fastbpe._core.patterns cimport PAT_COUNT, ERR_COUNT
-from fastbpe._core.utf8 cimport utf8_from_str_data
+from fastbpe._core.utf8 cimport utf8_from_str_data, utf8_max_per_unit
 
 cdef extern from "Python.h":
     int PyUnicode_READY(object o) except -1   # (a no-op from Python 3.12 on)
@@ -74,7 +74,7 @@ cdef class Utf8Reader:
         self.text = text
         self.chars = <const char*>PyUnicode_DATA(text)
         self.kind = PyUnicode_KIND(text)
-        self.widest = 1 if PyUnicode_IS_ASCII(text) else (4 if self.kind == 4 else self.kind + 1)
+        self.widest = 1 if PyUnicode_IS_ASCII(text) else utf8_max_per_unit(self.kind)
         self.length = len(text)
         self.pos = 0
         self.held_len = self.held_at = 0

@@ -33,7 +33,7 @@ from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BL
                                 TEXTS_AHEAD)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
-from fastbpe._core.utf8 cimport utf8_valid, utf8_valid_in_order, utf8_from_str_data
+from fastbpe._core.utf8 cimport utf8_valid, utf8_valid_in_order, utf8_from_str_data, utf8_max_per_unit
 from fastbpe._core.str_utf8 cimport str_utf8, str_utf8_filled_here
 
 cnp.import_array()
@@ -415,7 +415,7 @@ cdef class BPECore:
         cdef bint ascii = PyUnicode_IS_ASCII(text)
         cdef int64_t size = n, got = 0, chunks = 0, misses = 0
         # UTF-8 bytes per character at most: 1 (ASCII), 2 (Latin-1 str), 3 (UCS-2 str), 4
-        cdef size_t widest = 1 if ascii else (4 if kind == 4 else kind + 1)
+        cdef size_t widest = 1 if ascii else utf8_max_per_unit(kind)
         self._check_fused(pattern, state, widest * n)
         if n == 0:
             return [] if as_list else np.empty(0, dtype=np.int32)
@@ -490,7 +490,7 @@ cdef class BPECore:
                 datas[k] = u
                 n = lengths[k] = kept
             else:  # the UTF-8's bytes at most: its length times its widest character's bytes
-                n = lengths[k] * (4 if kinds[k] == 4 else kinds[k] + 1)
+                n = lengths[k] * utf8_max_per_unit(kinds[k])
             widest = n if n > widest else widest
             if not in_place[k] and n > transcoded:
                 transcoded = n   # the UTF-8 buffer serves the strs not read in place only
@@ -1022,7 +1022,7 @@ cdef const char* _utf8_in_place(object text, Py_ssize_t* size):
     if PyUnicode_IS_ASCII(text):
         size[0] = n
         return <const char*>PyUnicode_DATA(text)
-    if n * (4 if kind == 4 else kind + 1) > KEEP_UTF8_IN_STR:
+    if n * utf8_max_per_unit(kind) > KEEP_UTF8_IN_STR:
         return NULL
     cdef const char* u = str_utf8(text, size)
     if u == NULL:

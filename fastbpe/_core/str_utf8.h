@@ -52,7 +52,7 @@ static inline const char* str_utf8(PyObject* s, Py_ssize_t* size) {
     if (PyUnicode_Check(s) && PyUnicode_IS_COMPACT(s) && !PyUnicode_IS_ASCII(s) && compact->utf8 == nullptr) {
         const int kind = PyUnicode_KIND(s);
         const size_t n = (size_t)PyUnicode_GET_LENGTH(s);
-        const size_t worst = n * (kind == PyUnicode_1BYTE_KIND ? 2 : kind == PyUnicode_2BYTE_KIND ? 3 : 4);
+        const size_t worst = n * utf8_max_per_unit(kind);
         static thread_local std::vector<uint8_t> scratch;
         std::unique_ptr<uint8_t[]> own;
         uint8_t* out = nullptr;

@@ -333,6 +333,10 @@ static inline int64_t utf8_from_units(const T* s, size_t n, uint8_t* out, bool s
     return (int64_t)o;
 }
 
+// The most bytes of UTF-8 one code unit of a str of `kind` (1, 2 or 4 bytes a unit) makes: 2
+// (U+0080..U+00FF), 3 (the rest of the BMP, a lone surrogate too under surrogatepass), 4.
+static inline size_t utf8_max_per_unit(int kind) { return kind == 4 ? 4 : (size_t)kind + 1; }
+
 // The same for a str's data as CPython stores it: `kind` bytes per code unit (1, 2 or 4).
 static inline int64_t utf8_from_str_data(int kind, const void* data, size_t n, uint8_t* out,
                                          bool surrogatepass = false) {
