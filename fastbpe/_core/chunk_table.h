@@ -200,8 +200,17 @@ class ChunkTable {
     // chunks out task by task (runs of tasks at the same time): the table one thread would have
     // counted.
 
-    void begin_task(int64_t task) { runs_.push_back(TaskRun{task, (int64_t)size()}); }
+    void begin_task(int64_t task) {
+        if (task < 0 || task >= (int64_t)NO_TASK) throw std::length_error("tasks are numbered from 0 below 2^32 - 1");
+        runs_.push_back(TaskRun{task, (int64_t)size()});
+        task_ = (uint32_t)task;
+    }
     int64_t last_task() const { return runs_.empty() ? -1 : runs_.back().task; }
+    // Whether merge_partition may take this table: every chunk counted in a task (begin_task
+    // came before the first chunk) and finish_tasks called after the last.
+    bool ready_to_merge() const {
+        return counts.size() == size() && (size() == 0 || (!runs_.empty() && runs_[0].begin == 0));
+    }
 
     // After the last task, before merge_partition: room for the merged counts.
     void finish_tasks() { counts.assign(size(), 0); }
@@ -232,7 +241,7 @@ class ChunkTable {
             for (size_t j = 0; j < queued; ++j) {
                 int64_t task = settle(tables, ntables, self, *batch[j].slot, batch[j].hash);
                 task_chunks[task] += 1;
-                task_bytes[task] += batch[j].slot->len;
+                task_bytes[task] += batch[j].slot->len();
             }
             queued = 0;
         };
@@ -247,7 +256,7 @@ class ChunkTable {
                 if (lo + step >= hi) break;
                 continue;
             }
-            uint64_t h = key_hash(Key{s.k0, s.k1, s.len});
+            uint64_t h = key_hash(s.key());
             if (hash_part(h, parts) != part) continue;
             if (s.count <= 0) {  // settled from an earlier table: -total in the owner, 0 elsewhere
                 counts[s.index] = -s.count;
@@ -457,11 +466,15 @@ class ChunkTable {
 
     struct alignas(32) Slot {
         uint64_t k0, k1;   // as Key
-        uint32_t len;
+        uint32_t task;     // the task the chunk was first counted in (begin_task), or NO_TASK
         uint32_t index;    // first-appearance index
         int64_t count;
         // An empty slot is all zero; what marks it is k1 == 0, which no key has (Key).
         bool empty() const { return k1 == 0; }
+        // The chunk's length, which its key words hold: a short chunk's in k1's top byte
+        // (1..15), a long one's in k1 (whose top byte is then 0).
+        uint32_t len() const { return (uint32_t)(k1 >> 56 ? k1 >> 56 : k1); }
+        Key key() const { return Key{k0, k1, len()}; }
     };
     static_assert(sizeof(Slot) == 32, "two slots per cache line");
 
@@ -503,20 +516,11 @@ class ChunkTable {
         int64_t begin;  // the index of the first chunk inserted while counting it
     };
     std::vector<TaskRun> runs_;  // increasing in both fields
-
-    // The task a chunk was first counted in (the last run starting at or before it). A
-    // thread's runs are few (about 16 tasks each): counting those that start at or before the
-    // index, with no branch on each, beats a binary search, whose branches are coin tosses.
-    int64_t task_of(uint32_t index) const {
-        if (runs_.size() <= 64) {
-            size_t k = 0;
-            for (const TaskRun& r : runs_) k += r.begin <= (int64_t)index;
-            return k == 0 ? -1 : runs_[k - 1].task;
-        }
-        auto after = std::upper_bound(runs_.begin(), runs_.end(), (int64_t)index,
-                                      [](int64_t i, const TaskRun& r) { return i < r.begin; });
-        return after == runs_.begin() ? -1 : (after - 1)->task;
-    }
+    // The task being counted, which a new chunk's slot records: merge_partition compares the
+    // tasks of a chunk's slots in two tables without a search of either's runs (a search per
+    // table was a third of the merge).
+    static constexpr uint32_t NO_TASK = 0xFFFFFFFFu;
+    uint32_t task_ = NO_TASK;
 
     // The partition of a key among `parts`, from the top bits of its hash.
     static size_t hash_part(uint64_t h, size_t parts) { return (size_t)(((h >> 32) * parts) >> 32); }
@@ -524,13 +528,13 @@ class ChunkTable {
     // merge_partition's step for a chunk not settled yet (its slot's count > 0), so this is the
     // first table holding it. Returns the task where it first appears.
     int64_t settle(ChunkTable* const* tables, size_t ntables, size_t self, Slot& s, uint64_t h) {
-        const Key key{s.k0, s.k1, s.len};
+        const Key key = s.key();
         // a long chunk's bytes, to compare (a short one's key is its bytes: no load from a
         // random place in offsets)
         const uint8_t* p = key.len > SHORT_CHUNK ? data.data() + offsets[s.index] : nullptr;
         int64_t total = s.count;
         Slot* owner = &s;
-        int64_t owner_task = task_of(s.index);
+        int64_t owner_task = s.task;
         for (size_t v = self + 1; v < ntables; ++v) {
             ChunkTable& t = *tables[v];
             if (t.size() == 0) continue;
@@ -539,7 +543,7 @@ class ChunkTable {
             Slot& x = t.slots_[j];
             if (x.empty()) continue;
             total += x.count;
-            int64_t task = t.task_of(x.index);
+            int64_t task = x.task;
             if (task < owner_task) {
                 owner->count = 0;
                 owner = &x;
@@ -560,7 +564,7 @@ class ChunkTable {
     // The bytes of a long chunk (its key is its hash) against the slot's chunk in `data`; out
     // of line, so that the short keys' hot path saves no registers for the call.
     __attribute__((noinline)) bool same_long(const Slot& s, const uint8_t* p) const {
-        return std::memcmp(data.data() + offsets[s.index], p, s.len) == 0;
+        return std::memcmp(data.data() + offsets[s.index], p, s.len()) == 0;
     }
 
     // Add `count` occurrences of the chunk; a new chunk gets the next index (first-appearance
@@ -581,7 +585,7 @@ class ChunkTable {
             rehash(capacity_ * 2);
             i = probe(slots_, mask_, (size_t)(h >> shift_), [](const Slot& s) { return s.empty(); });
         }
-        slots_[i] = Slot{k.k0, k.k1, k.len, (uint32_t)size(), count};
+        slots_[i] = Slot{k.k0, k.k1, task_, (uint32_t)size(), count};
         data.insert(data.end(), p, p + k.len);
         offsets.push_back((int64_t)data.size());
     }
@@ -605,7 +609,7 @@ class ChunkTable {
         for (size_t k = 0; k < capacity_; ++k) {
             const Slot& s = slots_[k];
             if (s.empty()) continue;
-            uint64_t h = key_hash(Key{s.k0, s.k1, s.len});
+            uint64_t h = key_hash(s.key());
             fresh[probe(fresh, m, (size_t)(h >> shift), [](const Slot& t) { return t.empty(); })] = s;
         }
         std::free(slots_);

@@ -15,6 +15,7 @@ cdef extern from "chunk_table.h" namespace "fbpt" nogil:
         void reserve(size_t n) except +
         void begin_task(int64_t task) except +
         int64_t last_task()
+        bint ready_to_merge()
         void finish_tasks() except +
         void merge_partition(ChunkTable** tables, size_t ntables, size_t self, size_t part, size_t parts,
                              int64_t* task_chunks, int64_t* task_bytes)

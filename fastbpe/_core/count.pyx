@@ -276,9 +276,14 @@ def merge_partition(list counters, size_t part, size_t parts, int64_t[::1] task_
         raise ValueError("part must be below parts")
     if task_chunks.shape[0] != task_bytes.shape[0]:
         raise ValueError("task_chunks and task_bytes must have an entry per task")
+    if len(set(map(id, counters))) != len(counters):
+        raise ValueError("a counter is given twice")
     for w in range(tables.size()):
         if tables[w].last_task() >= task_chunks.shape[0]:
             raise ValueError("task_chunks and task_bytes must have an entry per task")
+        if not tables[w].ready_to_merge():
+            raise ValueError("every counter must count in tasks (begin_task before its first chunk) "
+                             "and be finished (finish_tasks) before merging")
     if task_chunks.shape[0] == 0:
         return
     with nogil:

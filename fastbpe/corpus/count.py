@@ -776,8 +776,6 @@ def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False
     (_merged_arrays): the table one worker gives, order included. Counting and merging run
     without the GIL; each thread holds one task's block at a time, which bounds the memory.
     """
-    import concurrent.futures as cf
-
     first = next(tasks, None)
     if first is None:
         return ChunkCounter()
@@ -790,23 +788,49 @@ def _count_threads(tasks, workers, pattern, errors, block_size, bar, lines=False
     queue = _TaskQueue(itertools.chain([first, second], tasks), bar)
     # each thread sees about its share of the corpus, spread over all of it
     expected = _expected_chunks(total // workers if total else 0)
-    pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fastbpe-count")
+    counters = _in_threads(_count_worker, [(queue, pattern, errors, block_size, lines, expected, workers)] * workers,
+                           stop=queue.stop)
+    queue.raise_first_error()
+    counters = [c for c in counters if len(c)]
+    if len(counters) <= 1:
+        return counters[0] if counters else ChunkCounter()
+    return _merged_arrays(counters, queue.taken, len(counters), _in_threads)
+
+
+def _in_threads(function, calls: List[tuple], stop=None) -> list:
+    """``[function(*call) for call in calls]``, each call on a thread of its own, all at once.
+
+    The first call (in order) that raised has its exception raised once every thread ended. On
+    an interrupt while waiting, ``stop()`` (when given) asks the threads to end early, and they
+    are waited for before the interrupt goes on. Plain threads: a thread pool's module and its
+    imports cost a fresh process about 4 ms before the first thread started.
+    """
+    results: list = [None] * len(calls)
+    failures: list = [None] * len(calls)
+
+    def run(k: int) -> None:
+        try:
+            results[k] = function(*calls[k])
+        except BaseException as exc:
+            failures[k] = exc
+
+    threads = [threading.Thread(target=run, args=(k,), name=f"fastbpe-count-{k}") for k in range(len(calls))]
     try:
-        futures = [pool.submit(_count_worker, queue, pattern, errors, block_size, lines, expected, workers)
-                   for _ in range(workers)]
-        counters = [future.result() for future in futures]
-        queue.raise_first_error()
-        counters = [c for c in counters if len(c)]
-        if len(counters) <= 1:
-            return counters[0] if counters else ChunkCounter()
-
-        def run(function, calls):
-            return [future.result() for future in [pool.submit(function, *call) for call in calls]]
-
-        return _merged_arrays(counters, queue.taken, len(counters), run)
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     finally:
-        queue.stop()  # on an error or an interrupt here: no task is started after it
-        pool.shutdown(wait=True, cancel_futures=True)
+        if any(thread.is_alive() for thread in threads):  # interrupted (or a thread failed to start)
+            if stop is not None:
+                stop()
+            for thread in threads:
+                if thread.ident is not None:
+                    thread.join()
+    for failure in failures:
+        if failure is not None:
+            raise failure
+    return results
 
 
 def _merged_arrays(counters: List[ChunkCounter], tasks: int, parts: int, run) -> Tuple[np.ndarray, ...]:

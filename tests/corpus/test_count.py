@@ -222,9 +222,8 @@ def test_merging_the_tables_of_interleaved_tasks(docs, owners, parts):
 @pytest.mark.parametrize("tasks", [64, 65, 300])
 @pytest.mark.parametrize("parts", [1, 3])
 def test_merging_counters_of_many_tasks(tasks, parts):
-    """Counters that each counted more tasks than the merge looks through one by one (it
-    searches longer lists of tasks), many tasks adding no new chunk: the table one counter
-    gives."""
+    """Counters that each counted many tasks (task numbers past a byte), many tasks adding no
+    new chunk: the table one counter gives."""
     import random
 
     from fastbpe._core.count import ChunkCounter
@@ -268,6 +267,18 @@ def test_merging_checks_its_arguments():
     with pytest.raises(ValueError, match="an entry per task"):
         merge_partition(counters, 0, 1, np.zeros(1, np.int64), np.zeros(1, np.int64))
     chunks, nbytes = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    with pytest.raises(ValueError, match="twice"):
+        merge_partition([counters[0], counters[0]], 0, 1, chunks, nbytes)
+    # a counter whose chunks were not counted in a task, or not finished: nothing to merge by
+    untasked, unfinished = ChunkCounter(), ChunkCounter()
+    untasked.add_documents(b"the eel", np.array([7], dtype=np.int64), scanner_id("gpt2"), 0)
+    untasked.finish_tasks()
+    unfinished.begin_task(0)
+    unfinished.add_documents(b"the eel", np.array([7], dtype=np.int64), scanner_id("gpt2"), 0)
+    for bad in untasked, unfinished:
+        with pytest.raises(ValueError, match="begin_task"):
+            merge_partition([counters[0], bad], 0, 1, chunks, nbytes)
+    assert chunks.tolist() == [0, 0]
     merge_partition(counters, 0, 1, chunks, nbytes)
     assert chunks.tolist() == [2, 1] and nbytes.tolist() == [7, 4]
     data, offsets, counts = np.empty(11, np.uint8), np.empty(4, np.int64), np.empty(3, np.int64)
@@ -278,6 +289,49 @@ def test_merging_checks_its_arguments():
     offsets[0] = 0
     write_merged(counters, 0, 2, data, offsets, counts, 0, 3, 0, 11)
     assert (data.tobytes(), offsets.tolist(), counts.tolist()) == (b"the cat dog", [0, 3, 7, 11], [2, 1, 1])
+
+
+def test_calls_on_threads_of_their_own():
+    """The counting threads' runner: results in call order, every thread ended before the
+    first failing call's error (in call order) is raised."""
+    import threading
+    import time
+
+    from fastbpe.corpus.count import _in_threads
+
+    assert _in_threads(lambda a, b: (a * b, threading.current_thread().name), [(2, 3), (4, 5)]) == [
+        (6, "fastbpe-count-0"), (20, "fastbpe-count-1")]
+    ended = []
+
+    def work(k):
+        time.sleep(0.05 * (3 - k))
+        ended.append(k)
+        if k:
+            raise ValueError(f"call {k}")
+
+    with pytest.raises(ValueError, match="call 1"):
+        _in_threads(work, [(0,), (1,), (2,)])
+    assert sorted(ended) == [0, 1, 2]
+
+
+def test_an_interrupt_stops_the_counting_threads(monkeypatch):
+    """Ctrl-C while the threads run: they are asked to stop, and waited for, before it goes on."""
+    import threading
+
+    from fastbpe.corpus.count import _in_threads
+
+    stopped = threading.Event()
+    joined = threading.Thread.join
+
+    def interrupted_once(thread, *args):
+        monkeypatch.setattr(threading.Thread, "join", joined)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "join", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        _in_threads(lambda: stopped.wait(30) or pytest.fail("not stopped"), [(), ()], stop=stopped.set)
+    assert stopped.is_set()
+    assert not [t for t in threading.enumerate() if t.name.startswith("fastbpe-count-")]
 
 
 def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
@@ -428,6 +482,21 @@ def test_dask_cluster_matches_local(tmp_path, english_bytes, multi_bytes):
         items = [english_bytes[i : i + 20_000] for i in range(0, 100_000, 20_000)]
         assert count_words(iter(items), "gpt2", cluster=client, block_size=25_000, progress=False) == \
             count_words_reference(items, "gpt2")
+
+
+@pytest.mark.parametrize("offsets, counts, message", [
+    ([0, 3, 3, 5], [1, 1, 1], "non-empty"),       # an empty chunk
+    ([0, 3, 2, 5], [1, 1, 1], "non-empty"),       # offsets going back
+    ([0, 3, 5], [1, 0], "positive"),
+    ([0, 3, 5], [1], "one entry more"),
+    ([1, 3, 5], [1, 1], "start at 0"),
+    ([0, 3, 4], [1, 1], "end at len"),
+])
+def test_wordtable_rejects_inconsistent_arrays(offsets, counts, message):
+    data = np.frombuffer(b"thecat", dtype=np.uint8)[:5]
+    with pytest.raises(ValueError, match=message):
+        WordTable(data, np.array(offsets), np.array(counts))
+    assert len(WordTable(data, np.array([0, 3, 5]), np.array([2, 1]))) == 2
 
 
 @SETTINGS
