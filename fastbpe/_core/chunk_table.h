@@ -103,7 +103,7 @@ class ChunkTable {
   public:
     std::vector<uint8_t> data;
     std::vector<int64_t> offsets{0};
-    std::vector<int64_t> counts;  // the counts in first-appearance order, after export_counts()
+    std::vector<int64_t> counts;  // merging: the merged counts (finish_tasks, merge_partition)
 
     ChunkTable() { rehash(1 << 12); }
     ~ChunkTable() { std::free(slots_); }
@@ -111,6 +111,8 @@ class ChunkTable {
     ChunkTable& operator=(const ChunkTable&) = delete;
 
     size_t size() const { return offsets.size() - 1; }
+    // The most chunks a table holds (their indices are 32-bit).
+    static constexpr uint32_t MAX_CHUNKS = 0xFFFFFFF0u;
 
     // The scanners' sink: one occurrence of chunk p[0:len], `limit` the end of the buffer
     // holding it. Its key and hash are computed and its slot prefetched now; it is counted
@@ -140,11 +142,11 @@ class ChunkTable {
         queued_ = 0;
     }
 
-    // Fill `counts` from the slots (counts live in the slots while counting).
-    void export_counts() {
-        counts.assign(size(), 0);
+    // The counts in first-appearance order into out[0:size()] (counts live in the slots while
+    // counting; each chunk is in one slot, so every entry is written once).
+    void export_counts(int64_t* out) const {
         for (size_t k = 0; k < capacity_; ++k)
-            if (!slots_[k].empty()) counts[slots_[k].index] = slots_[k].count;
+            if (!slots_[k].empty()) out[slots_[k].index] = slots_[k].count;
     }
 
     // Pre-tokenize and count documents: buf[ends[k-1]:ends[k]] is document k (ends[-1] = 0).
@@ -188,6 +190,7 @@ class ChunkTable {
     // the pages taken and the bytes copied were a tenth of counting's page clearing (reserved
     // pages are taken only as they are written).
     void reserve(size_t n) {
+        if (n > MAX_CHUNKS) throw std::length_error("more than 2^32 - 16 unique chunks");
         size_t capacity = capacity_;
         while (n * 10 > capacity * 7) capacity *= 2;
         if (capacity != capacity_) rehash(capacity);
@@ -511,7 +514,6 @@ class ChunkTable {
         }
     }
 
-    static constexpr uint32_t MAX_CHUNKS = 0xFFFFFFF0u;
     Slot* slots_ = nullptr;
     size_t capacity_ = 0, mask_ = 0;
     int shift_ = 64;

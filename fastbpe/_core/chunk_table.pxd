@@ -3,12 +3,13 @@ from libc.stdint cimport int64_t, uint8_t
 from libcpp.vector cimport vector
 
 cdef extern from "chunk_table.h" namespace "fbpt" nogil:
+    const size_t MAX_CHUNKS "fbpt::ChunkTable::MAX_CHUNKS"
     cdef cppclass ChunkTable:
         vector[uint8_t] data
         vector[int64_t] offsets
         vector[int64_t] counts
         size_t size()
-        void export_counts() except +
+        void export_counts(int64_t* out)
         int64_t add_documents(const uint8_t* buf, const int64_t* ends, size_t ndocs, int pattern,
                               int errors, int64_t* bad_offset) except +
         void add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) except +

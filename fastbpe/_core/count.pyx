@@ -16,7 +16,7 @@ from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from fastbpe._core.buffers cimport lend_vector
 
-from fastbpe._core.chunk_table cimport ChunkTable
+from fastbpe._core.chunk_table cimport ChunkTable, MAX_CHUNKS
 from fastbpe._core.patterns cimport PAT_COUNT, ERR_COUNT
 from fastbpe._core.utf8 cimport utf8_from_str_data, utf8_max_per_unit
 
@@ -184,6 +184,8 @@ cdef class ChunkCounter:
         for k in range(n):
             if o[k + 1] <= o[k]:  # also keeps every read inside data
                 raise ValueError("table chunks must be non-empty (offsets strictly increasing)")
+            if c[k] <= 0:  # (a merge takes counts of 0 and below for chunks it settled)
+                raise ValueError("table counts must be positive")
         if n == 0:
             return
         with nogil:
@@ -192,42 +194,45 @@ cdef class ChunkCounter:
     def reserve(self, size_t chunks):
         """Make room for ``chunks`` unique chunks in all, so that adding up to that many
         costs no rehash (a hint: the table still grows past it when needed)."""
+        if chunks > MAX_CHUNKS:
+            raise ValueError(f"a table holds at most {MAX_CHUNKS} chunks")
         with nogil:
             self.table.reserve(chunks)
 
     def arrays(self):
         """(data uint8, offsets int64[n+1], counts int64[n]) copies of the table."""
-        offsets, counts = self._offsets_counts()
+        cdef size_t n = self.table.size()
         data = np.empty(self.table.data.size(), dtype=np.uint8)
+        offsets = np.empty(n + 1, dtype=np.int64)
         cdef uint8_t[::1] dv = data
+        cdef int64_t[::1] ov = offsets
         if self.table.data.size():
             memcpy(&dv[0], self.table.data.data(), self.table.data.size())
-        return data, offsets, counts
+        memcpy(&ov[0], self.table.offsets.data(), (n + 1) * sizeof(int64_t))
+        return data, offsets, self._counts()
 
     def take_arrays(self):
-        """The arrays of ``arrays()``, the chunk bytes handed over without a copy (the table's
-        own buffer, which one long chunk can make as large as the input); the counter is left
-        empty."""
-        cdef _TableBytes owner = _TableBytes()
-        offsets, counts = self._offsets_counts()
-        owner.data.swap(self.table.data)
+        """The arrays of ``arrays()``, the chunk bytes and the offsets handed over without a
+        copy (the table's own buffers: one long chunk can make the bytes as large as the
+        input); the counter is left empty."""
+        counts = self._counts()
+        cdef _TableBytes data = _TableBytes()
+        cdef _TableOffsets offsets = _TableOffsets()
+        data.data.swap(self.table.data)
+        offsets.offsets.swap(self.table.offsets)
         del self.table  # its slots too, before the caller builds on the arrays
         self.table = new ChunkTable()
-        data = np.frombuffer(owner, dtype=np.uint8) if owner.data.size() else np.empty(0, dtype=np.uint8)
-        return data, offsets, counts
+        return (np.frombuffer(data, dtype=np.uint8) if data.data.size() else np.empty(0, dtype=np.uint8),
+                np.frombuffer(offsets, dtype=np.int64), counts)
 
-    cdef tuple _offsets_counts(self):
-        """Copies of the table's offsets (int64[n+1]) and counts (int64[n]), counts exported."""
-        cdef size_t n = self.table.size()
-        self.table.export_counts()
-        offsets = np.empty(n + 1, dtype=np.int64)
-        counts = np.empty(n, dtype=np.int64)
-        cdef int64_t[::1] ov = offsets
+    cdef _counts(self):
+        """The counts (int64[n]), in first-appearance order."""
+        counts = np.empty(self.table.size(), dtype=np.int64)
         cdef int64_t[::1] cv = counts
-        memcpy(&ov[0], self.table.offsets.data(), (n + 1) * sizeof(int64_t))
-        if n:
-            memcpy(&cv[0], self.table.counts.data(), n * sizeof(int64_t))
-        return offsets, counts
+        if self.table.size():
+            with nogil:
+                self.table.export_counts(&cv[0])
+        return counts
 
     def begin_task(self, int64_t task):
         """Mark the start of task ``task`` (tasks numbered from 0 in corpus order, each counter
@@ -255,10 +260,32 @@ cdef class _TableBytes:
         pass
 
 
-cdef vector[ChunkTable*] _tables(list counters):
+cdef class _TableOffsets:
+    """A chunk table's offsets, moved out of it and lent to NumPy through the buffer protocol."""
+    cdef vector[int64_t] offsets
+    cdef Py_ssize_t shape[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = <Py_ssize_t>self.offsets.size()
+        lend_vector(view, self, <void*>self.offsets.data(), self.shape, sizeof(int64_t), b"q", flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+cdef vector[ChunkTable*] _merged_tables(list counters) except *:
+    """The tables of counters to merge, each checked to be ready (merge_partition and
+    write_merged read every chunk's task and merged count, which only these have)."""
     cdef vector[ChunkTable*] tables
     cdef ChunkCounter c
+    if len(set(map(id, counters))) != len(counters):
+        raise ValueError("a counter is given twice")
     for c in counters:
+        if c is None:
+            raise TypeError("counters must be ChunkCounters, not None")
+        if not c.table.ready_to_merge():
+            raise ValueError("every counter must count in tasks (begin_task before its first chunk) "
+                             "and be finished (finish_tasks) before merging")
         tables.push_back(c.table)
     return tables
 
@@ -269,21 +296,16 @@ def merge_partition(list counters, size_t part, size_t parts, int64_t[::1] task_
     partitions run on as many threads at once; only these calls touch the counters meanwhile.
     Adds to ``task_chunks[t]`` and ``task_bytes[t]`` (an entry per task) the partition's
     unique chunks first seen in task t and their bytes, which write_merged needs."""
-    cdef vector[ChunkTable*] tables = _tables(counters)
+    cdef vector[ChunkTable*] tables = _merged_tables(counters)
     cdef size_t w
     cdef int64_t empty = 0
     if not part < parts:
         raise ValueError("part must be below parts")
     if task_chunks.shape[0] != task_bytes.shape[0]:
         raise ValueError("task_chunks and task_bytes must have an entry per task")
-    if len(set(map(id, counters))) != len(counters):
-        raise ValueError("a counter is given twice")
     for w in range(tables.size()):
         if tables[w].last_task() >= task_chunks.shape[0]:
             raise ValueError("task_chunks and task_bytes must have an entry per task")
-        if not tables[w].ready_to_merge():
-            raise ValueError("every counter must count in tasks (begin_task before its first chunk) "
-                             "and be finished (finish_tasks) before merging")
     if task_chunks.shape[0] == 0:
         return
     with nogil:
@@ -298,7 +320,7 @@ def write_merged(list counters, int64_t task_lo, int64_t task_hi, uint8_t[::1] d
     ``offsets[chunk_at + 1:chunk_end + 1]`` (after every merge_partition; the bounds are sums
     of its task totals). Runs of tasks may be written at the same time. ValueError when the
     chunks do not fill those ranges exactly."""
-    cdef vector[ChunkTable*] tables = _tables(counters)
+    cdef vector[ChunkTable*] tables = _merged_tables(counters)
     cdef uint8_t no_byte = 0
     cdef int64_t no_int = 0
     cdef bint filled

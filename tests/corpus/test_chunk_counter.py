@@ -187,3 +187,46 @@ def _read_all(reader):
     while n := reader.readinto(buf):
         out += buf[:n]
     return out
+
+
+def test_taken_arrays_equal_the_copies():
+    """take_arrays hands the table's bytes and offsets over (no copy): the same arrays as
+    arrays(), and the counter is left empty and usable."""
+    counter = ChunkCounter()
+    text = b"the cat and the hat, the end" * 50 + b" " + b"x" * 40
+    counter.add_documents(text, np.array([len(text)], dtype=np.int64), scanner_id("gpt2"), 0)
+    copies = counter.arrays()
+    taken = counter.take_arrays()
+    for a, b in zip(copies, taken):
+        assert a.dtype == b.dtype and a.tolist() == b.tolist()
+    assert len(counter) == 0 and [len(a) for a in counter.arrays()] == [0, 1, 0]
+    counter.add_documents(b"the", np.array([3], dtype=np.int64), scanner_id("gpt2"), 0)
+    assert [a.tolist() for a in counter.arrays()] == [list(b"the"), [0, 3], [1]]
+
+
+def test_bad_arguments_raise():
+    """Arguments the table cannot take: a clear exception, nothing counted."""
+    from fastbpe._core.count import merge_partition, write_merged
+
+    counter = ChunkCounter()
+    with pytest.raises(ValueError, match="at most"):
+        counter.reserve(2**58)  # (its slot array's size in bytes past 64 bits)
+    with pytest.raises(ValueError, match="at most"):
+        counter.reserve(2**64 - 1)
+    with pytest.raises(ValueError, match="counts must be positive"):
+        counter.add_table(np.frombuffer(b"ab", np.uint8), np.array([0, 1, 2]), np.array([0, -5]))
+    assert len(counter) == 0
+    with pytest.raises(TypeError, match="not None"):
+        merge_partition([None], 0, 1, np.zeros(1, np.int64), np.zeros(1, np.int64))
+    with pytest.raises(TypeError, match="not None"):
+        write_merged([None], 0, 1, np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64), 0, 0, 0, 0)
+    # write_merged reads every chunk's merged count: a counter still counting has none
+    counter.begin_task(0)
+    counter.add_documents(b"a b c d e f g" * 100, np.array([1300], dtype=np.int64), scanner_id("gpt2"), 0)
+    out = np.zeros(1300, np.uint8), np.zeros(8, np.int64), np.zeros(7, np.int64)
+    with pytest.raises(ValueError, match="finish_tasks"):
+        write_merged([counter], 0, 1, *out, 0, 7, 0, 13)
+    counter.finish_tasks()
+    counter.add_documents(b" x y z", np.array([6], dtype=np.int64), scanner_id("gpt2"), 0)  # new ones, after finishing
+    with pytest.raises(ValueError, match="finish_tasks"):
+        write_merged([counter], 0, 1, *out, 0, 7, 0, 13)
