@@ -213,6 +213,7 @@ cdef class MergeLearner:
     # results
     cdef vector[int32_t] out_left, out_right, out_new
     cdef vector[int64_t] out_count
+    cdef bint initialised                     # __init__ ran (its state is built once)
 
     def __init__(self, symbols, const int64_t[::1] word_starts,
                  const int64_t[::1] word_counts, list token_bytes, tie_ranks=None,
@@ -230,10 +231,21 @@ cdef class MergeLearner:
         cdef int64_t nodes = 0, long_from, key_base, lstart
         cdef int page_bits
         cdef bytes content
+        if self.initialised:
+            raise RuntimeError("a MergeLearner is built once: make a new one for another table")
         if word_starts.shape[0] != num_words + 1:
             raise ValueError("word_starts must have len(word_counts) + 1 entries")
         if n >= 0x7FFFFFFF:
             raise OverflowError("the word table holds more than 2**31 - 1 symbols")
+        # what the loops below read and write by: words inside the symbols, ids of tokens
+        starts = np.asarray(word_starts)
+        if starts[0] < 0 or starts[num_words] > n or (starts[1:] < starts[:num_words]).any():
+            raise ValueError("word_starts must rise from 0 or more to at most len(symbols)")
+        if num_words and np.asarray(word_counts).min() <= 0:
+            raise ValueError("word_counts must be positive")
+        if n and (bytes_only and np.asarray(symbols).max() >= len(token_bytes) or not bytes_only and (
+                np.asarray(ids32).min() < 0 or np.asarray(ids32).max() >= len(token_bytes))):
+            raise ValueError(f"symbols must be ids of token_bytes (0 to {len(token_bytes) - 1})")
         long_from = LONG_CHUNK_SYMBOLS if long_chunk is None else long_chunk
         if long_from < 2:
             raise ValueError("long_chunk must be at least 2 symbols")
@@ -280,6 +292,7 @@ cdef class MergeLearner:
         self.merged_occurrences = 0
         self.heap_floor = 1
         self.heap_cut = 1
+        self.initialised = True
         cdef int32_t q = 0   # the next free node
         cdef WithLongChunks* with_long = NULL  # (the general layout: step 0 is no hot loop)
         # Byte-level step 0 tallies each run of ordinary words by pair key (_tally_bytes).
@@ -1225,6 +1238,8 @@ cdef class MergeLearner:
         cdef bint nodes_only = self.longs.chunks() == 0  # (the merge loop's layout)
         cdef NodesOnly* no_long = NULL
         cdef WithLongChunks* with_long = NULL
+        if progress_every < 1:
+            raise ValueError("progress_every must be at least 1")
         with nogil:  # the heap from the first cut over this run's floor (_refill_heap)
             self._set_heap_floor(max(min_frequency, 1))
         while done < num_merges and not exhausted:
