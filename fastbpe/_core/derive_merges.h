@@ -43,8 +43,12 @@ static inline void derive_merges(const std::vector<std::string>& tokens, std::ve
             cut.erase(cut.begin() + best_j + 1);
         }
         if (cut.size() == 3) {
-            left.push_back(ids[content.substr(0, cut[1])]);
-            right.push_back(ids[content.substr(cut[1])]);
+            // (two parts, but a byte never joined is a part too, and it may be no token: a
+            // vocabulary without some single bytes; then the token has no merge either)
+            auto l = ids.find(content.substr(0, cut[1])), r = ids.find(content.substr(cut[1]));
+            if (l == ids.end() || r == ids.end()) continue;
+            left.push_back(l->second);
+            right.push_back(r->second);
             made.push_back((int32_t)i);
         }
     }

@@ -93,6 +93,11 @@ cdef size_t MOVE_IDS_MIN_BYTES = 2 * 1024 * 1024
 IDS_MOVED_FROM_BYTES = MOVE_IDS_MIN_BYTES   # (the bound, seen from Python)
 
 
+# Each BPECore's number, from 1: the caches of a state (and of a shared cache) hold one core's
+# ids for chunk bytes, so they remember whose (0: none yet).
+cdef uint64_t _cores_made = 0
+
+
 cdef class SharedCache:
     """A chunk cache that several threads encode with at once (each through its own
     :class:`EncodeState`, made with ``shared=`` this cache): a chunk merged by one thread is
@@ -102,6 +107,7 @@ cdef class SharedCache:
     encodes with it.
     """
     cdef SharedChunkCache* cache
+    cdef uint64_t core   # the BPECore whose ids it holds (0: none yet): it serves one
 
     def __cinit__(self, size_t max_ids=4_000_000):
         self.cache = new SharedChunkCache(max_ids)
@@ -150,6 +156,7 @@ cdef class EncodeState:
     cdef tuple ints             # id_list's int of every id: this thread's own objects, so two
                                 # threads never write to the same refcount (cache-line ping-pong)
     cdef public int64_t hits, misses
+    cdef uint64_t core          # the BPECore whose ids its caches hold (0: none yet)
 
     def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16, short_cache_max_bits=None,
                  SharedCache shared=None):
@@ -217,6 +224,13 @@ cdef class BPECore:
     cdef readonly Py_ssize_t num_tokens
     cdef readonly Py_ssize_t num_pairs
     cdef readonly object made     # int32: the token each merge makes (rules replay and pair)
+    cdef uint64_t number          # this core's number (_cores_made): whose ids a cache holds
+    cdef bint built               # __init__ ran: the tables are built once
+
+    def __cinit__(self):
+        global _cores_made
+        _cores_made += 1
+        self.number = _cores_made
 
     def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
                  str merge_rule="replay", str whole_token_lookup="consistent"):
@@ -227,6 +241,9 @@ cdef class BPECore:
         cdef int why = 0
         cdef bytes tb
         cdef bint consistent = whole_token_lookup == "consistent"
+        if self.built:
+            raise RuntimeError("a BPECore is built once: make a new one for other tables")
+        self.built = True  # (from here on: a failed build leaves tables no call should trust)
         if merge_rule not in MERGE_RULE_IDS:
             raise ValueError(f"merge_rule must be one of {MERGE_RULES}, got {merge_rule!r}")
         if whole_token_lookup not in WHOLE_TOKEN_LOOKUPS:
@@ -282,8 +299,7 @@ cdef class BPECore:
         cdef int64_t total = 0, s, e, prev_end = 0, got = 0, misses = 0
         if ends.shape[0] != m:
             raise ValueError("starts and ends must have the same length")
-        if state is None:
-            raise TypeError("state must be an EncodeState")
+        self._take(state)
         for c in range(m):
             s = starts[c]
             e = ends[c]
@@ -676,11 +692,28 @@ cdef class BPECore:
         _settle(state, chunks, misses)   # (after the copy: it may free the state's buffer)
         return ids, ends, failed
 
+    cdef int _take(self, EncodeState state) except -1:
+        """Check that ``state`` may encode with this core: its caches (and its shared cache's)
+        map chunk bytes to this core's ids. A state that encoded with another core has its own
+        caches emptied (a state serves one thread, so nothing else reads them now); a shared
+        cache that holds another core's ids is refused (other threads may be reading it)."""
+        if state is None:
+            raise TypeError("state must be an EncodeState")
+        if state.shared is not None and state.shared.core != self.number:
+            if state.shared.core != 0:
+                raise ValueError("this state's SharedCache holds another BPECore's ids: a shared cache "
+                                 "serves one core")
+            state.shared.core = self.number
+        if state.core != self.number:
+            if state.core != 0:
+                state.scratch.clear_cache()
+            state.core = self.number
+        return 0
+
     cdef _check_fused(self, int pattern, EncodeState state, size_t n):
         if not pattern_tiles(pattern):
             raise ValueError(f"encode_text needs a pattern whose chunks tile the text, got id {pattern}")
-        if state is None:
-            raise TypeError("state must be an EncodeState")
+        self._take(state)
         if n >= 0xFFFFFFFF:
             raise OverflowError("more than 4 GiB in one call; split the text")
 
@@ -757,8 +790,7 @@ cdef class BPECore:
         """
         cdef Py_ssize_t n = symbols.shape[0], words = ends.shape[0], k
         cdef int64_t total = 0
-        if state is None:
-            raise TypeError("state must be an EncodeState")
+        self._take(state)
         for k in range(n):
             if symbols[k] >= self.num_tokens:
                 raise ValueError(f"symbol {symbols[k]} is not a token id")
@@ -949,8 +981,10 @@ def array_views(cnp.ndarray flat, const int64_t[::1] ends):
     >>> array_views(np.arange(5), np.array([0, 2, 2, 5]))
     [array([0, 1]), array([], dtype=int64), array([2, 3, 4])]
     """
-    if cnp.PyArray_NDIM(flat) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(flat) or not cnp.PyArray_ISNOTSWAPPED(flat):
-        raise ValueError("array_views needs a one-dimensional C-contiguous array in native byte order")
+    if cnp.PyArray_NDIM(flat) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(flat) or not cnp.PyArray_ISNOTSWAPPED(flat) \
+            or not cnp.PyArray_ISINTEGER(flat):
+        raise ValueError("array_views needs a one-dimensional C-contiguous array of integers in native byte order")
+    cdef bint read_only = not cnp.PyArray_ISWRITEABLE(flat)  # (then so is every view)
     cdef Py_ssize_t k, count = ends.shape[0] - 1
     if count <= 0:
         return []
@@ -963,6 +997,8 @@ def array_views(cnp.ndarray flat, const int64_t[::1] ends):
     for k in range(count):
         n = ends[k + 1] - ends[k]
         view = cnp.PyArray_SimpleNewFromData(1, &n, typenum, data + ends[k] * itemsize)
+        if read_only:
+            cnp.PyArray_CLEARFLAGS(view, cnp.NPY_ARRAY_WRITEABLE)
         cnp.set_array_base(view, flat)  # (the view keeps the buffer alive, as a slice would)
         Py_INCREF(view)
         PyList_SET_ITEM(out, k, <PyObject*>view)
@@ -1344,17 +1380,22 @@ cdef class ByteTable:
     cdef const int64_t* op
     cdef Py_ssize_t slots
 
-    def __cinit__(self, const uint8_t[::1] flat, const int64_t[::1] offsets):
+    def __cinit__(self, const uint8_t[::1] flat, offsets):
+        # the offsets are checked once, here, on a copy of its own, which no caller can change
+        # afterwards (the caller's array, changed, sent gather past the bytes)
+        kept = np.array(offsets, dtype=np.int64, copy=True, order="C")
+        kept.flags.writeable = False
+        cdef const int64_t[::1] ov = kept
         cdef Py_ssize_t i
-        self.slots = offsets.shape[0] - 1
-        if self.slots < 0 or (self.slots > 0 and (offsets[0] < 0 or offsets[self.slots] > flat.shape[0])):
+        self.slots = ov.shape[0] - 1
+        if self.slots < 0 or (self.slots > 0 and (ov[0] < 0 or ov[self.slots] > flat.shape[0])):
             raise ValueError("offsets must hold one more entry than the table and lie inside flat")
         for i in range(self.slots):
-            if offsets[i + 1] < offsets[i]:
+            if ov[i + 1] < ov[i]:
                 raise ValueError("offsets must not decrease")
-        self.flat, self.offsets = flat, offsets
+        self.flat, self.offsets = flat, ov
         self.fp = &flat[0] if flat.shape[0] > 0 else NULL
-        self.op = &offsets[0]
+        self.op = &ov[0]
 
     def gather(self, ids):
         """The concatenated bytes of ``ids``: a list (of exact ints) or an int64 array.

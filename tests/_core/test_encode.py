@@ -1229,3 +1229,50 @@ def test_name_finder_equals_substring_search(names, texts):
         finder.holding(["a", 1])
     with pytest.raises(ValueError, match="outside a list"):
         finder.holding(["a"], 1, 2)
+
+
+def test_a_core_is_built_once():
+    core = BPECore([b"a", b"b", b"ab"], np.array([0], np.int32), np.array([1], np.int32))
+    with pytest.raises(RuntimeError, match="built once"):
+        core.__init__([b"x", b"y"], np.zeros(0, np.int32), np.zeros(0, np.int32))
+    assert core.encode_bytes(b"ab", EncodeState()).tolist() == [2]
+
+
+def test_a_state_moved_to_another_core_forgets_the_first_ones_ids():
+    """A state's caches map chunk bytes to one core's ids: used with another core, they are
+    emptied first; a shared cache, which other threads read, refuses a second core."""
+    from fastbpe._core.encode import SharedCache
+
+    merging = BPECore([b"a", b"b", b"ab"], np.array([0], np.int32), np.array([1], np.int32))
+    plain = BPECore([b"a", b"b"], np.zeros(0, np.int32), np.zeros(0, np.int32))
+    pattern = fused_scanner_id("gpt2")
+    state = EncodeState()
+    for _ in range(2):  # (each text's chunk is in the state's caches when the other core comes)
+        assert merging.encode_text(b"ab", pattern, state).tolist() == [2]
+        assert plain.encode_text(b"ab", pattern, state).tolist() == [0, 1]
+    shared = SharedCache()
+    merging.encode_text(b"ab", pattern, EncodeState(shared=shared))
+    with pytest.raises(ValueError, match="serves one core"):
+        plain.encode_text(b"ab", pattern, EncodeState(shared=shared))
+
+
+def test_byte_table_keeps_the_offsets_it_checked():
+    from fastbpe._core.encode import ByteTable
+
+    offsets = np.array([0, 1, 3])
+    table = ByteTable(np.frombuffer(b"abc", np.uint8), offsets)
+    offsets[1:] = [10**12, 10**12 + 10]  # (the caller's array, changed afterwards)
+    assert table.gather([1, 0]) == b"bca"
+    with pytest.raises(ValueError, match="dimensions"):
+        ByteTable(np.frombuffer(b"abc", np.uint8), np.zeros((2, 2), np.int64))
+
+
+def test_derived_merges_only_join_tokens():
+    """A rank-only vocabulary where a token's rule ends on a byte that is no token: that token
+    has no merge (not one that names another token)."""
+    from fastbpe._core.encode import derive_merges
+
+    assert [a.tolist() for a in derive_merges([b"ab"])] == [[], [], []]
+    # "xab": "x" + "ab"; "ab" itself ends as two bytes, one of which ("b") is no token
+    assert [a.tolist() for a in derive_merges([b"a", b"x", b"ab", b"xab"])] == [[1], [2], [3]]
+    assert len(Tokenizer([b"x", b"ab", b"a"], None, merge_rule="token").merges) == 0

@@ -334,9 +334,24 @@ def test_array_views_check_their_arguments():
     for ends in ([0, 3, 2], [0, 7], [-1, 2]):
         with pytest.raises(ValueError, match="ends must be non-decreasing and within the array"):
             array_views(flat, np.array(ends, dtype=np.int64))
-    for bad in (flat.reshape(2, 3), flat[::2], flat.astype(">u4" if np.little_endian else "<u4")):
-        with pytest.raises(ValueError, match="one-dimensional C-contiguous array in native byte order"):
+    for bad in (flat.reshape(2, 3), flat[::2], flat.astype(">u4" if np.little_endian else "<u4"),
+                flat.astype(np.float64), flat.astype("datetime64[D]")):
+        with pytest.raises(ValueError, match="one-dimensional C-contiguous array of integers in native byte order"):
             array_views(bad, np.array([0, 1], dtype=np.int64))
+
+
+def test_array_views_of_read_only_ids_are_read_only():
+    """Views of a buffer that may not be written (bytes, a read-only mapping) cannot write it."""
+    from fastbpe._core.encode import array_views
+
+    frozen = np.frombuffer(bytes(range(8)), dtype=np.uint16)
+    views = array_views(frozen, np.array([0, 1, 4], dtype=np.int64))
+    assert [v.tolist() for v in views] == [frozen[:1].tolist(), frozen[1:4].tolist()]
+    for view in views:
+        assert not view.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            view[0] = 7
+    assert all(v.flags.writeable for v in array_views(np.arange(4), np.array([0, 2, 4], dtype=np.int64)))
 
 
 def test_str_many_over_a_range_equals_the_slice(byte_level):
