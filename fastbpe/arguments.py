@@ -2,7 +2,7 @@
 each is refused with the same clear error wherever it is given."""
 import numpy as np
 
-__all__ = ["check_workers", "check_word_markers"]
+__all__ = ["check_byte_offsets", "check_workers", "check_word_markers"]
 
 
 def check_workers(workers) -> int:
@@ -23,3 +23,16 @@ def check_word_markers(word_start, word_end) -> None:
     for name, marker in (("word_start", word_start), ("word_end", word_end)):
         if marker is not None and not isinstance(marker, str):
             raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
+
+
+def check_byte_offsets(values, name: str) -> np.ndarray:
+    """Byte offsets a caller gives, as contiguous int64: integers only (a float offset would
+    be cut to an integer without a word).
+
+    >>> check_byte_offsets([0, 3], "starts").tolist()
+    [0, 3]
+    """
+    array = np.asarray(values)
+    if array.size and array.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integers (byte offsets), got {array.dtype}")
+    return np.ascontiguousarray(array, dtype=np.int64)

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
 from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
-from ..arguments import check_workers
+from ..arguments import check_byte_offsets, check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
@@ -558,15 +558,14 @@ class Tokenizer:
         already have chunk bounds as byte offsets (``starts``/``ends`` int64)."""
         if not self._reads_bytes:
             raise ValueError("encode_chunk_bounds needs a byte-level tokenizer without word markers")
-        starts = np.ascontiguousarray(starts, dtype=np.int64)
-        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        starts, ends = check_byte_offsets(starts, "starts"), check_byte_offsets(ends, "ends")
         return self._core().encode_chunks(data, starts, ends, self._state())
 
     def encode_utf8_chunks(self, data: bytes, offsets: np.ndarray) -> np.ndarray:
         """int32 ids of UTF-8 ``data`` already split into contiguous chunks at the int64 byte
         ``offsets`` (``len(chunks) + 1`` of them, from 0 to ``len(data)``): the BPE core alone,
         for a pre-tokenizer that hands over offsets."""
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        offsets = check_byte_offsets(offsets, "offsets")
         if len(offsets) and (offsets[0] != 0 or offsets[-1] != len(data)):
             raise ValueError("offsets must run from 0 to len(data)")
         return self.encode_chunk_bounds(data, offsets[:-1], offsets[1:])

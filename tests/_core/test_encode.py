@@ -482,6 +482,18 @@ def test_decode_strict_raises_on_invalid_utf8():
     assert tok.decode(ids) == "\ufffd"
 
 
+def test_chunk_bounds_must_be_integers():
+    tok = _round_trip_tok()
+    with pytest.raises(TypeError, match="starts must be integers"):
+        tok.encode_chunk_bounds(b"the cat", np.array([0.5]), np.array([5]))
+    with pytest.raises(TypeError, match="ends must be integers"):
+        tok.encode_chunk_bounds(b"the cat", [0], [5.7])
+    with pytest.raises(TypeError, match="offsets must be integers"):
+        tok.encode_utf8_chunks(b"the cat", np.array([0.0, 7.0]))
+    assert tok.encode_chunk_bounds(b"the cat", [], []).tolist() == []
+    assert tok.encode_chunk_bounds(b"the cat", np.array([0], np.uint8), [3]).tolist() == tok.encode("the")
+
+
 def test_huge_chunk_without_split_is_exact():
     """A 2 MB chunk through the heap encoder (the benchmark times 10 MB)."""
     tokens = BYTES + [b"ab", b"abab", b"ababab"]
