@@ -148,7 +148,12 @@ class SkipGram:
     def neighbours(self, ids, k: int = 5) -> Tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest rows (cosine, :func:`fastbpe.kernels.topk_cosine`) of each id in
         ``ids``, the id itself left out: ``(indices, scores)`` of shape ``(len(ids), k)``."""
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        ids = kernels._id_array(ids)
+        if ids.ndim != 1:
+            raise ValueError(f"ids must be one-dimensional, got shape {ids.shape}")
+        kernels._check_id_range(ids, len(self.input))
+        k = kernels._check_k(k, max(len(self.input) - 1, 0))  # (the id itself is no candidate)
+        ids = ids.astype(np.int64)
         idx, score = kernels.topk_cosine(self.input[ids], self.input, k=k + 1)
         keep = idx != ids[:, None]
         rows = [np.flatnonzero(keep[i])[:k] for i in range(len(ids))]  # self, when found, is dropped

@@ -270,6 +270,9 @@ def normalize_rows(a, out):
 
     The sum of squares is accumulated in float64 for every input dtype; the scaled row is stored
     in the input dtype. Non-finite entries give a non-finite norm and a NaN/0 row, as in NumPy.
+    A float64 row whose squares leave float64's range (entries past about 1e154, or all under
+    about 1e-154: the sum overflows to inf or underflows to 0) is divided by its largest
+    magnitude first (float32 rows never are: their squares fit).
     """
     d = a.shape[1]
     for i in prange(a.shape[0]):
@@ -279,13 +282,41 @@ def normalize_rows(a, out):
             x = np.float64(row[j])
             ss += x * x
         dst = out[i]
+        scale = 1.0
+        if ss == np.inf or ss < _SMALLEST_NORMAL:
+            scale = _largest_magnitude(row)
+            if scale == 0.0 or scale == np.inf:  # (a zero row; or an infinite entry: as NumPy)
+                scale = 1.0
+            else:
+                ss = 0.0
+                for j in range(d):
+                    x = np.float64(row[j]) / scale
+                    ss += x * x
         if ss == 0.0:
             for j in range(d):
                 dst[j] = 0
-        else:
+        elif scale == 1.0:
             inv = 1.0 / np.sqrt(ss)
             for j in range(d):
                 dst[j] = row[j] * inv
+        else:
+            inv = 1.0 / np.sqrt(ss)
+            for j in range(d):
+                dst[j] = (row[j] / scale) * inv
+
+
+_SMALLEST_NORMAL = np.finfo(np.float64).tiny  # (a sum of squares below it lost digits or is 0)
+
+
+@numba.njit(inline="always")
+def _largest_magnitude(row):
+    """``max(|row|)`` in float64 (NaN entries skipped)."""
+    m = 0.0
+    for j in range(row.shape[0]):
+        x = abs(np.float64(row[j]))
+        if x > m:
+            m = x
+    return m
 
 
 @numba.njit(inline="always")

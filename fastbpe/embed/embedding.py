@@ -64,6 +64,7 @@ class Embedding:
         self.lr = float(lr)
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = float(eps)
+        kernels._check_optimizer_settings(self.lr, *self.betas, self.eps)
         self.step_count = 0
         self._m = self._v = None
         if optimizer == "adam":
@@ -86,7 +87,7 @@ class Embedding:
     def forward(self, ids) -> np.ndarray:
         """``weight[ids]`` (shape ``ids.shape + (dim,)``); remembers ``ids`` for :meth:`backward`."""
         out = kernels.gather(self.weight, ids)
-        self._last_ids = np.array(ids, copy=True)
+        self._last_ids = kernels._id_array(ids).copy()  # (as gather took them: [] is int64)
         return out
 
     __call__ = forward
@@ -206,6 +207,8 @@ class Embedding:
         if touched.size and int(touched.max()) >= weight.shape[0]:
             raise ValueError(f"the pending gradient touches row {int(touched.max())}, weight has "
                              f"{weight.shape[0]} rows: was weight replaced after backward()?")
+        # (the settings are attributes: changed since __init__, they are checked again here)
+        kernels._check_optimizer_settings(self.lr, *self.betas, self.eps)
         if self.optimizer == "adam" and (self._m.shape != weight.shape or self._m.dtype != weight.dtype):
             raise ValueError(f"the Adam moments are {self._m.dtype} {self._m.shape}, weight is "
                              f"{weight.dtype} {weight.shape}: replace weight only by an array like it")

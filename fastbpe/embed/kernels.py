@@ -177,7 +177,9 @@ def gather(E, ids, out: Optional[np.ndarray] = None, *, parallel: Optional[bool]
         stream = False  # fresh pages: streaming stores are slower there (see gather_rows)
     else:
         _check_out(out, shape, E.dtype, (E,))
-        stream = out.nbytes >= _STREAM_MIN_BYTES
+        # (streaming stores need each row to start on a whole element: an `out` viewed from an
+        # odd byte of a buffer takes memcpy)
+        stream = out.nbytes >= _STREAM_MIN_BYTES and out.ctypes.data % out.itemsize == 0
     flat = _flat_int64(ids)
     if flat.size and d:
         _nb.gather_rows(E, flat, out.reshape(flat.size, d), stream,
@@ -345,9 +347,19 @@ def normalize_rows(A, *, parallel: Optional[bool] = None) -> np.ndarray:
 def normalize_rows_reference(A) -> np.ndarray:
     """NumPy oracle of :func:`normalize_rows`."""
     A = np.asarray(A)
-    norms = np.sqrt(np.einsum("ij,ij->i", A.astype(np.float64), A.astype(np.float64)))
+    wide = A.astype(np.float64)
+    squares = np.einsum("ij,ij->i", wide, wide)
+    # rows whose squares leave float64's range: divided by their largest magnitude first
+    scale = np.ones(len(A))
+    rescue = (squares == np.inf) | (squares < np.finfo(np.float64).tiny)
+    if rescue.any():
+        largest = np.abs(np.nan_to_num(wide[rescue], nan=0.0)).max(axis=1, initial=0.0)
+        scale[rescue] = np.where((largest == 0) | (largest == np.inf), 1.0, largest)
+        wide = wide / scale[:, None]
+        squares[rescue] = np.einsum("ij,ij->i", wide[rescue], wide[rescue])
+    norms = np.sqrt(squares)
     inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms != 0)
-    return (A * inv[:, None]).astype(A.dtype)
+    return ((A / scale[:, None]) * inv[:, None]).astype(A.dtype)
 
 
 def _pair(A, B):
@@ -605,6 +617,20 @@ def _checked_row_update(table, ids, rows, moments=()) -> Tuple[np.ndarray, np.nd
     return ids, rows
 
 
+def _check_optimizer_settings(lr, beta1=0.0, beta2=0.0, eps=1.0, step=1) -> None:
+    """Settings an update can run with: a finite learning rate; Adam's betas in [0, 1), eps
+    above 0 and a step from 1 (else its bias corrections or its denominator are 0, and a row
+    of zeros, a NaN table). Checked before anything is written."""
+    if not np.isfinite(lr):
+        raise ValueError(f"lr must be finite, got {lr}")
+    if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+        raise ValueError(f"Adam's betas must be in [0, 1), got ({beta1}, {beta2})")
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
+    if isinstance(step, (bool, np.bool_)) or operator.index(step) < 1:
+        raise ValueError(f"step must be an integer >= 1, got {step!r}")
+
+
 def sgd_rows(table: np.ndarray, ids, rows, lr: float, *,
              parallel: Optional[bool] = None) -> None:
     """In place: ``table[ids] -= lr * rows`` for distinct ids in ``[0, len(table))``.
@@ -613,6 +639,7 @@ def sgd_rows(table: np.ndarray, ids, rows, lr: float, *,
     :func:`_checked_row_update`).
     """
     ids, rows = _checked_row_update(table, ids, rows)
+    _check_optimizer_settings(lr)
     if ids.size and table.shape[1]:
         _nb.sgd_rows(table, ids, rows, table.dtype.type(lr),
                      parallel=_use_parallel(parallel, rows.size))
@@ -632,6 +659,7 @@ def adam_rows(table, m, v, ids, rows, lr, beta1, beta2, eps, step, *,
     against the arrays written before anything is written.
     """
     ids, rows = _checked_row_update(table, ids, rows, (("m", m), ("v", v)))
+    _check_optimizer_settings(lr, beta1, beta2, eps, step)
     t = table.dtype.type
     bias1 = t(1.0 - beta1 ** step)
     bias2 = t(1.0 - beta2 ** step)

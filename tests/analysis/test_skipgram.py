@@ -79,6 +79,20 @@ def test_loss_falls_and_absent_rows_stay_exactly(optimizer):
     assert ((idx[:, 0] < 5) == (np.arange(10) < 5)).all()
 
 
+def test_neighbours_check_ids_and_k():
+    emb = skipgram_ids(structured_corpus(), 12, dim=8, epochs=1, seed=1)
+    for ids, error in (([-1], IndexError), ([12], IndexError), ([3.9], TypeError), ([True], TypeError),
+                       (np.array([2**64 - 1], np.uint64), IndexError), ([[1, 2], [3, 4]], ValueError)):
+        with pytest.raises(error):
+            emb.neighbours(ids, k=2)
+    for k in (-1, 12, 2.0):
+        with pytest.raises((ValueError, TypeError), match="k must"):
+            emb.neighbours([3], k=k)
+    idx, scores = emb.neighbours([3, 4], k=11)
+    assert idx.shape == scores.shape == (2, 11) and 3 not in idx[0] and 4 not in idx[1]
+    assert emb.neighbours([], k=2)[0].shape == (0, 2)
+
+
 def test_deterministic():
     a = skipgram_ids(structured_corpus(), 12, dim=8, epochs=1, seed=7)
     b = skipgram_ids(structured_corpus(), 12, dim=8, epochs=1, seed=7, threads=1)

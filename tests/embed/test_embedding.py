@@ -222,3 +222,40 @@ def test_adam_step_refuses_a_weight_of_another_shape_than_its_moments():
     emb.weight = np.zeros((20, 4), dtype=np.float32)  # larger: ids fit, the moments do not
     with pytest.raises(ValueError, match="moments"):
         emb.step()
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(optimizer="adam", eps=0.0), "eps"),
+    (dict(optimizer="adam", betas=(1.0, 0.999)), "betas"),
+    (dict(optimizer="adam", betas=(0.9, -1.0)), "betas"),
+    (dict(optimizer="sgd", lr=float("nan")), "lr"),
+])
+def test_settings_that_make_nan_weights_are_refused(settings, message):
+    with pytest.raises(ValueError, match=message):
+        Embedding(20000, 4, **settings)
+
+
+def test_settings_changed_after_init_are_checked_before_a_step():
+    """An update with settings that make NaN weights (Adam's eps 0 and a zero gradient row,
+    bias corrections of 0) is refused, nothing written, the gradient still pending."""
+    emb = Embedding(20000, 4, optimizer="adam")
+    before = emb.weight.copy()
+    emb.backward(np.zeros((3, 4), dtype=np.float32), [0, 1, 2])
+    emb.eps = 0.0
+    with pytest.raises(ValueError, match="eps"):
+        emb.step()
+    assert np.array_equal(emb.weight, before) and emb.pending_gradient()[0].tolist() == [0, 1, 2]
+    emb.eps = 1e-8
+    assert emb.step().tolist() == [0, 1, 2] and np.isfinite(emb.weight).all()
+    T, m, v = (np.zeros((2, 2)) for _ in range(3))
+    for step in (0, -1, True):
+        with pytest.raises(ValueError, match="step"):
+            K.adam_rows(T, m, v, [0, 1], np.ones((2, 2)), 0.1, 0.9, 0.999, 1e-8, step, parallel=True)
+    assert not (T.any() or m.any() or v.any())
+
+
+def test_backward_of_an_empty_forward():
+    empty = Embedding(0, 3)
+    empty.forward([])
+    unique, rows = empty.backward(np.ones((0, 3), dtype=np.float32))
+    assert unique.size == 0 and rows.shape == (0, 3)

@@ -654,3 +654,31 @@ def test_a_bool_is_not_a_count(flag):
         K.analogy(A, 0, 1, 2, k=flag)
     with pytest.raises(TypeError, match="num_rows must be an integer"):
         K.scatter_add(np.ones((1, 3)), [0], num_rows=flag)
+
+
+def test_gather_into_an_out_that_starts_inside_an_element():
+    """An ``out`` viewed from an odd byte of a buffer, past the size where gather streams its
+    stores: copied without streaming (the aligned stores need whole elements), same rows."""
+    E = np.arange(128, dtype=np.float32).reshape(2, 64)
+    n = 33000  # (8.4 MB of rows)
+    ids = np.arange(n) % 2
+    buf = np.zeros(n * 64 * 4 + 1, np.uint8)
+    out = buf[1:].view(np.float32).reshape(n, 64)
+    assert not out.flags.aligned
+    for parallel in (False, True):
+        out[:] = 0
+        K.gather(E, ids, out=out, parallel=parallel)
+        assert np.array_equal(out, E[ids])
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_rows_whose_squares_leave_float64s_range(parallel):
+    """Entries past 1e154 (the sum of squares overflows) or all under 1e-154 (it underflows to
+    0): divided by the row's largest magnitude first, unit rows as for any other row."""
+    A = np.array([[1e200, 0.0], [1e-200, 0.0], [3e200, 4e200], [3e-170, 4e-170], [-1e300, 1e300],
+                  [0.0, 0.0], [3.0, 4.0]])
+    expected = [[1, 0], [1, 0], [0.6, 0.8], [0.6, 0.8], [-2 ** -0.5, 2 ** -0.5], [0, 0], [0.6, 0.8]]
+    got = K.normalize_rows(A, parallel=parallel)
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(K.normalize_rows_reference(A), expected, rtol=1e-15, atol=0)
+    assert K.cosine_similarity(A[:1], parallel=parallel).tolist() == [[1.0]]
