@@ -464,6 +464,13 @@ class BpeEncoder {
                      std::vector<uint64_t>& vals) const {
         // a batch of tokens at a time: hashes of every t[0:k] and t[k:n] (k = 1..n-1) of the
         // batch, their slots prefetched, then probed in order
+        // Only splits whose two sides have lengths some token has can be two tokens: hashing
+        // every split of an n-byte token costs n^2 (a 10 MB line in a rank file took minutes).
+        size_t longest = 0;
+        for (const std::string& t : tokens) longest = std::max(longest, t.size());
+        std::vector<uint8_t> is_length(longest + 1, 0);
+        for (const std::string& t : tokens) is_length[t.size()] = 1;
+        auto splits = [&](size_t k, size_t n) { return is_length[k] && is_length[n - k]; };
         const size_t BATCH = 16;
         std::vector<uint64_t> head, tail;
         for (size_t begin = 0; begin < tokens.size(); begin += BATCH) {
@@ -474,6 +481,7 @@ class BpeEncoder {
                 const uint8_t* t = (const uint8_t*)tokens[i].data();
                 size_t n = tokens[i].size();
                 for (size_t k = 1; k < n; ++k) {
+                    if (!splits(k, n)) continue;
                     head.push_back(bytes_map_hash(t, k));
                     tail.push_back(bytes_map_hash(t + k, n - k));
                     ids_.prefetch_slot(head.back());
@@ -484,11 +492,13 @@ class BpeEncoder {
             for (size_t i = begin; i < end; ++i) {
                 const uint8_t* t = (const uint8_t*)tokens[i].data();
                 size_t n = tokens[i].size();
-                for (size_t k = 1; k < n; ++k, ++h) {
+                for (size_t k = 1; k < n; ++k) {
+                    if (!splits(k, n)) continue;
+                    const size_t at = h++;
                     int64_t count = 0;
-                    const int32_t* l = ids_.find(t, k, head[h], &count);
+                    const int32_t* l = ids_.find(t, k, head[at], &count);
                     if (l == nullptr) continue;
-                    const int32_t* r = ids_.find(t + k, n - k, tail[h], &count);
+                    const int32_t* r = ids_.find(t + k, n - k, tail[at], &count);
                     if (r == nullptr) continue;
                     keys.push_back(pair_key(*l, *r));
                     vals.push_back(((uint64_t)i << 32) | (uint32_t)i);

@@ -104,6 +104,12 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
             if a not in tokens_by_text or b not in tokens_by_text or a + b not in tokens_by_text:
                 raise ValueError(f"{os.fspath(vocab_bpe)}: merge {number} ({a!r} {b!r}) uses a token "
                                  f"missing from {os.fspath(encoder_json)}")
+    # An entry no merge makes is a special token (GPT-2 has one, <|endoftext|>); many of them
+    # mean a vocab.bpe cut short or from another vocabulary, whose ids would be wrong
+    if len(specials) > max(64, len(tokens_by_text) // 100):
+        example = next(iter(specials))
+        raise ValueError(f"{os.fspath(vocab_bpe)}: {len(specials)} entries of {os.fspath(encoder_json)} (such as "
+                         f"{example!r}) are made by no merge: is vocab.bpe cut short, or from another encoder.json?")
     merge_ids = np.array([left_ids, right_ids], dtype=np.int64).T.reshape(-1, 2)
     return dict(tokens=tokens, merges=merge_ids, pattern=pattern, special_tokens=specials,
                 merge_rule="token", whole_token_lookup=True)

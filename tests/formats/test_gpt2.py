@@ -60,6 +60,11 @@ def test_malformed_gpt2_files(tmp_path, shared_data):
     bad_json.write_text("[1, 2]")
     with pytest.raises(ValueError, match="object"):
         from_gpt2(bad_json, vocab)
+    # vocab.bpe cut short: the tokens of the lost merges would become special tokens
+    lines = vocab.read_text(encoding="utf-8").splitlines(keepends=True)
+    bad_vocab.write_text("".join(lines[:20_000]), encoding="utf-8")
+    with pytest.raises(ValueError, match="30002 entries .* made by no merge: is vocab.bpe cut short"):
+        from_gpt2(encoder, bad_vocab)
 
 
 def test_malformed_gpt2_files_name_the_first_bad_entry(tmp_path):
