@@ -462,8 +462,6 @@ class BpeEncoder {
     // all prefetched first, then probed, so the misses overlap.
     void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
                      std::vector<uint64_t>& vals) const {
-        // a batch of tokens at a time: hashes of every t[0:k] and t[k:n] (k = 1..n-1) of the
-        // batch, their slots prefetched, then probed in order
         // Only splits whose two sides have lengths some token has can be two tokens: hashing
         // every split of an n-byte token costs n^2 (a 10 MB line in a rank file took minutes).
         size_t longest = 0;
@@ -471,6 +469,8 @@ class BpeEncoder {
         std::vector<uint8_t> is_length(longest + 1, 0);
         for (const std::string& t : tokens) is_length[t.size()] = 1;
         auto splits = [&](size_t k, size_t n) { return is_length[k] && is_length[n - k]; };
+        // a batch of tokens at a time: hashes of those t[0:k] and t[k:n] of the batch, their
+        // slots prefetched, then probed in order
         const size_t BATCH = 16;
         std::vector<uint64_t> head, tail;
         for (size_t begin = 0; begin < tokens.size(); begin += BATCH) {

@@ -295,7 +295,7 @@ def normalize_rows(a, out):
         if ss == 0.0:
             for j in range(d):
                 dst[j] = 0
-        elif scale == 1.0:
+        elif scale == 1.0:  # (every row but the rescued ones: no division per entry)
             inv = 1.0 / np.sqrt(ss)
             for j in range(d):
                 dst[j] = row[j] * inv

@@ -64,7 +64,7 @@ class Embedding:
         self.lr = float(lr)
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = float(eps)
-        kernels._check_optimizer_settings(self.lr, *self.betas, self.eps)
+        self._check_settings()
         self.step_count = 0
         self._m = self._v = None
         if optimizer == "adam":
@@ -191,6 +191,13 @@ class Embedding:
                               self.betas[0], self.betas[1], self.eps, self.step_count)
         return touched
 
+    def _check_settings(self) -> None:
+        """The optimiser's settings (Adam's betas and eps only for Adam, which reads them)."""
+        if self.optimizer == "adam":
+            kernels._check_optimizer_settings(self.lr, *self.betas, self.eps)
+        else:
+            kernels._check_optimizer_settings(self.lr)
+
     def _check_step(self, touched: np.ndarray, rows: np.ndarray) -> None:
         """Refuse a step whose gradient was computed for another table than ``weight``."""
         weight = self.weight
@@ -207,8 +214,7 @@ class Embedding:
         if touched.size and int(touched.max()) >= weight.shape[0]:
             raise ValueError(f"the pending gradient touches row {int(touched.max())}, weight has "
                              f"{weight.shape[0]} rows: was weight replaced after backward()?")
-        # (the settings are attributes: changed since __init__, they are checked again here)
-        kernels._check_optimizer_settings(self.lr, *self.betas, self.eps)
+        self._check_settings()  # (they are attributes: changed since __init__, checked again)
         if self.optimizer == "adam" and (self._m.shape != weight.shape or self._m.dtype != weight.dtype):
             raise ValueError(f"the Adam moments are {self._m.dtype} {self._m.shape}, weight is "
                              f"{weight.dtype} {weight.shape}: replace weight only by an array like it")
