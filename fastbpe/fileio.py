@@ -1,6 +1,7 @@
 """File helpers shared by every reader and writer: JSON files read with one error style, and
 writes that no reader ever sees half done."""
 import contextlib
+import errno
 import gc
 import json
 import os
@@ -159,8 +160,14 @@ class AtomicWriter:
         self.temporary = os.path.join(self._directory, f".tmp-{os.getpid()}-{os.urandom(8).hex()}-{tag}")
         self._file = None
         try:
+            if os.path.isdir(self.path):  # found now, not by the rename once everything is written
+                raise IsADirectoryError(errno.EISDIR, "is a folder, not a file to write", self.path)
             fd = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
             self._file = os.fdopen(fd, "wb")
+        except OSError as exc:
+            self.abort()
+            # the error names the file asked for, not the temporary one beside it
+            raise type(exc)(exc.errno, exc.strerror, self.path) from None
         except BaseException:
             self.abort()
             raise
@@ -189,7 +196,10 @@ class AtomicWriter:
         os.fchmod(f.fileno(), _mode_for(self.path))
         os.fsync(f.fileno())
         f.close()
-        os.replace(self.temporary, self.path)
+        try:
+            os.replace(self.temporary, self.path)
+        except OSError as exc:  # the output became a folder meanwhile, or a read-only place
+            raise type(exc)(exc.errno, exc.strerror, self.path) from None
         self._file = None
         _note_own_change(self._directory)
 
@@ -227,7 +237,7 @@ def read_json(path: PathLike, what: str) -> Any:
     try:
         with open(path, "rb") as f, _cyclic_gc_paused():
             return json.loads(f.read().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # bad UTF-8, bad JSON, an integer of more digits than Python reads
         raise ValueError(f"{os.fspath(path)}: not a valid {what} (bad JSON: {exc})") from None
     except RecursionError:
         raise ValueError(f"{os.fspath(path)}: not a valid {what} (JSON nested too deeply)") from None

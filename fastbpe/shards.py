@@ -38,6 +38,7 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 import numpy as np
 
 from ._core.split import document_spans, find_cut, find_newlines
+from .arguments import check_workers
 from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
@@ -956,7 +957,7 @@ def encode_files(
     sep_id = None
     if separator is not None:
         sep_id = separator_id(tokenizer, separator, "the tokenizer", "separator=None (nothing between documents) or")
-    workers = max(1, int(workers or os.cpu_count() or 1))
+    workers = check_workers(workers) if workers is not None else os.cpu_count() or 1
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     dtype = tokenizer.id_dtype

@@ -129,3 +129,13 @@ def test_a_payload_in_pieces_is_written_in_order(tmp_path):
     write_atomic(tmp_path / "ids.bin", [b"head", memoryview(ids).cast("B"), bytearray(b"tail")])
     assert (tmp_path / "ids.bin").read_bytes() == b"head" + ids.tobytes() + b"tail"
     assert os.listdir(tmp_path) == ["ids.bin"]
+
+
+def test_a_folder_or_a_missing_folder_is_named_in_the_error_and_nothing_is_left(tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"is a folder.*'.*out'$"):
+        write_atomic(tmp_path / "out", b"{}")
+    with pytest.raises(FileNotFoundError) as raised:
+        write_atomic(tmp_path / "missing" / "t.json", b"{}")
+    assert raised.value.filename == str(tmp_path / "missing" / "t.json") and ".tmp-" not in str(raised.value)
+    assert os.listdir(tmp_path) == ["out"] and os.listdir(tmp_path / "out") == []

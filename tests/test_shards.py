@@ -660,6 +660,10 @@ def test_bad_arguments(tok, tmp_path):
         encode_files(tok, [path], tmp_path / "o", block_size=0)
     with pytest.raises(ValueError, match="documents"):
         encode_files(tok, [path], tmp_path / "o", documents="page")
+    for workers, error in ((0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="workers"):
+            encode_files(tok, [path], tmp_path / "o", workers=workers)
+    assert not (tmp_path / "o").exists()
     with pytest.raises(ValueError, match=r"no special token '<\|nope\|>' .* separator=None .* one of its 1 special "
                                          r"tokens: '<\|endoftext\|>'$"):
         encode_files(tok, [path], tmp_path / "o", separator="<|nope|>")

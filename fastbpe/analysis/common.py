@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..corpus.files import expand_paths, open_bytes, read_pieces
+from ..corpus.files import decode_error, expand_paths, open_bytes, read_pieces
 from ..encode.loading import load
 from ..encode.registry import get_encoding
 from ..encode.tokenizer import Tokenizer
@@ -71,19 +71,31 @@ def text_lines(path: PathLike) -> Iterator[str]:
     first bytes), each with its ``\\n``; read a megabyte at a time."""
     reader, raw = open_bytes(os.fspath(path))
     decoder = codecs.getincrementaldecoder("utf-8")()
+    read = 0  # bytes handed to the decoder so far, for the offset of invalid UTF-8
     try:
         rest = ""
         for piece in read_pieces(reader, 1 << 20):
-            lines = (rest + decoder.decode(piece)).split("\n")
+            lines = (rest + _decode(decoder, piece, path, read)).split("\n")
+            read += len(piece)
             rest = lines.pop()
             for line in lines:
                 yield line + "\n"
-        rest += decoder.decode(b"", final=True)
+        rest += _decode(decoder, b"", path, read, final=True)
         if rest:
             yield rest
     finally:
         reader.close()
         raw.close()
+
+
+def _decode(decoder, piece: bytes, path: PathLike, read: int, final: bool = False) -> str:
+    """``decoder.decode(piece)``; invalid UTF-8 is a CorpusDecodeError naming the file and the
+    byte offset, like every corpus reader's."""
+    held = len(decoder.getstate()[0])  # the start of a character cut by the previous piece
+    try:
+        return decoder.decode(piece, final)
+    except UnicodeDecodeError as exc:
+        raise decode_error(os.fspath(path), read - held + exc.start, exc.object[exc.start:exc.start + 1]) from None
 
 
 def read_texts(paths: Union[PathLike, Sequence[PathLike]], limit: Optional[int] = None) -> List[str]:

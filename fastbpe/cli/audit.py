@@ -4,7 +4,7 @@ import argparse
 
 from ..analysis.audit import audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
-from .options import add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
+from .options import add_report_options, add_tokenizer_option, int_at_least, size_arg, tokenizer_specs
 
 __all__ = ["add_audit_subcommand"]
 
@@ -68,8 +68,8 @@ def add_audit_subcommand(subparsers) -> argparse.ArgumentParser:
                    help="read at most this much of --corpus (default: all of it)")
     a.add_argument("--digits-up-to", type=size_arg, default=10**7, help="encode the numbers 1 .. this")
     a.add_argument("--no-digits", action="store_true", help="skip the digit splits")
-    a.add_argument("--examples", type=int, default=10, help="token texts shown per list")
-    a.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
+    a.add_argument("--examples", type=int_at_least(0), default=10, help="token texts shown per list")
+    a.add_argument("--workers", type=int_at_least(1), default=None, help="encoding threads (default: all cores)")
     add_report_options(a, plot="the mean tokens of a number against its digits, one line per tokenizer")
     a.set_defaults(run=_cmd_audit)
     return a

@@ -9,7 +9,7 @@ import sys
 
 from ..encode.loading import load
 from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, separator_id
-from .options import add_scheduler_option, size_arg
+from .options import add_scheduler_option, int_at_least, size_arg
 
 __all__ = ["add_encode_subcommand"]
 
@@ -85,7 +85,7 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE,
                    help="bytes of text per block, the unit of resuming (4MiB, 1e6, ...); the workers take tasks of "
                         "about 1 MiB: pieces of a block, or many short documents")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="encoding threads on this machine (default: all cores; not used with --scheduler)")
     add_scheduler_option(p, "partitions of the input are encoded and written")
     p.add_argument("--partition-size", type=size_arg, default=None,

@@ -10,15 +10,16 @@ import time
 
 from ..corpus.files import expand_paths
 from ..learn.extend import extend
-from .options import add_tokenizer_option, size_arg, tokenizer_specs
+from .options import add_tokenizer_option, int_at_least, size_arg, tokenizer_specs
 from ..analysis.common import resolve_tokenizer
-from .train import OUT_FORMATS, _printable, _write, out_format
+from .train import OUT_FORMATS, _printable, _write, check_out_file, out_format
 
 __all__ = ["add_extend_subcommand"]
 
 
 def _cmd_extend(args: argparse.Namespace) -> int:
     fmt = out_format(args.out, args.format)
+    check_out_file(args.out)
     files = expand_paths(args.files)
     if not files:
         raise ValueError("the inputs name no files (empty folders?)")
@@ -92,9 +93,9 @@ def add_extend_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=OUT_FORMATS, default="auto",
                    help="the file format; auto: .tiktoken -> tiktoken, .fastbpe.json -> fastbpe, "
                         "anything else -> huggingface")
-    p.add_argument("--min-frequency", type=int, default=2,
+    p.add_argument("--min-frequency", type=int_at_least(1), default=2,
                    help="stop when the most frequent pair occurs fewer times than this")
-    p.add_argument("--workers", type=int, default=None, help="counting workers (default: all cores)")
+    p.add_argument("--workers", type=int_at_least(1), default=None, help="counting workers (default: all cores)")
     p.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the input: fail, replace it with U+FFFD, or count the raw bytes")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")

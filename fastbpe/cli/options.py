@@ -1,11 +1,13 @@
 """What every ``fastbpe`` subcommand shares: the parser class (one error format, exit code 2),
-the help formatter (every default shown), and the parsers of sizes and special-token lists."""
+the help formatter (every default shown), and the parsers of sizes, counts, rates and special-token
+lists."""
 import argparse
 import re
 import sys
 from typing import List, NoReturn, Optional, Sequence
 
-__all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "special_token_list", "split_token_list",
+__all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
+           "special_token_list", "split_token_list",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
            "add_scheduler_option"]
 
@@ -49,6 +51,40 @@ def size_arg(text: str) -> int:
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def int_at_least(minimum: int):
+    """An argparse type: a whole number >= ``minimum``, refused while the command line is read
+    (before any file is opened), so ``--workers 0`` never starts a run that fails later.
+
+    >>> int_at_least(1)("3")
+    3
+    """
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be at least {minimum}")
+        return value
+    parse.__name__ = f"int >= {minimum}"
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (``nan``, ``inf`` and ``0`` are refused).
+
+    >>> positive_float("0.01")
+    0.01
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number above 0")
+    return value
 
 
 def split_token_list(text: str) -> List[str]:
@@ -112,7 +148,7 @@ def add_learning_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pattern", "--pretokenizer", dest="pattern", default="gpt2",
                         help="the split pattern: a name (gpt2, cl100k, o200k, llama3, whitespace) or a regex "
                              "(--pretokenizer is its former name)")
-    parser.add_argument("--min-frequency", type=int, default=2,
+    parser.add_argument("--min-frequency", type=int_at_least(1), default=2,
                         help="stop when the most frequent pair occurs fewer times than this")
     parser.add_argument("--word-start", default=None, metavar="MARK",
                         help="a symbol put before every chunk (Sennrich et al. 2016 mark word ends with one; "

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..corpus.files import expand_paths, open_bytes
 from ..fileio import write_atomic
-from .options import add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
+from .options import add_report_options, add_tokenizer_option, int_at_least, positive_float, size_arg, tokenizer_specs
 from ..analysis.common import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
@@ -214,22 +214,23 @@ def add_skipgram_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-bytes", type=size_arg, default=2_000_000, help="read at most this much text")
     p.add_argument("--documents", choices=("block", "line", "file"), default="block",
                    help="what one document is (windows never cross documents)")
-    p.add_argument("--dim", type=int, default=64, help="embedding width")
-    p.add_argument("--window", type=int, default=5, help="largest distance of a context token")
-    p.add_argument("--negatives", type=int, default=5, help="negative samples per pair")
-    p.add_argument("--epochs", type=int, default=1, help="passes over the corpus")
-    p.add_argument("--batch-size", type=int, default=1024, help="center tokens per step")
+    p.add_argument("--dim", type=int_at_least(1), default=64, help="embedding width")
+    p.add_argument("--window", type=int_at_least(1), default=5, help="largest distance of a context token")
+    p.add_argument("--negatives", type=int_at_least(1), default=5, help="negative samples per pair")
+    p.add_argument("--epochs", type=int_at_least(1), default=1, help="passes over the corpus")
+    p.add_argument("--batch-size", type=int_at_least(1), default=1024, help="center tokens per step")
     p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam", help="update rule for the touched rows")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default: 0.01 adam, 0.025 sgd)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation and of every sample")
-    p.add_argument("--threads", type=int, default=None, help="Numba threads (default: Numba's setting)")
-    p.add_argument("--rare", type=int, default=0, help="glitch candidates: tokens seen at most this many times")
-    p.add_argument("--candidates", type=int, default=20, help="how many glitch candidates to list")
+    p.add_argument("--lr", type=positive_float, default=None, help="learning rate (default: 0.01 adam, 0.025 sgd)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the initialisation and of every sample")
+    p.add_argument("--threads", type=int_at_least(1), default=None, help="Numba threads (default: Numba's setting)")
+    p.add_argument("--rare", type=int_at_least(0), default=0,
+                   help="glitch candidates: tokens seen at most this many times")
+    p.add_argument("--candidates", type=int_at_least(0), default=20, help="how many glitch candidates to list")
     p.add_argument("--neighbours", default=None,
                    help="comma-separated tokens (each one token of the tokenizer) to list nearest neighbours of")
     p.add_argument("--analogy", action="append", default=[], metavar="A,B,C",
                    help="a is to b as c is to ? (repeatable)")
-    p.add_argument("-k", type=int, default=5, help="neighbours and analogy answers to list")
+    p.add_argument("-k", type=int_at_least(1), default=5, help="neighbours and analogy answers to list")
     add_report_options(p, plot="a scatter of drift and norm against frequency, and the loss curve")
     p.set_defaults(run=_cmd_skipgram)
     return p

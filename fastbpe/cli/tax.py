@@ -3,7 +3,7 @@ import argparse
 
 from ..analysis.common import format_table, json_text
 from ..analysis.tax import DEFAULT_SHARES, plot_premiums, plot_sweep, premium_table, tax, tax_sweep
-from .options import add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
+from .options import add_report_options, add_tokenizer_option, int_at_least, size_arg, tokenizer_specs
 
 __all__ = ["add_tax_subcommand"]
 
@@ -87,7 +87,7 @@ def add_tax_subcommand(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--complete-rows", action="store_true",
                    help="only the rows where every measured language has text (every premium on the same content)")
     t.add_argument("--rows", type=size_arg, default=None, help="read only the first ROWS rows (default: all)")
-    t.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
+    t.add_argument("--workers", type=int_at_least(1), default=None, help="encoding threads (default: all cores)")
     sweep = t.add_argument_group("--sweep: the premium against the training mix")
     sweep.add_argument("--sweep", action="store_true",
                        help="train one tokenizer per share of --other in the training text and measure it")

@@ -4,7 +4,8 @@ import argparse
 from ..analysis.common import format_table, json_text
 from ..analysis.trace import plot_curve, segmentation_text, trace, trace_word
 from ..corpus.files import expand_paths
-from .options import add_learning_options, add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
+from .options import (add_learning_options, add_report_options, add_tokenizer_option, int_at_least, size_arg,
+                      tokenizer_specs)
 
 __all__ = ["add_trace_subcommand"]
 
@@ -81,11 +82,12 @@ def add_trace_subcommand(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--num-merges", type=size_arg, default=None, help="how many merges to learn (default: none; "
                                                                       "required with a corpus)")
     add_learning_options(t)
-    t.add_argument("--words", type=int, default=5, help="how many of the most frequent chunks to show segmented")
+    t.add_argument("--words", type=int_at_least(0), default=5,
+                   help="how many of the most frequent chunks to show segmented")
     t.add_argument("--word", action="append", default=None, metavar="WORD",
                    help="trace the merges that fire while WORD is encoded (repeatable) (default: none)")
     add_tokenizer_option(t, repeatable=False, required=False)
-    t.add_argument("--workers", type=int, default=None, help="counting workers (default: all cores)")
+    t.add_argument("--workers", type=int_at_least(1), default=None, help="counting workers (default: all cores)")
     t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the corpus: fail, replace it with U+FFFD, or count the raw bytes")
     add_report_options(t, plot="the compression curve (symbols against merges)")

@@ -21,7 +21,7 @@ from typing import List
 
 from ..corpus.files import CorpusDecodeError, expand_paths
 from ..learn.train import train
-from .options import add_learning_options, add_scheduler_option, flatten, size_arg, special_token_list
+from .options import add_learning_options, add_scheduler_option, flatten, int_at_least, size_arg, special_token_list
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
 
@@ -84,12 +84,21 @@ def _write(tokenizer, path: str, fmt: str) -> List[str]:
     return [path]
 
 
+def check_out_file(out: str) -> None:
+    """Refuse an ``--out`` that could only fail once the work is done: empty, a folder, or in a
+    folder that does not exist."""
+    if not out:
+        raise ValueError("--out is empty; give the tokenizer file to write")
+    if os.path.isdir(out):
+        raise ValueError(f"--out {out!r} is a folder; give the tokenizer file to write in it")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise ValueError(f"the folder of --out {out!r} does not exist")
+
+
 def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
-    """Refuse what would only fail after the training: an output folder that does not exist, a
+    """Refuse what would only fail after the training: an output file that cannot be written, a
     format that cannot hold the tokenizer."""
-    folder = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(folder):
-        raise ValueError(f"the folder of --out {args.out!r} does not exist")
+    check_out_file(args.out)
     if fmt != "fastbpe" and args.unit != "bytes":
         raise ValueError(f"--unit {args.unit} tokenizers cannot be written as {fmt} files (byte-level only); "
                          "use --format fastbpe or an --out name ending in .fastbpe.json")
@@ -226,7 +235,7 @@ def add_train_subcommand(subparsers) -> argparse.ArgumentParser:
                    help="hf: learn exactly the merges of Hugging Face's BpeTrainer trained on these files "
                         "(byte-level, gpt2 split; each line with its line ending a text of its own, as "
                         "Tokenizer.train(files) reads them) (default: fastbpe's own tie rule)")
-    t.add_argument("--workers", type=int, default=None, help="counting workers (default: all cores)")
+    t.add_argument("--workers", type=int_at_least(1), default=None, help="counting workers (default: all cores)")
     add_scheduler_option(t, "the corpus is counted (the tables combined there too)")
     t.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
                    help="invalid UTF-8 in the input: fail naming the file and offset, replace it with "

@@ -1,4 +1,5 @@
 """Which reader fits a tokenizer file, decided from its name and content."""
+import errno
 import os
 from pathlib import Path
 from typing import Mapping, Union
@@ -33,6 +34,8 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
     and ``special_tokens``), or an OpenAI ``{name}.tiktoken`` file (its name picks the
     published pattern and special tokens)."""
     path = Path(path)
+    if not path.exists():  # said first, before what its name says should sit beside it
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(path))
     if path.is_dir():
         if not (path / "tokenizer.json").exists() and all((path / name).exists() for name in GPT2_FILES):
             return _gpt2_pair(path)

@@ -214,7 +214,9 @@ def _split_stage(step: Mapping, source_name: str) -> Stage:
     if not isinstance(pattern, Mapping) or not ("Regex" in pattern or "String" in pattern) \
             or not isinstance(pattern.get("Regex", pattern.get("String")), str):
         raise ValueError(f"{source_name}: pre_tokenizer Split pattern must be {{'Regex': str}} or {{'String': str}}")
-    behavior, invert = step.get("behavior"), bool(step.get("invert", False))
+    behavior, invert = step.get("behavior"), step.get("invert", False)
+    if not isinstance(invert, bool):  # "false" would be true to bool()
+        raise ValueError(f"{source_name}: pre_tokenizer Split invert must be true or false, got {invert!r:.20}")
     if (behavior, invert) == ("Isolated", False):
         keep_gaps = True
     elif (behavior, invert) == ("Removed", True):

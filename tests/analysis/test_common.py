@@ -48,3 +48,21 @@ def test_read_texts_stops_at_whole_lines(tmp_path):
     (tmp_path / "a.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
     assert read_texts(tmp_path / "a.txt", limit=5) == ["one\ntwo\n"]
     assert "".join(read_texts(tmp_path)) == "one\ntwo\nthree\n"
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("data", [
+    b"ab\xffc\n",
+    b"a" * ((1 << 20) - 1) + "é".encode() + b"xy\xffz",  # a character cut between two reads, then a bad byte
+    b"a" * (1 << 20) + b"\n\xc3",  # a character cut short by the end of the file
+])
+def test_invalid_utf8_names_the_file_and_the_byte_offset(tmp_path, data, compress):
+    import gzip
+
+    from fastbpe.corpus.files import CorpusDecodeError
+
+    path = tmp_path / ("t.txt.gz" if compress else "t.txt")
+    path.write_bytes(gzip.compress(data) if compress else data)
+    offset = next(i for i in range(len(data)) if data[i] in (0xff, 0xc3) and not data[i:].startswith("é".encode()))
+    with pytest.raises(CorpusDecodeError, match=rf"t\.txt(\.gz)?: invalid UTF-8 at byte offset {offset}\b"):
+        read_texts(path)

@@ -226,6 +226,14 @@ def test_every_option_has_help_and_shows_its_default(command):
             assert "default" in action.help or action.required, f"{action.option_strings[0]}: what if omitted?"
 
 
+def test_every_number_option_is_bounded_when_the_command_line_is_read():
+    """A count, a size or a rate out of range is refused before any file is opened, never by a
+    run that fails (or does something odd) later: no option takes a bare int or float."""
+    for command, sub in _subparsers().items():
+        for action in sub._actions:
+            assert action.type not in (int, float), f"{command} {action.option_strings[0]} takes any {action.type}"
+
+
 def test_defaults_are_the_api_defaults():
     train_api = inspect.signature(fastbpe.train).parameters
     train_cli = _subparsers()["train"]
@@ -289,8 +297,18 @@ def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
     (["train", "--vocab", "300"], "unrecognized arguments: --vocab"),  # no guessing from abbreviations
     (["train", "--unit", "chars", "--out", "t.json"], "--format fastbpe"),
     (["train", "--out", "no/such/folder/t.json"], "does not exist"),
+    (["train", "--out", "."], "is a folder"),
+    (["train", "--out", ""], "--out is empty"),
+    (["extend", "x.txt", "-t", "t.json", "--num-merges", "2", "--out", "."], "is a folder"),
     (["train", "--pattern", "gpt5"], "gpt5"),
     (["encode", "x.txt"], "required"),
+    (["encode", "x.txt", "-t", "t.json", "-o", "out", "--workers", "0"], "--workers: '0': must be at least 1"),
+    (["train", "--workers", "-1"], "must be at least 1"),
+    (["train", "--min-frequency", "0"], "must be at least 1"),
+    (["audit", "-t", "t.json", "--examples", "-3"], "must be at least 0"),
+    (["skipgram", "x.txt", "-t", "t.json", "--lr", "nan"], "finite number above 0"),
+    (["skipgram", "x.txt", "-t", "t.json", "-k", "-2"], "must be at least 1"),
+    (["trace", "--words", "two"], "is not a whole number"),
     (["frobnicate"], "invalid choice"),
     ([], "required"),
 ])

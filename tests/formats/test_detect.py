@@ -123,3 +123,32 @@ def test_a_bad_field_of_a_fastbpe_file_names_the_file(tmp_path):
             with pytest.raises((ValueError, TypeError)) as caught:
                 loader(tmp_path / "bad.json")
             assert str(caught.value).startswith(str(tmp_path / "bad.json")), (field, loader, caught.value)
+
+
+@pytest.mark.parametrize("name", ["nope.tiktoken", "cl100k_base.tiktoken", "t.json", "t.fastbpe.json", "vocab.bpe",
+                                  "folder"])
+def test_a_missing_file_is_said_to_be_missing(tmp_path, name):
+    """Whatever its name promises (a .tiktoken file's sidecar, GPT-2's pair), a file that is not
+    there is a FileNotFoundError naming it."""
+    with pytest.raises(FileNotFoundError) as raised:
+        fastbpe.load(tmp_path / name)
+    assert raised.value.filename == str(tmp_path / name)
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "small.tiktoken", "gpt2/encoder.json", "native.json"])
+def test_a_number_too_long_to_read_names_the_file(tmp_path_factory, name):
+    """An id of 5,000 digits: Python's int() refuses it with its own message; the loader says
+    which file it was reading."""
+    tmp = tmp_path_factory.getbasetemp() / "long-number"
+    (tmp / "gpt2").mkdir(parents=True, exist_ok=True)
+    files = _small_files(tmp)
+    text = files[name].decode("utf-8")
+    number = {"small.tiktoken": " 260", "native.json": '"version": 1'}.get(name, ": 260")
+    long_number = number.rstrip("0123456789") + "9" * 5000
+    assert number in text
+    path = tmp / name
+    path.write_bytes(text.replace(number, long_number, 1).encode("utf-8"))
+    if name == "gpt2/encoder.json":
+        (tmp / "gpt2" / "vocab.bpe").write_bytes(files["gpt2/vocab.bpe"])
+    with pytest.raises(ValueError, match=path.name):
+        fastbpe.load(path)

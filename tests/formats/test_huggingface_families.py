@@ -102,6 +102,8 @@ def test_prepend_and_one_chunk_per_piece(base, rows, tmp_path):
     (lambda d: d["model"].update(end_of_word_suffix="</w>"), "end_of_word_suffix"),
     (lambda d: d.update(normalizer={"type": "BertNormalizer"}), "BertNormalizer"),
     (lambda d: d.update(pre_tokenizer={"type": "Metaspace"}), "pre_tokenizer"),
+    (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        DIGITS | {"behavior": "Removed", "invert": "false"}, {"type": "ByteLevel", "add_prefix_space": False}]}), "invert must be true or false"),
     (lambda d: d["added_tokens"].append(_added("<mask>", 5000) | {"lstrip": 1}), "lstrip"),
     (lambda d: d.update(normalizer={"type": "Lowercase"}) or d["added_tokens"].extend(
         [_added("<A>", 5000, normalized=True), _added("<a>", 5001, normalized=True)]), "normalized"),
