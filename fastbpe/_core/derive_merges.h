@@ -1,56 +1,101 @@
-// The merges of a rank-only vocabulary (a tiktoken file), for encode.pyx's derive_merges.
+// The merges of a rank-only vocabulary (a tiktoken file), for encode.pyx's derive_merges;
+// specified by derive_merges in fastbpe/reference/encode.py.
 //
-// For every token of two or more bytes, run tiktoken's rule on its bytes using only tokens of
-// lower rank (repeatedly join the adjacent parts whose concatenation has the lowest rank):
-// when that ends in exactly two parts, they are the token's merge. A token it cannot reach
-// gets no merge; tiktoken still produces it through its whole-chunk lookup.
-// Cost: O(sum of squared token lengths).
+// For every token of two or more bytes, run tiktoken's rule on its bytes with only tokens of
+// lower rank to join (repeatedly join the adjacent parts whose concatenation has the lowest
+// rank, leftmost among equals): when that ends in exactly two parts that are tokens, they are
+// the token's merge. A token it cannot reach gets no merge; tiktoken still produces it through
+// its whole-chunk lookup.
+//
+// Cost: the joinable pairs wait in a heap ordered by (rank, start), which is the order the rule
+// takes them in, so a token of n bytes costs O(n log n) lookups; a lookup is skipped when its
+// bytes are longer than every token of lower rank. (Rescanning every pair after every join cost
+// O(n^2) lookups: a 1 MB token ran for over an hour.)
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace fbpt {
 
-// tokens[i] is the bytes of id i ("" for an unused id). Appends (left, right, new) per merge,
-// in rank order.
+// A pair of adjacent parts that a token of lower rank joins: content[start:end].
+struct JoinablePair {
+    int32_t rank;
+    uint32_t start, end;
+    // std::push_heap keeps the largest on top: "larger" here is the pair the rule takes later
+    bool operator<(const JoinablePair& other) const {
+        return rank != other.rank ? rank > other.rank : start > other.start;
+    }
+};
+
+// tokens[i] is the bytes of id i ("" for an unused id; no two alike). Appends (left, right,
+// new) per merge, in rank order.
 static inline void derive_merges(const std::vector<std::string>& tokens, std::vector<int32_t>& left,
                                  std::vector<int32_t>& right, std::vector<int32_t>& made) {
-    std::unordered_map<std::string, int32_t> ids;
+    std::unordered_map<std::string_view, int32_t> ids(tokens.size() * 2);
     for (size_t i = 0; i < tokens.size(); ++i)
-        if (!tokens[i].empty()) ids[tokens[i]] = (int32_t)i;
-    std::vector<size_t> cut;  // part boundaries: part j is content[cut[j]:cut[j + 1]]
+        if (!tokens[i].empty()) ids.emplace(std::string_view(tokens[i]), (int32_t)i);
+    // Parts of the token being derived: the part starting at byte j ends at part_end[j] and the
+    // one before it starts at part_start_before[j]; part_end[j] == 0 marks a j inside a part.
+    std::vector<uint32_t> part_end, part_start_before;
+    std::vector<JoinablePair> heap;
+    size_t longest_lower = 0;  // the longest token of rank below the current one
     for (size_t i = 0; i < tokens.size(); ++i) {
-        const std::string& content = tokens[i];
-        if (content.size() < 2) continue;
-        cut.clear();
-        for (size_t j = 0; j <= content.size(); ++j) cut.push_back(j);
-        while (cut.size() > 2) {
-            int32_t best = -1;
-            size_t best_j = 0;
-            for (size_t j = 0; j + 2 < cut.size(); ++j) {
-                auto it = ids.find(content.substr(cut[j], cut[j + 2] - cut[j]));
-                if (it == ids.end()) continue;
-                int32_t r = it->second;
-                if (r < (int32_t)i && (best < 0 || r < best)) {
-                    best = r;
-                    best_j = j;
+        const std::string_view content(tokens[i]);
+        const size_t n = content.size();
+        if (n >= 2 && n < UINT32_MAX) {  // (positions are 32-bit: a 4 GB token gets no merge)
+            // the rank of content[start:end] when a token of lower rank, else -1
+            auto rank_of = [&](uint32_t start, uint32_t end) -> int32_t {
+                if (end - start > longest_lower) return -1;
+                auto it = ids.find(content.substr(start, end - start));
+                return it != ids.end() && it->second < (int32_t)i ? it->second : -1;
+            };
+            auto offer = [&](uint32_t start, uint32_t end) {
+                int32_t r = rank_of(start, end);
+                if (r < 0) return;
+                heap.push_back({r, start, end});
+                std::push_heap(heap.begin(), heap.end());
+            };
+            part_end.resize(n);
+            part_start_before.resize(n + 1);
+            heap.clear();
+            for (uint32_t j = 0; j < n; ++j) {
+                part_end[j] = j + 1;
+                part_start_before[j + 1] = j;
+            }
+            for (uint32_t j = 0; j + 1 < n; ++j) offer(j, j + 2);
+            size_t parts = n;
+            while (!heap.empty() && parts > 2) {
+                std::pop_heap(heap.begin(), heap.end());
+                const JoinablePair pair = heap.back();
+                heap.pop_back();
+                // Still two parts? (Earlier joins may have moved either side.)
+                const uint32_t middle = part_end[pair.start];
+                if (middle == 0 || middle >= n || part_end[middle] != pair.end) continue;
+                part_end[pair.start] = pair.end;
+                part_end[middle] = 0;
+                if (pair.end < n) part_start_before[pair.end] = pair.start;
+                --parts;
+                if (pair.start > 0) offer(part_start_before[pair.start], pair.end);
+                if (pair.end < n) offer(pair.start, part_end[pair.end]);
+            }
+            if (parts == 2) {
+                // (two parts, but a byte never joined is a part too, and it may be no token: a
+                // vocabulary without some single bytes; then the token has no merge either)
+                auto l = ids.find(content.substr(0, part_end[0])), r = ids.find(content.substr(part_end[0]));
+                if (l != ids.end() && r != ids.end()) {
+                    left.push_back(l->second);
+                    right.push_back(r->second);
+                    made.push_back((int32_t)i);
                 }
             }
-            if (best < 0) break;
-            cut.erase(cut.begin() + best_j + 1);
         }
-        if (cut.size() == 3) {
-            // (two parts, but a byte never joined is a part too, and it may be no token: a
-            // vocabulary without some single bytes; then the token has no merge either)
-            auto l = ids.find(content.substr(0, cut[1])), r = ids.find(content.substr(cut[1]));
-            if (l == ids.end() || r == ids.end()) continue;
-            left.push_back(l->second);
-            right.push_back(r->second);
-            made.push_back((int32_t)i);
-        }
+        longest_lower = std::max(longest_lower, n);
     }
 }
 

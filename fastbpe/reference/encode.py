@@ -13,7 +13,8 @@ from .learning import Pair, Word, merge_word
 # One merge as it fires while encoding: its rank, the pair, and the pieces after it.
 Step = Tuple[int, Pair, Tuple]
 
-__all__ = ["encode_word", "encode_by_pair_rank", "encode_by_token_rank", "decode_bytes", "char_spans"]
+__all__ = ["encode_word", "encode_by_pair_rank", "encode_by_token_rank", "derive_merges", "decode_bytes",
+           "char_spans"]
 
 
 def encode_word(word: Word, merges: Iterable[Pair], steps: Optional[List[Step]] = None) -> Word:
@@ -78,6 +79,30 @@ def encode_by_token_rank(word: bytes, ranks: Mapping[bytes, int], whole: bool = 
         if steps is not None:
             steps.append((ranks[pair[0] + pair[1]], pair, tuple(parts)))
     return parts
+
+
+def derive_merges(token_bytes: Sequence[bytes]) -> List[Tuple[int, int, int]]:
+    """The merges of a rank-only vocabulary (a tiktoken file, where id = rank): for each token
+    of two bytes or more, :func:`encode_by_token_rank` of its bytes with only the tokens of
+    lower rank to join; when that ends in two parts that are both tokens, they are its merge
+    ``(left, right, token)``. A token it cannot reach gets none (tiktoken still produces it by
+    its whole-chunk lookup). Empty bytes mark unused ids.
+
+    >>> derive_merges([b"a", b"b", b"ab", b"abb", b"ba", b"xab", b"x"])
+    [(0, 1, 2), (2, 1, 3), (1, 0, 4), (6, 2, 5)]
+    """
+    every = {token: rank for rank, token in enumerate(token_bytes) if token}
+    lower: Dict[bytes, int] = {}
+    found = []
+    for rank, token in enumerate(token_bytes):
+        if len(token) >= 2:
+            parts = encode_by_token_rank(token, lower, whole=False)
+            # (a part never joined is a single byte: a token of any rank, or none)
+            if len(parts) == 2 and all(part in every for part in parts):
+                found.append((every[parts[0]], every[parts[1]], rank))
+        if token:
+            lower[token] = rank
+    return found
 
 
 def decode_bytes(token_of: Mapping[int, bytes], ids: Iterable[int]) -> bytes:

@@ -1279,6 +1279,41 @@ def test_byte_table_keeps_the_offsets_it_checked():
         ByteTable(np.frombuffer(b"abc", np.uint8), np.zeros((2, 2), np.int64))
 
 
+def _fast_derive_merges(token_bytes):
+    from fastbpe._core.encode import derive_merges
+
+    return list(zip(*(a.tolist() for a in derive_merges(list(token_bytes)))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=7).map(lambda b: bytes(x % 3 + 97 for x in b)), max_size=60),
+       st.randoms(use_true_random=False))
+def test_derived_merges_equal_the_reference(tokens, random):
+    """Rank-only vocabularies over a three-letter alphabet (ties and overlaps everywhere, as in
+    "aaaa"): some single letters late or missing, unused ids among them."""
+    letters = [b"a", b"b", b"c"]
+    random.shuffle(letters)
+    vocabulary = list(dict.fromkeys(letters[:random.randint(0, 3)] + tokens + letters + [b""] * 3))
+    random.shuffle(vocabulary)
+    assert _fast_derive_merges(vocabulary) == reference.encode.derive_merges(vocabulary)
+
+
+def test_derived_merges_of_real_rank_files_equal_the_reference(shared_data):
+    tok = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
+    tokens = list(tok.token_bytes[:6000])
+    assert _fast_derive_merges(tokens) == reference.encode.derive_merges(tokens)
+
+
+def test_a_huge_token_gets_its_merge_in_linear_time():
+    """Tokens of 1, 2, 4, ... 2**17 letters, then one of 2**18: its rule joins 2**18 parts in
+    n log n steps (rescanning every pair after each join took hours)."""
+    tokens = [b"a" * (1 << k) for k in range(19)] + [b"ab" * (1 << 16), b"b"]
+    merges = _fast_derive_merges(tokens)
+    assert merges[:18] == [(k - 1, k - 1, k) for k in range(1, 19)]
+    assert merges[18:] == []  # "abab..." is made of "a" and "b" parts only: no two parts
+    assert len(Tokenizer(tokens, None, merge_rule="token").merges) == 18
+
+
 def test_derived_merges_only_join_tokens():
     """A rank-only vocabulary where a token's rule ends on a byte that is no token: that token
     has no merge (not one that names another token)."""
