@@ -22,6 +22,7 @@ fastbpe's own file, and the ``added_tokens`` of a ``tokenizer.json``.
 True
 """
 import functools
+import warnings
 from typing import (TYPE_CHECKING, AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Sequence, Tuple, Union)
 
@@ -240,11 +241,19 @@ class SpecialTokens:
                  "special": True} for s, i in sorted(self.ids.items(), key=lambda kv: kv[1])]
 
     @classmethod
-    def from_huggingface(cls, added, source: str) -> "SpecialTokens":
+    def from_huggingface(cls, added, source: str, in_vocab: Optional[Mapping[str, int]] = None,
+                         vocab_entries: Optional[int] = None) -> "SpecialTokens":
         """The ``added_tokens`` list, which fastbpe encodes as special tokens (split out of the
         text before anything else, as ``tokenizers`` does with every added token), each with
         its options (:class:`AddedTokenSplitter`). A malformed entry is a ValueError naming
-        ``source``."""
+        ``source``.
+
+        With ``vocab_entries`` (the number of ``model.vocab`` entries) and ``in_vocab`` (the
+        model's id of each added token that is a ``model.vocab`` key), every token gets the id
+        ``tokenizers`` gives it when it loads the file, whatever the file says: that id, else
+        the vocabulary's size for the first one outside it, else one more than the largest
+        added id so far (:func:`huggingface_added_id`); a file's id that differs is warned
+        about, as ``tokenizers`` does."""
         added = added or []
         if not isinstance(added, list):
             raise ValueError(f"{source}: added_tokens must be a list")
@@ -263,7 +272,15 @@ class SpecialTokens:
                 if not isinstance(value, bool):
                     raise ValueError(f"{source}: added token {content!r} {flag} must be true or false, got "
                                      f"{value!r:.20}")
-            specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
+            listed = check_id(entry.get("id"), f"{source}: added token {content!r}")
+            if vocab_entries is not None:
+                given = huggingface_added_id(content, in_vocab or {}, vocab_entries, specials.values())
+                if given != listed:
+                    why = "its vocab id" if content in (in_vocab or {}) else "the next free id"
+                    warnings.warn(f"{source}: added token {content!r} is listed with id {listed}; tokenizers gives "
+                                  f"it {given} ({why}), and so does fastbpe", stacklevel=2)
+                listed = given
+            specials[content] = listed
             options[content] = {flag: True for flag, value in flags.items() if value}
         return cls(check_special_ids(specials, source), {name: flags for name, flags in options.items() if flags})
 
@@ -272,6 +289,26 @@ class SpecialTokens:
 
     def __repr__(self) -> str:
         return f"SpecialTokens({self.ids!r}, {self.options!r})"
+
+
+def huggingface_added_id(content: str, in_vocab: Mapping[str, int], vocab_entries: int,
+                         earlier: Iterable[int]) -> int:
+    """The id ``tokenizers`` gives an added token as it loads a ``tokenizer.json``: its id in
+    ``model.vocab`` when it is a key there; else ``vocab_entries`` (the number of vocab
+    entries) when no earlier added token has an id that high; else one more than the largest
+    earlier one. The file's own id is not used.
+
+    >>> huggingface_added_id("<a>", {}, 10, []), huggingface_added_id("<b>", {}, 10, [10])
+    (10, 11)
+    >>> huggingface_added_id("the", {"the": 3}, 10, [11]), huggingface_added_id("<c>", {}, 10, [3])
+    (3, 10)
+    """
+    if content in in_vocab:
+        return in_vocab[content]
+    largest = max(earlier, default=None)
+    if largest is None or (largest < vocab_entries and vocab_entries > 0):
+        return vocab_entries
+    return largest + 1
 
 
 # One piece of a text cut at its added tokens: (start, end, special token or None, the piece's

@@ -78,6 +78,25 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     return table
 
 
+def _refuse_specials_bpe_needs(vocab: Mapping, tokens: List[bytes], pairs: np.ndarray, specials: Mapping[str, int],
+                               source: str) -> None:
+    """Refuse an added token that is a vocab entry as byte-level text of other bytes (``Ġthe``,
+    the bytes `` the``) which the merges make or use: ``tokenizers`` gives its id to both the
+    text ``Ġthe`` and the bytes, and a fastbpe token has one byte string per id."""
+    emptied = {i: name for name, i in specials.items()
+               if i < len(tokens) and not tokens[i] and vocab.get(name) == i and texts_to_tokens([name])[0]}
+    if not emptied:
+        return
+    used = set(pairs.reshape(-1).tolist())
+    made = {tokens[a] + tokens[b] for a, b in pairs.tolist()}
+    for i, name in emptied.items():
+        token = texts_to_tokens([name])[0]
+        if i in used or token in made or len(token) == 1:
+            raise ValueError(f"{source}: added token {name!r} is also vocab entry {i}, the bytes {token!r}, which "
+                             f"byte-level BPE starts from or the merges make or use; tokenizers gives id {i} to both "
+                             f"the text {name!r} and those bytes, and fastbpe cannot (one byte string per id)")
+
+
 def _drop_unmade_specials(tokens: List[bytes], pairs: np.ndarray, specials: Mapping[str, int]) -> None:
     """Empty the slot of an added token that is in the vocabulary as its own bytes but that BPE
     never makes (no merge makes or uses it, more than one byte): only the special token is left
@@ -219,32 +238,49 @@ def _scan_model(path: Path) -> Optional[tuple]:
     return data, scanned
 
 
-def _scanned_tables(scanned: tuple, specials: Mapping[str, int], source: str) -> Optional[Tuple[List[bytes], np.ndarray]]:
-    """The token table and merge pairs of a scanned file (:func:`_scan_model`), or None when
-    it is not the plain case (every key a byte-level token with an id of its own, no added
-    token among them, every merge a pair of tokens): :func:`_vocab_bytes` and
-    :func:`_merge_pairs` then read the parsed JSON."""
+def _added_contents(added) -> List[str]:
+    """The texts of the well-formed ``added_tokens`` entries (SpecialTokens.from_huggingface
+    refuses the others)."""
+    if not isinstance(added, list):
+        return []
+    return [entry["content"] for entry in added if isinstance(entry, Mapping) and isinstance(entry.get("content"), str)]
+
+
+def _scanned_tables(scanned: tuple, added: List[str], source: str
+                    ) -> Optional[Tuple[List[bytes], np.ndarray, Dict[str, int]]]:
+    """The token table and merge pairs of a scanned file (:func:`_scan_model`), and the vocab
+    id of each of the ``added`` token texts that is a vocab key (looked up with the merges'
+    parts), or None when it is not the plain case (every key a byte-level token with an id of
+    its own, every merge a pair of tokens): :func:`_vocab_bytes` and :func:`_merge_pairs` then
+    read the parsed JSON."""
     _, tokens, ids, blob, offsets = scanned
     if len(ids) and (ids.max() >= ID_LIMIT or not all(tokens)):
         return None
     try:
-        size = table_size(int(ids.max(initial=-1)), len(ids), len(specials), source)
+        size = table_size(int(ids.max(initial=-1)), len(ids), len(added), source)
     except ValueError:
         return None
-    uses = np.bincount(ids, minlength=size)
-    if uses.max(initial=0) > 1 or any(i < size and uses[i] for i in specials.values()):
+    if np.bincount(ids, minlength=size).max(initial=0) > 1:
         return None
     table: List[bytes] = [b""] * size
     collections.deque(map(table.__setitem__, ids.tolist(), tokens), maxlen=0)
     if (np.diff(offsets) == 0).any():
         return None
+    # the added texts that are byte-level text are looked up after the merges' parts, in one call
+    added_bytes = {content: token for content, token in zip(added, texts_to_tokens(added)) if token}
+    extra = list(added_bytes.values())
+    if extra:
+        blob = np.concatenate([blob, np.frombuffer(b"".join(extra), np.uint8)])
+        offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(token) for token in extra])])
     try:
-        pair_ids = lookup_tokens(table, blob, offsets)
+        found = lookup_tokens(table, blob, offsets)
     except ValueError:
         return None  # two keys with the same bytes
+    pair_ids, added_ids = found[:len(found) - len(extra)], found[len(found) - len(extra):].tolist()
     if (pair_ids < 0).any():
         return None
-    return table, pair_ids.astype(np.int64).reshape(-1, 2)
+    in_vocab = {content: i for content, i in zip(added_bytes, added_ids) if i >= 0}
+    return table, pair_ids.astype(np.int64).reshape(-1, 2), in_vocab
 
 
 def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict]:
@@ -279,17 +315,24 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         # tokenizers looks the chunk up without its markers: fastbpe's marker path has no lookup
         raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with ignore_merges=true "
                          "is not supported")
-    specials = SpecialTokens.from_huggingface(data.get("added_tokens"), source)
+    # added tokens get the ids tokenizers gives them, from their vocab ids and the vocab's size
+    added = data.get("added_tokens")
     if scanned is not None:
         # the compiled reader's tables hold the plain case only (no markers, no added token in
         # the vocabulary): anything else is read from the parsed JSON
-        tables = None if markers.has_subword_markers() else _scanned_tables(scanned, specials.ids, source)
+        tables = None if markers.has_subword_markers() else _scanned_tables(scanned, _added_contents(added), source)
         if tables is None:
             return None
-        tokens, pairs = tables
+        tokens, pairs, in_vocab = tables
+        specials = SpecialTokens.from_huggingface(added, source, in_vocab, len(scanned[2]))
+        if any(i < len(tokens) and tokens[i] for i in specials.ids.values()):
+            return None
     else:
+        in_vocab = {content: vocab[content] for content in _added_contents(added) if content in vocab}
+        specials = SpecialTokens.from_huggingface(added, source, in_vocab, len(vocab))
         tokens = _vocab_bytes(vocab, specials.ids, source)
         pairs = _merge_pairs(merges, vocab, tokens, source)
+        _refuse_specials_bpe_needs(vocab, tokens, pairs, specials.ids, source)
         if not model.get("ignore_merges"):
             _drop_unmade_specials(tokens, pairs, specials.ids)
     # the one-byte tokens picked out at C speed (no Python test per token)
@@ -311,12 +354,14 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
     splitter, metaspace = metaspace_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
-    specials = SpecialTokens.from_huggingface(data.get("added_tokens"), source)
+    vocab, merges = model["vocab"], model["merges"]
+    added = data.get("added_tokens")
+    specials = SpecialTokens.from_huggingface(
+        added, source, {content: vocab[content] for content in _added_contents(added) if content in vocab}, len(vocab))
     if metaspace and any(flags.get("normalized") for flags in specials.options.values()):
         # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
         raise ValueError(f"{source}: added tokens with normalized=true and a Metaspace pre_tokenizer are not "
                          "supported")
-    vocab, merges = model["vocab"], model["merges"]
     ids = list(vocab.values())
     if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
         for text, i in vocab.items():

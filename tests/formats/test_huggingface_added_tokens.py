@@ -171,3 +171,39 @@ def test_replace_regex_anchors_as_tokenizers(base, rows, tmp_path, pattern):
     texts = ["\n".join(rows[k:k + 3]) + "\n" * (k % 3) for k in range(0, 60, 3)]
     for text in [*texts, "", "\n", "a\n\n", " a \n b ", "a\r\nb", "^a\n^"]:
         assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids, repr(text)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["<a>", "<b>", "<c>", "<d>", "the", "and", "<in>"]),
+                          st.integers(-3, 12), st.booleans()), max_size=6, unique_by=lambda entry: entry[0]))
+def test_added_token_ids_are_the_ones_tokenizers_gives(base, tmp_path, entries):
+    """tokenizers ignores an added token's listed id as it loads a file: a vocab entry keeps its
+    vocab id, any other token takes the vocabulary's size or one more than the largest added id
+    so far. Listed ids here are anything near the vocabulary's end, some taken, some repeated."""
+    import warnings
+
+    data = json.loads(json.dumps(base))
+    vocab = data["model"]["vocab"]
+    n = len(vocab)
+    vocab["<in>"] = n  # an added token kept in model.vocab (as GPT-2's <|endoftext|> is)
+    data["added_tokens"] = [_added(content, vocab.get(content, n + 1) + shift if shift > 6 else n + shift, special)
+                            for content, shift, special in entries]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (a listed id tokenizers does not use is warned about)
+        tok, hf = _load_both(data, tmp_path)
+    _check(tok, hf, " ".join(content for content, _, _ in entries) + " the end<a>and<in>", offsets=False)
+
+
+@pytest.mark.parametrize("kind", ["byte", "merged"])
+def test_an_added_token_that_is_other_bytes_bpe_needs_is_refused(base, tmp_path, kind):
+    """"é" as a vocab key is the byte 0xe9, "Ġthe" the bytes " the": tokenizers gives their id to
+    the added text and to those bytes alike, which one id per byte string cannot hold."""
+    data = json.loads(json.dumps(base))
+    merged = [left + right for left, right in data["model"]["merges"] if left.startswith("Ġ")]
+    content = "é" if kind == "byte" else merged[0]
+    assert content in data["model"]["vocab"]
+    data["added_tokens"] = [_added(content, data["model"]["vocab"][content], special=True)]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"added token '{content}' is also vocab entry .*one byte string per id"):
+        Tokenizer.from_huggingface(path)
