@@ -13,7 +13,7 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from .._core.encode import read_rank_lines
-from ..fileio import json_bytes, read_json, write_atomic
+from ..fileio import AtomicWriter, json_bytes, read_json
 from ..split.patterns import GPT2_PATTERN, check_user_pattern
 from .bytelevel import check_byte_level
 from .ids import check_special_ids, table_size
@@ -174,6 +174,10 @@ def read_with_sidecar(path: PathLike, sidecar: Optional[PathLike] = None) -> dic
             or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
                        for k, v in specials.items()):
         raise ValueError(f"{os.fspath(sidecar)}: expected {{\"pat_str\": str, \"special_tokens\": {{str: int}}}}")
+    size = data.get("tiktoken_bytes")
+    if isinstance(size, int) and not isinstance(size, bool) and size != os.path.getsize(path):
+        raise ValueError(f"{os.fspath(sidecar)} was written with a {size}-byte {os.path.basename(path)}, not this "
+                         f"{os.path.getsize(path)}-byte one (a save interrupted between the two files?); write both again")
     return read(path, data["pat_str"], specials)
 
 
@@ -188,9 +192,22 @@ def write(tok, path: PathLike) -> None:
     check_byte_level(tok)
     pat_str = tok.splitter.to_tiktoken()  # before anything is written
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
-    write_atomic(path, b"\n".join(lines) + b"\n")
-    sidecar = {"pat_str": pat_str, "special_tokens": tok.special_tokens}
-    write_atomic(os.fspath(path) + ".json", json_bytes(sidecar, indent=1))
+    ranks = b"\n".join(lines) + b"\n"
+    # the sidecar names the size of its ranks file, so that a pair mixed by a save that died
+    # between the two renames is refused when read
+    sidecar = json_bytes({"pat_str": pat_str, "special_tokens": tok.special_tokens, "tiktoken_bytes": len(ranks)},
+                         indent=1)
+    files = []
+    try:  # both written in full before either replaces its old file
+        files = [AtomicWriter(path), AtomicWriter(os.fspath(path) + ".json")]
+        for file, payload in zip(files, (ranks, sidecar)):
+            file.write(payload)
+        for file in files:
+            file.commit()
+    except BaseException:
+        for file in files:
+            file.abort()
+        raise
 
 
 def to_tiktoken_encoding(tok, name: str = "fastbpe"):

@@ -130,3 +130,33 @@ def test_bulk_rank_reader_equals_the_line_reader(tmp_path, seed):
 
     random.seed(seed)
     check()
+
+
+def test_the_ranks_and_their_sidecar_are_replaced_together(tmp_path, monkeypatch):
+    """A save that fails on the sidecar leaves the old pair, not new ranks with an old sidecar;
+    a pair mixed anyway (a save killed between the two renames) is refused when loaded."""
+    from fastbpe import fileio
+
+    old = fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    new = fastbpe.train("a dog ran in the fog " * 20, vocab_size=275, progress=False)
+    path = tmp_path / "t.tiktoken"
+    old.to_tiktoken(path)
+    before = {name: (tmp_path / name).read_bytes() for name in ("t.tiktoken", "t.tiktoken.json")}
+    real_write = fileio.AtomicWriter.write
+
+    def fail_on_the_sidecar(writer, piece):
+        if writer.path.endswith(".json"):
+            raise OSError("disk full")
+        real_write(writer, piece)
+
+    monkeypatch.setattr(fileio.AtomicWriter, "write", fail_on_the_sidecar)
+    with pytest.raises(OSError, match="disk full"):
+        new.to_tiktoken(path)
+    monkeypatch.undo()
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(before)
+    assert list(fastbpe.load(path).token_bytes) == list(old.token_bytes)
+    new.to_tiktoken(tmp_path / "new.tiktoken")
+    (tmp_path / "new.tiktoken").replace(path)  # new ranks beside the old sidecar
+    with pytest.raises(ValueError, match="written with a .*-byte t.tiktoken, not this"):
+        fastbpe.load(path)
