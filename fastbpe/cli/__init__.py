@@ -128,10 +128,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     after SIGTERM). Without ``argv`` (run as the ``fastbpe`` program) it reads ``sys.argv``."""
     if argv is None:
         _one_blas_thread(sys.argv[1:])
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help, --version (0) or a usage error (2, already reported)
-        return exc.code if isinstance(exc.code, int) else 2
     # only the main thread may set handlers; a caller's own SIGTERM handler is left alone
     own_sigterm = (threading.current_thread() is threading.main_thread()
                    and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
@@ -139,11 +135,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         try:
+            # (parsing loads the command's module and what it imports, numpy among them: a
+            # Ctrl-C then is reported as one during the command, not as a traceback)
+            args = build_parser().parse_args(argv)
             return args.run(args)
         finally:  # (inside the handlers below: a Ctrl-C that lands here is reported as any other)
             if own_sigterm:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    except SystemExit as exc:
+    except SystemExit as exc:  # --help, --version (0), a usage error (2, already reported)
         return exc.code if isinstance(exc.code, int) else 2
     except (ValueError, OSError, ImportError) as exc:  # bad input, missing files, .zst without zstandard
         try:

@@ -479,3 +479,21 @@ def test_commands_without_linear_algebra_ask_for_one_blas_thread(monkeypatch, ar
         monkeypatch.delitem(sys.modules, "numpy", raising=False)  # (restored after the test)
     cli._one_blas_thread(argv)
     assert env.get("OPENBLAS_NUM_THREADS") == expected
+
+
+@pytest.mark.parametrize("signal_error, code, line", [(KeyboardInterrupt, 130, "fastbpe: interrupted"),
+                                                      ("Terminated", 143, "fastbpe: terminated")])
+def test_a_signal_while_the_command_loads_is_one_line(monkeypatch, capsys, signal_error, code, line):
+    """Parsing loads the command's module (numpy, the trainer): a Ctrl-C or SIGTERM landing
+    there ends the command like one landing later, without a traceback."""
+    import fastbpe.cli as cli
+
+    error = getattr(cli, signal_error) if isinstance(signal_error, str) else signal_error
+
+    class LoadingParser:
+        def parse_args(self, argv):
+            raise error()
+
+    monkeypatch.setattr(cli, "build_parser", LoadingParser)
+    assert main(["train", "--help"]) == code
+    assert capsys.readouterr().err.strip() == line
