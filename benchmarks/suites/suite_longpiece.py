@@ -107,6 +107,32 @@ class FewLongChunksFirstCall(FreshTokenizerPerSample):
         self.tok.encode_to_numpy(self.text)
 
 
+class DeriveMerges:
+    """The merges of a rank file (``Tokenizer.merges`` of a ``.tiktoken`` vocabulary): every
+    token's rule run with the tokens of lower rank. On cl100k_base and o200k_base as published,
+    and on a vocabulary of 1, 2, 4 ... 2**19 letters "a" then one token of ``size`` letters, where
+    a rule that rescans every pair after each join is quadratic."""
+
+    params = (["cl100k_base", "o200k_base", "1MB token"],)
+    param_names = ["vocabulary"]
+    timeout = 300
+
+    def setup(self, vocabulary):
+        try:
+            from fastbpe._core.encode import derive_merges
+        except ImportError:
+            skip("this commit has no derive_merges")
+        self.derive = derive_merges
+        if vocabulary.endswith("token"):
+            self.tokens = [b"a" * (1 << k) for k in range(20)] + [b"a" * input_size(vocabulary.split()[0])]
+        else:
+            tok = openai_tokenizer(vocabulary)
+            self.tokens = list(tok.token_bytes[:tok.vocab_size - len(tok.special_tokens)])
+
+    def time_derive(self, vocabulary):
+        self.derive(self.tokens)
+
+
 class LongPieceTrain:
     """``fastbpe.train`` on a corpus that is one long word (vocabulary 1000, one worker)."""
 
