@@ -166,6 +166,8 @@ class AtomicWriter:
             self._file = os.fdopen(fd, "wb")
         except OSError as exc:
             self.abort()
+            if exc.errno is None:
+                raise
             # the error names the file asked for, not the temporary one beside it
             raise type(exc)(exc.errno, exc.strerror, self.path) from None
         except BaseException:
@@ -199,6 +201,8 @@ class AtomicWriter:
         try:
             os.replace(self.temporary, self.path)
         except OSError as exc:  # the output became a folder meanwhile, or a read-only place
+            if exc.errno is None:
+                raise
             raise type(exc)(exc.errno, exc.strerror, self.path) from None
         self._file = None
         _note_own_change(self._directory)

@@ -33,13 +33,14 @@ struct JoinablePair {
     }
 };
 
-// tokens[i] is the bytes of id i ("" for an unused id; no two alike). Appends (left, right,
-// new) per merge, in rank order.
-static inline void derive_merges(const std::vector<std::string>& tokens, std::vector<int32_t>& left,
-                                 std::vector<int32_t>& right, std::vector<int32_t>& made) {
+// tokens[i] is the bytes of id i ("" for an unused id). Appends (left, right, new) per merge,
+// in rank order. Returns the id of a token that repeats an earlier one (whose merges would be
+// ambiguous), with nothing appended, or -1.
+static inline int64_t derive_merges(const std::vector<std::string>& tokens, std::vector<int32_t>& left,
+                                    std::vector<int32_t>& right, std::vector<int32_t>& made) {
     std::unordered_map<std::string_view, int32_t> ids(tokens.size() * 2);
     for (size_t i = 0; i < tokens.size(); ++i)
-        if (!tokens[i].empty()) ids.emplace(std::string_view(tokens[i]), (int32_t)i);
+        if (!tokens[i].empty() && !ids.emplace(std::string_view(tokens[i]), (int32_t)i).second) return (int64_t)i;
     // Parts of the token being derived: the part starting at byte j ends at part_end[j] and the
     // one before it starts at part_start_before[j]; part_end[j] == 0 marks a j inside a part.
     std::vector<uint32_t> part_end, part_start_before;
@@ -97,6 +98,7 @@ static inline void derive_merges(const std::vector<std::string>& tokens, std::ve
         }
         longest_lower = std::max(longest_lower, n);
     }
+    return -1;
 }
 
 }  // namespace fbpt

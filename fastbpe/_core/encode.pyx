@@ -920,7 +920,8 @@ cdef class BPECore:
 def derive_merges(list token_bytes):
     """The merges of a rank-only vocabulary (a tiktoken file), in rank order: int32 arrays
     ``(left, right, new)``. tiktoken's rule run on every token's bytes with only the tokens of
-    lower rank; see derive_merges.h.
+    lower rank; see derive_merges.h. Empty bytes mark unused ids; a token listed twice is a
+    ValueError.
 
     >>> [a.tolist() for a in derive_merges([b"a", b"b", b"ab", b"abb"])]
     [[0, 2], [1, 1], [2, 3]]
@@ -928,10 +929,13 @@ def derive_merges(list token_bytes):
     cdef vector[string] tokens
     cdef vector[int32_t] left, right, made
     cdef bytes tb
+    cdef int64_t repeated
     for tb in token_bytes:
         tokens.push_back(<string>tb)
     with nogil:
-        c_derive_merges(tokens, left, right, made)
+        repeated = c_derive_merges(tokens, left, right, made)
+    if repeated >= 0:
+        raise ValueError(f"token {repeated} ({token_bytes[repeated]!r}) repeats an earlier token")
     return _int32_array(left), _int32_array(right), _int32_array(made)
 
 

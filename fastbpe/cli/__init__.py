@@ -144,7 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except SystemExit as exc:  # --help, --version (0), a usage error (2, already reported)
         return exc.code if isinstance(exc.code, int) else 2
-    except (ValueError, OSError, ImportError) as exc:  # bad input, missing files, .zst without zstandard
+    except (ValueError, OSError, ImportError, OverflowError) as exc:  # bad input, missing files, .zst without zstandard
         try:
             fail(str(exc))
         except SystemExit as stop:

@@ -2,6 +2,7 @@
 the help formatter (every default shown), and the parsers of sizes, counts, rates and special-token
 lists."""
 import argparse
+import os
 import re
 import sys
 from typing import List, NoReturn, Optional, Sequence
@@ -9,7 +10,7 @@ from typing import List, NoReturn, Optional, Sequence
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
            "special_token_list", "split_token_list",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
-           "add_scheduler_option"]
+           "add_scheduler_option", "check_out_file"]
 
 PROG = "fastbpe"
 
@@ -85,6 +86,17 @@ def positive_float(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number above 0")
     return value
+
+
+def check_out_file(out: str) -> None:
+    """Refuse an ``--out`` that could only fail once the work is done: empty, a folder, or in a
+    folder that does not exist."""
+    if not out:
+        raise ValueError("--out is empty; give the tokenizer file to write")
+    if os.path.isdir(out):
+        raise ValueError(f"--out {out!r} is a folder; give the tokenizer file to write in it")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise ValueError(f"the folder of --out {out!r} does not exist")
 
 
 def split_token_list(text: str) -> List[str]:

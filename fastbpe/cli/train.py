@@ -21,7 +21,8 @@ from typing import List
 
 from ..corpus.files import CorpusDecodeError, expand_paths
 from ..learn.train import train
-from .options import add_learning_options, add_scheduler_option, flatten, int_at_least, size_arg, special_token_list
+from .options import (add_learning_options, add_scheduler_option, check_out_file, flatten, int_at_least, size_arg,
+                      special_token_list)
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
 
@@ -82,17 +83,6 @@ def _write(tokenizer, path: str, fmt: str) -> List[str]:
         return [path, path + ".json"]
     tokenizer.to_huggingface(path)
     return [path]
-
-
-def check_out_file(out: str) -> None:
-    """Refuse an ``--out`` that could only fail once the work is done: empty, a folder, or in a
-    folder that does not exist."""
-    if not out:
-        raise ValueError("--out is empty; give the tokenizer file to write")
-    if os.path.isdir(out):
-        raise ValueError(f"--out {out!r} is a folder; give the tokenizer file to write in it")
-    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise ValueError(f"the folder of --out {out!r} does not exist")
 
 
 def _check_before_training(args: argparse.Namespace, fmt: str) -> None:

@@ -22,7 +22,6 @@ fastbpe's own file, and the ``added_tokens`` of a ``tokenizer.json``.
 True
 """
 import functools
-import warnings
 from typing import (TYPE_CHECKING, AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Sequence, Tuple, Union)
 
@@ -249,11 +248,9 @@ class SpecialTokens:
         ``source``.
 
         With ``vocab_entries`` (the number of ``model.vocab`` entries) and ``in_vocab`` (the
-        model's id of each added token that is a ``model.vocab`` key), every token gets the id
-        ``tokenizers`` gives it when it loads the file, whatever the file says: that id, else
-        the vocabulary's size for the first one outside it, else one more than the largest
-        added id so far (:func:`huggingface_added_id`); a file's id that differs is warned
-        about, as ``tokenizers`` does."""
+        model's id of each added token that is a ``model.vocab`` key), the tokens get the ids
+        ``tokenizers`` gives them as it loads the file, whatever ids the file lists
+        (:func:`huggingface_added_ids`); else the listed ids."""
         added = added or []
         if not isinstance(added, list):
             raise ValueError(f"{source}: added_tokens must be a list")
@@ -272,16 +269,10 @@ class SpecialTokens:
                 if not isinstance(value, bool):
                     raise ValueError(f"{source}: added token {content!r} {flag} must be true or false, got "
                                      f"{value!r:.20}")
-            listed = check_id(entry.get("id"), f"{source}: added token {content!r}")
-            if vocab_entries is not None:
-                given = huggingface_added_id(content, in_vocab or {}, vocab_entries, specials.values())
-                if given != listed:
-                    why = "its vocab id" if content in (in_vocab or {}) else "the next free id"
-                    warnings.warn(f"{source}: added token {content!r} is listed with id {listed}; tokenizers gives "
-                                  f"it {given} ({why}), and so does fastbpe", stacklevel=2)
-                listed = given
-            specials[content] = listed
+            specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
             options[content] = {flag: True for flag, value in flags.items() if value}
+        if vocab_entries is not None:
+            specials = dict(zip(specials, huggingface_added_ids(list(specials), in_vocab or {}, vocab_entries)))
         return cls(check_special_ids(specials, source), {name: flags for name, flags in options.items() if flags})
 
     def __eq__(self, other) -> bool:
@@ -291,24 +282,30 @@ class SpecialTokens:
         return f"SpecialTokens({self.ids!r}, {self.options!r})"
 
 
-def huggingface_added_id(content: str, in_vocab: Mapping[str, int], vocab_entries: int,
-                         earlier: Iterable[int]) -> int:
-    """The id ``tokenizers`` gives an added token as it loads a ``tokenizer.json``: its id in
-    ``model.vocab`` when it is a key there; else ``vocab_entries`` (the number of vocab
-    entries) when no earlier added token has an id that high; else one more than the largest
-    earlier one. The file's own id is not used.
+def huggingface_added_ids(contents: Sequence[str], in_vocab: Mapping[str, int], vocab_entries: int) -> List[int]:
+    """The ids ``tokenizers`` gives the added tokens of a ``tokenizer.json`` as it loads it: a
+    token that is a ``model.vocab`` key gets its vocab id, the others ``vocab_entries`` (the
+    number of vocab entries), one more, and so on in the order listed. The ids the file lists
+    are not used (tokenizers only logs a warning when they differ).
 
-    >>> huggingface_added_id("<a>", {}, 10, []), huggingface_added_id("<b>", {}, 10, [10])
-    (10, 11)
-    >>> huggingface_added_id("the", {"the": 3}, 10, [11]), huggingface_added_id("<c>", {}, 10, [3])
-    (3, 10)
+    >>> huggingface_added_ids(["<a>", "the", "<b>"], {"the": 3}, 10)
+    [10, 3, 11]
     """
-    if content in in_vocab:
-        return in_vocab[content]
-    largest = max(earlier, default=None)
-    if largest is None or (largest < vocab_entries and vocab_entries > 0):
-        return vocab_entries
-    return largest + 1
+    ids, next_id = [], vocab_entries
+    for content in contents:
+        if content in in_vocab:
+            ids.append(in_vocab[content])
+        else:
+            ids.append(next_id)
+            next_id += 1
+    return ids
+
+
+def renumbered_added_tokens(added, ids: Mapping[str, int]) -> List[Tuple[str, int, int]]:
+    """``(content, listed id, id given)`` of each added token whose id in ``ids`` is not the
+    one the ``added_tokens`` list gives it."""
+    return [(entry["content"], entry["id"], ids[entry["content"]]) for entry in added or ()
+            if entry.get("id") != ids.get(entry["content"], entry.get("id"))]
 
 
 # One piece of a text cut at its added tokens: (start, end, special token or None, the piece's

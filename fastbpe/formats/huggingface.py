@@ -11,14 +11,15 @@ import collections
 import itertools
 import json
 import os
+import re
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from ..encode.markers import Markers
-from ..encode.special import SpecialTokens
+from ..encode.special import SpecialTokens, renumbered_added_tokens
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
@@ -29,6 +30,10 @@ from .ids import ID_LIMIT, check_id, table_size
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
 
 PathLike = Union[str, os.PathLike]
+
+# The tokens byte fallback spells a byte with (SentencePiece's <0x41> for "A").
+BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
+
 
 def _has_normalizer(norm) -> bool:
     """Whether a ``normalizer`` object changes anything (an empty Sequence does not). The steps
@@ -65,8 +70,8 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
             raise ValueError(f"{source}: id {i} is used by two vocab entries")
         if i in special_ids:
             if token is not None and token != special_ids[i].encode("utf-8") and text != special_ids[i]:
-                raise ValueError(f"{source}: added token {special_ids[i]!r} has id {i}, which the vocab uses for "
-                                 "another token")
+                raise ValueError(f"{source}: added token {special_ids[i]!r} has id {i} (the id tokenizers gives it "
+                                 "as it loads the file), which the vocab uses for another token")
             if token != special_ids[i].encode("utf-8"):
                 continue  # the added token takes the id; tokenizers splits it out before BPE
             # its own bytes as byte-level text: BPE can make it too (tokenizers' model keeps it)
@@ -78,23 +83,23 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     return table
 
 
-def _refuse_specials_bpe_needs(vocab: Mapping, tokens: List[bytes], pairs: np.ndarray, specials: Mapping[str, int],
-                               source: str) -> None:
-    """Refuse an added token that is a vocab entry as byte-level text of other bytes (``Ġthe``,
-    the bytes `` the``) which the merges make or use: ``tokenizers`` gives its id to both the
-    text ``Ġthe`` and the bytes, and a fastbpe token has one byte string per id."""
-    emptied = {i: name for name, i in specials.items()
-               if i < len(tokens) and not tokens[i] and vocab.get(name) == i and texts_to_tokens([name])[0]}
-    if not emptied:
+def _refuse_added_tokens_bpe_needs(candidates: Mapping[int, Tuple[str, bytes]], tokens: List[bytes], pairs: np.ndarray,
+                                   source: str, base_symbol: Callable[[str, bytes], bool]) -> None:
+    """Refuse an added token whose vocab entry BPE needs as other bytes: ``candidates`` maps the
+    id of each added token that is also a vocab entry (its slot left empty) to its text and the
+    bytes BPE knows the entry by (``Ġthe``: `` the``). Needed means a merge makes or uses it, or
+    ``base_symbol`` says BPE starts from it (a byte; a ``<0xNN>`` of byte fallback):
+    ``tokenizers`` gives the id to the added text and to those bytes alike, and a fastbpe
+    token has one byte string per id."""
+    if not candidates:
         return
     used = set(pairs.reshape(-1).tolist())
     made = {tokens[a] + tokens[b] for a, b in pairs.tolist()}
-    for i, name in emptied.items():
-        token = texts_to_tokens([name])[0]
-        if i in used or token in made or len(token) == 1:
-            raise ValueError(f"{source}: added token {name!r} is also vocab entry {i}, the bytes {token!r}, which "
-                             f"byte-level BPE starts from or the merges make or use; tokenizers gives id {i} to both "
-                             f"the text {name!r} and those bytes, and fastbpe cannot (one byte string per id)")
+    for i, (name, token) in candidates.items():
+        if i in used or token in made or base_symbol(name, token):
+            raise ValueError(f"{source}: added token {name!r} is also vocab entry {i}, the bytes {token!r} to BPE, "
+                             f"which it starts from or its merges make or use; tokenizers gives id {i} to both the "
+                             "added text and those bytes, and fastbpe keeps one byte string per id")
 
 
 def _drop_unmade_specials(tokens: List[bytes], pairs: np.ndarray, specials: Mapping[str, int]) -> None:
@@ -238,6 +243,30 @@ def _scan_model(path: Path) -> Optional[tuple]:
     return data, scanned
 
 
+def _added_in_vocab(added, vocab: Mapping) -> Dict[str, int]:
+    """The vocab id of each added token that is a ``model.vocab`` key."""
+    return {content: vocab[content] for content in _added_contents(added) if content in vocab}
+
+
+def _warn_renumbered(added, ids: Mapping[str, int], source: str) -> None:
+    """Say which added tokens do not get the id the file lists (tokenizers numbers them its own
+    way and only logs it): once per file, pointing at the caller's code."""
+    for content, listed, given in renumbered_added_tokens(added, ids):
+        warnings.warn(f"{source}: added token {content!r} is listed with id {listed}; tokenizers gives it {given}, "
+                      "and so does fastbpe", stacklevel=_caller_stacklevel())
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside fastbpe (a warning's line in the user's code)."""
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _added_contents(added) -> List[str]:
     """The texts of the well-formed ``added_tokens`` entries (SpecialTokens.from_huggingface
     refuses the others)."""
@@ -328,11 +357,14 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         if any(i < len(tokens) and tokens[i] for i in specials.ids.values()):
             return None
     else:
-        in_vocab = {content: vocab[content] for content in _added_contents(added) if content in vocab}
-        specials = SpecialTokens.from_huggingface(added, source, in_vocab, len(vocab))
+        specials = SpecialTokens.from_huggingface(added, source, _added_in_vocab(added, vocab), len(vocab))
         tokens = _vocab_bytes(vocab, specials.ids, source)
         pairs = _merge_pairs(merges, vocab, tokens, source)
-        _refuse_specials_bpe_needs(vocab, tokens, pairs, specials.ids, source)
+        shared = {i: name for name, i in specials.ids.items()
+                  if i < len(tokens) and not tokens[i] and vocab.get(name) == i}
+        _refuse_added_tokens_bpe_needs(
+            {i: (name, token) for (i, name), token in zip(shared.items(), texts_to_tokens(list(shared.values())))
+             if token}, tokens, pairs, source, base_symbol=lambda name, token: len(token) == 1)
         if not model.get("ignore_merges"):
             _drop_unmade_specials(tokens, pairs, specials.ids)
     # the one-byte tokens picked out at C speed (no Python test per token)
@@ -340,6 +372,7 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     missing = [b for b in range(256) if bytes((b,)) not in singles]
     if missing:
         raise ValueError(f"{source}: byte 0x{missing[0]:02x} has no token, which byte-level BPE needs")
+    _warn_renumbered(added, specials.ids, source)
     return dict(tokens=tokens, merges=pairs, **specials.keywords(), merge_rule="pair",
                 whole_token_lookup=bool(model.get("ignore_merges", False)),
                 normalizer=normalizer, **splitter.keywords(), **markers.keywords())
@@ -356,8 +389,7 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     splitter, metaspace = metaspace_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
     vocab, merges = model["vocab"], model["merges"]
     added = data.get("added_tokens")
-    specials = SpecialTokens.from_huggingface(
-        added, source, {content: vocab[content] for content in _added_contents(added) if content in vocab}, len(vocab))
+    specials = SpecialTokens.from_huggingface(added, source, _added_in_vocab(added, vocab), len(vocab))
     if metaspace and any(flags.get("normalized") for flags in specials.options.values()):
         # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
         raise ValueError(f"{source}: added tokens with normalized=true and a Metaspace pre_tokenizer are not "
@@ -383,9 +415,14 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
         if parts[0] not in vocab or parts[1] not in vocab:
             raise ValueError(f"{source}: merge {number} {tuple(parts)!r} uses a token missing from the vocab")
         pairs.append((vocab[parts[0]], vocab[parts[1]]))
+    pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    _refuse_added_tokens_bpe_needs(
+        {i: (name, name.encode("utf-8", "surrogatepass")) for name, i in specials.ids.items() if vocab.get(name) == i},
+        tokens, pairs, source, base_symbol=lambda name, token: BYTE_TOKEN.fullmatch(name) is not None)
+    _warn_renumbered(added, specials.ids, source)
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
         normalizer = [*([normalizer] if _has_normalizer(normalizer) else []), *metaspace]
-    return dict(tokens=tokens, merges=np.array(pairs, dtype=np.int64).reshape(-1, 2), unit="chars",
+    return dict(tokens=tokens, merges=pairs, unit="chars",
                 **specials.keywords(), merge_rule="pair", normalizer=normalizer,
                 byte_fallback=True, **splitter.keywords(), **Markers.from_huggingface(data.get("decoder")).keywords())
 

@@ -7,6 +7,7 @@ model derives its merges from the ranks only when asked for them (tiktoken's rul
 import base64
 import binascii
 import os
+import zlib
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
@@ -174,11 +175,21 @@ def read_with_sidecar(path: PathLike, sidecar: Optional[PathLike] = None) -> dic
             or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
                        for k, v in specials.items()):
         raise ValueError(f"{os.fspath(sidecar)}: expected {{\"pat_str\": str, \"special_tokens\": {{str: int}}}}")
-    size = data.get("tiktoken_bytes")
-    if isinstance(size, int) and not isinstance(size, bool) and size != os.path.getsize(path):
-        raise ValueError(f"{os.fspath(sidecar)} was written with a {size}-byte {os.path.basename(path)}, not this "
-                         f"{os.path.getsize(path)}-byte one (a save interrupted between the two files?); write both again")
-    return read(path, data["pat_str"], specials)
+    spec = read(path, data["pat_str"], specials)
+    if "tokens_crc32" in data and data["tokens_crc32"] != _tokens_crc32(spec["tokens"]):
+        raise ValueError(f"{os.fspath(sidecar)} was written with other ranks than {os.path.basename(path)}'s (a save "
+                         "interrupted between the two files, or one of them replaced?); write both again")
+    return spec
+
+
+def _tokens_crc32(tokens: List[bytes]) -> int:
+    """A checksum of a rank table's tokens in rank order, which the sidecar records: it tells a
+    sidecar from another run's whatever the ranks file's line endings (0.2 ms for 100k tokens).
+
+    >>> _tokens_crc32([b"a", b"", b"bc"]) == _tokens_crc32([b"a", b"bc"])
+    True
+    """
+    return zlib.crc32(b"".join(tokens), len(tokens) - tokens.count(b""))
 
 
 def write(tok, path: PathLike) -> None:
@@ -193,10 +204,10 @@ def write(tok, path: PathLike) -> None:
     pat_str = tok.splitter.to_tiktoken()  # before anything is written
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
     ranks = b"\n".join(lines) + b"\n"
-    # the sidecar names the size of its ranks file, so that a pair mixed by a save that died
-    # between the two renames is refused when read
-    sidecar = json_bytes({"pat_str": pat_str, "special_tokens": tok.special_tokens, "tiktoken_bytes": len(ranks)},
-                         indent=1)
+    # the sidecar names its ranks by a checksum, so that a pair mixed by a save that died between
+    # the two renames is refused when read
+    sidecar = json_bytes({"pat_str": pat_str, "special_tokens": tok.special_tokens,
+                          "tokens_crc32": _tokens_crc32(list(tok.token_bytes))}, indent=1)
     files = []
     try:  # both written in full before either replaces its old file
         files = [AtomicWriter(path), AtomicWriter(os.fspath(path) + ".json")]

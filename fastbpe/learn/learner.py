@@ -9,22 +9,25 @@ import numpy as np
 
 from .._core.learn import MergeLearner
 from ..corpus.wordtable import WordTable
+from ..formats.ids import ID_LIMIT
 
 __all__ = ["check_count", "check_num_merges", "make_learner", "table_symbols", "learn_from_table"]
 
 ProgressCallback = Callable[[int, int], None]
 
 
-def check_count(value, name: str, minimum: int) -> None:
-    """``value`` is an int (not a bool, not a float) of at least ``minimum``."""
+def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> None:
+    """``value`` is an int (not a bool, not a float) from ``minimum`` to ``maximum`` (by default
+    what the compiled learner's int64 arguments hold)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}" if value < minimum else
+                         f"{name} must be at most {maximum:,}, got {value:,}")
 
 
 def check_num_merges(num_merges: int, min_frequency: int) -> None:
-    check_count(num_merges, "num_merges", 0)
+    check_count(num_merges, "num_merges", 0, ID_LIMIT)  # (each merge makes a token: an int32 id)
     check_count(min_frequency, "min_frequency", 1)
 
 

@@ -20,6 +20,7 @@ from ..corpus.wordtable import WordTable
 from ..arguments import check_word_markers
 from ..encode.tokenizer import Tokenizer
 from ..formats.bytelevel import bytes_to_unicode
+from ..formats.ids import ID_LIMIT
 from ..progress import merge_progress
 from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve
 from .learner import check_count, check_num_merges, make_learner, run_learner, table_symbols
@@ -232,7 +233,7 @@ def train(
         raise ValueError("give vocab_size or num_merges")
     # arguments are checked before the corpus is read, not after minutes of counting
     if vocab_size is not None:
-        check_count(vocab_size, "vocab_size", 1)
+        check_count(vocab_size, "vocab_size", 1, ID_LIMIT)  # (token ids are int32)
     check_num_merges(0 if num_merges is None else num_merges, min_frequency)
     check_word_markers(word_start, word_end)
     pattern = renamed_pattern(pattern, pretokenizer)

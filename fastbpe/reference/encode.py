@@ -91,7 +91,10 @@ def derive_merges(token_bytes: Sequence[bytes]) -> List[Tuple[int, int, int]]:
     >>> derive_merges([b"a", b"b", b"ab", b"abb", b"ba", b"xab", b"x"])
     [(0, 1, 2), (2, 1, 3), (1, 0, 4), (6, 2, 5)]
     """
-    every = {token: rank for rank, token in enumerate(token_bytes) if token}
+    every: Dict[bytes, int] = {}  # (a token listed twice keeps its first rank)
+    for rank, token in enumerate(token_bytes):
+        if token:
+            every.setdefault(token, rank)
     lower: Dict[bytes, int] = {}
     found = []
     for rank, token in enumerate(token_bytes):
@@ -101,7 +104,7 @@ def derive_merges(token_bytes: Sequence[bytes]) -> List[Tuple[int, int, int]]:
             if len(parts) == 2 and all(part in every for part in parts):
                 found.append((every[parts[0]], every[parts[1]], rank))
         if token:
-            lower[token] = rank
+            lower.setdefault(token, rank)
     return found
 
 

@@ -174,24 +174,36 @@ def test_replace_regex_anchors_as_tokenizers(base, rows, tmp_path, pattern):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(["<a>", "<b>", "<c>", "<d>", "the", "and", "<in>"]),
+@given(st.lists(st.tuples(st.sampled_from(["<a>", "<b>", "<c>", "<d>", "the", "and", "<in>", "<far>"]),
                           st.integers(-3, 12), st.booleans()), max_size=6, unique_by=lambda entry: entry[0]))
 def test_added_token_ids_are_the_ones_tokenizers_gives(base, tmp_path, entries):
     """tokenizers ignores an added token's listed id as it loads a file: a vocab entry keeps its
-    vocab id, any other token takes the vocabulary's size or one more than the largest added id
-    so far. Listed ids here are anything near the vocabulary's end, some taken, some repeated."""
+    vocab id, the others take the vocabulary's size, one more, and so on. Listed ids here are
+    anything near the vocabulary's end, some taken, some repeated; two added tokens are in
+    model.vocab, one of them past a gap in its ids."""
     import warnings
 
     data = json.loads(json.dumps(base))
     vocab = data["model"]["vocab"]
     n = len(vocab)
-    vocab["<in>"] = n  # an added token kept in model.vocab (as GPT-2's <|endoftext|> is)
+    vocab["<in>"] = n  # added tokens kept in model.vocab (as GPT-2's <|endoftext|> is)
+    vocab["<far>"] = n + 9  # (beyond the ids the four new tokens can take: n + 2 .. n + 5)
     data["added_tokens"] = [_added(content, vocab.get(content, n + 1) + shift if shift > 6 else n + shift, special)
                             for content, shift, special in entries]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (a listed id tokenizers does not use is warned about)
         tok, hf = _load_both(data, tmp_path)
     _check(tok, hf, " ".join(content for content, _, _ in entries) + " the end<a>and<in>", offsets=False)
+
+
+def test_a_renumbered_added_token_is_warned_about_once_where_it_is_loaded(base, tmp_path):
+    data = json.loads(json.dumps(base))
+    data["added_tokens"] = [_added("<x>", len(data["model"]["vocab"]) + 7, special=True)]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"'<x>' is listed with id \d+; tokenizers gives it") as caught:
+        Tokenizer.from_huggingface(path)
+    assert len(caught) == 1 and caught[0].filename == __file__
 
 
 @pytest.mark.parametrize("kind", ["byte", "merged"])

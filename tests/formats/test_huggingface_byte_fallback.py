@@ -92,6 +92,29 @@ def test_byte_fallback_files_that_cannot_be_reproduced_are_refused(tmp_path, row
     refused(lambda d: d.update(pre_tokenizer={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first",
                                               "split": True}), "prepend_scheme='first' with added tokens")
     refused(lambda d: d["model"].update(byte_fallback="yes"), "byte_fallback must be true or false")
+    # an added token that is a vocab entry BPE needs: tokenizers gives its id to both
+    made = next(left + right for left, right in data["model"]["merges"] if left.startswith("▁"))
+    for content in (made, "<0x41>"):
+        refused(lambda d: d["added_tokens"].append({"id": d["model"]["vocab"][content], "content": content,
+                                                    "special": True, "single_word": False, "lstrip": False,
+                                                    "rstrip": False, "normalized": False}),
+                f"'{content}' is also vocab entry")
+
+
+def test_byte_fallback_added_token_ids_are_the_ones_tokenizers_gives(tmp_path, rows):
+    data = _layout(rows[:400], "normalizer")
+    n = len(data["model"]["vocab"])
+    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
+    data["added_tokens"] += [{"id": n + 40, "content": "<x>", "special": True, **flags},
+                             {"id": 3, "content": "<y>", "special": False, **flags}]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    with pytest.warns(UserWarning, match="tokenizers gives it"):
+        tok = Tokenizer.from_huggingface(path)
+    assert tok.special_tokens == {t.content: i for i, t in hf.get_added_tokens_decoder().items()}
+    text = "a<x>b <y><unk> c"  # (<unk> is an added token of the file, in its vocabulary)
+    assert tok.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
 
 
 def test_byte_fallback_needs_character_units():

@@ -156,7 +156,10 @@ def test_the_ranks_and_their_sidecar_are_replaced_together(tmp_path, monkeypatch
     assert {name: (tmp_path / name).read_bytes() for name in before} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(before)
     assert list(fastbpe.load(path).token_bytes) == list(old.token_bytes)
+    crlf = path.read_bytes().replace(b"\n", b"\r\n")  # (a checkout that turned the line ends)
+    path.write_bytes(crlf)
+    assert list(fastbpe.load(path).token_bytes) == list(old.token_bytes)
     new.to_tiktoken(tmp_path / "new.tiktoken")
     (tmp_path / "new.tiktoken").replace(path)  # new ranks beside the old sidecar
-    with pytest.raises(ValueError, match="written with a .*-byte t.tiktoken, not this"):
+    with pytest.raises(ValueError, match="written with other ranks than t.tiktoken's"):
         fastbpe.load(path)

@@ -310,6 +310,9 @@ def test_train_takes_special_tokens_as_a_list_only():
     ({"vocab_size": True}, TypeError, "vocab_size must be an int"),
     ({"vocab_size": 0}, ValueError, "vocab_size must be >= 1"),
     ({"num_merges": -1}, ValueError, "num_merges must be >= 0"),
+    ({"vocab_size": 10**30}, ValueError, "vocab_size must be at most 2,147,483,648"),  # was an OverflowError
+    ({"vocab_size": 300, "min_frequency": 2**63}, ValueError, "min_frequency must be at most"),
+    ({"num_merges": 2**40}, ValueError, "num_merges must be at most"),
     ({"min_frequency": 1.5}, TypeError, "min_frequency must be an int"),
 ])
 def test_ill_typed_arguments_fail_clearly_before_the_corpus_is_read(argument, error, message):
