@@ -9,10 +9,6 @@ import pytest
 
 from tests.fuzz import engine, targets
 
-# A mutated tokenizer.json often lists an added token under an id tokenizers would not give it:
-# the loader says so with a warning, which is the expected outcome here.
-pytestmark = pytest.mark.filterwarnings("ignore:.*tokenizers gives it")
-
 
 @pytest.fixture(scope="module", params=targets.TARGETS, ids=lambda t: t.name)
 def target(request):
