@@ -963,7 +963,7 @@ def encode_files(
     dtype = tokenizer.id_dtype
     if fmt == "llmc" and dtype.itemsize > 2:
         raise ValueError(f"llm.c token files hold uint16 ids; this tokenizer has ids up to "
-                         f"{tokenizer.vocab_size - 1} (use fmt='raw' or 'npy', which store uint32)")
+                         f"{tokenizer.n_vocab - 1} (use fmt='raw' or 'npy', which store uint32)")
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
                "block_size": block_size, "dtype": dtype.name}
     if cluster is not None:
@@ -997,9 +997,15 @@ def encode_files(
             for shard in listed:
                 if len(read_shard(out_dir / shard["file"], fmt=fmt, dtype=dtype)) != shard["tokens"]:
                     raise ValueError(f"{out_dir / shard['file']}: does not match the manifest")
-            int(manifest["tokens"])
-            if cluster is None:
-                list(manifest["resume_at"])
+            # the stream's count and where to go on: what a resumed run trusts, so checked too
+            tokens = manifest["tokens"]
+            if not _count(tokens) or tokens != sum(shard["tokens"] for shard in manifest["shards"]):
+                raise ValueError(f"{manifest_path}: its token count {tokens!r:.20} is not its shards' "
+                                 "sum; remove the folder to start over")
+            if cluster is None and not (isinstance(manifest["resume_at"], list) and len(manifest["resume_at"]) == 2
+                                        and all(map(_count, manifest["resume_at"]))):
+                raise ValueError(f"{manifest_path}: resume_at {manifest['resume_at']!r:.40} is not two counts; "
+                                 "remove the folder to start over")
         except OSError as exc:
             raise ValueError(f"{manifest_path}: a shard it lists cannot be read ({exc}); remove the folder "
                              "to start over") from None
@@ -1285,6 +1291,11 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             os.unlink(out / name)
     return {"shards": shards, "tokens": int(writer.total), "text": has_text, "text_before": text_before,
             "range": [lo, hi], "text_bytes": text_bytes}
+
+
+def _count(value) -> bool:
+    """Whether a manifest's value is a count: an int >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _stream_prefix(parts: list) -> Tuple[list, int]:

@@ -724,6 +724,23 @@ def test_a_run_of_an_earlier_version_resumes(tok, corpus, tmp_path):
         encode_files(tok, paths, out, **options)
 
 
+
+@pytest.mark.parametrize("edit", [{"tokens": -5}, {"tokens": "abc"}, {"tokens": 1}, {"resume_at": ["0", 0]},
+                                  {"resume_at": [0, 0, 0]}, {"resume_at": [0, -1]}, {"resume_at": None}])
+def test_a_hand_edited_manifest_is_refused_not_trusted(tok, corpus, tmp_path, edit):
+    """A count or a resume point a run trusts: one that disagrees with the shards, or is no
+    count at all, is refused (a resume point of [0, 0] wrote the stream twice; a count of -5
+    was carried into the finished manifest)."""
+    paths, _ = corpus
+    options = dict(shard_size=5000, fmt="raw", progress=False, block_size=4000)
+    encode_files(tok, paths, tmp_path, **options)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest.update(edit, complete=False)
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="remove the folder to start over"):
+        encode_files(tok, paths, tmp_path, **options)
+
+
 # ------------------------------------------------------------------------------ long words
 
 

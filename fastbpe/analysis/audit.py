@@ -128,8 +128,9 @@ def digit_splits(tokenizer, up_to: int = 10**7, *, block: int = 1_000_000) -> Li
     pattern fastbpe knows, so each line's tokens are that number's alone.
     """
     tokenizer = resolve_tokenizer(tokenizer)
-    if isinstance(up_to, bool) or not isinstance(up_to, int) or up_to < 1:
-        raise ValueError(f"up_to must be an int >= 1, got {up_to!r}")
+    for name, value in (("up_to", up_to), ("block", block)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     newline = tokenizer.encode_ordinary("\n")
     if len(newline) != 1:
         raise ValueError("the tokenizer has no single token for a newline")

@@ -174,7 +174,7 @@ def text_cost(tokenizers: Sequence[Any], text: str, d_model: int, *, tied: bool 
     for label, spec in zip(labels, tokenizers):
         tokenizer = resolve_tokenizer(spec)
         n = len(tokenizer.encode_to_numpy(text, disallowed_special=()))
-        c = cost(tokenizer.vocab_size, d_model, tied=tied, dtype=dtype, tokens=n)
+        c = cost(tokenizer.n_vocab, d_model, tied=tied, dtype=dtype, tokens=n)  # (a row for every id)
         rows.append({
             "tokenizer": label,
             "vocab": c["vocab"],

@@ -211,7 +211,8 @@ def skipgram_ids(
         finally:
             numba.set_num_threads(previous)
     for name, value in (("num_embeddings", num_embeddings), ("dim", dim), ("window", window),
-                        ("negatives", negatives), ("epochs", epochs), ("batch_size", batch_size)):
+                        ("negatives", negatives), ("epochs", epochs), ("batch_size", batch_size),
+                        ("log_every", log_every)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     if optimizer not in ("sgd", "adam"):

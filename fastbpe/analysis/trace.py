@@ -16,6 +16,7 @@ import numpy as np
 
 from ..corpus.count import count_words
 from ..corpus.wordtable import WordTable
+from ..encode.surrogates import as_tiktoken
 from ..encode.tokenizer import Tokenizer
 from ..corpus.files import str_corpus
 from ..learn.learner import check_num_merges, make_learner, table_symbols
@@ -44,8 +45,10 @@ def _base_units(tokenizer: Tokenizer, chunk: bytes) -> Tuple:
 
 
 def _chunks(tokenizer: Tokenizer, text: str) -> List[bytes]:
-    """The chunks the tokenizer splits ``text`` into (normalised first, if it normalises)."""
-    data, starts, ends = tokenizer.splitter.bounds(tokenizer.splitter.with_prefix_space(tokenizer.normalize(text)))
+    """The chunks the tokenizer splits ``text`` into (normalised first, if it normalises; for a
+    byte-level tokenizer, lone surrogates as U+FFFD, as encoding has them)."""
+    text = tokenizer.splitter.with_prefix_space(tokenizer.normalize(text))
+    data, starts, ends = tokenizer.splitter.bounds(as_tiktoken(text) if tokenizer.unit == "bytes" else text)
     return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
 
 

@@ -1,8 +1,11 @@
 """Corpus files: expanding paths into files, and opening any of them as a stream of bytes.
 
 One rule for every command and API that reads a corpus: a directory contributes its files
-recursively in sorted order, hidden files and folders (names starting with ``.``) skipped; a glob
-(``**`` allowed) its matches in sorted order; a file itself, hidden or not. Compressed files
+recursively in sorted order, hidden files and folders (names starting with ``.``) skipped, and
+so are pipes, sockets and devices (opening a pipe waits for a writer: a folder holding one would
+hang the run); a glob (``**`` allowed) its matches in sorted order; a file itself, hidden or not,
+which must be a regular file (a pipe or a device named directly is refused: corpora are read in
+ranges, at offsets). Compressed files
 (``.gz``, ``.xz``/``.lzma``, ``.bz2``, ``.zst`` with ``zstandard``) are recognised by their first
 bytes, whatever their name, and read decompressed.
 """
@@ -64,8 +67,12 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
         if os.path.isdir(path):
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+                files.extend(os.path.join(root, n) for n in sorted(names)
+                             if not n.startswith(".") and os.path.isfile(os.path.join(root, n)))
         elif os.path.exists(path):
+            if not os.path.isfile(path):
+                raise ValueError(f"{path[:200]}: not a regular file (a pipe, socket or device); save the stream to a "
+                                 "file first")
             files.append(path)
         elif glob.has_magic(path):
             matched = sorted(glob.glob(path, recursive=True))

@@ -408,7 +408,10 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return len(self.token_bytes) + len(self.special_tokens)
+        """How many ids are tokens, special tokens included: what ``train``'s ``vocab_size``
+        counts, and ``len(tok)``. Gaps in the ids (cl100k's before its special tokens) are not
+        counted; :attr:`n_vocab` is one more than the largest id."""
+        return vocab.vocab_len(self)
 
     @property
     def merges(self) -> List[Tuple[Union[str, bytes], Union[str, bytes]]]:
@@ -454,7 +457,11 @@ class Tokenizer:
     def _symbols(self, text: str) -> Tuple[np.ndarray, np.ndarray]:
         """Base symbol ids of every chunk of ``text`` (word markers added) and the end of each
         chunk in them. A symbol outside the vocabulary (a character never seen in training)
-        gets the negative id ``-1 - ord(symbol)``: it never merges, and ``encode`` refuses it."""
+        gets the negative id ``-1 - ord(symbol)``: it never merges, and ``encode`` refuses it.
+        For bytes, lone surrogates have none: U+FFFD, as tiktoken (:mod:`.surrogates`); a
+        character-level vocabulary may hold them (text read with ``surrogateescape``)."""
+        if self.unit == "bytes":
+            text = surrogates.as_tiktoken(text)
         chunks = pretokenize(text, self.pattern)
         words = [self.markers.word(chunk) for chunk in chunks]
         joined = "".join(words)

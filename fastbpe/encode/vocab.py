@@ -155,8 +155,11 @@ def n_vocab(tok) -> int:
 
 def vocab_len(tok) -> int:
     """The number of ids that are tokens, special tokens included (Hugging Face's
-    ``get_vocab_size(with_added_tokens=True)``; gaps in the ids are not counted)."""
-    return len(set(tok._ids.values()) | set(tok.special_tokens.values()))
+    ``get_vocab_size(with_added_tokens=True)``; gaps in the ids are not counted). A special
+    token's id is never a token's (the Tokenizer refuses that), so the two counts add up; an
+    empty slot (a gap, or where ``extend`` keeps a special token's id) is no token."""
+    tokens = tok.token_bytes
+    return len(tokens) - tokens.count(b"") + len(tok.special_tokens)
 
 
 def eot_token(tok) -> Optional[int]:

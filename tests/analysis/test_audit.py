@@ -91,6 +91,13 @@ def test_digit_splits_match_encoding_each_number():
         assert (row["mean_tokens"], row["max_tokens"], row["one_token"]) == pytest.approx(expected[row["digits"]])
 
 
+@pytest.mark.parametrize("arguments", [{"up_to": 0}, {"up_to": 10.0}, {"block": 0}, {"block": 2.5}, {"block": True}])
+def test_digit_splits_refuse_counts_that_are_not(arguments):
+    # a block of 2.5 encoded "1.0\n2.0..." and reported 1-digit numbers as three tokens
+    with pytest.raises(ValueError, match=f"{next(iter(arguments))} must be an int >= 1"):
+        digit_splits(fastbpe.Tokenizer(BYTES, []), **{"up_to": 100, **arguments})
+
+
 def test_no_merges_split_every_digit():
     rows = digit_splits(fastbpe.Tokenizer(BYTES, []), 1000)
     assert [(r["mean_tokens"], r["commonest_split"]) for r in rows] == [(1, "1"), (2, "1+1"), (3, "1+1+1"), (4, "1+1+1+1")]

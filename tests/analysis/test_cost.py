@@ -68,8 +68,8 @@ def test_text_cost_counts_the_tokenizers_tokens():
     rows = text_cost([small, big], text, 64, labels=["small", "big"])
     for row, tok in zip(rows, (small, big)):
         assert row["tokens"] == len(tok.encode(text))
-        assert row["vocab"] == tok.vocab_size
-        assert row["lm_head_gflops"] == pytest.approx(row["tokens"] * 2 * tok.vocab_size * 64 / 1e9)
+        assert row["vocab"] == tok.n_vocab
+        assert row["lm_head_gflops"] == pytest.approx(row["tokens"] * 2 * tok.n_vocab * 64 / 1e9)
     assert rows[1]["tokens"] < rows[0]["tokens"] and rows[1]["vocab_params"] > rows[0]["vocab_params"]
 
 

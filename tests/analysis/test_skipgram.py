@@ -133,5 +133,7 @@ def test_bad_input():
         skipgram_ids([np.array([0, 1])], 3, window=0)
     with pytest.raises(ValueError, match="optimizer"):
         skipgram_ids([np.array([0, 1])], 3, optimizer="lbfgs")
+    with pytest.raises(ValueError, match="log_every must be an int >= 1"):  # (was a ZeroDivisionError)
+        skipgram_ids([np.array([0, 1])], 3, log_every=0)
     with pytest.raises(TypeError):
         skipgram_ids([np.array([0.5, 1.0])], 3)

@@ -156,7 +156,7 @@ def test_tax_sweep_command(capsys, tmp_path):
 def test_cost_takes_the_vocabulary_of_a_tokenizer(capsys, trained):
     tok, path = trained
     result = run_json(capsys, ["cost", "-t", str(path), "--d-model", "32", "--tokens", "10"])
-    assert result["vocab"] == tok.vocab_size and result["lm_head_flops"] == 10 * 2 * tok.vocab_size * 32
+    assert result["vocab"] == tok.n_vocab and result["lm_head_flops"] == 10 * 2 * tok.n_vocab * 32
 
 
 def test_train_takes_the_word_markers_trace_takes(tmp_path, capsys, worked_example):

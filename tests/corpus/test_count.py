@@ -105,6 +105,19 @@ def _write(path, data: bytes):
         f.write(data)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need POSIX")
+def test_a_pipe_in_a_folder_is_skipped_and_one_named_is_refused(tmp_path):
+    """Opening a pipe waits for a writer: one in a corpus folder hung the run."""
+    (tmp_path / "a.txt").write_text("hello world\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe")
+    os.symlink(tmp_path / "a.txt", tmp_path / "link.txt")
+    assert iter_corpus_files(tmp_path) == [str(tmp_path / "a.txt"), str(tmp_path / "link.txt")]
+    assert count_words(tmp_path, "gpt2", workers=1, progress=False) == count_words(
+        [tmp_path / "a.txt"] * 2, "gpt2", workers=1, progress=False)
+    with pytest.raises(ValueError, match=r"pipe: not a regular file"):
+        count_words(tmp_path / "pipe", "gpt2", progress=False)
+
+
 def test_files_dirs_globs_and_compression(tmp_path, multi_bytes, english_bytes):
     docs = [_lines(english_bytes, 50_000), _lines(multi_bytes, 40_000), b"tiny file\n", _lines(english_bytes, 90_000)]
     (tmp_path / "d" / "sub").mkdir(parents=True)

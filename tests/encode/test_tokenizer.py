@@ -369,6 +369,24 @@ def test_lone_surrogates_become_u_fffd_on_every_split_path(splitter, monkeypatch
     assert calls == ([] if tok.splitter.fused_scanner() is not None else ["naïve 日本語 😀"])
 
 
+
+@pytest.mark.parametrize("markers", [{"word_end": "</w>"}, {"word_start": "_"}])
+def test_lone_surrogates_become_u_fffd_with_word_markers(markers):
+    """The symbol path of word markers encoded a surrogate's own three bytes (invalid UTF-8)."""
+    tok = fastbpe.train(text="the cat sat on the mat " * 20, vocab_size=280, pattern="whitespace", progress=False,
+                        **markers)
+    for text, fixed in (("a\ud800b", "a\ufffdb"), ("x\ud83d\ude00y", "x😀y")):
+        assert tok.encode(text) == tok.encode(fixed) == tok.encode_batch([text])[0]
+        assert tok.decode(tok.encode(text)) == fixed
+
+
+def test_a_trace_has_the_ids_encoding_gives_lone_surrogates():
+    from fastbpe.analysis.trace import trace_word
+
+    tok = Tokenizer([bytes([b]) for b in range(256)] + [b"\xef\xbf", b"\xef\xbf\xbd"], [(239, 191), (256, 189)])
+    for text in ("a\ud800b", "x\ud83d\ude00y"):
+        assert [i for chunk in trace_word(tok, text) for i in chunk["ids"]] == tok.encode(text)
+
 # ---- the one-call path of short texts ----------------------------------------------------------
 
 @pytest.fixture(scope="module")

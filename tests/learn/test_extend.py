@@ -172,6 +172,8 @@ def test_tiktoken_file(shared_data, malay):
     cl100k = fastbpe.load(shared_data.path("tokenizers", "tiktoken", "cl100k_base.tiktoken"))
     extended = assert_matches_reference(cl100k, malay[:150], 20)
     assert min(extended.special_tokens.values()) == 100257
+    # the ids in use, each counted once (extend keeps the special tokens' ids in its table)
+    assert extended.vocab_size == len(extended) == cl100k.vocab_size + len(extended.merge_ids) - len(cl100k.merge_ids)
 
 
 def test_special_token_matching_options_are_kept():
