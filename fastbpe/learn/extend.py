@@ -85,8 +85,8 @@ def _encode_chunks(tokenizer, table: WordTable) -> Tuple[np.ndarray, np.ndarray]
             try:
                 word = tokenizer.word_start + chunk.decode("utf-8") + tokenizer.word_end
             except UnicodeDecodeError as exc:
-                raise ValueError(f"chunk {i} is not valid UTF-8 ({exc}); a character-level tokenizer "
-                                 "extends only on text") from None
+                raise ValueError(f"chunk {i} is not valid UTF-8 ({exc}); a tokenizer of characters or with word "
+                                 "markers extends only on text (errors='replace' makes it text)") from None
             for unit in (word if tokenizer.unit == "chars" else word.encode("utf-8")):
                 key = unit.encode("utf-8", "surrogatepass") if tokenizer.unit == "chars" else bytes([unit])
                 sid = symbol_of.get(key)

@@ -145,6 +145,9 @@ def test_bad_input():
     nfc = fastbpe.Tokenizer(tok.token_bytes, tok.merge_ids, merge_rule="pair", normalizer="NFC")
     with pytest.raises(ValueError, match="normaliser"):
         nfc.extend(text="ab", num_merges=1)
+    marked = fastbpe.train(text="ab ab ab", vocab_size=258, word_end="</w>", progress=False)
+    with pytest.raises(ValueError, match="with word markers extends only on text"):  # (it said "character-level")
+        marked.extend([b"ab \xff ab"], 1, errors="bytes", progress=False)
 
 
 # ---- the real tokenizers --------------------------------------------------------------------
