@@ -61,7 +61,24 @@ def read_parallel(path: PathLike, rows: Optional[int] = None) -> Tuple[List[str]
     return header, table
 
 
+def _parallel_table(corpus, rows: Optional[int]) -> Tuple[List[str], List[Sequence[str]]]:
+    """``(header, rows)`` of a corpus given as a TSV path (:func:`read_parallel`) or as that
+    pair already, checked alike: each column named once, every row a cell per column."""
+    if isinstance(corpus, (str, os.PathLike)):
+        return read_parallel(corpus, rows)
+    header, table = corpus
+    header, table = list(header), list(table)[:rows]
+    if len(set(header)) != len(header):
+        raise ValueError("the header names a column twice")
+    for number, row in enumerate(table):
+        if len(row) != len(header):
+            raise ValueError(f"row {number}: {len(row)} cells for {len(header)} columns")
+    return header, table
+
+
 def _languages(header: Sequence[str], reference: str, languages: Optional[Sequence[str]]) -> List[str]:
+    if isinstance(languages, str):
+        languages = [languages]  # one language, not its letters
     if reference not in header:
         raise ValueError(f"the reference column {reference!r} is not in the header ({', '.join(header)})")
     if languages is None:
@@ -93,8 +110,7 @@ def tax(tokenizers: Sequence[Any], corpus: Union[PathLike, Tuple[Sequence[str], 
     so that every premium is taken on the same content. Returns ``{"reference", "rows", "languages", "tokenizers", "results"}``,
     ``results`` one dict per (tokenizer, language).
     """
-    header, table = read_parallel(corpus, rows) if isinstance(corpus, (str, os.PathLike)) else corpus
-    header = list(header)
+    header, table = _parallel_table(corpus, rows)
     columns = _languages(header, reference, languages)
     if not table:
         raise ValueError("the corpus has no rows")
@@ -222,8 +238,7 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
         raise ValueError("give at least one share")
     if any(not 0.0 <= s < 1.0 for s in shares):
         raise ValueError(f"shares are fractions in [0, 1), got {list(shares)}")
-    header, table = read_parallel(corpus, rows) if isinstance(corpus, (str, os.PathLike)) else corpus
-    header = list(header)
+    header, table = _parallel_table(corpus, rows)
     _languages(header, reference, [language])
     held_out = {row[header.index(language)] for row in table}
     other_lines, skipped = _lines_not_in(other, held_out, int(train_bytes * max(shares)))

@@ -74,6 +74,13 @@ def test_bad_corpora(tmp_path, small_tokenizer):
         read_parallel(tmp_path / "ragged.tsv")
     with pytest.raises(ValueError, match="no column 'xx'"):
         tax([small_tokenizer], write_tsv(tmp_path / "p.tsv"), languages=["xx"])
+    # the same checks for a table given as (header, rows)
+    with pytest.raises(ValueError, match="names a column twice"):
+        tax([small_tokenizer], (["en", "en"], [["a", "b"]]))
+    with pytest.raises(ValueError, match="row 1: 1 cells for 2 columns"):  # (was an IndexError)
+        tax([small_tokenizer], (["en", "ms"], [["a", "b"], ["c"]]))
+    one = tax([small_tokenizer], (["en", "ms"], [["the cat", "kucing itu"]]), languages="ms")  # (read as "m", "s")
+    assert [r["language"] for r in one["results"]] == ["en", "ms"]
 
 
 def test_tamil_pays_more_than_indonesian(shared_data, gpt2, cl100k):
