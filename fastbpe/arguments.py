@@ -2,7 +2,20 @@
 each is refused with the same clear error wherever it is given."""
 import numpy as np
 
-__all__ = ["check_byte_offsets", "check_workers", "check_word_markers"]
+__all__ = ["check_byte_offsets", "check_count", "check_workers", "check_word_markers"]
+
+
+def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> None:
+    """``value`` is an int (not a bool, not a float) from ``minimum`` to ``maximum`` (by default
+    what the compiled layer's int64 arguments hold).
+
+    >>> check_count(3, "num_merges", 0)
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}" if value < minimum else
+                         f"{name} must be at most {maximum:,}, got {value:,}")
 
 
 def check_workers(workers) -> int:
@@ -11,10 +24,7 @@ def check_workers(workers) -> int:
     >>> check_workers(2)
     2
     """
-    if isinstance(workers, (bool, np.bool_)) or not isinstance(workers, (int, np.integer)):
-        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+    check_count(workers, "workers", 1)
     return int(workers)
 
 

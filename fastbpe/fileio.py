@@ -166,10 +166,7 @@ class AtomicWriter:
             self._file = os.fdopen(fd, "wb")
         except OSError as exc:
             self.abort()
-            if exc.errno is None:
-                raise
-            # the error names the file asked for, not the temporary one beside it
-            raise type(exc)(exc.errno, exc.strerror, self.path) from None
+            raise self._naming_the_output(exc) from None
         except BaseException:
             self.abort()
             raise
@@ -201,11 +198,14 @@ class AtomicWriter:
         try:
             os.replace(self.temporary, self.path)
         except OSError as exc:  # the output became a folder meanwhile, or a read-only place
-            if exc.errno is None:
-                raise
-            raise type(exc)(exc.errno, exc.strerror, self.path) from None
+            raise self._naming_the_output(exc) from None
         self._file = None
         _note_own_change(self._directory)
+
+    def _naming_the_output(self, exc: OSError) -> OSError:
+        """``exc`` naming the file asked for, not the temporary one beside it (as it is, when
+        it has no errno to build it again from)."""
+        return exc if exc.errno is None else type(exc)(exc.errno, exc.strerror, self.path)
 
     def abort(self) -> None:
         """Close and remove the temporary file (nothing once committed)."""

@@ -301,13 +301,6 @@ def huggingface_added_ids(contents: Sequence[str], in_vocab: Mapping[str, int], 
     return ids
 
 
-def renumbered_added_tokens(added, ids: Mapping[str, int]) -> List[Tuple[str, int, int]]:
-    """``(content, listed id, id given)`` of each added token whose id in ``ids`` is not the
-    one the ``added_tokens`` list gives it."""
-    return [(entry["content"], entry["id"], ids[entry["content"]]) for entry in added or ()
-            if entry.get("id") != ids.get(entry["content"], entry.get("id"))]
-
-
 # One piece of a text cut at its added tokens: (start, end, special token or None, the piece's
 # text, whether that text is normalised already). start/end are character positions in the
 # text as given; for a piece cut out of normalised text, positions in it.

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from ..encode.markers import Markers
-from ..encode.special import SpecialTokens, renumbered_added_tokens
+from ..encode.special import SpecialTokens
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
@@ -250,10 +250,12 @@ def _added_in_vocab(added, vocab: Mapping) -> Dict[str, int]:
 
 def _warn_renumbered(added, ids: Mapping[str, int], source: str) -> None:
     """Say which added tokens do not get the id the file lists (tokenizers numbers them its own
-    way and only logs it): once per file, pointing at the caller's code."""
-    for content, listed, given in renumbered_added_tokens(added, ids):
-        warnings.warn(f"{source}: added token {content!r} is listed with id {listed}; tokenizers gives it {given}, "
-                      "and so does fastbpe", stacklevel=_caller_stacklevel())
+    way and only logs it): once per file, pointing at the caller's code. ``ids``: every added
+    token's id (the list is well formed: SpecialTokens.from_huggingface read it)."""
+    for entry in added or ():
+        if entry["id"] != ids[entry["content"]]:
+            warnings.warn(f"{source}: added token {entry['content']!r} is listed with id {entry['id']}; tokenizers "
+                          f"gives it {ids[entry['content']]}, and so does fastbpe", stacklevel=_caller_stacklevel())
 
 
 def _caller_stacklevel() -> int:
@@ -360,11 +362,12 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         specials = SpecialTokens.from_huggingface(added, source, _added_in_vocab(added, vocab), len(vocab))
         tokens = _vocab_bytes(vocab, specials.ids, source)
         pairs = _merge_pairs(merges, vocab, tokens, source)
-        shared = {i: name for name, i in specials.ids.items()
-                  if i < len(tokens) and not tokens[i] and vocab.get(name) == i}
-        _refuse_added_tokens_bpe_needs(
-            {i: (name, token) for (i, name), token in zip(shared.items(), texts_to_tokens(list(shared.values())))
-             if token}, tokens, pairs, source, base_symbol=lambda name, token: len(token) == 1)
+        # added tokens that are vocab entries, their slots left empty, and the bytes BPE knows them by
+        shared = [(i, name) for name, i in specials.ids.items()
+                  if i < len(tokens) and not tokens[i] and vocab.get(name) == i]
+        as_bytes = texts_to_tokens([name for _, name in shared])
+        _refuse_added_tokens_bpe_needs({i: (name, token) for (i, name), token in zip(shared, as_bytes) if token},
+                                       tokens, pairs, source, base_symbol=lambda name, token: len(token) == 1)
         if not model.get("ignore_merges"):
             _drop_unmade_specials(tokens, pairs, specials.ids)
     # the one-byte tokens picked out at C speed (no Python test per token)

@@ -207,7 +207,7 @@ def write(tok, path: PathLike) -> None:
     # the sidecar names its ranks by a checksum, so that a pair mixed by a save that died between
     # the two renames is refused when read
     sidecar = json_bytes({"pat_str": pat_str, "special_tokens": tok.special_tokens,
-                          "tokens_crc32": _tokens_crc32(list(tok.token_bytes))}, indent=1)
+                          "tokens_crc32": _tokens_crc32(tok.token_bytes)}, indent=1)
     files = []
     try:  # both written in full before either replaces its old file
         files = [AtomicWriter(path), AtomicWriter(os.fspath(path) + ".json")]

@@ -8,22 +8,13 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from .._core.learn import MergeLearner
+from ..arguments import check_count
 from ..corpus.wordtable import WordTable
 from ..formats.ids import ID_LIMIT
 
-__all__ = ["check_count", "check_num_merges", "make_learner", "table_symbols", "learn_from_table"]
+__all__ = ["check_num_merges", "make_learner", "table_symbols", "learn_from_table"]
 
 ProgressCallback = Callable[[int, int], None]
-
-
-def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> None:
-    """``value`` is an int (not a bool, not a float) from ``minimum`` to ``maximum`` (by default
-    what the compiled learner's int64 arguments hold)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}" if value < minimum else
-                         f"{name} must be at most {maximum:,}, got {value:,}")
 
 
 def check_num_merges(num_merges: int, min_frequency: int) -> None:

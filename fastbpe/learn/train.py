@@ -17,13 +17,13 @@ from .. import reference
 from ..corpus.count import count_words
 from ..corpus.files import corpus_or_text, str_corpus
 from ..corpus.wordtable import WordTable
-from ..arguments import check_word_markers
+from ..arguments import check_count, check_word_markers
 from ..encode.tokenizer import Tokenizer
 from ..formats.bytelevel import bytes_to_unicode
 from ..formats.ids import ID_LIMIT
 from ..progress import merge_progress
 from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve
-from .learner import check_count, check_num_merges, make_learner, run_learner, table_symbols
+from .learner import check_num_merges, make_learner, run_learner, table_symbols
 
 Symbol = Union[str, bytes]
 Pair = Tuple[Symbol, Symbol]
