@@ -508,6 +508,49 @@ def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monke
         encode_files(tok, paths, out, **dict(options, shard_size=6000))
 
 
+def test_many_small_shards_rewrite_the_manifest_rarely_and_an_interrupt_lists_every_finished_one(
+        tok, corpus, tmp_path, monkeypatch):
+    """The manifest (every shard listed) is rewritten at most once a second during a run, not
+    after every shard, which made runs of many small shards quadratic; the end of the run, and
+    an interrupt, still write it with every shard finished listed, so a rerun resumes there."""
+    paths, docs = corpus
+    options = dict(shard_size=400, fmt="raw", progress=False, block_size=4000)
+    writes = []
+    real_write = shards.write_atomic
+
+    def counted(path, payload):
+        if Path(path).name == MANIFEST:
+            writes.append(json.loads(payload)["shards"])
+        real_write(path, payload)
+
+    monkeypatch.setattr(shards, "write_atomic", counted)
+    manifest = encode_files(tok, paths, tmp_path / "whole", **options)
+    _, reference = all_ids(tmp_path / "whole")
+    assert len(manifest["shards"]) > 100 and reference == expected_ids(tok, docs)
+    seconds = manifest["seconds"]
+    assert len(writes) <= 2 + seconds / shards.MANIFEST_EVERY_SECONDS and writes[-1] == manifest["shards"]
+
+    real_finish = shards._finish_shard
+    finished = []
+
+    def failing_finish(file, *args):
+        finished.append(file.path)
+        if len(finished) == 60:
+            raise KeyboardInterrupt  # as the sixtieth shard is finished
+        real_finish(file, *args)
+
+    monkeypatch.setattr(shards, "MANIFEST_EVERY_SECONDS", 1e9)  # (no rewrite due during the run)
+    monkeypatch.setattr(shards, "_finish_shard", failing_finish)
+    writes.clear()
+    with pytest.raises(KeyboardInterrupt):
+        encode_files(tok, paths, tmp_path / "resumed", **options)
+    listed = json.loads((tmp_path / "resumed" / MANIFEST).read_text())
+    assert len(writes) == 1 and len(listed["shards"]) == 59 and not listed["complete"]
+    monkeypatch.setattr(shards, "_finish_shard", real_finish)
+    assert encode_files(tok, paths, tmp_path / "resumed", **options)["complete"]
+    assert all_ids(tmp_path / "resumed")[1] == reference
+
+
 def test_directories_and_globs_are_read_like_every_corpus(tok, corpus, tmp_path):
     paths, docs = corpus
     root = tmp_path / "in"
