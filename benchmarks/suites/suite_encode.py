@@ -620,6 +620,37 @@ class EncodeFilesLines:
                           fmt="raw", progress=False, **self.options)
 
 
+class EncodeFilesSmallShards:
+    """``encode_files`` of 1 MB of English (about 260,000 cl100k ids) into shards of 250 and of
+    1,000 ids (about 1,040 and 260 shards), raw, one worker: what each shard costs besides its
+    ids (its file, renamed into place and synced, and the manifest that lists it)."""
+
+    params = ([250, 1000],)
+    param_names = ["shard_size"]
+    timeout = 300
+
+    def setup(self, shard_size):
+        import tempfile
+
+        self.encode_files = fastbpe_module().encode_files
+        self.tok = _openai_tokenizer("cl100k_base")
+        self.dir = tempfile.mkdtemp(prefix="fastbpe-bench-shards-")
+        self.path = os.path.join(self.dir, "english.txt")
+        with open(self.path, "wb") as f:
+            f.write(corpus_text("english", "1MB").encode("utf-8"))
+        self.runs = 0
+
+    def teardown(self, shard_size):
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def time_encode_files(self, shard_size):
+        self.runs += 1
+        self.encode_files(self.tok, [self.path], os.path.join(self.dir, f"out{self.runs}"), shard_size=shard_size,
+                          workers=1, fmt="raw", progress=False)
+
+
 class EncodeBatchShortLines:
     """Short texts (up to 20,000 rows of the multilingual table, 200 characters at most, 9
     languages) with cl100k: a loop of ``encode_ordinary`` against ``encode_batch`` at 1 and 2
