@@ -176,7 +176,7 @@ def gather(E, ids, out: Optional[np.ndarray] = None, *, parallel: Optional[bool]
         out = np.empty(shape, dtype=E.dtype)
         stream = False  # fresh pages: streaming stores are slower there (see gather_rows)
     else:
-        _check_out(out, shape, E.dtype, (E,))
+        _check_out(out, shape, E.dtype, (E, ids))  # (the kernel reads ids while it writes out)
         # (streaming stores need each row to start on a whole element: an `out` viewed from an
         # odd byte of a buffer takes memcpy)
         stream = out.nbytes >= _STREAM_MIN_BYTES and out.ctypes.data % out.itemsize == 0
@@ -249,7 +249,7 @@ def scatter_add(grad, ids, num_rows: int, out: Optional[np.ndarray] = None, *,
     if out is None:
         out = np.empty((num_rows, d), dtype=grad.dtype)
     else:
-        _check_out(out, (num_rows, d), grad.dtype, (grad,))
+        _check_out(out, (num_rows, d), grad.dtype, (grad, ids))
     flat = _flat_int64(ids)
     if num_rows == 0:
         return out
@@ -614,6 +614,9 @@ def _checked_row_update(table, ids, rows, moments=()) -> Tuple[np.ndarray, np.nd
                 raise ValueError("the table and its moment tables must not overlap")
     if any(np.may_share_memory(rows, a) for a in written):
         rows = rows.copy()  # read while the table is written: take the values as they were
+    if any(np.may_share_memory(ids, a) for a in written):
+        ids = ids.copy()  # (ids in the table's own memory would change as it is written: the
+        # kernel would then index with whatever the update wrote, past the table)
     return ids, rows
 
 

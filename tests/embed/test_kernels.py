@@ -160,6 +160,21 @@ def test_gather_rejects_out_aliasing_table():
         K.gather(E, [0, 1, 2, 3], out=E)
 
 
+def test_gather_and_scatter_add_reject_out_in_the_ids_memory():
+    """An ``out`` in the memory of the ids would be written while the ids are read: the kernel
+    would then index the table with float bits (a crash before it was refused)."""
+    E = np.random.default_rng(0).random((4, 2))
+    buf = np.zeros(32, dtype=np.int64)
+    ids = buf[:16]
+    ids[:] = np.arange(16) % 4
+    out = buf.view(np.float64).reshape(16, 2)
+    with pytest.raises(ValueError, match="overlap"):
+        K.gather(E, ids, out=out)
+    with pytest.raises(ValueError, match="overlap"):
+        K.scatter_add(np.ones((16, 2)), ids, 16, out=out)
+    assert (ids == np.arange(16) % 4).all()  # nothing was written
+
+
 # --- scatter-add -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -579,6 +594,30 @@ def test_row_updates_check_ids_and_shapes_against_the_table():
     with pytest.raises(ValueError, match="overlap"):
         adam(table, m, m, np.array([1, 2]), rows)
     assert not table.any() and not m.any() and not v.any()  # nothing was written
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_row_update_with_ids_in_the_memory_it_writes(optimizer):
+    """Ids that live in the table's (or a moment table's) own memory are read as they were
+    before the update: the update writes those bytes, and the kernel must not index with what
+    it wrote there."""
+    for where in ("table", "m") if optimizer == "adam" else ("table",):
+        arrays = {name: np.zeros(64, dtype=np.float64) for name in ("table", "m", "v")}
+        ids = arrays[where].view(np.int64)[:3]
+        ids[:] = [5, 1, 30]
+        table, m, v = (arrays[name].reshape(32, 2) for name in ("table", "m", "v"))
+        rows = np.full((3, 2), 1e150)  # (its bits, written over the ids, are far past the table)
+        expected = {name: a.copy() for name, a in zip(("table", "m", "v"), (table, m, v))}
+        id_copy = ids.copy()
+        if optimizer == "sgd":
+            K.sgd_rows_reference(expected["table"], id_copy, rows, 1.0)
+            K.sgd_rows(table, ids, rows, 1.0)
+        else:
+            K.adam_rows_reference(expected["table"], expected["m"], expected["v"], id_copy, rows,
+                                  0.1, 0.9, 0.999, 1e-8, 1)
+            K.adam_rows(table, m, v, ids, rows, 0.1, 0.9, 0.999, 1e-8, 1)
+        np.testing.assert_array_equal(table, expected["table"])
+        np.testing.assert_array_equal(m, expected["m"])
 
 
 def test_row_update_reading_rows_of_its_own_table():
