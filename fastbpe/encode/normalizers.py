@@ -19,6 +19,8 @@ import re
 import unicodedata
 from typing import Callable, List, Mapping, Optional, Sequence, Union
 
+from ..split.oniguruma import from_oniguruma_pattern
+
 __all__ = ["Normalizer", "UNICODE_FORMS", "ruby_regex"]
 
 UNICODE_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
@@ -48,7 +50,7 @@ def _step(step: Mapping) -> Callable[[str], str]:
             return lambda text: text.replace(old, content)
         if isinstance(pattern.get("Regex"), str):
             try:
-                compiled = regex.compile(ruby_regex(pattern["Regex"]), regex.MULTILINE)
+                compiled = regex.compile(ruby_regex(from_oniguruma_pattern(pattern["Regex"])), regex.MULTILINE)
             except regex.error as exc:
                 raise ValueError(f"normalizer Replace: regex {pattern['Regex']!r:.80} does not compile: {exc}") from None
             literal = content.replace("\\", "\\\\")  # the content is text, not a template

@@ -86,6 +86,25 @@ def test_normalizers_and_prefix_space(base, rows, tmp_path):
     _same_as_tokenizers(data, rows, tmp_path, extra=["ＡＢＣ  Ｄ <|endoftext|>X  ", "İstanbul ǅ"])
 
 
+# Oniguruma spellings the regex module reads otherwise: \h is a hexadecimal digit there (the
+# regex module's horizontal whitespace), a class holds classes (a union) and intersections (&&)
+ONIGURUMA_REGEXES = ["\\h+", "[\\h_]+", "\\H+", "[^\\H]+", "[a-z&&[^aeiou]]+", "[[a-c]x]+", "[\\w&&[^\\d]]+",
+                     "[[:alpha:]&&[^a]]+", "[^[a-c]]+", "[]a]", "\\h{2}+"]
+
+
+@pytest.mark.parametrize("pattern", ONIGURUMA_REGEXES)
+def test_oniguruma_classes_in_split_and_replace(base, rows, tmp_path, pattern):
+    """A Split regex and a Replace regex mean what Oniguruma makes of them."""
+    data = json.loads(json.dumps(base))
+    data["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}, BYTE_LEVEL]}
+    extra = ["hello world 0xBEEF cafe ]a] [x] a&b", "deadbeef 12ab\n_Z"]
+    _same_as_tokenizers(data, rows[:60], tmp_path, extra=extra)
+    data = json.loads(json.dumps(base))
+    data["normalizer"] = {"type": "Replace", "pattern": {"Regex": pattern}, "content": "#"}
+    _same_as_tokenizers(data, rows[:60], tmp_path, extra=extra)
+
+
 def test_prepend_and_one_chunk_per_piece(base, rows, tmp_path):
     """Prepend and NFD; ByteLevel without its regex and no Split: each piece is one chunk;
     ignore_merges looks whole chunks up."""
