@@ -13,7 +13,7 @@ import threading
 from importlib import import_module
 from typing import Optional, Sequence
 
-from .options import Parser, fail, parse_size
+from .options import Parser, check_not_an_input, fail, parse_size
 
 __all__ = ["main", "build_parser", "default_corpus", "parse_size"]
 
@@ -138,6 +138,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # (parsing loads the command's module and what it imports, numpy among them: a
             # Ctrl-C then is reported as one during the command, not as a traceback)
             args = build_parser().parse_args(argv)
+            _check_outputs_are_not_inputs(args)
             return args.run(args)
         finally:  # (inside the handlers below: a Ctrl-C that lands here is reported as any other)
             if own_sigterm:
@@ -157,6 +158,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _exiting_after_a_signal(argv)
         print("fastbpe: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+
+
+# The options that name what a command writes; every other path it is given is read (but the
+# tokenizer that extend rewrites in place, which it has read whole by then).
+_OUTPUTS = ("out", "plot")
+_REWRITTEN_IN_PLACE = {("extend", "out"): ("tokenizer",)}
+
+
+def _check_outputs_are_not_inputs(args) -> None:
+    """Refuse a command whose output file is one of the files it names to read."""
+    values = vars(args)
+    for output in _OUTPUTS:
+        path = values.get(output)
+        if not isinstance(path, str):
+            continue
+        spared = _REWRITTEN_IN_PLACE.get((values.get("command"), output), ())
+        inputs = []
+        for name, value in values.items():
+            if name in _OUTPUTS or name in spared:
+                continue
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, str):
+                    inputs += [item, item.partition("=")[2]]  # (and the path of a LABEL=PATH)
+        check_not_an_input(path, f"--{output}", inputs)
 
 
 def _exiting_after_a_signal(argv: Optional[Sequence[str]]) -> None:

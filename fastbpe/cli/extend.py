@@ -10,7 +10,7 @@ import time
 
 from ..corpus.files import expand_paths
 from ..learn.extend import extend
-from .options import add_tokenizer_option, check_out_file, int_at_least, size_arg, tokenizer_specs
+from .options import add_tokenizer_option, check_not_an_input, check_out_file, int_at_least, size_arg, tokenizer_specs
 from ..analysis.common import resolve_tokenizer
 from .train import OUT_FORMATS, _printable, _write, out_format
 
@@ -23,6 +23,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
     files = expand_paths(args.files)
     if not files:
         raise ValueError("the inputs name no files (empty folders?)")
+    check_not_an_input(args.out, "--out", files)
     started = time.perf_counter()
     base = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     if fmt != "fastbpe" and base.unit != "bytes":

@@ -10,7 +10,7 @@ from typing import List, NoReturn, Optional, Sequence
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
            "special_token_list", "split_token_list",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
-           "add_scheduler_option", "check_out_file"]
+           "add_scheduler_option", "check_out_file", "check_not_an_input"]
 
 PROG = "fastbpe"
 
@@ -97,6 +97,22 @@ def check_out_file(out: str) -> None:
         raise ValueError(f"--out {out!r} is a folder; give the tokenizer file to write in it")
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         raise ValueError(f"the folder of --out {out!r} does not exist")
+
+
+def check_not_an_input(path: Optional[str], option: str, inputs: Sequence) -> None:
+    """Refuse an output ``path`` that is one of the files the command reads (``inputs``: paths,
+    any of them a folder or a glob, which name no file by themselves): writing it would replace
+    that file, a corpus with a tokenizer or a picture."""
+    if not path or not os.path.isfile(path):
+        return
+    for given in inputs:
+        try:
+            same = os.path.isfile(given) and os.path.samefile(path, given)
+        except (OSError, TypeError, ValueError):  # (a path the system cannot look at names no file)
+            continue
+        if same:
+            raise ValueError(f"{option} {path!r} is also an input ({os.fspath(given)!r}); writing it would "
+                             "replace that file: give another name")
 
 
 def split_token_list(text: str) -> List[str]:

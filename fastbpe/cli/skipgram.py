@@ -13,7 +13,8 @@ import numpy as np
 
 from ..corpus.files import expand_paths, open_bytes
 from ..fileio import write_atomic
-from .options import add_report_options, add_tokenizer_option, int_at_least, positive_float, size_arg, tokenizer_specs
+from .options import (add_report_options, add_tokenizer_option, check_not_an_input, int_at_least, positive_float,
+                      size_arg, tokenizer_specs)
 from ..analysis.common import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
@@ -118,6 +119,7 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
     files = expand_paths(args.files)
     if not files:
         raise ValueError("the inputs name no files (empty folders?)")
+    check_not_an_input(args.plot, "--plot", files)
     neighbour_ids = _token_ids(tokenizer, _split_list(args.neighbours or ""))
     analogies = []
     for spec in args.analogy:

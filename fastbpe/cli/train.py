@@ -21,8 +21,8 @@ from typing import List
 
 from ..corpus.files import CorpusDecodeError, expand_paths
 from ..learn.train import train
-from .options import (add_learning_options, add_scheduler_option, check_out_file, flatten, int_at_least, size_arg,
-                      special_token_list)
+from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
+                      int_at_least, size_arg, special_token_list)
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
 
@@ -126,6 +126,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         files = expand_paths(args.files)
         if not files:
             raise ValueError("the inputs name no files (empty folders?)")
+        check_not_an_input(args.out, "--out", files)  # (a file of an input folder, too)
         source = f"{len(files)} files"
     else:
         files = default_corpus()

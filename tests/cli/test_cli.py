@@ -323,6 +323,34 @@ def test_user_errors_have_one_format_and_exit_code_2(argv, says, capsys, tmp_pat
     assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].startswith("fastbpe: error: ")
 
 
+def test_an_output_that_is_also_an_input_is_refused_and_left_as_it_was(tmp_path, capsys, monkeypatch):
+    """Writing the tokenizer or a picture over a file the command reads would replace that text:
+    refused before any work, the file left as it was (named directly, in a folder given, or
+    under a LABEL=); extend may rewrite the tokenizer it extends."""
+    monkeypatch.chdir(tmp_path)
+    text = "the cat sat on the mat, and the dog sat on the log\n" * 200
+    (tmp_path / "corpus").mkdir()
+    for name in ("small.txt", "corpus/a.txt"):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert main(["train", "small.txt", "--vocab-size", "270", "-o", "t.json", "-q"]) == 0
+    tokenizer = (tmp_path / "t.json").read_bytes()
+    for argv in (["train", "small.txt", "--vocab-size", "270", "-o", "small.txt", "-q"],
+                 ["train", "corpus", "--vocab-size", "270", "-o", "corpus/a.txt", "-q"],
+                 ["extend", "-t", "t.json", "corpus", "--num-merges", "2", "-o", "corpus/a.txt", "-q"],
+                 ["skipgram", "-t", "t.json", "small.txt", "--dim", "4", "--plot", "small.txt"],
+                 ["skipgram", "-t", "t.json", "corpus", "--dim", "4", "--plot", "corpus/a.txt"],
+                 ["trace", "-t", "mine=t.json", "small.txt", "--plot", "t.json"],
+                 ["encode", "-t", "t.json", "small.txt", "-o", "small.txt"]):
+        assert main(argv) == 2, argv
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert "is also an input" in last and "give another name" in last, (argv, last)
+    assert (tmp_path / "small.txt").read_text(encoding="utf-8") == text
+    assert (tmp_path / "corpus" / "a.txt").read_text(encoding="utf-8") == text
+    assert (tmp_path / "t.json").read_bytes() == tokenizer
+    assert main(["extend", "-t", "t.json", "small.txt", "--num-merges", "2", "-o", "t.json", "-q"]) == 0
+    assert (tmp_path / "t.json").read_bytes() != tokenizer
+
+
 def test_training_on_the_standard_library_only_without_inputs(tmp_path, capsys, monkeypatch):
     """Files given: never the standard library, whatever the options; none: it, said first."""
     monkeypatch.setattr("fastbpe.cli.train.default_corpus", lambda: [tmp_path / "std.txt"])
