@@ -87,7 +87,8 @@ def resolve(pattern: str) -> Optional[SplitPattern]:
 
 def check_user_pattern(pattern: str) -> None:
     """Refuse, where a user names the split (``count_words``, ``train``, the CLI), a name that is
-    not known (``"gpt5"``) and a regex that does not compile, before any work starts.
+    not known (``"gpt5"``), a regex that does not compile and an empty one (it matches nothing
+    but empty text, so every text would be dropped), before any work starts.
 
     >>> check_user_pattern("gpt5")
     Traceback (most recent call last):
@@ -95,6 +96,9 @@ def check_user_pattern(pattern: str) -> None:
     ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, whitespace (or an OpenAI encoding name such as cl100k_base); any other pattern is a regex
     """
     if resolve(pattern) is None:
+        if not pattern:
+            raise ValueError("the split pattern is empty: give a pattern name (gpt2, cl100k, llama3, o200k, "
+                             "whitespace) or a regex whose matches are the chunks")
         if NAME_LIKE.fullmatch(pattern):
             raise ValueError(f"unknown split pattern {pattern!r}: the names are {', '.join(sorted(TABLE))} "
                              "(or an OpenAI encoding name such as cl100k_base); any other pattern is a regex")

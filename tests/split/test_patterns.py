@@ -80,6 +80,16 @@ def test_bad_regex_is_a_value_error():
         resolve(b"gpt2")
 
 
+def test_an_empty_pattern_is_refused_where_it_is_given(shared_data):
+    """An empty regex matches only empty text: every text would encode to no ids."""
+    with pytest.raises(ValueError, match="split pattern is empty"):
+        check_user_pattern("")
+    with pytest.raises(ValueError, match="split pattern is empty"):
+        fastbpe.count_words(iter(["hello world"]), pattern="", workers=1)
+    with pytest.raises(ValueError, match="split pattern is empty"):
+        fastbpe.Tokenizer.from_tiktoken(shared_data.path("tokenizers", "tiktoken", "r50k_base.tiktoken"), "")
+
+
 def test_the_earlier_keyword_still_works(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("the cat sat\n", encoding="utf-8")
