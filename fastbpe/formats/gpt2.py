@@ -110,6 +110,14 @@ def read(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_PATTER
         example = next(iter(specials))
         raise ValueError(f"{os.fspath(vocab_bpe)}: {len(specials)} entries of {os.fspath(encoder_json)} (such as "
                          f"{example!r}) are made by no merge: is vocab.bpe cut short, or from another encoder.json?")
+    # and one that spells a space or a control byte as byte-level text does (Ġ, Ċ...) is an
+    # ordinary token no merge makes, not the name of a special token: a few merges missing
+    spelled = {c for c in byte_chars if ord(c) > 0xFF}
+    unmade = next((text for text in specials if not spelled.isdisjoint(text)), None)
+    if unmade is not None:
+        raise ValueError(f"{os.fspath(vocab_bpe)}: the entry {unmade!r} of {os.fspath(encoder_json)} is made by no "
+                         "merge, and it is byte-level text, not a special token's name: is vocab.bpe cut short, or "
+                         "from another encoder.json?")
     merge_ids = np.array([left_ids, right_ids], dtype=np.int64).T.reshape(-1, 2)
     return dict(tokens=tokens, merges=merge_ids, pattern=pattern, special_tokens=specials,
                 merge_rule="token", whole_token_lookup=True)

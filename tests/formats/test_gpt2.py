@@ -65,6 +65,11 @@ def test_malformed_gpt2_files(tmp_path, shared_data):
     bad_vocab.write_text("".join(lines[:20_000]), encoding="utf-8")
     with pytest.raises(ValueError, match="30002 entries .* made by no merge: is vocab.bpe cut short"):
         from_gpt2(encoder, bad_vocab)
+    # a few merges lost: too few entries to tell by their number, but byte-level text (a space
+    # spelled Ġ) is no special token's name
+    bad_vocab.write_text("".join(lines[:-10]), encoding="utf-8")
+    with pytest.raises(ValueError, match="made by no merge, and it is byte-level text.*cut short"):
+        from_gpt2(encoder, bad_vocab)
 
 
 def test_malformed_gpt2_files_name_the_first_bad_entry(tmp_path):
