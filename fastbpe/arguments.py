@@ -2,7 +2,7 @@
 each is refused with the same clear error wherever it is given."""
 import numpy as np
 
-__all__ = ["check_byte_offsets", "check_count", "check_workers", "check_word_markers"]
+__all__ = ["check_byte_offsets", "check_count", "check_error_handler", "check_workers", "check_word_markers"]
 
 
 def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> None:
@@ -33,6 +33,24 @@ def check_word_markers(word_start, word_end) -> None:
     for name, marker in (("word_start", word_start), ("word_end", word_end)):
         if marker is not None and not isinstance(marker, str):
             raise TypeError(f"{name} must be a str or None, got {type(marker).__name__}")
+
+
+def check_error_handler(errors) -> None:
+    """``errors`` names a decoding error handler (``"replace"``, ``"strict"``, ``"ignore"``...):
+    ``bytes.decode`` looks it up only when the bytes hold an error, so a misspelt one would go
+    unnoticed until then.
+
+    >>> check_error_handler("ignore")
+    """
+    import codecs
+
+    if not isinstance(errors, str):
+        raise TypeError(f"errors must be a str, got {type(errors).__name__}")
+    try:
+        codecs.lookup_error(errors)
+    except LookupError:
+        raise ValueError(f"errors={errors!r} is no error handler: use 'replace', 'strict', 'ignore', "
+                         "'backslashreplace' or 'surrogateescape'") from None
 
 
 def check_byte_offsets(values, name: str) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
 from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
-from ..arguments import check_byte_offsets, check_workers
+from ..arguments import check_byte_offsets, check_error_handler, check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
@@ -705,6 +705,8 @@ class Tokenizer:
         data = table.gather(ids) if table is not None and type(ids) is list else None
         if type(data) is not bytes:
             data = self.decode_bytes(ids)
+        if errors != "replace" and errors != "strict":
+            check_error_handler(errors)  # (bytes.decode looks a handler up only at an error)
         return self.markers.decode(data.decode("utf-8", errors))
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":

@@ -234,6 +234,17 @@ def test_decode_refuses_what_is_no_id(small):
     assert small.decode([]) == "" and small.decode(np.array([], dtype=np.int32)) == ""
 
 
+def test_decode_refuses_an_unknown_error_handler_even_without_an_error(small):
+    """bytes.decode looks its handler up only at an invalid byte: a misspelt one is refused at
+    once, not the first time a text cuts a character in two."""
+    ids = small.encode("hello")
+    assert small.decode(ids, errors="ignore") == small.decode(ids, errors="strict") == "hello"
+    with pytest.raises(ValueError, match="no error handler"):
+        small.decode(ids, errors="bogus")
+    with pytest.raises(TypeError, match="errors must be a str"):
+        small.decode(ids, errors=None)
+
+
 def test_decode_of_a_special_token_far_beyond_the_vocabulary():
     tok = Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<far>": 2**31 - 1})
     assert tok.decode([104, 2**31 - 1, 105]) == "h<far>i"
