@@ -449,6 +449,10 @@ def test_bad_arguments(tmp_path):
         count_words(["no such file"], progress=False)
     with pytest.raises(FileNotFoundError, match="glob"):
         count_words(str(tmp_path / "*.none"), progress=False)
+    # a long text given where paths go: its start named, not all of it
+    with pytest.raises(FileNotFoundError, match="iter") as raised:
+        count_words(["what? " * 10_000], progress=False)
+    assert len(str(raised.value)) < 400
     with pytest.raises(TypeError, match="item #1"):
         count_words(iter(["a", 3]), workers=1, progress=False)
     with pytest.raises(TypeError, match="bytes"):
