@@ -37,6 +37,9 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     tokenizer = load(args.tokenizer)
     if not args.no_separator:  # (checked before encode_files makes the output folder)
         separator_id(tokenizer, args.separator, str(args.tokenizer), "--no-separator, or --separator with")
+    if args.format == "llmc" and tokenizer.id_dtype.itemsize > 2:  # (said with the options' names)
+        raise ValueError(f"llm.c token files hold uint16 ids; {args.tokenizer} has ids up to {tokenizer.n_vocab - 1} "
+                         "(use --format raw or npy, which store uint32)")
     try:
         manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
                                 workers=args.workers, progress=False if args.quiet or args.json else None,

@@ -461,6 +461,16 @@ def test_encode_json_summary(encode_setup, tmp_path, capsys):
     assert again["complete"] and again["run"]["resumed"]
 
 
+def test_llmc_with_ids_past_uint16_names_the_options(shared_data, tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("some text\n", encoding="utf-8")
+    rank_file = shared_data.path("tokenizers", "tiktoken", "cl100k_base.tiktoken")
+    assert main(["encode", str(tmp_path / "a.txt"), "-t", str(rank_file), "-o", str(tmp_path / "o"),
+                 "--format", "llmc"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "uint16" in last and "--format raw" in last and "fmt=" not in last
+    assert not (tmp_path / "o").exists()
+
+
 def test_damaged_compressed_input_is_one_line_and_exit_2(tmp_path, capsys):
     import gzip
 
