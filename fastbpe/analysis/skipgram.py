@@ -27,6 +27,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple, Union
 import numba
 import numpy as np
 
+from ..arguments import check_count
 from ..embed import kernels
 from ..embed.embedding import Embedding
 
@@ -202,6 +203,7 @@ def skipgram_ids(
     threads for the kernels during training (default: as set; 1 avoids thread start-up costs on
     a busy machine, and the results are the same for any count)."""
     if threads is not None:
+        check_count(threads, "threads", 1, numba.config.NUMBA_NUM_THREADS)  # (Numba's own error names no argument)
         previous = numba.get_num_threads()
         numba.set_num_threads(threads)
         try:

@@ -101,6 +101,16 @@ def test_deterministic():
     assert not np.array_equal(a.input, c.input)
 
 
+def test_a_thread_count_numba_cannot_run_names_the_argument():
+    import numba
+
+    before = numba.get_num_threads()
+    for bad, error in ((0, ValueError), (numba.config.NUMBA_NUM_THREADS + 1, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match="threads must be"):
+            skipgram_ids(structured_corpus(), 12, dim=8, epochs=1, threads=bad)
+    assert numba.get_num_threads() == before  # (left as it was)
+
+
 def test_windows_stay_inside_documents():
     """Two documents of one token each: no pair at all, so nothing moves."""
     emb = skipgram_ids([np.array([0]), np.array([1])], 3, dim=4)
