@@ -106,8 +106,8 @@ def _id_array(ids, name: str = "ids") -> np.ndarray:
 
 
 def _check_id_range(ids: np.ndarray, num_rows: Optional[int], name: str = "ids") -> None:
-    """Raise ``IndexError`` naming the first id outside ``[0, num_rows)`` (``None``: no upper
-    bound but the int64 range)."""
+    """Raise ``IndexError`` naming the first id outside ``[0, num_rows)`` (``None``: below the
+    largest int64, 2**63 - 1, the bound an id's row count must stay under)."""
     if ids.size == 0:
         return
     limit = np.iinfo(np.int64).max if num_rows is None else num_rows
@@ -115,7 +115,7 @@ def _check_id_range(ids: np.ndarray, num_rows: Optional[int], name: str = "ids")
     if lo < 0 or hi >= limit:
         flat = ids.reshape(-1)
         bad_pos = int(np.flatnonzero((flat < 0) | (flat >= limit))[0])
-        valid = "ids must be in the int64 range and >= 0" if num_rows is None else \
+        valid = "ids must be >= 0 and below 2**63 - 1, the largest int64" if num_rows is None else \
             f"out of range for {num_rows} rows (valid: 0..{num_rows - 1})"
         raise IndexError(f"{name} contains {int(flat[bad_pos])} at flat position {bad_pos}, "
                          f"{valid}; negative ids are not wrapped")

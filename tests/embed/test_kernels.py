@@ -209,6 +209,10 @@ def test_scatter_add_sparse_with_huge_sparse_ids_uses_the_sorting_path(parallel)
     u, rows = K.scatter_add_sparse(grad, ids, parallel=parallel)
     assert u.tolist() == [5, 10**12, 2**62]
     assert rows.tolist() == [[2 + 8, 3 + 9], [0 + 4, 1 + 5], [6, 7]]
+    # the bound said as it is: 2**63 - 2 is the largest id taken
+    assert K.scatter_add_sparse(grad[:1], np.array([2**63 - 2]), parallel=parallel)[0].tolist() == [2**63 - 2]
+    with pytest.raises(IndexError, match=r"9223372036854775807 .* below 2\*\*63 - 1"):
+        K.scatter_add_sparse(grad[:1], np.array([2**63 - 1]), parallel=parallel)
 
 
 @pytest.mark.parametrize("grad_shape,ids_shape,num_rows", [
