@@ -13,6 +13,7 @@ from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
+from ..arguments import check_count
 from . import kernels
 
 __all__ = ["Embedding"]
@@ -48,8 +49,8 @@ class Embedding:
             dtype = np.dtype(dtype)
             if dtype not in kernels.FLOAT_DTYPES:
                 raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-            if num_embeddings < 0 or dim < 0:
-                raise ValueError("num_embeddings and dim must be >= 0")
+            check_count(num_embeddings, "num_embeddings", 0)
+            check_count(dim, "dim", 0)
             rng = np.random.default_rng(seed)
             weight = (rng.standard_normal((num_embeddings, dim)) * init_std).astype(dtype)
         else:
@@ -60,7 +61,7 @@ class Embedding:
                                  f"{(num_embeddings, dim)}")
             weight = np.array(weight, order="C", copy=True)  # the table owns its memory
         self.weight = weight
-        self.optimizer = optimizer
+        self._optimizer = optimizer
         self.lr = float(lr)
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = float(eps)
@@ -73,6 +74,12 @@ class Embedding:
         self._last_ids: Optional[np.ndarray] = None
         self._sparse: List[SparseGrad] = []
         self._dense: Optional[np.ndarray] = None
+
+    @property
+    def optimizer(self) -> str:
+        """``"sgd"`` or ``"adam"``, chosen when the table is made (Adam's moment tables are
+        made with it): read-only."""
+        return self._optimizer
 
     @property
     def num_embeddings(self) -> int:
@@ -184,7 +191,7 @@ class Embedding:
         self._check_step(touched, rows)
         self.zero_grad()
         self.step_count += 1
-        if self.optimizer == "sgd":
+        if self._optimizer == "sgd":
             kernels.sgd_rows(self.weight, touched, rows, self.lr)
         else:
             kernels.adam_rows(self.weight, self._m, self._v, touched, rows, self.lr,
@@ -193,7 +200,7 @@ class Embedding:
 
     def _check_settings(self) -> None:
         """The optimiser's settings (Adam's betas and eps only for Adam, which reads them)."""
-        if self.optimizer == "adam":
+        if self._optimizer == "adam":
             kernels._check_optimizer_settings(self.lr, *self.betas, self.eps)
         else:
             kernels._check_optimizer_settings(self.lr)
@@ -215,6 +222,6 @@ class Embedding:
             raise ValueError(f"the pending gradient touches row {int(touched.max())}, weight has "
                              f"{weight.shape[0]} rows: was weight replaced after backward()?")
         self._check_settings()  # (they are attributes: changed since __init__, checked again)
-        if self.optimizer == "adam" and (self._m.shape != weight.shape or self._m.dtype != weight.dtype):
+        if self._optimizer == "adam" and (self._m.shape != weight.shape or self._m.dtype != weight.dtype):
             raise ValueError(f"the Adam moments are {self._m.dtype} {self._m.shape}, weight is "
                              f"{weight.dtype} {weight.shape}: replace weight only by an array like it")

@@ -162,6 +162,12 @@ def test_errors():
         Embedding(3, 2, optimizer="rmsprop")
     with pytest.raises(TypeError):
         Embedding(3, 2, dtype=np.int32)
+    with pytest.raises(TypeError, match="num_embeddings must be an int"):
+        Embedding("3", 2)
+    with pytest.raises(ValueError, match="dim must be >= 0"):
+        Embedding(3, -2)
+    with pytest.raises(AttributeError):  # chosen with the table: Adam's moments are made then
+        Embedding(3, 2).optimizer = "adam"
     with pytest.raises(ValueError, match="shape"):
         Embedding(3, 2, weight=np.zeros((2, 3), dtype=np.float32))
     emb = Embedding(3, 2)
