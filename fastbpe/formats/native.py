@@ -80,6 +80,13 @@ def _keywords(data: Mapping) -> dict:
         if key not in data:
             raise ValueError(f"fastbpe tokenizer file is missing the field {key!r}")
     unit = json_field(data, "unit", (str,))
+    # how the vocab's strings spell tokens follows from the unit; a file that says otherwise
+    # (edited, or from a writer this reader does not know) would load as other tokens
+    spelling = "utf-8" if unit == "chars" else "gpt2-bytes-to-unicode"
+    token_text = json_field(data, "token_text", (str,), spelling)
+    if token_text != spelling:
+        raise ValueError(f"fastbpe tokenizer file: \"token_text\": {token_text!r:.40} is not how unit {unit!r:.20} "
+                         f"tokens are written ({spelling!r})")
     vocab = json_field(data, "vocab", (list,))
     if not all(isinstance(s, str) for s in vocab):
         raise ValueError("fastbpe tokenizer file: every vocab entry must be a str")

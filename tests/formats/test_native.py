@@ -43,6 +43,8 @@ def test_truncated_native_file(tmp_path):
     ("whole_token_lookup", "yes", "whole_token_lookup"),
     ("split_stages", [["\\d+", "true"]], "split stages"),
     ("vocab", [1, 2], "vocab"),
+    ("token_text", "latin1", "token_text.*gpt2-bytes-to-unicode"),  # (tokens spelt otherwise: other tokens)
+    ("token_text", 3, "token_text"),
 ])
 def test_fields_of_the_wrong_type_are_value_errors(tmp_path, field, value, message):
     tok = fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False)
