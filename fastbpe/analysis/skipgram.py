@@ -261,7 +261,12 @@ def skipgram_ids(
             out_ids = np.empty((len(c_ids), 1 + negatives), dtype=np.int64)
             out_ids[:, 0] = o_ids
             out_ids[:, 1:] = table[rng.integers(0, len(table), size=(len(c_ids), negatives))]
-            loss, d_h, d_u = _pair_terms(table_in.forward(c_ids), table_out.forward(out_ids))
+            with np.errstate(over="ignore", invalid="ignore"):  # (told below, once, as a divergence)
+                loss, d_h, d_u = _pair_terms(table_in.forward(c_ids), table_out.forward(out_ids))
+            total = float(loss.sum())
+            if not math.isfinite(total):  # the rows overflowed: every later step would be NaN
+                raise ValueError(f"training diverged at step {step} (the loss is {total}): lower lr "
+                                 f"(it is {base_lr:g})")
             table_in.backward(d_h, c_ids)
             table_out.backward(d_u)
             if optimizer == "sgd":
@@ -269,7 +274,7 @@ def skipgram_ids(
             table_in.step()
             table_out.step()
             pairs_seen += len(c_ids)
-            loss_sum += float(loss.sum())
+            loss_sum += total
             loss_pairs += len(c_ids)
             if step % log_every == 0 or step == total_steps:
                 losses.append((pairs_seen, loss_sum / loss_pairs))

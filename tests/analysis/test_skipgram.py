@@ -111,6 +111,18 @@ def test_a_thread_count_numba_cannot_run_names_the_argument():
     assert numba.get_num_threads() == before  # (left as it was)
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_a_learning_rate_that_diverges_is_an_error_not_nan_rows(optimizer):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no overflow warnings on the way)
+        with pytest.raises(ValueError, match="training diverged at step .* lower lr"):
+            skipgram_ids(structured_corpus(), 12, dim=8, epochs=3, optimizer=optimizer, lr=1e30)
+    emb = skipgram_ids(structured_corpus(), 12, dim=8, epochs=1, optimizer=optimizer)
+    assert np.isfinite(emb.input).all() and all(np.isfinite(loss) for _, loss in emb.losses)
+
+
 def test_windows_stay_inside_documents():
     """Two documents of one token each: no pair at all, so nothing moves."""
     emb = skipgram_ids([np.array([0]), np.array([1])], 3, dim=4)
