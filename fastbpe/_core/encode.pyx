@@ -257,16 +257,15 @@ cdef class BPECore:
         tokens.reserve(n)
         for tb in token_bytes:
             tokens.push_back(<string>tb)
-        made = np.full(m if self.enc.merge_rule != MERGE_TOKEN else 0, -1, dtype=np.int32)
+        # (MERGE_TOKEN's merges are checked too, though its ranks decide: a vocabulary cut
+        # short under them would load as a smaller one, quietly; the made ids are dropped)
+        made = np.full(m, -1, dtype=np.int32)
         cdef int32_t[::1] mv = made
         with nogil:
             bad = self.enc.set_tokens(tokens, &first)
         if bad >= 0:
             raise ValueError(f"token {bad} ({token_bytes[bad]!r}) duplicates token {first}")
-        if self.enc.merge_rule == MERGE_TOKEN:
-            with nogil:
-                self.enc.token_pairs(tokens, keys, vals)
-        elif m > 0:
+        if m > 0:
             # rank = merge index; checked here, where a bad merge can name itself
             with nogil:
                 bad = self.enc.merge_pairs(tokens, &left[0], &right[0], m, &mv[0], keys, vals, &why)
@@ -274,6 +273,12 @@ cdef class BPECore:
                 raise ValueError(f"merge {bad} refers to an unknown token id")
             if bad >= 0:
                 raise ValueError(f"merge {bad}: the concatenation of tokens {left[bad]} and {right[bad]} is not a token")
+        if self.enc.merge_rule == MERGE_TOKEN:
+            keys.clear()
+            vals.clear()
+            made = made[:0]
+            with nogil:
+                self.enc.token_pairs(tokens, keys, vals)
         self.made = made
         with nogil:
             self.enc.build_pairs(keys, vals)

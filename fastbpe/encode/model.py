@@ -78,13 +78,9 @@ class BPEModel:
         rows = None if merges is None else checked_merge_array(merges)
         if rows is not None:
             self._merges = np.ascontiguousarray(rows[:, :2])
-            if merge_rule == "token":
-                # tiktoken's rule never reads the merges (ranks decide): they need only be in range
-                bad = np.flatnonzero((self._merges < 0).any(axis=1) | (self._merges >= len(token_bytes)).any(axis=1))
-                if len(bad):
-                    raise ValueError(f"merge {bad[0]} refers to an unknown token id")
-            else:
-                self._check_in_vocabulary(self._merges)
+            # (tiktoken's rule never reads its merges, ranks decide; they are checked all the
+            # same: merges that make tokens the vocabulary lacks mean a vocabulary cut short)
+            self._check_in_vocabulary(self._merges)
         self._lock = threading.Lock()
         self.core = self._build_core()
         if rows is not None and rows.shape[1] == 3 and merge_rule != "token":

@@ -56,6 +56,16 @@ def test_fields_of_the_wrong_type_are_value_errors(tmp_path, field, value, messa
             load(tmp_path / "t.json")
 
 
+def test_a_rank_vocabulary_cut_short_under_its_merges_is_refused(shared_data):
+    """tiktoken's rule reads ranks, not merges, but a file whose merges make tokens its vocab
+    no longer has was cut short: it is refused, not loaded as a smaller vocabulary."""
+    data = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken")).to_dict()
+    assert Tokenizer.from_dict(data).encode(" informants") == [50254]
+    data["vocab"] = data["vocab"][:-1000]
+    with pytest.raises(ValueError, match="merge 49000: the concatenation .* is not a token"):
+        Tokenizer.from_dict(data)
+
+
 def test_tokens_and_special_tokens_that_are_not_utf8_save_and_load(tmp_path):
     tok = Tokenizer([b"a", "\udcff".encode("utf-8", "surrogatepass"), b"b"], [],
                     unit="chars", pattern="whitespace", special_tokens={"<\ud800>": 7})
