@@ -5,10 +5,10 @@ text otherwise than the ``regex`` module does:
 
 * ``X{n,m}+`` is one or more runs of ``X{n,m}``; the ``regex`` module reads a possessive interval;
 * ``\\h`` is a hexadecimal digit (``[0-9a-fA-F]``) and ``\\H`` any other character; the
-  ``regex`` module reads horizontal whitespace;
+  ``regex`` module reads horizontal whitespace (``[\\t\\p{Zs}]``);
 * a character class may hold classes (``[[a-c]x]``, their union) and intersections
   (``[a-z&&[^aeiou]]``, the consonants), which the ``regex`` module reads only in its version 1
-  mode: a pattern that uses them is compiled in that mode (``(?V1)`` in front).
+  mode (``(?V1)`` in front); in its default mode ``[`` and ``&&`` in a class are characters.
 
 (Not converted: without case, Oniguruma matches a character's full case folding, ``(?i)ss``
 matching ``ß``, where the ``regex`` module folds one character to one. The published patterns
@@ -18,17 +18,63 @@ would make them other texts than the patterns the compiled scanners stand for.)
 These functions convert a pattern between the dialects, keeping its meaning.
 """
 import re
+from typing import Iterator, Tuple
 
 __all__ = ["oniguruma_pattern", "from_oniguruma_pattern"]
 
-# (the standard ``re`` reads these two patterns, on pattern texts, as ``regex`` does; importing
+# (the standard ``re`` reads these patterns, on pattern texts, as ``regex`` does; importing
 # ``regex`` costs 18 ms that a tokenizer with a named pattern never needs)
 _POSSESSIVE_INTERVAL = re.compile(r"(\\[pP]\{[^}]*\}|\[(?:\\.|[^\]\\])*\]|\\.|[^\\()|])(\{\d+(?:,\d*)?\})\+")
+_POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")  # [:alpha:] inside a class: both engines read it
 
-# Oniguruma's \h, as a class (or inside one)
+# \h of each dialect, as the other spells it (inside a class: its members)
 _HEX_DIGITS = "0-9a-fA-F"
+_HORIZONTAL_SPACE = "\\t\\p{Zs}"
 # What from_oniguruma_pattern puts in front of a pattern with nested classes or intersections.
 _VERSION1 = "(?V1)"
+
+
+def _parts(text: str, nested: bool) -> Iterator[Tuple[str, str, int]]:
+    """The pattern's text in parts, each with what it is and the classes open around it:
+    ``("escape", "\\x", depth)``, ``("open", "[" or "[^", depth before)`` (a ``]`` right after
+    it is its first member: ``("char", "]", ...)``), ``("close", "]", depth after)``,
+    ``("posix", "[:alpha:]", depth)``, ``("and", "&&", depth)`` and ``("char", c, depth)``.
+    ``nested``: a ``[`` inside a class opens a class (Oniguruma, the regex module's version 1),
+    else it is a character there (``("char", "[", depth)``: the regex module's default)."""
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\" and i + 1 < n:
+            yield "escape", text[i:i + 2], depth
+            i += 2
+            continue
+        if c == "[":
+            posix = _POSIX_CLASS.match(text, i) if depth else None
+            if posix:
+                yield "posix", posix.group(), depth
+                i = posix.end()
+                continue
+            if depth and not nested:
+                yield "char", c, depth
+                i += 1
+                continue
+            opened = "[^" if text.startswith("[^", i) else "["
+            yield "open", opened, depth
+            depth += 1
+            i += len(opened)
+            if text.startswith("]", i):  # (first in its class: the character itself)
+                yield "char", "]", depth
+                i += 1
+            continue
+        if c == "]" and depth:
+            depth -= 1
+            yield "close", c, depth
+        elif c == "&" and depth and text.startswith("&&", i):
+            yield "and", "&&", depth
+            i += 1
+        else:
+            yield "char", c, depth
+        i += 1
 
 
 def oniguruma_pattern(pattern: str) -> str:
@@ -36,15 +82,27 @@ def oniguruma_pattern(pattern: str) -> str:
 
     Oniguruma takes ``X{n,m}+`` as ``(X{n,m})+`` rather than a possessive interval, so such
     intervals become atomic groups (same meaning in both engines). ``?+ *+ ++`` are possessive
-    in both and stay. The version 1 mark that :func:`from_oniguruma_pattern` puts in front is
-    dropped (Oniguruma reads nested classes and intersections as they are).
+    in both and stay. ``\h`` (horizontal whitespace) is spelled as a class, and so are a
+    ``[`` and an ``&&`` inside a class (characters, unless the pattern starts with the version 1
+    mark :func:`from_oniguruma_pattern` puts in front, which is dropped).
 
     >>> print(oniguruma_pattern(r"\p{N}{1,3}+|[ab]{2}+|x"))
     (?>\p{N}{1,3})|(?>[ab]{2})|x
+    >>> print(oniguruma_pattern(r"\h+|[a&&b]"))
+    [\t\p{Zs}]+|[a\&\&b]
     """
-    if pattern.startswith(_VERSION1):
+    version1 = pattern.startswith(_VERSION1)
+    if version1:
         pattern = pattern[len(_VERSION1):]
-    converted = _POSSESSIVE_INTERVAL.sub(lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
+    out = []
+    for kind, text, depth in _parts(pattern, nested=version1):
+        if kind == "escape" and text in ("\\h", "\\H"):
+            text = ("[" if text == "\\h" else "[^") + _HORIZONTAL_SPACE + "]" if not depth or text == "\\H" \
+                else _HORIZONTAL_SPACE
+        elif not version1 and depth and (kind == "and" or text == "["):
+            text = "\\" + text if text == "[" else "\\&\\&"  # (characters to the regex module)
+        out.append(text)
+    converted = _POSSESSIVE_INTERVAL.sub(lambda m: f"(?>{m.group(1)}{m.group(2)})", "".join(out))
     if re.search(r"\)\{\d+(?:,\d*)?\}\+", converted):
         raise ValueError(f"cannot express the possessive interval of a group in {pattern!r} for Hugging Face")
     return converted
@@ -65,45 +123,15 @@ def from_oniguruma_pattern(pattern: str) -> str:
     """
     text = _POSSESSIVE_INTERVAL.sub(lambda m: f"(?:{m.group(1)}{m.group(2)})+", pattern)
     out = []
-    depth = 0  # the character classes open at i
     version1 = False  # a class inside a class, or an intersection: the regex module's version 1
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n:
-            escaped = text[i + 1]
-            if escaped == "h":
-                out.append(_HEX_DIGITS if depth else f"[{_HEX_DIGITS}]")
-            elif escaped == "H":
-                out.append(f"[^{_HEX_DIGITS}]")
-                version1 |= depth > 0  # (a class in a class)
-            else:
-                out.append(text[i:i + 2])
-            i += 2
-            continue
-        if c == "[":
-            if depth:
-                posix = re.match(r"\[:\^?[A-Za-z]+:\]", text[i:])  # [:alpha:], which both engines read
-                if posix:
-                    out.append(posix.group())
-                    i += posix.end()
-                    continue
-                version1 = True
-            depth += 1
-            out.append(c)
-            i += 1
-            if text.startswith("^", i):
-                out.append("^")
-                i += 1
-            if text.startswith("]", i):  # (first in its class: the character itself)
-                out.append("\\]")
-                i += 1
-            continue
-        if c == "]" and depth:
-            depth -= 1
-        elif c == "&" and depth and text.startswith("&&", i):
+    for kind, part, depth in _parts(text, nested=True):
+        if kind == "escape" and part == "\\h":
+            part = _HEX_DIGITS if depth else f"[{_HEX_DIGITS}]"
+        elif kind == "escape" and part == "\\H":
+            part = f"[^{_HEX_DIGITS}]"
+            version1 |= depth > 0  # (a class in a class)
+        elif kind == "and" or (kind == "open" and depth):
             version1 = True
-        out.append(c)
-        i += 1
+        out.append(part)
     converted = "".join(out)
     return _VERSION1 + converted if version1 else converted

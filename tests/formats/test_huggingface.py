@@ -142,3 +142,17 @@ def test_a_split_regex_spelled_like_a_word_is_a_regex(tmp_path):
     # the chunks of GPT-2's pattern ("agpt", "2", "b")
     assert tok.tokens("agpt2b gpt2") == [b"g", b"p", b"t", b"2"] * 2
     assert tok.pattern == "(?:gpt2)"
+
+
+def test_a_pattern_the_regex_module_reads_otherwise_than_oniguruma_exports_with_its_meaning(tmp_path):
+    """\\h is horizontal whitespace to the regex module and a hexadecimal digit to Oniguruma;
+    [ and && inside a class are characters to the regex module and a class and an
+    intersection to Oniguruma: a tokenizer.json says what fastbpe's pattern means."""
+    pattern = r"\h+|[a&&b]+|[[x]+|[^\w\h&\[]+|\w+"
+    text = "a&&b [x] cafe\tbeef\u3000 12ab a&b [[x]] ok!\n"
+    small = fastbpe.train(iter([text * 30]), vocab_size=300, pattern=pattern, progress=False)
+    small.to_huggingface(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for sample in (text, "deadbeef\t \u00a0&&[[", "x[a&b]y"):
+        assert hf.encode(sample, add_special_tokens=False).ids == small.encode(sample), repr(sample)
+    assert from_huggingface(tmp_path).encode(text) == small.encode(text)
