@@ -28,6 +28,8 @@ from fastbpe.corpus.files import CorpusDecodeError
 from fastbpe.shards import MANIFEST, encode_files, input_blocks, read_shard
 from fastbpe.split.patterns import cut_rule
 
+from tests.interrupts import interrupt_at_shard
+
 EOT = "<|endoftext|>"
 
 
@@ -374,21 +376,12 @@ def test_documents_a_piece_at_a_time_write_what_a_block_a_document_wrote(tok, tm
         path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
     options = dict(shard_size=700, fmt="raw", progress=False, block_size=256, documents=documents,
                    separator=separator)
-    real_finish = shards._finish_shard
 
     def run(out, a_block_a_document, workers=2, stop_at=None):
-        finished = []
-
-        def finish(file, *args):
-            finished.append(file)
-            if len(finished) == stop_at:
-                raise KeyboardInterrupt
-            real_finish(file, *args)
-
         with monkeypatch.context() as patched:
             if a_block_a_document:
                 patched.setattr(shards, "_document_runs", _a_block_a_document)
-            patched.setattr(shards, "_finish_shard", finish)
+            interrupt_at_shard(patched, stop_at)
             encode_files(tok, paths, tmp_path / out, workers=workers, **options)
 
     def written(out):
@@ -481,20 +474,10 @@ def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monke
     encode_files(tok, paths, reference_dir, **options)
     _, reference = all_ids(reference_dir)
 
-    real_finish = shards._finish_shard
-    calls = []
-
-    def failing_finish(file, *args):
-        calls.append(file.path)
-        if len(calls) == 4:
-            raise KeyboardInterrupt  # an interrupt as the fourth shard is finished
-        real_finish(file, *args)
-
     out = tmp_path / "resumed"
-    monkeypatch.setattr(shards, "_finish_shard", failing_finish)
-    with pytest.raises(KeyboardInterrupt):
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        interrupt_at_shard(patched, 4)  # an interrupt as the fourth shard is finished
         encode_files(tok, paths, out, **options)
-    monkeypatch.setattr(shards, "_finish_shard", real_finish)
     manifest = json.loads((out / MANIFEST).read_text())
     assert len(manifest["shards"]) == 3 and not manifest["complete"]
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST] + [f"shard_{i:06d}.bin" for i in range(3)]
@@ -530,23 +513,13 @@ def test_many_small_shards_rewrite_the_manifest_rarely_and_an_interrupt_lists_ev
     seconds = manifest["seconds"]
     assert len(writes) <= 2 + seconds / shards.MANIFEST_EVERY_SECONDS and writes[-1] == manifest["shards"]
 
-    real_finish = shards._finish_shard
-    finished = []
-
-    def failing_finish(file, *args):
-        finished.append(file.path)
-        if len(finished) == 60:
-            raise KeyboardInterrupt  # as the sixtieth shard is finished
-        real_finish(file, *args)
-
     monkeypatch.setattr(shards, "MANIFEST_EVERY_SECONDS", 1e9)  # (no rewrite due during the run)
-    monkeypatch.setattr(shards, "_finish_shard", failing_finish)
     writes.clear()
-    with pytest.raises(KeyboardInterrupt):
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        interrupt_at_shard(patched, 60)  # as the sixtieth shard is finished
         encode_files(tok, paths, tmp_path / "resumed", **options)
     listed = json.loads((tmp_path / "resumed" / MANIFEST).read_text())
     assert len(writes) == 1 and len(listed["shards"]) == 59 and not listed["complete"]
-    monkeypatch.setattr(shards, "_finish_shard", real_finish)
     assert encode_files(tok, paths, tmp_path / "resumed", **options)["complete"]
     assert all_ids(tmp_path / "resumed")[1] == reference
 

@@ -13,6 +13,8 @@ import fastbpe
 from fastbpe import shards
 from fastbpe.shards import MANIFEST, encode_files, read_shard
 
+from tests.interrupts import interrupt_at_shard
+
 EOT = "<|endoftext|>"
 TEXT = "the cat sat on the mat; le chat était assis. 猫が座った. кот сидел 😀 \n\n" * 30
 
@@ -117,20 +119,10 @@ def test_a_resumed_run_on_workers_ends_with_the_shards_of_one_worker(byte_level,
     for documents in ("file", "line"):
         options = dict(shard_size=700, fmt="raw", progress=False, documents=documents, block_size=150)
         encode_files(byte_level, [path], tmp_path / f"{documents}-whole", workers=1, **options)
-        real_finish = shards._finish_shard
-        calls = []
-
-        def failing_finish(file, *args):
-            calls.append(file.path)
-            if len(calls) == 5:
-                raise KeyboardInterrupt  # as the fifth shard is finished
-            real_finish(file, *args)
-
         out = tmp_path / f"{documents}-resumed"
-        monkeypatch.setattr(shards, "_finish_shard", failing_finish)
-        with pytest.raises(KeyboardInterrupt):
+        with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+            interrupt_at_shard(patched, 5)  # as the fifth shard is finished
             encode_files(byte_level, [path], out, workers=3, **options)
-        monkeypatch.setattr(shards, "_finish_shard", real_finish)
         assert not list(out.glob(".tmp-*"))
         assert not json.loads((out / MANIFEST).read_text())["complete"]
         encode_files(byte_level, [path], out, workers=2, **options)
