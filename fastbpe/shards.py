@@ -45,6 +45,7 @@ from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
+from .encode.tokenizer import Tokenizer
 from .fileio import AtomicWriter, write_atomic
 from .progress import byte_bar
 from .split.patterns import cut_rule
@@ -961,19 +962,23 @@ def encode_files(
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     if documents not in DOCUMENTS:
         raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
-    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+    if isinstance(shard_size, (bool, np.bool_)) or not isinstance(shard_size, (int, np.integer)) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
+    shard_size = int(shard_size)
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a fastbpe.Tokenizer, got {type(tokenizer).__name__} (a file: "
+                        "fastbpe.load(path) reads it)")
     files = [Path(f) for f in expand_paths(files)]
     sep_id = None
     if separator is not None:
         sep_id = separator_id(tokenizer, separator, "the tokenizer", "separator=None (nothing between documents) or")
     workers = check_workers(workers) if workers is not None else os.cpu_count() or 1
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     dtype = tokenizer.id_dtype
-    if fmt == "llmc" and dtype.itemsize > 2:
+    if fmt == "llmc" and dtype.itemsize > 2:  # (before the output folder is made)
         raise ValueError(f"llm.c token files hold uint16 ids; this tokenizer has ids up to "
                          f"{tokenizer.n_vocab - 1} (use fmt='raw' or 'npy', which store uint32)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
                "block_size": block_size, "dtype": dtype.name}
     if cluster is not None:

@@ -679,7 +679,14 @@ def test_bad_arguments(tok, tmp_path):
     for workers, error in ((0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)):
         with pytest.raises(error, match="workers"):
             encode_files(tok, [path], tmp_path / "o", workers=workers)
+    for not_a_tokenizer in (str(path), None):
+        with pytest.raises(TypeError, match=r"fastbpe\.Tokenizer, got .* fastbpe\.load\(path\)"):
+            encode_files(not_a_tokenizer, [path], tmp_path / "o")
+    wide = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<|endoftext|>": 70_000})
+    with pytest.raises(ValueError, match="uint16"):
+        encode_files(wide, [path], tmp_path / "o", fmt="llmc")
     assert not (tmp_path / "o").exists()
+    encode_files(tok, [path], tmp_path / "numpy", shard_size=np.int64(1000), progress=False)  # (a count as NumPy's)
     with pytest.raises(ValueError, match=r"no special token '<\|nope\|>' .* separator=None .* one of its 1 special "
                                          r"tokens: '<\|endoftext\|>'$"):
         encode_files(tok, [path], tmp_path / "o", separator="<|nope|>")
