@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 __all__ = ["bytes_to_unicode", "token_to_text", "text_to_token", "texts_to_tokens", "text_byte_values",
-           "code_point_bytes", "check_byte_level"]
+           "code_point_bytes", "check_byte_level", "check_specials_apart"]
 
 
 def bytes_to_unicode() -> Dict[int, str]:
@@ -112,3 +112,19 @@ def check_byte_level(tok, one_split: bool = True, suffix: bool = False) -> None:
                          "only to tokenizer.json")
     if one_split and tok.split_stages:
         raise ValueError("this format has a single split pattern; the tokenizer splits in several stages")
+
+
+def check_specials_apart(special_tokens: Dict[str, int], vocab: Dict[str, int], file_name: str) -> None:
+    """Refuse to write a special token whose text is the text of another token of ``vocab``
+    (text -> id, as the file spells the tokens): ``file_name`` holds one id per text (its
+    reader gives the text one id: the token's, in tokenizers and tiktoken's GPT-2 reader).
+
+    >>> check_specials_apart({"user": 9}, {"user": 3}, "encoder.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: special token 'user' (id 9) has the text of token 3 in encoder.json, which gives a text one id: rename the special token, or save a fastbpe file
+    """
+    for name, i in special_tokens.items():
+        if vocab.get(name, i) != i:
+            raise ValueError(f"special token {name!r} (id {i}) has the text of token {vocab[name]} in {file_name}, "
+                             "which gives a text one id: rename the special token, or save a fastbpe file")

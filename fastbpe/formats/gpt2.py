@@ -14,7 +14,7 @@ import numpy as np
 
 from ..fileio import json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_PATTERN
-from .bytelevel import check_byte_level, text_to_token, texts_to_tokens, token_to_text
+from .bytelevel import check_byte_level, check_specials_apart, text_to_token, texts_to_tokens, token_to_text
 from .ids import ID_LIMIT, check_id, table_size
 
 __all__ = ["read", "write"]
@@ -129,8 +129,8 @@ def write(tok, directory: PathLike) -> None:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     encoder = {token_to_text(t): i for i, t in enumerate(tok.token_bytes) if t}
-    for text, i in tok.special_tokens.items():
-        encoder[text] = i
+    check_specials_apart(tok.special_tokens, encoder, "encoder.json")
+    encoder.update(tok.special_tokens)
     lines = ["#version: 0.2"] + [f"{token_to_text(tok.token_bytes[a])} {token_to_text(tok.token_bytes[b])}"
                                  for a, b in tok.merge_ids.tolist()]
     write_atomic(directory / "encoder.json", json_bytes(encoder))

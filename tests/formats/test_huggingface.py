@@ -156,3 +156,20 @@ def test_a_pattern_the_regex_module_reads_otherwise_than_oniguruma_exports_with_
     for sample in (text, "deadbeef\t \u00a0&&[[", "x[a&b]y"):
         assert hf.encode(sample, add_special_tokens=False).ids == small.encode(sample), repr(sample)
     assert from_huggingface(tmp_path).encode(text) == small.encode(text)
+
+
+def test_a_special_token_with_the_text_of_a_learned_token_is_not_exported_with_other_ids(tmp_path):
+    """tokenizer.json and encoder.json give a text one id: a special token spelled as a learned
+    token would get that token's id from tokenizers (or lose the token in encoder.json)."""
+    tok = fastbpe.train(iter(["user said hello\nuser said bye\nuser: ok user " * 3]), vocab_size=276,
+                        special_tokens=["user"], progress=False)
+    learned = tok.token_bytes.index(b"user")
+    assert tok.special_tokens["user"] != learned
+    with pytest.raises(ValueError, match=f"special token 'user' .* text of token {learned} in tokenizer.json"):
+        tok.to_huggingface(tmp_path / "tokenizer.json")
+    with pytest.raises(ValueError, match=f"special token 'user' .* text of token {learned} in encoder.json"):
+        tok.to_gpt2(tmp_path / "gpt2")
+    assert not (tmp_path / "tokenizer.json").exists() and not (tmp_path / "gpt2" / "encoder.json").exists()
+    tok.save(tmp_path / "t.fastbpe.json")  # (a fastbpe file keeps both)
+    assert Tokenizer.load(tmp_path / "t.fastbpe.json").encode("user said", allowed_special="all") == \
+        tok.encode("user said", allowed_special="all")
