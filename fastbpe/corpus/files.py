@@ -3,7 +3,9 @@
 One rule for every command and API that reads a corpus: a directory contributes its files
 recursively in sorted order, hidden files and folders (names starting with ``.``) skipped, and
 so are pipes, sockets and devices (opening a pipe waits for a writer: a folder holding one would
-hang the run); a glob (``**`` allowed) its matches in sorted order; a file itself, hidden or not,
+hang the run); a linked folder is read as a folder is, once (a link back to a folder above it
+adds nothing), and a folder that cannot be read is an error (PermissionError), not a silent
+gap in the corpus; a glob (``**`` allowed) its matches in sorted order; a file itself, hidden or not,
 which must be a regular file (a pipe or a device named directly is refused: corpora are read in
 ranges, at offsets). Compressed files
 (``.gz``, ``.xz``/``.lzma``, ``.bz2``, ``.zst`` with ``zstandard``) are recognised by their first
@@ -65,10 +67,7 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
     for entry in paths:
         path = os.fspath(entry)
         if os.path.isdir(path):
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                files.extend(os.path.join(root, n) for n in sorted(names)
-                             if not n.startswith(".") and os.path.isfile(os.path.join(root, n)))
+            files.extend(_folder_files(path))
         elif os.path.exists(path):
             if not os.path.isfile(path):
                 raise ValueError(f"{path[:200]}: not a regular file (a pipe, socket or device); save the stream to a "
@@ -82,6 +81,25 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
         else:
             raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")
     return [os.path.abspath(f) for f in files]
+
+
+def _folder_files(path: str) -> List[str]:
+    """The files of a folder (the module's rule), linked folders followed once each."""
+    def refuse(error: OSError):
+        raise error  # (os.walk would skip the folder it cannot list)
+
+    seen = set()  # (device, inode) of the folders walked
+    files = []
+    for root, dirs, names in os.walk(path, onerror=refuse, followlinks=True):
+        status = os.stat(root)
+        if (status.st_dev, status.st_ino) in seen:  # (a link to a folder walked already)
+            dirs[:] = []
+            continue
+        seen.add((status.st_dev, status.st_ino))
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(os.path.join(root, n) for n in sorted(names)
+                     if not n.startswith(".") and os.path.isfile(os.path.join(root, n)))
+    return files
 
 
 def _compression(path: str, raw: BinaryIO) -> str:

@@ -118,6 +118,33 @@ def test_a_pipe_in_a_folder_is_skipped_and_one_named_is_refused(tmp_path):
         count_words(tmp_path / "pipe", "gpt2", progress=False)
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="folder links need symlink")
+def test_linked_folders_are_read_once_and_an_unreadable_folder_is_an_error(tmp_path, monkeypatch):
+    """A linked folder is read as a folder is (a linked file was, a linked folder was skipped),
+    a link back up adds nothing, and a folder that cannot be listed is an error naming it, not a
+    silent gap in the corpus."""
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    for name in ("d/a.txt", "d/sub/b.txt", "other/o.txt"):
+        (tmp_path / name).write_text(f"text of {name}\n", encoding="utf-8")
+    os.symlink(tmp_path / "other", tmp_path / "d" / "link")
+    os.symlink(tmp_path / "d", tmp_path / "d" / "sub" / "up")  # (a loop)
+    want = [tmp_path / "d" / "a.txt", tmp_path / "d" / "link" / "o.txt", tmp_path / "d" / "sub" / "b.txt"]
+    assert iter_corpus_files(tmp_path / "d") == [str(p) for p in want]
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("sub"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # (as a folder without read permission; tests may run as root)
+    with pytest.raises(PermissionError, match="sub"):
+        iter_corpus_files(tmp_path / "d")
+    with pytest.raises(PermissionError, match="sub"):
+        count_words(tmp_path / "d", "gpt2", workers=1, progress=False)
+
+
 def test_files_dirs_globs_and_compression(tmp_path, multi_bytes, english_bytes):
     docs = [_lines(english_bytes, 50_000), _lines(multi_bytes, 40_000), b"tiny file\n", _lines(english_bytes, 90_000)]
     (tmp_path / "d" / "sub").mkdir(parents=True)
