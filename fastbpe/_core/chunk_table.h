@@ -581,7 +581,9 @@ class ChunkTable {
         size_t i = probe(slots_, mask_, (size_t)(h >> shift_),
                          [&](const Slot& s) { return s.empty() || same(s, k, p); });
         if (__builtin_expect(!slots_[i].empty(), 1)) {
-            slots_[i].count += count;
+            // (counts that come from tables, add_table's, can be anything up to 2^63 - 1)
+            if (__builtin_expect(__builtin_add_overflow(slots_[i].count, count, &slots_[i].count), 0))
+                throw std::overflow_error("a chunk's count passes 2^63 - 1");
             return;
         }
         insert(i, k, h, p, count);

@@ -664,7 +664,7 @@ def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, 
     del counter
     if len(arrays[2]) == 0:
         raise ValueError("the corpus is empty: it holds no chunk to count")
-    return WordTable(*arrays)
+    return WordTable._of_counter(*arrays)
 
 
 def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:

@@ -29,11 +29,33 @@ class WordTable:
 
     __slots__ = ("data", "offsets", "counts")
 
-    def __init__(self, data: np.ndarray, offsets: np.ndarray, counts: np.ndarray):
+    def __init__(self, data, offsets: np.ndarray, counts: np.ndarray):
+        """A table of the given arrays, checked: ``data`` bytes (uint8 values, or a bytes-like
+        object), ``offsets`` and ``counts`` integers, with the module's invariants (distinct
+        chunks among them)."""
+        data = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray, memoryview)) \
+            else _integers(data, "data", 255)
+        self._set(data, _integers(offsets, "offsets"), _integers(counts, "counts"))
+        distinct = ChunkCounter()
+        distinct.add_table(self.data, self.offsets, np.ones(len(self.counts), dtype=np.int64))
+        if len(distinct) != len(self.counts):
+            raise ValueError("every chunk must be distinct (a chunk listed twice: WordTable.concat sums them)")
+
+    @classmethod
+    def _of_counter(cls, data: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> "WordTable":
+        """The table of a compiled counter's arrays (distinct chunks by construction: not
+        looked up again)."""
+        table = cls.__new__(cls)
+        table._set(data, offsets, counts)
+        return table
+
+    def _set(self, data: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> None:
         self.data = np.ascontiguousarray(data, dtype=np.uint8)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.counts = np.ascontiguousarray(counts, dtype=np.int64)
-        if self.offsets.ndim != 1 or len(self.offsets) != len(self.counts) + 1:
+        if self.data.ndim != 1 or self.offsets.ndim != 1 or self.counts.ndim != 1:
+            raise ValueError("data, offsets and counts must be one-dimensional")
+        if len(self.offsets) != len(self.counts) + 1:
             raise ValueError("offsets must have one entry more than counts")
         if self.offsets[0] != 0 or self.offsets[-1] != len(self.data):
             raise ValueError("offsets must start at 0 and end at len(data)")
@@ -53,8 +75,14 @@ class WordTable:
         offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         data = np.frombuffer(b"".join(chunks), dtype=np.uint8)
-        values = np.fromiter(counts.values(), dtype=np.int64, count=len(chunks))
-        return cls(data, offsets, values)
+        values = list(counts.values())
+        for chunk, value in zip(chunks, values):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"counts must be ints, got {type(value).__name__} for {chunk!r:.40}")
+            if not 0 < value < 2**63:
+                raise ValueError(f"every count must be positive and below 2**63, got {value} for {chunk!r:.40}")
+        # (a mapping's keys are distinct: no lookup of them again)
+        return cls._of_counter(data, offsets, np.array(values, dtype=np.int64))
 
     @classmethod
     def concat(cls, tables: Iterable["WordTable"]) -> "WordTable":
@@ -70,13 +98,20 @@ class WordTable:
         """
         counter = ChunkCounter()
         for table in tables:
-            counter.add_table(table.data, table.offsets, table.counts)
-        return cls(*counter.arrays())
+            if not isinstance(table, WordTable):
+                raise TypeError(f"concat takes WordTables, got {type(table).__name__} (WordTable.from_counts makes one)")
+            counter.add_table(table.data, table.offsets, table.counts)  # (OverflowError past 2**63 - 1)
+        return cls._of_counter(*counter.arrays())
 
     def __len__(self) -> int:
         return len(self.counts)
 
     def chunk(self, i: int) -> bytes:
+        """Chunk ``i`` (from the end when negative, as a list's)."""
+        n = len(self.counts)
+        if not -n <= i < n:
+            raise IndexError(f"chunk {i} of a table of {n}")
+        i %= n
         return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
 
     def items(self) -> Iterator[Tuple[bytes, int]]:
@@ -91,12 +126,12 @@ class WordTable:
     @property
     def total_count(self) -> int:
         """Number of chunks in the corpus (with repetition)."""
-        return int(self.counts.sum())
+        return _exact_sum(self.counts)
 
     @property
     def total_bytes(self) -> int:
         """Bytes of corpus text the table stands for (each chunk times its count)."""
-        return int((np.diff(self.offsets) * self.counts).sum())
+        return _exact_sum(self.counts, np.diff(self.offsets))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, WordTable):
@@ -109,3 +144,29 @@ class WordTable:
 
     def __repr__(self) -> str:
         return f"WordTable({len(self)} unique chunks, {self.total_count} in all)"
+
+
+def _integers(values, name: str, top: int = 2**63 - 1) -> np.ndarray:
+    """``values`` as an integer array whose values lie in ``[0, top]`` (floats and other kinds
+    refused, not cut to integers; what int64 or uint8 cannot hold refused, not wrapped)."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iu" and not (array.dtype.kind == "O" and array.size == 0) and array.size:
+        raise TypeError(f"{name} must be integers, got {array.dtype}")
+    if array.size and (int(array.min()) < 0 or int(array.max()) > top):
+        raise ValueError(f"{name} must lie in 0..{top}, got values from {int(array.min())} to {int(array.max())}")
+    return array
+
+
+def _exact_sum(counts: np.ndarray, weights=None) -> int:
+    """The sum of ``counts`` (times ``weights``), exact however large: int64 arithmetic where
+    a float estimate shows it cannot overflow, Python ints otherwise.
+
+    >>> _exact_sum(np.array([2**62, 2**62, 2**62])) == 3 * 2**62
+    True
+    """
+    estimate = float(np.sum(counts, dtype=np.float64) if weights is None else np.dot(counts, weights.astype(np.float64)))
+    if estimate < 2**62:
+        return int(np.sum(counts) if weights is None else np.dot(counts, weights))
+    if weights is None:
+        return sum(counts.tolist())
+    return sum(c * w for c, w in zip(counts.tolist(), weights.tolist()))

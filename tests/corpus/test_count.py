@@ -535,12 +535,40 @@ def test_dask_cluster_matches_local(tmp_path, english_bytes, multi_bytes):
     ([0, 3, 5], [1], "one entry more"),
     ([1, 3, 5], [1, 1], "start at 0"),
     ([0, 3, 4], [1, 1], "end at len"),
+    ([0, 1.5, 5], [1, 1], "offsets must be integers"),  # (not cut to 1)
+    ([0, 3, 5], [1.9, 2.5], "counts must be integers"),
+    ([0, 3, 5], np.array([2**63 + 1, 1], dtype=np.uint64), "counts must lie in"),
+    ([0, 3, 5], [[1, 1]], "one-dimensional"),
 ])
 def test_wordtable_rejects_inconsistent_arrays(offsets, counts, message):
     data = np.frombuffer(b"thecat", dtype=np.uint8)[:5]
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, TypeError), match=message):
         WordTable(data, np.array(offsets), np.array(counts))
     assert len(WordTable(data, np.array([0, 3, 5]), np.array([2, 1]))) == 2
+
+
+def test_wordtable_values_are_checked_not_converted_and_totals_are_exact():
+    """Values a table cannot hold are refused rather than cut or wrapped, a chunk listed twice
+    is refused (concat sums them), a sum past 2**63 - 1 is an OverflowError, and the totals are
+    exact past the int64 range."""
+    with pytest.raises(ValueError, match="data must lie in 0..255"):
+        WordTable(np.array([300, 98, 99]), [0, 1, 3], [1, 2])
+    with pytest.raises(ValueError, match="distinct"):
+        WordTable(np.frombuffer(b"aa", np.uint8), [0, 1, 2], [1, 1])
+    assert WordTable(b"abc", [0, 1, 3], [1, 2]).to_dict() == {b"a": 1, b"bc": 2}
+    for value, error in ((2.7, TypeError), ("3", TypeError), (True, TypeError), (0, ValueError), (2**63, ValueError)):
+        with pytest.raises(error, match="count"):
+            WordTable.from_counts({b"a": value})
+    with pytest.raises(OverflowError, match="2\\^63 - 1"):
+        WordTable.concat([WordTable.from_counts({b"ab": 2**62})] * 2)
+    with pytest.raises(TypeError, match="WordTables"):
+        WordTable.concat([{b"a": 1}])
+    big = WordTable.from_counts({b"a": 2**62, b"bcdefghi": 2**62 + 1})
+    assert big.total_count == 2**63 + 1 and big.total_bytes == 2**62 + 8 * (2**62 + 1)
+    table = WordTable.from_counts({b"a": 1, b"b": 2})
+    assert table.chunk(-1) == b"b"
+    with pytest.raises(IndexError, match="chunk 2 of a table of 2"):
+        table.chunk(2)
 
 
 @SETTINGS
