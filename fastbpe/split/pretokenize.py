@@ -32,6 +32,8 @@ def pretokenize(text: str, pattern: str = "gpt2") -> List[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__} (use pretokenize_bytes for bytes)")
+    if type(text) is not str:
+        text = str(text)  # (a subclass, numpy's str_: the compiled scanner takes exact str)
     scanner = scanner_id(pattern)
     if scanner >= 0:
         try:

@@ -450,3 +450,20 @@ def test_a_normaliser_or_a_prefix_space_takes_the_general_path():
     assert Tokenizer(**base, prefix_space=True)._plain() is None
     assert Tokenizer(**base, prefix_space=True).encode("a") == Tokenizer(**base).encode(" a")
     assert Tokenizer(**base, pattern=r"\w+|\W")._plain() is None
+
+
+def test_str_subclasses_are_encoded_as_their_text():
+    """numpy's str_ (what iterating a NumPy array of texts gives) and other str subclasses are
+    texts: the character-level and word-marker paths refused them (the compiled scanner takes
+    exact str)."""
+    class Text(str):
+        pass
+
+    chars = fastbpe.train(text="the cat sat " * 50, num_merges=20, unit="chars", progress=False)
+    marked = fastbpe.train(text="the cat sat " * 50, num_merges=20, word_start="_", pattern="whitespace",
+                           progress=False)
+    for tok in (chars, marked):
+        for text in (np.str_("the cat"), Text("the cat")):
+            assert tok.encode(text) == tok.encode("the cat") and tok.tokens(text) == tok.tokens("the cat")
+        assert tok.encode_batch(list(np.array(["the cat", "a sat"]))) == tok.encode_batch(["the cat", "a sat"])
+    assert fastbpe.pretokenize(np.str_("a b"), "gpt2") == ["a", " b"]
