@@ -83,12 +83,20 @@ class Markers:
         prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
         return [t[len(prefix):] if t.startswith(prefix) else t for t in token_bytes]
 
-    def decode(self, text: str) -> str:
+    def decode(self, text: str, chunks_tile: bool = False) -> str:
         """Decoded text with the markers turned back into spaces: each marker a space, and the
         one put before (``word_start``, ``space_marker``) or after (``word_end``,
         ``end_of_word_suffix``, as Hugging Face's BPEDecoder) the text dropped (as the decoders
-        of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
+        of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do).
+        ``chunks_tile``: the split's chunks are the whole text, spaces included (GPT-2's
+        pattern): the word markers stand for no space then and are dropped."""
+        if chunks_tile and self.has_word_markers():
+            for marker in (self.word_start, self.word_end):
+                if marker:
+                    text = text.replace(marker, "")
         for marker, leading in self._decoded:
+            if chunks_tile and marker in (self.word_start, self.word_end):
+                continue
             text = text.replace(marker, " ")
             if leading:
                 text = text[1:] if text.startswith(" ") else text

@@ -696,7 +696,8 @@ class Tokenizer:
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
         Word markers (``word_start``/``word_end``, ``end_of_word_suffix``) become single
-        spaces, the last one dropped; a ``space_marker``
+        spaces, the last one dropped (``word_start``/``word_end`` are dropped all where the
+        split's chunks carry their spaces, as GPT-2's pattern's do); a ``space_marker``
         becomes a space, and the one put before the text is dropped (as the decoders of
         Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
         # (a list of ids the decode table holds goes straight to the compiled gathering: a
@@ -707,7 +708,11 @@ class Tokenizer:
             data = self.decode_bytes(ids)
         if errors != "replace" and errors != "strict":
             check_error_handler(errors)  # (bytes.decode looks a handler up only at an error)
-        return self.markers.decode(data.decode("utf-8", errors))
+        text = data.decode("utf-8", errors)
+        if not self.markers:
+            return text
+        # word markers stand for spaces only where the split dropped them
+        return self.markers.decode(text, chunks_tile=self.markers.has_word_markers() and self.splitter.tiles())
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":
         """A new tokenizer: this one with up to ``num_merges`` merges learned on ``corpus``

@@ -74,6 +74,11 @@ class Splitter:
         chunks tile the text), or None."""
         return None if self.split_stages else fused_scanner_id(self.pattern)
 
+    def tiles(self) -> bool:
+        """Whether the chunks, one after the other, are the text: every stage keeps its gaps or
+        is a named pattern whose matches tile the text (``"whitespace"`` drops the spaces)."""
+        return all(keep or fused_scanner_id(pattern) is not None for pattern, keep in self.stages)
+
     def with_prefix_space(self, text: str) -> str:
         """``text`` with the space ``prefix_space`` puts before a piece (unchanged without it)."""
         if self.prefix_space and text and not text.startswith(" "):

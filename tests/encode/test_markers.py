@@ -1,6 +1,8 @@
 """The markers component: word markers, the space marker and Hugging Face's subword markers,
 their file fields and decoding."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fastbpe import Tokenizer, train
 from fastbpe.encode.markers import Markers
@@ -72,3 +74,20 @@ def test_a_pickle_whose_markers_were_plain_attributes_loads():
     old = Tokenizer.__new__(Tokenizer)
     old.__setstate__(state)
     assert old.markers == markers and old.encode("ab c") == tok.encode("ab c")
+
+
+@pytest.fixture(scope="module")
+def marked_tokenizers():
+    text = "the cat sat on the mat, and the  dog\n  ran to 12 cats! " * 40
+    return [train(text=text, num_merges=30, progress=False, **options)
+            for options in (dict(word_start="_"), dict(word_end="</w>"), dict(word_start="_", pattern="cl100k"),
+                            dict(unit="chars", word_end="</w>"), dict(unit="chars", word_start="_", word_end="-"))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="the catsmo,dgnr12!\n", max_size=40))
+def test_word_markers_over_a_split_whose_chunks_carry_their_spaces_decode_to_the_text(marked_tokenizers, text):
+    """GPT-2's chunks hold their spaces (" cat"): the markers stand for no space then, and each
+    one turned into a space doubled every space of the text."""
+    for tok in marked_tokenizers:
+        assert tok.decode(tok.encode(text)) == text
