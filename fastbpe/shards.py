@@ -574,6 +574,35 @@ def _fingerprint(tokenizer, files: Sequence[Path], options: dict, earlier: bool 
     }
 
 
+def _job_difference(earlier, job: dict) -> str:
+    """What makes ``job`` another job than the manifest's ``earlier`` one, in a few words.
+
+    >>> print(_job_difference({"files": [{"path": "/a", "size": 3}], "format": "raw"},
+    ...                       {"files": [{"path": "/a", "size": 4}], "format": "npy"}))
+    /a changed since (its size or time); other format
+    """
+    if not isinstance(earlier, dict):
+        return "its manifest names no job"
+    said = []
+    before = {f.get("path"): f for f in earlier.get("files", ()) if isinstance(f, dict)}
+    now = {f["path"]: f for f in job["files"]}
+    if list(before) != list(now):
+        said.append("other input files" if set(before) != set(now) else "the input files in another order")
+    else:
+        changed = [path for path in now if before[path] != now[path]]
+        if changed:
+            said.append(f"{changed[0]} changed since (its size or time)" + (f", and {len(changed) - 1} more"
+                                                                          if len(changed) > 1 else ""))
+    tokenizer_keys = ("tokenizer_digest", "tokenizer_sha256")
+    if any(earlier.get(k) != job.get(k) for k in tokenizer_keys if k in job):
+        said.append("another tokenizer")
+    options = sorted(k for k in set(earlier) | set(job)
+                     if k != "files" and k not in tokenizer_keys and earlier.get(k) != job.get(k))
+    if options:
+        said.append(f"other {', '.join(options)}")
+    return "; ".join(said) or "its manifest's job differs"
+
+
 def _llmc_header(count: int) -> bytes:
     header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
     header[:3] = (LLMC_MAGIC, LLMC_VERSION, count)
@@ -1002,8 +1031,10 @@ def encode_files(
         earlier = manifest.get("job")
         if resume and isinstance(earlier, dict) and "tokenizer_sha256" in earlier:
             job = _fingerprint(tokenizer, files, options, earlier=True)  # a run of an earlier version
-        if not resume or manifest.get("job") != job:
-            raise ValueError(f"{out_dir} already holds shards of another job (or resume=False); "
+        if not resume:
+            raise ValueError(f"{out_dir} already holds shards (resume=False); use a new directory or delete it")
+        if earlier != job:
+            raise ValueError(f"{out_dir} already holds shards of another job ({_job_difference(earlier, job)}); "
                              "use a new directory or delete it")
         try:
             listed = list(manifest["shards"])

@@ -487,8 +487,17 @@ def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monke
     assert sorted(p.read_bytes() for p in out.glob("*.bin")) == sorted(p.read_bytes() for p in reference_dir.glob("*.bin"))
     # Running again is a no-op; a different job in the same folder is refused.
     assert encode_files(tok, paths, out, **options)["complete"]
-    with pytest.raises(ValueError, match="another job"):
+    with pytest.raises(ValueError, match=r"another job \(other shard_size\)"):
         encode_files(tok, paths, out, **dict(options, shard_size=6000))
+    with pytest.raises(ValueError, match=r"already holds shards \(resume=False\)"):
+        encode_files(tok, paths, out, resume=False, **options)
+    # an input edited since (an invalid byte mended, say) is named
+    edited = tmp_path / "edited.txt"
+    edited.write_text(docs[0], encoding="utf-8")
+    encode_files(tok, [edited], tmp_path / "edited", **options)
+    edited.write_text(docs[0] + "more\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"another job \(.*edited\.txt changed since \(its size or time\)\)"):
+        encode_files(tok, [edited], tmp_path / "edited", **options)
 
 
 def test_many_small_shards_rewrite_the_manifest_rarely_and_an_interrupt_lists_every_finished_one(
