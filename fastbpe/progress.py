@@ -8,16 +8,30 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional, Union
 
-__all__ = ["merge_progress", "wants_bar", "byte_bar"]
+import numpy as np
+
+__all__ = ["merge_progress", "wants_bar", "byte_bar", "check_progress"]
 
 Progress = Union[None, bool, Callable[[int, int], None]]
+
+
+def check_progress(progress) -> None:
+    """Refuse a ``progress`` that means nothing (``"yes"``, ``1``): the bar's choice would be
+    a guess.
+
+    >>> check_progress(None), check_progress(False)
+    (None, None)
+    """
+    if progress is not None and not isinstance(progress, (bool, np.bool_)) and not callable(progress):
+        raise TypeError(f"progress must be None (a bar on a terminal), True, False or a callable, "
+                        f"got {progress!r:.40}")
 
 
 def wants_bar(progress: Progress) -> bool:
     """``None`` means: a bar when stderr is a terminal. ``True`` forces one, ``False`` none."""
     if progress is None:
         return sys.stderr.isatty()
-    return progress is True
+    return bool(progress is True or progress is np.True_)
 
 
 def byte_bar(progress: Progress, total: Optional[int], desc: str):
@@ -47,3 +61,6 @@ def merge_progress(progress: Progress, total: int) -> Iterator[Optional[Callable
             bar.set_postfix(best_count=best_count, refresh=False)
 
         yield update
+        if bar.n < bar.total:  # (learning stopped early: no pair frequent enough) the bar ends full
+            bar.total = bar.n
+            bar.refresh()

@@ -47,7 +47,7 @@ from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
 from .encode.tokenizer import Tokenizer
 from .fileio import AtomicWriter, write_atomic
-from .progress import byte_bar
+from .progress import byte_bar, check_progress
 from .split.patterns import cut_rule
 from .split.pretokenize import InvalidUTF8
 
@@ -975,6 +975,7 @@ def encode_files(
     sent once (one task unpickles it; each worker fetches that result once). ``workers`` does not apply: each worker runs one partition per
     thread.
     """
+    check_progress(progress)
     if block_chars is not None:
         if block_size is not None:
             raise ValueError("pass block_size or block_chars (its former name), not both")

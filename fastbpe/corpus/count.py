@@ -45,7 +45,7 @@ from .._core.count import ChunkCounter, Utf8Reader, fix_malloc_thresholds, merge
 from .._core.split import find_cut
 from ..cluster import OrderedReduction, connect, worker_threads
 from ..arguments import check_workers
-from ..progress import byte_bar
+from ..progress import byte_bar, check_progress
 from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source
 from ..split.pretokenize import InvalidUTF8, check_errors
@@ -567,6 +567,10 @@ def count_words(
     [(b'the', 2), (b' cat', 1), (b' dog', 1)]
     """
     check_errors(errors)
+    check_progress(progress)
+    if not isinstance(corpus, (str, bytes, os.PathLike)) and not hasattr(corpus, "__iter__"):
+        raise TypeError(f"the corpus must be paths, an iterable of str or bytes texts, or a WordTable; "
+                        f"got {type(corpus).__name__}")
     pattern = renamed_pattern(pattern, pretokenizer)
     check_user_pattern(pattern)  # a typo or a bad regex fails now, not in a worker
     fix_malloc_thresholds()  # before any counting thread allocates (why: in its docstring)

@@ -60,8 +60,10 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
         special_tokens = {s: num_tokens + i for i, s in enumerate(names)}
     ids = {}
     for text, sid in special_tokens.items():
-        if not isinstance(text, str) or not text:
-            raise ValueError(f"special token {text!r} must be a non-empty str")
+        if not isinstance(text, str):
+            raise TypeError(f"special tokens must be str, got {type(text).__name__} ({text!r:.40})")
+        if not text:
+            raise ValueError("a special token must be a non-empty str")
         # an int (not a bool, not a float: 1000.7 is not id 1000) that fits the int32 ids
         sid = check_id(sid, f"special token {text!r}")
         # a special token may share the id of the mergeable token of the same bytes (a Hugging

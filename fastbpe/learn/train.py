@@ -253,6 +253,9 @@ def train(
         raise TypeError("special_tokens must be a list of names: training gives them the ids after the "
                         "vocabulary, in order (a name -> id mapping is for Tokenizer)")
     special_tokens = list(special_tokens)
+    for name in special_tokens:  # (before the corpus is read; SpecialTokens checks the rest)
+        if not isinstance(name, str):
+            raise TypeError(f"special tokens must be str, got {type(name).__name__} ({name!r:.40})")
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError("special_tokens has duplicates")
     if unit not in ("bytes", "chars"):

@@ -314,6 +314,8 @@ def test_train_takes_special_tokens_as_a_list_only():
     ({"vocab_size": 300, "min_frequency": 2**63}, ValueError, "min_frequency must be at most"),
     ({"num_merges": 2**40}, ValueError, "num_merges must be at most"),
     ({"min_frequency": 1.5}, TypeError, "min_frequency must be an int"),
+    ({"special_tokens": [5]}, TypeError, "special tokens must be str, got int"),  # was a ValueError
+    ({"progress": "yes"}, TypeError, "progress must be None"),                    # was taken as no bar
 ])
 def test_ill_typed_arguments_fail_clearly_before_the_corpus_is_read(argument, error, message):
     read = []
@@ -326,6 +328,11 @@ def test_ill_typed_arguments_fail_clearly_before_the_corpus_is_read(argument, er
     with pytest.raises(error, match=message):
         fastbpe.train(corpus(), **arguments)
     assert not read, "the corpus was read before the arguments were checked"
+
+
+def test_a_corpus_of_no_kind_is_a_type_error_naming_the_kinds():
+    with pytest.raises(TypeError, match="corpus must be paths, an iterable .* got int"):
+        fastbpe.train(5, vocab_size=300)
 
 
 def hf_train_files(paths, vocab_size, min_frequency, specials, iterator=None):
