@@ -203,7 +203,7 @@ def skipgram_ids(
     threads for the kernels during training (default: as set; 1 avoids thread start-up costs on
     a busy machine, and the results are the same for any count)."""
     if threads is not None:
-        check_count(threads, "threads", 1, numba.config.NUMBA_NUM_THREADS)  # (Numba's own error names no argument)
+        check_count(threads, "threads", 1, numba.config.NUMBA_NUM_THREADS)  # (Numba's error names no argument)
         previous = numba.get_num_threads()
         numba.set_num_threads(threads)
         try:

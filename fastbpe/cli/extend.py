@@ -10,7 +10,8 @@ import time
 
 from ..corpus.files import expand_paths
 from ..learn.extend import extend
-from .options import add_tokenizer_option, check_not_an_input, check_out_file, int_at_least, size_arg, tokenizer_specs
+from .options import (add_tokenizer_option, check_not_an_input, check_out_file, int_at_least, size_arg,
+                      tokenizer_specs)
 from ..analysis.common import resolve_tokenizer
 from .train import OUT_FORMATS, _printable, _write, out_format
 

@@ -569,8 +569,7 @@ def count_words(
     check_errors(errors)
     check_progress(progress)
     if not isinstance(corpus, (str, bytes, os.PathLike)) and not hasattr(corpus, "__iter__"):
-        raise TypeError(f"the corpus must be paths, an iterable of str or bytes texts, or a WordTable; "
-                        f"got {type(corpus).__name__}")
+        raise TypeError(f"the corpus must be paths or an iterable of str or bytes texts, got {type(corpus).__name__}")
     pattern = renamed_pattern(pattern, pretokenizer)
     check_user_pattern(pattern)  # a typo or a bad regex fails now, not in a worker
     fix_malloc_thresholds()  # before any counting thread allocates (why: in its docstring)

@@ -76,7 +76,8 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
         elif glob.has_magic(path):
             matched = sorted(glob.glob(path, recursive=True))
             if not matched:
-                raise FileNotFoundError(f"no file matches the glob {path[:200]!r}")  # (a text given as a path: its start)
+                # (a text given where paths go: its start)
+                raise FileNotFoundError(f"no file matches the glob {path[:200]!r}")
             files.extend(expand_paths(matched))
         else:
             raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")

@@ -99,7 +99,8 @@ class WordTable:
         counter = ChunkCounter()
         for table in tables:
             if not isinstance(table, WordTable):
-                raise TypeError(f"concat takes WordTables, got {type(table).__name__} (WordTable.from_counts makes one)")
+                raise TypeError(f"concat takes WordTables, got {type(table).__name__} "
+                                "(WordTable.from_counts makes one)")
             counter.add_table(table.data, table.offsets, table.counts)  # (OverflowError past 2**63 - 1)
         return cls._of_counter(*counter.arrays())
 
@@ -164,7 +165,8 @@ def _exact_sum(counts: np.ndarray, weights=None) -> int:
     >>> _exact_sum(np.array([2**62, 2**62, 2**62])) == 3 * 2**62
     True
     """
-    estimate = float(np.sum(counts, dtype=np.float64) if weights is None else np.dot(counts, weights.astype(np.float64)))
+    floats = counts.astype(np.float64)
+    estimate = float(floats.sum() if weights is None else np.dot(floats, weights))
     if estimate < 2**62:
         return int(np.sum(counts) if weights is None else np.dot(counts, weights))
     if weights is None:

@@ -50,7 +50,8 @@ def _step(step: Mapping) -> Callable[[str], str]:
             return lambda text: text.replace(old, content)
         if isinstance(pattern.get("Regex"), str):
             try:
-                compiled = regex.compile(ruby_regex(from_oniguruma_pattern(pattern["Regex"])), regex.MULTILINE)
+                ruby = ruby_regex(from_oniguruma_pattern(pattern["Regex"]))
+                compiled = regex.compile(ruby, regex.MULTILINE)
             except regex.error as exc:
                 raise ValueError(f"normalizer Replace: regex {pattern['Regex']!r:.80} does not compile: {exc}") from None
             literal = content.replace("\\", "\\\\")  # the content is text, not a template

@@ -24,7 +24,8 @@ from ..fileio import json_bytes, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
-from .bytelevel import check_byte_level, check_specials_apart, code_point_bytes, text_byte_values, texts_to_tokens, token_to_text
+from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, text_byte_values, texts_to_tokens,
+                        token_to_text)
 from .ids import ID_LIMIT, check_id, table_size
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
@@ -448,7 +449,8 @@ def _model_data(tok) -> dict:
     as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if tok.byte_fallback else token_to_text
     texts = [as_text(t) for t in tok.token_bytes]
     vocab = {text: i for i, text in enumerate(texts) if text}
-    check_specials_apart(tok.special_tokens, vocab, "tokenizer.json")  # (tokenizers: an added token's id is its vocab key's)
+    # (tokenizers gives an added token that is a vocab key that key's id)
+    check_specials_apart(tok.special_tokens, vocab, "tokenizer.json")
     vocab.update(_specials_in_vocab(tok, len(vocab)))
     return {
         "type": "BPE", "dropout": None, "unk_token": None, **tok.markers.to_huggingface_model(),

@@ -331,7 +331,7 @@ def test_ill_typed_arguments_fail_clearly_before_the_corpus_is_read(argument, er
 
 
 def test_a_corpus_of_no_kind_is_a_type_error_naming_the_kinds():
-    with pytest.raises(TypeError, match="corpus must be paths, an iterable .* got int"):
+    with pytest.raises(TypeError, match="corpus must be paths or an iterable .* got int"):
         fastbpe.train(5, vocab_size=300)
 
 
