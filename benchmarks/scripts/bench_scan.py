@@ -28,7 +28,7 @@ from benchmarks.data import data_dir  # noqa: E402
 from fastbpe._core.split import PATTERN_IDS  # noqa: E402
 
 CORE = "fastbpe/_core"
-HEADERS = ["scan.h", "utf8.h", "patterns.h", "unicode_tables.h"]
+HEADERS = ["scan.h", "utf8.h", "patterns.h", "unicode_tables.h", "cpu.h"]  # (scan.h and what it includes)
 PATTERNS = ["gpt2", "cl100k", "o200k", "llama3"]  # the patterns whose chunks tile the text
 
 # One version: compiled with -Dfbpt=<its namespace> -DSCAN_ENTRY=<its function>.

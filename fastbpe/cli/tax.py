@@ -42,6 +42,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
              f"{args.language}_tokens_per_row": p["tokens_per_row"], "premium": p["premium"]}
             for p in result["points"]]
     print(format_table(rows))
+    short = [p for p in result["points"] if p["other_bytes"] < int(args.train_bytes * p["share"])]
+    if short:  # (its text ran out: the share reached is smaller than the one asked)
+        reached = ", ".join(f"{100 * p['share']:g}% is {100 * p['other_bytes'] / args.train_bytes:.0f}%" for p in short)
+        print(f"note: {args.other} holds {short[0]['other_bytes']:,} bytes of {args.language} text besides the "
+              f"evaluated rows: {reached} of the training text")
     return 0
 
 

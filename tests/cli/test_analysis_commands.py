@@ -150,7 +150,13 @@ def test_tax_sweep_command(capsys, tmp_path):
     result = run_json(capsys, argv)
     assert [p["share"] for p in result["points"]] == [0.0, 0.5]
     assert result["points"][1]["premium"] < result["points"][0]["premium"]
-    assert main(argv) == 0 and "premium" in capsys.readouterr().out
+    out = (main(argv), capsys.readouterr().out)[1]
+    assert "premium" in out and "note:" not in out
+    # a share its text cannot fill is said, with the share reached
+    other.write_text("zyxq vwut kjih onml\n" * 20, encoding="utf-8")
+    assert main(argv) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("note: ") and "400 bytes of zz text" in last and "50% is 5% of the training text" in last
 
 
 def test_cost_takes_the_vocabulary_of_a_tokenizer(capsys, trained):
