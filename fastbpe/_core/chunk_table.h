@@ -168,7 +168,9 @@ class ChunkTable {
     }
 
     // Add another table's chunks in its order (counting consecutive parts of a corpus).
-    void add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) {
+    // Returns false when a chunk's count passed 2^63 - 1 (the table is then not to be used).
+    bool add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) {
+        count_overflowed_ = false;
         const uint8_t* end = d + offs[n];
         // An empty table takes every chunk: room for all of them now (one rehash at most,
         // instead of one per doubling). A table that holds chunks already (consecutive parts
@@ -182,6 +184,7 @@ class ChunkTable {
             for (size_t j = 0; j < m; ++j) count_key(queue_[j].key, queue_[j].hash, queue_[j].p, cnts[k + j]);
             queued_ = 0;
         }
+        return !count_overflowed_;
     }
 
     // Room for `n` chunks in all without a rehash (a hint: the table grows past it as needed),
@@ -337,6 +340,7 @@ class ChunkTable {
     static constexpr size_t BATCH = 64;
     Queued queue_[BATCH];
     size_t queued_ = 0;
+    bool count_overflowed_ = false;  // add_table summed a count past 2^63 - 1 (count_key)
 
     // Scan and count the chunks of s[0:n] (see the top of the file): the chunk ending at e is
     // hashed, its slot prefetched, and counted when the scan is LAG chunks further on.
@@ -581,9 +585,12 @@ class ChunkTable {
         size_t i = probe(slots_, mask_, (size_t)(h >> shift_),
                          [&](const Slot& s) { return s.empty() || same(s, k, p); });
         if (__builtin_expect(!slots_[i].empty(), 1)) {
-            // (counts that come from tables, add_table's, can be anything up to 2^63 - 1)
-            if (__builtin_expect(__builtin_add_overflow(slots_[i].count, count, &slots_[i].count), 0))
-                throw std::overflow_error("a chunk's count passes 2^63 - 1");
+            // (counts that come from tables, add_table's, can be anything up to 2^63 - 1: a sum
+            // past it is noted, for add_table to report, and held at the largest count)
+            if (__builtin_expect(__builtin_add_overflow(slots_[i].count, count, &slots_[i].count), 0)) {
+                slots_[i].count = INT64_MAX;
+                count_overflowed_ = true;
+            }
             return;
         }
         insert(i, k, h, p, count);

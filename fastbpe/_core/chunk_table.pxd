@@ -12,7 +12,7 @@ cdef extern from "chunk_table.h" namespace "fbpt" nogil:
         void export_counts(int64_t* out)
         int64_t add_documents(const uint8_t* buf, const int64_t* ends, size_t ndocs, int pattern,
                               int errors, int64_t* bad_offset) except +
-        void add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) except +
+        bint add_table(const uint8_t* d, const int64_t* offs, const int64_t* cnts, size_t n) except +
         void reserve(size_t n) except +
         void begin_task(int64_t task) except +
         int64_t last_task()

@@ -179,6 +179,7 @@ cdef class ChunkCounter:
         cdef size_t n = c.shape[0]
         cdef uint8_t empty = 0
         cdef size_t k
+        cdef bint summed
         if <size_t>o.shape[0] != n + 1 or o[0] != 0 or o[n] != d.shape[0]:
             raise ValueError("inconsistent table arrays")
         for k in range(n):
@@ -189,7 +190,9 @@ cdef class ChunkCounter:
         if n == 0:
             return
         with nogil:
-            self.table.add_table(&d[0] if d.shape[0] else &empty, &o[0], &c[0], n)
+            summed = self.table.add_table(&d[0] if d.shape[0] else &empty, &o[0], &c[0], n)
+        if not summed:
+            raise OverflowError("a chunk's count passes 2**63 - 1")
 
     def reserve(self, size_t chunks):
         """Make room for ``chunks`` unique chunks in all, so that adding up to that many
