@@ -75,14 +75,8 @@ class WordTable:
         offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         data = np.frombuffer(b"".join(chunks), dtype=np.uint8)
-        values = list(counts.values())
-        for chunk, value in zip(chunks, values):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"counts must be ints, got {type(value).__name__} for {chunk!r:.40}")
-            if not 0 < value < 2**63:
-                raise ValueError(f"every count must be positive and below 2**63, got {value} for {chunk!r:.40}")
-        # (a mapping's keys are distinct: no lookup of them again)
-        return cls._of_counter(data, offsets, np.array(values, dtype=np.int64))
+        # (a mapping's keys are distinct: no lookup of them again; _set refuses a count of 0)
+        return cls._of_counter(data, offsets, _integers(list(counts.values()), "counts"))
 
     @classmethod
     def concat(cls, tables: Iterable["WordTable"]) -> "WordTable":
@@ -151,7 +145,7 @@ def _integers(values, name: str, top: int = 2**63 - 1) -> np.ndarray:
     """``values`` as an integer array whose values lie in ``[0, top]`` (floats and other kinds
     refused, not cut to integers; what int64 or uint8 cannot hold refused, not wrapped)."""
     array = np.asarray(values)
-    if array.dtype.kind not in "iu" and not (array.dtype.kind == "O" and array.size == 0) and array.size:
+    if array.size and array.dtype.kind not in "iu":  # (bools, floats, str; ints past 64 bits: objects)
         raise TypeError(f"{name} must be integers, got {array.dtype}")
     if array.size and (int(array.min()) < 0 or int(array.max()) > top):
         raise ValueError(f"{name} must lie in 0..{top}, got values from {int(array.min())} to {int(array.max())}")

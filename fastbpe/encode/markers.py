@@ -90,12 +90,10 @@ class Markers:
         of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do).
         ``chunks_tile``: the split's chunks are the whole text, spaces included (GPT-2's
         pattern): the word markers stand for no space then and are dropped."""
-        if chunks_tile and self.has_word_markers():
-            for marker in (self.word_start, self.word_end):
-                if marker:
-                    text = text.replace(marker, "")
+        dropped = (self.word_start, self.word_end) if chunks_tile else ()
         for marker, leading in self._decoded:
-            if chunks_tile and marker in (self.word_start, self.word_end):
+            if marker in dropped:
+                text = text.replace(marker, "")
                 continue
             text = text.replace(marker, " ")
             if leading:

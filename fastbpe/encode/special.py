@@ -32,11 +32,22 @@ from ..formats.ids import check_id, check_special_ids
 if TYPE_CHECKING:  # (imported where a found special token or an option needs it)
     import regex
 
-__all__ = ["SpecialTokens", "special_ids", "allowed_and_disallowed", "check_disallowed", "split_on_specials",
+__all__ = ["SpecialTokens", "special_ids", "check_special_name", "allowed_and_disallowed", "check_disallowed", "split_on_specials",
            "OPTION_NAMES",           "special_token_options", "AddedTokenSplitter"]
 
 Allowed = Union[str, AbstractSet[str]]
 Disallowed = Union[str, Collection[str]]
+
+
+def check_special_name(text) -> None:
+    """A special token's name is a non-empty str.
+
+    >>> check_special_name("<|endoftext|>")
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"special tokens must be str, got {type(text).__name__} ({text!r:.40})")
+    if not text:
+        raise ValueError("a special token must be a non-empty str")
 
 
 def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tokens: int,
@@ -60,10 +71,7 @@ def special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], num_tok
         special_tokens = {s: num_tokens + i for i, s in enumerate(names)}
     ids = {}
     for text, sid in special_tokens.items():
-        if not isinstance(text, str):
-            raise TypeError(f"special tokens must be str, got {type(text).__name__} ({text!r:.40})")
-        if not text:
-            raise ValueError("a special token must be a non-empty str")
+        check_special_name(text)
         # an int (not a bool, not a float: 1000.7 is not id 1000) that fits the int32 ids
         sid = check_id(sid, f"special token {text!r}")
         # a special token may share the id of the mergeable token of the same bytes (a Hugging

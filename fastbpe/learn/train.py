@@ -18,6 +18,7 @@ from ..corpus.count import count_words
 from ..corpus.files import corpus_or_text, str_corpus
 from ..corpus.wordtable import WordTable
 from ..arguments import check_count, check_word_markers
+from ..encode.special import check_special_name
 from ..encode.tokenizer import Tokenizer
 from ..formats.bytelevel import bytes_to_unicode
 from ..formats.ids import ID_LIMIT
@@ -253,9 +254,8 @@ def train(
         raise TypeError("special_tokens must be a list of names: training gives them the ids after the "
                         "vocabulary, in order (a name -> id mapping is for Tokenizer)")
     special_tokens = list(special_tokens)
-    for name in special_tokens:  # (before the corpus is read; SpecialTokens checks the rest)
-        if not isinstance(name, str):
-            raise TypeError(f"special tokens must be str, got {type(name).__name__} ({name!r:.40})")
+    for name in special_tokens:  # (before the corpus is read; the Tokenizer checks the rest)
+        check_special_name(name)
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError("special_tokens has duplicates")
     if unit not in ("bytes", "chars"):

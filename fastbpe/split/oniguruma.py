@@ -96,9 +96,8 @@ def oniguruma_pattern(pattern: str) -> str:
         pattern = pattern[len(_VERSION1):]
     out = []
     for kind, text, depth in _parts(pattern, nested=version1):
-        if kind == "escape" and text in ("\\h", "\\H"):
-            text = ("[" if text == "\\h" else "[^") + _HORIZONTAL_SPACE + "]" if not depth or text == "\\H" \
-                else _HORIZONTAL_SPACE
+        if kind == "escape" and text == "\\h":  # (the regex module has no \H)
+            text = _HORIZONTAL_SPACE if depth else f"[{_HORIZONTAL_SPACE}]"
         elif not version1 and depth and (kind == "and" or text == "["):
             text = "\\" + text if text == "[" else "\\&\\&"  # (characters to the regex module)
         out.append(text)
