@@ -1,5 +1,6 @@
 // The model of a byte-level BPE tokenizer.json ("model": {"vocab": {...}, "merges": [...]}),
-// read straight from the file's bytes: formats/huggingface.py's fast reader. The vocabulary
+// read straight from the file's bytes: formats/huggingface.py's fast reader; and GPT-2's
+// encoder.json (one such vocab object) and vocab.bpe (lines of merges), formats/gpt2.py's. The vocabulary
 // and the merges are nearly all of such a file; read here, no Python str is made for any of
 // their ~10^5 keys and ~3x10^5 merge parts, and each text becomes its bytes as it is read.
 //
@@ -64,6 +65,38 @@ class BpeJsonScanner {
             i = skip_ws(i + 1);
         }
         return found_model && out.vocab_end > 0 && out.merges_end > 0;
+    }
+
+    // A file that is one vocab object ({"text": id, ...}: GPT-2's encoder.json) into out's
+    // vocabulary; false as scan() is.
+    bool scan_vocab_file(ModelScan& out) {
+        size_t i = skip_ws(0);
+        if (!read_vocab(i, out)) return false;
+        return skip_ws(i) == n_;
+    }
+
+    // Lines of one merge each, "a b" in byte-level text as it is (no JSON quoting: GPT-2's
+    // vocab.bpe after its "#version" line), into out's merges; empty lines are passed over.
+    // False on any other line: an empty part, a third one, a character that stands for no
+    // byte (a space, "\r" and a tab among them), so that the json-free reader says what is wrong.
+    bool scan_merge_lines(ModelScan& out) {
+        size_t i = 0;
+        while (i < n_) {
+            if (p_[i] == '\n') {
+                ++i;
+                continue;
+            }
+            for (int part = 0; part < 2; ++part) {
+                const size_t start = out.merge_blob.size();
+                while (i < n_ && p_[i] != ' ' && p_[i] != '\n')
+                    if (!read_char(i, out.merge_blob)) return false;
+                if (out.merge_blob.size() == start) return false;
+                out.merge_ends.push_back((int64_t)out.merge_blob.size());
+                if (part == 0 && (i >= n_ || p_[i++] != ' ')) return false;
+            }
+            if (i < n_ && p_[i] != '\n') return false;  // (a second space: a third part)
+        }
+        return true;
     }
 
   private:
@@ -248,21 +281,36 @@ class BpeJsonScanner {
                     }
                     default: return false;
                 }
-            } else if (c < 0x80) {
-                if (c < 0x20) return false;
-                point = c;
-                ++i;
-            } else if (c >= 0xC2 && c <= 0xDF) {  // two-byte UTF-8 (0xC0, 0xC1: overlong)
-                if (i + 1 >= n_ || (p_[i + 1] & 0xC0) != 0x80) return false;
-                point = ((uint32_t)(c & 0x1F) << 6) | (p_[i + 1] & 0x3F);
-                i += 2;
             } else {
-                return false;  // U+0800 and above, or not UTF-8
+                if (!read_char(i, blob)) return false;
+                continue;
             }
             if (point >= table_size_ || byte_of_[point] < 0) return false;
             blob.push_back((uint8_t)byte_of_[point]);
         }
         return false;
+    }
+
+    // The character at p[i] as it is (not an escape), its byte appended to blob; i moves past
+    // it. False when it is not UTF-8 of U+0020..U+07FF, or stands for no byte (every character
+    // of byte-level text is one of those).
+    bool read_char(size_t& i, std::vector<uint8_t>& blob) const {
+        const uint8_t c = p_[i];
+        uint32_t point;
+        if (c < 0x80) {
+            if (c < 0x20) return false;
+            point = c;
+            ++i;
+        } else if (c >= 0xC2 && c <= 0xDF) {  // two-byte UTF-8 (0xC0, 0xC1: overlong)
+            if (i + 1 >= n_ || (p_[i + 1] & 0xC0) != 0x80) return false;
+            point = ((uint32_t)(c & 0x1F) << 6) | (p_[i + 1] & 0x3F);
+            i += 2;
+        } else {
+            return false;  // U+0800 and above, or not UTF-8
+        }
+        if (point >= table_size_ || byte_of_[point] < 0) return false;
+        blob.push_back((uint8_t)byte_of_[point]);
+        return true;
     }
 
     // {"text": id, ...}: ids are JSON integers without sign, fraction or exponent, < 10^10.
@@ -341,6 +389,14 @@ class BpeJsonScanner {
 // BpeJsonScanner(p, n, byte_of, table_size).scan(out)
 inline bool scan_bpe_model(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size, ModelScan& out) {
     return BpeJsonScanner(p, n, byte_of, table_size).scan(out);
+}
+
+// GPT-2's two files: encoder.json's bytes (scan_vocab_file) and vocab.bpe's after its first
+// line (scan_merge_lines) into out.
+inline bool scan_gpt2_pair(const uint8_t* vocab, size_t vocab_size, const uint8_t* merges, size_t merges_size,
+                           const int16_t* byte_of, size_t table_size, ModelScan& out) {
+    return BpeJsonScanner(vocab, vocab_size, byte_of, table_size).scan_vocab_file(out) &&
+           BpeJsonScanner(merges, merges_size, byte_of, table_size).scan_merge_lines(out);
 }
 
 }  // namespace fbpj

@@ -1273,6 +1273,8 @@ cdef extern from "bpe_json.h" namespace "fbpj" nogil:
         vector[int64_t] vocab_ends, ids, merge_ends
     bint scan_bpe_model(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size,
                         ModelScan& out) except +
+    bint scan_gpt2_pair(const uint8_t* vocab, size_t vocab_size, const uint8_t* merges, size_t merges_size,
+                        const int16_t* byte_of, size_t table_size, ModelScan& out) except +
 
 
 cdef list _split_blob(const vector[uint8_t]& blob, const vector[int64_t]& ends):
@@ -1313,6 +1315,34 @@ def scan_bpe_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
         ok = scan_bpe_model(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
     if not ok:
         return None
+    spans = (found.vocab_begin, found.vocab_end, found.merges_begin, found.merges_end)
+    return (spans,) + _scanned(found)
+
+
+def scan_gpt2_files(const uint8_t[::1] vocab, const uint8_t[::1] merges, const int16_t[::1] byte_of):
+    """GPT-2's ``encoder.json`` (``vocab``: its bytes) and ``vocab.bpe`` (``merges``: its bytes
+    after the ``#version`` line), read as :func:`scan_bpe_json` reads a model's vocabulary and
+    merges; or None when they are not plain byte-level files (see bpe_json.h). Returns
+    ``(tokens, ids, merge_blob, merge_offsets)`` as that function does.
+
+    >>> table = np.full(300, -1, np.int16); table[ord("a")] = 97; table[ord("b")] = 98
+    >>> tokens, ids, blob, offsets = scan_gpt2_files(b'{"a": 0, "b": 1, "ab": 2}', b"a b\\n", table)
+    >>> tokens, ids.tolist(), blob.tobytes(), offsets.tolist()
+    ([b'a', b'b', b'ab'], [0, 1, 2], b'ab', [0, 1, 2])
+    """
+    cdef ModelScan found
+    cdef bint ok = False
+    cdef const uint8_t* mp = &merges[0] if merges.shape[0] else NULL
+    if vocab.shape[0] == 0 or byte_of.shape[0] == 0:
+        return None
+    with nogil:
+        ok = scan_gpt2_pair(&vocab[0], vocab.shape[0], mp, merges.shape[0], &byte_of[0], <size_t>byte_of.shape[0],
+                            found)
+    return _scanned(found) if ok else None
+
+
+cdef tuple _scanned(const ModelScan& found):
+    """A scan's ``(tokens, ids, merge_blob, merge_offsets)`` (see scan_bpe_json)."""
     tokens = _split_blob(found.vocab_blob, found.vocab_ends)
     ids = np.empty(found.ids.size(), dtype=np.int64)
     cdef int64_t[::1] iv = ids
@@ -1326,8 +1356,7 @@ def scan_bpe_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
     cdef int64_t[::1] ov = offsets
     if found.merge_ends.size():
         memcpy(&ov[1], found.merge_ends.data(), found.merge_ends.size() * sizeof(int64_t))
-    spans = (found.vocab_begin, found.vocab_end, found.merges_begin, found.merges_end)
-    return spans, tokens, ids, blob, offsets
+    return tokens, ids, blob, offsets
 
 
 cdef extern from "rank_file.h" namespace "fbpt" nogil:

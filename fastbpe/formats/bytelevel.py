@@ -5,12 +5,16 @@ Byte-level vocabularies are stored as text (Hugging Face ``tokenizer.json``, GPT
 printable character: printable Latin-1 bytes to themselves, the others (controls, space, ...) to
 the code points from U+0100 on, in byte order.
 """
+import collections
 from typing import Dict, List, Optional
 
 import numpy as np
 
+from .._core.encode import lookup_tokens
+from .ids import ID_LIMIT, table_size
+
 __all__ = ["bytes_to_unicode", "token_to_text", "text_to_token", "texts_to_tokens", "text_byte_values",
-           "code_point_bytes", "check_byte_level", "check_specials_apart"]
+           "code_point_bytes", "check_byte_level", "check_specials_apart", "scanned_tables"]
 
 
 def bytes_to_unicode() -> Dict[int, str]:
@@ -128,3 +132,46 @@ def check_specials_apart(special_tokens: Dict[str, int], vocab: Dict[str, int], 
         if vocab.get(name, i) != i:
             raise ValueError(f"special token {name!r} (id {i}) has the text of token {vocab[name]} in {file_name}, "
                              "which gives a text one id: rename the special token, or save a fastbpe file")
+
+
+def scanned_tables(scanned: tuple, added: List[str], source: str, made: bool = False) -> Optional[tuple]:
+    """The token table and merge pairs of a vocabulary and merges read by compiled code
+    (``scan_bpe_json``, ``scan_gpt2_files``: ``(tokens, ids, merge_blob, merge_offsets)``), and
+    the vocab id of each of the ``added`` token texts that is a vocab key (looked up with the
+    merges' parts); or None when it is not the plain case (every key a byte-level token with an
+    id of its own, every merge a pair of tokens): the caller's reader of parsed text then says
+    what is wrong, or reads what this does not. ``made``: a fourth item, the id of each merge's
+    result (its two parts together; -1 where that is no token), looked up in the same call."""
+    tokens, ids, blob, offsets = scanned
+    if len(ids) and (ids.max() >= ID_LIMIT or not all(tokens)):
+        return None
+    try:
+        size = table_size(int(ids.max(initial=-1)), len(ids), len(added), source)
+    except ValueError:
+        return None
+    if np.bincount(ids, minlength=size).max(initial=0) > 1:
+        return None
+    table: List[bytes] = [b""] * size
+    collections.deque(map(table.__setitem__, ids.tolist(), tokens), maxlen=0)
+    if (np.diff(offsets) == 0).any():
+        return None
+    # the added texts that are byte-level text are looked up after the merges' parts, in one call
+    added_bytes = {content: token for content, token in zip(added, texts_to_tokens(added)) if token}
+    extra = list(added_bytes.values())
+    parts = len(offsets) - 1
+    if made:  # the blob again, cut after every second part: a merge's parts lie side by side
+        blob = np.concatenate([blob, blob])
+        offsets = np.concatenate([offsets, offsets[-1] + offsets[2::2]])
+    if extra:
+        blob = np.concatenate([blob, np.frombuffer(b"".join(extra), np.uint8)])
+        offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(token) for token in extra])])
+    try:
+        found = lookup_tokens(table, blob, offsets)
+    except ValueError:
+        return None  # two keys with the same bytes
+    pair_ids, added_ids = found[:parts], found[len(found) - len(extra):].tolist()
+    if (pair_ids < 0).any():
+        return None
+    in_vocab = {content: i for content, i in zip(added_bytes, added_ids) if i >= 0}
+    tables = table, pair_ids.astype(np.int64).reshape(-1, 2), in_vocab
+    return tables + (found[parts:len(found) - len(extra)],) if made else tables

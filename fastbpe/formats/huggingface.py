@@ -24,8 +24,8 @@ from ..fileio import json_bytes, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
-from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, text_byte_values, texts_to_tokens,
-                        token_to_text)
+from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, scanned_tables, text_byte_values,
+                        texts_to_tokens, token_to_text)
 from .ids import ID_LIMIT, check_id, table_size
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
@@ -278,43 +278,6 @@ def _added_contents(added) -> List[str]:
     return [entry["content"] for entry in added if isinstance(entry, Mapping) and isinstance(entry.get("content"), str)]
 
 
-def _scanned_tables(scanned: tuple, added: List[str], source: str
-                    ) -> Optional[Tuple[List[bytes], np.ndarray, Dict[str, int]]]:
-    """The token table and merge pairs of a scanned file (:func:`_scan_model`), and the vocab
-    id of each of the ``added`` token texts that is a vocab key (looked up with the merges'
-    parts), or None when it is not the plain case (every key a byte-level token with an id of
-    its own, every merge a pair of tokens): :func:`_vocab_bytes` and :func:`_merge_pairs` then
-    read the parsed JSON."""
-    _, tokens, ids, blob, offsets = scanned
-    if len(ids) and (ids.max() >= ID_LIMIT or not all(tokens)):
-        return None
-    try:
-        size = table_size(int(ids.max(initial=-1)), len(ids), len(added), source)
-    except ValueError:
-        return None
-    if np.bincount(ids, minlength=size).max(initial=0) > 1:
-        return None
-    table: List[bytes] = [b""] * size
-    collections.deque(map(table.__setitem__, ids.tolist(), tokens), maxlen=0)
-    if (np.diff(offsets) == 0).any():
-        return None
-    # the added texts that are byte-level text are looked up after the merges' parts, in one call
-    added_bytes = {content: token for content, token in zip(added, texts_to_tokens(added)) if token}
-    extra = list(added_bytes.values())
-    if extra:
-        blob = np.concatenate([blob, np.frombuffer(b"".join(extra), np.uint8)])
-        offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(token) for token in extra])])
-    try:
-        found = lookup_tokens(table, blob, offsets)
-    except ValueError:
-        return None  # two keys with the same bytes
-    pair_ids, added_ids = found[:len(found) - len(extra)], found[len(found) - len(extra):].tolist()
-    if (pair_ids < 0).any():
-        return None
-    in_vocab = {content: i for content, i in zip(added_bytes, added_ids) if i >= 0}
-    return table, pair_ids.astype(np.int64).reshape(-1, 2), in_vocab
-
-
 def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict]:
     """:func:`read` of the parsed JSON; with ``scanned`` (:func:`_scan_model`), the model's
     vocabulary and merges come from there instead, or None when they are not the plain case."""
@@ -352,7 +315,7 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
     if scanned is not None:
         # the compiled reader's tables hold the plain case only (no markers, no added token in
         # the vocabulary): anything else is read from the parsed JSON
-        tables = None if markers.has_subword_markers() else _scanned_tables(scanned, _added_contents(added), source)
+        tables = None if markers.has_subword_markers() else scanned_tables(scanned[1:], _added_contents(added), source)
         if tables is None:
             return None
         tokens, pairs, in_vocab = tables
