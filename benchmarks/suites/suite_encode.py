@@ -461,6 +461,8 @@ def _load(impl: str, name: str):
             return lambda: _openai_tokenizer(name)
         tiktoken_encoding(name)
         return lambda: tiktoken_encoding(name)
+    if name == "gpt2":
+        return _load_gpt2(impl)
     path = data_file(f"tokenizers/{name}/tokenizer.json")
     if path is None:
         skip(f"tokenizers/{name}/tokenizer.json is not in the shared data")
@@ -476,12 +478,38 @@ def _load(impl: str, name: str):
     return lambda: tokenizers.Tokenizer.from_file(str(path))
 
 
+def _load_gpt2(impl: str):
+    """A loader of GPT-2's ``encoder.json`` + ``vocab.bpe``: fastbpe's, or tokenizers' BPE model
+    with GPT-2's byte-level steps. Skips as :func:`_load` does."""
+    encoder, vocab = data_file("tokenizers/encoder.json"), data_file("tokenizers/vocab.bpe")
+    if encoder is None or vocab is None:
+        skip("GPT-2's encoder.json and vocab.bpe are not in the shared data")
+    if impl == "fast":
+        from_gpt2 = feature("Tokenizer.from_gpt2")
+        if from_gpt2 is None:
+            skip("Tokenizer.from_gpt2 is not in this commit")
+        return lambda: from_gpt2(str(encoder), str(vocab))
+    try:
+        import tokenizers
+        from tokenizers import decoders, models, pre_tokenizers
+    except ImportError:
+        skip("tokenizers is not installed")
+
+    def load():
+        tok = tokenizers.Tokenizer(models.BPE.from_file(str(encoder), str(vocab)))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        return tok
+    return load
+
+
 class Load:
     """Loading a real tokenizer file, and loading it then encoding a first short text (tables
     an encoder builds lazily count there): fastbpe against the file's own library (tiktoken for
-    the ``.tiktoken`` files, tokenizers for llama3's and qwen3's ``tokenizer.json``)."""
+    the ``.tiktoken`` files, tokenizers for llama3's and qwen3's ``tokenizer.json`` and GPT-2's
+    ``encoder.json`` + ``vocab.bpe``)."""
 
-    params = (["fast", "peer"], ["cl100k_base", "o200k_base", "llama3", "qwen3"])
+    params = (["fast", "peer"], ["cl100k_base", "o200k_base", "llama3", "qwen3", "gpt2"])
     param_names = ["impl", "file"]
     timeout = 120
 

@@ -70,6 +70,11 @@ class BpeJsonScanner {
     // A file that is one vocab object ({"text": id, ...}: GPT-2's encoder.json) into out's
     // vocabulary; false as scan() is.
     bool scan_vocab_file(ModelScan& out) {
+        // room for the most the file can hold (an entry takes 6 bytes at least: "x":0,), so that
+        // no push_back moves what was read (address space only: pages never written are not taken)
+        out.vocab_blob.reserve(n_);
+        out.vocab_ends.reserve(n_ / 6 + 1);
+        out.ids.reserve(n_ / 6 + 1);
         size_t i = skip_ws(0);
         if (!read_vocab(i, out)) return false;
         return skip_ws(i) == n_;
@@ -80,6 +85,8 @@ class BpeJsonScanner {
     // False on any other line: an empty part, a third one, a character that stands for no
     // byte (a space, "\r" and a tab among them), so that the json-free reader says what is wrong.
     bool scan_merge_lines(ModelScan& out) {
+        out.merge_blob.reserve(n_);  // (as scan_vocab_file: a merge takes 4 bytes at least)
+        out.merge_ends.reserve(n_ / 2 + 2);
         size_t i = 0;
         while (i < n_) {
             if (p_[i] == '\n') {
