@@ -34,7 +34,7 @@ Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split patt
 """
 import os
 import threading
-from typing import (AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+from typing import (AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
                     Union)
 
 import numpy as np
@@ -71,6 +71,18 @@ def _default_policy(allowed_special, disallowed_special) -> bool:
     """
     return (type(allowed_special) in (frozenset, set) and not allowed_special
             and type(disallowed_special) is str and disallowed_special == "all")
+
+
+def _id_sequences(batch) -> list:
+    """The id sequences of a batch, for the batch decoders; TypeError for a str or for one
+    sequence of ids (a batch holds sequences)."""
+    if isinstance(batch, (str, bytes)) or (isinstance(batch, np.ndarray) and batch.ndim != 2):
+        raise TypeError(f"a batch of id sequences is a list of them (or a 2-D array), not {type(batch).__name__}"
+                        + (f" of {batch.ndim} dimensions" if isinstance(batch, np.ndarray) else ""))
+    batch = batch if type(batch) is list else list(batch)
+    if batch and isinstance(batch[0], (int, np.integer)):
+        raise TypeError("a batch of id sequences is a list of them, not one sequence of ids (decode takes one)")
+    return batch
 
 
 class Tokenizer:
@@ -675,6 +687,12 @@ class Tokenizer:
         workers = (os.cpu_count() or 1) if workers is None else workers
         return batch.encode_batch(self, texts, workers, allowed_special, disallowed_special, as_numpy)
 
+    def encode_ordinary_batch(self, texts: Sequence[str], *, workers: Optional[int] = None,
+                              as_numpy: bool = False) -> List:
+        """``encode_batch`` with every special token's name encoded as ordinary text (tiktoken's
+        ``encode_ordinary_batch``)."""
+        return self.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=as_numpy)
+
     def _piece(self, i: int) -> Union[str, bytes]:
         if i >= 0:
             return self._as_unit(self.token_bytes[i])
@@ -713,6 +731,25 @@ class Tokenizer:
             return text
         # word markers stand for spaces only where the split dropped them
         return self.markers.decode(text, chunks_tile=self.markers.has_word_markers() and self.splitter.tiles())
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> List[str]:
+        """``decode`` of each id sequence of ``batch`` (tiktoken's ``decode_batch``)."""
+        return [self.decode(ids, errors) for ids in _id_sequences(batch)]
+
+    def decode_bytes_batch(self, batch: Iterable[Iterable[int]]) -> List[bytes]:
+        """``decode_bytes`` of each id sequence of ``batch`` (tiktoken's ``decode_bytes_batch``)."""
+        return [self.decode_bytes(ids) for ids in _id_sequences(batch)]
+
+    def decode_tokens_bytes(self, ids: Iterable[int]) -> List[bytes]:
+        """The bytes of each id (special tokens as their UTF-8 text), one ``bytes`` an id;
+        KeyError for an id that is no token (tiktoken's ``decode_tokens_bytes``)."""
+        return vocab.decode_tokens_bytes(self, ids)
+
+    def decode_with_offsets(self, ids: Iterable[int]) -> Tuple[str, List[int]]:
+        """``(text, starts)``: the text of ``ids`` (strict UTF-8) and the character at which
+        each id's token starts in it (tiktoken's ``decode_with_offsets``; a token that begins
+        inside a character starts at that character)."""
+        return vocab.decode_with_offsets(self, ids)
 
     def extend(self, corpus=None, num_merges: Optional[int] = None, **options) -> "Tokenizer":
         """A new tokenizer: this one with up to ``num_merges`` merges learned on ``corpus``
@@ -760,6 +797,24 @@ class Tokenizer:
         """``decode_single_token_bytes`` beyond its compiled common case: builds the decode
         table, finds a special token beyond it, or raises for what is no token id."""
         return vocab.decode_single_token_bytes(self, token_id)
+
+    def encode_single_token(self, token: Union[str, bytes]) -> int:
+        """The id of one token given as its bytes or text, a special token's name included;
+        KeyError when it is no single token (tiktoken's ``encode_single_token``)."""
+        return vocab.encode_single_token(self, token)
+
+    def is_special_token(self, token_id: int) -> bool:
+        """Whether the id is a special token's (tiktoken's ``is_special_token``)."""
+        return token_id in self.special_tokens.values()
+
+    @property
+    def special_tokens_set(self) -> Set[str]:
+        """The special tokens' names (tiktoken's ``special_tokens_set``)."""
+        return set(self.special_tokens)
+
+    def token_byte_values(self) -> List[bytes]:
+        """Every mergeable token's bytes, sorted (tiktoken's ``token_byte_values``)."""
+        return sorted(token for token in self.token_bytes if token)
 
     @property
     def n_vocab(self) -> int:

@@ -20,7 +20,8 @@ from . import surrogates
 from .special import check_disallowed
 
 __all__ = ["DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
-           "n_vocab", "eot_token", "vocab_len", "encode_with_offsets", "char_offsets"]
+           "decode_tokens_bytes", "decode_with_offsets", "encode_single_token", "n_vocab", "eot_token",
+           "vocab_len", "encode_with_offsets", "char_offsets"]
 
 # Special tokens whose ids lie this far beyond the vocabulary are left out of the flat table
 # (decoded by the slow path), so an id of 2**31 - 1 costs no 16 GB of offsets.
@@ -133,6 +134,54 @@ def decode_single_token_bytes(tok, token_id: int) -> bytes:
         return _id_bytes(tok, token_id)
     except ValueError:
         raise KeyError(token_id) from None
+
+
+def decode_tokens_bytes(tok, ids) -> List[bytes]:
+    """The bytes of each id, one ``bytes`` an id; KeyError for an id that is no token (as
+    tiktoken's ``decode_tokens_bytes``)."""
+    ids = _check_ids(ids)
+    ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
+    pieces = _table(tok).pieces
+    # (the ids checked by a compiled gather, then looked up by one map: no Python loop an id)
+    if type(_table(tok).gather(ids)) is bytes:
+        return list(map(pieces.__getitem__, ids))
+    return [decode_single_token_bytes(tok, i) for i in ids]  # (names the first bad id)
+
+
+def decode_with_offsets(tok, ids) -> Tuple[str, List[int]]:
+    """``(text, starts)``: the text of ``ids`` (strict UTF-8) and the character where each
+    id's token starts in it, tiktoken's ``decode_with_offsets``: a token that begins inside a
+    character (a continuation byte) starts at that character. Tokenizers without word
+    markers or a space marker (their decode is not the bytes' text)."""
+    if tok.markers:
+        raise ValueError("decode_with_offsets needs a tokenizer without word or space markers (its decode "
+                         "changes the bytes' text)")
+    pieces = decode_tokens_bytes(tok, ids)
+    data = b"".join(pieces)
+    text = data.decode("utf-8", "strict")
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    if not len(lengths):
+        return text, []
+    byte = np.frombuffer(data, dtype=np.uint8)
+    continuation = (byte & 0xC0) == 0x80
+    before = np.concatenate([[0], np.cumsum(~continuation, dtype=np.int64)])  # characters begun before each byte
+    begins = np.cumsum(lengths) - lengths
+    return text, np.maximum(before[begins] - continuation[begins], 0).tolist()
+
+
+def encode_single_token(tok, token: Union[str, bytes]) -> int:
+    """The id of a token given as its bytes or text (UTF-8), a special token's name
+    included; KeyError when it is no single token (as tiktoken's ``encode_single_token``)."""
+    if not isinstance(token, (str, bytes, bytearray)):
+        raise TypeError(f"token must be str or bytes, got {type(token).__name__}")
+    data = token.encode("utf-8") if isinstance(token, str) else bytes(token)
+    found = tok._ids.get(data)
+    if found is None:
+        found = next((i for name, i in tok.special_tokens.items() if name.encode("utf-8", "surrogatepass") == data),
+                     None)
+    if found is None:
+        raise KeyError(token)
+    return found
 
 
 def id_to_token(tok, token_id: int) -> Optional[Union[str, bytes]]:

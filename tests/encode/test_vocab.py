@@ -258,3 +258,70 @@ def test_lone_surrogates_encode_as_tiktoken(tiktoken_encoding, shared_data, text
     ours = fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
     assert ours.encode(text) == oracle.encode(text)
     assert ours.encode_batch([text, "ok"], workers=2) == [oracle.encode(text), oracle.encode("ok")]
+
+
+@pytest.fixture(scope="module")
+def cl100k_pair(tiktoken_encoding, shared_data):
+    """tiktoken's cl100k Encoding and fastbpe's, from the same rank file."""
+    return tiktoken_encoding("cl100k_base"), fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken"))
+
+
+def test_tiktoken_batch_methods_equal_tiktoken(cl100k_pair, multilingual):
+    oracle, ours = cl100k_pair
+    texts = [multilingual[k:k + 300] for k in range(0, 3000, 300)] + ["", "<|endoftext|> x", "😀"]
+    ids = oracle.encode_ordinary_batch(texts)
+    assert ours.encode_ordinary_batch(texts) == ids
+    assert [a.tolist() for a in ours.encode_ordinary_batch(texts, workers=2, as_numpy=True)] == ids
+    # pieces cut inside characters decode as tiktoken decodes them (errors="replace" by default)
+    cut = [row[1:] for row in ids] + [[], [oracle.eot_token]]
+    assert ours.decode_batch(cut) == oracle.decode_batch(cut)
+    assert ours.decode_bytes_batch(cut) == oracle.decode_bytes_batch(cut)
+    row = oracle.encode_ordinary("hello world")
+    assert ours.decode_batch(np.array([row, row[::-1]])) == oracle.decode_batch([row, row[::-1]])
+    lone = [[ours.encode_single_token(b"\x80")]]  # (a continuation byte alone: no UTF-8)
+    assert ours.decode_batch(lone) == oracle.decode_batch(lone) == ["\ufffd"]
+    for decoder in (ours, oracle):
+        with pytest.raises(UnicodeDecodeError):
+            decoder.decode_batch(lone, errors="strict")
+    for bad in ([1, 2, 3], np.array([1, 2]), "ab", b"ab"):
+        with pytest.raises(TypeError, match="batch of id sequences"):
+            ours.decode_batch(bad)
+
+
+def test_tiktoken_token_methods_equal_tiktoken(cl100k_pair, multilingual):
+    oracle, ours = cl100k_pair
+    ids = oracle.encode(multilingual + " <|endoftext|> end", allowed_special="all")
+    assert _splits_a_character(ours, ids)  # (offsets of tokens that begin inside a character are tested)
+    assert ours.decode_tokens_bytes(ids) == oracle.decode_tokens_bytes(ids)
+    assert ours.decode_tokens_bytes(np.array(ids, dtype=np.uint32)) == oracle.decode_tokens_bytes(ids)
+    assert ours.decode_with_offsets(ids) == oracle.decode_with_offsets(ids)
+    assert ours.decode_with_offsets([]) == oracle.decode_with_offsets([]) == ("", [])
+    for bad in (oracle.n_vocab + 5, 100256):  # (100256: an id between the tokens and the special ones)
+        with pytest.raises(KeyError):
+            ours.decode_tokens_bytes([1, bad])
+        with pytest.raises(KeyError):
+            oracle.decode_tokens_bytes([1, bad])
+    with pytest.raises(KeyError):  # (tiktoken: an OverflowError)
+        ours.decode_tokens_bytes([1, -1])
+    with pytest.raises(TypeError):
+        ours.decode_tokens_bytes([1, 2.0])
+    for token in ("hello", b" world", "<|endoftext|>", b"<|endoftext|>", "\u00e9", b"\xe9"):
+        try:
+            want = oracle.encode_single_token(token)
+        except KeyError:
+            with pytest.raises(KeyError):
+                ours.encode_single_token(token)
+        else:
+            assert ours.encode_single_token(token) == want
+    with pytest.raises(KeyError):
+        ours.encode_single_token("hello world")
+    assert ours.special_tokens_set == oracle.special_tokens_set
+    assert [ours.is_special_token(i) for i in (0, 100257, 100276)] == [oracle.is_special_token(i)
+                                                                        for i in (0, 100257, 100276)]
+    assert ours.token_byte_values() == oracle.token_byte_values()
+
+
+def test_decode_with_offsets_needs_the_bytes_text():
+    marked = fastbpe.train(TEXT, vocab_size=300, progress=False, word_end="</w>")
+    with pytest.raises(ValueError, match="without word or space markers"):
+        marked.decode_with_offsets(marked.encode("the cat"))
