@@ -514,24 +514,38 @@ class BpeEncoder {
     int64_t merge_pairs(const std::vector<std::string>& tokens, const int32_t* left, const int32_t* right,
                         int64_t n, int32_t* made, std::vector<uint64_t>& keys, std::vector<uint64_t>& vals,
                         int* why) const {
+        const int64_t size = (int64_t)tokens.size();
+        int64_t known = 0;  // the merges before the first that names an unknown token
+        while (known < n) {
+            const int32_t a = left[known], b = right[known];
+            if (a < 0 || b < 0 || a >= size || b >= size || tokens[a].empty() || tokens[b].empty()) break;
+            ++known;
+        }
+        // their concatenations, looked up together (token_ids prefetches the slots ahead: one
+        // lookup after another waited for each miss, 25-30 ms of o200k's 200,000 merges)
         std::string joined;
-        int64_t size = (int64_t)tokens.size();
-        for (int64_t i = 0; i < n; ++i) {
-            int32_t a = left[i], b = right[i];
-            if (a < 0 || b < 0 || a >= size || b >= size || tokens[a].empty() || tokens[b].empty()) {
-                *why = 1;
-                return i;
-            }
-            joined.assign(tokens[a]);
-            joined.append(tokens[b]);
-            int32_t m = token_id((const uint8_t*)joined.data(), joined.size());
-            if (m < 0) {
+        std::vector<int64_t> offsets((size_t)known + 1, 0);
+        for (int64_t i = 0; i < known; ++i) {
+            joined += tokens[left[i]];
+            joined += tokens[right[i]];
+            offsets[(size_t)i + 1] = (int64_t)joined.size();
+        }
+        token_ids((const uint8_t*)joined.data(), offsets.data(), known, made);
+        for (int64_t i = 0; i < known; ++i) {
+            if (made[i] < 0) {
                 *why = 2;
                 return i;
             }
-            made[i] = m;
-            keys.push_back(pair_key(a, b));
-            vals.push_back(((uint64_t)i << 32) | (uint32_t)m);
+        }
+        if (known < n) {
+            *why = 1;
+            return known;
+        }
+        keys.reserve(keys.size() + (size_t)n);
+        vals.reserve(vals.size() + (size_t)n);
+        for (int64_t i = 0; i < n; ++i) {
+            keys.push_back(pair_key(left[i], right[i]));
+            vals.push_back(((uint64_t)i << 32) | (uint32_t)made[i]);
         }
         return -1;
     }

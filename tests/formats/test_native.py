@@ -37,6 +37,10 @@ def test_truncated_native_file(tmp_path):
     ("merges", [[0, 1.5]], "merges"),
     ("merges", [[0, True]], "merges"),
     ("merges", [[0, 2**70]], "invalid id"),
+    ("merges", [[0, -1]], "invalid id"),
+    ("merges", [[0, 1], [0, 1, 2]], "merges"),
+    ("merges", [[0, 1, 2, 3]], "pair of token ids"),
+    ("vocab", ["a", "\u4e2d"], "not a byte token"),
     ("merge_counts", ["12"], "merge_counts"),
     ("special_tokens", {"<a>": 1000.7}, "invalid id"),
     ("special_tokens", ["<a>"], "special_tokens"),
@@ -106,3 +110,19 @@ def test_files_of_the_previous_version_load(name):
             symbols = tuple(c.encode() for c in word.decode()) if tok.unit == "chars" else tuple(bytes([b]) for b in word)
             pieces += (encode_by_pair_rank(word, merges) if tok.merge_rule == "pair" else list(encode_word(symbols, merges)))
         assert ids == [tok._ids[p] for p in pieces]
+
+
+def test_a_native_file_reads_whatever_the_order_of_its_fields(tmp_path):
+    """The loader tells fastbpe's files by their first field (as ``save`` writes them); one
+    written with its fields in another order still loads as one, merges and made ids alike."""
+    tok = fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    data = tok.to_dict()
+    data["merges"] = [[a, b, c] for (a, b), c in zip(tok.merge_ids.tolist(), tok.model.made.tolist())]
+    for order in (data, dict(reversed(list(data.items())))):
+        (tmp_path / "t.json").write_text(json.dumps(order), encoding="utf-8")
+        again = fastbpe.load(tmp_path / "t.json")
+        assert again.token_bytes == tok.token_bytes and again.merge_ids.tolist() == tok.merge_ids.tolist()
+    data["merges"][3][2] += 1  # a made id that is not the merge's concatenation
+    (tmp_path / "t.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="merge 3 says it makes token"):
+        fastbpe.load(tmp_path / "t.json")
