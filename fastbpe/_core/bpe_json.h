@@ -26,6 +26,9 @@ struct ModelScan {
     // merges: part j's token bytes are merge_blob[merge_ends[j-1]:merge_ends[j]], two per merge
     std::vector<uint8_t> merge_blob;
     std::vector<int64_t> merge_ends;
+    // fastbpe's own file (scan_native): its merges' ids, merge_width a merge (2 or 3; 0: none)
+    std::vector<int64_t> merge_ids;
+    int merge_width = 0;
 };
 
 class BpeJsonScanner {
@@ -65,6 +68,48 @@ class BpeJsonScanner {
             i = skip_ws(i + 1);
         }
         return found_model && out.vocab_end > 0 && out.merges_end > 0;
+    }
+
+    // fastbpe's own file of byte-level tokens: the top-level "vocab" (an array of byte-level
+    // texts: vocab_blob and vocab_ends, ids their places) and "merges" (an array of arrays of
+    // two or three ids, all alike: merge_ids), their byte ranges in vocab_begin..merges_end.
+    // False as scan() is; and for an id past 2^31 - 1 or with a sign (the json module and the
+    // reader of parsed files say what is wrong).
+    bool scan_native(ModelScan& out) {
+        size_t i = skip_ws(0);
+        bool seen_vocab = false, seen_merges = false;
+        if (i >= n_ || p_[i] != '{') return false;
+        i = skip_ws(i + 1);
+        while (true) {
+            size_t key_begin = i;
+            bool escaped = false;
+            if (!skip_string(i, &escaped) || escaped) return false;
+            const bool is_vocab = key_is(key_begin, i, "vocab"), is_merges = key_is(key_begin, i, "merges");
+            i = skip_ws(i);
+            if (i >= n_ || p_[i] != ':') return false;
+            i = skip_ws(i + 1);
+            if (is_vocab) {
+                if (seen_vocab) return false;  // (json keeps the last one: left to it)
+                seen_vocab = true;
+                out.vocab_begin = i;
+                if (!read_text_array(i, out)) return false;
+                out.vocab_end = i;
+            } else if (is_merges) {
+                if (seen_merges) return false;
+                seen_merges = true;
+                out.merges_begin = i;
+                if (!read_id_rows(i, out)) return false;
+                out.merges_end = i;
+            } else if (!skip_value(i, 0)) {
+                return false;
+            }
+            i = skip_ws(i);
+            if (i >= n_) return false;
+            if (p_[i] == '}') break;
+            if (p_[i] != ',') return false;
+            i = skip_ws(i + 1);
+        }
+        return skip_ws(i + 1) == n_ && seen_vocab && seen_merges;
     }
 
     // A file that is one vocab object ({"text": id, ...}: GPT-2's encoder.json) into out's
@@ -352,6 +397,71 @@ class BpeJsonScanner {
         }
     }
 
+    // ["text", ...]: byte-level texts into the vocabulary, each id its place.
+    bool read_text_array(size_t& i, ModelScan& out) {
+        if (i >= n_ || p_[i] != '[') return false;
+        out.vocab_blob.reserve(n_ - i);
+        i = skip_ws(i + 1);
+        if (i < n_ && p_[i] == ']') {
+            ++i;
+            return true;
+        }
+        while (true) {
+            bool stopped = false;
+            if (!read_token(i, out.vocab_blob, 0, &stopped)) return false;
+            out.vocab_ends.push_back((int64_t)out.vocab_blob.size());
+            out.ids.push_back((int64_t)out.ids.size());
+            i = skip_ws(i);
+            if (i >= n_) return false;
+            if (p_[i] == ']') {
+                ++i;
+                return true;
+            }
+            if (p_[i] != ',') return false;
+            i = skip_ws(i + 1);
+        }
+    }
+
+    // [[a, b], ...] or [[a, b, c], ...] (all of one width): ids without sign, fraction or
+    // exponent, below 2^31.
+    bool read_id_rows(size_t& i, ModelScan& out) {
+        if (i >= n_ || p_[i] != '[') return false;
+        i = skip_ws(i + 1);
+        if (i < n_ && p_[i] == ']') {
+            ++i;
+            return true;
+        }
+        while (true) {
+            if (i >= n_ || p_[i] != '[') return false;
+            i = skip_ws(i + 1);
+            int width = 0;
+            while (true) {
+                const size_t start = i;
+                int64_t id = 0;
+                while (i < n_ && p_[i] >= '0' && p_[i] <= '9' && i - start < 11) id = id * 10 + (p_[i++] - '0');
+                const size_t digits = i - start;
+                if (digits == 0 || digits > 10 || (digits > 1 && p_[start] == '0') || id >= ((int64_t)1 << 31))
+                    return false;
+                out.merge_ids.push_back(id);
+                ++width;
+                i = skip_ws(i);
+                if (i < n_ && p_[i] == ']') break;
+                if (i >= n_ || p_[i] != ',' || width == 3) return false;
+                i = skip_ws(i + 1);
+            }
+            if (width < 2 || (out.merge_width != 0 && width != out.merge_width)) return false;
+            out.merge_width = width;
+            i = skip_ws(i + 1);
+            if (i >= n_) return false;
+            if (p_[i] == ']') {
+                ++i;
+                return true;
+            }
+            if (p_[i] != ',') return false;
+            i = skip_ws(i + 1);
+        }
+    }
+
     // ["a b", ...] or [["a", "b"], ...] (not mixed).
     bool read_merges(size_t& i, ModelScan& out) {
         if (i >= n_ || p_[i] != '[') return false;
@@ -396,6 +506,11 @@ class BpeJsonScanner {
 // BpeJsonScanner(p, n, byte_of, table_size).scan(out)
 inline bool scan_bpe_model(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size, ModelScan& out) {
     return BpeJsonScanner(p, n, byte_of, table_size).scan(out);
+}
+
+// BpeJsonScanner(p, n, byte_of, table_size).scan_native(out)
+inline bool scan_native_file(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size, ModelScan& out) {
+    return BpeJsonScanner(p, n, byte_of, table_size).scan_native(out);
 }
 
 // GPT-2's two files: encoder.json's bytes (scan_vocab_file) and vocab.bpe's after its first

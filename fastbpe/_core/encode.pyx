@@ -1270,9 +1270,12 @@ cdef extern from "bpe_json.h" namespace "fbpj" nogil:
     cdef cppclass ModelScan:
         size_t vocab_begin, vocab_end, merges_begin, merges_end
         vector[uint8_t] vocab_blob, merge_blob
-        vector[int64_t] vocab_ends, ids, merge_ends
+        vector[int64_t] vocab_ends, ids, merge_ends, merge_ids
+        int merge_width
     bint scan_bpe_model(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size,
                         ModelScan& out) except +
+    bint scan_native_file(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size,
+                          ModelScan& out) except +
     bint scan_gpt2_pair(const uint8_t* vocab, size_t vocab_size, const uint8_t* merges, size_t merges_size,
                         const int16_t* byte_of, size_t table_size, ModelScan& out) except +
 
@@ -1339,6 +1342,37 @@ def scan_gpt2_files(const uint8_t[::1] vocab, const uint8_t[::1] merges, const i
         ok = scan_gpt2_pair(&vocab[0], vocab.shape[0], mp, merges.shape[0], &byte_of[0], <size_t>byte_of.shape[0],
                             found)
     return _scanned(found) if ok else None
+
+
+def scan_native_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
+    """The ``vocab`` and ``merges`` of a fastbpe file of byte-level tokens, read from the file's
+    bytes (see bpe_json.h), or None when it is not one this reader takes. Returns ``(spans,
+    tokens, merges)``: the byte ranges ``(vocab_begin, vocab_end, merges_begin, merges_end)``
+    of the two values in ``data``, every vocab entry's token bytes, and the merges as an int64
+    array of two or three columns.
+
+    >>> table = np.full(300, -1, np.int16); table[ord("a")] = 97; table[ord("b")] = 98
+    >>> spans, tokens, merges = scan_native_json(b'{"vocab": ["a", "b", "ab"], "merges": [[0, 1]]}', table)
+    >>> tokens, merges.tolist()
+    ([b'a', b'b', b'ab'], [[0, 1]])
+    """
+    cdef ModelScan found
+    cdef bint ok = False
+    cdef size_t n = data.shape[0]
+    if n == 0 or byte_of.shape[0] == 0:
+        return None
+    with nogil:
+        ok = scan_native_file(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
+    if not ok:
+        return None
+    tokens = _split_blob(found.vocab_blob, found.vocab_ends)
+    width = found.merge_width if found.merge_width else 2
+    merges = np.empty(found.merge_ids.size(), dtype=np.int64)
+    cdef int64_t[::1] mv = merges
+    if found.merge_ids.size():
+        memcpy(&mv[0], found.merge_ids.data(), found.merge_ids.size() * sizeof(int64_t))
+    spans = (found.vocab_begin, found.vocab_end, found.merges_begin, found.merges_end)
+    return spans, tokens, merges.reshape(-1, width)
 
 
 cdef tuple _scanned(const ModelScan& found):

@@ -55,8 +55,9 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
                              f"beside it, name it after one of {sorted(tiktoken.OPENAI_ENCODINGS)}, or use "
                              "Tokenizer.from_tiktoken")
         return tiktoken.read_openai(stem, path)
-    if path.suffix == ".json" and path.name != "encoder.json" and not native.starts_as_native(path):
-        found = huggingface.read_plain(path)  # the common large file, without a full JSON parse
+    if path.suffix == ".json" and path.name != "encoder.json":
+        # the common large files, their tokens and merges read without a full JSON parse
+        found = native.read_plain(path) if native.starts_as_native(path) else huggingface.read_plain(path)
         if found is not None:
             return found
     data = read_json(path, "tokenizer file")

@@ -12,6 +12,7 @@ The file is written component by component, in the order the text flows through 
 read and write their own fields.
 """
 import itertools
+import json
 import os
 import re
 from typing import Mapping, Optional, Union
@@ -22,10 +23,11 @@ from ..fileio import json_bytes, json_field, read_json, write_atomic
 from ..encode.markers import Markers
 from ..encode.special import SpecialTokens
 from ..split.splitter import Splitter
-from .bytelevel import text_to_token, texts_to_tokens, token_to_text
+from .._core.encode import scan_native_json
+from .bytelevel import code_point_bytes, text_to_token, texts_to_tokens, token_to_text
 from .ids import ID_LIMIT, check_id
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "to_dict", "read_dict", "read", "starts_as_native", "write"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "to_dict", "read_dict", "read", "read_plain", "starts_as_native", "write"]
 
 FORMAT_NAME = "fastbpe"
 FORMAT_VERSION = 1
@@ -85,19 +87,21 @@ def _merge_rows(merges: list) -> np.ndarray:
     return rows
 
 
-def read_dict(data: Mapping, source: Optional[str] = None) -> dict:
+def read_dict(data: Mapping, source: Optional[str] = None, scanned: Optional[tuple] = None) -> dict:
     """The Tokenizer keyword arguments of a file's JSON object; ValueError if it is not one
     (a field of the wrong type included: ``"word_start": 5`` is not a marker, and an id of
-    ``1000.7`` is not id 1000), naming ``source`` (the file) when given."""
+    ``1000.7`` is not id 1000), naming ``source`` (the file) when given. ``scanned``: the
+    tokens and merges :func:`read_plain` read (the object's own vocab and merges are then
+    empty stand-ins)."""
     try:
-        return _keywords(data)
+        return _keywords(data, scanned)
     except ValueError as exc:
         if source is None:
             raise
         raise ValueError(f"{source}: {exc}") from None
 
 
-def _keywords(data: Mapping) -> dict:
+def _keywords(data: Mapping, scanned: Optional[tuple] = None) -> dict:
     if not isinstance(data, Mapping) or data.get("format") != FORMAT_NAME:
         raise ValueError("not a fastbpe tokenizer file (no \"format\": \"fastbpe\")")
     version = data.get("version")
@@ -117,11 +121,13 @@ def _keywords(data: Mapping) -> dict:
     vocab = json_field(data, "vocab", (list,))
     if not set(map(type, vocab)) <= {str} and not all(isinstance(s, str) for s in vocab):
         raise ValueError("fastbpe tokenizer file: every vocab entry must be a str")
-    merges = _merge_rows(json_field(data, "merges", (list,)))
+    merges = _merge_rows(json_field(data, "merges", (list,))) if scanned is None else scanned[1]
     merge_counts = json_field(data, "merge_counts", (list, type(None)))
     if merge_counts is not None:
         merge_counts = _int_list(merge_counts, "merge_counts")
-    if unit == "chars":
+    if scanned is not None:
+        tokens = scanned[0]
+    elif unit == "chars":
         try:
             tokens = [s.encode("utf-8", "surrogatepass") for s in vocab]
         except UnicodeEncodeError as exc:
@@ -160,7 +166,33 @@ def starts_as_native(path: Union[str, os.PathLike]) -> bool:
 
 def read(path: Union[str, os.PathLike]) -> dict:
     """The Tokenizer keyword arguments of a fastbpe tokenizer file; its errors name the file."""
-    return read_dict(read_json(path, "fastbpe tokenizer file"), os.fspath(path))
+    found = read_plain(path)
+    return found if found is not None else read_dict(read_json(path, "fastbpe tokenizer file"), os.fspath(path))
+
+
+def read_plain(path: Union[str, os.PathLike]) -> Optional[dict]:
+    """What :func:`read` gives for a well-formed file of byte-level tokens, its vocab and merges
+    read by compiled code from the file's bytes (``scan_native_json``: no Python str a token,
+    no list a merge) and the rest by the json module; None for any other file (:func:`read`
+    then parses it all, and says what is wrong with it)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None  # (read_json says why)
+    scanned = scan_native_json(raw, code_point_bytes())
+    if scanned is None:
+        return None
+    (vocab_begin, vocab_end, merges_begin, merges_end), tokens, merges = scanned
+    cuts = sorted([(vocab_begin, vocab_end), (merges_begin, merges_end)])
+    rest = b"".join([raw[:cuts[0][0]], b"[]", raw[cuts[0][1]:cuts[1][0]], b"[]", raw[cuts[1][1]:]])
+    try:
+        data = json.loads(rest.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, Mapping) or data.get("unit") != "bytes":
+        return None  # (a character-level file's texts are UTF-8, not byte-level text)
+    return read_dict(data, os.fspath(path), (tokens, merges))
 
 
 def write(tok, path: Union[str, os.PathLike]) -> None:
