@@ -528,6 +528,32 @@ class Load:
             tok.encode("hello world, 12345", add_special_tokens=False)
 
 
+class LoadOwnFile:
+    """Loading fastbpe's own file (what ``save`` and ``fastbpe train`` write) of a published
+    vocabulary, saved in setup: the reader of the format fastbpe's users load most."""
+
+    params = (["cl100k_base", "llama3"],)
+    param_names = ["file"]
+    timeout = 120
+
+    def setup(self, file):
+        import tempfile
+        tok = _load("fast", file)()
+        if not hasattr(tok, "save"):
+            skip("Tokenizer.save is not in this commit")
+        self.folder = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.folder.name, "tokenizer.fastbpe.json")
+        tok.save(self.path)
+        self.load = fastbpe_module().load
+        self.load(self.path)  # (warms the page cache)
+
+    def teardown(self, file):
+        self.folder.cleanup()
+
+    def time_load(self, file):
+        self.load(self.path)
+
+
 class DecodeOpenAI:
     """``decode`` of the cl100k ids of 1 MB of English (a list of ints): fastbpe's compiled
     gather against tiktoken's ``decode`` on the same ranks."""
