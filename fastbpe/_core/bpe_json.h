@@ -115,11 +115,11 @@ class BpeJsonScanner {
     // A file that is one vocab object ({"text": id, ...}: GPT-2's encoder.json) into out's
     // vocabulary; false as scan() is.
     bool scan_vocab_file(ModelScan& out) {
-        // room for the most the file can hold (an entry takes 6 bytes at least: "x":0,), so that
+        // room for the most the file can hold (an entry takes 5 bytes at least: "":0,), so that
         // no push_back moves what was read (address space only: pages never written are not taken)
         out.vocab_blob.reserve(n_);
-        out.vocab_ends.reserve(n_ / 6 + 1);
-        out.ids.reserve(n_ / 6 + 1);
+        out.vocab_ends.reserve(n_ / 5 + 1);
+        out.ids.reserve(n_ / 5 + 1);
         size_t i = skip_ws(0);
         if (!read_vocab(i, out)) return false;
         return skip_ws(i) == n_;
@@ -365,7 +365,18 @@ class BpeJsonScanner {
         return true;
     }
 
-    // {"text": id, ...}: ids are JSON integers without sign, fraction or exponent, < 10^10.
+    // A JSON integer at p[i] without sign, fraction or exponent, below 10^10, into *id; i moves
+    // past its digits.
+    bool read_id(size_t& i, int64_t* id) const {
+        const size_t start = i;
+        int64_t value = 0;
+        while (i < n_ && p_[i] >= '0' && p_[i] <= '9' && i - start < 11) value = value * 10 + (p_[i++] - '0');
+        const size_t digits = i - start;
+        *id = value;
+        return digits > 0 && digits <= 10 && (digits == 1 || p_[start] != '0');
+    }
+
+    // {"text": id, ...}: ids as read_id reads them.
     bool read_vocab(size_t& i, ModelScan& out) {
         if (i >= n_ || p_[i] != '{') return false;
         i = skip_ws(i + 1);
@@ -380,11 +391,8 @@ class BpeJsonScanner {
             i = skip_ws(i);
             if (i >= n_ || p_[i] != ':') return false;
             i = skip_ws(i + 1);
-            size_t start = i;
-            int64_t id = 0;
-            while (i < n_ && p_[i] >= '0' && p_[i] <= '9' && i - start < 11) id = id * 10 + (p_[i++] - '0');
-            size_t digits = i - start;
-            if (digits == 0 || digits > 10 || (digits > 1 && p_[start] == '0')) return false;
+            int64_t id;
+            if (!read_id(i, &id)) return false;
             out.ids.push_back(id);
             i = skip_ws(i);
             if (i >= n_) return false;
@@ -436,12 +444,8 @@ class BpeJsonScanner {
             i = skip_ws(i + 1);
             int width = 0;
             while (true) {
-                const size_t start = i;
-                int64_t id = 0;
-                while (i < n_ && p_[i] >= '0' && p_[i] <= '9' && i - start < 11) id = id * 10 + (p_[i++] - '0');
-                const size_t digits = i - start;
-                if (digits == 0 || digits > 10 || (digits > 1 && p_[start] == '0') || id >= ((int64_t)1 << 31))
-                    return false;
+                int64_t id;
+                if (!read_id(i, &id) || id >= ((int64_t)1 << 31)) return false;
                 out.merge_ids.push_back(id);
                 ++width;
                 i = skip_ws(i);

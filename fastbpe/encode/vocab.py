@@ -139,7 +139,12 @@ def decode_single_token_bytes(tok, token_id: int) -> bytes:
 def decode_tokens_bytes(tok, ids) -> List[bytes]:
     """The bytes of each id, one ``bytes`` an id; KeyError for an id that is no token (as
     tiktoken's ``decode_tokens_bytes``)."""
-    ids = _check_ids(ids)
+    try:
+        ids = _check_ids(ids)
+    except ValueError as exc:  # (an array of uint64 ids past int64's: no token's)
+        if not (isinstance(ids, np.ndarray) and ids.dtype == np.uint64):
+            raise
+        raise KeyError(int(ids.max())) from exc
     ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
     pieces = _table(tok).pieces
     # (the ids checked by a compiled gather, then looked up by one map: no Python loop an id)

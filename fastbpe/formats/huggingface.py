@@ -27,6 +27,7 @@ from .._core.encode import lookup_tokens, scan_bpe_json
 from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, scanned_tables, text_byte_values,
                         texts_to_tokens, token_to_text)
 from .ids import ID_LIMIT, check_id, table_size
+from .native import FORMAT_NAME
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
 
@@ -241,6 +242,8 @@ def _scan_model(path: Path) -> Optional[tuple]:
         data = json.loads(rest.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
+    if isinstance(data, Mapping) and data.get("format") == FORMAT_NAME:
+        return None  # (fastbpe's own file, its "format" not first: the loader reads it as one)
     return data, scanned
 
 

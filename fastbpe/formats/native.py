@@ -64,10 +64,11 @@ def _int_list(values, key: str) -> list:
     return list(values)
 
 
-def _merge_rows(merges: list) -> np.ndarray:
+def _merge_rows(merges: list) -> Union[np.ndarray, list]:
     """The file's merges as an int64 ``(n, 2)`` or ``(n, 3)`` array: checked as a whole where
     every one is a list of two or three valid ids (one pass in C over each check: a loop a
-    merge took 0.5 s of o200k's 200,000), else one by one, naming the first bad merge."""
+    merge took 0.5 s of o200k's 200,000), else one by one, naming the first bad merge (then
+    the rows are tuples, for a file whose merges have both widths)."""
     widths = set(map(len, merges)) if set(map(type, merges)) <= {list} else None
     if widths is not None and len(widths) <= 1:
         flat = list(itertools.chain.from_iterable(merges))
@@ -190,8 +191,8 @@ def read_plain(path: Union[str, os.PathLike]) -> Optional[dict]:
         data = json.loads(rest.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(data, Mapping) or data.get("unit") != "bytes":
-        return None  # (a character-level file's texts are UTF-8, not byte-level text)
+    if not isinstance(data, Mapping) or data.get("format") != FORMAT_NAME or data.get("unit") != "bytes":
+        return None  # (a key twice: json keeps the last; a character-level file's texts are not byte-level)
     return read_dict(data, os.fspath(path), (tokens, merges))
 
 

@@ -4,6 +4,7 @@ one-pass split+merge (``encode_text``/``encode_str`` against the regex split); `
 against ``ndarray.tolist()``; round trips; batch and NumPy outputs."""
 import functools
 import gc
+import os
 import subprocess
 import sys
 
@@ -624,6 +625,27 @@ def test_core_names_the_first_bad_merge():
         BPECore(tokens, np.array([a, -1, b], np.int32), np.array([b, a, a], np.int32))
     core = BPECore(tokens, np.array([a, ab], np.int32), np.array([b, c], np.int32), "pair")
     assert core.made.tolist() == [ab, ab + 1]
+
+
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="AddressSanitizer's quarantine keeps freed memory: the peak measures it, not the check")
+def test_a_bad_merge_is_found_before_the_rest_are_joined():
+    """The merge check joins merges a batch of about a megabyte at a time: a table whose first
+    merge is bad, and whose 2,000 others each join a 200 KB token (400 MB in all), is refused
+    having joined one batch."""
+    code = (
+        "import resource, numpy as np\n"
+        "from fastbpe._core.encode import BPECore\n"
+        "tokens = [bytes([b]) for b in range(256)] + [b'x' * 200_000]\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    BPECore(tokens, np.full(2000, 256, np.int32), np.full(2000, 97, np.int32))\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    message, grown_mb = run.stdout.splitlines()
+    assert message.startswith("merge 0: the concatenation") and int(grown_mb) < 100, run.stdout
 
 
 def test_tokenizer_pickles_and_encodes_after(trained):

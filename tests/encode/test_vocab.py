@@ -303,6 +303,8 @@ def test_tiktoken_token_methods_equal_tiktoken(cl100k_pair, multilingual):
             oracle.decode_tokens_bytes([1, bad])
     with pytest.raises(KeyError):  # (tiktoken: an OverflowError)
         ours.decode_tokens_bytes([1, -1])
+    with pytest.raises(KeyError):
+        ours.decode_tokens_bytes(np.array([1, 2**63], dtype=np.uint64))
     with pytest.raises(TypeError):
         ours.decode_tokens_bytes([1, 2.0])
     for token in ("hello", b" world", "<|endoftext|>", b"<|endoftext|>", "\u00e9", b"\xe9"):

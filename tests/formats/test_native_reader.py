@@ -101,6 +101,7 @@ def test_unusual_files_read_as_json_reads_them(tmp_path, small_file, change):
     lambda t: t.replace('"unit": "bytes"', '"unit": "bytes",'),
     lambda t: t + " x",
     lambda t: t[: len(t) // 2],
+    lambda t: t.replace('"version"', '"format": "x", "version"', 1),  # "format" twice: json keeps the last
     lambda t: t.replace('"merges": [[', '"merges": [[0', 1),           # a leading zero
     lambda t: t.replace('"merges": [[', '"merges": [ [ ', 1),
 ])
@@ -111,6 +112,18 @@ def test_unusual_text_read_as_json_reads_it(tmp_path, small_file, change):
     path.write_text(change(text), encoding="utf-8")
     fast, reference = both(path)
     assert fast == reference
+
+
+def test_a_native_file_with_a_model_field_reads_as_fastbpe_s(tmp_path, small_file):
+    """A fastbpe file whose "format" is not its first field and that holds a "model" object
+    (which Hugging Face's files hold): read as fastbpe's, as the json module's path reads it."""
+    data = dict(reversed(list(small_file.items())))
+    data["model"] = {"type": "BPE", "vocab": {"a": 0}, "merges": []}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    fast, reference = both(path)
+    assert fast == reference and fast[0] == "ok"
+    assert fast[1]["tokens"] == [token for token in fastbpe.Tokenizer.from_dict(small_file).token_bytes]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
