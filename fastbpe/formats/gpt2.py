@@ -91,6 +91,9 @@ def read_plain(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_
     scanned = scan_gpt2_files(vocab, merges[len(merges) if cut < 0 else cut + 1:], code_point_bytes())
     if scanned is None:
         return None
+    # read_parsed's rules, in its order (tests hold the two to one outcome): every byte a token,
+    # every merge two tokens making a third, few entries no merge makes and none spelled as
+    # byte-level text, the table's size
     source = os.fspath(encoder_json)
     tables = scanned_tables(scanned, BYTE_CHARS, source, made=True)
     if tables is None:
