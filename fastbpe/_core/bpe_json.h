@@ -1,6 +1,7 @@
 // The model of a byte-level BPE tokenizer.json ("model": {"vocab": {...}, "merges": [...]}),
-// read straight from the file's bytes: formats/huggingface.py's fast reader; and GPT-2's
-// encoder.json (one such vocab object) and vocab.bpe (lines of merges), formats/gpt2.py's. The vocabulary
+// read straight from the file's bytes: formats/huggingface.py's fast reader; and likewise
+// GPT-2's encoder.json (one such vocab object) and vocab.bpe (lines of merges), formats/gpt2.py's,
+// and fastbpe's own file (a vocab array and merges of ids), formats/native.py's. The vocabulary
 // and the merges are nearly all of such a file; read here, no Python str is made for any of
 // their ~10^5 keys and ~3x10^5 merge parts, and each text becomes its bytes as it is read.
 //

@@ -146,10 +146,10 @@ def decode_tokens_bytes(tok, ids) -> List[bytes]:
             raise
         raise KeyError(int(ids.max())) from exc
     ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
-    pieces = _table(tok).pieces
+    table = _table(tok)
     # (the ids checked by a compiled gather, then looked up by one map: no Python loop an id)
-    if type(_table(tok).gather(ids)) is bytes:
-        return list(map(pieces.__getitem__, ids))
+    if type(table.gather(ids)) is bytes:
+        return list(map(table.pieces.__getitem__, ids))
     return [decode_single_token_bytes(tok, i) for i in ids]  # (names the first bad id)
 
 
