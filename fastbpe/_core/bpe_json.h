@@ -14,6 +14,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace fbpj {
@@ -43,32 +44,13 @@ class BpeJsonScanner {
     bool scan(ModelScan& out) {
         size_t i = skip_ws(0);
         bool found_model = false;
-        if (i >= n_ || p_[i] != '{') return false;
-        i = skip_ws(i + 1);
-        if (i < n_ && p_[i] == '}') return false;
-        while (true) {
-            size_t key_begin = i;
-            bool escaped = false;
-            if (!skip_string(i, &escaped)) return false;
-            bool is_model = !escaped && key_is(key_begin, i, "model");
-            if (escaped) return false;  // a key json would spell differently from its bytes
-            i = skip_ws(i);
-            if (i >= n_ || p_[i] != ':') return false;
-            i = skip_ws(i + 1);
-            if (is_model) {
-                if (found_model) return false;  // json keeps the last one: leave it to json
-                found_model = true;
-                if (!scan_model(i, out)) return false;
-            } else if (!skip_value(i, 0)) {
-                return false;
-            }
-            i = skip_ws(i);
-            if (i >= n_) return false;
-            if (p_[i] == '}') break;
-            if (p_[i] != ',') return false;
-            i = skip_ws(i + 1);
-        }
-        return found_model && out.vocab_end > 0 && out.merges_end > 0;
+        const bool read = read_members(i, [&](size_t& j, size_t key_begin, size_t key_end) {
+            if (!key_is(key_begin, key_end, "model")) return skip_value(j, 0);
+            if (found_model) return false;  // json keeps the last one: leave it to json
+            found_model = true;
+            return scan_model(j, out);
+        });
+        return read && found_model && out.vocab_end > 0 && out.merges_end > 0;
     }
 
     // fastbpe's own file of byte-level tokens: the top-level "vocab" (an array of byte-level
@@ -78,39 +60,9 @@ class BpeJsonScanner {
     // reader of parsed files say what is wrong).
     bool scan_native(ModelScan& out) {
         size_t i = skip_ws(0);
-        bool seen_vocab = false, seen_merges = false;
-        if (i >= n_ || p_[i] != '{') return false;
-        i = skip_ws(i + 1);
-        while (true) {
-            size_t key_begin = i;
-            bool escaped = false;
-            if (!skip_string(i, &escaped) || escaped) return false;
-            const bool is_vocab = key_is(key_begin, i, "vocab"), is_merges = key_is(key_begin, i, "merges");
-            i = skip_ws(i);
-            if (i >= n_ || p_[i] != ':') return false;
-            i = skip_ws(i + 1);
-            if (is_vocab) {
-                if (seen_vocab) return false;  // (json keeps the last one: left to it)
-                seen_vocab = true;
-                out.vocab_begin = i;
-                if (!read_text_array(i, out)) return false;
-                out.vocab_end = i;
-            } else if (is_merges) {
-                if (seen_merges) return false;
-                seen_merges = true;
-                out.merges_begin = i;
-                if (!read_id_rows(i, out)) return false;
-                out.merges_end = i;
-            } else if (!skip_value(i, 0)) {
-                return false;
-            }
-            i = skip_ws(i);
-            if (i >= n_) return false;
-            if (p_[i] == '}') break;
-            if (p_[i] != ',') return false;
-            i = skip_ws(i + 1);
-        }
-        return skip_ws(i + 1) == n_ && seen_vocab && seen_merges;
+        return read_parts(i, out, 0, [&](size_t& j) { return read_text_array(j, out); },
+                          [&](size_t& j) { return read_id_rows(j, out); }) &&
+               skip_ws(i) == n_;
     }
 
     // A file that is one vocab object ({"text": id, ...}: GPT-2's encoder.json) into out's
@@ -204,30 +156,16 @@ class BpeJsonScanner {
         }
         if (c == '{' || c == '[') {
             if (depth >= MAX_DEPTH) return false;
-            uint8_t close = c == '{' ? '}' : ']';
-            i = skip_ws(i + 1);
-            if (i < n_ && p_[i] == close) {
-                ++i;
-                return true;
-            }
-            while (true) {
-                if (c == '{') {
+            return read_items(i, c, [&](size_t& j) {
+                if (c == '{') {  // (a key, escaped or not: only skipped)
                     bool escaped = false;
-                    if (!skip_string(i, &escaped)) return false;
-                    i = skip_ws(i);
-                    if (i >= n_ || p_[i] != ':') return false;
-                    i = skip_ws(i + 1);
+                    if (!skip_string(j, &escaped)) return false;
+                    j = skip_ws(j);
+                    if (j >= n_ || p_[j] != ':') return false;
+                    j = skip_ws(j + 1);
                 }
-                if (!skip_value(i, depth + 1)) return false;
-                i = skip_ws(i);
-                if (i >= n_) return false;
-                if (p_[i] == close) {
-                    ++i;
-                    return true;
-                }
-                if (p_[i] != ',') return false;
-                i = skip_ws(i + 1);
-            }
+                return skip_value(j, depth + 1);
+            });
         }
         // a number or true/false/null: its characters (json checks their spelling)
         size_t start = i;
@@ -237,44 +175,74 @@ class BpeJsonScanner {
         return i > start;
     }
 
-    // The "model" object: its "vocab" and "merges" read, every other member skipped.
-    bool scan_model(size_t& i, ModelScan& out) {
-        if (i >= n_ || p_[i] != '{') return false;
+    // The items of the array (open '[') or object (open '{') at p[i], each read by item(i) (an
+    // object's: its key, colon and value), separated by commas; i moves past the close. Every
+    // reader here walks its arrays and objects with it.
+    template <class Item>
+    bool read_items(size_t& i, uint8_t open, Item item) const {
+        const uint8_t close = open + 2;  // ('[' and ']', '{' and '}' are two apart in ASCII)
+        if (i >= n_ || p_[i] != open) return false;
         i = skip_ws(i + 1);
-        if (i < n_ && p_[i] == '}') return false;
-        bool seen_vocab = false, seen_merges = false;
+        if (i < n_ && p_[i] == close) {
+            ++i;
+            return true;
+        }
         while (true) {
-            size_t key_begin = i;
-            bool escaped = false;
-            if (!skip_string(i, &escaped) || escaped) return false;
-            bool is_vocab = key_is(key_begin, i, "vocab"), is_merges = key_is(key_begin, i, "merges");
-            i = skip_ws(i);
-            if (i >= n_ || p_[i] != ':') return false;
-            i = skip_ws(i + 1);
-            if (is_vocab) {
-                if (seen_vocab) return false;
-                seen_vocab = true;
-                out.vocab_begin = i;
-                if (!read_vocab(i, out)) return false;
-                out.vocab_end = i;
-            } else if (is_merges) {
-                if (seen_merges) return false;
-                seen_merges = true;
-                out.merges_begin = i;
-                if (!read_merges(i, out)) return false;
-                out.merges_end = i;
-            } else if (!skip_value(i, 1)) {
-                return false;
-            }
+            if (!item(i)) return false;
             i = skip_ws(i);
             if (i >= n_) return false;
-            if (p_[i] == '}') {
+            if (p_[i] == close) {
                 ++i;
-                return seen_vocab && seen_merges;
+                return true;
             }
             if (p_[i] != ',') return false;
             i = skip_ws(i + 1);
         }
+    }
+
+    // The members of the object at p[i]: member(i, key_begin, key_end) reads the value after
+    // each key's colon ([key_begin, key_end): the quoted key). A key with an escape fails: json
+    // would spell it otherwise than its bytes.
+    template <class Member>
+    bool read_members(size_t& i, Member member) const {
+        return read_items(i, '{', [&](size_t& j) {
+            const size_t key_begin = j;
+            bool escaped = false;
+            if (!skip_string(j, &escaped) || escaped) return false;
+            const size_t key_end = j;
+            j = skip_ws(j);
+            if (j >= n_ || p_[j] != ':') return false;
+            j = skip_ws(j + 1);
+            return member(j, key_begin, key_end);
+        });
+    }
+
+    // The "model" object: its "vocab" and "merges" read, every other member skipped.
+    bool scan_model(size_t& i, ModelScan& out) {
+        return read_parts(i, out, 1, [&](size_t& j) { return read_vocab(j, out); },
+                          [&](size_t& j) { return read_merges(j, out); });
+    }
+
+    // The object at p[i] (at nesting depth `depth`) whose "vocab" and "merges" members
+    // read_vocab(i) and read_merges(i) read, their byte ranges noted in out; every other member
+    // skipped. False when either is missing, or given twice (json keeps the last one: left to it).
+    template <class ReadVocab, class ReadMerges>
+    bool read_parts(size_t& i, ModelScan& out, int depth, ReadVocab read_vocab, ReadMerges read_merges) {
+        bool seen_vocab = false, seen_merges = false;
+        auto part = [&](size_t& j, bool& seen, size_t& begin, size_t& end, auto read) {
+            if (std::exchange(seen, true)) return false;
+            begin = j;
+            const bool ok = read(j);
+            end = j;
+            return ok;
+        };
+        return read_members(i, [&](size_t& j, size_t key_begin, size_t key_end) {
+            if (key_is(key_begin, key_end, "vocab"))
+                return part(j, seen_vocab, out.vocab_begin, out.vocab_end, read_vocab);
+            if (key_is(key_begin, key_end, "merges"))
+                return part(j, seen_merges, out.merges_begin, out.merges_end, read_merges);
+            return skip_value(j, depth);
+        }) && seen_vocab && seen_merges;
     }
 
     static int hex_value(uint8_t c) {
@@ -292,6 +260,11 @@ class BpeJsonScanner {
         if (i >= n_ || p_[i] != '"') return false;
         ++i;
         return read_text(i, blob, stop, stopped);
+    }
+    // read_token of a whole string (no stop).
+    bool read_token(size_t& i, std::vector<uint8_t>& blob) const {
+        bool stopped = false;
+        return read_token(i, blob, 0, &stopped);
     }
 
     // read_token after the opening quote.
@@ -379,132 +352,73 @@ class BpeJsonScanner {
 
     // {"text": id, ...}: ids as read_id reads them.
     bool read_vocab(size_t& i, ModelScan& out) {
-        if (i >= n_ || p_[i] != '{') return false;
-        i = skip_ws(i + 1);
-        if (i < n_ && p_[i] == '}') {
-            ++i;
-            return true;
-        }
-        while (true) {
-            bool stopped = false;
-            if (!read_token(i, out.vocab_blob, 0, &stopped)) return false;
+        return read_items(i, '{', [&](size_t& j) {
+            if (!read_token(j, out.vocab_blob)) return false;
             out.vocab_ends.push_back((int64_t)out.vocab_blob.size());
-            i = skip_ws(i);
-            if (i >= n_ || p_[i] != ':') return false;
-            i = skip_ws(i + 1);
+            j = skip_ws(j);
+            if (j >= n_ || p_[j] != ':') return false;
+            j = skip_ws(j + 1);
             int64_t id;
-            if (!read_id(i, &id)) return false;
+            if (!read_id(j, &id)) return false;
             out.ids.push_back(id);
-            i = skip_ws(i);
-            if (i >= n_) return false;
-            if (p_[i] == '}') {
-                ++i;
-                return true;
-            }
-            if (p_[i] != ',') return false;
-            i = skip_ws(i + 1);
-        }
+            return true;
+        });
     }
 
     // ["text", ...]: byte-level texts into the vocabulary, each id its place.
     bool read_text_array(size_t& i, ModelScan& out) {
-        if (i >= n_ || p_[i] != '[') return false;
         out.vocab_blob.reserve(n_ - i);
-        i = skip_ws(i + 1);
-        if (i < n_ && p_[i] == ']') {
-            ++i;
-            return true;
-        }
-        while (true) {
-            bool stopped = false;
-            if (!read_token(i, out.vocab_blob, 0, &stopped)) return false;
+        return read_items(i, '[', [&](size_t& j) {
+            if (!read_token(j, out.vocab_blob)) return false;
             out.vocab_ends.push_back((int64_t)out.vocab_blob.size());
             out.ids.push_back((int64_t)out.ids.size());
-            i = skip_ws(i);
-            if (i >= n_) return false;
-            if (p_[i] == ']') {
-                ++i;
-                return true;
-            }
-            if (p_[i] != ',') return false;
-            i = skip_ws(i + 1);
-        }
+            return true;
+        });
     }
 
     // [[a, b], ...] or [[a, b, c], ...] (all of one width): ids without sign, fraction or
     // exponent, below 2^31.
     bool read_id_rows(size_t& i, ModelScan& out) {
-        if (i >= n_ || p_[i] != '[') return false;
-        i = skip_ws(i + 1);
-        if (i < n_ && p_[i] == ']') {
-            ++i;
-            return true;
-        }
-        while (true) {
-            if (i >= n_ || p_[i] != '[') return false;
-            i = skip_ws(i + 1);
+        return read_items(i, '[', [&](size_t& j) {
             int width = 0;
-            while (true) {
+            const bool row = read_items(j, '[', [&](size_t& k) {
                 int64_t id;
-                if (!read_id(i, &id) || id >= ((int64_t)1 << 31)) return false;
+                if (width == 3 || !read_id(k, &id) || id >= ((int64_t)1 << 31)) return false;
                 out.merge_ids.push_back(id);
                 ++width;
-                i = skip_ws(i);
-                if (i < n_ && p_[i] == ']') break;
-                if (i >= n_ || p_[i] != ',' || width == 3) return false;
-                i = skip_ws(i + 1);
-            }
-            if (width < 2 || (out.merge_width != 0 && width != out.merge_width)) return false;
-            out.merge_width = width;
-            i = skip_ws(i + 1);
-            if (i >= n_) return false;
-            if (p_[i] == ']') {
-                ++i;
                 return true;
-            }
-            if (p_[i] != ',') return false;
-            i = skip_ws(i + 1);
-        }
+            });
+            if (!row || width < 2 || (out.merge_width != 0 && width != out.merge_width)) return false;
+            out.merge_width = width;
+            return true;
+        });
     }
 
-    // ["a b", ...] or [["a", "b"], ...] (not mixed).
+    // ["a b", ...] or [["a", "b"], ...] (not mixed: the first merge's form is every one's).
     bool read_merges(size_t& i, ModelScan& out) {
-        if (i >= n_ || p_[i] != '[') return false;
-        i = skip_ws(i + 1);
-        if (i < n_ && p_[i] == ']') {
-            ++i;
-            return true;
-        }
-        bool as_lists = i < n_ && p_[i] == '[';
-        while (true) {
-            if (as_lists) {
-                if (i >= n_ || p_[i] != '[') return false;
-                i = skip_ws(i + 1);
-                for (int part = 0; part < 2; ++part) {
-                    bool stopped = false;
-                    if (!read_token(i, out.merge_blob, 0, &stopped)) return false;
+        int as_lists = -1;
+        return read_items(i, '[', [&](size_t& j) {
+            const int is_list = j < n_ && p_[j] == '[';
+            if (as_lists < 0) as_lists = is_list;
+            if (is_list != as_lists) return false;
+            if (is_list) {
+                int parts = 0;
+                const bool pair = read_items(j, '[', [&](size_t& k) {
+                    if (parts == 2 || !read_token(k, out.merge_blob)) return false;
                     out.merge_ends.push_back((int64_t)out.merge_blob.size());
-                    i = skip_ws(i);
-                    if (i >= n_ || p_[i] != (part == 0 ? ',' : ']')) return false;
-                    i = skip_ws(i + 1);
-                }
-            } else {
-                // "a b": the part before the space, then the part after it (ending at the quote)
-                bool stopped = false, again = false;
-                if (!read_token(i, out.merge_blob, ' ', &stopped) || !stopped) return false;
-                out.merge_ends.push_back((int64_t)out.merge_blob.size());
-                if (!read_text(i, out.merge_blob, ' ', &again) || again) return false;
-                out.merge_ends.push_back((int64_t)out.merge_blob.size());
-                i = skip_ws(i);
+                    ++parts;
+                    return true;
+                });
+                return pair && parts == 2;
             }
-            if (i >= n_) return false;
-            if (p_[i] == ']') {
-                ++i;
-                return true;
-            }
-            if (p_[i] != ',') return false;
-            i = skip_ws(i + 1);
-        }
+            // "a b": the part before the space, then the part after it (ending at the quote)
+            bool stopped = false, again = false;
+            if (!read_token(j, out.merge_blob, ' ', &stopped) || !stopped) return false;
+            out.merge_ends.push_back((int64_t)out.merge_blob.size());
+            if (!read_text(j, out.merge_blob, ' ', &again) || again) return false;
+            out.merge_ends.push_back((int64_t)out.merge_blob.size());
+            return true;
+        });
     }
 };
 
