@@ -5,7 +5,6 @@ pair goes to ``read_parsed`` (the json module and a split per line). Whatever th
 result (or the ValueError) must be the one ``read_parsed`` gives."""
 import json
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -14,14 +13,7 @@ from fastbpe.formats import gpt2
 from fastbpe.formats.bytelevel import code_point_bytes, token_to_text
 from fastbpe._core.encode import scan_gpt2_files
 
-
-def outcome(read):
-    """What a read gave: its result with arrays as lists, or the ValueError's text."""
-    try:
-        result = read()
-    except ValueError as exc:
-        return ("error", str(exc))
-    return ("ok", {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in result.items()})
+from tests.formats.readers import damaged, outcome
 
 
 def both(encoder, vocab):
@@ -109,19 +101,8 @@ def test_unusual_files_change_what_they_should(tmp_path, small_pair):
 def test_damaged_files_read_as_parsed(tmp_path_factory, small_pair, data):
     """Generated damage to either file (a byte replaced, removed or inserted anywhere): the
     same outcome."""
-    files = [bytearray(small_pair[0]), bytearray(small_pair[1])]
-    for _ in range(data.draw(st.integers(1, 3))):
-        raw = files[data.draw(st.integers(0, 1))]
-        at = data.draw(st.integers(0, len(raw) - 1))
-        byte = data.draw(st.sampled_from(b'"\\:,{} \n\r0179abeu\xc3\xa9\xc4\xa0\x00\xff'))
-        how = data.draw(st.sampled_from(["replace", "remove", "insert"]))
-        if how == "replace":
-            raw[at] = byte
-        elif how == "remove":
-            del raw[at]
-        else:
-            raw.insert(at, byte)
-    encoder, vocab = write(tmp_path_factory.mktemp("damaged"), bytes(files[0]), bytes(files[1]))
+    files = damaged(data, list(small_pair), b'"\\:,{} \n\r0179abeu\xc3\xa9\xc4\xa0\x00\xff')
+    encoder, vocab = write(tmp_path_factory.mktemp("damaged"), *files)
     fast, reference = both(encoder, vocab)
     assert fast == reference
 

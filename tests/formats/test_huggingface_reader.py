@@ -5,7 +5,6 @@ straight from its bytes; every other file goes to the json module. Whatever the 
 result (or the ValueError) must be the one of parsing it with the json module first."""
 import json
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
@@ -14,6 +13,8 @@ from fastbpe.fileio import read_json
 from fastbpe.formats import huggingface
 from fastbpe.formats.bytelevel import code_point_bytes
 from fastbpe._core.encode import scan_bpe_json
+
+from tests.formats.readers import damaged, outcome
 
 
 @pytest.fixture(scope="module")
@@ -33,15 +34,6 @@ def huggingface_json(tok) -> str:
         path = Path(folder) / "tokenizer.json"
         tok.to_huggingface(path)
         return path.read_text(encoding="utf-8")
-
-
-def outcome(read):
-    """What a read gave: its result with arrays as lists, or the ValueError's text."""
-    try:
-        result = read()
-    except ValueError as exc:
-        return ("error", str(exc))
-    return ("ok", {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in result.items()})
 
 
 def both(path):
@@ -164,18 +156,8 @@ def test_bytes_that_are_not_utf8(tmp_path, small_file):
 def test_damaged_files_read_as_json_reads_them(tmp_path_factory, small_file, data):
     """Generated damage (a byte replaced, removed or inserted anywhere): the same outcome."""
     path = tmp_path_factory.mktemp("damaged") / "tokenizer.json"
-    raw = bytearray(json.dumps(small_file, ensure_ascii=data.draw(st.booleans())).encode("utf-8"))
-    for _ in range(data.draw(st.integers(1, 3))):
-        at = data.draw(st.integers(0, len(raw) - 1))
-        byte = data.draw(st.sampled_from(b'"\\:,{}[] \n0179aeu\xc3\xa9\x00\xff'))
-        how = data.draw(st.sampled_from(["replace", "remove", "insert"]))
-        if how == "replace":
-            raw[at] = byte
-        elif how == "remove":
-            del raw[at]
-        else:
-            raw.insert(at, byte)
-    path.write_bytes(bytes(raw))
+    raw = json.dumps(small_file, ensure_ascii=data.draw(st.booleans())).encode("utf-8")
+    path.write_bytes(damaged(data, [raw], b'"\\:,{}[] \n0179aeu\xc3\xa9\x00\xff')[0])
     fast, reference = both(path)
     assert fast == reference
 

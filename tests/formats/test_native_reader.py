@@ -7,7 +7,6 @@ module first."""
 import json
 from unittest import mock
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -16,20 +15,7 @@ from fastbpe.formats import detect, huggingface, native
 from fastbpe.formats.bytelevel import code_point_bytes
 from fastbpe._core.encode import scan_native_json
 
-
-def outcome(read):
-    """What a read gave: its result with arrays as lists (merges as rows of ints), or the
-    ValueError's text."""
-    try:
-        result = read()
-    except ValueError as exc:
-        return ("error", str(exc))
-    plain = {}
-    for k, v in result.items():
-        if k == "merges":
-            v = [list(map(int, row)) for row in (v.tolist() if isinstance(v, np.ndarray) else v)]
-        plain[k] = v.tolist() if isinstance(v, np.ndarray) else v
-    return ("ok", plain)
+from tests.formats.readers import damaged, outcome
 
 
 def both(path):
@@ -131,19 +117,9 @@ def test_a_native_file_with_a_model_field_reads_as_fastbpe_s(tmp_path, small_fil
 def test_damaged_files_read_as_json_reads_them(tmp_path_factory, small_file, data):
     """Generated damage (a byte replaced, removed or inserted anywhere): the same outcome."""
     path = tmp_path_factory.mktemp("damaged") / "t.json"
-    raw = bytearray(json.dumps(small_file, indent=data.draw(st.sampled_from([None, 1])),
-                               ensure_ascii=data.draw(st.booleans())).encode("utf-8"))
-    for _ in range(data.draw(st.integers(1, 3))):
-        at = data.draw(st.integers(0, len(raw) - 1))
-        byte = data.draw(st.sampled_from(b'"\\:,{}[] \n0179-aeu\xc3\xa9\xc4\xa0\x00\xff'))
-        how = data.draw(st.sampled_from(["replace", "remove", "insert"]))
-        if how == "replace":
-            raw[at] = byte
-        elif how == "remove":
-            del raw[at]
-        else:
-            raw.insert(at, byte)
-    path.write_bytes(bytes(raw))
+    raw = json.dumps(small_file, indent=data.draw(st.sampled_from([None, 1])),
+                     ensure_ascii=data.draw(st.booleans())).encode("utf-8")
+    path.write_bytes(damaged(data, [raw], b'"\\:,{}[] \n0179-aeu\xc3\xa9\xc4\xa0\x00\xff')[0])
     fast, reference = both(path)
     assert fast == reference
 
