@@ -1316,10 +1316,7 @@ def scan_bpe_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
         return None
     with nogil:
         ok = scan_bpe_model(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
-    if not ok:
-        return None
-    spans = (found.vocab_begin, found.vocab_end, found.merges_begin, found.merges_end)
-    return (spans,) + _scanned(found)
+    return (_spans(found),) + _scanned(found) if ok else None
 
 
 def scan_gpt2_files(const uint8_t[::1] vocab, const uint8_t[::1] merges, const int16_t[::1] byte_of):
@@ -1365,32 +1362,32 @@ def scan_native_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
         ok = scan_native_file(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
     if not ok:
         return None
-    tokens = _split_blob(found.vocab_blob, found.vocab_ends)
-    width = found.merge_width if found.merge_width else 2
-    merges = np.empty(found.merge_ids.size(), dtype=np.int64)
-    cdef int64_t[::1] mv = merges
-    if found.merge_ids.size():
-        memcpy(&mv[0], found.merge_ids.data(), found.merge_ids.size() * sizeof(int64_t))
-    spans = (found.vocab_begin, found.vocab_end, found.merges_begin, found.merges_end)
-    return spans, tokens, merges.reshape(-1, width)
+    merges = _int64_array(found.merge_ids, 0).reshape(-1, found.merge_width if found.merge_width else 2)
+    return _spans(found), _split_blob(found.vocab_blob, found.vocab_ends), merges
+
+
+cdef tuple _spans(const ModelScan& found):
+    """The byte ranges ``(vocab_begin, vocab_end, merges_begin, merges_end)`` a scan found."""
+    return (found.vocab_begin, found.vocab_end, found.merges_begin, found.merges_end)
+
+
+cdef object _int64_array(const vector[int64_t]& values, Py_ssize_t zeros):
+    """An int64 array of ``zeros`` zeros, then ``values``."""
+    out = np.zeros(values.size() + zeros, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    if values.size():
+        memcpy(&ov[zeros], values.data(), values.size() * sizeof(int64_t))
+    return out
 
 
 cdef tuple _scanned(const ModelScan& found):
     """A scan's ``(tokens, ids, merge_blob, merge_offsets)`` (see scan_bpe_json)."""
-    tokens = _split_blob(found.vocab_blob, found.vocab_ends)
-    ids = np.empty(found.ids.size(), dtype=np.int64)
-    cdef int64_t[::1] iv = ids
-    if found.ids.size():
-        memcpy(&iv[0], found.ids.data(), found.ids.size() * sizeof(int64_t))
     blob = np.empty(found.merge_blob.size(), dtype=np.uint8)
     cdef uint8_t[::1] bv = blob
     if found.merge_blob.size():
         memcpy(&bv[0], found.merge_blob.data(), found.merge_blob.size())
-    offsets = np.zeros(found.merge_ends.size() + 1, dtype=np.int64)
-    cdef int64_t[::1] ov = offsets
-    if found.merge_ends.size():
-        memcpy(&ov[1], found.merge_ends.data(), found.merge_ends.size() * sizeof(int64_t))
-    return tokens, ids, blob, offsets
+    return (_split_blob(found.vocab_blob, found.vocab_ends), _int64_array(found.ids, 0), blob,
+            _int64_array(found.merge_ends, 1))  # (offsets: a 0 before the ends)
 
 
 cdef extern from "rank_file.h" namespace "fbpt" nogil:
