@@ -10,7 +10,7 @@ import stat
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["write_atomic", "AtomicWriter", "read_json", "json_field", "json_bytes"]
+__all__ = ["write_atomic", "AtomicWriter", "read_json", "file_bytes", "json_without", "json_field", "json_bytes"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -245,6 +245,37 @@ def read_json(path: PathLike, what: str) -> Any:
         raise ValueError(f"{os.fspath(path)}: not a valid {what} (bad JSON: {exc})") from None
     except RecursionError:
         raise ValueError(f"{os.fspath(path)}: not a valid {what} (JSON nested too deeply)") from None
+
+
+def file_bytes(path: PathLike) -> Optional[bytes]:
+    """A file's bytes, or None when it cannot be read (for a fast reader that leaves the
+    error to its fallback, whose read_json says why)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def json_without(raw: bytes, cuts: Sequence[Tuple[int, int, bytes]]) -> Any:
+    """The JSON of ``raw`` with each byte range ``(begin, end, stand_in)`` of ``cuts`` (apart
+    from each other) replaced by ``stand_in``: the rest of a file whose big values compiled code
+    read. None when that is not JSON (the caller's fallback parses the whole file, and its
+    error names what is wrong).
+
+    >>> json_without(b'{"a": [1, 2], "b": {"c": 3}}', [(19, 27, b"{}"), (6, 12, b"[]")])
+    {'a': [], 'b': {}}
+    """
+    pieces, at = [], 0
+    for begin, end, stand_in in sorted(cuts):
+        pieces += [raw[at:begin], stand_in]
+        at = end
+    pieces.append(raw[at:])
+    try:
+        with _cyclic_gc_paused():
+            return json.loads(b"".join(pieces).decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
 
 
 def json_field(data: Mapping, key: str, kinds: tuple, default: Any = None, what: str = "",

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from ..fileio import json_bytes, read_json, write_atomic
+from ..fileio import file_bytes, json_bytes, read_json, write_atomic
 from ..split.patterns import GPT2_PATTERN
 from .._core.encode import scan_gpt2_files
 from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, scanned_tables, text_to_token,
@@ -74,12 +74,8 @@ def read_plain(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_
     """What :func:`read_parsed` gives for well-formed files, read by compiled code from their
     bytes (no Python str for any of their ~150,000 texts: loading GPT-2's took 157 ms, 69 ms
     now); None for anything else, which :func:`read_parsed` then reads or refuses."""
-    try:
-        with open(encoder_json, "rb") as f:
-            vocab = f.read()
-        with open(vocab_bpe, "rb") as f:
-            merges = f.read()
-    except OSError:
+    vocab, merges = file_bytes(encoder_json), file_bytes(vocab_bpe)
+    if vocab is None or merges is None:
         return None  # (read_parsed says why)
     cut = merges.find(b"\n")
     try:

@@ -9,7 +9,6 @@ convert.
 """
 import collections
 import itertools
-import json
 import os
 import re
 import warnings
@@ -20,7 +19,7 @@ import numpy as np
 
 from ..encode.markers import Markers
 from ..encode.special import SpecialTokens
-from ..fileio import json_bytes, read_json, write_atomic
+from ..fileio import file_bytes, json_bytes, json_without, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
@@ -226,21 +225,13 @@ def _scan_model(path: Path) -> Optional[tuple]:
     stand in for them), and those two read from the file's bytes by compiled code
     (``scan_bpe_json``): ``(data, scanned)``. None when the file is not a plain byte-level
     one (the json module then reads it all, and says what is wrong with it)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None  # (read_json says why)
-    scanned = scan_bpe_json(raw, code_point_bytes())
+    raw = file_bytes(path)
+    scanned = None if raw is None else scan_bpe_json(raw, code_point_bytes())
     if scanned is None:
         return None
     vocab_begin, vocab_end, merges_begin, merges_end = scanned[0]
-    rest = b"".join([raw[:vocab_begin], b"{}", raw[vocab_end:merges_begin], b"[]", raw[merges_end:]]) \
-        if vocab_begin < merges_begin else \
-        b"".join([raw[:merges_begin], b"[]", raw[merges_end:vocab_begin], b"{}", raw[vocab_end:]])
-    try:
-        data = json.loads(rest.decode("utf-8"))
-    except (ValueError, RecursionError):
+    data = json_without(raw, [(vocab_begin, vocab_end, b"{}"), (merges_begin, merges_end, b"[]")])
+    if data is None:
         return None
     if isinstance(data, Mapping) and data.get("format") == FORMAT_NAME:
         return None  # (fastbpe's own file, its "format" not first: the loader reads it as one)

@@ -12,14 +12,13 @@ The file is written component by component, in the order the text flows through 
 read and write their own fields.
 """
 import itertools
-import json
 import os
 import re
 from typing import Mapping, Optional, Union
 
 import numpy as np
 
-from ..fileio import json_bytes, json_field, read_json, write_atomic
+from ..fileio import file_bytes, json_bytes, json_field, json_without, read_json, write_atomic
 from ..encode.markers import Markers
 from ..encode.special import SpecialTokens
 from ..split.splitter import Splitter
@@ -176,21 +175,12 @@ def read_plain(path: Union[str, os.PathLike]) -> Optional[dict]:
     read by compiled code from the file's bytes (``scan_native_json``: no Python str a token,
     no list a merge) and the rest by the json module; None for any other file (:func:`read`
     then parses it all, and says what is wrong with it)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None  # (read_json says why)
-    scanned = scan_native_json(raw, code_point_bytes())
+    raw = file_bytes(path)
+    scanned = None if raw is None else scan_native_json(raw, code_point_bytes())
     if scanned is None:
         return None
     (vocab_begin, vocab_end, merges_begin, merges_end), tokens, merges = scanned
-    cuts = sorted([(vocab_begin, vocab_end), (merges_begin, merges_end)])
-    rest = b"".join([raw[:cuts[0][0]], b"[]", raw[cuts[0][1]:cuts[1][0]], b"[]", raw[cuts[1][1]:]])
-    try:
-        data = json.loads(rest.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
+    data = json_without(raw, [(vocab_begin, vocab_end, b"[]"), (merges_begin, merges_end, b"[]")])
     if not isinstance(data, Mapping) or data.get("format") != FORMAT_NAME or data.get("unit") != "bytes":
         return None  # (a key twice: json keeps the last; a character-level file's texts are not byte-level)
     return read_dict(data, os.fspath(path), (tokens, merges))
