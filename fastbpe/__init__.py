@@ -35,6 +35,7 @@ _HOMES = {
     "WordTable": "corpus.wordtable:WordTable",
     "count_words": "corpus.count:count_words",
     "CorpusDecodeError": "corpus.files:CorpusDecodeError",
+    "UnknownTokenIdError": "encode.vocab:UnknownTokenIdError",
     "pretokenize": "split.pretokenize:pretokenize",
     "pretokenize_bytes": "split.pretokenize:pretokenize_bytes",
     "PATTERNS": "split.patterns:PATTERNS",

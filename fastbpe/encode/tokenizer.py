@@ -41,7 +41,7 @@ import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
 from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
-from ..arguments import check_byte_offsets, check_error_handler, check_workers
+from ..arguments import check_byte_offsets, check_count, check_error_handler, check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
@@ -71,6 +71,21 @@ def _default_policy(allowed_special, disallowed_special) -> bool:
     """
     return (type(allowed_special) in (frozenset, set) and not allowed_special
             and type(disallowed_special) is str and disallowed_special == "all")
+
+
+def _workers_or_threads(workers, num_threads) -> Optional[int]:
+    """The thread count of a batch call given as ``workers`` or as tiktoken's ``num_threads``
+    (None when neither is given); TypeError when both are.
+
+    >>> _workers_or_threads(None, 8), _workers_or_threads(2, None)
+    (8, 2)
+    """
+    if num_threads is None:
+        return None if workers is None else check_workers(workers)
+    if workers is not None:
+        raise TypeError("give workers or num_threads (tiktoken's name for it), not both")
+    check_count(num_threads, "num_threads", 1)
+    return int(num_threads)
 
 
 def _id_sequences(batch) -> list:
@@ -665,20 +680,20 @@ class Tokenizer:
     def encode_batch(self, texts: Sequence[str], *, workers: Optional[int] = None,
                      allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                      disallowed_special: Union[str, Collection[str]] = "all",
-                     as_numpy: bool = False) -> List:
+                     as_numpy: bool = False, num_threads: Optional[int] = None) -> List:
         """Encode many texts on ``workers`` threads (default: all cores), each thread a
         contiguous group of about equal size (:mod:`.batch`); the compiled core releases the
         GIL. A small batch (a few short texts) is encoded in the calling thread, where handing
         it to threads would cost more than encoding it. Returns lists of ids (arrays with
-        ``as_numpy``), as ``encode`` gives them.
+        ``as_numpy``), as ``encode`` gives them. ``num_threads``: tiktoken's name for
+        ``workers`` (give one or the other).
 
         Safe to call from several threads at once on one tokenizer, with any ``workers``: each
         call borrows a lane of its size on the tokenizer's pool (:mod:`.pools`), which no
         other call can shut down."""
         if isinstance(texts, (str, bytes)):  # one text, not one per character
             raise TypeError(f"encode_batch takes a list of texts, not one {type(texts).__name__} (encode takes one)")
-        if workers is not None:
-            workers = check_workers(workers)
+        workers = _workers_or_threads(workers, num_threads)
         # a small batch: encode's one-call path text by text, here (None: the general path decides)
         ids = batch.encode_small(self, texts, _default_policy(allowed_special, disallowed_special), allowed_special,
                                  disallowed_special, as_numpy)
@@ -688,10 +703,11 @@ class Tokenizer:
         return batch.encode_batch(self, texts, workers, allowed_special, disallowed_special, as_numpy)
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, workers: Optional[int] = None,
-                              as_numpy: bool = False) -> List:
+                              as_numpy: bool = False, num_threads: Optional[int] = None) -> List:
         """``encode_batch`` with every special token's name encoded as ordinary text (tiktoken's
         ``encode_ordinary_batch``)."""
-        return self.encode_batch(texts, workers=workers, disallowed_special=(), as_numpy=as_numpy)
+        return self.encode_batch(texts, workers=_workers_or_threads(workers, num_threads), disallowed_special=(),
+                                 as_numpy=as_numpy)
 
     def _piece(self, i: int) -> Union[str, bytes]:
         if i >= 0:
@@ -732,12 +748,18 @@ class Tokenizer:
         # word markers stand for spaces only where the split dropped them
         return self.markers.decode(text, chunks_tile=self.markers.has_word_markers() and self.splitter.tiles())
 
-    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> List[str]:
-        """``decode`` of each id sequence of ``batch`` (tiktoken's ``decode_batch``)."""
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
+                     num_threads: Optional[int] = None) -> List[str]:
+        """``decode`` of each id sequence of ``batch`` (tiktoken's ``decode_batch``), in this
+        thread: ``num_threads`` is checked and otherwise left, as gathering bytes costs less
+        than handing sequences to threads would."""
+        _workers_or_threads(None, num_threads)
         return [self.decode(ids, errors) for ids in _id_sequences(batch)]
 
-    def decode_bytes_batch(self, batch: Iterable[Iterable[int]]) -> List[bytes]:
-        """``decode_bytes`` of each id sequence of ``batch`` (tiktoken's ``decode_bytes_batch``)."""
+    def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: Optional[int] = None) -> List[bytes]:
+        """``decode_bytes`` of each id sequence of ``batch`` (tiktoken's ``decode_bytes_batch``;
+        ``num_threads`` as in ``decode_batch``)."""
+        _workers_or_threads(None, num_threads)
         return [self.decode_bytes(ids) for ids in _id_sequences(batch)]
 
     def decode_tokens_bytes(self, ids: Iterable[int]) -> List[bytes]:
@@ -820,6 +842,11 @@ class Tokenizer:
     def n_vocab(self) -> int:
         """One more than the largest id, special tokens included (tiktoken's ``n_vocab``)."""
         return vocab.n_vocab(self)
+
+    @property
+    def max_token_value(self) -> int:
+        """The largest id, special tokens included (tiktoken's ``max_token_value``)."""
+        return self.n_vocab - 1
 
     @property
     def eot_token(self) -> Optional[int]:

@@ -19,7 +19,7 @@ from .._core.encode import ByteTable
 from . import surrogates
 from .special import check_disallowed
 
-__all__ = ["DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
+__all__ = ["UnknownTokenIdError", "DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
            "decode_tokens_bytes", "decode_with_offsets", "encode_single_token", "n_vocab", "eot_token",
            "vocab_len", "encode_with_offsets", "char_offsets"]
 
@@ -28,6 +28,20 @@ __all__ = ["DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_
 TABLE_SLACK = 65536
 # Names of the end-of-text token, by family: tiktoken's, Llama 3's, SentencePiece's.
 EOT_NAMES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>")
+
+
+class UnknownTokenIdError(ValueError, KeyError):
+    """An id given to decode that is no token of the vocabulary. Both a ValueError, as
+    fastbpe's other bad arguments are, and a KeyError, as tiktoken's decoders raise, so that
+    a caller used to either catches it.
+
+    >>> issubclass(UnknownTokenIdError, KeyError) and issubclass(UnknownTokenIdError, ValueError)
+    True
+    >>> str(UnknownTokenIdError("token id 7 is not in the vocabulary"))
+    'token id 7 is not in the vocabulary'
+    """
+
+    __str__ = Exception.__str__  # (KeyError's would show the message in quotes)
 
 
 class DecodeTable:
@@ -72,7 +86,7 @@ def _check_ids(ids):
         if ids.ndim != 1:
             raise ValueError(f"token ids must be one-dimensional, got shape {ids.shape}")
         if ids.dtype == np.uint64 and len(ids) and ids.max() >= 2**63:
-            raise ValueError(f"token id {int(ids.max())} is not in the vocabulary")
+            raise UnknownTokenIdError(f"token id {int(ids.max())} is not in the vocabulary")
         return np.ascontiguousarray(ids, dtype=np.int64)
     return ids if type(ids) is list else list(ids)
 
@@ -88,7 +102,7 @@ def _id_bytes(tok, i) -> bytes:
     for text, sid in tok.special_tokens.items():  # (one far beyond the table)
         if sid == i:
             return text.encode("utf-8", "surrogatepass")
-    raise ValueError(f"token id {i} is not in the vocabulary")
+    raise UnknownTokenIdError(f"token id {i} is not in the vocabulary")
 
 
 def decode_bytes(tok, ids) -> bytes:
@@ -132,7 +146,7 @@ def decode_single_token_bytes(tok, token_id: int) -> bytes:
     """The bytes of one id; KeyError for an id that is no token (as tiktoken)."""
     try:
         return _id_bytes(tok, token_id)
-    except ValueError:
+    except UnknownTokenIdError:
         raise KeyError(token_id) from None
 
 
@@ -141,9 +155,7 @@ def decode_tokens_bytes(tok, ids) -> List[bytes]:
     tiktoken's ``decode_tokens_bytes``)."""
     try:
         ids = _check_ids(ids)
-    except ValueError as exc:  # (an array of uint64 ids past int64's: no token's)
-        if not (isinstance(ids, np.ndarray) and ids.dtype == np.uint64):
-            raise
+    except UnknownTokenIdError as exc:  # (an array of uint64 ids past int64's: no token's)
         raise KeyError(int(ids.max())) from exc
     ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
     table = _table(tok)
@@ -197,7 +209,7 @@ def id_to_token(tok, token_id: int) -> Optional[Union[str, bytes]]:
             return text
     try:
         token = _id_bytes(tok, token_id)
-    except ValueError:
+    except UnknownTokenIdError:
         return None
     return token.decode("utf-8", "surrogatepass") if tok.unit == "chars" else token
 

@@ -293,6 +293,43 @@ def test_tiktoken_batch_methods_equal_tiktoken(cl100k_pair, multilingual):
             ours.decode_batch(bad)
 
 
+def test_tiktoken_thread_keyword_and_limits(cl100k_pair, multilingual):
+    """tiktoken's ``num_threads=`` works where fastbpe takes ``workers=``, and
+    ``max_token_value`` is tiktoken's."""
+    oracle, ours = cl100k_pair
+    texts = [multilingual[k:k + 200] for k in range(0, 4000, 200)]
+    ids = oracle.encode_batch(texts, num_threads=2)
+    assert ours.encode_batch(texts, num_threads=2) == ids
+    assert ours.encode_ordinary_batch(texts, num_threads=1) == oracle.encode_ordinary_batch(texts, num_threads=1)
+    assert ours.decode_batch(ids, num_threads=2) == oracle.decode_batch(ids, num_threads=2) == texts
+    assert ours.decode_bytes_batch(ids, num_threads=2) == oracle.decode_bytes_batch(ids, num_threads=2)
+    with pytest.raises(TypeError, match="not both"):
+        ours.encode_batch(texts, workers=2, num_threads=2)
+    for bad, error in ((0, ValueError), (1.5, TypeError), (True, TypeError)):
+        for call in (lambda: ours.encode_batch(texts, num_threads=bad), lambda: ours.decode_batch(ids, num_threads=bad),
+                     lambda: ours.decode_bytes_batch(ids, num_threads=bad)):
+            with pytest.raises(error, match="num_threads"):
+                call()
+    assert ours.max_token_value == oracle.max_token_value == ours.n_vocab - 1
+
+
+def test_decoding_an_unknown_id_is_caught_as_tiktoken_users_catch_it(cl100k_pair):
+    """tiktoken's decoders raise KeyError for an id that is no token; fastbpe's raise an error
+    that is a KeyError and a ValueError at once, with a plain message."""
+    oracle, ours = cl100k_pair
+    for bad in ([1, oracle.n_vocab + 5], [1, 100256]):  # (100256: between the tokens and the special ones)
+        calls = {"decode": lambda d: d.decode(bad), "decode_bytes": lambda d: d.decode_bytes(bad),
+                 "decode_batch": lambda d: d.decode_batch([[1], bad]),
+                 "decode_bytes_batch": lambda d: d.decode_bytes_batch([[1], bad])}
+        for name, call in calls.items():
+            with pytest.raises(KeyError):
+                call(oracle)
+            with pytest.raises(fastbpe.UnknownTokenIdError) as caught:
+                call(ours)
+            assert isinstance(caught.value, KeyError) and isinstance(caught.value, ValueError), name
+            assert str(caught.value) == f"token id {bad[1]} is not in the vocabulary", name
+
+
 def test_tiktoken_token_methods_equal_tiktoken(cl100k_pair, multilingual):
     oracle, ours = cl100k_pair
     ids = oracle.encode(multilingual + " <|endoftext|> end", allowed_special="all")
