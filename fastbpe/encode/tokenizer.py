@@ -131,6 +131,11 @@ class Tokenizer:
     'abab'
     """
 
+    # The OpenAI encoding's name (``"cl100k_base"``) when one of OpenAI's rank files was read
+    # (:func:`fastbpe.openai`, :func:`fastbpe.get_encoding`, ``load`` of ``cl100k_base.tiktoken``),
+    # as tiktoken's ``Encoding.name``; None for the others (set by the loader, not saved).
+    name: Optional[str] = None
+
     def __init__(
         self,
         tokens: Sequence[bytes],
@@ -887,10 +892,16 @@ class Tokenizer:
 
     @classmethod
     def _from_file(cls, kwargs: dict, path: PathLike) -> "Tokenizer":
+        """The tokenizer of a reader's keyword arguments (with ``"name"`` when the reader knows
+        one); a ValueError names the file."""
+        kwargs = dict(kwargs)
+        name = kwargs.pop("name", None)
         try:
-            return cls(**kwargs)
+            tok = cls(**kwargs)
         except ValueError as exc:
             raise ValueError(f"{os.fspath(path)}: {exc}") from None
+        tok.name = name
+        return tok
 
     @classmethod
     def from_huggingface(cls, path: PathLike) -> "Tokenizer":

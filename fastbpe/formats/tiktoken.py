@@ -148,7 +148,8 @@ def read(path: PathLike, pattern: str, special_tokens: Optional[Mapping[str, int
 def read_openai(name: str, path: PathLike) -> dict:
     """One of OpenAI's encodings (``r50k_base``, ``p50k_base``, ``p50k_edit``, ``cl100k_base``,
     ``o200k_base``) from its ``.tiktoken`` file, or from a folder holding ``{name}.tiktoken``,
-    with its published pattern and special tokens. Nothing is downloaded."""
+    with its published pattern and special tokens (and ``"name"``, the tokenizer's ``name``).
+    Nothing is downloaded."""
     if name not in OPENAI_ENCODINGS:
         raise ValueError(f"unknown OpenAI encoding {name!r}; known: {sorted(OPENAI_ENCODINGS)}")
     path = Path(path)
@@ -162,7 +163,7 @@ def read_openai(name: str, path: PathLike) -> dict:
         raise ValueError(f"{os.fspath(path)} holds {len(tokens)} ranks, {name} has {OPENAI_RANK_COUNTS[name]}"
                          + (f": it looks like {fits[0]}.tiktoken" if fits else
                             ": use Tokenizer.from_tiktoken with its own pattern for other rank files"))
-    return _spec_from_table(tokens, ranks, pattern, specials, os.fspath(path))
+    return {**_spec_from_table(tokens, ranks, pattern, specials, os.fspath(path)), "name": name}
 
 
 def read_with_sidecar(path: PathLike, sidecar: Optional[PathLike] = None) -> dict:

@@ -1,4 +1,6 @@
 """The vocabulary from outside: lookups, compiled decoding, character offsets, lone surrogates."""
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -311,6 +313,16 @@ def test_tiktoken_thread_keyword_and_limits(cl100k_pair, multilingual):
             with pytest.raises(error, match="num_threads"):
                 call()
     assert ours.max_token_value == oracle.max_token_value == ours.n_vocab - 1
+
+
+def test_openai_encodings_carry_their_name(cl100k_pair, shared_data, tmp_path):
+    oracle, ours = cl100k_pair
+    assert ours.name == oracle.name == "cl100k_base"
+    assert fastbpe.load(shared_data.path("tokenizers", "tiktoken", "r50k_base.tiktoken")).name == "r50k_base"
+    assert pickle.loads(pickle.dumps(ours)).name == "cl100k_base"
+    ours.save(tmp_path / "mine.fastbpe.json")  # (another file: no longer OpenAI's)
+    assert fastbpe.load(tmp_path / "mine.fastbpe.json").name is None
+    assert fastbpe.train(TEXT, vocab_size=270, progress=False).name is None
 
 
 def test_decoding_an_unknown_id_is_caught_as_tiktoken_users_catch_it(cl100k_pair):
