@@ -74,7 +74,7 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
                                  "file first")
             files.append(path)
         elif glob.has_magic(path):
-            matched = sorted(glob.glob(path, recursive=True))
+            matched = sorted(_glob(path))
             if not matched:
                 # (a text given where paths go: its start)
                 raise FileNotFoundError(f"no file matches the glob {path[:200]!r}")
@@ -82,6 +82,26 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
         else:
             raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")
     return [os.path.abspath(f) for f in files]
+
+
+def _glob(pattern: str) -> List[str]:
+    """The matches of a glob; none for a pattern no file could match (longer than a path can
+    be, or with a longer name than a file can have), or one too deep to search: glob.glob
+    recurses once per folder level after the first wildcard, so a text given where paths go
+    (``"*/" * 1200``) raised RecursionError.
+
+    >>> _glob("*/" * 1200), _glob("x" * 300 + "*")
+    ([], [])
+    """
+    name_max = os.pathconf("/", "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+    path_max = os.pathconf("/", "PC_PATH_MAX") if hasattr(os, "pathconf") else 4096
+    data = os.fsencode(pattern)
+    if len(data) >= path_max or any(len(part) > name_max for part in data.split(os.sep.encode())):
+        return []
+    try:
+        return glob.glob(pattern, recursive=True)
+    except RecursionError:
+        return []
 
 
 def _folder_files(path: str) -> List[str]:
@@ -238,9 +258,9 @@ def _names_a_path(text: str) -> bool:
     >>> _names_a_path("the cat sat on the mat")
     False
     """
-    if "\n" in text or len(text) > 4096:
+    if "\n" in text:
         return False
-    return os.path.exists(text) or (any(c in text for c in "*?[") and bool(glob.glob(text)))
+    return os.path.exists(text) or (glob.has_magic(text) and bool(_glob(text)))
 
 
 def corpus_or_text(corpus, text):

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fastbpe
 from fastbpe import PATTERNS, CorpusDecodeError, WordTable, count_words
 from fastbpe.corpus.cut import cut_stream
 from fastbpe.corpus.files import expand_paths as iter_corpus_files
@@ -165,6 +166,17 @@ def test_files_dirs_globs_and_compression(tmp_path, multi_bytes, english_bytes):
     zpath = tmp_path / "z.zst"
     zpath.write_bytes(zstandard.ZstdCompressor().compress(docs[1]))
     assert count_words(str(zpath), "o200k", workers=1, progress=False) == count_words_reference([docs[1]], "o200k")
+
+
+@pytest.mark.parametrize("text", ["*/" * 1200, "the * cat / " * 1000, "x" * 300 + "*", "[a]" * 2000])
+def test_a_text_given_as_a_path_is_a_clear_error(text):
+    """A text given where paths go (a list of strs is a list of paths) is a FileNotFoundError
+    with the way to pass texts, even when its wildcards and slashes make a glob too deep to
+    search (glob.glob recursed once a folder level: RecursionError)."""
+    with pytest.raises(FileNotFoundError, match="no file matches the glob.*pass an iterator"):
+        count_words([text], progress=False)
+    with pytest.raises(ValueError, match="names no file|pass an iterator"):
+        fastbpe.train(text.replace(" ", ""), vocab_size=270, progress=False)
 
 
 def test_one_vs_two_workers_identical(tmp_path, english_bytes, multi_bytes):
