@@ -840,6 +840,8 @@ class _ShardWriter:
             return
         if self.file is None:
             name = self.name.format(len(self.shards)) + SUFFIX[self.fmt]
+            # (the folder made by the first write: a job that fails before any leaves none behind)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
             self.file = _open_shard(self.out_dir / name, self.fmt, self.wide, self.shard_size)
         data = memoryview(np.ascontiguousarray(ids.astype(self.wide, copy=False))).cast("B")
         self.file.write(data)
@@ -933,6 +935,33 @@ def separator_id(tokenizer, separator: str, owner: str, skip: str) -> int:
     return tokenizer.special_tokens[separator]
 
 
+def output_folder(out_dir: PathLike, inputs: Union[PathLike, Sequence[PathLike]], name: str) -> Path:
+    """``out_dir`` as the folder to write shards in, refused (a ValueError naming it ``name``)
+    where the job could only go wrong: empty (``Path("")`` is the current folder), a file or
+    under one, or an input folder or inside one (the shards would be read as text by the next
+    job over that folder, and this job's rerun would see other inputs).
+
+    >>> output_folder("shards", ["corpus.txt"], "--out")
+    PosixPath('shards')
+    """
+    if not os.fspath(out_dir):
+        raise ValueError(f"{name} is empty; give the folder to write the shards in")
+    out_dir = Path(out_dir)
+    for folder in (out_dir, *out_dir.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ValueError(f"{name} {os.fspath(out_dir)!r}: {os.fspath(folder)!r} is a file, not a folder")
+            break
+    inside = out_dir.resolve()
+    for given in [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs:
+        if isinstance(given, (str, os.PathLike)) and os.path.isdir(given):
+            folder = Path(given).resolve()
+            if inside == folder or folder in inside.parents:
+                raise ValueError(f"{name} {os.fspath(out_dir)!r} is inside the input folder {os.fspath(given)!r}; "
+                                 "its shards would be read as text: give a folder outside it")
+    return out_dir
+
+
 def encode_files(
     tokenizer,
     files: Union[PathLike, Sequence[PathLike]],
@@ -998,7 +1027,10 @@ def encode_files(
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a fastbpe.Tokenizer, got {type(tokenizer).__name__} (a file: "
                         "fastbpe.load(path) reads it)")
+    out_dir = output_folder(out_dir, files, "out_dir")
     files = [Path(f) for f in expand_paths(files)]
+    if not files:
+        raise ValueError("the inputs name no files (empty folders?)")
     sep_id = None
     if separator is not None:
         sep_id = separator_id(tokenizer, separator, "the tokenizer", "separator=None (nothing between documents) or")
@@ -1007,8 +1039,6 @@ def encode_files(
     if fmt == "llmc" and dtype.itemsize > 2:  # (before the output folder is made)
         raise ValueError(f"llm.c token files hold uint16 ids; this tokenizer has ids up to "
                          f"{tokenizer.n_vocab - 1} (use fmt='raw' or 'npy', which store uint32)")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
                "block_size": block_size, "dtype": dtype.name}
     if cluster is not None:
@@ -1077,6 +1107,7 @@ def encode_files(
 
     if cluster is not None:
         settle_job()
+        out_dir.mkdir(parents=True, exist_ok=True)
         return _encode_on_cluster(tokenizer, files, out_dir, manifest, cluster, options, sep_id, progress)
     resume_segment, resume_offset = manifest["resume_at"]
     tokens_before = int(manifest["tokens"])
@@ -1085,6 +1116,7 @@ def encode_files(
 
     def save_manifest() -> None:
         began = time.perf_counter()
+        out_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1).encode())
         saved["at"] = time.perf_counter()
         saved["cost"], saved["behind"] = saved["at"] - began, False

@@ -705,6 +705,29 @@ def test_bad_arguments(tok, tmp_path):
     bad.write_bytes(b"ok \xff\xfe not utf-8")
     with pytest.raises(CorpusDecodeError, match=r"bad\.txt: invalid UTF-8 at byte offset 3 \(byte 0xff\)"):
         encode_files(tok, [bad], tmp_path / "o2", progress=False)
+    assert not (tmp_path / "o2").exists()  # (a job that wrote nothing leaves no folder)
+
+
+def test_an_output_folder_the_job_could_only_spoil_is_refused_first(tok, tmp_path, monkeypatch):
+    """An empty name (the current folder), a file or a path under one, an input folder or a
+    folder inside one: refused before any work, nothing written; and inputs that name no file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus" / "sub").mkdir(parents=True)
+    (tmp_path / "corpus" / "a.txt").write_text("hello world\n", encoding="utf-8")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    for out, says in (("", "out_dir is empty"), ("corpus", "inside the input folder 'corpus'"),
+                      ("corpus/sub/shards", "inside the input folder 'corpus'"), ("afile", "'afile' is a file"),
+                      ("afile/shards", "'afile' is a file")):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            encode_files(tok, ["corpus"], out, progress=False)
+    with pytest.raises(ValueError, match=r"name no files \(empty folders\?\)"):
+        encode_files(tok, ["empty"], "shards", progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["afile", "corpus", "empty"]
+    assert sorted(os.listdir(tmp_path / "corpus")) == ["a.txt", "sub"] and not os.listdir(tmp_path / "corpus" / "sub")
+    encode_files(tok, ["corpus/a.txt"], "corpus/sub/shards", progress=False)  # (a file of a folder: read alone)
+    assert read_shard(tmp_path / "corpus" / "sub" / "shards" / "shard_000000.npy").tolist() == \
+        tok.encode_ordinary("hello world\n")
 
 
 def test_block_chars_is_the_former_name_of_block_size(tok, corpus, tmp_path):

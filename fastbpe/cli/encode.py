@@ -7,8 +7,8 @@ import argparse
 import json
 import sys
 
-from ..encode.loading import load
-from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, separator_id
+from ..analysis.common import resolve_tokenizer
+from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, output_folder, separator_id
 from .options import add_scheduler_option, int_at_least, size_arg
 
 __all__ = ["add_encode_subcommand"]
@@ -34,7 +34,8 @@ def _summary(args: argparse.Namespace, manifest: dict) -> dict:
 def _cmd_encode(args: argparse.Namespace) -> int:
     if args.partition_size is not None and args.scheduler is None:
         raise ValueError("--partition-size needs --scheduler")
-    tokenizer = load(args.tokenizer)
+    output_folder(args.out, args.files, "--out")  # (before the tokenizer loads: said with the option's name)
+    tokenizer = resolve_tokenizer(args.tokenizer)
     if not args.no_separator:  # (checked before encode_files makes the output folder)
         separator_id(tokenizer, args.separator, str(args.tokenizer), "--no-separator, or --separator with")
     if args.format == "llmc" and tokenizer.id_dtype.itemsize > 2:  # (said with the options' names)
@@ -76,8 +77,11 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", help="text files, folders or globs")
     p.add_argument("--tokenizer", "-t", required=True,
                    help="a tokenizer file: Hugging Face tokenizer.json, fastbpe's .fastbpe.json, a "
-                        "NAME.tiktoken with its NAME.tiktoken.json, or an OpenAI {name}.tiktoken")
-    p.add_argument("--out", "-o", required=True, help="output folder")
+                        "NAME.tiktoken with its NAME.tiktoken.json, an OpenAI {name}.tiktoken, GPT-2's "
+                        "encoder.json/vocab.bpe or their folder; or an OpenAI encoding name (cl100k_base...) "
+                        "found in the folder $FASTBPE_ENCODINGS")
+    p.add_argument("--out", "-o", required=True,
+                   help="output folder (made if missing; not an input folder or inside one)")
     p.add_argument("--shard-size", type=size_arg, default=100_000_000,
                    help="token ids per shard (1e8, 100M and 100000000 are the same)")
     p.add_argument("--format", choices=FORMATS, default="npy", help="the shard file format")

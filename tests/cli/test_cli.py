@@ -152,6 +152,28 @@ def test_encode_errors_are_clear(encode_setup, tmp_path, capsys):
     assert main(["encode", str(tmp_path / "nope.txt"), "--tokenizer", str(tok_path), "--out", str(tmp_path / "o2"),
                  "-q"]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "o2").exists()  # (nothing written: no folder)
+
+
+def test_encode_checks_its_output_folder_first_and_takes_encoding_names(encode_setup, shared_data, tmp_path, capsys,
+                                                                         monkeypatch):
+    _, tok_path, paths, docs = encode_setup
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.txt").write_text(docs[0][:1000], encoding="utf-8")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    for out, says in (("", "--out is empty"), ("corpus", "--out 'corpus' is inside the input folder 'corpus'"),
+                      ("afile/o", "--out 'afile/o': 'afile' is a file")):
+        assert main(["encode", "corpus", "-t", str(tok_path), "--out", out, "-q"]) == 2
+        assert says in capsys.readouterr().err.strip().splitlines()[-1]
+    assert sorted(os.listdir(tmp_path)) == ["afile", "corpus"] and os.listdir(tmp_path / "corpus") == ["a.txt"]
+    (tmp_path / "empty").mkdir()
+    assert main(["encode", "empty", "-t", str(tok_path), "--out", "o", "-q"]) == 2
+    assert "the inputs name no files" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    monkeypatch.setenv("FASTBPE_ENCODINGS", str(shared_data.path("tokenizers", "tiktoken")))
+    assert main(["encode", "corpus", "-t", "r50k_base", "--out", "r50k", "-q", "--no-separator"]) == 0
+    r50k = fastbpe.openai("r50k_base", shared_data.path("tokenizers", "tiktoken"))
+    assert shard_ids(tmp_path / "r50k") == r50k.encode_ordinary(docs[0][:1000])
 
 
 # ------------------------------------------------------------------------------ no silent traps
