@@ -10,10 +10,10 @@ import time
 
 from ..corpus.files import expand_paths
 from ..learn.extend import extend
-from .options import (add_tokenizer_option, check_not_an_input, check_out_file, int_at_least, size_arg,
+from .options import (add_tokenizer_option, check_out_file, int_at_least, size_arg,
                       tokenizer_specs)
 from ..analysis.common import resolve_tokenizer
-from .train import OUT_FORMATS, _printable, _write, out_format
+from .train import OUT_FORMATS, _printable, _write, check_not_written_over, out_format
 
 __all__ = ["add_extend_subcommand"]
 
@@ -24,7 +24,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
     files = expand_paths(args.files)
     if not files:
         raise ValueError("the inputs name no files (empty folders?)")
-    check_not_an_input(args.out, "--out", files)
+    check_not_written_over(args.out, fmt, files)
     started = time.perf_counter()
     base = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     if fmt != "fastbpe" and base.unit != "bytes":
@@ -48,7 +48,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
         "new_merges": stats["merges"],
         "new_tokens": stats["new_tokens"],
         "vocab_size": len(extended.vocab),
-        "first_new_id": len(base.token_bytes) if not stats["new_tokens"] else
+        "first_new_id": None if not stats["new_tokens"] else  # (none: no id is new)
         next(i for i in range(len(base.token_bytes), len(extended.token_bytes)) if extended.token_bytes[i]),
         "corpus_tokens_before": before,
         "corpus_tokens_after": after,
@@ -67,8 +67,10 @@ def _cmd_extend(args: argparse.Namespace) -> int:
         ("input", f"{stats['input_bytes'] / 1e6:,.2f} MB in {len(files)} files, "
                   f"{stats['unique_chunks']:,} unique chunks"),
         ("base", f"{args.tokenizer}: vocab size {summary['base_vocab_size']:,}, {stats['base_merges']:,} merges"),
-        ("new merges", f"{stats['merges']:,} ({stats['new_tokens']:,} new tokens from id "
-                       f"{summary['first_new_id']:,}); vocab size {summary['vocab_size']:,}"),
+        ("new merges", f"{stats['merges']:,} ("
+                       + (f"{stats['new_tokens']:,} new tokens from id {summary['first_new_id']:,}" if stats["new_tokens"]
+                          else "no new token: no pair of tokens occurs --min-frequency times")
+                       + f"); vocab size {summary['vocab_size']:,}"),
         ("corpus tokens", f"{before:,} -> {after:,} ({after / max(before, 1) - 1:+.1%}); bytes/token "
                           f"{summary['bytes_per_token_before']:.3f} -> {summary['bytes_per_token_after']:.3f}"),
         ("time", f"{done - started:.2f} s (count {stats['seconds_count']:.2f}, encode chunks "

@@ -24,7 +24,8 @@ from ..learn.train import train
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
                       int_at_least, size_arg, special_token_list)
 
-__all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format"]
+__all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format", "written_files",
+           "check_not_written_over"]
 
 OUT_FORMATS = ("auto", "huggingface", "fastbpe", "tiktoken")
 
@@ -50,19 +51,40 @@ def default_corpus() -> List[Path]:
 
 def out_format(path: str, fmt: str = "auto") -> str:
     """The format ``--format fmt`` writes to ``path``: ``fmt`` itself, or for ``"auto"`` the
-    one its name asks for.
+    one its name asks for. A tiktoken rank file is recognised by its name alone (``load``, and
+    tiktoken's users, read ``NAME.tiktoken`` with ``NAME.tiktoken.json`` beside it), so the
+    two must agree: a ValueError where they do not (the JSON formats are told apart by their
+    content, whatever the name).
 
     >>> [out_format(p) for p in ("tokenizer.json", "t.fastbpe.json", "t.tiktoken", "t")]
     ['huggingface', 'fastbpe', 'tiktoken', 'huggingface']
     """
-    if fmt != "auto":
-        return fmt
     name = os.path.basename(os.fspath(path)).lower()
-    if name.endswith(".fastbpe.json"):
-        return "fastbpe"
-    if name.endswith(".tiktoken"):
-        return "tiktoken"
-    return "huggingface"
+    if fmt == "auto":
+        if name.endswith(".fastbpe.json"):
+            return "fastbpe"
+        return "tiktoken" if name.endswith(".tiktoken") else "huggingface"
+    if (fmt == "tiktoken") != name.endswith(".tiktoken"):
+        raise ValueError(f"--format {fmt} with --out {os.fspath(path)!r}: a tiktoken rank file is read by its name, "
+                         + ("give --out a name ending in .tiktoken" if fmt == "tiktoken" else
+                            "so a name ending in .tiktoken is for --format tiktoken alone"))
+    return fmt
+
+
+def written_files(path: str, fmt: str) -> List[str]:
+    """The files that writing a tokenizer to ``path`` as ``fmt`` writes.
+
+    >>> written_files("t.tiktoken", "tiktoken"), written_files("t.json", "huggingface")
+    (['t.tiktoken', 't.tiktoken.json'], ['t.json'])
+    """
+    return [path, path + ".json"] if fmt == "tiktoken" else [path]
+
+
+def check_not_written_over(path: str, fmt: str, inputs) -> None:
+    """Refuse an ``--out`` whose writing would replace one of the input files, the tiktoken
+    sidecar included (``NAME.tiktoken.json``)."""
+    for k, written in enumerate(written_files(path, fmt)):
+        check_not_an_input(written, "--out" if k == 0 else "the file beside --out", inputs)
 
 
 def _printable(token) -> str:
@@ -80,9 +102,9 @@ def _write(tokenizer, path: str, fmt: str) -> List[str]:
         return [path]
     if fmt == "tiktoken":
         tokenizer.to_tiktoken(path)
-        return [path, path + ".json"]
-    tokenizer.to_huggingface(path)
-    return [path]
+    else:
+        tokenizer.to_huggingface(path)
+    return written_files(path, fmt)
 
 
 def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
@@ -126,7 +148,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         files = expand_paths(args.files)
         if not files:
             raise ValueError("the inputs name no files (empty folders?)")
-        check_not_an_input(args.out, "--out", files)  # (a file of an input folder, too)
+        check_not_written_over(args.out, fmt, files)  # (a file of an input folder, too)
         source = f"{len(files)} files"
     else:
         files = default_corpus()

@@ -373,6 +373,40 @@ def test_an_output_that_is_also_an_input_is_refused_and_left_as_it_was(tmp_path,
     assert (tmp_path / "t.json").read_bytes() != tokenizer
 
 
+def test_a_tiktoken_file_is_named_so_and_its_sidecar_never_replaces_an_input(tmp_path, capsys, monkeypatch):
+    """A tiktoken rank file is read by its name (NAME.tiktoken, NAME.tiktoken.json beside it):
+    --format and --out's name must agree, and the sidecar is an output too."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.txt").write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    for out, fmt in (("t.json", "tiktoken"), ("t", "tiktoken"), ("t.tiktoken", "huggingface"),
+                     ("t.tiktoken", "fastbpe")):
+        assert main(["train", "c.txt", "--vocab-size", "260", "--out", out, "--format", fmt, "-q"]) == 2
+        assert "a tiktoken rank file is read by its name" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["c.txt"]
+    corpus = tmp_path / "t.tiktoken.json"  # (a corpus that is the sidecar's name)
+    corpus.write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    assert main(["train", "c.txt", "t.tiktoken.json", "--vocab-size", "260", "--out", "t.tiktoken", "-q"]) == 2
+    assert "the file beside --out 't.tiktoken.json' is also an input" in capsys.readouterr().err
+    assert corpus.read_text(encoding="utf-8") == "the cat sat on the mat\n" * 50 and not (tmp_path / "t.tiktoken").exists()
+    assert main(["train", "c.txt", "--vocab-size", "260", "--out", "ok.json", "--format", "fastbpe", "-q"]) == 0
+    assert fastbpe.load(tmp_path / "ok.json").encode("the cat") == fastbpe.train(
+        "c.txt", vocab_size=260, progress=False).encode("the cat")
+
+
+def test_extend_with_no_new_merge_names_no_new_id(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    base = fastbpe.train(text="the cat sat on the mat\n" * 50, vocab_size=270, special_tokens=["<|endoftext|>"],
+                         progress=False)
+    base.save(tmp_path / "base.fastbpe.json")
+    (tmp_path / "same.txt").write_text("the cat\n", encoding="utf-8")  # (its chunks are single tokens already)
+    argv = ["extend", "same.txt", "-t", "base.fastbpe.json", "--num-merges", "5", "--out", "e.fastbpe.json"]
+    assert main(argv + ["--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["new_merges"] == summary["new_tokens"] == 0 and summary["first_new_id"] is None
+    assert main(argv) == 0
+    assert "0 (no new token" in capsys.readouterr().out
+
+
 def test_training_on_the_standard_library_only_without_inputs(tmp_path, capsys, monkeypatch):
     """Files given: never the standard library, whatever the options; none: it, said first."""
     monkeypatch.setattr("fastbpe.cli.train.default_corpus", lambda: [tmp_path / "std.txt"])
