@@ -13,7 +13,7 @@ import threading
 from importlib import import_module
 from typing import Optional, Sequence
 
-from .options import Parser, check_not_an_input, fail, parse_size
+from .options import Parser, check_not_an_input, fail, in_option_words, parse_size
 
 __all__ = ["main", "build_parser", "default_corpus", "parse_size"]
 
@@ -147,7 +147,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     except (ValueError, OSError, ImportError, OverflowError) as exc:  # bad input, missing files, .zst without zstandard
         try:
-            fail(str(exc))
+            fail(in_option_words(str(exc)))
         except SystemExit as stop:
             return stop.code
     except Terminated:

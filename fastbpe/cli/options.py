@@ -10,7 +10,7 @@ from typing import List, NoReturn, Optional, Sequence
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
            "special_token_list", "split_token_list",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
-           "add_scheduler_option", "check_out_file", "check_not_an_input"]
+           "add_scheduler_option", "check_out_file", "check_not_an_input", "in_option_words"]
 
 PROG = "fastbpe"
 
@@ -157,6 +157,30 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         fail(message)
+
+
+# The API's words for what the command line calls options, as they appear in the API's
+# messages (the error of a command is the API's, so it would name keyword arguments).
+_OPTION_WORDS = (
+    ("errors='replace'", "--errors replace"), ("errors='bytes'", "--errors bytes"), ("(resume=False)", "(--no-resume)"),
+    ("vocab_size=", "--vocab-size "), ("special_tokens has", "--special-token has"),
+    ("give vocab and d_model, or a preset", "give --vocab and --d-model, or --preset"), ("params=", "--params "),
+)
+_OPTION_NAMES = re.compile(r"(?<![\w/.-])(shard_size|block_size|partition_size|num_merges|min_frequency)(?![\w/.-])")
+
+
+def in_option_words(message: str) -> str:
+    """An API error message in the command line's words: its keyword arguments named as the
+    options that set them.
+
+    >>> in_option_words("x: already holds shards of another job (other block_size, format)")
+    'x: already holds shards of another job (other --block-size, format)'
+    >>> in_option_words("vocab_size=1 is smaller than the 256 base symbols")
+    '--vocab-size 1 is smaller than the 256 base symbols'
+    """
+    for api, option in _OPTION_WORDS:
+        message = message.replace(api, option)
+    return _OPTION_NAMES.sub(lambda m: "--" + m.group(1).replace("_", "-"), message)
 
 
 def fail(message: str) -> NoReturn:

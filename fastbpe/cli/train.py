@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import List
 
-from ..corpus.files import CorpusDecodeError, expand_paths
+from ..corpus.files import expand_paths
 from ..learn.train import train
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
                       int_at_least, size_arg, special_token_list)
@@ -160,11 +160,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"fastbpe train: {len(files)} files, vocab size {args.vocab_size}, pattern {args.pattern}"
               + (f", {args.num_merges} merges at most" if args.num_merges is not None else ""), file=sys.stderr)
     started = time.perf_counter()
-    try:
-        tokenizer = _train(args, files, special_tokens)
-    except CorpusDecodeError as exc:  # its advice in the command's own words
-        raise CorpusDecodeError(str(exc).replace("errors='replace'", "--errors replace")
-                                .replace("errors='bytes'", "--errors bytes")) from None
+    tokenizer = _train(args, files, special_tokens)  # (its errors' advice said in options: cli.main)
     trained = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

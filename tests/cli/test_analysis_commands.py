@@ -100,7 +100,7 @@ def test_tokenizer_by_encoding_name(shared_data, tmp_path):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["cost"], "give vocab and d_model, or a preset"),
+    (["cost"], "give --vocab and --d-model, or --preset"),
     (["cost", "--preset", "gpt5"], "invalid choice"),
     (["tax", "--corpus", "p.tsv"], "at least one --tokenizer"),
     (["tax", "-t", "nope/tok.json", "--corpus", "p.tsv"], "does not exist"),

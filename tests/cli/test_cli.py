@@ -393,6 +393,30 @@ def test_a_tiktoken_file_is_named_so_and_its_sidecar_never_replaces_an_input(tmp
         "c.txt", vocab_size=260, progress=False).encode("the cat")
 
 
+def test_errors_name_the_options_not_the_api_arguments(tmp_path, capsys, monkeypatch):
+    """A command's error is the API's; it names the command line's options, not keyword
+    arguments (vocab_size=, errors='replace', resume=False, block_size)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.txt").write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes(b"ok \xff\n")
+    base = fastbpe.train("c.txt", vocab_size=270, special_tokens=["<|endoftext|>"], progress=False)
+    base.save(tmp_path / "base.fastbpe.json")
+    for argv, says in ((["train", "c.txt", "--vocab-size", "1"], "--vocab-size 1 is smaller"),
+                       (["train", "c.txt", "--vocab-size", "300", "--special-token", "a,a"], "--special-token has "
+                                                                                             "duplicates"),
+                       (["extend", "bad.txt", "-t", "base.fastbpe.json", "--num-merges", "2", "--out", "e.json"],
+                        "pass --errors replace to replace invalid bytes by U+FFFD, or --errors bytes"),
+                       (["encode", "c.txt", "-t", "base.fastbpe.json", "--out", "s", "--block-size", "1000"],
+                        "already holds shards of another job (other --block-size)"),
+                       (["encode", "c.txt", "-t", "base.fastbpe.json", "--out", "s", "--no-resume"],
+                        "already holds shards (--no-resume)")):
+        if argv[0] == "encode" and not (tmp_path / "s").exists():
+            assert main(["encode", "c.txt", "-t", "base.fastbpe.json", "--out", "s", "-q"]) == 0
+        assert main(argv + ["-q"]) == 2, argv
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert says in last and "=" not in last.replace("--", ""), (argv, last)
+
+
 def test_extend_with_no_new_merge_names_no_new_id(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     base = fastbpe.train(text="the cat sat on the mat\n" * 50, vocab_size=270, special_tokens=["<|endoftext|>"],
