@@ -47,7 +47,7 @@ from ..cluster import OrderedReduction, connect, worker_threads
 from ..arguments import check_workers
 from ..progress import byte_bar, check_progress
 from ..reference import split as split_reference
-from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, scanner_id, source
+from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, resolve, scanner_id, source
 from ..split.pretokenize import InvalidUTF8, check_errors
 from .cut import cut_stream, file_cut_at_or_after
 from .files import CorpusDecodeError, decode_error, expand_paths, is_compressed, open_bytes, read_pieces
@@ -666,7 +666,10 @@ def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, 
     arrays = counter.take_arrays() if isinstance(counter, ChunkCounter) else counter
     del counter
     if len(arrays[2]) == 0:
-        raise ValueError("the corpus is empty: it holds no chunk to count")
+        known = resolve(pattern)
+        raise ValueError("the corpus is empty: it holds no chunk to count" + (
+            "" if known is not None and known.tiles else  # (a pattern whose chunks tile the text finds some in any)
+            f" (or the pattern {pattern!r:.80} matches none of its text)"))
     return WordTable._of_counter(*arrays)
 
 
