@@ -478,6 +478,11 @@ def test_empty_inputs(tmp_path):
         count_words(iter([]), workers=1, progress=False)
     with pytest.raises(ValueError, match="empty"):
         count_words(iter([" \n\t "]), "whitespace", workers=1, progress=False)
+    # a pattern that matches none of the text: said, as the cause it may be
+    with pytest.raises(ValueError, match=r"no chunk to count \(or the pattern '\\\\d\+' matches none of its text\)"):
+        count_words(iter(["no digits here"]), r"\d+", workers=1, progress=False)
+    with pytest.raises(ValueError, match="no chunk to count$"):  # (a pattern whose chunks tile any text)
+        count_words(iter([""]), "cl100k", workers=1, progress=False)
     (tmp_path / "emptydir").mkdir()
     with pytest.raises(ValueError, match="empty"):
         count_words(str(tmp_path / "emptydir"), workers=1, progress=False)
