@@ -497,6 +497,29 @@ def _decode(block: Block) -> str:
         raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1]) from None
 
 
+def _refused_at(encode_utf8, piece) -> int:
+    """Where in ``piece`` (UTF-8 bytes) the first character that ``encode_utf8`` refuses alone
+    starts, or -1: the byte offset an error names. Each distinct character is tried once, in
+    order (an error path: the encoder says which character, not where).
+
+    >>> def encode(data):
+    ...     if b"z" in data:
+    ...         raise ValueError("'z' is not in the vocabulary")
+    >>> _refused_at(encode, "é, z".encode()), _refused_at(encode, b"abc")
+    (4, -1)
+    """
+    text = bytes(piece).decode("utf-8", "surrogateescape")
+    tried = set()
+    for i, ch in enumerate(text):
+        if ch not in tried:
+            tried.add(ch)
+            try:
+                encode_utf8(ch.encode("utf-8", "surrogateescape"))
+            except ValueError:
+                return len(text[:i].encode("utf-8", "surrogateescape"))
+    return -1
+
+
 def _piece_encoder(tokenizer):
     """``(encode, cuts)``: ``cuts`` as :func:`.encode.batch.utf8_encoder` gives it, and
     ``encode(piece, path, offset)``: the ids, in the tokenizer's id dtype, of the UTF-8 bytes
@@ -516,8 +539,10 @@ def _piece_encoder(tokenizer):
         try:
             long_u16 = encode_u16 is not None and len(piece) > TASK_BYTES
             ids = encode_u16(piece) if long_u16 else encode_utf8(piece)
-        except ValueError as exc:  # (a byte the vocabulary lacks): where in which document
-            where = f"{path}" if offset < 0 else f"{path}, the text at byte offset {offset}"
+        except ValueError as exc:  # (a character or byte the vocabulary lacks): where in which file
+            at = -1 if offset < 0 else _refused_at(encode_utf8, piece)
+            where = f"{path}" if offset < 0 else \
+                f"{path}, byte offset {offset + at}" if at >= 0 else f"{path}, the text at byte offset {offset}"
             raise ValueError(f"{where}: {exc}") from None
         if ids is None:  # not UTF-8: the error names the file and the first bad byte
             _decode(Block(bytes(piece), True, path, offset, 0))

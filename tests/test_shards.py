@@ -708,6 +708,16 @@ def test_bad_arguments(tok, tmp_path):
     assert not (tmp_path / "o2").exists()  # (a job that wrote nothing leaves no folder)
 
 
+@pytest.mark.parametrize("documents", ["file", "line"])
+def test_a_character_the_vocabulary_lacks_is_named_with_its_byte_offset(tmp_path, documents):
+    chars = fastbpe.train(text="low lower newest widest\n" * 20, vocab_size=40, unit="chars", progress=False)
+    path = tmp_path / "u.txt"
+    path.write_text("low\n" * 300 + "low ユ lower\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"u\.txt, byte offset 1204: 'ユ' is not in the vocabulary"):
+        encode_files(chars, [path], tmp_path / "o", documents=documents, separator=None, block_size=100,
+                     progress=False)
+
+
 def test_an_output_folder_the_job_could_only_spoil_is_refused_first(tok, tmp_path, monkeypatch):
     """An empty name (the current folder), a file or a path under one, an input folder or a
     folder inside one: refused before any work, nothing written; and inputs that name no file."""
