@@ -13,6 +13,7 @@ from ..learn.extend import extend
 from .options import (add_tokenizer_option, check_out_file, int_at_least, size_arg,
                       tokenizer_specs)
 from ..analysis.common import resolve_tokenizer
+from ..formats.tiktoken import check_special_tokens
 from .train import OUT_FORMATS, _printable, _write, check_not_written_over, out_format
 
 __all__ = ["add_extend_subcommand"]
@@ -29,6 +30,8 @@ def _cmd_extend(args: argparse.Namespace) -> int:
     base = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     if fmt != "fastbpe" and base.unit != "bytes":
         raise ValueError(f"a --unit {base.unit} tokenizer cannot be written as {fmt}; use --format fastbpe")
+    if fmt == "tiktoken":
+        check_special_tokens(base.special_tokens)  # (before the work, not when writing)
     loaded = time.perf_counter()
     extended = extend(base, files, args.num_merges, min_frequency=args.min_frequency, workers=args.workers,
                       errors=args.errors, progress=False if args.quiet or args.json else None)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import List
 
 from ..corpus.files import expand_paths
+from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
                       int_at_least, size_arg, special_token_list)
@@ -119,6 +120,8 @@ def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
                          "use --format fastbpe or an --out name ending in .fastbpe.json")
     if args.compat == "hf" and args.unit != "bytes":
         raise ValueError("--compat hf needs --unit bytes")
+    if fmt == "tiktoken":
+        check_special_tokens(flatten(args.special_token))
 
 
 def _train(args: argparse.Namespace, files: List[Path], special_tokens: List[str]):

@@ -19,7 +19,8 @@ from ..split.patterns import GPT2_PATTERN, check_user_pattern
 from .bytelevel import check_byte_level
 from .ids import check_special_ids, table_size
 
-__all__ = ["read_tiktoken_ranks", "read", "read_openai", "read_with_sidecar", "write", "to_tiktoken_encoding", "OPENAI_ENCODINGS"]
+__all__ = ["read_tiktoken_ranks", "read", "read_openai", "read_with_sidecar", "write", "to_tiktoken_encoding",
+           "check_special_tokens", "OPENAI_ENCODINGS"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -193,6 +194,27 @@ def _tokens_crc32(tokens: List[bytes]) -> int:
     return zlib.crc32(b"".join(tokens), len(tokens) - tokens.count(b""))
 
 
+def check_special_tokens(names) -> None:
+    """Refuse special tokens of which one begins another (``<a>`` and ``<a><b>``): tiktoken
+    finds special tokens by an alternation built in no fixed order (a hash map's), so where
+    both match it may take the shorter one, and encode ``<a><b>`` as ``<a>`` and text, where
+    fastbpe and Hugging Face take the longest. Tokens that merely overlap are matched alike
+    (the leftmost start wins in both).
+
+    >>> check_special_tokens(["<|endoftext|>", "<|pad|>"])
+    >>> check_special_tokens(["<a>", "<a><b>"])
+    Traceback (most recent call last):
+    ...
+    ValueError: special tokens '<a>' and '<a><b>': one begins the other, and tiktoken matches special tokens in no fixed order (it may take '<a>' inside '<a><b>'); rename one, or write a Hugging Face tokenizer.json
+    """
+    ordered = sorted(names)
+    for shorter, longer in zip(ordered, ordered[1:]):  # (a prefix sorts right before what it begins, or before one it also begins)
+        if longer.startswith(shorter):
+            raise ValueError(f"special tokens {shorter!r} and {longer!r}: one begins the other, and tiktoken matches "
+                             f"special tokens in no fixed order (it may take {shorter!r} inside {longer!r}); rename "
+                             "one, or write a Hugging Face tokenizer.json")
+
+
 def write(tok, path: PathLike) -> None:
     """Write ``path`` (the ``.tiktoken`` ranks: id = rank) and ``path + ".json"`` (the split
     pattern as ``pat_str`` and the special tokens), both atomically.
@@ -202,6 +224,7 @@ def write(tok, path: PathLike) -> None:
     fastbpe the ids agree with fastbpe's on real text (tested), since merged tokens are numbered
     in merge order; for imported Hugging Face vocabularies check on your text."""
     check_byte_level(tok)
+    check_special_tokens(tok.special_tokens)
     pat_str = tok.splitter.to_tiktoken()  # before anything is written
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
     ranks = b"\n".join(lines) + b"\n"
@@ -227,6 +250,7 @@ def to_tiktoken_encoding(tok, name: str = "fastbpe"):
     import tiktoken
 
     check_byte_level(tok)
+    check_special_tokens(tok.special_tokens)
     ranks = {t: i for i, t in enumerate(tok.token_bytes) if t}
     return tiktoken.Encoding(name=name, pat_str=tok.splitter.to_tiktoken(), mergeable_ranks=ranks,
                              special_tokens=dict(tok.special_tokens))
