@@ -3,6 +3,7 @@
 * :func:`resolve_tokenizer`: a path is read with :func:`fastbpe.load` (a folder or file of
   GPT-2's ``encoder.json`` + ``vocab.bpe`` too); any other text is the name of an OpenAI
   encoding (``cl100k_base``...; ``gpt2`` is ``r50k_base``, the same ranks).
+* :func:`tokenizer_labels`: the names of several tokenizers in a table, one each.
 * :func:`format_table`: rows of dicts as an aligned text table, numbers right-aligned.
 * :func:`pyplot`: matplotlib, imported only when a plot is asked for (it is optional).
 """
@@ -19,7 +20,7 @@ from ..encode.registry import get_encoding
 from ..encode.tokenizer import Tokenizer
 from ..fileio import write_atomic
 
-__all__ = ["resolve_tokenizer", "tokenizer_label", "format_table", "pyplot", "save_figure",
+__all__ = ["resolve_tokenizer", "tokenizer_label", "tokenizer_labels", "check_labels", "format_table", "pyplot", "save_figure",
            "json_text", "text_lines", "read_texts", "NAME_ALIASES"]
 
 PathLike = Union[str, os.PathLike]
@@ -64,6 +65,56 @@ def tokenizer_label(name_or_path: Union[PathLike, Tokenizer]) -> str:
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name or os.fspath(name_or_path)
+
+
+def _folders_above(name_or_path: Union[PathLike, Tokenizer]) -> Tuple[str, ...]:
+    """The folders of a path above the part :func:`tokenizer_label` names it by (none for an
+    encoding name or a Tokenizer)."""
+    if isinstance(name_or_path, Tokenizer):
+        return ()
+    path = Path(name_or_path)
+    above = path.parent
+    if path.name in ("tokenizer.json", "encoder.json", "vocab.bpe") and path.parent.name:
+        above = above.parent
+    return tuple(part for part in above.parts if part != above.anchor)
+
+
+def tokenizer_labels(tokenizers: Sequence[Union[PathLike, Tokenizer]]) -> List[str]:
+    """:func:`tokenizer_label` of each tokenizer, made unique: the tokenizers whose labels
+    coincide take the folders above, one at a time, until they differ (a table keyed by label
+    would otherwise keep only the last of them). Labels that cannot differ (the same path twice,
+    two Tokenizers of one size) stay alike: :func:`check_labels` refuses them.
+
+    >>> tokenizer_labels(["e1/final/tokenizer.json", "e2/final/tokenizer.json", "cl100k_base"])
+    ['e1/final', 'e2/final', 'cl100k_base']
+    """
+    base = [tokenizer_label(t) for t in tokenizers]
+    above = [_folders_above(t) for t in tokenizers]
+    taken = [0] * len(base)  # folders each label has taken so far
+    whole = ["/".join(above[i] + (base[i],)) for i in range(len(base))]  # every folder taken
+
+    def label(i: int) -> str:
+        return "/".join(above[i][len(above[i]) - taken[i]:] + (base[i],))
+
+    while True:
+        labels = [label(i) for i in range(len(base))]
+        # (a label alike only to the same path's stays short: no folder would tell them apart)
+        longer = [i for i in range(len(base)) if taken[i] < len(above[i]) and any(
+            labels[j] == labels[i] and whole[j] != whole[i] for j in range(len(base)))]
+        if not longer:
+            return labels
+        for i in longer:
+            taken[i] += 1
+
+
+def check_labels(labels: Sequence[str], tokenizers: Sequence[Any]) -> None:
+    """Refuse a label given to two tokenizers: their columns of a table would be one."""
+    for name in dict.fromkeys(labels):
+        named = [t for t, other in zip(tokenizers, labels) if other == name]
+        if len(named) > 1:
+            shown = ", ".join(repr(os.fspath(t)) if isinstance(t, (str, os.PathLike)) else type(t).__name__
+                              for t in named)
+            raise ValueError(f"{len(named)} tokenizers are labelled {name!r} ({shown}): give each its own label")
 
 
 def text_lines(path: PathLike) -> Iterator[str]:

@@ -13,7 +13,7 @@ computed from the architecture (every weight matrix, bias and norm), not copied.
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .common import resolve_tokenizer, tokenizer_label
+from .common import check_labels, resolve_tokenizer, tokenizer_labels
 
 __all__ = ["cost", "text_cost", "ModelShape", "PRESETS", "DTYPE_BYTES"]
 
@@ -169,7 +169,10 @@ def text_cost(tokenizers: Sequence[Any], text: str, d_model: int, *, tied: bool 
     of a bigger vocabulary, on the user's own text."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    labels = list(labels) if labels is not None else [tokenizer_label(t) for t in tokenizers]
+    labels = list(labels) if labels is not None else tokenizer_labels(tokenizers)
+    if len(labels) != len(tokenizers):
+        raise ValueError("give one label per tokenizer")
+    check_labels(labels, tokenizers)
     rows = []
     for label, spec in zip(labels, tokenizers):
         tokenizer = resolve_tokenizer(spec)

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .common import pyplot, read_texts, text_lines, resolve_tokenizer, save_figure, tokenizer_label
+from .common import check_labels, pyplot, read_texts, text_lines, resolve_tokenizer, save_figure, tokenizer_labels
 
 __all__ = ["tax", "tax_sweep", "read_parallel", "premium_table", "DEFAULT_SHARES"]
 
@@ -106,7 +106,9 @@ def tax(tokenizers: Sequence[Any], corpus: Union[PathLike, Tuple[Sequence[str], 
     or ``(header, rows)``. For each language, the rows where both it and the ``reference`` have
     text: the tokens, bytes and characters of each, tokens per row, bytes and characters per
     token, and the premium (tokens of the language / tokens of the reference on those rows,
-    Petrov et al. 2023). ``complete``: only the rows where every measured language has text,
+    Petrov et al. 2023). ``labels``: the tokenizers' names, one each (default: their file or
+    encoding names, with the folders above where two coincide, :func:`tokenizer_labels`).
+    ``complete``: only the rows where every measured language has text,
     so that every premium is taken on the same content. Returns ``{"reference", "rows", "languages", "tokenizers", "results"}``,
     ``results`` one dict per (tokenizer, language).
     """
@@ -114,9 +116,10 @@ def tax(tokenizers: Sequence[Any], corpus: Union[PathLike, Tuple[Sequence[str], 
     columns = _languages(header, reference, languages)
     if not table:
         raise ValueError("the corpus has no rows")
-    labels = list(labels) if labels is not None else [tokenizer_label(t) for t in tokenizers]
+    labels = list(labels) if labels is not None else tokenizer_labels(tokenizers)
     if len(labels) != len(tokenizers):
         raise ValueError("give one label per tokenizer")
+    check_labels(labels, tokenizers)
     index = {name: header.index(name) for name in columns}
     if complete:
         table = [row for row in table if all(row[index[name]] for name in columns)]

@@ -215,11 +215,16 @@ def add_tokenizer_option(parser: argparse.ArgumentParser, *, repeatable: bool, r
     help_text = ("a tokenizer: a file fastbpe reads (tokenizer.json, NAME.tiktoken, NAME.fastbpe.json, GPT-2's "
                  "encoder.json/vocab.bpe or their folder) or an OpenAI encoding name (cl100k_base, o200k_base, "
                  "r50k_base, gpt2...) found in the folder $FASTBPE_ENCODINGS; LABEL= names it in the output")
+    if repeatable:
+        help_text += (" (repeat for several; without LABEL=, a tokenizer is named by its file or encoding, with "
+                      "the folders above where two names are alike: e1/final and e2/final for "
+                      "e1/final/tokenizer.json and e2/final/tokenizer.json; one label for two tokenizers is an "
+                      "error)")
     if not required:
         help_text += " (default: none)"
     if repeatable:
         parser.add_argument("--tokenizer", "-t", action="append", required=required, default=None,
-                            metavar="[LABEL=]NAME_OR_PATH", help=help_text + " (repeat for several)")
+                            metavar="[LABEL=]NAME_OR_PATH", help=help_text)
     else:
         parser.add_argument("--tokenizer", "-t", required=required, default=None,
                             metavar="[LABEL=]NAME_OR_PATH", help=help_text)
@@ -227,22 +232,36 @@ def add_tokenizer_option(parser: argparse.ArgumentParser, *, repeatable: bool, r
 
 def tokenizer_specs(values) -> List:
     """``(label, name_or_path)`` of each ``--tokenizer`` value. ``LABEL=`` is read as a label
-    only when what precedes ``=`` names no existing file and holds no path separator.
+    only when what precedes ``=`` names no existing file and holds no path separator. Without
+    one, the label is the file's or the encoding's name, with the folders above where two
+    coincide (:func:`fastbpe.analysis.common.tokenizer_labels`). A label given to two
+    tokenizers is an error: each names a column of the output.
 
     >>> tokenizer_specs(["cl100k_base", "mine=runs/t.json"])
     [('cl100k_base', 'cl100k_base'), ('mine', 'runs/t.json')]
+    >>> tokenizer_specs(["e1/final/tokenizer.json", "e2/final/tokenizer.json"])
+    [('e1/final', 'e1/final/tokenizer.json'), ('e2/final', 'e2/final/tokenizer.json')]
     """
     import os
 
-    from ..analysis.common import tokenizer_label
+    from ..analysis.common import tokenizer_labels
 
+    values = [values] if isinstance(values, str) else list(values or [])
     specs = []
-    for value in ([values] if isinstance(values, str) else values or []):
+    for value in values:
         label, sep, rest = value.partition("=")
         if sep and label and rest and os.sep not in label and not os.path.exists(value):
             specs.append((label, rest))
         else:
-            specs.append((tokenizer_label(value), value))
+            specs.append((None, value))
+    unnamed = [i for i, (label, _) in enumerate(specs) if label is None]
+    for i, label in zip(unnamed, tokenizer_labels([specs[i][1] for i in unnamed])):
+        specs[i] = (label, specs[i][1])
+    for label in dict.fromkeys(label for label, _ in specs):
+        given = [value for value, (other, _) in zip(values, specs) if other == label]
+        if len(given) > 1:
+            raise ValueError(f"--tokenizer: {len(given)} tokenizers are labelled {label!r} "
+                             f"({', '.join(map(repr, given))}); name each with its own LABEL=")
     return specs
 
 

@@ -66,3 +66,16 @@ def test_invalid_utf8_names_the_file_and_the_byte_offset(tmp_path, data, compres
     offset = next(i for i in range(len(data)) if data[i] in (0xff, 0xc3) and not data[i:].startswith("é".encode()))
     with pytest.raises(CorpusDecodeError, match=rf"t\.txt(\.gz)?: invalid UTF-8 at byte offset {offset}\b"):
         read_texts(path)
+
+
+def test_labels_that_coincide_take_the_folders_above():
+    from fastbpe.analysis.common import tokenizer_labels
+
+    assert tokenizer_labels(["e1/final/tokenizer.json", "e2/final/tokenizer.json", "final.json"]) == \
+        ["e1/final", "e2/final", "final"]
+    assert tokenizer_labels(["runs/a/x/mine.json", "runs/b/x/mine.json", "o200k_base"]) == \
+        ["a/x/mine", "b/x/mine", "o200k_base"]
+    assert tokenizer_labels(["/abs/e1/t.json", "e2/t.json"]) == ["e1/t", "e2/t"]
+    assert tokenizer_labels(["r50k_base", "r50k_base"]) == ["r50k_base", "r50k_base"]  # (refused by check_labels)
+    assert tokenizer_labels(["a/e1/t.json", "b/e1/t.json", "a/e1/t.json"]) == ["a/e1/t", "b/e1/t", "a/e1/t"]
+    assert tokenizer_labels(["/data/e1/t.json", "/data/e1/t.json"]) == ["t", "t"]

@@ -116,3 +116,13 @@ def test_plot_is_a_png(tmp_path, small_tokenizer):
     result = tax([small_tokenizer], write_tsv(tmp_path / "p.tsv"))
     plot_premiums(result, tmp_path / "tax.png")
     assert (tmp_path / "tax.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_label_given_to_two_tokenizers_is_refused(tmp_path, small_tokenizer):
+    """Each label is a column of the premium table: two tokenizers under one would be one."""
+    corpus = write_tsv(tmp_path / "p.tsv")
+    bytes_only = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [])
+    with pytest.raises(ValueError, match="2 tokenizers are labelled 'a'"):
+        tax([small_tokenizer, bytes_only], corpus, labels=["a", "a"])
+    with pytest.raises(ValueError, match=r"labelled 'tokenizer\(256\)'"):  # (default labels alike)
+        tax([bytes_only, bytes_only], corpus)

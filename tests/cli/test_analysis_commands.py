@@ -179,3 +179,53 @@ def test_train_takes_the_word_markers_trace_takes(tmp_path, capsys, worked_examp
     assert [(m["left"], m["right"], m["count"]) for m in result["merges"]] == worked_example.merges
     assert main(["train", str(corpus), "--word-start", "_", "--out", str(tmp_path / "t.json")]) == 2
     assert "word markers" in capsys.readouterr().err
+
+
+@pytest.fixture
+def two_finals(tmp_path):
+    """Two tokenizers saved as e1/final/tokenizer.json and e2/final/tokenizer.json: both named
+    'final' by their folder."""
+    paths = []
+    for run, text in (("e1", "the cat sat on the mat. "), ("e2", "kucing itu duduk di atas tikar. ")):
+        (tmp_path / run / "final").mkdir(parents=True)
+        path = tmp_path / run / "final" / "tokenizer.json"
+        fastbpe.train(text=text * 30, vocab_size=280, progress=False).to_huggingface(path)
+        paths.append(str(path))
+    return paths
+
+
+def test_tokenizers_named_alike_keep_their_own_columns(capsys, two_finals, parallel, tmp_path):
+    e1, e2 = two_finals
+    result = run_json(capsys, ["tax", "-t", e1, "-t", e2, "--corpus", str(parallel)])
+    assert result["tokenizers"] == ["e1/final", "e2/final"]
+    premiums = {(r["tokenizer"], r["language"]): r["premium"] for r in result["results"]}
+    assert premiums[("e1/final", "ms")] != premiums[("e2/final", "ms")]
+    text = tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat\n", encoding="utf-8")
+    rows = run_json(capsys, ["cost", "-t", e1, "-t", e2, "--text", str(text), "--d-model", "8"])["rows"]
+    assert [r["tokenizer"] for r in rows] == ["e1/final", "e2/final"]
+    (a, b) = run_json(capsys, ["audit", "-t", e1, "-t", e2, "--no-digits"])["results"]
+    assert (a["tokenizer"], b["tokenizer"]) == ("e1/final", "e2/final")
+
+
+@pytest.mark.parametrize("command", [
+    ["tax", "--corpus", "p.tsv"],
+    ["cost", "--text", "p.tsv", "--d-model", "8"],
+    ["audit", "--no-digits"],
+])
+@pytest.mark.parametrize("tokenizers, label", [
+    (["a={e1}", "a={e2}"], "a"),             # one label given twice
+    (["{e1}", "final={e2}"], "final"),       # a label given, and a file's name alike
+    (["{e1}", "{e1}"], "final"),             # one file twice: no folder tells them apart
+])
+def test_one_label_for_two_tokenizers_is_refused(command, tokenizers, label, capsys, two_finals, tmp_path,
+                                                 monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.tsv").write_text("en\tms\nthe cat\tkucing itu\n", encoding="utf-8")
+    e1, e2 = two_finals
+    argv = list(command)
+    for spec in tokenizers:
+        argv += ["-t", spec.format(e1=e1, e2=e2)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("fastbpe: error: ") and f"2 tokenizers are labelled {label!r}" in err
