@@ -20,8 +20,8 @@ from ..encode.registry import get_encoding
 from ..encode.tokenizer import Tokenizer
 from ..fileio import write_atomic
 
-__all__ = ["resolve_tokenizer", "tokenizer_label", "tokenizer_labels", "check_labels", "format_table", "pyplot", "save_figure",
-           "json_text", "text_lines", "read_texts", "NAME_ALIASES"]
+__all__ = ["resolve_tokenizer", "tokenizer_label", "tokenizer_labels", "check_labels", "format_table", "pyplot",
+           "save_figure", "json_text", "text_lines", "read_texts", "NAME_ALIASES"]
 
 PathLike = Union[str, os.PathLike]
 

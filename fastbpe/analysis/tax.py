@@ -233,7 +233,8 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
     ``english`` and ``other``: paths (read from the start) or texts. Lines of ``other`` that are
     cells of the ``language`` column of the evaluated rows are left out of training, so that the
     premium is measured on text the tokenizer never saw. Returns ``{"points": [...]}``, each with
-    the share asked, the bytes actually trained on from each side, and the premium.
+    the share asked, the bytes actually trained on from each side, and, on the rows where both
+    languages have text, the tokens per row of each and the premium (their ratio).
     """
     from ..learn.train import train
 
@@ -261,16 +262,19 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
         tokenizer = train(iter(texts), vocab_size, pattern=pattern, progress=False, workers=workers)
         measured = tax([tokenizer], (header, table), reference=reference, languages=[language],
                        labels=[f"{share:g}"], workers=workers)
-        by = {r["language"]: r for r in measured["results"]}
+        measure = next(r for r in measured["results"] if r["language"] == language)
+        rows_measured = measure["rows"]
         points.append({
             "share": share,
             "other_bytes": size,
             "english_bytes": len(english_part.encode("utf-8", "surrogatepass")),
             "vocab_size": tokenizer.vocab_size,
-            "rows": by[language]["rows"],
-            "reference_tokens_per_row": by[reference]["tokens_per_row"],
-            "tokens_per_row": by[language]["tokens_per_row"],
-            "premium": by[language]["premium"],
+            "rows": rows_measured,
+            # on the rows of the premium (both languages have text), not every row of the
+            # reference: so that the premium is the ratio of the two tokens per row shown
+            "reference_tokens_per_row": measure["reference_tokens"] / rows_measured if rows_measured else float("nan"),
+            "tokens_per_row": measure["tokens_per_row"],
+            "premium": measure["premium"],
         })
     return {"language": language, "reference": reference, "vocab_size": vocab_size, "train_bytes": train_bytes,
             "held_out_lines": skipped, "points": points}

@@ -126,3 +126,16 @@ def test_a_label_given_to_two_tokenizers_is_refused(tmp_path, small_tokenizer):
         tax([small_tokenizer, bytes_only], corpus, labels=["a", "a"])
     with pytest.raises(ValueError, match=r"labelled 'tokenizer\(256\)'"):  # (default labels alike)
         tax([bytes_only, bytes_only], corpus)
+
+
+def test_sweep_measures_the_reference_on_the_rows_of_the_premium(tmp_path):
+    """Rows without the other language count for neither side: the premium is the ratio of the
+    two tokens per row reported (the English of the other rows, much shorter, is left out)."""
+    rows = [(str(i), "the lazy dog jumps over the quick fox" if i % 2 else "a", "zyxq onml" if i % 2 else "")
+            for i in range(20)]
+    corpus = write_tsv(tmp_path / "p.tsv", rows, header=("domain", "en", "zz"))
+    english = " ".join(["the quick brown fox jumps over the lazy dog"] * 100)
+    (point,) = tax_sweep(english, "zyxq onml kjih\n" * 50, corpus, language="zz", vocab_size=300,
+                         train_bytes=2000, shares=(0.0,))["points"]
+    assert point["rows"] == 10
+    assert point["premium"] == pytest.approx(point["tokens_per_row"] / point["reference_tokens_per_row"], rel=1e-12)
