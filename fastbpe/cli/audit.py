@@ -4,7 +4,7 @@ import argparse
 
 from ..analysis.audit import audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
-from .options import add_report_options, add_tokenizer_option, int_at_least, size_arg, tokenizer_specs
+from .options import add_report_options, add_tokenizer_option, check_plot_file, int_at_least, size_arg, tokenizer_specs
 
 __all__ = ["add_audit_subcommand"]
 
@@ -29,12 +29,13 @@ def _examples(items) -> str:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     digits = None if args.no_digits else args.digits_up_to
+    check_plot_file(args.plot)
+    if args.plot and digits is None:  # (refused before the work, not after it)
+        raise ValueError("--plot draws the digit splits: drop --no-digits")
     results = [audit(spec, corpus=args.corpus, corpus_limit=args.corpus_bytes, digits_up_to=digits, label=label,
                      examples=args.examples, workers=args.workers)
                for label, spec in tokenizer_specs(args.tokenizer)]
     if args.plot:
-        if digits is None:
-            raise ValueError("--plot draws the digit splits: drop --no-digits")
         _plot_digits(results, args.plot)
     if args.json:
         print(json_text({"command": "audit", "results": results}))

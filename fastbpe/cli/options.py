@@ -10,7 +10,7 @@ from typing import List, NoReturn, Optional, Sequence
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
            "special_token_list", "split_token_list",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
-           "add_scheduler_option", "check_out_file", "check_not_an_input", "in_option_words"]
+           "add_scheduler_option", "check_out_file", "check_plot_file", "check_not_an_input", "in_option_words"]
 
 PROG = "fastbpe"
 
@@ -88,15 +88,27 @@ def positive_float(text: str) -> float:
     return value
 
 
-def check_out_file(out: str) -> None:
-    """Refuse an ``--out`` that could only fail once the work is done: empty, a folder, or in a
-    folder that does not exist."""
+def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer file") -> None:
+    """Refuse an ``--out`` (or another ``option`` naming a file to write, ``what``) that could
+    only fail once the work is done: empty, a folder, or in a folder that does not exist (or is
+    a file)."""
     if not out:
-        raise ValueError("--out is empty; give the tokenizer file to write")
+        raise ValueError(f"{option} is empty; give {what} to write")
     if os.path.isdir(out):
-        raise ValueError(f"--out {out!r} is a folder; give the tokenizer file to write in it")
+        raise ValueError(f"{option} {out!r} is a folder; give {what} to write in it")
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise ValueError(f"the folder of --out {out!r} does not exist")
+        above = os.path.dirname(out)  # (as given, for the message: the nearest part that exists)
+        while above and not os.path.exists(above):
+            above = os.path.dirname(above)
+        if above and not os.path.isdir(above):
+            raise ValueError(f"{option} {out!r} is under {above!r}, which is a file, not a folder")
+        raise ValueError(f"the folder of {option} {out!r} does not exist")
+
+
+def check_plot_file(plot: Optional[str]) -> None:
+    """:func:`check_out_file` for ``--plot`` (when given): drawing comes last, after the work."""
+    if plot is not None:
+        check_out_file(plot, "--plot", "the PNG file")
 
 
 def check_not_an_input(path: Optional[str], option: str, inputs: Sequence) -> None:

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..corpus.files import expand_paths, open_bytes
 from ..fileio import write_atomic
-from .options import (add_report_options, add_tokenizer_option, check_not_an_input, int_at_least, positive_float,
-                      size_arg, tokenizer_specs)
+from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, int_at_least,
+                      positive_float, size_arg, tokenizer_specs)
 from ..analysis.common import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
@@ -111,10 +111,7 @@ def _split_list(text: str) -> List[str]:
 def _cmd_skipgram(args: argparse.Namespace) -> int:
     from ..analysis.skipgram import skipgram  # Numba loads here, not when the CLI starts
 
-    if args.plot:
-        folder = os.path.dirname(os.path.abspath(args.plot))
-        if not os.path.isdir(folder):
-            raise ValueError(f"the folder of --plot {args.plot!r} does not exist")
+    check_plot_file(args.plot)
     tokenizer = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     files = expand_paths(args.files)
     if not files:

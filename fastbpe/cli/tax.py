@@ -3,7 +3,7 @@ import argparse
 
 from ..analysis.common import format_table, json_text
 from ..analysis.tax import DEFAULT_SHARES, plot_premiums, plot_sweep, premium_table, tax, tax_sweep
-from .options import add_report_options, add_tokenizer_option, int_at_least, size_arg, tokenizer_specs
+from .options import add_report_options, add_tokenizer_option, check_plot_file, int_at_least, size_arg, tokenizer_specs
 
 __all__ = ["add_tax_subcommand"]
 
@@ -51,6 +51,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_tax(args: argparse.Namespace) -> int:
+    check_plot_file(args.plot)
     if args.sweep:
         return _cmd_sweep(args)
     specs = tokenizer_specs(args.tokenizer)

@@ -4,8 +4,8 @@ import argparse
 from ..analysis.common import format_table, json_text
 from ..analysis.trace import plot_curve, segmentation_text, trace, trace_word
 from ..corpus.files import expand_paths
-from .options import (add_learning_options, add_report_options, add_tokenizer_option, int_at_least, size_arg,
-                      tokenizer_specs)
+from .options import (add_learning_options, add_report_options, add_tokenizer_option, check_plot_file, int_at_least,
+                      size_arg, tokenizer_specs)
 
 __all__ = ["add_trace_subcommand"]
 
@@ -22,6 +22,7 @@ def _word_lines(word: str, chunks) -> list:
 
 
 def _cmd_trace(args: argparse.Namespace) -> int:
+    check_plot_file(args.plot)
     if args.tokenizer is not None:
         if args.corpus:
             raise ValueError("give a corpus to trace a training run, or --tokenizer to trace --word through it, "

@@ -229,3 +229,31 @@ def test_one_label_for_two_tokenizers_is_refused(command, tokenizers, label, cap
     assert main(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("fastbpe: error: ") and f"2 tokenizers are labelled {label!r}" in err
+
+
+@pytest.mark.parametrize("command", [
+    ["audit", "-t", "nope/t.json"],
+    ["tax", "-t", "nope/t.json", "--corpus", "p.tsv"],
+    ["tax", "--sweep", "--english", "nope.txt", "--other", "nope.txt", "--corpus", "p.tsv"],
+    ["trace", "nope.txt", "--num-merges", "5"],
+    ["skipgram", "nope.txt", "-t", "nope/t.json"],
+])
+@pytest.mark.parametrize("plot, says", [
+    ("missing/x.png", "the folder of --plot 'missing/x.png' does not exist"),
+    ("a.txt/x.png", "--plot 'a.txt/x.png' is under 'a.txt', which is a file, not a folder"),
+    ("a.txt/b/x.png", "--plot 'a.txt/b/x.png' is under 'a.txt', which is a file, not a folder"),
+    (".", "--plot '.' is a folder; give the PNG file to write in it"),
+])
+def test_a_plot_that_cannot_be_written_is_refused_before_anything_is_read(command, plot, says, capsys, tmp_path,
+                                                                          monkeypatch):
+    """(The inputs do not exist either: the --plot error comes first.)"""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("a file\n", encoding="utf-8")
+    assert main(command + ["--plot", plot]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"fastbpe: error: {says}\n"
+
+
+def test_audit_refuses_a_plot_without_digits_before_the_work(capsys):
+    assert main(["audit", "-t", "nope/t.json", "--no-digits", "--plot", "x.png"]) == 2
+    assert capsys.readouterr().err == "fastbpe: error: --plot draws the digit splits: drop --no-digits\n"
