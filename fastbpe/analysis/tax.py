@@ -41,10 +41,11 @@ def _unescape(cell: str) -> str:
 def read_parallel(path: PathLike, rows: Optional[int] = None) -> Tuple[List[str], List[List[str]]]:
     """The header and the first ``rows`` rows (all when None) of a parallel TSV: one column per
     language, a header row naming them, cells escaped (``\\t``, ``\\n``, ``\\r``, ``\\\\``); an empty
-    cell means no translation. Plain, .gz, .xz or .bz2."""
+    cell means no translation. Plain, .gz, .xz or .bz2; a leading byte-order mark is dropped."""
     lines = text_lines(path)
     try:
-        header_line = next(lines, "")
+        # (a byte-order mark, as spreadsheet programs write, is no part of the first column's name)
+        header_line = next(lines, "").removeprefix("\ufeff")
         if not header_line.strip():
             raise ValueError(f"{os.fspath(path)}: no header row (a TSV naming one language per column)")
         header = header_line.rstrip("\r\n").split("\t")

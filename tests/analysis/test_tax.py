@@ -139,3 +139,13 @@ def test_sweep_measures_the_reference_on_the_rows_of_the_premium(tmp_path):
                          train_bytes=2000, shares=(0.0,))["points"]
     assert point["rows"] == 10
     assert point["premium"] == pytest.approx(point["tokens_per_row"] / point["reference_tokens_per_row"], rel=1e-12)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path, small_tokenizer):
+    plain = write_tsv(tmp_path / "p.tsv")
+    marked = tmp_path / "bom.tsv"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert read_parallel(marked) == read_parallel(plain)
+    first = write_tsv(tmp_path / "en-first.tsv", [r[1:] for r in ROWS], header=("en", "ms", "ta"))
+    (tmp_path / "en-first-bom.tsv").write_bytes(b"\xef\xbb\xbf" + first.read_bytes())
+    assert tax([small_tokenizer], tmp_path / "en-first-bom.tsv") == tax([small_tokenizer], first)
