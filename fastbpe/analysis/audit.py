@@ -23,7 +23,7 @@ import numpy as np
 
 from ..encode.tokenizer import Tokenizer
 from ..split.bounds import chunk_bounds
-from .common import read_texts, resolve_tokenizer, tokenizer_label
+from .common import cut_texts, read_texts, resolve_tokenizer, tokenizer_label
 
 __all__ = ["audit", "reachability", "never_produced", "digit_splits"]
 
@@ -96,12 +96,14 @@ def never_produced(tokenizer, corpus=None, *, texts: Optional[Sequence[str]] = N
     """The ordinary tokens that encoding ``corpus`` (files, folders or globs; or ``texts``, a
     list of strings) never produces, ascending by id (for a merge-ranked vocabulary, the
     earliest merged first: the strongest under-trained candidates), and how many times each
-    token was produced. ``limit``: bytes of the files to read at most."""
+    token was produced. ``limit``: bytes of the files to read at most (the last line read is cut
+    at a character boundary: a limit, not a rough size)."""
     tokenizer = resolve_tokenizer(tokenizer)
     if (corpus is None) == (texts is None):
         raise ValueError("give the corpus as files or as texts=[...], one of the two")
     if texts is None:
-        texts = read_texts(corpus, limit)
+        texts = read_texts(corpus, limit)  # (whole lines, the last one past the limit)
+        texts = texts if limit is None else cut_texts(texts, limit)
     elif isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a list of str")
     size = max(len(tokenizer.token_bytes), *(v + 1 for v in tokenizer.special_tokens.values())) \

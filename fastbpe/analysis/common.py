@@ -21,7 +21,8 @@ from ..encode.tokenizer import Tokenizer
 from ..fileio import write_atomic
 
 __all__ = ["resolve_tokenizer", "tokenizer_label", "tokenizer_labels", "check_labels", "format_table", "pyplot",
-           "save_figure", "json_text", "text_lines", "read_texts", "NAME_ALIASES"]
+           "save_figure", "json_text", "text_lines", "read_texts", "cut_texts", "utf8_prefix",
+           "NAME_ALIASES"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -169,6 +170,34 @@ def read_texts(paths: Union[PathLike, Sequence[PathLike]], limit: Optional[int] 
     if part:
         pieces.append("".join(part))
     return pieces
+
+
+def utf8_prefix(text: str, size: int) -> str:
+    """The first ``size`` bytes of ``text``'s UTF-8 (a character cut in two is dropped).
+
+    >>> utf8_prefix("naïve", 3), utf8_prefix("naïve", 4)
+    ('na', 'naï')
+    """
+    return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
+
+
+def cut_texts(texts: Sequence[str], size: int) -> List[str]:
+    r"""The texts, in order, up to ``size`` bytes of UTF-8 in all: the one that crosses it cut at
+    a character boundary, those after it left out.
+
+    >>> cut_texts(["one\n", "two\n"], 6)
+    ['one\n', 'tw']
+    """
+    out: List[str] = []
+    for text in texts:
+        n = len(text.encode("utf-8", "surrogatepass"))
+        if n > size:
+            if size:
+                out.append(utf8_prefix(text, size))
+            break
+        out.append(text)
+        size -= n
+    return out
 
 
 def _cell(value: Any) -> str:

@@ -15,7 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .common import check_labels, pyplot, read_texts, text_lines, resolve_tokenizer, save_figure, tokenizer_labels
+from .common import (check_labels, pyplot, read_texts, text_lines, resolve_tokenizer, save_figure, tokenizer_labels,
+                     utf8_prefix)
 
 __all__ = ["tax", "tax_sweep", "read_parallel", "premium_table", "DEFAULT_SHARES"]
 
@@ -190,11 +191,6 @@ def plot_premiums(result: Dict[str, Any], path: PathLike) -> None:
     save_figure(figure, path)
 
 
-def _cut(text: str, size: int) -> str:
-    """The first ``size`` bytes of ``text``'s UTF-8 (a character cut in two is dropped)."""
-    return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
-
-
 def _read_prefix(source, size: int) -> str:
     """The first ``size`` bytes of a file (plain or compressed) or of a text (a str that names
     no file)."""
@@ -202,7 +198,7 @@ def _read_prefix(source, size: int) -> str:
         text = source
     else:
         text = "".join(read_texts([source], size))
-    return _cut(text, size)
+    return utf8_prefix(text, size)
 
 
 def _lines_not_in(source, held_out: set, size: int) -> Tuple[List[str], int]:
@@ -258,7 +254,7 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
             picked.append(line)
             size += len(line.encode("utf-8", "surrogatepass"))
         mixed_other = "".join(picked)
-        english_part = _cut(english_text, train_bytes - size)
+        english_part = utf8_prefix(english_text, train_bytes - size)
         texts = [t for t in (english_part, mixed_other) if t]
         tokenizer = train(iter(texts), vocab_size, pattern=pattern, progress=False, workers=workers)
         measured = tax([tokenizer], (header, table), reference=reference, languages=[language],

@@ -66,7 +66,8 @@ def add_audit_subcommand(subparsers) -> argparse.ArgumentParser:
     a.add_argument("--corpus", nargs="+", default=None, metavar="FILE",
                    help="files to encode for the never-produced tokens (default: none, that check is skipped)")
     a.add_argument("--corpus-bytes", type=size_arg, default=None,
-                   help="read at most this much of --corpus (default: all of it)")
+                   help="read at most this many bytes of --corpus (the last line cut at a character boundary) "
+                        "(default: all of it)")
     a.add_argument("--digits-up-to", type=size_arg, default=10**7, help="encode the numbers 1 .. this")
     a.add_argument("--no-digits", action="store_true", help="skip the digit splits")
     a.add_argument("--examples", type=int_at_least(0), default=10, help="token texts shown per list")

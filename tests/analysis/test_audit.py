@@ -128,3 +128,16 @@ def test_word_markers_have_no_reachability_but_an_audit(worked_example):
     result = audit(tok, texts=["saya makan nasi"], digits_up_to=None)
     assert "unreachable" not in result and result["not_utf8"] == 0
     assert result["never_produced"] == len(never_produced(tok, texts=["saya makan nasi"])["never"])
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 4, 13, 14, 100, 10_000])
+def test_a_corpus_limit_reads_at_most_that_many_bytes(tmp_path, limit):
+    """Cut at a character boundary, not at the end of the line that crosses the limit."""
+    line = "naïve café\n"  # 13 bytes
+    path = tmp_path / "c.txt"
+    path.write_text(line * 50, encoding="utf-8")
+    kept = (line * 50).encode()[:limit].decode("utf-8", "ignore")
+    bytes_only = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [])  # a token per byte
+    seen = never_produced(bytes_only, path, limit=limit)
+    assert seen["corpus_bytes"] == seen["corpus_tokens"] == len(kept.encode())
+    assert seen["corpus_bytes"] <= limit

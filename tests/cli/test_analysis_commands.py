@@ -257,3 +257,12 @@ def test_a_plot_that_cannot_be_written_is_refused_before_anything_is_read(comman
 def test_audit_refuses_a_plot_without_digits_before_the_work(capsys):
     assert main(["audit", "-t", "nope/t.json", "--no-digits", "--plot", "x.png"]) == 2
     assert capsys.readouterr().err == "fastbpe: error: --plot draws the digit splits: drop --no-digits\n"
+
+
+@pytest.mark.parametrize("limit, read", [("2", 2), ("1000", 1000), ("1k", 1000), ("10k", 3600)])
+def test_audit_corpus_bytes_is_a_limit(capsys, tmp_path, trained, limit, read):
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text(("x" * 35 + "\n") * 100, encoding="utf-8")
+    (result,) = run_json(capsys, ["audit", "-t", str(trained[1]), "--corpus", str(corpus), "--corpus-bytes", limit,
+                                  "--no-digits"])["results"]
+    assert result["corpus_bytes"] == read
