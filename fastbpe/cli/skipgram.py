@@ -20,10 +20,25 @@ from ..analysis.common import resolve_tokenizer
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
 
 
+def _character_cut(data: bytes, size: int) -> bytes:
+    """The first ``size`` bytes of UTF-8 ``data``, less the start of a character cut in two
+    (continuation bytes are 10xxxxxx; a character has at most 3 of them).
+
+    >>> _character_cut("你好".encode(), 4), _character_cut(b"abc", 2)
+    (b'\\xe4\\xbd\\xa0', b'ab')
+    """
+    end = size
+    while size - 3 < end < len(data) and 0x80 <= data[end] < 0xC0:
+        end -= 1
+    return data[:end]
+
+
 def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str]:
-    """The first ``max_bytes`` of the files (whole lines), as documents: blank-line-separated
-    blocks, lines, or whole files. Each document keeps its line ends and blank lines, so the
-    documents together are exactly the text read."""
+    """At most ``max_bytes`` of the files, in order, as documents: blank-line-separated blocks,
+    lines, or whole files. The file that crosses the limit is cut after its last whole line
+    before it (at a character boundary when the limit falls in its first line), and no file
+    after it is read. Each document keeps its line ends and blank lines, so the documents
+    together are exactly the text read."""
     out: List[str] = []
     left = max_bytes
     for path in files:
@@ -36,8 +51,11 @@ def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str
             reader.close()
             raw.close()
         if len(data) > left:
-            data = data[: data.rfind(b"\n", 0, left) + 1] or data[:left]
-        left -= len(data)
+            # (a cut inside a character is no invalid UTF-8 of the file's)
+            data = data[: data.rfind(b"\n", 0, left) + 1] or _character_cut(data, left)
+            left = 0  # (the rest of this file comes before any later file)
+        else:
+            left -= len(data)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -210,7 +228,8 @@ def add_skipgram_subcommand(subparsers) -> argparse.ArgumentParser:
                     "near-initial rows (glitch-token candidates). Nearest neighbours and analogies by cosine.")
     p.add_argument("files", nargs="+", help="the embedding corpus: text files, folders or globs")
     add_tokenizer_option(p, repeatable=False)
-    p.add_argument("--max-bytes", type=size_arg, default=2_000_000, help="read at most this much text")
+    p.add_argument("--max-bytes", type=size_arg, default=2_000_000, help="read at most this many bytes of the files, in order (the file that crosses the "
+                        "limit ends at its last whole line before it, or at a character boundary)")
     p.add_argument("--documents", choices=("block", "line", "file"), default="block",
                    help="what one document is (windows never cross documents)")
     p.add_argument("--dim", type=int_at_least(1), default=64, help="embedding width")

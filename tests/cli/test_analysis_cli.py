@@ -115,3 +115,27 @@ def test_documents_tile_the_text(tmp_path, documents):
     docs = read_documents([str(path)], 100, documents)
     assert "".join(docs) == text and all(docs)
     assert "".join(read_documents([str(path)], 7, documents)) == "a b\n\n\n"   # whole lines only
+
+
+@pytest.mark.parametrize("documents", ["block", "line", "file"])
+def test_a_limit_inside_a_character_cuts_before_it(tmp_path, documents):
+    """A limit that falls in a line and inside a character cuts before that character: the
+    file's UTF-8 is valid, and it is not blamed for the cut."""
+    from fastbpe.cli.skipgram import read_documents
+
+    zh = tmp_path / "zh.txt"
+    zh.write_text("你好世界" * 1000, encoding="utf-8")  # no newline at all
+    for limit in (1, 2, 3, 4, 5, 1000, 2000):
+        text = "".join(read_documents([str(zh)], limit, documents))
+        assert text == ("你好世界" * 1000)[: limit // 3]
+    hello, ja = tmp_path / "a1.txt", tmp_path / "a2.txt"
+    hello.write_text("hello world\n" * 90, encoding="utf-8")  # 1,080 bytes
+    ja.write_text("こんにちは世界、今日は良い天気です。\n" * 10, encoding="utf-8")
+    text = "".join(read_documents([str(hello), str(ja)], 1100, documents))
+    assert text == "hello world\n" * 90 + "こんにちは世"  # 20 bytes left: six characters of 3 bytes
+    # a file cut short is the last one read
+    assert "".join(read_documents([str(hello), str(ja)], 1000, documents)) == "hello world\n" * 83
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes("你好".encode() + b"\xff" + "世界".encode())
+    with pytest.raises(ValueError, match=r"bad\.txt: invalid UTF-8 at byte 6"):
+        read_documents([str(bad)], 100, documents)
