@@ -8,7 +8,7 @@ import sys
 from typing import List, NoReturn, Optional, Sequence
 
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
-           "special_token_list", "split_token_list",
+           "special_token_list", "split_token_list", "token_list", "flatten",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
            "add_scheduler_option", "check_out_file", "check_plot_file", "check_not_an_input", "in_option_words"]
 
@@ -127,9 +127,10 @@ def check_not_an_input(path: Optional[str], option: str, inputs: Sequence) -> No
                              "replace that file: give another name")
 
 
-def split_token_list(text: str) -> List[str]:
-    r"""The tokens of one ``--special-token`` value: a comma-separated list (``\,`` is a literal
-    comma inside a token); empty items are an error.
+def split_token_list(text: str, what: str = "special token") -> List[str]:
+    r"""The tokens of one ``--special-token`` value (or of another option taking tokens, each a
+    ``what``): a comma-separated list (``\,`` is a literal comma inside a token); empty items
+    are an error.
 
     >>> split_token_list("<|endoftext|>,<|pad|>")
     ['<|endoftext|>', '<|pad|>']
@@ -138,13 +139,21 @@ def split_token_list(text: str) -> List[str]:
     """
     items = [item.replace("\0", ",") for item in text.replace("\\,", "\0").split(",")]
     if any(not item for item in items):
-        raise ValueError(f"{text!r}: empty special token (separate tokens with one comma)")
+        raise ValueError(f"{text!r}: empty {what} (separate tokens with one comma; \\, is a comma in a token)")
     return items
 
 
 def special_token_list(text: str) -> List[str]:
     try:
         return split_token_list(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def token_list(text: str) -> List[str]:
+    """:func:`split_token_list` for argparse, of ordinary tokens (``--neighbours``)."""
+    try:
+        return split_token_list(text, "token")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

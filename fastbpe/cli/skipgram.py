@@ -13,8 +13,8 @@ import numpy as np
 
 from ..corpus.files import expand_paths, open_bytes
 from ..fileio import write_atomic
-from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, int_at_least,
-                      positive_float, size_arg, tokenizer_specs)
+from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, flatten,
+                      int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
 from ..analysis.common import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
@@ -122,10 +122,6 @@ def save_plot(emb, path: str, title: str = "") -> None:
     write_atomic(path, buffer.getvalue())
 
 
-def _split_list(text: str) -> List[str]:
-    return [item for item in text.split(",") if item]
-
-
 def _cmd_skipgram(args: argparse.Namespace) -> int:
     from ..analysis.skipgram import skipgram  # Numba loads here, not when the CLI starts
 
@@ -135,12 +131,11 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
     if not files:
         raise ValueError("the inputs name no files (empty folders?)")
     check_not_an_input(args.plot, "--plot", files)
-    neighbour_ids = _token_ids(tokenizer, _split_list(args.neighbours or ""))
+    neighbour_ids = _token_ids(tokenizer, flatten(args.neighbours))
     analogies = []
-    for spec in args.analogy:
-        parts = _split_list(spec)
+    for parts in args.analogy:
         if len(parts) != 3:
-            raise ValueError(f"--analogy {spec!r}: give three tokens a,b,c (a is to b as c is to ?)")
+            raise ValueError(f"--analogy {','.join(parts)!r}: give three tokens a,b,c (a is to b as c is to ?)")
         analogies.append(_token_ids(tokenizer, parts))
     texts = read_documents(files, args.max_bytes, args.documents)
     emb = skipgram(tokenizer, texts, dim=args.dim, window=args.window, negatives=args.negatives,
@@ -244,10 +239,12 @@ def add_skipgram_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--rare", type=int_at_least(0), default=0,
                    help="glitch candidates: tokens seen at most this many times")
     p.add_argument("--candidates", type=int_at_least(0), default=20, help="how many glitch candidates to list")
-    p.add_argument("--neighbours", default=None,
-                   help="comma-separated tokens (each one token of the tokenizer) to list nearest neighbours of")
-    p.add_argument("--analogy", action="append", default=[], metavar="A,B,C",
-                   help="a is to b as c is to ? (repeatable)")
+    p.add_argument("--neighbours", action="append", type=token_list, default=[], metavar="TOKEN",
+                   help="tokens (each one token of the tokenizer) to list nearest neighbours of: repeat the flag, "
+                        "or give a comma-separated list; \\, is a literal comma (--neighbours '\\,' asks for the "
+                        "comma) (default: none)")
+    p.add_argument("--analogy", action="append", type=token_list, default=[], metavar="A,B,C",
+                   help="a is to b as c is to ? (repeatable; \\, is a literal comma) (default: none)")
     p.add_argument("-k", type=int_at_least(1), default=5, help="neighbours and analogy answers to list")
     add_report_options(p, plot="a scatter of drift and norm against frequency, and the loss curve")
     p.set_defaults(run=_cmd_skipgram)

@@ -139,3 +139,18 @@ def test_a_limit_inside_a_character_cuts_before_it(tmp_path, documents):
     bad.write_bytes("你好".encode() + b"\xff" + "世界".encode())
     with pytest.raises(ValueError, match=r"bad\.txt: invalid UTF-8 at byte 6"):
         read_documents([str(bad)], 100, documents)
+
+
+@pytest.mark.parametrize("neighbours", [",", "", " cat,", " cat,, the"])
+def test_skipgram_refuses_an_empty_neighbour(mixed, prose, capsys, neighbours):
+    assert main(["skipgram", str(prose), "-t", str(mixed), "--neighbours", neighbours]) == 2
+    assert "empty token" in capsys.readouterr().err
+
+
+def test_skipgram_neighbours_of_a_comma_and_of_several_flags(mixed, prose, capsys):
+    argv = ["skipgram", str(prose), "-t", str(mixed), "--dim", "4", "-k", "2", "--json",
+            "--neighbours", "\\,", "--neighbours", " cat, the", "--analogy", " cat,\\,, dog"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert list(result["neighbours"]) == [",", " cat", " the"]
+    assert result["analogies"][0]["query"] == [" cat", ",", " dog"]
