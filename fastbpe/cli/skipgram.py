@@ -17,7 +17,7 @@ from .options import (add_report_options, add_tokenizer_option, check_not_an_inp
                       int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
 from ..analysis.common import resolve_tokenizer
 
-__all__ = ["add_skipgram_subcommand", "read_documents", "save_plot"]
+__all__ = ["add_skipgram_subcommand", "read_documents", "save_plot", "loss_text"]
 
 
 def _character_cut(data: bytes, size: int) -> bytes:
@@ -86,6 +86,20 @@ def _token_ids(tokenizer, texts: List[str]) -> List[int]:
                              f"{[_label(tokenizer, i) for i in encoded]}")
         ids.append(encoded[0])
     return ids
+
+
+def loss_text(losses) -> str:
+    """The loss line's value: first -> last mean loss per pair, or the one value when training
+    was measured once (``a -> a`` would read as no training at all).
+
+    >>> loss_text([(10, 4.5), (20, 3.25)]), loss_text([(10, 4.5)]), loss_text([])
+    ('4.5000 -> 3.2500', '4.5000 (measured once)', '-')
+    """
+    if not losses:
+        return "-"
+    if len(losses) == 1:
+        return f"{losses[0][1]:.4f} (measured once)"
+    return f"{losses[0][1]:.4f} -> {losses[-1][1]:.4f}"
 
 
 def save_plot(emb, path: str, title: str = "") -> None:
@@ -190,7 +204,7 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
     print(f"tokens          {emb.tokens:,} ({len(texts):,} documents, {emb.options['epochs']} epochs), "
           f"{emb.pairs:,} pairs")
     print(f"speed           {emb.tokens_per_second:,.0f} tokens/s ({emb.seconds:.2f} s CPU)")
-    print(f"loss per pair   {result['loss_start']:.4f} -> {result['loss_end']:.4f}" if emb.losses else "loss  -")
+    print(f"loss per pair   {loss_text(emb.losses)}")
     print(f"never seen      {result['never_seen']:,} of {emb.input.shape[0]:,} rows (exactly at their initial values)")
     print("\nfrequency band      tokens  median drift  max drift  median norm")
     for band in result["by_frequency"]:

@@ -154,3 +154,14 @@ def test_skipgram_neighbours_of_a_comma_and_of_several_flags(mixed, prose, capsy
     result = json.loads(capsys.readouterr().out)
     assert list(result["neighbours"]) == [",", " cat", " the"]
     assert result["analogies"][0]["query"] == [" cat", ",", " dog"]
+
+
+def test_skipgram_on_a_tiny_corpus_prints_its_one_loss_once(mixed, tmp_path, capsys):
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("the cat sat on the mat\n", encoding="utf-8")
+    assert main(["skipgram", str(tiny), "-t", str(mixed), "--dim", "4", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["loss_curve"]) == 1  # one batch: one measurement
+    assert main(["skipgram", str(tiny), "-t", str(mixed), "--dim", "4"]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("loss per pair")]
+    assert line.split()[3:] == [f"{result['loss_start']:.4f}", "(measured", "once)"]
