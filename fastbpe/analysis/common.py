@@ -1,6 +1,7 @@
 """What every analysis shares: naming a tokenizer, printing a table, and drawing a plot.
 
-* :func:`resolve_tokenizer`: a path is read with :func:`fastbpe.load` (a folder or file of
+* :func:`resolve_tokenizer` (its home is :mod:`fastbpe.encode.registry`, which the commands
+  that do no analysis import): a path is read with :func:`fastbpe.load` (a folder or file of
   GPT-2's ``encoder.json`` + ``vocab.bpe`` too); any other text is the name of an OpenAI
   encoding (``cl100k_base``...; ``gpt2`` is ``r50k_base``, the same ranks).
 * :func:`tokenizer_labels`: the names of several tokenizers in a table, one each.
@@ -15,8 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..corpus.files import decode_error, expand_paths, open_bytes, read_pieces
-from ..encode.loading import load
-from ..encode.registry import get_encoding
+from ..encode.registry import NAME_ALIASES, resolve_tokenizer
 from ..encode.tokenizer import Tokenizer
 from ..fileio import write_atomic
 
@@ -25,27 +25,6 @@ __all__ = ["resolve_tokenizer", "tokenizer_label", "tokenizer_labels", "check_la
            "NAME_ALIASES"]
 
 PathLike = Union[str, os.PathLike]
-
-# Names that are another encoding: GPT-2's files hold exactly the ranks of r50k_base.
-NAME_ALIASES = {"gpt2": "r50k_base"}
-
-
-def resolve_tokenizer(name_or_path: Union[PathLike, Tokenizer]) -> Tokenizer:
-    """The tokenizer a command line names: an existing path (any file :func:`fastbpe.load`
-    reads, or GPT-2's ``encoder.json``/``vocab.bpe`` or their folder), else an OpenAI encoding
-    name. A :class:`Tokenizer` is returned as is."""
-    if isinstance(name_or_path, Tokenizer):
-        return name_or_path
-    if not isinstance(name_or_path, (str, os.PathLike)):
-        raise TypeError(f"a tokenizer is a name, a path or a Tokenizer, got {type(name_or_path).__name__}")
-    path = Path(name_or_path)
-    if path.exists():
-        return load(path)
-    name = os.fspath(name_or_path)
-    if os.sep in name or name.endswith((".json", ".tiktoken")):
-        raise ValueError(f"tokenizer file {name!r} does not exist")
-    return get_encoding(NAME_ALIASES.get(name, name))
-
 
 def tokenizer_label(name_or_path: Union[PathLike, Tokenizer]) -> str:
     """A short name for a table's row or a plot's legend: the encoding name, or the file's (or

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from ..analysis.common import resolve_tokenizer
+from ..encode.registry import resolve_tokenizer
 from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, output_folder, separator_id
 from .options import add_scheduler_option, int_at_least, size_arg
 

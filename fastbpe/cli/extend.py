@@ -12,7 +12,7 @@ from ..corpus.files import expand_paths
 from ..learn.extend import extend
 from .options import (add_tokenizer_option, check_out_file, int_at_least, size_arg,
                       tokenizer_specs)
-from ..analysis.common import resolve_tokenizer
+from ..encode.registry import resolve_tokenizer
 from ..formats.tiktoken import check_special_tokens
 from .train import OUT_FORMATS, _printable, _write, check_not_written_over, out_format
 

@@ -15,7 +15,7 @@ from ..corpus.files import expand_paths, open_bytes
 from ..fileio import write_atomic
 from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, flatten,
                       int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
-from ..analysis.common import resolve_tokenizer
+from ..encode.registry import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot", "loss_text"]
 

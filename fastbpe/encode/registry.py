@@ -10,13 +10,14 @@ file is an error rather than a tokenizer that silently disagrees with tiktoken.
 import os
 import threading
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Union
 
 from ..formats.tiktoken import OPENAI_ENCODINGS
-from .loading import openai
+from .loading import load, openai
 from .tokenizer import Tokenizer
 
-__all__ = ["get_encoding", "encoding_for_model", "encoding_name_for_model", "encodings_folder",
+__all__ = ["get_encoding", "encoding_for_model", "encoding_name_for_model", "encodings_folder", "resolve_tokenizer",
+           "NAME_ALIASES",
            "list_encoding_names", "PUBLISHED_SHA256"]
 
 ENV_VAR = "FASTBPE_ENCODINGS"
@@ -86,6 +87,27 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# Names that are another encoding: GPT-2's files hold exactly the ranks of r50k_base.
+NAME_ALIASES = {"gpt2": "r50k_base"}
+
+
+def resolve_tokenizer(name_or_path: Union[str, os.PathLike, Tokenizer]) -> Tokenizer:
+    """The tokenizer a command line names: an existing path (any file :func:`fastbpe.load`
+    reads, or GPT-2's ``encoder.json``/``vocab.bpe`` or their folder), else an OpenAI encoding
+    name (``gpt2`` is ``r50k_base``, the same ranks). A :class:`Tokenizer` is returned as is."""
+    if isinstance(name_or_path, Tokenizer):
+        return name_or_path
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(f"a tokenizer is a name, a path or a Tokenizer, got {type(name_or_path).__name__}")
+    path = Path(name_or_path)
+    if path.exists():
+        return load(path)
+    name = os.fspath(name_or_path)
+    if os.sep in name or name.endswith((".json", ".tiktoken")):
+        raise ValueError(f"tokenizer file {name!r} does not exist")
+    return get_encoding(NAME_ALIASES.get(name, name))
 
 
 def get_encoding(name: str) -> Tokenizer:
