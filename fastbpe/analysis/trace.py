@@ -93,11 +93,12 @@ def _fire_order(tokenizer: Tokenizer, chunk: bytes) -> Tuple[List[Dict[str, Any]
 
 
 def _compiled_ids(tokenizer: Tokenizer, chunk: bytes, text: str) -> List[int]:
-    """The compiled encoder's ids of one chunk, as a chunk (not split again)."""
+    """The compiled encoder's ids of one chunk, as a chunk (not split again); a piece the
+    vocabulary lacks (a character never seen in training) as its negative id."""
     if tokenizer._reads_bytes:
         bounds = np.zeros(1, np.int64), np.full(1, len(chunk), np.int64)
         return tokenizer.encode_chunk_bounds(chunk, *bounds).tolist()
-    return tokenizer._ordinary_ids(text, strict=False).tolist()  # a chunk of \\S+ splits into itself
+    return tokenizer._ordinary_ids(text, strict=False).tolist()  # (a chunk of \\S+ splits into itself)
 
 
 def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
@@ -121,7 +122,9 @@ def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
             "symbols": [show_piece(p) for p in _base_units(tokenizer, chunk)],
             "steps": steps,
             "pieces": [show_piece(p) for p in pieces],
-            "ids": ids,
+            # a piece the vocabulary lacks stays itself, as in BPE by hand, but has no id (None;
+            # encode refuses it)
+            "ids": [i if i >= 0 else None for i in ids],
         })
     return out
 

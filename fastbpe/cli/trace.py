@@ -17,7 +17,9 @@ def _word_lines(word: str, chunks) -> list:
         for step in chunk["steps"]:
             how = "whole-chunk lookup" if step["left"] is None else f"{step['left']!r} + {step['right']!r}"
             lines.append(f"  merge {step['rank']:>7,}  {how:<24} -> {step['new']!r:<14} {' '.join(step['pieces'])}")
-        lines.append(f"  = {' '.join(chunk['pieces'])}  ids {chunk['ids']}")
+        ids = ", ".join("none" if i is None else str(i) for i in chunk["ids"])
+        lines.append(f"  = {' '.join(chunk['pieces'])}  ids [{ids}]"
+                     + ("  (none: not in the vocabulary; encode refuses it)" if None in chunk["ids"] else ""))
     return lines
 
 

@@ -71,6 +71,13 @@ def test_worked_malay_example(worked_example):
         chunks = trace_word(tok, word)
         assert len(chunks) == 1 and tuple(chunks[0]["pieces"]) == pieces
         assert chunks[0]["pieces"] == tok.tokens(word)  # "-" was never seen: it stays itself
+        # ... with no id (a negative one was printed before), where encode refuses it
+        assert [i is None for i in chunks[0]["ids"]] == [p == "-" for p in pieces]
+        if "-" in word:
+            with pytest.raises(ValueError, match="'-' is not in the vocabulary"):
+                tok.encode(word)
+        else:
+            assert chunks[0]["ids"] == tok.encode(word)
 
 
 def test_word_trace_fires_in_rank_order_and_ends_at_the_encoder(worked_example):
