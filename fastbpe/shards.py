@@ -42,7 +42,7 @@ import numpy as np
 from ._core.split import document_spans, find_cut, find_newlines
 from .arguments import check_workers
 from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
-from .corpus.files import decode_error, expand_paths, is_compressed, open_bytes, read_pieces
+from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
 from .encode.tokenizer import Tokenizer
@@ -1053,9 +1053,7 @@ def encode_files(
         raise TypeError(f"tokenizer must be a fastbpe.Tokenizer, got {type(tokenizer).__name__} (a file: "
                         "fastbpe.load(path) reads it)")
     out_dir = output_folder(out_dir, files, "out_dir")
-    files = [Path(f) for f in expand_paths(files)]
-    if not files:
-        raise ValueError("the inputs name no files (empty folders?)")
+    files = [Path(f) for f in input_files(files)]
     sep_id = None
     if separator is not None:
         sep_id = separator_id(tokenizer, separator, "the tokenizer", "separator=None (nothing between documents) or")

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..corpus.files import decode_error, expand_paths, open_bytes, read_pieces
+from ..corpus.files import decode_error, input_files, open_bytes, read_pieces
 from ..encode.registry import NAME_ALIASES, resolve_tokenizer
 from ..encode.tokenizer import Tokenizer
 from ..fileio import write_atomic
@@ -135,7 +135,7 @@ def read_texts(paths: Union[PathLike, Sequence[PathLike]], limit: Optional[int] 
     pieces: List[str] = []
     part: List[str] = []
     size = total = 0
-    for path in expand_paths(paths):
+    for path in input_files(paths):
         for line in text_lines(path):
             if limit is not None and total >= limit:
                 break

@@ -8,7 +8,7 @@ import argparse
 import json
 import time
 
-from ..corpus.files import expand_paths
+from ..corpus.files import input_files
 from ..learn.extend import extend
 from .options import (add_tokenizer_option, check_out_file, int_at_least, size_arg,
                       tokenizer_specs)
@@ -22,9 +22,7 @@ __all__ = ["add_extend_subcommand"]
 def _cmd_extend(args: argparse.Namespace) -> int:
     fmt = out_format(args.out, args.format)
     check_out_file(args.out)
-    files = expand_paths(args.files)
-    if not files:
-        raise ValueError("the inputs name no files (empty folders?)")
+    files = input_files(args.files)
     check_not_written_over(args.out, fmt, files)
     started = time.perf_counter()
     base = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])

@@ -11,7 +11,7 @@ from typing import List
 
 import numpy as np
 
-from ..corpus.files import expand_paths, open_bytes
+from ..corpus.files import input_files, open_bytes
 from ..fileio import write_atomic
 from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, flatten,
                       int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
@@ -141,9 +141,7 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
 
     check_plot_file(args.plot)
     tokenizer = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
-    files = expand_paths(args.files)
-    if not files:
-        raise ValueError("the inputs name no files (empty folders?)")
+    files = input_files(args.files)
     check_not_an_input(args.plot, "--plot", files)
     neighbour_ids = _token_ids(tokenizer, flatten(args.neighbours))
     analogies = []

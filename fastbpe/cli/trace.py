@@ -3,7 +3,7 @@ import argparse
 
 from ..analysis.common import format_table, json_text
 from ..analysis.trace import plot_curve, segmentation_text, trace, trace_word
-from ..corpus.files import expand_paths
+from ..corpus.files import input_files
 from .options import (add_learning_options, add_report_options, add_tokenizer_option, check_plot_file, int_at_least,
                       size_arg, tokenizer_specs)
 
@@ -43,9 +43,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         raise ValueError("give the corpus to train on (files), or --tokenizer with --word")
     if args.num_merges is None:
         raise ValueError("give --num-merges")
-    files = expand_paths(args.corpus)
-    if not files:
-        raise ValueError("the inputs name no files (empty folders?)")
+    files = input_files(args.corpus)
     result = trace(files, args.num_merges, unit=args.unit, pattern=args.pattern, word_start=args.word_start,
                    word_end=args.word_end, min_frequency=args.min_frequency, words=args.words,
                    workers=args.workers, errors=args.errors)

@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import List
 
-from ..corpus.files import expand_paths
+from ..corpus.files import input_files
 from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
@@ -148,9 +148,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     special_tokens = flatten(args.special_token)
     _check_before_training(args, fmt)
     if args.files:
-        files = expand_paths(args.files)
-        if not files:
-            raise ValueError("the inputs name no files (empty folders?)")
+        files = input_files(args.files)
         check_not_written_over(args.out, fmt, files)  # (a file of an input folder, too)
         source = f"{len(files)} files"
     else:

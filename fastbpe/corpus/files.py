@@ -18,7 +18,7 @@ import lzma
 import os
 from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
 
-__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "open_bytes", "is_compressed", "read_pieces",
+__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "input_files", "open_bytes", "is_compressed", "read_pieces",
            "corpus_or_text", "str_corpus"]
 
 PathLike = Union[str, os.PathLike]
@@ -82,6 +82,21 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
         else:
             raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")
     return [os.path.abspath(f) for f in files]
+
+
+def input_files(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
+    """:func:`expand_paths`, refusing inputs that name no file (an empty folder, a glob of an
+    empty folder): a command or job run over nothing is a mistake, not an empty result.
+
+    >>> input_files([])
+    Traceback (most recent call last):
+    ...
+    ValueError: the inputs name no files (empty folders?)
+    """
+    files = expand_paths(paths)
+    if not files:
+        raise ValueError("the inputs name no files (empty folders?)")
+    return files
 
 
 def _glob(pattern: str) -> List[str]:

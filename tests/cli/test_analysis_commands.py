@@ -109,12 +109,17 @@ def test_tokenizer_by_encoding_name(shared_data, tmp_path):
     (["trace"], "give the corpus"),
     (["trace", "toy.txt"], "--num-merges"),
     (["audit", "-t", "cl100k_base"], "FASTBPE_ENCODINGS"),
+    (["audit", "-t", "tok.fastbpe.json", "--corpus", "empty", "--no-digits"], "the inputs name no files"),
+    (["cost", "-t", "tok.fastbpe.json", "--text", "empty", "--d-model", "64"], "the inputs name no files"),
+    (["trace", "empty", "--num-merges", "2"], "the inputs name no files"),
 ])
 def test_user_errors(argv, says, capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("FASTBPE_ENCODINGS", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.tsv").write_text("en\tms\na\tb\n", encoding="utf-8")
     (tmp_path / "toy.txt").write_text(SENNRICH, encoding="utf-8")
+    (tmp_path / "empty").mkdir()  # (a folder of no file: an empty corpus is a mistake, not a result of zeros)
+    fastbpe.train(text=SENNRICH, vocab_size=270, progress=False).save(tmp_path / "tok.fastbpe.json")
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert "fastbpe: error:" in error and says in error
