@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import List
 
 from ..corpus.files import input_files
+from ..formats.bytelevel import bytes_to_unicode, check_specials_apart
 from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
@@ -122,6 +123,9 @@ def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
         raise ValueError("--compat hf needs --unit bytes")
     if fmt == "tiktoken":
         check_special_tokens(flatten(args.special_token))
+    if fmt == "huggingface":  # (a learned token's text is met after the training; a byte's is known now)
+        byte_texts = {text: byte for byte, text in bytes_to_unicode().items()}
+        check_specials_apart({name: None for name in flatten(args.special_token)}, byte_texts, "tokenizer.json")
 
 
 def _train(args: argparse.Namespace, files: List[Path], special_tokens: List[str]):

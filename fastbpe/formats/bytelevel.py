@@ -118,7 +118,7 @@ def check_byte_level(tok, one_split: bool = True, suffix: bool = False) -> None:
         raise ValueError("this format has a single split pattern; the tokenizer splits in several stages")
 
 
-def check_specials_apart(special_tokens: Dict[str, int], vocab: Dict[str, int], file_name: str) -> None:
+def check_specials_apart(special_tokens: Dict[str, Optional[int]], vocab: Dict[str, int], file_name: str) -> None:
     """Refuse to write a special token whose text is the text of another token of ``vocab``
     (text -> id, as the file spells the tokens): ``file_name`` holds one id per text (its
     reader gives the text one id: the token's, in tokenizers and tiktoken's GPT-2 reader).
@@ -130,7 +130,8 @@ def check_specials_apart(special_tokens: Dict[str, int], vocab: Dict[str, int], 
     """
     for name, i in special_tokens.items():
         if vocab.get(name, i) != i:
-            raise ValueError(f"special token {name!r} (id {i}) has the text of token {vocab[name]} in {file_name}, "
+            given = "" if i is None else f" (id {i})"  # (None: checked before it has an id)
+            raise ValueError(f"special token {name!r}{given} has the text of token {vocab[name]} in {file_name}, "
                              "which gives a text one id: rename the special token, or save a fastbpe file")
 
 

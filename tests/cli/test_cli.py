@@ -321,6 +321,7 @@ def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
     (["train", "--out", "no/such/folder/t.json"], "does not exist"),
     (["train", "--out", "."], "is a folder"),
     (["train", "--out", ""], "--out is empty"),
+    (["train", "--special-token", "a", "--out", "t.json"], "'a' has the text of token 97 in tokenizer.json"),
     (["extend", "x.txt", "-t", "t.json", "--num-merges", "2", "--out", "."], "is a folder"),
     (["train", "--pattern", "gpt5"], "gpt5"),
     (["encode", "x.txt"], "required"),
