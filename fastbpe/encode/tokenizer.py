@@ -748,7 +748,7 @@ class Tokenizer:
         if errors != "replace" and errors != "strict":
             check_error_handler(errors)  # (bytes.decode looks a handler up only at an error)
         text = data.decode("utf-8", errors)
-        if not self.markers:
+        if not self.markers.present:
             return text
         # word markers stand for spaces only where the split dropped them
         return self.markers.decode(text, chunks_tile=self.markers.has_word_markers() and self.splitter.tiles())
