@@ -18,13 +18,14 @@ def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> Non
                          f"{name} must be at most {maximum:,}, got {value:,}")
 
 
-def check_workers(workers) -> int:
-    """A thread or process count given by a caller: an int >= 1 (not a bool, not a float).
+def check_workers(workers, name: str = "workers") -> int:
+    """A thread or process count given by a caller (as ``name``): an int >= 1 (not a bool, not
+    a float).
 
     >>> check_workers(2)
     2
     """
-    check_count(workers, "workers", 1)
+    check_count(workers, name, 1)
     return int(workers)
 
 

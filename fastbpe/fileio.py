@@ -10,7 +10,7 @@ import stat
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["write_atomic", "AtomicWriter", "read_json", "file_bytes", "json_without", "json_field", "json_bytes"]
+__all__ = ["write_atomic", "AtomicWriter", "file_above", "read_json", "file_bytes", "json_without", "json_field", "json_bytes"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -233,6 +233,19 @@ def _cyclic_gc_paused():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def file_above(path: PathLike) -> Optional[str]:
+    """The nearest existing folder of ``path`` (as given) when it is a file, not a folder:
+    where writing ``path`` would fail with "Not a directory"; else None.
+
+    >>> file_above("no/such/folder/x") is None
+    True
+    """
+    above = os.path.dirname(os.fspath(path))
+    while above and not os.path.exists(above):
+        above = os.path.dirname(above)
+    return above if above and not os.path.isdir(above) else None
 
 
 def read_json(path: PathLike, what: str) -> Any:

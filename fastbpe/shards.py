@@ -46,7 +46,7 @@ from .corpus.files import decode_error, expand_paths, input_files, is_compressed
 from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
 from .encode.tokenizer import Tokenizer
-from .fileio import AtomicWriter, write_atomic
+from .fileio import AtomicWriter, file_above, write_atomic
 from .progress import byte_bar, check_progress
 from .split.patterns import cut_rule
 from .split.pretokenize import InvalidUTF8
@@ -972,11 +972,9 @@ def output_folder(out_dir: PathLike, inputs: Union[PathLike, Sequence[PathLike]]
     if not os.fspath(out_dir):
         raise ValueError(f"{name} is empty; give the folder to write the shards in")
     out_dir = Path(out_dir)
-    for folder in (out_dir, *out_dir.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                raise ValueError(f"{name} {os.fspath(out_dir)!r}: {os.fspath(folder)!r} is a file, not a folder")
-            break
+    in_the_way = os.fspath(out_dir) if out_dir.is_file() else file_above(out_dir)
+    if in_the_way is not None:
+        raise ValueError(f"{name} {os.fspath(out_dir)!r}: {in_the_way!r} is a file, not a folder")
     inside = out_dir.resolve()
     for given in [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs:
         if isinstance(given, (str, os.PathLike)) and os.path.isdir(given):

@@ -1310,13 +1310,9 @@ def scan_bpe_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
     ([b'a', b'b'], [0, 1], b'ab', [0, 1, 2])
     """
     cdef ModelScan found
-    cdef bint ok = False
-    cdef size_t n = data.shape[0]
-    if n == 0 or byte_of.shape[0] == 0:
+    if not _scan_json(data, byte_of, False, found):
         return None
-    with nogil:
-        ok = scan_bpe_model(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
-    return (_spans(found),) + _scanned(found) if ok else None
+    return (_spans(found),) + _scanned(found)
 
 
 def scan_gpt2_files(const uint8_t[::1] vocab, const uint8_t[::1] merges, const int16_t[::1] byte_of):
@@ -1354,16 +1350,26 @@ def scan_native_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
     ([b'a', b'b', b'ab'], [[0, 1]])
     """
     cdef ModelScan found
-    cdef bint ok = False
-    cdef size_t n = data.shape[0]
-    if n == 0 or byte_of.shape[0] == 0:
-        return None
-    with nogil:
-        ok = scan_native_file(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
-    if not ok:
+    if not _scan_json(data, byte_of, True, found):
         return None
     merges = _int64_array(found.merge_ids, 0).reshape(-1, found.merge_width if found.merge_width else 2)
     return _spans(found), _split_blob(found.vocab_blob, found.vocab_ends), merges
+
+
+cdef int _scan_json(const uint8_t[::1] data, const int16_t[::1] byte_of, bint native, ModelScan& found) except -1:
+    """bpe_json.h's scan of a ``tokenizer.json`` model (``native``: of a fastbpe file) into
+    ``found``, the GIL released: 1 when the scanner takes the file, 0 when it does not (or
+    there is nothing to scan)."""
+    cdef size_t n = data.shape[0]
+    cdef bint ok
+    if n == 0 or byte_of.shape[0] == 0:
+        return 0
+    with nogil:
+        if native:
+            ok = scan_native_file(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
+        else:
+            ok = scan_bpe_model(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
+    return ok
 
 
 cdef tuple _spans(const ModelScan& found):

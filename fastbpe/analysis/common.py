@@ -21,7 +21,7 @@ from ..encode.tokenizer import Tokenizer
 from ..fileio import write_atomic
 
 __all__ = ["resolve_tokenizer", "tokenizer_label", "tokenizer_labels", "check_labels", "format_table", "pyplot",
-           "save_figure", "json_text", "text_lines", "read_texts", "cut_texts", "utf8_prefix",
+           "save_figure", "json_text", "text_lines", "read_texts", "cut_texts", "utf8_cut", "utf8_prefix",
            "NAME_ALIASES"]
 
 PathLike = Union[str, os.PathLike]
@@ -87,14 +87,21 @@ def tokenizer_labels(tokenizers: Sequence[Union[PathLike, Tokenizer]]) -> List[s
             taken[i] += 1
 
 
-def check_labels(labels: Sequence[str], tokenizers: Sequence[Any]) -> None:
-    """Refuse a label given to two tokenizers: their columns of a table would be one."""
+def check_labels(labels: Sequence[str], tokenizers: Sequence[Any], advice: str = "give each its own label") -> None:
+    """Refuse a label given to two tokenizers: their columns of a table would be one.
+    ``advice``: what the error tells the caller to do (the command line's way of naming).
+
+    >>> check_labels(["a", "a"], ["r50k_base", "o200k_base"])
+    Traceback (most recent call last):
+    ...
+    ValueError: 2 tokenizers are labelled 'a' ('r50k_base', 'o200k_base'): give each its own label
+    """
     for name in dict.fromkeys(labels):
         named = [t for t, other in zip(tokenizers, labels) if other == name]
         if len(named) > 1:
             shown = ", ".join(repr(os.fspath(t)) if isinstance(t, (str, os.PathLike)) else type(t).__name__
                               for t in named)
-            raise ValueError(f"{len(named)} tokenizers are labelled {name!r} ({shown}): give each its own label")
+            raise ValueError(f"{len(named)} tokenizers are labelled {name!r} ({shown}): {advice}")
 
 
 def text_lines(path: PathLike) -> Iterator[str]:
@@ -151,13 +158,27 @@ def read_texts(paths: Union[PathLike, Sequence[PathLike]], limit: Optional[int] 
     return pieces
 
 
+def utf8_cut(data: bytes, size: int) -> bytes:
+    """The first ``size`` bytes of UTF-8 ``data``, less the start of a character cut in two
+    (continuation bytes are 10xxxxxx; a character has at most 3 of them). Bytes that are not
+    UTF-8 are left as they are, for the reader to name.
+
+    >>> utf8_cut("你好".encode(), 4), utf8_cut(b"abc", 2)
+    (b'\xe4\xbd\xa0', b'ab')
+    """
+    end = size
+    while size - 3 < end < len(data) and 0x80 <= data[end] < 0xC0:
+        end -= 1
+    return data[:end]
+
+
 def utf8_prefix(text: str, size: int) -> str:
     """The first ``size`` bytes of ``text``'s UTF-8 (a character cut in two is dropped).
 
     >>> utf8_prefix("naïve", 3), utf8_prefix("naïve", 4)
     ('na', 'naï')
     """
-    return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
+    return utf8_cut(text.encode("utf-8", "surrogatepass"), size).decode("utf-8", "ignore")
 
 
 def cut_texts(texts: Sequence[str], size: int) -> List[str]:

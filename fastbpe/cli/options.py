@@ -7,6 +7,8 @@ import re
 import sys
 from typing import List, NoReturn, Optional, Sequence
 
+from ..fileio import file_above
+
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
            "special_token_list", "split_token_list", "token_list", "flatten",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
@@ -97,10 +99,8 @@ def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer f
     if os.path.isdir(out):
         raise ValueError(f"{option} {out!r} is a folder; give {what} to write in it")
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        above = os.path.dirname(out)  # (as given, for the message: the nearest part that exists)
-        while above and not os.path.exists(above):
-            above = os.path.dirname(above)
-        if above and not os.path.isdir(above):
+        above = file_above(out)
+        if above is not None:
             raise ValueError(f"{option} {out!r} is under {above!r}, which is a file, not a folder")
         raise ValueError(f"the folder of {option} {out!r} does not exist")
 
@@ -265,7 +265,7 @@ def tokenizer_specs(values) -> List:
     """
     import os
 
-    from ..analysis.common import tokenizer_labels
+    from ..analysis.common import check_labels, tokenizer_labels
 
     values = [values] if isinstance(values, str) else list(values or [])
     specs = []
@@ -278,11 +278,7 @@ def tokenizer_specs(values) -> List:
     unnamed = [i for i, (label, _) in enumerate(specs) if label is None]
     for i, label in zip(unnamed, tokenizer_labels([specs[i][1] for i in unnamed])):
         specs[i] = (label, specs[i][1])
-    for label in dict.fromkeys(label for label, _ in specs):
-        given = [value for value, (other, _) in zip(values, specs) if other == label]
-        if len(given) > 1:
-            raise ValueError(f"--tokenizer: {len(given)} tokenizers are labelled {label!r} "
-                             f"({', '.join(map(repr, given))}); name each with its own LABEL=")
+    check_labels([label for label, _ in specs], values, "name each with its own LABEL= (--tokenizer LABEL=PATH)")
     return specs
 
 

@@ -15,22 +15,10 @@ from ..corpus.files import input_files, open_bytes
 from ..fileio import write_atomic
 from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, flatten,
                       int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
+from ..analysis.common import utf8_cut
 from ..encode.registry import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot", "loss_text"]
-
-
-def _character_cut(data: bytes, size: int) -> bytes:
-    """The first ``size`` bytes of UTF-8 ``data``, less the start of a character cut in two
-    (continuation bytes are 10xxxxxx; a character has at most 3 of them).
-
-    >>> _character_cut("你好".encode(), 4), _character_cut(b"abc", 2)
-    (b'\\xe4\\xbd\\xa0', b'ab')
-    """
-    end = size
-    while size - 3 < end < len(data) and 0x80 <= data[end] < 0xC0:
-        end -= 1
-    return data[:end]
 
 
 def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str]:
@@ -52,7 +40,7 @@ def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str
             raw.close()
         if len(data) > left:
             # (a cut inside a character is no invalid UTF-8 of the file's)
-            data = data[: data.rfind(b"\n", 0, left) + 1] or _character_cut(data, left)
+            data = data[: data.rfind(b"\n", 0, left) + 1] or utf8_cut(data, left)
             left = 0  # (the rest of this file comes before any later file)
         else:
             left -= len(data)

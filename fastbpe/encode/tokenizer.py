@@ -41,7 +41,7 @@ import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
 from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
-from ..arguments import check_byte_offsets, check_count, check_error_handler, check_workers
+from ..arguments import check_byte_offsets, check_error_handler, check_workers
 from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
@@ -84,8 +84,7 @@ def _workers_or_threads(workers, num_threads) -> Optional[int]:
         return None if workers is None else check_workers(workers)
     if workers is not None:
         raise TypeError("give workers or num_threads (tiktoken's name for it), not both")
-    check_count(num_threads, "num_threads", 1)
-    return int(num_threads)
+    return check_workers(num_threads, "num_threads")
 
 
 def _id_sequences(batch) -> list:
@@ -711,7 +710,7 @@ class Tokenizer:
                               as_numpy: bool = False, num_threads: Optional[int] = None) -> List:
         """``encode_batch`` with every special token's name encoded as ordinary text (tiktoken's
         ``encode_ordinary_batch``)."""
-        return self.encode_batch(texts, workers=_workers_or_threads(workers, num_threads), disallowed_special=(),
+        return self.encode_batch(texts, workers=workers, num_threads=num_threads, disallowed_special=(),
                                  as_numpy=as_numpy)
 
     def _piece(self, i: int) -> Union[str, bytes]:

@@ -196,8 +196,9 @@ def _tokens_crc32(tokens: List[bytes]) -> int:
 
 def check_special_tokens(names) -> None:
     """Refuse special tokens of which one begins another (``<a>`` and ``<a><b>``): tiktoken
-    finds special tokens by an alternation built in no fixed order (a hash map's), so where
-    both match it may take the shorter one, and encode ``<a><b>`` as ``<a>`` and text, where
+    finds special tokens by an alternation whose order changes from one ``Encoding`` to the
+    next (measured: each of three such tokens taken in some), so where both match it may take
+    the shorter one, and encode ``<a><b>`` as ``<a>`` and text, where
     fastbpe and Hugging Face take the longest. Tokens that merely overlap are matched alike
     (the leftmost start wins in both).
 
