@@ -126,35 +126,61 @@ class PieceDocuments(NamedTuple):
             yield Block(self.data[start:stop], True, self.path, self.offset + start, self.raw if k == 0 else 0)
 
 
-# How many newlines in a row separate two documents, for the kinds of documents that have
-# separators.
+# How many line ends in a row separate two documents, for the kinds of documents that have
+# separators. A line ends at "\n" or "\r\n" (a Windows file's: its "\r" is not the line's).
 _SEPARATOR_NEWLINES = {"line": 1, "blank-line": 2}
 
 
-def _before_newlines(data: bytes) -> int:
-    """``len(data.rstrip(b"\\n"))``, without the copy of a piece that ``rstrip`` makes.
+def _line_ends_tail(data: bytes) -> int:
+    """Where the line ends that ``data`` ends with start (``len(data)`` if none), a ``"\\r"`` at
+    its very end counted among them (the next piece may begin with its ``"\\n"``).
 
-    >>> _before_newlines(b"ab\\n\\n"), _before_newlines(b"\\n")
-    (2, 0)
+    >>> _line_ends_tail(b"ab\\n\\r\\n"), _line_ends_tail(b"ab\\r\\r"), _line_ends_tail(b"\\n")
+    (2, 3, 0)
     """
     end = len(data)
-    while end and data[end - 1] == 10:
+    if end and data[end - 1] == 13:
         end -= 1
+    while end and data[end - 1] == 10:
+        end -= 2 if end > 1 and data[end - 2] == 13 else 1
     return end
 
 
 def _searched_end(data: bytes, newlines: int) -> int:
-    """Where the search for separators of ``newlines`` newlines in ``data`` stops: its end, or for
-    separators of two or more, before the run of newlines it ends with (the next piece may go on
-    with that run).
+    """Where the search for separators of ``newlines`` line ends in ``data`` stops: before a
+    ``"\\r"`` it ends with, or for separators of two or more, before the line ends it ends with
+    (the next piece may go on with them).
 
-    >>> _searched_end(b"ab\\n\\n", 2), _searched_end(b"ab\\n\\n", 1)
-    (2, 4)
+    >>> _searched_end(b"ab\\n\\n", 2), _searched_end(b"ab\\n\\n", 1), _searched_end(b"ab\\r", 1)
+    (2, 4, 2)
     """
-    return _before_newlines(data) if newlines > 1 else len(data)
+    if newlines > 1:
+        return _line_ends_tail(data)
+    return len(data) - 1 if data[-1:] == b"\r" else len(data)
 
 
-_NEWLINE_RUN = re.compile(b"\n+")
+_LINE_ENDS = re.compile(b"(?:\r?\n)+")
+
+
+def _separator_end(data: bytes, run: int, newlines: int) -> int:
+    """The end of the separator that starts at ``run`` (one line end for lines, the whole run of
+    them for paragraphs)."""
+    if newlines == 1:
+        return run + 2 if data[run] == 13 else run + 1
+    return _LINE_ENDS.match(data, run).end()
+
+
+def _held_line_ends(tail: bytes, newlines: int) -> bytes:
+    """What stands for the line ends ``tail`` (a piece's end, as _line_ends_tail finds it) in
+    front of the next piece: themselves, or for a separator already whole, ``newlines`` of them
+    (and the ``"\\r"`` after them), whatever its length.
+
+    >>> _held_line_ends(b"\\r\\n", 2), _held_line_ends(b"\\r\\n\\n\\r\\n\\r", 2)
+    (b'\\r\\n', b'\\n\\n\\r')
+    """
+    if tail.count(b"\n") < newlines:
+        return tail
+    return b"\n" * newlines + (b"\r" if tail[-1:] == b"\r" else b"")
 
 
 def _document_pieces(pieces: Iterable[bytes], documents: str, offset: int = 0) -> Iterator[Tuple[bytes, int, bool]]:
@@ -171,50 +197,56 @@ def _document_pieces(pieces: Iterable[bytes], documents: str, offset: int = 0) -
     held = b""
     for piece in pieces:
         data = held + piece if held else piece
-        # a blank line may straddle two pieces: trailing newlines wait for the next piece
+        # a blank line may straddle two pieces, or a line end: trailing line ends wait for the next piece
         end = _searched_end(data, newlines)
         start = 0
         while (run := find_newlines(data, newlines, start, end)) >= 0:
             yield data[start:run], offset + start, True
-            start = _NEWLINE_RUN.match(data, run, end).end() if newlines > 1 else run + 1
+            start = _separator_end(data, run, newlines)
         if start < end:
             yield data[start:end], offset + start, False
-        # a run of two or more newlines is one separator whatever its length: two stand for it
-        held = data[end:end + 2]
+        held = _held_line_ends(data[end:], newlines)
         offset += len(data) - len(held)
-    yield (held if len(held) == 1 else b""), offset, True
+    if held.count(b"\n") >= newlines:  # a separator at the end of the file, perhaps a "\r" after it
+        yield b"", offset, True
+        if held[-1:] == b"\r":
+            yield b"\r", offset + len(held) - 1, True
+    else:  # (a single line end of a paragraph, or a "\r" at the end of a line, is the document's)
+        yield held, offset, True
 
 
-_DOCUMENT_START = {"line": re.compile(b"\n"), "blank-line": re.compile(b"\n\n(?=[^\n])")}
+# A document starts after these (and at a file's start): a line end; a run of two or more line
+# ends, whole (no line end goes on after it).
+_DOCUMENT_START = {"line": re.compile(b"\n"), "blank-line": re.compile(b"(?:\r?\n){2}(?!\r?\n)")}
 
 
 def document_start_at_or_after(f: BinaryIO, pos: int, size: int, documents: str) -> int:
     """The first byte offset at or after ``pos`` of a plain file where a document starts
-    (``size`` if none): after a newline for ``"line"``, after a run of two or more newlines for
-    ``"blank-line"``. Partitions of a file start and end there, so each holds whole documents
-    and neighbouring partitions meet at the same offset."""
+    (``size`` if none): after a line end for ``"line"``, after a run of two or more line ends
+    for ``"blank-line"``. Partitions of a file start and end there, so each holds whole
+    documents and neighbouring partitions meet at the same offset."""
     if pos <= 0:
         return 0
     if pos >= size:
         return size
-    back = 1 if documents == "line" else 2  # the separator bytes that precede a start
-    base = max(0, pos - back)
+    base = max(0, pos - 4)  # (a separator ending at pos or later starts at most 4 bytes before it)
     f.seek(base)
-    buf = b""
-    search = pos - base - back  # a match here puts the start at pos
+    buf, search = b"", 0
     while True:
         piece = f.read(1 << 16)
+        buf += piece
+        match = _DOCUMENT_START[documents].search(buf, search)
+        while match is not None and base + match.end() < pos:
+            match = _DOCUMENT_START[documents].search(buf, match.end())
+        # whether a run goes on needs the two bytes after it: read on, unless the file ends
+        if match is not None and (not piece or match.end() + 2 <= len(buf)):
+            return base + match.end()
         if not piece:
             return size
-        buf += piece
-        match = _DOCUMENT_START[documents].search(buf, max(0, search))
-        # a blank-line match needs the byte after the run: not at the very end of what is read
-        if match is not None and match.start() + back < len(buf):
-            return base + match.start() + back
-        keep = min(len(buf), back + 1)
+        keep = min(len(buf), 8)  # (the bytes a match not yet decided may start at)
         base += len(buf) - keep
-        search = max(0, search - (len(buf) - keep))
-        buf = buf[-keep:] if keep else b""
+        search = 0
+        buf = buf[-keep:]
 
 
 def _rest_of_document(first: bytes, ends: bool, events: Iterator[Tuple[bytes, int, bool]]) -> Iterator[bytes]:
@@ -263,7 +295,7 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, 
 def _through_separator(data: bytes, pieces: Iterator[bytes], newlines: int, after: list) -> Iterator[bytes]:
     """The document at the start of ``data`` (going on into the next ``pieces`` as long as no
     separator ends it), piece by piece, up to the end of the separator after it (a run of
-    ``newlines`` or more newlines, whole); ``after`` then receives the bytes read past that run
+    ``newlines`` or more line ends, whole); ``after`` then receives the bytes read past that run
     and how many bytes came before them. At the end of the file the document is the rest of
     it, and ``after`` stays empty.
 
@@ -273,10 +305,10 @@ def _through_separator(data: bytes, pieces: Iterator[bytes], newlines: int, afte
     """
     through = 0
     while True:
-        body = _searched_end(data, newlines)  # (the newlines after it are held back)
+        body = _searched_end(data, newlines)  # (the line ends after it are held back)
         end = find_newlines(data, newlines, 0, body)
         if end >= 0:  # (a run that starts before body ends before it)
-            end = _NEWLINE_RUN.match(data, end).end() if newlines > 1 else end + 1
+            end = _separator_end(data, end, newlines)
             yield data[:end]
             after.append((data[end:], through + end))
             return
@@ -299,7 +331,6 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
     ends within its piece) goes through _file_blocks alone, up to the separator after it; the
     pieces go on from there. ``offset``: where the pieces start in the file."""
     newlines = _SEPARATOR_NEWLINES[documents]
-    separator = b"\n" * newlines
     held, at = b"", offset  # the document begun in the pieces so far, and its byte offset in the file
     pieces = iter(pieces)
     while True:
@@ -307,7 +338,7 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
         if piece is None:
             break
         data = held + piece if held else piece
-        body = _searched_end(data, newlines)  # (held, a document's start, is never a newline)
+        body = _searched_end(data, newlines)  # (held, a document's start, is never a line end)
         first = find_newlines(data, newlines, 0, body)
         if first < 0 or first > block_size:
             # (before, the rest of the file went to _file_blocks too: 100 MB of English with a 31 MB
@@ -322,16 +353,21 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
             if rest:
                 pieces = chain([rest], pieces)
             continue
-        cut = data.rfind(separator, 0, body) + newlines  # (the end of the last separator's run)
-        starts, stops = document_spans(memoryview(data)[:cut], newlines)
+        if newlines == 1:
+            cut = data.rfind(b"\n", 0, body) + 1  # (after the last line end)
+            starts, stops = document_spans(memoryview(data)[:cut], newlines)
+        else:
+            # data[body - 1] is text, so the last paragraph found goes on in the next piece; the ones
+            # before it are whole (a separator follows each)
+            starts, stops = document_spans(memoryview(data)[:body], newlines)
+            cut, starts, stops = int(starts[-1]), starts[:-1], stops[:-1]
         if len(starts):
             yield PieceDocuments(data, starts, stops, at, path, 0)
         held, at = data[cut:], at + cut
-    end = _before_newlines(held)
-    if len(held) - end >= newlines:  # (a separator at the end of the file separates nothing)
-        held = held[:end]
-    if held:  # the last document, with no separator after it
-        yield PieceDocuments(held, np.array([0], dtype=np.int64), np.array([len(held)], dtype=np.int64), at, path, 0)
+    # the last documents (a separator at the end of the file separates nothing)
+    starts, stops = document_spans(held, newlines)
+    if len(starts):
+        yield PieceDocuments(held, starts, stops, at, path, 0)
 
 
 def _document_items(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
@@ -597,6 +633,42 @@ def _fingerprint(tokenizer, files: Sequence[Path], options: dict, earlier: bool 
                   for p in files],
         **options,
     }
+
+
+# What ends a line of line and blank-line documents, named in their jobs: versions whose lines
+# ended at "\n" alone (a "\r" before it the line's) named none.
+LINE_ENDS = "\\n or \\r\\n"
+
+
+def _holds_crlf(path: Path) -> bool:
+    """Whether the file (decompressed) holds a ``"\\r\\n"``, read a megabyte at a time."""
+    reader, raw = open_bytes(str(path))
+    try:
+        last = b""
+        while piece := reader.read(1 << 20):
+            if b"\r\n" in last + piece[:1] or b"\r\n" in piece:
+                return True
+            last = piece[-1:]
+        return False
+    finally:
+        reader.close()
+        raw.close()
+
+
+def _job_of_lf_lines(earlier: dict, job: dict, files: Sequence[Path], out_dir: Path) -> dict:
+    """``job`` as a version whose lines ended at ``"\\n"`` alone named it, to compare with the
+    manifest's ``earlier`` job of such a version: when they are equal, an error if an input file
+    has a ``"\\r\\n"``, rather than shards of the two rules in one stream (the rules agree on
+    every other file)."""
+    lf_job = {k: v for k, v in job.items() if k != "line_ends"}
+    if earlier != lf_job:
+        return lf_job  # (another job in other ways, which the caller names)
+    crlf = next((path for path in files if _holds_crlf(path)), None)
+    if crlf is not None:
+        raise ValueError(f"{out_dir} holds shards of an earlier fastbpe version, whose {job['documents']} "
+                         f"documents kept the \\r of \\r\\n line ends, which {crlf} has; use a new directory "
+                         "or delete it")
+    return lf_job
 
 
 def _job_difference(earlier, job: dict) -> str:
@@ -1006,7 +1078,7 @@ def encode_files(
 
     ``files``: files, directories and globs, plain or compressed (:mod:`fastbpe.corpus.files`).
     ``documents``: what a document is: a ``"file"``, a ``"blank-line"``-separated block, or a
-    ``"line"``. ``separator``: the special token put between documents (``None`` for none; a
+    ``"line"`` (a line ends at ``\\n`` or ``\\r\\n``, which is no part of it). ``separator``: the special token put between documents (``None`` for none; a
     token the tokenizer lacks is a ValueError). Literal special-token text inside documents is
     encoded as ordinary text. ``block_size``: bytes per block (default 4 MiB; ``block_chars`` is
     its former name). ``resume``: continue a previous run with the same inputs and options
@@ -1062,6 +1134,8 @@ def encode_files(
                          f"{tokenizer.n_vocab - 1} (use fmt='raw' or 'npy', which store uint32)")
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
                "block_size": block_size, "dtype": dtype.name}
+    if documents in _SEPARATOR_NEWLINES:
+        options["line_ends"] = LINE_ENDS
     if cluster is not None:
         # the partition plan is part of the job: a rerun resumes partition by partition
         partition_size = DEFAULT_PARTITION_SIZE if partition_size is None else partition_size
@@ -1083,6 +1157,8 @@ def encode_files(
         earlier = manifest.get("job")
         if resume and isinstance(earlier, dict) and "tokenizer_sha256" in earlier:
             job = _fingerprint(tokenizer, files, options, earlier=True)  # a run of an earlier version
+        if resume and isinstance(earlier, dict) and "line_ends" in job and "line_ends" not in earlier:
+            job = _job_of_lf_lines(earlier, job, files, out_dir)
         if not resume:
             raise ValueError(f"{out_dir} already holds shards (resume=False); use a new directory or delete it")
         if earlier != job:

@@ -25,6 +25,7 @@ from fastbpe._core.split import find_cut
 from fastbpe.corpus import cut as cut_module
 from fastbpe.corpus.cut import cut_stream, normalize_stream
 from fastbpe.corpus.files import CorpusDecodeError
+from fastbpe.reference.split import document_spans as reference_document_spans
 from fastbpe.shards import MANIFEST, encode_files, input_blocks, read_shard
 from fastbpe.split.patterns import cut_rule
 
@@ -66,6 +67,19 @@ def expected_ids(tok, docs, separator=EOT):
             out.append(tok.special_tokens[separator])
         out.extend(tok.encode_ordinary(doc))
     return out
+
+
+def split_documents(text: str, documents: str) -> list:
+    """The documents of ``text`` by their definition: a line ends at \\n or \\r\\n, and a
+    paragraph at a run of two or more line ends."""
+    if documents == "file":
+        return [text]
+    return regex.split(r"(?:\r?\n){2,}" if documents == "blank-line" else r"\r?\n", text)
+
+
+def document_text(max_size: int):
+    """Text of letters, spaces, combining marks, and line ends of both kinds among lone ``\\r``."""
+    return st.lists(st.sampled_from(list("ab \n\t.é中\u0301") + ["\r\n", "\r"]), max_size=max_size).map("".join)
 
 
 def all_ids(out_dir):
@@ -136,7 +150,7 @@ def test_a_block_boundary_beside_a_newline_loses_no_separator(whitespace_tok, cl
     included; the documents and their separators are those of the whole text."""
     path = tmp_path / "in.txt"
     path.write_bytes(DOCUMENT_TEXT.encode())
-    docs = regex.split(r"\n{2,}", DOCUMENT_TEXT) if documents == "blank-line" else DOCUMENT_TEXT.split("\n")
+    docs = split_documents(DOCUMENT_TEXT, documents)
     for number, tok in enumerate((whitespace_tok, cl100k)):
         expected = expected_ids(tok, docs)
         for block_size in range(1, 12):
@@ -147,13 +161,10 @@ def test_a_block_boundary_beside_a_newline_loses_no_separator(whitespace_tok, cl
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
-@given(text=st.text(alphabet=st.sampled_from(list("ab \n\t.é中\u0301")), max_size=80),
+@given(text=document_text(80),
        documents=st.sampled_from(["file", "blank-line", "line"]), block_size=st.integers(1, 9))
 def test_any_text_any_blocks_equals_documents_encoded_whole(whitespace_tok, text, documents, block_size):
-    if documents == "file":
-        docs = [text]
-    else:
-        docs = regex.split(r"\n{2,}", text) if documents == "blank-line" else text.split("\n")
+    docs = split_documents(text, documents)
     with tempfile.TemporaryDirectory() as root:
         path = Path(root) / "in.txt"
         path.write_bytes(text.encode())
@@ -165,13 +176,14 @@ def test_any_text_any_blocks_equals_documents_encoded_whole(whitespace_tok, text
 def _document_start_by_definition(data: bytes, pos: int, documents: str) -> int:
     for p in range(max(pos, 0), len(data)):
         if p == 0 or (documents == "line" and data[p - 1:p] == b"\n") or \
-                (documents == "blank-line" and data[p - 2:p] == b"\n\n" and data[p:p + 1] != b"\n"):
+                (documents == "blank-line" and regex.search(rb"(?:\r?\n){2}\Z", data[:p])
+                 and not regex.match(rb"\r?\n", data[p:])):
             return p
     return len(data)
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.text(alphabet="a\n ", max_size=60).map(str.encode),
+@given(data=st.lists(st.sampled_from(["a", "\n", " ", "\r\n", "\r"]), max_size=60).map("".join).map(str.encode),
        documents=st.sampled_from(["line", "blank-line"]))
 def test_document_starts_of_partitions(data, documents):
     with tempfile.TemporaryFile() as f:
@@ -183,7 +195,7 @@ def test_document_starts_of_partitions(data, documents):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
-@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab \n\t.é中\u0301")), max_size=60), min_size=1,
+@given(texts=st.lists(document_text(60), min_size=1,
                       max_size=3),
        documents=st.sampled_from(["file", "blank-line", "line"]), partition_size=st.integers(1, 25),
        block_size=st.integers(1, 9))
@@ -360,7 +372,7 @@ def test_documents_a_piece_at_a_time_write_what_a_block_a_document_wrote(tok, tm
     newline, and a last document without a newline, on 1 and 2 workers; and a run interrupted
     either way resumes the other way to the same output."""
     rng = random.Random(3)
-    words = ["the", " cat", " sat", "é", "猫", "\n", "\n", "\n\n", "\n\n\n"]
+    words = ["the", " cat", " sat", "é", "猫", "\n", "\n", "\n\n", "\n\n\n", "\r\n", "\r\n\r\n", "\r"]
     texts = ["".join(rng.choice(words) for _ in range(3000)),
              "".join(rng.choice(words) for _ in range(2000)) + "x" * 900 + "\n"
              + "".join(rng.choice(words) for _ in range(500)) + "tail",
@@ -391,7 +403,7 @@ def test_documents_a_piece_at_a_time_write_what_a_block_a_document_wrote(tok, tm
 
     run("before", True)
     want = written("before")
-    docs = [doc for text in texts for doc in re.split("\n" if documents == "line" else "\n\n+", text)]
+    docs = [doc for text in texts for doc in split_documents(text, documents)]
     assert want[2] == expected_ids(tok, docs, separator) and len(want[1]) > 10
     run("one", False, workers=1)
     run("two", False)
@@ -790,6 +802,35 @@ def test_a_run_of_an_earlier_version_resumes(tok, corpus, tmp_path):
 
 
 
+@pytest.mark.parametrize("line_end", [b"\n", b"\r\n"])
+def test_a_line_job_of_a_version_that_kept_the_carriage_return_resumes_where_the_rules_agree(
+        tok, corpus, tmp_path, monkeypatch, line_end):
+    """Earlier versions kept the \\r of a \\r\\n in a line document, and their jobs named no
+    line ends: such a job resumes on files without a \\r\\n (the ids are the same), and is
+    refused, naming the file, where one has them."""
+    _, docs = corpus
+    path = tmp_path / "in.txt.gz"
+    path.write_bytes(gzip.compress("\n".join(docs).encode().replace(b"\n", line_end)))
+    options = dict(shard_size=5000, fmt="raw", progress=False, block_size=4000, documents="line")
+    encode_files(tok, [path], tmp_path / "whole", **options)
+    out = tmp_path / "earlier"
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        interrupt_at_shard(patched, 3)
+        encode_files(tok, [path], out, **options)
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["job"].pop("line_ends") == shards.LINE_ENDS
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    if line_end == b"\r\n":
+        with pytest.raises(ValueError, match=r"earlier fastbpe version, whose line documents kept the \\r of "
+                                             r"\\r\\n line ends, which .*in\.txt\.gz has"):
+            encode_files(tok, [path], out, **options)
+        return
+    assert encode_files(tok, [path], out, **options)["complete"]
+    assert all_ids(out)[1] == all_ids(tmp_path / "whole")[1]
+    with pytest.raises(ValueError, match=r"another job \(other shard_size\)"):
+        encode_files(tok, [path], out, **dict(options, shard_size=6000))
+
+
 @pytest.mark.parametrize("edit", [{"tokens": -5}, {"tokens": "abc"}, {"tokens": 1}, {"resume_at": ["0", 0]},
                                   {"resume_at": [0, 0, 0]}, {"resume_at": [0, -1]}, {"resume_at": None}])
 def test_a_hand_edited_manifest_is_refused_not_trusted(tok, corpus, tmp_path, edit):
@@ -943,6 +984,39 @@ def test_only_idle_temporaries_are_removed_at_the_start_of_a_cluster_run(tmp_pat
     shards._remove_temporaries(tmp_path)  # the end of a run: every temporary goes
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shard_000000.npy"]
+
+
+def _whole_documents(items) -> list:
+    """``(document, its offset)`` from the items of the document readers: ``(piece, offset, ends
+    a document)`` of _document_pieces, or _document_runs' PieceDocuments and blocks."""
+    documents, begun = [], None
+    for item in items:
+        if isinstance(item, shards.PieceDocuments):
+            assert begun is None
+            documents += [(item.data[a:b], item.offset + a) for a, b in zip(item.starts.tolist(), item.stops.tolist())]
+            continue
+        data, offset, ends = (item[0], item[2], item[1]) if type(item[1]) is bool else item
+        begun = [bytes(data), offset] if begun is None else [begun[0] + bytes(data), begun[1]]
+        if ends:
+            if begun[0]:
+                documents.append(tuple(begun))
+            begun = None
+    assert begun is None
+    return documents
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b" ", b"\n", b"\n\n", b"\r", b"\r\n", b"\r\n\r\n", b"\xc3\xa9"]), max_size=50),
+       st.integers(1, 9), st.integers(1, 12), st.sampled_from(["line", "blank-line"]))
+def test_documents_read_a_piece_at_a_time_are_those_of_the_whole_file(parts, piece_size, block_size, documents):
+    """Whatever the pieces a file is read in, the readers find its documents, at their offsets:
+    line ends of both kinds, and a "\\r" that ends no line, split across pieces included."""
+    data = b"".join(parts)
+    pieces = [data[i:i + piece_size] for i in range(0, len(data), piece_size)]
+    want = [(data[a:b], a) for a, b in reference_document_spans(data, shards._SEPARATOR_NEWLINES[documents])]
+    assert _whole_documents(shards._document_pieces(iter(pieces), documents)) == want
+    rule = cut_rule("whitespace")
+    assert _whole_documents(shards._document_runs("p", iter(pieces), documents, rule, block_size)) == want
 
 
 @settings(max_examples=200, deadline=None)

@@ -135,16 +135,16 @@ def find_cut(const uint8_t[::1] buf, size_t start, int rule):
 
 
 def document_spans(const uint8_t[::1] data, int newlines):
-    """The documents of ``data`` that runs of ``newlines`` or more newlines separate (1: lines,
-    2: paragraphs between blank lines), empty ones left out, as byte offsets ``(starts,
-    stops)``: two int64 arrays. One pass, the GIL released (the line and paragraph documents
-    of ``encode_files``, encoded in place by ``encode_text_many``). The reference is
-    ``fastbpe.reference.split.document_spans``.
+    """The documents of ``data`` that runs of ``newlines`` or more line ends (``\\n`` or
+    ``\\r\\n``) separate (1: lines, 2: paragraphs between blank lines), empty ones left out, as
+    byte offsets ``(starts, stops)``: two int64 arrays. One pass, the GIL released (the line
+    and paragraph documents of ``encode_files``, encoded in place by ``encode_text_many``). The
+    reference is ``fastbpe.reference.split.document_spans``.
 
     >>> [a.tolist() for a in document_spans(b"ab\\n\\ncd\\ne", 1)]
     [[0, 4, 7], [2, 6, 8]]
-    >>> [a.tolist() for a in document_spans(b"ab\\n\\ncd\\ne", 2)]
-    [[0, 4], [2, 8]]
+    >>> [a.tolist() for a in document_spans(b"ab\\r\\n\\r\\ncd\\ne", 2)]
+    [[0, 6], [2, 10]]
     """
     cdef Py_ssize_t n = data.shape[0], count
     cdef vector[int64_t] begins, ends
@@ -164,11 +164,15 @@ def document_spans(const uint8_t[::1] data, int newlines):
 
 
 def find_newlines(const uint8_t[::1] data, int newlines, Py_ssize_t start, Py_ssize_t stop):
-    """``bytes(data).find(b"\\n" * newlines, start, stop)`` for ``0 <= start <= stop <= len(data)``,
-    the GIL released: where the first separator of line (1) or paragraph (2) documents starts.
+    """Where the first run of ``newlines`` line ends (``\\n`` or ``\\r\\n``) lying whole in
+    ``data[start:stop]`` starts, or -1, for ``0 <= start <= stop <= len(data)``, the GIL released:
+    the first separator of line (1) or paragraph (2) documents. As
+    ``re.compile(rb"(?:\\r?\\n){%d}" % newlines).search(data, start, stop)``.
 
-    >>> find_newlines(b"a\\nb\\n\\nc", 2, 0, 7), find_newlines(b"a\\nb\\n\\nc", 2, 0, 4)
+    >>> find_newlines(b"a\\nb\\n\\nc", 2, 0, 6), find_newlines(b"a\\nb\\n\\nc", 2, 0, 4)
     (3, -1)
+    >>> find_newlines(b"a\\r\\nb", 1, 0, 4), find_newlines(b"a\\r\\nb", 1, 2, 4)
+    (1, 2)
     """
     cdef int64_t found
     if newlines < 1:

@@ -86,7 +86,8 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
                    help="token ids per shard (1e8, 100M and 100000000 are the same)")
     p.add_argument("--format", choices=FORMATS, default="npy", help="the shard file format")
     p.add_argument("--documents", choices=DOCUMENTS, default="file",
-                   help="what one document is: a whole file, a blank-line-separated block, or a line")
+                   help="what one document is: a whole file, a blank-line-separated block, or a line "
+                        "(lines end at \\n or \\r\\n)")
     p.add_argument("--separator", default="<|endoftext|>", help="special token put between documents")
     p.add_argument("--no-separator", action="store_true", help="put nothing between documents")
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE,

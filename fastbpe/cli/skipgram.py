@@ -53,7 +53,8 @@ def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str
         elif documents == "line":
             out.extend(text.splitlines(keepends=True))
         else:
-            out.extend(block for block in re.split(r"(?<=\n\n)(?!\n)", text) if block)
+            # (after a run of two or more line ends, each "\n" or "\r\n")
+            out.extend(block for block in re.split(r"(?:(?<=\n\n)|(?<=\n\r\n))(?!\r?\n)", text) if block)
     return out
 
 

@@ -97,17 +97,20 @@ def pretokenize_bytes(data: bytes, pattern: str, errors: str = "strict") -> List
 
 
 def document_spans(data: bytes, newlines: int) -> List[Tuple[int, int]]:
-    """The documents of ``data`` that runs of ``newlines`` or more newlines separate (1: the
+    """The documents of ``data`` that runs of ``newlines`` or more line ends separate (1: the
     lines of ``documents="line"``, 2: the paragraphs of ``"blank-line"``), empty ones left out,
-    as ``(start, stop)`` byte offsets.
+    as ``(start, stop)`` byte offsets. A line ends at ``\\n`` or at ``\\r\\n`` (a Windows file's
+    line end, whose ``\\r`` is not the line's); any other ``\\r`` is text.
 
     >>> document_spans(b"ab\\n\\ncd\\ne", 1)
     [(0, 2), (4, 6), (7, 8)]
     >>> document_spans(b"ab\\n\\ncd\\ne", 2)
     [(0, 2), (4, 8)]
+    >>> document_spans(b"ab\\r\\n\\r\\ncd\\r\\ne\\r", 2)
+    [(0, 2), (6, 12)]
     """
     spans, start = [], 0
-    for separator in re.finditer(b"\\n{%d,}" % newlines, data):
+    for separator in re.finditer(b"(?:\\r?\\n){%d,}" % newlines, data):
         if separator.start() > start:
             spans.append((start, separator.start()))
         start = separator.end()

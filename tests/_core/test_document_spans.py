@@ -1,6 +1,8 @@
 """The line and paragraph documents of a piece (``document_spans``, split.pyx) against the
-reference: every run of bytes between separators of one or more newlines, in place, empty
-documents left out."""
+reference: every run of bytes between separators of one or more line ends (``\\n`` or
+``\\r\\n``), in place, empty documents left out."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -9,10 +11,12 @@ from hypothesis import strategies as st
 from fastbpe._core.split import document_spans, find_newlines
 from fastbpe.reference.split import document_spans as reference_document_spans
 
-# bytes of text with many newlines, runs of them and the other bytes a memchr loop could trip
-# on (0, 0x0a's neighbours, invalid UTF-8)
-text_bytes = st.lists(st.sampled_from([b"\n", b"\n\n", b"\n\n\n", b"a", b"word ", b"\r", b"\x00", b"\x0b", b"\x09",
-                                       b"\xff", "é中😀".encode()]), max_size=60).map(b"".join)
+# bytes of text with many line ends, runs of them (Windows ones, and "\r" that ends no line,
+# among them) and the other bytes a memchr loop could trip on (0, 0x0a's neighbours, invalid
+# UTF-8)
+text_bytes = st.lists(st.sampled_from([b"\n", b"\n\n", b"\n\n\n", b"\r\n", b"\r\n\r\n", b"a", b"word ", b"\r",
+                                       b"\r\r", b"\x00", b"\x0b", b"\x09", b"\xff", "é中😀".encode()]),
+                      max_size=60).map(b"".join)
 NEWLINES = [1, 2, 3]
 
 
@@ -48,6 +52,14 @@ def test_equal_the_reference_on_any_bytes(newlines, data):
     (b"ab\n\ncd\ne", 2, [(0, 2), (4, 8)]),
     (b"ab\n\n\n\ncd\n\n", 2, [(0, 2), (6, 8)]),
     (b"ab\n\ncd\n\n\ne", 3, [(0, 6), (9, 10)]),
+    # Windows line ends: the "\r" is the line end's; any other "\r" is text
+    (b"ab\r\ncd\r\n", 1, [(0, 2), (4, 6)]),
+    (b"\r\n\r\n", 1, []),
+    (b"ab\r\r\n\rc\r", 1, [(0, 3), (5, 8)]),
+    (b"ab\r\n\r\ncd\r\ne\r\n", 2, [(0, 2), (6, 13)]),
+    (b"ab\n\r\ncd", 2, [(0, 2), (5, 7)]),
+    (b"ab\r\n\r\r\ncd", 2, [(0, 9)]),  # (a line of "\r" is no blank line)
+    (b"ab\r\n\n\r\ncd", 3, [(0, 2), (7, 9)]),
 ])
 def test_edges(data, newlines, want):
     assert spans(data, newlines) == want
@@ -68,21 +80,24 @@ def test_no_separator_shorter_than_one_newline():
 
 @pytest.mark.parametrize("newlines", NEWLINES)
 @given(data=text_bytes | st.binary(max_size=100), bounds=st.tuples(st.integers(0, 400), st.integers(0, 400)))
-def test_find_newlines_is_bytes_find(newlines, data, bounds):
+def test_find_newlines_is_a_regex_search(newlines, data, bounds):
     """find_newlines (the separator search of the document reader, 16 bytes at a time) gives
-    bytes.find's answer, separators straddling the block seams and the search's ends included."""
+    the regex's answer, separators straddling the block seams and the search's ends included."""
     start, stop = min(min(bounds), len(data)), min(max(bounds), len(data))
-    assert find_newlines(data, newlines, start, stop) == data.find(b"\n" * newlines, start, stop)
+    found = re.compile(b"(?:\r?\n){%d}" % newlines).search(data, start, stop)
+    assert find_newlines(data, newlines, start, stop) == (-1 if found is None else found.start())
 
 
+@pytest.mark.parametrize("blank", [b"\n\n", b"\r\n\r\n", b"\n\r\n", b"\r\n\n"])
 @pytest.mark.parametrize("at", range(14, 36))
-def test_find_newlines_at_every_place_of_a_block(at):
+def test_find_newlines_at_every_place_of_a_block(at, blank):
     data = bytearray(b"x\n" * 30)
-    data[at:at + 2] = b"\n\n"
+    data[at:at + len(blank)] = blank
     data = bytes(data)
     for start in (0, at - 1, at, at + 1):
-        for stop in (s for s in (at, at + 1, at + 2, len(data)) if s >= start):
-            assert find_newlines(data, 2, start, stop) == data.find(b"\n\n", start, stop), (start, stop)
+        for stop in (s for s in range(at, at + len(blank) + 1) if s >= start):
+            found = re.compile(b"(?:\r?\n){2}").search(data, start, stop)
+            assert find_newlines(data, 2, start, stop) == (-1 if found is None else found.start()), (start, stop)
 
 
 def test_find_newlines_checks_its_bounds():

@@ -117,6 +117,17 @@ def test_documents_tile_the_text(tmp_path, documents):
     assert "".join(read_documents([str(path)], 7, documents)) == "a b\n\n\n"   # whole lines only
 
 
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_blocks_end_after_blank_lines_of_either_line_end(tmp_path, line_end):
+    from fastbpe.cli.skipgram import read_documents
+
+    text = "a b\n\n\nc d\ne\n\nf\r\rg\n".replace("\n", line_end)
+    path = tmp_path / "t.txt"
+    path.write_bytes(text.encode())
+    blocks = ["a b\n\n\n", "c d\ne\n\n", "f\r\rg\n"]
+    assert read_documents([str(path)], 100, "block") == [b.replace("\n", line_end) for b in blocks]
+
+
 @pytest.mark.parametrize("documents", ["block", "line", "file"])
 def test_a_limit_inside_a_character_cuts_before_it(tmp_path, documents):
     """A limit that falls in a line and inside a character cuts before that character: the
