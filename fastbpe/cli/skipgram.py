@@ -11,7 +11,7 @@ from typing import List
 
 import numpy as np
 
-from ..corpus.files import input_files, open_bytes
+from ..corpus.files import decode_error, input_files, open_bytes
 from ..fileio import write_atomic
 from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, flatten,
                       int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
@@ -47,7 +47,7 @@ def read_documents(files: List[str], max_bytes: int, documents: str) -> List[str
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}: invalid UTF-8 at byte {exc.start}") from None
+            raise decode_error(path, exc.start, data[exc.start:exc.start + 1]) from None
         if documents == "file":
             out.append(text)
         elif documents == "line":

@@ -41,7 +41,9 @@ class CorpusDecodeError(ValueError):
 def decode_error(source: Union[str, int], offset: int, bad: bytes, advice: str = "") -> CorpusDecodeError:
     """The error every reader raises for invalid UTF-8 at byte ``offset`` of ``source`` (a file
     path, or the index of an item of an iterable); ``bad`` is the byte found there. For a
-    compressed file the offset is in the decompressed stream, and the message says so.
+    compressed file the offset is in the decompressed stream, and the message says so. A file
+    that begins with a UTF-16 byte-order mark (what Windows tools write) is named as one, its
+    conversion advised rather than ``advice`` (replacing its bytes would train on garbage).
 
     >>> str(decode_error(3, 1, b"\\xff", "pass errors='replace'"))
     "item #3: invalid UTF-8 at byte offset 1 (byte 0xff); pass errors='replace'"
@@ -51,8 +53,23 @@ def decode_error(source: Union[str, int], offset: int, bad: bytes, advice: str =
     else:
         where = source
         kind = " (offset in the decompressed stream)" if is_compressed(source) else ""
+        if offset == 0 and bad in (b"\xff", b"\xfe") and _begins_with_utf16_mark(source):
+            advice = ("it begins with a UTF-16 byte-order mark, and fastbpe reads UTF-8: convert it first "
+                      "(iconv -f UTF-16 -t UTF-8)")
     advice = f"; {advice}" if advice else ""
     return CorpusDecodeError(f"{where}: invalid UTF-8 at byte offset {offset}{kind} (byte 0x{bad.hex()}){advice}")
+
+
+def _begins_with_utf16_mark(path: str) -> bool:
+    try:
+        reader, raw = open_bytes(path)
+        try:
+            return reader.read(2) in (b"\xff\xfe", b"\xfe\xff")
+        finally:
+            reader.close()
+            raw.close()
+    except (OSError, ValueError, EOFError):  # (the error being reported matters more)
+        return False
 
 
 def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:

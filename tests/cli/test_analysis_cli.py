@@ -148,7 +148,7 @@ def test_a_limit_inside_a_character_cuts_before_it(tmp_path, documents):
     assert "".join(read_documents([str(hello), str(ja)], 1000, documents)) == "hello world\n" * 83
     bad = tmp_path / "bad.txt"
     bad.write_bytes("你好".encode() + b"\xff" + "世界".encode())
-    with pytest.raises(ValueError, match=r"bad\.txt: invalid UTF-8 at byte 6"):
+    with pytest.raises(ValueError, match=r"bad\.txt: invalid UTF-8 at byte offset 6"):
         read_documents([str(bad)], 100, documents)
 
 

@@ -70,3 +70,32 @@ def test_damaged_compressed_files_are_a_decode_error_naming_the_file(tmp_path, k
         tok = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [])
         with pytest.raises(CorpusDecodeError, match=str(path.name)):
             fastbpe.encode_files(tok, [path], tmp_path / f"out-{path.name}", separator=None, progress=False)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_utf16_file_is_named_as_one_by_every_reader(tmp_path, encoding, compressed):
+    """A file with a UTF-16 (or UTF-32) byte-order mark, as Windows tools write: each reader's
+    error says so and how to convert it, rather than advising to replace its bytes."""
+    import gzip
+
+    from fastbpe.cli.skipgram import read_documents
+
+    data = ("\ufeff" if encoding == "utf-16-be" else "").encode(encoding) + "hello world\r\n".encode(encoding)
+    path = tmp_path / ("in.txt.gz" if compressed else "in.txt")
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    said = r"invalid UTF-8 at byte offset 0 .*UTF-16 byte-order mark, and fastbpe reads UTF-8: convert it first"
+    with pytest.raises(CorpusDecodeError, match=said):
+        fastbpe.count_words(str(path))
+    byte_tokens = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [], pattern="cl100k")
+    with pytest.raises(CorpusDecodeError, match=said):
+        fastbpe.encode_files(byte_tokens, [path], tmp_path / "out", separator=None, progress=False)
+    with pytest.raises(CorpusDecodeError, match=said):
+        read_documents([str(path)], 1000, "block")
+
+
+def test_a_file_that_only_begins_like_a_byte_order_mark_gets_the_usual_advice(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"\xff text")
+    with pytest.raises(CorpusDecodeError, match=r"offset 0 \(byte 0xff\); pass errors='replace'"):
+        fastbpe.count_words(str(path))
