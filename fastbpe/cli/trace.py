@@ -31,6 +31,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
                              "not both")
         if not args.word:
             raise ValueError("--tokenizer traces words: give --word WORD")
+        if args.plot:
+            raise ValueError("--plot draws the compression curve of a training run: give a corpus, not --tokenizer")
         (label, spec), = tokenizer_specs(args.tokenizer)
         words = {w: trace_word(spec, w) for w in args.word}
         if args.json:

@@ -74,6 +74,15 @@ def test_trace_plot(tmp_path, capsys):
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_trace_of_a_word_through_a_tokenizer_draws_no_curve(tmp_path, capsys, trained):
+    """--plot draws a training run's curve; a word traced through a tokenizer has none, so the
+    plot is refused before the work rather than left undrawn."""
+    _, path = trained
+    assert main(["trace", "-t", str(path), "--word", "lowest", "--plot", str(tmp_path / "c.png")]) == 2
+    assert "--plot draws the compression curve of a training run" in capsys.readouterr().err
+    assert not (tmp_path / "c.png").exists()
+
+
 def test_tax_and_audit_on_a_trained_tokenizer(capsys, trained, parallel):
     tok, path = trained
     result = run_json(capsys, ["tax", "--tokenizer", str(path), "--corpus", str(parallel)])
