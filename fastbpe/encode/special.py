@@ -221,6 +221,15 @@ class SpecialTokens:
     def __bool__(self) -> bool:
         return bool(self.ids)
 
+    @property
+    def max_id(self) -> int:
+        """The largest special token id (-1 for none), found at the first call: ``n_vocab`` asks
+        it, as tiktoken's attribute answers, on every call."""
+        found = self.__dict__.get("_max_id")
+        if found is None:
+            found = self.__dict__["_max_id"] = max(self.ids.values(), default=-1)
+        return found
+
     def added_token_splitter(self, normalize: Callable[[str], str]) -> Optional["AddedTokenSplitter"]:
         """The matcher of special tokens with options; None when none has any (exact matches)."""
         return AddedTokenSplitter(self.ids, self.options, normalize) if self.options else None

@@ -216,7 +216,7 @@ def id_to_token(tok, token_id: int) -> Optional[Union[str, bytes]]:
 
 def n_vocab(tok) -> int:
     """One more than the largest id, special tokens included (tiktoken's ``n_vocab``)."""
-    return max([len(tok.token_bytes) - 1, *tok.special_tokens.values()]) + 1
+    return max(len(tok.token_bytes) - 1, tok.specials.max_id) + 1
 
 
 def vocab_len(tok) -> int:
@@ -224,8 +224,7 @@ def vocab_len(tok) -> int:
     ``get_vocab_size(with_added_tokens=True)``; gaps in the ids are not counted). A special
     token's id is never a token's (the Tokenizer refuses that), so the two counts add up; an
     empty slot (a gap, or where ``extend`` keeps a special token's id) is no token."""
-    tokens = tok.token_bytes
-    return len(tokens) - tokens.count(b"") + len(tok.special_tokens)
+    return len(tok.token_bytes) - tok.model.unused_ids + len(tok.special_tokens)
 
 
 def eot_token(tok) -> Optional[int]:
