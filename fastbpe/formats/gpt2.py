@@ -33,7 +33,7 @@ def _read_vocab_bpe(path: PathLike) -> Tuple[List[str], List[str]]:
     """The merges' left and right parts, in rank order."""
     with open(path, "rb") as f:
         try:
-            lines = f.read().decode("utf-8").split("\n")
+            lines = f.read().decode("utf-8").replace("\r\n", "\n").split("\n")  # (a Windows checkout's too)
         except UnicodeDecodeError as exc:
             raise ValueError(f"{os.fspath(path)}: not UTF-8 ({exc})") from None
     if not lines or not lines[0].startswith("#version"):
@@ -77,6 +77,8 @@ def read_plain(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2_
     vocab, merges = file_bytes(encoder_json), file_bytes(vocab_bpe)
     if vocab is None or merges is None:
         return None  # (read_parsed says why)
+    if b"\r" in merges:  # a Windows checkout's line ends (no merge of byte-level text holds a raw \r)
+        merges = merges.replace(b"\r\n", b"\n")
     cut = merges.find(b"\n")
     try:
         header = merges[:len(merges) if cut < 0 else cut].decode("utf-8")

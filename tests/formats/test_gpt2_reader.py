@@ -60,6 +60,19 @@ def test_a_trained_pair_is_read_by_the_compiled_reader_as_parsed(tmp_path, small
     assert both(encoder, vocab) == (fast, reference)
 
 
+def test_windows_line_ends_read_as_the_file_itself(tmp_path, small_pair, shared_data):
+    """A vocab.bpe with \\r\\n line ends (a Windows checkout's, git's autocrlf) is the same
+    vocabulary, by both readers, as Hugging Face's reader has it."""
+    (tmp_path / "lf").mkdir()
+    lf = both(*write(tmp_path / "lf", *small_pair))
+    assert both(*write(tmp_path, small_pair[0], small_pair[1].replace(b"\n", b"\r\n"))) == lf
+    assert lf[0] == lf[1] and lf[0][0] == "ok"
+    published = shared_data.path("tokenizers", "vocab.bpe").read_bytes().replace(b"\n", b"\r\n")
+    encoder, vocab = write(tmp_path, shared_data.path("tokenizers", "encoder.json").read_bytes(), published)
+    assert gpt2.read_plain(encoder, vocab) is not None
+    assert fastbpe.Tokenizer.from_gpt2(encoder, vocab).encode("Hello world\r\n") == [15496, 995, 201, 198]
+
+
 @pytest.mark.parametrize("change", [
     lambda e, v: (e, v.replace(b"\n", b"\r\n")),              # Windows line ends
     lambda e, v: (e, v.replace(b"#version", b"#ver")),        # no version line
