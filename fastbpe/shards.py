@@ -259,16 +259,21 @@ def _rest_of_document(first: bytes, ends: bool, events: Iterator[Tuple[bytes, in
 
 
 def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
-                 normalizer: Optional[str], offset: int = 0) -> Iterator[Tuple[bytes, bool, int]]:
+                 normalizer: Union[None, str, list], offset: int = 0) -> Iterator[Tuple[bytes, bool, int]]:
     """``(data, ends a document, offset)`` for the byte stream of file ``path`` (from byte
     ``offset`` on). Documents are split off on the bytes first, so a cut never meets a
-    separator; then each is cut."""
+    separator; then each is cut. ``normalizer``: the tokenizer's (``Tokenizer.normalizer``):
+    a Unicode form is applied here, a piece at a time, before the cuts; a normaliser of steps
+    (``Prepend``, ``Replace``... SentencePiece's spaces) is the encoder's to run on each whole
+    document, which is one block then (no cut of it is safe)."""
+    whole = normalizer is not None and not isinstance(normalizer, str)
     events = _document_pieces(pieces, documents, offset)
     for first, start, ends in events:  # each turn takes one whole document from ``events``
         short = ends and len(first) <= block_size  # a document in one piece (most lines)
-        if short and normalizer is None:
-            if first:
-                yield first, True, start
+        if whole or (short and normalizer is None):
+            data = first if ends else b"".join(_rest_of_document(first, ends, events))
+            if data:
+                yield data, True, start
             continue
         text = [first] if short else _rest_of_document(first, ends, events)
         if normalizer is not None:
@@ -371,7 +376,7 @@ def _document_runs(path: str, pieces: Iterable[bytes], documents: str, rule: int
 
 
 def _document_items(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
-                    normalizer: Optional[str], offset: int = 0) -> Iterator[Union[PieceDocuments, tuple]]:
+                    normalizer: Union[None, str, list], offset: int = 0) -> Iterator[Union[PieceDocuments, tuple]]:
     """_file_blocks' ``(data, ends a document, offset)``, or for line and blank-line documents
     without a normaliser _document_runs' items (:class:`PieceDocuments` among them)."""
     if documents in _SEPARATOR_NEWLINES and normalizer is None:
@@ -1394,7 +1399,7 @@ def encode_files(
 
 
 def _plan_partitions(files: Sequence[Path], partition_size: int, documents: str,
-                     normalizer: Optional[str]) -> list:
+                     normalizer: Union[None, str, list]) -> list:
     """The partitions of a cluster run, in stream order: byte ranges ``[start, end)`` of plain
     files (the worker moves both ends to the next cut, so neighbours meet), whole compressed
     files (``end`` None). A normalising tokenizer cuts the normalised text, so with

@@ -135,7 +135,9 @@ def digit_splits(tokenizer, up_to: int = 10**7, *, block: int = 1_000_000) -> Li
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     newline = tokenizer.encode_ordinary("\n")
     if len(newline) != 1:
-        raise ValueError("the tokenizer has no single token for a newline")
+        raise ValueError(f"digit splits are measured a line a number, which needs a newline that is one token "
+                         f"alone; this tokenizer encodes it as {len(newline)} (use --no-digits, or "
+                         "digits_up_to=None)")
     newline_id = newline[0]
     length_of = np.array([len(t) for t in tokenizer.token_bytes] + [0] * len(tokenizer.special_tokens), dtype=np.int64)
     stats: Dict[int, Dict[str, Any]] = {}

@@ -68,7 +68,8 @@ def _fire_order(tokenizer: Tokenizer, chunk: bytes) -> Tuple[List[Dict[str, Any]
     if tokenizer.merge_rule == "replay":
         pieces = reference_encode.encode_word(_base_units(tokenizer, chunk), _word_merges(tokenizer), steps)
     elif tokenizer.merge_rule == "pair":
-        pieces = tuple(reference_encode.encode_by_pair_rank(chunk, _word_merges(tokenizer), steps))
+        units = chunk if tokenizer.unit == "bytes" else _base_units(tokenizer, chunk)
+        pieces = tuple(reference_encode.encode_by_pair_rank(units, _word_merges(tokenizer), steps))
     else:  # "token": tiktoken's rule, ranks are ids
         ranks = getattr(tokenizer, "_trace_ranks", None)
         if ranks is None:
@@ -98,7 +99,8 @@ def _compiled_ids(tokenizer: Tokenizer, chunk: bytes, text: str) -> List[int]:
     if tokenizer._reads_bytes:
         bounds = np.zeros(1, np.int64), np.full(1, len(chunk), np.int64)
         return tokenizer.encode_chunk_bounds(chunk, *bounds).tolist()
-    return tokenizer._ordinary_ids(text, strict=False).tolist()  # (a chunk of \\S+ splits into itself)
+    # (a chunk splits into itself; it is normalised text already)
+    return tokenizer._ordinary_ids(text, strict=False, normalized=True).tolist()
 
 
 def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
@@ -112,6 +114,10 @@ def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
     out = []
     for chunk in _chunks(tokenizer, word):
         steps, pieces = _fire_order(tokenizer, chunk)
+        if tokenizer.byte_fallback:  # a character the vocabulary lacks ends as its bytes' <0xNN> tokens
+            pieces = tuple(part for piece in pieces for part in
+                           ((piece,) if tokenizer._ids.get(piece.encode("utf-8", "surrogatepass")) is not None
+                            else tuple(f"<0x{b:02X}>" for b in piece.encode("utf-8", "surrogatepass"))))
         text = chunk.decode("utf-8", "surrogatepass")
         ids = _compiled_ids(tokenizer, chunk, text)
         compiled = [tokenizer._piece(i) for i in ids]

@@ -12,7 +12,8 @@ PathLike = Union[str, os.PathLike]
 
 def load(path: PathLike) -> Tokenizer:
     """Any tokenizer file fastbpe reads, recognised by its content: a fastbpe file, a Hugging
-    Face ``tokenizer.json`` (or a folder holding one), or an OpenAI ``{name}.tiktoken`` file."""
+    Face ``tokenizer.json`` (or a folder holding one), an OpenAI ``{name}.tiktoken`` file, or a
+    SentencePiece BPE ``.model`` file."""
     return Tokenizer._from_file(detect.read_any(path), path)
 
 

@@ -46,6 +46,7 @@ from ..formats import detect as detect_format
 from ..formats import gpt2 as gpt2_format
 from ..formats import huggingface as huggingface_format
 from ..formats import native as native_format
+from ..formats import sentencepiece as sentencepiece_format
 from ..formats import tiktoken as tiktoken_format
 from ..split.pretokenize import pretokenize
 from ..split.splitter import Splitter
@@ -925,6 +926,12 @@ class Tokenizer:
     def to_tiktoken_encoding(self, name: str = "fastbpe"):
         """This tokenizer as a ``tiktoken.Encoding`` (needs tiktoken)."""
         return tiktoken_format.to_tiktoken_encoding(self, name)
+
+    @classmethod
+    def from_sentencepiece(cls, path: PathLike) -> "Tokenizer":
+        """A SentencePiece BPE ``.model`` file (Llama 2's and Mistral's ``tokenizer.model``);
+        ``encode_ordinary`` gives the ids SentencePiece's ``encode`` gives."""
+        return cls._from_file(sentencepiece_format.read(path), path)
 
     @classmethod
     def from_gpt2(cls, encoder_json: PathLike, vocab_bpe: PathLike) -> "Tokenizer":

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Mapping, Union
 
 from ..fileio import read_json
-from . import gpt2, huggingface, native, tiktoken
+from . import gpt2, huggingface, native, sentencepiece, tiktoken
 
 __all__ = ["read_any"]
 
@@ -31,8 +31,8 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
     Hugging Face ``tokenizer.json`` (or a folder holding one), GPT-2's ``encoder.json`` and
     ``vocab.bpe`` (their folder or either file; the other must sit beside it), a
     ``NAME.tiktoken`` file with the ``NAME.tiktoken.json`` written beside it (its ``pat_str``
-    and ``special_tokens``), or an OpenAI ``{name}.tiktoken`` file (its name picks the
-    published pattern and special tokens)."""
+    and ``special_tokens``), an OpenAI ``{name}.tiktoken`` file (its name picks the
+    published pattern and special tokens), or a SentencePiece BPE ``.model`` file."""
     path = Path(path)
     if not path.exists():  # said first, before what its name says should sit beside it
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(path))
@@ -45,6 +45,8 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
         return huggingface.read(path)
     if path.suffix == ".bpe":
         return _gpt2_pair(path)
+    if path.suffix == ".model":
+        return sentencepiece.read(path)
     stem = path.name[: -len(".tiktoken")] if path.name.endswith(".tiktoken") else None
     if stem is not None:
         sidecar = Path(os.fspath(path) + ".json")

@@ -6,7 +6,7 @@
 
 Quadratic and plain on purpose; tests compare ``fastbpe/_core/encode.pyx`` against them.
 """
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .learning import Pair, Word, merge_word
 
@@ -32,19 +32,23 @@ def encode_word(word: Word, merges: Iterable[Pair], steps: Optional[List[Step]] 
     return word
 
 
-def encode_by_pair_rank(word: bytes, merges: Sequence[Tuple[bytes, bytes]],
-                        steps: Optional[List[Step]] = None) -> List[bytes]:
+def encode_by_pair_rank(word: Union[bytes, Sequence[str]], merges: Sequence[Tuple[Any, Any]],
+                        steps: Optional[List[Step]] = None) -> list:
     """Hugging Face ``tokenizers``' rule: repeatedly merge the adjacent pair that comes first in
     the merge list (leftmost among equals), no memory of earlier merges. A pair listed twice
-    keeps its last rank, as ``tokenizers`` does. ``steps`` as for :func:`encode_word`.
+    keeps its last rank, as ``tokenizers`` does. ``word``: bytes, or its base units (the
+    characters of a character-level vocabulary, with merges of str). ``steps`` as for
+    :func:`encode_word`.
 
     >>> encode_by_pair_rank(b"abc", [(b"b", b"c"), (b"a", b"b"), (b"a", b"bc")])
     [b'abc']
+    >>> encode_by_pair_rank(("a", "b", "c"), [("b", "c")])
+    ['a', 'bc']
     """
-    rank: Dict[Tuple[bytes, bytes], int] = {}
+    rank: Dict[Tuple[Any, Any], int] = {}
     for i, pair in enumerate(merges):
         rank[pair] = i
-    parts = [bytes([b]) for b in word]
+    parts = [bytes([b]) for b in word] if isinstance(word, bytes) else list(word)
     while len(parts) > 1:
         best = min(range(len(parts) - 1), key=lambda i: (rank.get((parts[i], parts[i + 1]), float("inf")), i))
         pair = (parts[best], parts[best + 1])

@@ -1,0 +1,198 @@
+"""SentencePiece's ``.model`` files (Kudo and Richardson 2018): its BPE models, the layout of
+Llama 2's, Mistral's and Gemma's ``tokenizer.model``, read from their protobuf bytes.
+
+A SentencePiece BPE model merges, at each step, the adjacent pair whose concatenation is the
+piece of the highest score (the leftmost of equal ones). That is the lowest-rank-first rule of
+Hugging Face's BPE with the merges ranked by the score of the piece they make, so the model is
+read as that (each piece's ways of being two pieces, ranked by its score: what the
+``tokenizers`` conversion of such a model does) and encodes as a Hugging Face
+SentencePiece-style file: characters, a character missing from the vocabulary as the
+``<0xNN>`` pieces of its UTF-8 bytes (``byte_fallback``), the text one chunk. Its normaliser is
+the model's: spaces become ``▁``, a ``▁`` goes before the text (``add_dummy_prefix``), and
+``remove_extra_whitespaces`` drops the spaces at the ends and makes each run of them one.
+Control pieces (``<s>``, ``</s>``) and the unknown piece are special tokens:
+``encode_ordinary`` (or ``encode(text, disallowed_special=())``) reads their text as
+characters, as SentencePiece does.
+
+What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
+SentencePiece's default), a normaliser with a compiled character map (``nmt_nfkc``, the
+default; models trained with ``--normalization_rule_name=identity`` read), a model without
+byte fallback (its unknown characters are ``<unk>``, which fastbpe's character-level encoding
+refuses), user-defined and unused pieces, no ``▁`` before the text (``add_dummy_prefix=false``,
+Gemma's layout: decoding it is not done yet), and whitespace as a suffix. A model with
+``remove_extra_whitespaces`` decodes a text that began with ``▁`` itself with one space more
+than SentencePiece (which drops every ``▁`` the first pieces begin with).
+"""
+import os
+import struct
+from pathlib import Path
+from typing import Dict, Iterator, List, Tuple, Union
+
+from . import huggingface
+
+__all__ = ["read", "read_pieces"]
+
+PathLike = Union[str, os.PathLike]
+
+# sentencepiece_model.proto: the piece types, and the field numbers read here
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+MODEL_TYPES = {1: "Unigram", 2: "BPE", 3: "word", 4: "char"}
+_MODEL_PIECES, _MODEL_TRAINER, _MODEL_NORMALIZER = 1, 2, 3
+_PIECE_TEXT, _PIECE_SCORE, _PIECE_TYPE = 1, 2, 3
+_TRAINER_MODEL_TYPE, _TRAINER_WHITESPACE_SUFFIX, _TRAINER_BYTE_FALLBACK = 3, 24, 35
+_NORM_NAME, _NORM_CHARSMAP, _NORM_DUMMY_PREFIX, _NORM_EXTRA_WHITESPACES, _NORM_ESCAPE_WHITESPACES = 1, 2, 3, 4, 5
+
+SPACE = "\u2581"  # ▁, what SentencePiece writes for a space
+
+
+def _varint(data: bytes, at: int, source: str) -> Tuple[int, int]:
+    """The varint at ``data[at]`` and where it ends."""
+    value = shift = 0
+    while at < len(data) and shift < 70:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+    raise ValueError(f"{source}: not a SentencePiece model (a protobuf number runs past its end)")
+
+
+def _fields(data: bytes, source: str) -> Iterator[Tuple[int, int, Union[int, bytes]]]:
+    """``(field number, wire type, value)`` of a protobuf message: an int for a varint, the
+    bytes of the rest (a nested message, a string, a fixed-width number)."""
+    at = 0
+    while at < len(data):
+        key, at = _varint(data, at, source)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(data, at, source)
+        elif wire in (1, 2, 5):
+            if wire == 2:
+                size, at = _varint(data, at, source)
+            else:
+                size = 8 if wire == 1 else 4
+            value, at = data[at:at + size], at + size
+            if at > len(data):
+                raise ValueError(f"{source}: not a SentencePiece model (a protobuf field runs past its end)")
+        else:
+            raise ValueError(f"{source}: not a SentencePiece model (protobuf wire type {wire})")
+        yield number, wire, value
+
+
+def read_pieces(data: bytes, source: str) -> Tuple[List[Tuple[str, float, int]], Dict[int, object],
+                                                    Dict[int, object]]:
+    """``(pieces, trainer_spec, normalizer_spec)`` of a model's bytes: each piece as ``(text,
+    score, type)`` in id order, each spec as ``{field number: value}`` (the last of a repeated
+    field).
+
+    >>> read_pieces(b"\\x0a\\x08\\x0a\\x01a\\x15\\x00\\x00\\x80\\xbf\\x12\\x02\\x18\\x02", "m")
+    ([('a', -1.0, 1)], {3: 2}, {})
+    """
+    pieces: List[Tuple[str, float, int]] = []
+    trainer: Dict[int, object] = {}
+    normalizer: Dict[int, object] = {}
+    for number, wire, value in _fields(data, source):
+        if wire != 2:
+            continue
+        if number == _MODEL_PIECES:
+            text, score, kind = None, 0.0, NORMAL
+            for field, field_wire, field_value in _fields(value, source):
+                if field == _PIECE_TEXT and field_wire == 2:
+                    try:
+                        text = field_value.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise ValueError(f"{source}: piece {len(pieces)} is not UTF-8") from None
+                elif field == _PIECE_SCORE and field_wire == 5:
+                    score = struct.unpack("<f", field_value)[0]
+                elif field == _PIECE_TYPE and field_wire == 0:
+                    kind = field_value
+            if not text:
+                raise ValueError(f"{source}: piece {len(pieces)} has no text")
+            pieces.append((text, score, kind))
+        elif number in (_MODEL_TRAINER, _MODEL_NORMALIZER):
+            spec = trainer if number == _MODEL_TRAINER else normalizer
+            spec.update((field, field_value) for field, _, field_value in _fields(value, source))
+    return pieces, trainer, normalizer
+
+
+def _merges(pieces: List[Tuple[str, float, int]]) -> List[List[str]]:
+    """Every way a normal piece is two normal pieces, ranked by the score of the piece (the
+    highest first; one piece's ways by their ids, as the ``tokenizers`` conversion ranks them:
+    two of them never compete for the same characters).
+
+    >>> _merges([("a", 0.0, NORMAL), ("b", 0.0, NORMAL), ("ab", -1.0, NORMAL), ("abb", -2.0, NORMAL)])
+    [['a', 'b'], ['ab', 'b']]
+    """
+    normal = {text: i for i, (text, _, kind) in enumerate(pieces) if kind == NORMAL}
+    ranked = []
+    for i, (text, score, kind) in enumerate(pieces):
+        if kind != NORMAL or len(text) < 2:
+            continue
+        for cut in range(1, len(text)):
+            left, right = text[:cut], text[cut:]
+            if left in normal and right in normal:
+                ranked.append((-score, i, normal[left], normal[right], left, right))
+    ranked.sort()
+    return [[left, right] for *_, left, right in ranked]
+
+
+def read(path: PathLike) -> dict:
+    """The Tokenizer keyword arguments of a SentencePiece BPE ``.model`` file (the module
+    docstring says which models and how they encode)."""
+    source = os.fspath(path)
+    pieces, trainer, normalizer = read_pieces(Path(path).read_bytes(), source)
+    if not pieces:
+        raise ValueError(f"{source}: not a SentencePiece model (it has no pieces)")
+    model_type = trainer.get(_TRAINER_MODEL_TYPE, 1)
+    if model_type != 2:
+        raise ValueError(f"{source}: a SentencePiece {MODEL_TYPES.get(model_type, model_type)} model; fastbpe "
+                         "reads BPE models (trained with --model_type=bpe)")
+    if not trainer.get(_TRAINER_BYTE_FALLBACK, 0):
+        raise ValueError(f"{source}: a model without byte fallback (its unknown characters are <unk>, which "
+                         "fastbpe's character-level tokenizers refuse); fastbpe reads models trained with "
+                         "--byte_fallback=true")
+    if trainer.get(_TRAINER_WHITESPACE_SUFFIX, 0):
+        raise ValueError(f"{source}: treat_whitespace_as_suffix is not supported")
+    name = normalizer.get(_NORM_NAME, b"")
+    if normalizer.get(_NORM_CHARSMAP):
+        name = name.decode("utf-8", "replace") if isinstance(name, bytes) else "?"
+        raise ValueError(f"{source}: its normaliser {name!r} (a compiled character map) "
+                         "is not supported; fastbpe reads models trained with --normalization_rule_name=identity")
+    if not normalizer.get(_NORM_ESCAPE_WHITESPACES, 1):
+        raise ValueError(f"{source}: escape_whitespaces=false is not supported")
+    if not normalizer.get(_NORM_DUMMY_PREFIX, 1):
+        # (its decoding turns every ▁ into a space and drops none, which fastbpe's space marker
+        # does not do yet)
+        raise ValueError(f"{source}: add_dummy_prefix=false (Gemma's layout) is not supported")
+    for kind, what in ((UNUSED, "unused pieces"),
+                       # (SentencePiece finds them whole in the normalised text, the ▁ before the
+                       # text put once; fastbpe splits special tokens out before normalising)
+                       (USER_DEFINED, "user-defined pieces")):
+        found = next((text for text, _, piece_kind in pieces if piece_kind == kind), None)
+        if found is not None:
+            raise ValueError(f"{source}: {what} (such as {found!r}) are not supported")
+    vocab: Dict[str, int] = {}
+    for i, (text, _, _) in enumerate(pieces):
+        if vocab.setdefault(text, i) != i:
+            raise ValueError(f"{source}: piece {text!r} is there twice (ids {vocab[text]} and {i})")
+    # SentencePiece's normaliser (normalizer.cc) with an identity map: spaces at the start and
+    # runs of them go first (remove_extra_whitespaces: ASCII spaces only), a ▁ before a text that
+    # is left, spaces as ▁, and then the ▁s at the end, the ones the text itself held too
+    extra_whitespaces = bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1))
+    steps: List[dict] = [
+        *([{"type": "Replace", "pattern": {"Regex": r"\A +"}, "content": ""},
+           {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}] if extra_whitespaces else []),
+        {"type": "Prepend", "prepend": SPACE},
+        {"type": "Replace", "pattern": {"String": " "}, "content": SPACE},
+        *([{"type": "Replace", "pattern": {"Regex": SPACE + r"+\z"}, "content": ""}] if extra_whitespaces else [])]
+    decoder = [{"type": "Replace", "pattern": {"String": SPACE}, "content": " "}, {"type": "ByteFallback"},
+               {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]
+    added = [{"id": i, "content": text, "special": True, "normalized": False, "lstrip": False, "rstrip": False,
+              "single_word": False} for i, (text, _, kind) in enumerate(pieces) if kind in (UNKNOWN, CONTROL)]
+    unknown = next((text for text, _, kind in pieces if kind == UNKNOWN), None)
+    data = {"added_tokens": added, "normalizer": {"type": "Sequence", "normalizers": steps}, "pre_tokenizer": None,
+            "decoder": {"type": "Sequence", "decoders": decoder},
+            "model": {"type": "BPE", "vocab": vocab, "merges": _merges(pieces), "byte_fallback": True,
+                      "unk_token": unknown, "fuse_unk": True}}
+    return huggingface.read(path, data)

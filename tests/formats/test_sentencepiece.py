@@ -1,0 +1,187 @@
+"""SentencePiece BPE ``.model`` files, trained by the sentencepiece library itself and compared
+with it: ids, decoding, the models fastbpe refuses, and damaged files."""
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fastbpe
+from fastbpe.formats import sentencepiece as sentencepiece_format
+
+spm = pytest.importorskip("sentencepiece", reason="sentencepiece (test extra) trains and verifies the models")
+
+# the options of the models fastbpe reads: Llama 2's (spaces kept as they are, digits split,
+# whitespace-only pieces, control pieces of its own) and SentencePiece's default spacing
+READ = {
+    "llama2": dict(remove_extra_whitespaces=False, split_digits=True, allow_whitespace_only_pieces=True,
+                   control_symbols=["[INST]", "[/INST]"]),
+    "spaces-collapsed": dict(),
+}
+# and of the ones it refuses, with what it says
+REFUSED = {
+    "unigram": (dict(model_type="unigram"), "a SentencePiece Unigram model; fastbpe reads BPE models"),
+    "nmt_nfkc": (dict(normalization_rule_name="nmt_nfkc"), "its normaliser 'nmt_nfkc' .* is not supported"),
+    "no-byte-fallback": (dict(byte_fallback=False), "a model without byte fallback"),
+    "user-defined": (dict(user_defined_symbols=["<tool>"]), r"user-defined pieces \(such as '<tool>'\)"),
+    "no-dummy-prefix": (dict(add_dummy_prefix=False), "add_dummy_prefix=false"),
+}
+ODD_TEXTS = ["", " ", "   ", " leading", "trailing  ", "two  spaces", "\t\n\r\n", "😀 𝔘 ꙮ missing characters",
+             "▁ the marker", "▁", " ▁ ", "<s>control</s> [INST] text", "<unk>", "1234567 digits", "a\u0301",
+             "\u3000\u00a0 other spaces"]
+
+
+def _train(folder, rows, name, options) -> str:
+    corpus = folder / "corpus.txt"
+    if not corpus.exists():
+        corpus.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    settings = dict(input=str(corpus), model_prefix=str(folder / name), vocab_size=1500, model_type="bpe",
+                    normalization_rule_name="identity", byte_fallback=True, character_coverage=0.99,
+                    minloglevel=2, num_threads=1)
+    settings.update(options)
+    spm.SentencePieceTrainer.train(**settings)
+    return str(folder / f"{name}.model")
+
+
+@pytest.fixture(scope="module")
+def rows(shared_data):
+    return [cell for row in shared_data.rows("parallel_multi.tsv.gz", 400) for cell in row.rstrip("\n").split("\t")]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, rows):
+    folder = tmp_path_factory.mktemp("spm")
+    return {name: _train(folder, rows, name, options) for name, options in READ.items()}
+
+
+@pytest.fixture(scope="module", params=sorted(READ))
+def pair(request, models):
+    """``(sentencepiece's processor, fastbpe's tokenizer, the file)`` of one model."""
+    path = models[request.param]
+    return spm.SentencePieceProcessor(model_file=path), fastbpe.load(path), path
+
+
+def test_ids_and_decoding_are_sentencepiece_s(pair, rows):
+    processor, tok, _ = pair
+    for text in rows + ODD_TEXTS + ["\n".join(rows[:50])]:
+        ids = processor.encode(text)
+        assert tok.encode_ordinary(text) == ids, text
+        if not text.lstrip(" ").startswith("▁"):  # (the one place decoding differs: the module says)
+            assert tok.decode(ids) == processor.decode(ids), text
+    assert sum(processor.piece_to_id("<0xE4>") in processor.encode(t) for t in rows) > 10  # (byte fallback ran)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.sampled_from(list("ab é中कا😀𝔘 \t\n\r▁<>s/\u3000") + ["  ", "<s>"]), max_size=30).map("".join))
+def test_generated_text_encodes_as_sentencepiece(pair, text):
+    processor, tok, _ = pair
+    assert tok.encode_ordinary(text) == processor.encode(text)
+
+
+def test_every_file_format_keeps_the_ids(pair, rows, tmp_path):
+    """Loaded by name, by Tokenizer.from_sentencepiece, and written as fastbpe's file and as a
+    tokenizer.json, which tokenizers encodes the same (splitting control pieces' text out, as
+    ``allowed_special="all"`` does)."""
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) reads the written file")
+    processor, tok, path = pair
+    tok.save(tmp_path / "native.json")
+    tok.to_huggingface(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    loaded = [fastbpe.load(tmp_path / "native.json"), fastbpe.Tokenizer.from_sentencepiece(path)]
+    for text in rows[:300] + ODD_TEXTS:
+        ids = processor.encode(text)
+        assert [t.encode_ordinary(text) for t in loaded] == [ids, ids], text
+        assert hf.encode(text, add_special_tokens=False).ids == tok.encode(text, allowed_special="all"), text
+
+
+def test_control_pieces_are_special_tokens(pair):
+    processor, tok, _ = pair
+    assert tok.special_tokens["<s>"] == processor.bos_id() and tok.special_tokens["</s>"] == processor.eos_id()
+    assert tok.special_tokens["<unk>"] == processor.unk_id()
+    assert tok.encode("<s>", allowed_special="all") == [processor.bos_id()]
+    with pytest.raises(ValueError, match="special token"):
+        tok.encode("<s>")
+
+
+def test_trace_of_a_word_is_the_encoder_s(pair):
+    """A word traced merge by merge (characters, merges by rank, byte fallback last) ends in
+    SentencePiece's ids."""
+    from fastbpe.analysis.trace import trace_word
+
+    processor, tok, _ = pair
+    for word in ["hello world", "😀 𝔘 missing", "  two  spaces ", "12345"]:
+        chunks = trace_word(tok, word)
+        assert [i for chunk in chunks for i in chunk["ids"]] == processor.encode(word), word
+    assert any(chunk["steps"] for chunk in trace_word(tok, "hello world"))
+
+
+@pytest.mark.parametrize("documents", ["line", "blank-line", "file"])
+def test_encode_files_encodes_each_document_whole(pair, rows, tmp_path, documents):
+    """A normaliser of steps (the ▁ put before the text) runs on each whole document, as
+    SentencePiece's encode of it: the shards hold its ids, documents apart."""
+    import json
+
+    import numpy as np
+
+    processor, tok, _ = pair
+    docs = [" ".join(rows[k:k + 3]) for k in range(0, 240, 3)]
+    path = tmp_path / "docs.txt"
+    separator = {"line": "\n", "blank-line": "\n\n", "file": ""}[documents]
+    path.write_text(separator.join(docs) if separator else docs[0], encoding="utf-8")
+    docs = docs if separator else docs[:1]
+    out = tmp_path / "shards"
+    fastbpe.encode_files(tok, [path], out, documents=documents, separator="</s>", block_size=300, progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    ids = np.concatenate([fastbpe.read_shard(out / shard["file"]) for shard in manifest["shards"]]).tolist()
+    expected = []
+    for k, doc in enumerate(docs):
+        expected += ([processor.eos_id()] if k else []) + processor.encode(doc)
+    assert ids == expected
+
+
+def test_the_command_line_takes_a_model_file(pair, rows, tmp_path, capsys):
+    from fastbpe.cli import main
+
+    _, _, path = pair
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(rows[:100]), encoding="utf-8")
+    assert main(["audit", "-t", path, "--corpus", str(corpus), "--no-digits"]) == 0
+    assert main(["audit", "-t", path, "--corpus", str(corpus)]) == 2
+    assert "a newline that is one token alone; this tokenizer encodes it as 2" in capsys.readouterr().err
+    assert main(["encode", str(corpus), "-t", path, "--out", str(tmp_path / "out"), "--documents", "line",
+                 "--separator", "</s>"]) == 0
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_models_fastbpe_cannot_reproduce_are_refused_by_name(tmp_path, rows, name):
+    options, message = REFUSED[name]
+    path = _train(tmp_path, rows[:1500], name, options)
+    with pytest.raises(ValueError, match=message):
+        fastbpe.load(path)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_files_are_value_errors(models, tmp_path_factory, data):
+    """A model cut short, or with bytes changed anywhere: a tokenizer or a ValueError, never
+    another exception."""
+    model = open(models["llama2"], "rb").read()
+    at = data.draw(st.integers(0, len(model) - 1))
+    damage = data.draw(st.sampled_from(["cut", "byte", "insert"]))
+    value = bytes([data.draw(st.integers(0, 255))])
+    damaged = {"cut": model[:at], "byte": model[:at] + value + model[at + 1:],
+               "insert": model[:at] + value + model[at:]}[damage]
+    path = tmp_path_factory.mktemp("damaged") / "tokenizer.model"
+    path.write_bytes(damaged)
+    try:
+        fastbpe.load(path)
+    except ValueError:
+        pass
+
+
+def test_the_protobuf_reader_on_a_hand_made_model():
+    """One piece of text "a" and score -1, and a trainer spec of model_type 2 (BPE)."""
+    data = b"\x0a\x08\x0a\x01a\x15\x00\x00\x80\xbf" + b"\x12\x02\x18\x02"
+    assert sentencepiece_format.read_pieces(data, "m") == ([("a", -1.0, 1)], {3: 2}, {})
+    with pytest.raises(ValueError, match="runs past its end"):
+        sentencepiece_format.read_pieces(data[:5], "m")
+    with pytest.raises(ValueError, match="wire type 7"):
+        sentencepiece_format.read_pieces(b"\x0f", "m")
