@@ -1147,11 +1147,13 @@ class BpeEncoder {
     // Ids of words given as base symbol ids (word k is symbols[ends[k-1]:ends[k]], ends
     // checked by the caller) into out (room for ends[words-1] ids): the same merge loop as
     // encode_run, started from the caller's symbols. A negative symbol never merges.
+    // out_ends (may be null): out_ends[k] = the ids of words 0..k.
     int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words, EncodeScratch& st,
-                           int32_t* out) const {
+                           int32_t* out, int64_t* out_ends = nullptr) const {
         int64_t start = 0, total = 0;
         for (int64_t w = 0; w < words; ++w) {
             int64_t length = ends[w] - start;
+            if (out_ends != nullptr) out_ends[w] = total;  // (until the word's ids are added below)
             if (length <= 0) continue;
             if ((int64_t)st.sid.size() < length) st.sid.resize(length);
             int32_t* sid = st.sid.data();
@@ -1161,6 +1163,7 @@ class BpeEncoder {
             else
                 total += merge_long(length, st, out + total, length);
             start = ends[w];
+            if (out_ends != nullptr) out_ends[w] = total;
         }
         return total;
     }

@@ -102,4 +102,4 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         int64_t encode_utf8_u16(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st,
                                 int64_t* chunks, int64_t* misses, uint16_t* out) except +
         int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words,
-                               EncodeScratch& st, int32_t* out) except +
+                               EncodeScratch& st, int32_t* out, int64_t* out_ends) except +

@@ -784,8 +784,11 @@ cdef class BPECore:
         cdef int64_t[::1] bounds = np.array([0, data.shape[0]], dtype=np.int64)
         return self.encode_chunks(data, bounds[:1], bounds[1:], state)
 
-    def encode_symbols(self, const int32_t[::1] symbols, const int64_t[::1] ends, EncodeState state):
-        """int32 ids of words given as base symbol ids: word k is ``symbols[ends[k-1]:ends[k]]``.
+    def encode_symbols(self, const int32_t[::1] symbols, const int64_t[::1] ends, EncodeState state,
+                       bint with_ends=False):
+        """int32 ids of words given as base symbol ids: word k is ``symbols[ends[k-1]:ends[k]]``;
+        ``with_ends``: ``(ids, id_ends)``, the ids of word k being
+        ``ids[id_ends[k]:id_ends[k + 1]]`` (int64, one more than the words).
 
         The same merge loop as every other entry, started from the caller's symbols instead of
         bytes: the path of character-level tokenizers (a symbol is a character's token) and of
@@ -805,13 +808,16 @@ cdef class BPECore:
         if (ends[words - 1] if words else 0) != n:
             raise ValueError("the last end must be len(symbols)")
         out = np.empty(n, dtype=np.int32)
+        id_ends = np.zeros(words + 1, dtype=np.int64)
         if words == 0 or n == 0:
-            return out
+            return (out, id_ends) if with_ends else out
         cdef int32_t[::1] ov = out
+        cdef int64_t[::1] ev = id_ends
+        cdef int64_t* word_ends = &ev[1] if with_ends else NULL
         with nogil:
-            total = self.enc.encode_symbols(&symbols[0], &ends[0], words, state.scratch, &ov[0])
+            total = self.enc.encode_symbols(&symbols[0], &ends[0], words, state.scratch, &ov[0], word_ends)
         state.scratch.trim(KEEP_BUFFER)
-        return out[:total]
+        return (out[:total], id_ends) if with_ends else out[:total]
 
     @property
     def scan_max(self):

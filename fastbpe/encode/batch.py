@@ -242,7 +242,7 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
 
     def one(k: int):
         try:
-            ids = tok._encode_array(texts[k], allowed_special, disallowed_special)
+            ids = tok._encode_with_sets(texts[k], allowed, disallowed)
         except ValueError as exc:
             if type(exc) is not ValueError:
                 raise
@@ -251,6 +251,8 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
 
     pattern = _fused_pattern(tok)
     fused = pattern is not None
+    # (a character-level tokenizer whose text is one chunk: one compiled call a group, too)
+    one_chunk = not fused and tok._text_is_one_chunk()
     names = allowed | disallowed
 
     def holding_names(part: slice) -> List[int]:
@@ -273,14 +275,16 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
     def encoded(part: slice):
         """A group's encoding: the compiled call's ``(ids, ends, failed)`` and the texts that
         hold a special token's name; or, without that call, the group's result itself."""
-        if not fused:
+        if not fused and not one_chunk:
             return [one(k) for k in range(part.start, part.stop)]
         exact = holding_names(part)  # (before any encoding: a disallowed name raises first)
+        if one_chunk:
+            return exact, tok._one_chunk_texts(texts, part.start, part.stop)
         return exact, tok._core().encode_str_many(texts, pattern, tok._state(), part.start, part.stop)
 
     def result(part: slice, got) -> list:
         """A group's lists (or arrays) of ids from its encoding (encoded()'s)."""
-        if not fused:
+        if not fused and not one_chunk:
             return got
         exact, (ids, ends, failed) = got
         core, state = tok._core(), tok._state()

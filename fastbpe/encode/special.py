@@ -21,6 +21,7 @@ fastbpe's own file, and the ``added_tokens`` of a ``tokenizer.json``.
 >>> SpecialTokens.from_huggingface(s.to_huggingface(), "t.json") == s
 True
 """
+import collections.abc
 import functools
 from typing import (TYPE_CHECKING, AbstractSet, Callable, Collection, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Sequence, Tuple, Union)
@@ -108,7 +109,8 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed,
     """
     for what, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
         # a str other than "all" would be read as a set of one-character names
-        if (isinstance(value, str) and value != "all") or not isinstance(value, (str, Iterable)):
+        # (collections.abc's Iterable: typing's costs an encode of a short text 2 us a check)
+        if (isinstance(value, str) and value != "all") or not isinstance(value, (str, collections.abc.Iterable)):
             raise TypeError(f'{what} must be "all" or a collection of special token names, got {value!r:.60}'
                             + (f" (write {{{value!r:.40}}})" if isinstance(value, str) else ""))
     names = frozenset(names)

@@ -796,3 +796,33 @@ def test_small_batches_from_several_threads_at_once(byte_level):
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda texts: byte_level.encode_batch(texts, workers=2), batches))
     assert got == want
+
+
+@pytest.fixture(scope="module")
+def one_chunk_chars():
+    """Characters, the text one chunk (SentencePiece's layout), without byte fallback: a batch
+    of them goes through one compiled call a group. (Trained on words: a space has no token.)"""
+    trained = fastbpe.train(TEXT, vocab_size=200, unit="chars", pattern="whitespace", progress=False)
+    tok = fastbpe.Tokenizer(trained.token_bytes, trained.merge_ids, unit="chars", pattern=r"(?s:.+)",
+                            special_tokens=["<eot>"])
+    assert tok._text_is_one_chunk()
+    return tok
+
+
+@given(st.lists(st.text(st.sampled_from(list("thecasonmé猫к")), max_size=30), max_size=12), st.integers(1, 3))
+def test_one_chunk_characters_batch_equals_a_loop_of_encode(one_chunk_chars, texts, workers):
+    want = [one_chunk_chars.encode(t) for t in texts]
+    with_special = [t + "<eot>" + t for t in texts]
+    for path in (nullcontext, general_path):
+        with path():
+            assert one_chunk_chars.encode_batch(texts, workers=workers) == want
+            got = one_chunk_chars.encode_batch(texts, workers=workers, as_numpy=True)
+            assert [a.tolist() for a in got] == want
+            assert one_chunk_chars.encode_batch(with_special, workers=workers, allowed_special="all") == \
+                [one_chunk_chars.encode(t, allowed_special="all") for t in with_special]
+
+
+def test_one_chunk_characters_batch_names_a_missing_character(one_chunk_chars):
+    for path in (nullcontext, general_path):
+        with path(), pytest.raises(ValueError, match=r"text 1 of the batch: 'Ω' is not in the vocabulary"):
+            one_chunk_chars.encode_batch(["thecat", "theΩ", "sat"], workers=2)

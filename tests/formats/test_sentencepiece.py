@@ -76,6 +76,18 @@ def test_generated_text_encodes_as_sentencepiece(pair, text):
     assert tok.encode_ordinary(text) == processor.encode(text)
 
 
+def test_a_batch_is_sentencepiece_s_ids_of_each_text(pair, rows):
+    """encode_ordinary_batch (one compiled call a group of texts, byte fallback placed after)
+    gives each text's ids, on one thread and on two, as lists and as arrays."""
+    processor, tok, _ = pair
+    texts = rows[:500] + ODD_TEXTS
+    want = [processor.encode(text) for text in texts]
+    for workers in (1, 2):
+        assert tok.encode_ordinary_batch(texts, num_threads=workers) == want
+        got = tok.encode_ordinary_batch(texts, num_threads=workers, as_numpy=True)
+        assert [ids.tolist() for ids in got] == want
+
+
 def test_every_file_format_keeps_the_ids(pair, rows, tmp_path):
     """Loaded by name, by Tokenizer.from_sentencepiece, and written as fastbpe's file and as a
     tokenizer.json, which tokenizers encodes the same (splitting control pieces' text out, as
