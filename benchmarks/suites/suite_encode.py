@@ -135,6 +135,26 @@ class EncodeBatch:
         self.tok.encode_batch(self.lines, workers=workers)
 
 
+class EncodeCharacterLevel:
+    """A character-level tokenizer whose text is one chunk (SentencePiece's layout, without its
+    spaces' ▁): the lines of 1 MB of generated text, by ``encode_ordinary_batch`` on one thread
+    (a compiled call a group of texts) and by a loop of ``encode_ordinary``."""
+
+    def setup(self):
+        fastbpe = fastbpe_module()
+        self.lines = corpus_text("generated", "1MB").split("\n")
+        self.tok = fastbpe.train(iter(self.lines), 16384, unit="chars", pattern=r"(?s:.+)", min_frequency=2,
+                                 progress=False, workers=1)
+        self.tok.encode_ordinary_batch(self.lines[:10], num_threads=1)
+
+    def time_encode_ordinary_batch(self):
+        self.tok.encode_ordinary_batch(self.lines, num_threads=1)
+
+    def time_encode_ordinary_loop(self):
+        for line in self.lines:
+            self.tok.encode_ordinary(line)
+
+
 class EncodeToNumpy:
     """``Tokenizer.encode_to_numpy(text)`` on 10 MB (once it exists)."""
 

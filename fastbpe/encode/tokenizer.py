@@ -558,7 +558,7 @@ class Tokenizer:
         if table is None:
             table = -1 - np.arange(0x110000, dtype=np.int32)
             for token, i in self._ids.items():
-                if len(token) <= 3:
+                if len(token) <= 4:
                     text = token.decode("utf-8", "surrogatepass")  # (a character-level vocabulary's)
                     if len(text) == 1:
                         table[ord(text)] = i
