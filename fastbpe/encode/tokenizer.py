@@ -499,14 +499,11 @@ class Tokenizer:
         character-level vocabulary may hold them (text read with ``surrogateescape``)."""
         if self.unit == "bytes":
             text = surrogates.as_tiktoken(text)
-        if self._text_is_one_chunk():  # (SentencePiece's layout): no split, no list of chunks to join
-            joined, ends = text, np.array([0, len(text)] if text else [0], dtype=np.int64)
-        else:
-            chunks = pretokenize(text, self.pattern)
-            words = [self.markers.word(chunk) for chunk in chunks]
-            joined = "".join(words)
-            ends = np.zeros(len(words) + 1, dtype=np.int64)
-            np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=ends[1:])
+        chunks = pretokenize(text, self.pattern)
+        words = [self.markers.word(chunk) for chunk in chunks]
+        joined = "".join(words)
+        ends = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)), out=ends[1:])
         if self.unit == "bytes":
             data = joined.encode("utf-8", "surrogatepass")
             by_byte = np.array([self._ids.get(bytes([b]), -1 - b) for b in range(256)], dtype=np.int32)
@@ -672,7 +669,8 @@ class Tokenizer:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
 
     def _special_sets(self, allowed_special, disallowed_special) -> Tuple[frozenset, frozenset]:
-        if type(allowed_special) is frozenset and not allowed_special and disallowed_special == "all":
+        if type(allowed_special) is frozenset and not allowed_special and type(disallowed_special) is str \
+                and disallowed_special == "all":
             # encode's default (none allowed, every one refused), made once: 2 us a short text
             found = self.__dict__.get("_default_sets")
             if found is None:
