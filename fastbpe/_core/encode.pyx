@@ -819,6 +819,79 @@ cdef class BPECore:
         state.scratch.trim(KEEP_BUFFER)
         return (out[:total], id_ends) if with_ends else out[:total]
 
+    def encode_chars(self, str text, const int32_t[::1] char_ids, const int32_t[::1] byte_ids, EncodeState state,
+                     bint as_list=False):
+        """The ids of ``text`` as one chunk of characters (a character-level tokenizer that keeps
+        a text whole: SentencePiece's layout), in one call: each character's symbol is
+        ``char_ids[code point]`` (``-1 - code point`` for one without a token; 0x110000
+        entries), then the merge loop. A character left without a token becomes the tokens
+        that ``byte_ids`` (256 entries) gives its UTF-8 bytes (byte fallback); with an empty
+        ``byte_ids`` the answer is None instead (the caller's own path names the character).
+        int32 ids, or a list with ``as_list``. ``encode_symbols`` of the same symbols, then the
+        fallback, without the arrays between them (a short text cost twice its BPE in them).
+        """
+        if char_ids.shape[0] != 0x110000:
+            raise ValueError("char_ids needs one entry per code point (0x110000)")
+        if byte_ids.shape[0] not in (0, 256):
+            raise ValueError("byte_ids needs 256 entries, or none")
+        self._take(state)
+        PyUnicode_READY(text)
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, k = 0, missing = 0, spelled = 0
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef int64_t total = 0, end = n
+        cdef uint32_t point
+        cdef int32_t sid
+        cdef vector[int32_t] symbols
+        out = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] ov = out, fv
+        if n:
+            symbols.resize(n)
+            with nogil:
+                for i in range(n):
+                    symbols[i] = char_ids[PyUnicode_READ(kind, data, i)]
+                total = self.enc.encode_symbols(symbols.data(), &end, 1, state.scratch, &ov[0], NULL)
+            state.scratch.trim(KEEP_BUFFER)
+        for i in range(total):  # characters without a token, and their UTF-8 bytes
+            if ov[i] < 0:
+                point = <uint32_t>(-1 - ov[i])
+                missing += 1
+                spelled += 1 + (point >= 0x80) + (point >= 0x800) + (point >= 0x10000)
+        if missing:
+            if byte_ids.shape[0] == 0:
+                return None
+            out = np.empty(total - missing + spelled, dtype=np.int32)
+            fv = out
+            for i in range(total):
+                sid = ov[i]
+                if sid >= 0:
+                    fv[k] = sid
+                    k += 1
+                    continue
+                point = <uint32_t>(-1 - sid)
+                if point < 0x80:
+                    fv[k] = byte_ids[point]
+                    k += 1
+                elif point < 0x800:
+                    fv[k] = byte_ids[0xC0 | (point >> 6)]
+                    fv[k + 1] = byte_ids[0x80 | (point & 0x3F)]
+                    k += 2
+                elif point < 0x10000:  # (a lone surrogate too, as surrogatepass spells it)
+                    fv[k] = byte_ids[0xE0 | (point >> 12)]
+                    fv[k + 1] = byte_ids[0x80 | ((point >> 6) & 0x3F)]
+                    fv[k + 2] = byte_ids[0x80 | (point & 0x3F)]
+                    k += 3
+                else:
+                    fv[k] = byte_ids[0xF0 | (point >> 18)]
+                    fv[k + 1] = byte_ids[0x80 | ((point >> 12) & 0x3F)]
+                    fv[k + 2] = byte_ids[0x80 | ((point >> 6) & 0x3F)]
+                    fv[k + 3] = byte_ids[0x80 | (point & 0x3F)]
+                    k += 4
+            ov, total = fv, k
+        if as_list:
+            return self._list_of(&ov[0] if total else NULL, total, self._shared_ints(state))
+        return out[:total]
+
     @property
     def scan_max(self):
         """Chunks up to this many bytes are merged by the scan, longer ones by the heap."""

@@ -610,20 +610,28 @@ class Tokenizer:
         data, starts, ends = self.splitter.bounds(surrogates.as_tiktoken(text))
         return self._core().encode_chunks(data, starts, ends, self._state())
 
-    def _plain(self) -> Optional[Tuple[BPECore, int, Optional[special.NameFinder]]]:
+    def _plain(self) -> Optional[tuple]:
         """``(core, scanner, finder)`` when the ordinary path is one compiled call (steps 2-5
         of encode do nothing else: byte-level, no normaliser, prefix space or markers, and a
-        named pattern whose scanner splits and encodes in one pass), else None; ``finder``: the
-        compiled search of the special tokens' names (None: there are none). Made once: the
-        settings it reads are fixed at construction."""
+        named pattern whose scanner splits and encodes in one pass); ``(core, None, finder,
+        normaliser, character ids, byte ids)`` when it is one call after the normaliser (a
+        character-level tokenizer whose text is one chunk: SentencePiece's layout; the byte ids
+        empty without byte fallback); else None. ``finder``: the compiled search of the
+        special tokens' names (None: there are none). Made once: the settings it reads are
+        fixed at construction."""
         plain = self.__dict__.get("_plain_cache")
         if plain is None:
             scanner = self.splitter.fused_scanner()
             simple = (scanner is not None and self._reads_bytes and not self.normalize
                       and not self.splitter.prefix_space)
             names = frozenset(self.special_tokens)
-            plain = self.__dict__["_plain_cache"] = (
-                (self._core(), scanner, special.name_finder(names) if names else None) if simple else ())
+            finder = special.name_finder(names) if names else None
+            if simple:
+                plain = (self._core(), scanner, finder)
+            elif self._text_is_one_chunk():
+                byte_ids = self._byte_token_ids() if self.byte_fallback else np.zeros(0, dtype=np.int32)
+                plain = (self._core(), None, finder, self.normalize or None, self._char_ids(), byte_ids)
+            self.__dict__["_plain_cache"] = plain = plain or ()
         return plain or None
 
     def _plain_ids(self, text, refuse_specials: bool, as_list: bool = False) -> Union[None, np.ndarray, List[int]]:
@@ -631,13 +639,17 @@ class Tokenizer:
         one compiled call of ``_plain`` (a short text costs little more than the call), or None
         where the general path must decide: no such call, a str with a lone surrogate, a text
         holding a special token's name while ``refuse_specials`` (every name disallowed: the
-        general path raises), or no str."""
+        general path raises), a character without a token (no byte fallback), or no str."""
         plain = self.__dict__.get("_plain_cache") or self._plain()  # (made: no call; else _plain decides)
         if plain is None or type(text) is not str:
             return None
-        core, scanner, finder = plain
+        core, scanner, finder = plain[:3]
         if refuse_specials and finder is not None and finder.holds(text):
             return None
+        if scanner is None:  # characters, the text one chunk: normalised here, then one call
+            normalize, char_ids, byte_ids = plain[3:]
+            return core.encode_chars(normalize(text) if normalize is not None else text, char_ids, byte_ids,
+                                     self._state(), as_list)
         return core.encode_str(text, scanner, self._state(), as_list)
 
     def _id_list(self, ids: np.ndarray) -> List[int]:

@@ -823,6 +823,8 @@ def test_one_chunk_characters_batch_equals_a_loop_of_encode(one_chunk_chars, tex
 
 
 def test_one_chunk_characters_batch_names_a_missing_character(one_chunk_chars):
+    with pytest.raises(ValueError, match=r"'Ω' is not in the vocabulary"):
+        one_chunk_chars.encode("theΩ")  # (the one-call path hands it to encode's own)
     for path in (nullcontext, general_path):
         with path(), pytest.raises(ValueError, match=r"text 1 of the batch: 'Ω' is not in the vocabulary"):
             one_chunk_chars.encode_batch(["thecat", "theΩ", "sat"], workers=2)

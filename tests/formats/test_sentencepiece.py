@@ -88,6 +88,29 @@ def test_a_batch_is_sentencepiece_s_ids_of_each_text(pair, rows):
         assert [ids.tolist() for ids in got] == want
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=30), surrogate=st.sampled_from(["", "\ud800", "\udfff"]))
+def test_the_one_call_path_is_the_general_one(pair, text, surrogate):
+    """encode's one compiled call (BPECore.encode_chars: symbols, merges, the fallback's UTF-8
+    bytes of 1 to 4 bytes and of lone surrogates) gives what the general path gives."""
+    _, tok, _ = pair
+    text += surrogate
+    assert tok.encode_ordinary(text) == tok._ordinary_ids(text).tolist()
+    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == tok._ordinary_ids(text).tolist()
+
+
+def test_the_one_call_checks_its_tables(pair):
+    import numpy as np
+
+    _, tok, _ = pair
+    core, state = tok._core(), tok._state()
+    with pytest.raises(ValueError, match="one entry per code point"):
+        core.encode_chars("a", np.zeros(10, np.int32), np.zeros(256, np.int32), state)
+    with pytest.raises(ValueError, match="256 entries, or none"):
+        core.encode_chars("a", tok._char_ids(), np.zeros(3, np.int32), state)
+    assert core.encode_chars("😀", tok._char_ids(), np.zeros(0, np.int32), state) is None  # (no fallback)
+
+
 def test_every_file_format_keeps_the_ids(pair, rows, tmp_path):
     """Loaded by name, by Tokenizer.from_sentencepiece, and written as fastbpe's file and as a
     tokenizer.json, which tokenizers encodes the same (splitting control pieces' text out, as
