@@ -21,7 +21,7 @@ there is a ValueError).
 >>> Markers.from_native(m.to_native()) == m
 True
 """
-from typing import List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 from ..arguments import check_word_markers
 from ..fileio import json_field
@@ -31,14 +31,24 @@ __all__ = ["Markers"]
 
 
 class Markers:
-    """Word markers and the space marker of a tokenizer (none: ``bool(markers)`` is False)."""
+    """Word markers and the space marker of a tokenizer (none: ``bool(markers)`` is False).
+    ``dummy_prefix``: a space marker was put before the text (SentencePiece's
+    ``add_dummy_prefix``), and decoding drops the first; False for vocabularies that put none
+    there (Gemma's), whose every marker decodes to a space."""
+
+    dummy_prefix = True  # (what pickles of versions before the option hold)
 
     def __init__(self, word_start: Optional[str] = None, word_end: Optional[str] = None,
                  space_marker: Optional[str] = None, end_of_word_suffix: Optional[str] = None,
-                 continuing_subword_prefix: Optional[str] = None):
+                 continuing_subword_prefix: Optional[str] = None, dummy_prefix: bool = True):
         check_word_markers(word_start, word_end)
         if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
             raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
+        if not isinstance(dummy_prefix, bool):
+            raise TypeError(f"dummy_prefix must be True or False, got {dummy_prefix!r:.40}")
+        if not dummy_prefix and not space_marker:
+            raise ValueError("dummy_prefix=False needs a space_marker (it says whether one goes before the text)")
+        self.dummy_prefix = dummy_prefix
         for name, marker in (("end_of_word_suffix", end_of_word_suffix),
                              ("continuing_subword_prefix", continuing_subword_prefix)):
             if marker is not None and not (isinstance(marker, str) and marker):
@@ -54,10 +64,11 @@ class Markers:
         self.present = bool(self._decoded or self.continuing_subword_prefix)
 
     def _decoded_markers(self) -> tuple:
-        """(marker, whether it is put before the text) for decode, in its order; empty when
-        there are none, so that decoding without markers costs no loop."""
+        """(marker, whether the one before the text (True) or after it (False) is dropped, or
+        None for neither) for decode, in its order; empty when there are none, so that decoding
+        without markers costs no loop."""
         return tuple((marker, leading) for marker, leading in (
-            (self.space_marker, True), (self.word_start, True), (self.word_end, False),
+            (self.space_marker, True if self.dummy_prefix else None), (self.word_start, True), (self.word_end, False),
             (self.end_of_word_suffix, False)) if marker)
 
     def __setstate__(self, state: dict) -> None:
@@ -102,7 +113,7 @@ class Markers:
             text = text.replace(marker, " ")
             if leading:
                 text = text[1:] if text.startswith(" ") else text
-            else:
+            elif leading is not None:
                 text = text[:-1] if text.endswith(" ") else text
         return text
 
@@ -110,7 +121,7 @@ class Markers:
         """The :class:`fastbpe.Tokenizer` arguments that make these markers."""
         return dict(word_start=self.word_start or None, word_end=self.word_end or None,
                     space_marker=self.space_marker or None, end_of_word_suffix=self.end_of_word_suffix or None,
-                    continuing_subword_prefix=self.continuing_subword_prefix or None)
+                    continuing_subword_prefix=self.continuing_subword_prefix or None, dummy_prefix=self.dummy_prefix)
 
     # ---- fastbpe's own file ---------------------------------------------------------------------
 
@@ -118,6 +129,7 @@ class Markers:
         """Its fields of fastbpe's file (the word markers always, as version 1 files have them)."""
         return {"word_start": self.word_start, "word_end": self.word_end,
                 **({"space_marker": self.space_marker} if self.space_marker else {}),
+                **({"dummy_prefix": False} if not self.dummy_prefix else {}),
                 **({"end_of_word_suffix": self.end_of_word_suffix} if self.end_of_word_suffix else {}),
                 **({"continuing_subword_prefix": self.continuing_subword_prefix}
                    if self.continuing_subword_prefix else {})}
@@ -131,7 +143,8 @@ class Markers:
                    json_field(data, "end_of_word_suffix", (str, type(None)),
                               what="a str (the end-of-word suffix) or null"),
                    json_field(data, "continuing_subword_prefix", (str, type(None)),
-                              what="a str (the continuing-subword prefix) or null"))
+                              what="a str (the continuing-subword prefix) or null"),
+                   json_field(data, "dummy_prefix", (bool,), True, what="true or false"))
 
     # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
 
@@ -146,7 +159,7 @@ class Markers:
         steps = [{"type": "ByteFallback"}, {"type": "Fuse"}]
         if self.space_marker:
             steps = [{"type": "Replace", "pattern": {"String": self.space_marker}, "content": " "}, *steps,
-                     {"type": "Strip", "content": " ", "start": 1, "stop": 0}]
+                     *([{"type": "Strip", "content": " ", "start": 1, "stop": 0}] if self.dummy_prefix else [])]
         return {"type": "Sequence", "decoders": steps}
 
     def to_huggingface_model(self) -> dict:
@@ -162,7 +175,8 @@ class Markers:
         the first (Llama 2's ``Replace(▁, " ")`` ... ``Strip(" ", 1, 0)``, or ``Metaspace``);
         the ``model``'s ``continuing_subword_prefix`` and ``end_of_word_suffix``, each byte-level
         text of UTF-8 (``"</w>"``). A malformed marker is a ValueError naming ``source``."""
-        return cls(space_marker=_space_marker(decoder), **_model_markers(model or {}, source))
+        marker, dummy_prefix = _space_marker(decoder)
+        return cls(space_marker=marker, dummy_prefix=dummy_prefix, **_model_markers(model or {}, source))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Markers) and self.keywords() == other.keywords()
@@ -171,7 +185,8 @@ class Markers:
         subword = "".join(f", {k}={v!r}" for k, v in (("end_of_word_suffix", self.end_of_word_suffix),
                                                        ("continuing_subword_prefix", self.continuing_subword_prefix))
                           if v)
-        return f"Markers({self.word_start!r}, {self.word_end!r}, space_marker={self.space_marker!r}{subword})"
+        prefix = "" if self.dummy_prefix else ", dummy_prefix=False"
+        return f"Markers({self.word_start!r}, {self.word_end!r}, space_marker={self.space_marker!r}{subword}{prefix})"
 
 
 def _model_markers(model: Mapping, source: str) -> dict:
@@ -190,19 +205,22 @@ def _model_markers(model: Mapping, source: str) -> dict:
     return markers
 
 
-def _space_marker(decoder) -> Optional[str]:
+def _space_marker(decoder) -> Tuple[Optional[str], bool]:
+    """``(marker, dummy_prefix)`` of a ``decoder``: the character it turns back into a space
+    (None for none), and whether it drops the first (``Strip(" ", 1, 0)`` last; a
+    ``Metaspace`` whose ``prepend_scheme`` is not ``"never"``)."""
     if not isinstance(decoder, Mapping):
-        return None
+        return None, True
     if decoder.get("type") == "Metaspace" and isinstance(decoder.get("replacement"), str):
-        return decoder["replacement"] if decoder.get("prepend_scheme", "always") != "never" else None
+        return decoder["replacement"], decoder.get("prepend_scheme", "always") != "never"
     steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else None
     if not isinstance(steps, list) or not steps or not all(isinstance(x, Mapping) for x in steps):
-        return None
+        return None, True
     first, last = steps[0], steps[-1]
-    if (first.get("type") == "Replace" and first.get("content") == " "
+    if not (first.get("type") == "Replace" and first.get("content") == " "
             and isinstance(first.get("pattern"), Mapping) and isinstance(first["pattern"].get("String"), str)
-            and len(first["pattern"]["String"]) == 1
-            and last.get("type") == "Strip" and last.get("content") == " " and last.get("start") == 1
-            and last.get("stop") == 0):
-        return first["pattern"]["String"]
-    return None
+            and len(first["pattern"]["String"]) == 1):
+        return None, True
+    strip = (last.get("type") == "Strip" and last.get("content") == " " and last.get("start") == 1
+             and last.get("stop") == 0)
+    return first["pattern"]["String"], strip

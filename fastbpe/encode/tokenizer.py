@@ -123,7 +123,10 @@ class Tokenizer:
     openai-gpt's files; Sennrich et al. 2016 mark word ends so); ``continuing_subword_prefix``:
     every byte of a chunk but the first starts as the token of this text followed by the byte,
     and a merge drops it from its right-hand token (Hugging Face's BPE option, ``"##"``);
-    ``training_stats``: what each phase of training took (fastbpe's own files keep it).
+    ``training_stats``: what each phase of training took (fastbpe's own files keep it);
+    ``dummy_prefix``: with a ``space_marker``, whether one was put before the text
+    (SentencePiece's ``add_dummy_prefix``), which decoding drops (False: Gemma's vocabularies,
+    whose every marker decodes to a space).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -160,6 +163,7 @@ class Tokenizer:
         end_of_word_suffix: Optional[str] = None,
         continuing_subword_prefix: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
+        dummy_prefix: bool = True,
     ):
         if not isinstance(byte_fallback, (bool, np.bool_)):
             raise TypeError(f"byte_fallback must be True or False, got {byte_fallback!r:.40}")
@@ -179,7 +183,8 @@ class Tokenizer:
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
         self.byte_fallback = bool(byte_fallback)
         # Step 5, the markers (fastbpe.encode.markers)
-        self.markers = Markers(word_start, word_end, space_marker, end_of_word_suffix, continuing_subword_prefix)
+        self.markers = Markers(word_start, word_end, space_marker, end_of_word_suffix, continuing_subword_prefix,
+                               dummy_prefix)
         for name in ("end_of_word_suffix", "continuing_subword_prefix"):
             if getattr(self.markers, name) and (unit != "bytes" or word_start or word_end or merge_rule != "pair"
                                                 or whole_token_lookup):
@@ -814,8 +819,8 @@ class Tokenizer:
         Word markers (``word_start``/``word_end``, ``end_of_word_suffix``) become single
         spaces, the last one dropped (``word_start``/``word_end`` are dropped all where the
         split's chunks carry their spaces, as GPT-2's pattern's do); a ``space_marker``
-        becomes a space, and the one put before the text is dropped (as the decoders of
-        Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
+        becomes a space, and the one put before the text is dropped (``dummy_prefix``; as the
+        decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
         # (a list of ids the decode table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, the checks of decode_bytes)
         table = self.__dict__.get("_decode_table")

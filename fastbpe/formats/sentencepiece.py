@@ -8,8 +8,9 @@ read as that (each piece's ways of being two pieces, ranked by its score: what t
 ``tokenizers`` conversion of such a model does) and is the tokenizer of a Hugging Face
 SentencePiece-style file: characters, a character missing from the vocabulary as the
 ``<0xNN>`` pieces of its UTF-8 bytes (``byte_fallback``), the text one chunk. Its normaliser is
-the model's: spaces become ``▁``, a ``▁`` goes before the text (``add_dummy_prefix``), and
-``remove_extra_whitespaces`` drops the spaces at the ends and makes each run of them one.
+the model's: spaces become ``▁``, a ``▁`` goes before the text (``add_dummy_prefix``; Gemma's
+models put none), and ``remove_extra_whitespaces`` drops the spaces at the ends and makes each
+run of them one.
 Control pieces (``<s>``, ``</s>``) and the unknown piece are special tokens:
 ``encode_ordinary`` (or ``encode(text, disallowed_special=())``) reads their text as
 characters, as SentencePiece does.
@@ -18,10 +19,9 @@ What fastbpe cannot reproduce exactly is a ValueError naming it: other model typ
 SentencePiece's default), a normaliser with a compiled character map (``nmt_nfkc``, the
 default; models trained with ``--normalization_rule_name=identity`` read), a model without
 byte fallback (its unknown characters are ``<unk>``, which fastbpe's character-level encoding
-refuses), user-defined and unused pieces, no ``▁`` before the text (``add_dummy_prefix=false``,
-Gemma's layout: decoding it is not done yet), and whitespace as a suffix. A model with
-``remove_extra_whitespaces`` decodes a text that began with ``▁`` itself with one space more
-than SentencePiece (which drops every ``▁`` the first pieces begin with).
+refuses), user-defined pieces (which Gemma's models have) and unused ones, and whitespace as a
+suffix. A model with ``remove_extra_whitespaces`` decodes a text that began with ``▁`` itself
+otherwise than SentencePiece (which drops every ``▁`` the first pieces begin with).
 """
 import os
 import struct
@@ -207,10 +207,6 @@ def read(path: PathLike) -> dict:
                          "is not supported; fastbpe reads models trained with --normalization_rule_name=identity")
     if not normalizer.get(_NORM_ESCAPE_WHITESPACES, 1):
         raise ValueError(f"{source}: escape_whitespaces=false is not supported")
-    if not normalizer.get(_NORM_DUMMY_PREFIX, 1):
-        # (its decoding turns every ▁ into a space and drops none, which fastbpe's space marker
-        # does not do yet)
-        raise ValueError(f"{source}: add_dummy_prefix=false (Gemma's layout) is not supported")
     for kind, what in ((UNUSED, "unused pieces"),
                        # (SentencePiece finds them whole in the normalised text, the ▁ before the
                        # text put once; fastbpe splits special tokens out before normalising)
@@ -224,18 +220,20 @@ def read(path: PathLike) -> dict:
             raise ValueError(f"{source}: piece {text!r} is there twice (ids {seen[text]} and {i})")
     # SentencePiece's normaliser (normalizer.cc) with an identity map: spaces at the start and
     # runs of them go first (remove_extra_whitespaces: ASCII spaces only), a ▁ before a text that
-    # is left, spaces as ▁, and then the ▁s at the end, the ones the text itself held too
+    # is left (add_dummy_prefix), spaces as ▁, and then the ▁s at the end, the ones the text
+    # itself held too
     extra_whitespaces = bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1))
+    dummy_prefix = bool(normalizer.get(_NORM_DUMMY_PREFIX, 1))
     steps: List[dict] = [
         *([{"type": "Replace", "pattern": {"Regex": r"\A +"}, "content": ""},
            {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}] if extra_whitespaces else []),
-        {"type": "Prepend", "prepend": SPACE},
+        *([{"type": "Prepend", "prepend": SPACE}] if dummy_prefix else []),
         {"type": "Replace", "pattern": {"String": " "}, "content": SPACE},
         *([{"type": "Replace", "pattern": {"Regex": SPACE + r"+\z"}, "content": ""}] if extra_whitespaces else [])]
     # control pieces and the unknown one are special tokens (their slots left empty: BPE never
-    # makes them), the rest tokens; a ▁ decodes to a space, the first one dropped
+    # makes them), the rest tokens; a ▁ decodes to a space, the one put before the text dropped
     specials = {text: i for i, (text, _, kind) in enumerate(pieces) if kind in (UNKNOWN, CONTROL)}
     tokens = [b"" if kind in (UNKNOWN, CONTROL) else text.encode("utf-8") for text, _, kind in pieces]
     return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials, merge_rule="pair",
                 normalizer=steps, byte_fallback=True, **Splitter(WHOLE_PIECE).keywords(),
-                **Markers(space_marker=SPACE).keywords())
+                **Markers(space_marker=SPACE, dummy_prefix=dummy_prefix).keywords())

@@ -91,3 +91,16 @@ def test_word_markers_over_a_split_whose_chunks_carry_their_spaces_decode_to_the
     one turned into a space doubled every space of the text."""
     for tok in marked_tokenizers:
         assert tok.decode(tok.encode(text)) == text
+
+
+def test_dummy_prefix_says_whether_the_first_space_marker_is_dropped():
+    """A space marker put before the text (SentencePiece's add_dummy_prefix) is dropped when
+    decoding; a vocabulary that puts none there (Gemma's) decodes every marker to a space."""
+    assert Markers(space_marker="▁").decode("▁a▁b") == "a b"
+    assert Markers(space_marker="▁", dummy_prefix=False).decode("▁a▁b") == " a b"
+    assert Markers.from_native(Markers(space_marker="▁", dummy_prefix=False).to_native()).dummy_prefix is False
+    assert "dummy_prefix" not in Markers(space_marker="▁").to_native()  # (files as before)
+    with pytest.raises(ValueError, match="needs a space_marker"):
+        Markers(dummy_prefix=False)
+    with pytest.raises(TypeError, match="True or False"):
+        Markers(space_marker="▁", dummy_prefix=0)

@@ -25,6 +25,9 @@ def _layout(rows, layout: str) -> dict:
         hf.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
         hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
                                         decoders.Strip(" ", 1, 0)])
+    elif layout == "no-prefix":  # Gemma's: no ▁ before the text, and every ▁ decodes to a space
+        hf.normalizer = normalizers.Replace(" ", "▁")
+        hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     else:
         hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always",
                                                     split=layout == "metaspace-split")
@@ -43,7 +46,7 @@ def rows(shared_data):
     return [cell for row in shared_data.rows("parallel_multi.tsv.gz", 300) for cell in row.rstrip("\n").split("\t")]
 
 
-@pytest.mark.parametrize("layout", ["normalizer", "metaspace-split", "metaspace-whole"])
+@pytest.mark.parametrize("layout", ["normalizer", "no-prefix", "metaspace-split", "metaspace-whole"])
 def test_byte_fallback_file_encodes_as_tokenizers(tmp_path, rows, layout):
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(_layout(rows[::2], layout), ensure_ascii=False), encoding="utf-8")
@@ -57,10 +60,10 @@ def test_byte_fallback_file_encodes_as_tokenizers(tmp_path, rows, layout):
     assert fallen_back > 10  # the test text really has characters outside the vocabulary
     for text in texts:
         ids = tok.encode(text, allowed_special="all")
-        if layout == "normalizer":  # the file's own decoder (Replace, ByteFallback, Fuse, Strip)
+        if layout in ("normalizer", "no-prefix"):  # the file's own decoder (Replace, ByteFallback, Fuse[, Strip])
             assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), text
-        if "<s>" not in text and "▁" not in text and not text.startswith(" "):  # the marker before the text is dropped
-            assert tok.decode(ids) == text
+        if "<s>" not in text and "▁" not in text and (layout == "no-prefix" or not text.startswith(" ")):
+            assert tok.decode(ids) == text  # (the marker put before the text is dropped)
 
     # written back: tokenizers loads the file and gives the same ids; fastbpe's own file too
     tok.to_huggingface(tmp_path / "back.json")
