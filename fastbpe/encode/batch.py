@@ -119,7 +119,8 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
             text = str(data, "utf-8")
         except UnicodeDecodeError:
             return None
-        return tok._encode_array(text, frozenset(), ())
+        ids = tok._plain_ids(text, False)  # (a one-chunk character tokenizer's one call)
+        return ids if ids is not None else tok._encode_array(text, frozenset(), ())
 
     return encode, not tok.prefix_space  # (a prefix space would go before every piece)
 
