@@ -1153,16 +1153,16 @@ class BpeEncoder {
         int64_t start = 0, total = 0;
         for (int64_t w = 0; w < words; ++w) {
             int64_t length = ends[w] - start;
-            if (out_ends != nullptr) out_ends[w] = total;  // (until the word's ids are added below)
-            if (length <= 0) continue;
-            if ((int64_t)st.sid.size() < length) st.sid.resize(length);
-            int32_t* sid = st.sid.data();
-            std::memcpy(sid, symbols + start, length * sizeof(int32_t));
-            if (length <= scan_max)
-                total += merge_scan(sid, length, out + total, length);
-            else
-                total += merge_long(length, st, out + total, length);
-            start = ends[w];
+            if (length > 0) {
+                if ((int64_t)st.sid.size() < length) st.sid.resize(length);
+                int32_t* sid = st.sid.data();
+                std::memcpy(sid, symbols + start, length * sizeof(int32_t));
+                if (length <= scan_max)
+                    total += merge_scan(sid, length, out + total, length);
+                else
+                    total += merge_long(length, st, out + total, length);
+                start = ends[w];
+            }
             if (out_ends != nullptr) out_ends[w] = total;
         }
         return total;

@@ -14,18 +14,17 @@ namespace fbpt {
 // A line ends at "\n" or at "\r\n" (a Windows file's line end: its "\r" is not the line's);
 // any other "\r" is text. Runs of line ends separate documents.
 
+// The length of the line end at s[at] within s[0:to]: 1 ("\n"), 2 ("\r\n") or 0 (none).
+static inline int64_t line_end_at(const uint8_t* s, int64_t at, int64_t to) {
+    if (at >= to) return 0;
+    if (s[at] == '\n') return 1;
+    return s[at] == '\r' && at + 1 < to && s[at + 1] == '\n' ? 2 : 0;
+}
+
 // Where the run of line ends at s[at] (a line end starts there) ends, within s[0:to].
 static inline int64_t line_ends_end(const uint8_t* s, int64_t at, int64_t to) {
     while (at + 1 < to && s[at] == '\n' && s[at + 1] == '\n') at += 2;  // (runs of "\n"s: most)
-    while (at < to) {
-        if (s[at] == '\n') {
-            at += 1;
-        } else if (s[at] == '\r' && at + 1 < to && s[at + 1] == '\n') {
-            at += 2;
-        } else {
-            break;
-        }
-    }
+    for (int64_t length; (length = line_end_at(s, at, to)) > 0;) at += length;
     return at;
 }
 
@@ -39,15 +38,7 @@ static inline int64_t with_carriage_return(const uint8_t* s, int64_t from, int64
 static inline bool line_ends_from(const uint8_t* s, int64_t p, int64_t to, int newlines) {
     if (newlines == 2 && p + 1 < to && s[p + 1] == '\n') return true;  // (a blank line of "\n"s: most)
     int k = 1;
-    for (int64_t q = p + 1; k < newlines && q < to; ++k) {
-        if (s[q] == '\n') {
-            q += 1;
-        } else if (s[q] == '\r' && q + 1 < to && s[q + 1] == '\n') {
-            q += 2;
-        } else {
-            break;
-        }
-    }
+    for (int64_t q = p + 1, length; k < newlines && (length = line_end_at(s, q, to)) > 0; ++k) q += length;
     return k >= newlines;
 }
 

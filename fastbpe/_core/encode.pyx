@@ -836,12 +836,12 @@ cdef class BPECore:
             raise ValueError("byte_ids needs 256 entries, or none")
         self._take(state)
         PyUnicode_READY(text)
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, k = 0, missing = 0, spelled = 0
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, j, k = 0, missing = 0, spelled = 0
         cdef int kind = PyUnicode_KIND(text)
         cdef void* data = PyUnicode_DATA(text)
-        cdef int64_t total = 0, end = n
+        cdef int64_t total = 0, end = n, width
         cdef uint32_t point
-        cdef int32_t sid
+        cdef uint8_t spelling[4]
         cdef vector[int32_t] symbols
         out = np.empty(n, dtype=np.int32)
         cdef int32_t[::1] ov = out, fv
@@ -856,37 +856,23 @@ cdef class BPECore:
             if ov[i] < 0:
                 point = <uint32_t>(-1 - ov[i])
                 missing += 1
-                spelled += 1 + (point >= 0x80) + (point >= 0x800) + (point >= 0x10000)
+                spelled += utf8_from_str_data(4, &point, 1, spelling, True)
         if missing:
             if byte_ids.shape[0] == 0:
                 return None
             out = np.empty(total - missing + spelled, dtype=np.int32)
             fv = out
             for i in range(total):
-                sid = ov[i]
-                if sid >= 0:
-                    fv[k] = sid
+                if ov[i] >= 0:
+                    fv[k] = ov[i]
                     k += 1
                     continue
-                point = <uint32_t>(-1 - sid)
-                if point < 0x80:
-                    fv[k] = byte_ids[point]
-                    k += 1
-                elif point < 0x800:
-                    fv[k] = byte_ids[0xC0 | (point >> 6)]
-                    fv[k + 1] = byte_ids[0x80 | (point & 0x3F)]
-                    k += 2
-                elif point < 0x10000:  # (a lone surrogate too, as surrogatepass spells it)
-                    fv[k] = byte_ids[0xE0 | (point >> 12)]
-                    fv[k + 1] = byte_ids[0x80 | ((point >> 6) & 0x3F)]
-                    fv[k + 2] = byte_ids[0x80 | (point & 0x3F)]
-                    k += 3
-                else:
-                    fv[k] = byte_ids[0xF0 | (point >> 18)]
-                    fv[k + 1] = byte_ids[0x80 | ((point >> 12) & 0x3F)]
-                    fv[k + 2] = byte_ids[0x80 | ((point >> 6) & 0x3F)]
-                    fv[k + 3] = byte_ids[0x80 | (point & 0x3F)]
-                    k += 4
+                # (a lone surrogate as surrogatepass spells it: 3 bytes)
+                point = <uint32_t>(-1 - ov[i])
+                width = utf8_from_str_data(4, &point, 1, spelling, True)
+                for j in range(width):
+                    fv[k + j] = byte_ids[spelling[j]]
+                k += width
             ov, total = fv, k
         if as_list:
             return self._list_of(&ov[0] if total else NULL, total, self._shared_ints(state))

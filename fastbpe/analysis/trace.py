@@ -115,9 +115,11 @@ def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
     for chunk in _chunks(tokenizer, word):
         steps, pieces = _fire_order(tokenizer, chunk)
         if tokenizer.byte_fallback:  # a character the vocabulary lacks ends as its bytes' <0xNN> tokens
+            byte_ids = tokenizer._byte_token_ids()
             pieces = tuple(part for piece in pieces for part in
                            ((piece,) if tokenizer._ids.get(piece.encode("utf-8", "surrogatepass")) is not None
-                            else tuple(f"<0x{b:02X}>" for b in piece.encode("utf-8", "surrogatepass"))))
+                            else tuple(tokenizer._piece(int(byte_ids[b]))
+                                       for b in piece.encode("utf-8", "surrogatepass"))))
         text = chunk.decode("utf-8", "surrogatepass")
         ids = _compiled_ids(tokenizer, chunk, text)
         compiled = [tokenizer._piece(i) for i in ids]

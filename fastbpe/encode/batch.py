@@ -120,7 +120,7 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
         except UnicodeDecodeError:
             return None
         ids = tok._plain_ids(text, False)  # (a one-chunk character tokenizer's one call)
-        return ids if ids is not None else tok._encode_array(text, frozenset(), ())
+        return ids if ids is not None else tok._encode_with_sets(text, frozenset(), frozenset())
 
     return encode, not tok.prefix_space  # (a prefix space would go before every piece)
 
