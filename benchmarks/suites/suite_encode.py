@@ -11,7 +11,7 @@ import re
 import time
 
 from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, input_size,
-                     language_text, parallel_rows, regex_pattern, skip, tiktoken_encoding, tiktoken_file)
+                     language_text, parallel_rows, regex_pattern, require, skip, tiktoken_encoding, tiktoken_file)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -153,6 +153,28 @@ class EncodeCharacterLevel:
     def time_encode_ordinary_loop(self):
         for line in self.lines:
             self.tok.encode_ordinary(line)
+
+
+class NormalizeSentencePiece:
+    """SentencePiece's normaliser (its whitespace rules, no character map: the walk still runs)
+    on the lines of 1 MB of generated text, ``impl="fast"`` compiled and ``impl="reference"``
+    the specification's pure Python (on the first 50 KB of lines)."""
+
+    params = (IMPLS,)
+    param_names = ["impl"]
+
+    def setup(self, impl):
+        self.lines = corpus_text("generated", "1MB").split("\n")
+        if impl == "fast":
+            normalizer = require("_core.normalize.SentencePieceNormalizer")(b"", True, True)
+            self.normalize = lambda: [normalizer(line) for line in self.lines]
+        else:
+            reference = require("reference.normalize.sentencepiece_normalize")
+            lines = self.lines[:len(self.lines) // 20]
+            self.normalize = lambda: [reference(b"", line, True, True) for line in lines]
+
+    def time_normalize(self, impl):
+        self.normalize()
 
 
 class EncodeToNumpy:

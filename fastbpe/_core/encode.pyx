@@ -820,13 +820,14 @@ cdef class BPECore:
         return (out[:total], id_ends) if with_ends else out[:total]
 
     def encode_chars(self, str text, const int32_t[::1] char_ids, const int32_t[::1] byte_ids, EncodeState state,
-                     bint as_list=False):
+                     bint as_list=False, int32_t unk_id=-1, bint fuse_unk=False):
         """The ids of ``text`` as one chunk of characters (a character-level tokenizer that keeps
         a text whole: SentencePiece's layout), in one call: each character's symbol is
         ``char_ids[code point]`` (``-1 - code point`` for one without a token; 0x110000
         entries), then the merge loop. A character left without a token becomes the tokens
         that ``byte_ids`` (256 entries) gives its UTF-8 bytes (byte fallback); with an empty
-        ``byte_ids`` the answer is None instead (the caller's own path names the character).
+        ``byte_ids``, ``unk_id`` (a run of such characters one ``unk_id`` with ``fuse_unk``), or
+        where that is -1 the answer is None instead (the caller's own path names the character).
         int32 ids, or a list with ``as_list``. ``encode_symbols`` of the same symbols, then the
         fallback, without the arrays between them (a short text cost twice its BPE in them).
         """
@@ -842,6 +843,7 @@ cdef class BPECore:
         cdef int64_t total = 0, end = n, width
         cdef uint32_t point
         cdef uint8_t spelling[4]
+        cdef bint after_missing = False
         cdef vector[int32_t] symbols
         out = np.empty(n, dtype=np.int32)
         cdef int32_t[::1] ov = out, fv
@@ -857,9 +859,21 @@ cdef class BPECore:
                 point = <uint32_t>(-1 - ov[i])
                 missing += 1
                 spelled += utf8_from_str_data(4, &point, 1, spelling, True)
-        if missing:
-            if byte_ids.shape[0] == 0:
+        if missing and byte_ids.shape[0] == 0:
+            if unk_id < 0:
                 return None
+            for i in range(total):  # (in place: the ids only shrink)
+                if ov[i] >= 0:
+                    ov[k] = ov[i]
+                    k += 1
+                    after_missing = False
+                    continue
+                if not (fuse_unk and after_missing):
+                    ov[k] = unk_id
+                    k += 1
+                after_missing = True
+            total = k
+        elif missing:
             out = np.empty(total - missing + spelled, dtype=np.int32)
             fv = out
             for i in range(total):

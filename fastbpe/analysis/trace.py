@@ -114,12 +114,17 @@ def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
     out = []
     for chunk in _chunks(tokenizer, word):
         steps, pieces = _fire_order(tokenizer, chunk)
+        if tokenizer.byte_fallback or tokenizer.unk_token is not None:  # (character-level: str pieces)
+            known = [tokenizer._ids.get(piece.encode("utf-8", "surrogatepass")) is not None for piece in pieces]
         if tokenizer.byte_fallback:  # a character the vocabulary lacks ends as its bytes' <0xNN> tokens
             byte_ids = tokenizer._byte_token_ids()
-            pieces = tuple(part for piece in pieces for part in
-                           ((piece,) if tokenizer._ids.get(piece.encode("utf-8", "surrogatepass")) is not None
-                            else tuple(tokenizer._piece(int(byte_ids[b]))
-                                       for b in piece.encode("utf-8", "surrogatepass"))))
+            pieces = tuple(part for piece, is_known in zip(pieces, known) for part in
+                           ((piece,) if is_known else tuple(tokenizer._piece(int(byte_ids[b]))
+                                                            for b in piece.encode("utf-8", "surrogatepass"))))
+        elif tokenizer.unk_token is not None:  # or as the unknown token, a run of them one with fuse_unk
+            pieces = tuple(piece if is_known else tokenizer.unk_token for k, (piece, is_known)
+                           in enumerate(zip(pieces, known))
+                           if is_known or not (tokenizer.fuse_unk and k and not known[k - 1]))
         text = chunk.decode("utf-8", "surrogatepass")
         ids = _compiled_ids(tokenizer, chunk, text)
         compiled = [tokenizer._piece(i) for i in ids]

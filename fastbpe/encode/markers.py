@@ -148,15 +148,15 @@ class Markers:
 
     # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
 
-    def to_huggingface(self, byte_fallback: bool) -> dict:
-        """The ``decoder`` object: GPT-2's byte-level decoder, or for a ``byte_fallback``
-        vocabulary ``ByteFallback`` + ``Fuse`` inside the space marker's ``Replace`` and
-        ``Strip``. Word markers have no place in the file: ValueError."""
+    def to_huggingface(self, character_level: bool, byte_fallback: bool) -> dict:
+        """The ``decoder`` object: GPT-2's byte-level decoder, or for a character-level
+        vocabulary ``Fuse`` (after ``ByteFallback`` with ``byte_fallback``) inside the space
+        marker's ``Replace`` and ``Strip``. Word markers have no place in the file: ValueError."""
         if self.has_word_markers():
             raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
-        if not byte_fallback:
+        if not character_level:
             return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
-        steps = [{"type": "ByteFallback"}, {"type": "Fuse"}]
+        steps = [*([{"type": "ByteFallback"}] if byte_fallback else []), {"type": "Fuse"}]
         if self.space_marker:
             steps = [{"type": "Replace", "pattern": {"String": self.space_marker}, "content": " "}, *steps,
                      *([{"type": "Strip", "content": " ", "start": 1, "stop": 0}] if self.dummy_prefix else [])]

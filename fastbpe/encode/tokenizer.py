@@ -126,7 +126,10 @@ class Tokenizer:
     ``training_stats``: what each phase of training took (fastbpe's own files keep it);
     ``dummy_prefix``: with a ``space_marker``, whether one was put before the text
     (SentencePiece's ``add_dummy_prefix``), which decoding drops (False: Gemma's vocabularies,
-    whose every marker decodes to a space).
+    whose every marker decodes to a space); ``unk_token``: for ``unit="chars"``, the token (or
+    special token) a character without a token becomes, unless ``byte_fallback`` spells it as
+    bytes first, and with ``fuse_unk`` a run of such characters is one (Hugging Face's BPE
+    options; SentencePiece's models without byte fallback fuse).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -164,6 +167,8 @@ class Tokenizer:
         continuing_subword_prefix: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
         dummy_prefix: bool = True,
+        unk_token: Optional[str] = None,
+        fuse_unk: bool = False,
     ):
         if not isinstance(byte_fallback, (bool, np.bool_)):
             raise TypeError(f"byte_fallback must be True or False, got {byte_fallback!r:.40}")
@@ -182,6 +187,16 @@ class Tokenizer:
         if (byte_fallback or space_marker) and (unit != "chars" or word_start or word_end):
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
         self.byte_fallback = bool(byte_fallback)
+        if unk_token is not None and (not isinstance(unk_token, str) or not unk_token):
+            raise TypeError(f"unk_token must be a token's text or None, got {unk_token!r:.40}")
+        if not isinstance(fuse_unk, (bool, np.bool_)):
+            raise TypeError(f"fuse_unk must be True or False, got {fuse_unk!r:.40}")
+        if unk_token is not None and (unit != "chars" or word_start or word_end):
+            raise ValueError("unk_token needs unit='chars' and no word markers (bytes always have tokens)")
+        # A character without a token becomes the unknown token (a run of them one, with
+        # fuse_unk), unless byte fallback spells it first: Hugging Face's BPE, and SentencePiece's
+        # models without byte fallback (which always fuse).
+        self.unk_token, self.fuse_unk = unk_token, bool(fuse_unk)
         # Step 5, the markers (fastbpe.encode.markers)
         self.markers = Markers(word_start, word_end, space_marker, end_of_word_suffix, continuing_subword_prefix,
                                dummy_prefix)
@@ -232,6 +247,8 @@ class Tokenizer:
         self._added_splitter = self.specials.added_token_splitter(self.normalize)
         if self.byte_fallback:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
+        if self.unk_token is not None:
+            self._unk_id()  # the token is there, or a ValueError now
         if self.markers.has_subword_markers():
             self._marked_symbol_ids()  # every byte's token with and without the markers, or a ValueError now
         self._local = threading.local()
@@ -332,6 +349,39 @@ class Tokenizer:
             return out
         return out, np.concatenate([starts, [len(out)]])[ends]
 
+    def _unk_id(self) -> int:
+        """The id of ``unk_token``: a special token's, else the token of its UTF-8 text."""
+        found = self.specials.ids.get(self.unk_token)
+        if found is None:
+            found = self.model.token_id(self.unk_token.encode("utf-8", "surrogatepass"))
+            if found < 0:
+                raise ValueError(f"unk_token {self.unk_token!r} is neither a token nor a special token")
+        return found
+
+    def _fall_back_to_unk(self, ids: np.ndarray, ends: Optional[np.ndarray] = None):
+        """``ids`` with every character outside the vocabulary (a negative id) replaced by the
+        ``unk_token``'s id; with ``fuse_unk``, each run of them by one (never across the end of
+        a text). ``ends`` as :meth:`_fall_back_to_bytes`.
+
+        Example: with ``<unk>`` id 0 and fuse_unk, the ids ``[5, -20000, -20001, 6]`` become
+        ``[5, 0, 6]``.
+        """
+        missing = ids < 0
+        if not missing.any():
+            return ids if ends is None else (ids, ends)
+        out = np.where(missing, np.int32(self._unk_id()), ids).astype(np.int32, copy=False)
+        if not self.fuse_unk:
+            return out if ends is None else (out, ends)
+        kept = np.ones(len(ids), dtype=bool)
+        kept[1:] = ~(missing[1:] & missing[:-1])
+        if ends is not None:
+            starts = ends[:-1][ends[:-1] < len(ids)]
+            kept[starts] = True  # (a text's first id is its own)
+        out = out[kept]
+        if ends is None:
+            return out
+        return out, np.concatenate([[0], np.cumsum(kept)])[ends]
+
     def _decoded_token_bytes(self) -> List[bytes]:
         """What each id decodes to: its bytes, except a ``byte_fallback`` vocabulary's
         ``<0xNN>`` tokens, which stand for the byte NN, and a token with the
@@ -414,6 +464,8 @@ class Tokenizer:
             state["normalize"] = Normalizer.from_spec(state.pop("normalizer", None))
             state.setdefault("prefix_space", False)
         state.setdefault("byte_fallback", False)
+        state.setdefault("unk_token", None)
+        state.setdefault("fuse_unk", False)
         if "specials" not in state:  # a pickle of a version before the special tokens had their own class
             state["specials"] = special.SpecialTokens(state.pop("special_tokens", {}),
                                                       state.pop("special_token_options", None))
@@ -547,6 +599,8 @@ class Tokenizer:
         if len(ids) and ids.min() < 0:
             if self.byte_fallback:
                 ids, ends = self._fall_back_to_bytes(ids, ends)
+            elif self.unk_token is not None:
+                ids, ends = self._fall_back_to_unk(ids, ends)
             else:
                 failed = np.unique(np.searchsorted(ends, np.flatnonzero(ids < 0), side="right") - 1).tolist()
         return ids, ends, failed
@@ -592,6 +646,8 @@ class Tokenizer:
             return ids
         if self.byte_fallback:  # step 4 ends: a character missing from the vocabulary as its bytes
             return self._fall_back_to_bytes(ids)
+        if self.unk_token is not None:  # (or as the unknown token)
+            return self._fall_back_to_unk(ids)
         if strict:
             raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
         return ids
@@ -619,9 +675,10 @@ class Tokenizer:
         """``(core, scanner, finder)`` when the ordinary path is one compiled call (steps 2-5
         of encode do nothing else: byte-level, no normaliser, prefix space or markers, and a
         named pattern whose scanner splits and encodes in one pass); ``(core, None, finder,
-        normaliser, character ids, byte ids)`` when it is one call after the normaliser (a
-        character-level tokenizer whose text is one chunk: SentencePiece's layout; the byte ids
-        empty without byte fallback); else None. ``finder``: the compiled search of the
+        normaliser, character ids, byte ids, unk id, fuse_unk)`` when it is one call after the
+        normaliser (a character-level tokenizer whose text is one chunk: SentencePiece's
+        layout; the byte ids empty without byte fallback, the unk id -1 without an
+        ``unk_token``); else None. ``finder``: the compiled search of the
         special tokens' names (None: there are none). Made once: the settings it reads are
         fixed at construction."""
         plain = self.__dict__.get("_plain_cache")
@@ -635,7 +692,9 @@ class Tokenizer:
                 plain = (self._core(), scanner, finder)
             elif self._text_is_one_chunk():
                 byte_ids = self._byte_token_ids() if self.byte_fallback else np.zeros(0, dtype=np.int32)
-                plain = (self._core(), None, finder, self.normalize or None, self._char_ids(), byte_ids)
+                unk_id = self._unk_id() if self.unk_token is not None else -1
+                plain = (self._core(), None, finder, self.normalize or None, self._char_ids(), byte_ids, unk_id,
+                         self.fuse_unk)
             self.__dict__["_plain_cache"] = plain = plain or ()
         return plain or None
 
@@ -652,9 +711,9 @@ class Tokenizer:
         if refuse_specials and finder is not None and finder.holds(text):
             return None
         if scanner is None:  # characters, the text one chunk: normalised here, then one call
-            normalize, char_ids, byte_ids = plain[3:]
+            normalize, char_ids, byte_ids, unk_id, fuse_unk = plain[3:]
             return core.encode_chars(normalize(text) if normalize is not None else text, char_ids, byte_ids,
-                                     self._state(), as_list)
+                                     self._state(), as_list, unk_id, fuse_unk)
         return core.encode_str(text, scanner, self._state(), as_list)
 
     def _id_list(self, ids: np.ndarray) -> List[int]:
@@ -798,7 +857,8 @@ class Tokenizer:
 
     def _piece(self, i: int) -> Union[str, bytes]:
         if i >= 0:
-            return self._as_unit(self.token_bytes[i])
+            piece = self._as_unit(self.token_bytes[i]) if i < len(self.token_bytes) else b""
+            return piece or vocab.id_to_token(self, i)  # (a special token, such as the unknown one: its name)
         return chr(-1 - i) if self.unit == "chars" else bytes([-1 - i])
 
     def tokens(self, text: str) -> List[Union[str, bytes]]:
@@ -885,6 +945,8 @@ class Tokenizer:
             whole_token_lookup=self.whole_token_lookup,
             normalizer=self.normalizer,
             byte_fallback=self.byte_fallback,
+            unk_token=self.unk_token,
+            fuse_unk=self.fuse_unk,
         )
 
     # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------

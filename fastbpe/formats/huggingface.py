@@ -289,12 +289,12 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         raise ValueError(f"{source}: the model needs a 'vocab' object and a 'merges' list")
     if not isinstance(model.get("byte_fallback", False), bool):
         raise ValueError(f"{source}: model byte_fallback must be true or false")
-    if model.get("byte_fallback"):
+    if model.get("byte_fallback") or _unknown_characters(data):
         if scanned is not None:
             return None  # (its vocabulary is characters, not byte-level text)
         if markers.has_subword_markers():
             raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with "
-                             "byte_fallback=true is not supported")
+                             "byte_fallback=true or an unk_token is not supported")
         return _read_character_level(data, model, source)
     splitter = Splitter.from_huggingface(data.get("pre_tokenizer"), source)
     normalizer = data.get("normalizer")
@@ -339,9 +339,24 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
                 normalizer=normalizer, **splitter.keywords(), **markers.keywords())
 
 
+def _unknown_characters(data: Mapping) -> bool:
+    """Whether a file without byte fallback is character-level with an ``unk_token`` (for the
+    characters without a token): no ``ByteLevel`` step in its pre-tokenizer or decoder."""
+    if not isinstance(data["model"].get("unk_token"), str):
+        return False
+    steps = []
+    for spec in (data.get("pre_tokenizer"), data.get("decoder")):
+        if isinstance(spec, Mapping):
+            inner = spec.get("pretokenizers", spec.get("decoders"))
+            steps += [spec.get("type"), *(step.get("type") for step in inner if isinstance(step, Mapping))] \
+                if isinstance(inner, list) else [spec.get("type")]
+    return "ByteLevel" not in steps
+
+
 def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     """A SentencePiece-style file: BPE over Unicode characters with ``byte_fallback`` (a
-    character missing from the vocabulary becomes its UTF-8 bytes' ``<0xNN>`` tokens), spaces
+    character missing from the vocabulary becomes its UTF-8 bytes' ``<0xNN>`` tokens) or an
+    ``unk_token`` (it becomes that token; a run of them one, with ``fuse_unk``), spaces
     made ``▁`` by the normaliser (Llama 2's ``Prepend`` + ``Replace``, the whole piece one
     chunk) or by a ``Metaspace`` pre-tokenizer (split at each ``▁`` or not)."""
     if model.get("ignore_merges"):
@@ -383,9 +398,13 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     _warn_renumbered(added, specials.ids, source)
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
         normalizer = [*([normalizer] if _has_normalizer(normalizer) else []), *metaspace]
+    byte_fallback, unk_token, fuse_unk = model.get("byte_fallback", False), model.get("unk_token"), model.get("fuse_unk")
+    if not isinstance(unk_token, (str, type(None))) or not isinstance(fuse_unk, (bool, type(None))):
+        raise ValueError(f"{source}: model unk_token must be a str or null, fuse_unk true or false")
     return dict(tokens=tokens, merges=pairs, unit="chars",
-                **specials.keywords(), merge_rule="pair", normalizer=normalizer,
-                byte_fallback=True, **splitter.keywords(), **Markers.from_huggingface(data.get("decoder")).keywords())
+                **specials.keywords(), merge_rule="pair", normalizer=normalizer, byte_fallback=byte_fallback,
+                unk_token=unk_token, fuse_unk=bool(fuse_unk), **splitter.keywords(),
+                **Markers.from_huggingface(data.get("decoder")).keywords())
 
 
 def _model_data(tok) -> dict:
@@ -393,8 +412,8 @@ def _model_data(tok) -> dict:
     ``byte_fallback`` vocabulary), the merges as pairs of tokens, ``ignore_merges`` for a
     whole-token lookup, and the markers' ``continuing_subword_prefix`` and ``end_of_word_suffix``
     (step 5)."""
-    if tok.byte_fallback and tok.merge_rule != "pair":
-        raise ValueError("a byte_fallback tokenizer is written to tokenizer.json only with merge_rule='pair'")
+    if _character_level(tok) and tok.merge_rule != "pair":
+        raise ValueError("a character-level tokenizer is written to tokenizer.json only with merge_rule='pair'")
     merges = tok.merge_ids.tolist()
     if tok.merge_rule == "replay":
         ids = {t: i for i, t in enumerate(tok.token_bytes) if t}
@@ -403,15 +422,15 @@ def _model_data(tok) -> dict:
             warnings.warn("some merges produce the same token twice; Hugging Face's encoder (lowest "
                           "rank first, no replay floor) can then differ from fastbpe's on rare words",
                           stacklevel=3)
-    as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if tok.byte_fallback else token_to_text
+    as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if _character_level(tok) else token_to_text
     texts = [as_text(t) for t in tok.token_bytes]
     vocab = {text: i for i, text in enumerate(texts) if text}
     # (tokenizers gives an added token that is a vocab key that key's id)
     check_specials_apart(tok.special_tokens, vocab, "tokenizer.json")
     vocab.update(_specials_in_vocab(tok, len(vocab)))
     return {
-        "type": "BPE", "dropout": None, "unk_token": None, **tok.markers.to_huggingface_model(),
-        "fuse_unk": False, "byte_fallback": tok.byte_fallback,
+        "type": "BPE", "dropout": None, "unk_token": tok.unk_token, **tok.markers.to_huggingface_model(),
+        "fuse_unk": tok.fuse_unk, "byte_fallback": tok.byte_fallback,
         # a chunk that is a whole token maps to it in tiktoken's rule: HF's ignore_merges does that
         "ignore_merges": tok.whole_token_lookup or tok.merge_rule == "token",
         "vocab": vocab,
@@ -428,24 +447,33 @@ def _specials_in_vocab(tok, entries: int) -> Dict[str, int]:
     there anyway."""
     inside = {s: i for s, i in tok.special_tokens.items() if i < len(tok.token_bytes)}
     after = sorted(i for i in tok.special_tokens.values() if i >= len(tok.token_bytes))
-    if tok.byte_fallback or after != list(range(entries + len(inside), entries + len(inside) + len(after))):
+    if _character_level(tok) or after != list(range(entries + len(inside), entries + len(inside) + len(after))):
         return dict(tok.special_tokens)
     return inside
+
+
+def _character_level(tok) -> bool:
+    """Whether a tokenizer is written as a SentencePiece-style file: characters, and one of
+    byte fallback or an unknown token for the characters without a token (without either,
+    tokenizers would drop them)."""
+    return tok.byte_fallback or tok.unk_token is not None
 
 
 def write(tok, path: PathLike) -> None:
     """Write a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` encodes identically
     (with ``add_special_tokens=False``; special tokens become added tokens). The file is written
     component by component, in the order the text flows through them."""
-    if not tok.byte_fallback:
+    character_level = _character_level(tok)
+    if not character_level:
         check_byte_level(tok, one_split=False, suffix=True)
     data = {
         "version": "1.0", "truncation": None, "padding": None,
         "added_tokens": tok.specials.to_huggingface(),  # step 1, the special tokens
         "normalizer": tok.normalize.to_huggingface(),  # step 2
-        "pre_tokenizer": tok.splitter.to_huggingface(byte_level=not tok.byte_fallback),  # step 3
+        "pre_tokenizer": tok.splitter.to_huggingface(byte_level=not character_level),  # step 3
         "post_processor": None,
-        "decoder": tok.markers.to_huggingface(tok.byte_fallback),  # undoes steps 3-5 (byte-level text, markers)
+        # undoes steps 3-5 (byte-level text, markers)
+        "decoder": tok.markers.to_huggingface(character_level, tok.byte_fallback),
         "model": _model_data(tok),  # step 4
     }
     write_atomic(path, json_bytes(data, indent=1))

@@ -51,6 +51,7 @@ def to_dict(tok) -> dict:
         **({"merge_rule": tok.merge_rule} if tok.merge_rule != "replay" else {}),
         **({"whole_token_lookup": True} if tok.whole_token_lookup else {}),
         **({"byte_fallback": True} if tok.byte_fallback else {}),
+        **({"unk_token": tok.unk_token, "fuse_unk": tok.fuse_unk} if tok.unk_token is not None else {}),
         **tok.markers.to_native(),  # step 5
     }
 
@@ -148,6 +149,8 @@ def _keywords(data: Mapping, scanned: Optional[tuple] = None) -> dict:
         whole_token_lookup=json_field(data, "whole_token_lookup", (bool,), False),
         normalizer=json_field(data, "normalizer", (str, list, type(None))),
         byte_fallback=json_field(data, "byte_fallback", (bool,), False),
+        unk_token=json_field(data, "unk_token", (str, type(None))),
+        fuse_unk=json_field(data, "fuse_unk", (bool,), False),
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
     )
 

@@ -1,28 +1,33 @@
-"""SentencePiece's ``.model`` files (Kudo and Richardson 2018): its BPE models, the layout of
-Llama 2's and Mistral's ``tokenizer.model``, read from their protobuf bytes.
+"""SentencePiece's ``.model`` files (Kudo and Richardson 2018): its BPE models, those its
+trainer makes with its defaults and the layout of Llama 2's and Mistral's ``tokenizer.model``,
+read from their protobuf bytes.
 
 A SentencePiece BPE model merges, at each step, the adjacent pair whose concatenation is the
 piece of the highest score (the leftmost of equal ones). That is the lowest-rank-first rule of
 Hugging Face's BPE with the merges ranked by the score of the piece they make, so the model is
 read as that (each piece's ways of being two pieces, ranked by its score: what the
-``tokenizers`` conversion of such a model does) and is the tokenizer of a Hugging Face
-SentencePiece-style file: characters, a character missing from the vocabulary as the
-``<0xNN>`` pieces of its UTF-8 bytes (``byte_fallback``), the text one chunk. Its normaliser is
-the model's: spaces become ``▁``, a ``▁`` goes before the text (``add_dummy_prefix``; Gemma's
-models put none), and ``remove_extra_whitespaces`` drops the spaces at the ends and makes each
-run of them one.
+``tokenizers`` conversion of such a model does): characters, the text one chunk. A character
+missing from the vocabulary becomes the ``<0xNN>`` pieces of its UTF-8 bytes
+(``byte_fallback``), or, without byte fallback (the trainer's default), ``<unk>``, one for each
+run of such characters. The normaliser is the model's, compiled
+(:mod:`fastbpe.reference.normalize` specifies it): its character map (``nmt_nfkc``, the
+default: NFKC, with whitespace and control characters made spaces; none for ``identity``),
+spaces as ``▁``, a ``▁`` before the text (``add_dummy_prefix``; Gemma's models put none), and
+``remove_extra_whitespaces``, which drops the spaces at the ends and makes each run of them one.
 Control pieces (``<s>``, ``</s>``) and the unknown piece are special tokens:
 ``encode_ordinary`` (or ``encode(text, disallowed_special=())``) reads their text as
 characters, as SentencePiece does.
 
 What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
-SentencePiece's default), a normaliser with a compiled character map (``nmt_nfkc``, the
-default; models trained with ``--normalization_rule_name=identity`` read), a model without
-byte fallback (its unknown characters are ``<unk>``, which fastbpe's character-level encoding
-refuses), user-defined pieces (which Gemma's models have) and unused ones, and whitespace as a
-suffix. A model with ``remove_extra_whitespaces`` decodes a text that began with ``▁`` itself
-otherwise than SentencePiece (which drops every ``▁`` the first pieces begin with).
+the trainer's default type), user-defined pieces (which Gemma's models have) and unused ones,
+and whitespace as a suffix. Decoding differs from SentencePiece's in two places: ``<unk>``
+decodes as its name (as in ``tokenizers``; SentencePiece writes `` ⁇ ``), and with
+``remove_extra_whitespaces`` a text that began with ``▁`` itself (SentencePiece drops every
+``▁`` the first pieces begin with). A model with a character map cannot be written as a
+``tokenizer.json``: ``tokenizers``' ``Precompiled`` applies the map a grapheme at a time, which
+differs from SentencePiece on some sequences.
 """
+import base64
 import os
 import struct
 from pathlib import Path
@@ -31,6 +36,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 import numpy as np
 
 from ..encode.markers import Markers
+from ..encode.normalizers import Normalizer
 from ..split.splitter import WHOLE_PIECE, Splitter
 
 __all__ = ["read", "read_pieces"]
@@ -194,17 +200,11 @@ def read(path: PathLike) -> dict:
     if model_type != 2:
         raise ValueError(f"{source}: a SentencePiece {MODEL_TYPES.get(model_type, model_type)} model; fastbpe "
                          "reads BPE models (trained with --model_type=bpe)")
-    if not trainer.get(_TRAINER_BYTE_FALLBACK, 0):
-        raise ValueError(f"{source}: a model without byte fallback (its unknown characters are <unk>, which "
-                         "fastbpe's character-level tokenizers refuse); fastbpe reads models trained with "
-                         "--byte_fallback=true")
     if trainer.get(_TRAINER_WHITESPACE_SUFFIX, 0):
         raise ValueError(f"{source}: treat_whitespace_as_suffix is not supported")
-    name = normalizer.get(_NORM_NAME, b"")
-    if normalizer.get(_NORM_CHARSMAP):
-        name = name.decode("utf-8", "replace") if isinstance(name, bytes) else "?"
-        raise ValueError(f"{source}: its normaliser {name!r} (a compiled character map) "
-                         "is not supported; fastbpe reads models trained with --normalization_rule_name=identity")
+    charsmap = normalizer.get(_NORM_CHARSMAP, b"")
+    if not isinstance(charsmap, bytes):
+        raise ValueError(f"{source}: not a SentencePiece model (its precompiled_charsmap is not bytes)")
     if not normalizer.get(_NORM_ESCAPE_WHITESPACES, 1):
         raise ValueError(f"{source}: escape_whitespaces=false is not supported")
     for kind, what in ((UNUSED, "unused pieces"),
@@ -218,22 +218,27 @@ def read(path: PathLike) -> dict:
     for i, (text, _, _) in enumerate(pieces):
         if seen.setdefault(text, i) != i:
             raise ValueError(f"{source}: piece {text!r} is there twice (ids {seen[text]} and {i})")
-    # SentencePiece's normaliser (normalizer.cc) with an identity map: spaces at the start and
-    # runs of them go first (remove_extra_whitespaces: ASCII spaces only), a ▁ before a text that
-    # is left (add_dummy_prefix), spaces as ▁, and then the ▁s at the end, the ones the text
-    # itself held too
-    extra_whitespaces = bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1))
-    dummy_prefix = bool(normalizer.get(_NORM_DUMMY_PREFIX, 1))
-    steps: List[dict] = [
-        *([{"type": "Replace", "pattern": {"Regex": r"\A +"}, "content": ""},
-           {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}] if extra_whitespaces else []),
-        *([{"type": "Prepend", "prepend": SPACE}] if dummy_prefix else []),
-        {"type": "Replace", "pattern": {"String": " "}, "content": SPACE},
-        *([{"type": "Replace", "pattern": {"Regex": SPACE + r"+\z"}, "content": ""}] if extra_whitespaces else [])]
+    # SentencePiece's normaliser, compiled (normalizer.cc, read as fastbpe.reference.normalize
+    # specifies it): the character map (none: the identity), spaces as ▁ and its two options
+    steps = [{"type": "SentencePiece", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii"),
+              "add_dummy_prefix": bool(normalizer.get(_NORM_DUMMY_PREFIX, 1)),
+              "remove_extra_whitespaces": bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1))}]
+    try:
+        Normalizer(steps)  # (a blob whose parts do not fit: refused here, naming the file)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
     # control pieces and the unknown one are special tokens (their slots left empty: BPE never
-    # makes them), the rest tokens; a ▁ decodes to a space, the one put before the text dropped
+    # makes them), the rest tokens; a ▁ decodes to a space, the one put before the text dropped.
+    # A character without a piece: its UTF-8 bytes' <0xNN> pieces with byte fallback, else the
+    # unknown piece, one for each run of such characters (SentencePiece merges the run).
     specials = {text: i for i, (text, _, kind) in enumerate(pieces) if kind in (UNKNOWN, CONTROL)}
     tokens = [b"" if kind in (UNKNOWN, CONTROL) else text.encode("utf-8") for text, _, kind in pieces]
+    byte_fallback = bool(trainer.get(_TRAINER_BYTE_FALLBACK, 0))
+    unknown = next((text for text, _, kind in pieces if kind == UNKNOWN), None)
+    if not byte_fallback and unknown is None:
+        raise ValueError(f"{source}: a model with neither byte fallback nor an unknown piece")
     return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials, merge_rule="pair",
-                normalizer=steps, byte_fallback=True, **Splitter(WHOLE_PIECE).keywords(),
-                **Markers(space_marker=SPACE, dummy_prefix=dummy_prefix).keywords())
+                normalizer=steps, byte_fallback=byte_fallback,
+                **({} if byte_fallback else {"unk_token": unknown, "fuse_unk": True}),
+                **Splitter(WHOLE_PIECE).keywords(),
+                **Markers(space_marker=SPACE, dummy_prefix=steps[0]["add_dummy_prefix"]).keywords())

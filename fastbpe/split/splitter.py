@@ -253,8 +253,8 @@ def metaspace_splitter(pre, has_added_tokens: bool, source_name: str) -> Tuple[S
     if pre.get("type") == "Split" and pre.get("pattern") == {"Regex": METASPACE_SPLIT}:
         return Splitter(_split_stage(pre, source_name)[0]), []  # what to_huggingface gives Metaspace's split
     if pre.get("type") != "Metaspace":
-        raise ValueError(f"{source_name}: pre_tokenizer {pre.get('type')!r:.40} with byte_fallback=true is not "
-                         "supported (none, or Metaspace, is)")
+        raise ValueError(f"{source_name}: pre_tokenizer {pre.get('type')!r:.40} in a character-level file "
+                         "(byte_fallback=true, or an unk_token) is not supported (none, or Metaspace, is)")
     if pre.get("replacement") != "▁" or not isinstance(pre.get("split", True), bool):
         raise ValueError(f"{source_name}: pre_tokenizer Metaspace with replacement {pre.get('replacement')!r:.20} "
                          "is not supported (only '▁')")

@@ -39,7 +39,7 @@ def test_subword_markers_in_the_model_object_of_a_tokenizer_json():
 
 def test_word_markers_have_no_place_in_a_tokenizer_json(tmp_path):
     with pytest.raises(ValueError, match="without word markers"):
-        Markers(word_end="</w>").to_huggingface(byte_fallback=False)
+        Markers(word_end="</w>").to_huggingface(character_level=False, byte_fallback=False)
     tok = train(text="low lower lowest newer wider " * 20, num_merges=10, unit="chars", word_end="</w>",
                 workers=1, progress=False)
     with pytest.raises(ValueError, match="without word markers"):
@@ -47,10 +47,12 @@ def test_word_markers_have_no_place_in_a_tokenizer_json(tmp_path):
     assert not (tmp_path / "t.json").exists()
 
 
-def test_the_space_marker_maps_to_a_decoder_and_back():
-    decoder = Markers(space_marker="▁").to_huggingface(byte_fallback=True)
+@pytest.mark.parametrize("byte_fallback", [True, False])
+def test_the_space_marker_maps_to_a_decoder_and_back(byte_fallback):
+    decoder = Markers(space_marker="▁").to_huggingface(character_level=True, byte_fallback=byte_fallback)
+    assert ({"type": "ByteFallback"} in decoder["decoders"]) == byte_fallback
     assert Markers.from_huggingface(decoder) == Markers(space_marker="▁")
-    assert Markers.from_huggingface(Markers().to_huggingface(byte_fallback=True)) == Markers()
+    assert Markers.from_huggingface(Markers().to_huggingface(True, byte_fallback)) == Markers()
     assert Markers.from_huggingface({"type": "Metaspace", "replacement": "▁"}) == Markers(space_marker="▁")
 
 

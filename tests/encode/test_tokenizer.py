@@ -54,6 +54,35 @@ def test_unknown_character_is_an_error_for_ids_but_a_piece_for_tokens(worked_tok
         worked_tokenizer.encode("makan-makan")
 
 
+@pytest.mark.parametrize("fuse_unk", [True, False])
+def test_unknown_characters_become_the_unk_token(fuse_unk):
+    """With an unk_token, a character without a token is that token (a run of them one, with
+    fuse_unk, never across two texts of a batch), on every path: one text, a batch, the
+    general path, the pieces, a saved file and a pickle."""
+    from fastbpe.split.splitter import WHOLE_PIECE
+
+    tok = Tokenizer([b"", b"a", b"b", b"ab"], [(1, 2)], unit="chars", pattern=WHOLE_PIECE, merge_rule="pair",
+                    special_tokens={"<unk>": 0}, unk_token="<unk>", fuse_unk=fuse_unk)
+    run = [0] if fuse_unk else [0, 0]
+    assert tok.encode_ordinary("ab😀é") == [3, *run] and tok.encode_ordinary("😀éb") == [*run, 2]
+    assert tok.encode_ordinary("a😀b\ud800") == [1, 0, 2, 0]
+    texts = ["ab😀é", "😀éb", "", "é", "é", "ba"]
+    want = [tok.encode_ordinary(text) for text in texts]
+    assert want[3:5] == [[0], [0]]
+    assert tok.encode_ordinary_batch(texts) == want
+    assert [ids.tolist() for ids in tok.encode_ordinary_batch(texts, as_numpy=True)] == want
+    many = texts * 3000  # (past the small-batch path: one compiled call a group of texts)
+    assert tok.encode_ordinary_batch(many, num_threads=2) == want * 3000
+    assert [tok._ordinary_ids(text).tolist() for text in texts] == want
+    assert tok.tokens("a😀é") == ["a", *["<unk>"] * len(run)]
+    assert pickle.loads(pickle.dumps(tok)).encode_ordinary("😀éb") == want[1]
+    assert Tokenizer.from_dict(json.loads(json.dumps(tok.to_dict()))) == tok
+    with pytest.raises(ValueError, match="neither a token nor a special token"):
+        Tokenizer([b"a"], [], unit="chars", unk_token="<unk>")
+    with pytest.raises(ValueError, match="unk_token needs unit='chars'"):
+        Tokenizer([bytes([b]) for b in range(256)], [], unk_token="<unk>")
+
+
 def test_trained_merges_match_train_words(code_tokenizer):
     words = {}
     for chunk in fastbpe.pretokenize(CODE, "gpt2"):

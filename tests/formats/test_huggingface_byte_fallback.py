@@ -1,5 +1,5 @@
-"""SentencePiece-style Hugging Face files (character-level BPE with byte fallback), built by
-the tokenizers library itself and compared with it."""
+"""SentencePiece-style Hugging Face files (character-level BPE with byte fallback, or with an
+unknown token), built by the tokenizers library itself and compared with it."""
 import json
 
 import pytest
@@ -14,13 +14,14 @@ EDGE_CASES = ["", " ", "   ", " leading", "trailing ", "repeated   spaces  insid
               "<0x41> spelled byte token"]
 
 
-def _layout(rows, layout: str) -> dict:
-    """A tokenizer.json trained by tokenizers: BPE over characters with byte fallback, a small
-    alphabet (so that many characters of the test text are missing), and the spaces handled
-    as Llama 2 does (normalizer) or by a Metaspace pre-tokenizer (split or not)."""
+def _layout(rows, layout: str, byte_fallback: bool = True, fuse_unk: bool = True) -> dict:
+    """A tokenizer.json trained by tokenizers: BPE over characters with byte fallback (or
+    without: a character without a token is ``<unk>``), a small alphabet (so that many
+    characters of the test text are missing), and the spaces handled as Llama 2 does
+    (normalizer) or by a Metaspace pre-tokenizer (split or not)."""
     from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
-    hf = tokenizers.Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    hf = tokenizers.Tokenizer(models.BPE(byte_fallback=byte_fallback, unk_token="<unk>", fuse_unk=fuse_unk))
     if layout == "normalizer":
         hf.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
         hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
@@ -32,13 +33,40 @@ def _layout(rows, layout: str) -> dict:
         hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always",
                                                     split=layout == "metaspace-split")
         hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=["<unk>", "<s>", "</s>", *BYTE_TOKENS],
+    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=["<unk>", "<s>", "</s>",
+                                                                  *(BYTE_TOKENS if byte_fallback else [])],
                                   limit_alphabet=120, show_progress=False)
     hf.train_from_iterator(rows, trainer)
     data = json.loads(hf.to_str())
     # the byte tokens live in the vocabulary only, as in SentencePiece conversions
     data["added_tokens"] = [a for a in data["added_tokens"] if a["content"] not in BYTE_TOKENS]
     return data
+
+
+@pytest.mark.parametrize("layout", ["normalizer", "metaspace-split"])
+@pytest.mark.parametrize("fuse_unk", [True, False])
+def test_unknown_token_file_encodes_as_tokenizers(tmp_path, rows, layout, fuse_unk):
+    """Without byte fallback, a character without a token is the unk_token (a run of them one,
+    with fuse_unk): read, and written back, as tokenizers encodes it."""
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(_layout(rows[::2], layout, byte_fallback=False, fuse_unk=fuse_unk),
+                               ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_huggingface(path)
+    assert (tok.unk_token, tok.fuse_unk, tok.byte_fallback) == ("<unk>", fuse_unk, False)
+    tok.to_huggingface(tmp_path / "written.json")
+    written = tokenizers.Tokenizer.from_file(str(tmp_path / "written.json"))
+    texts = rows + EDGE_CASES + ["\n".join(rows)]
+    unknown = hf.token_to_id("<unk>")
+    for text in texts:
+        expected = hf.encode(text, add_special_tokens=False).ids
+        assert tok.encode(text, allowed_special="all") == expected, text
+        assert written.encode(text, add_special_tokens=False).ids == expected, text
+        assert tok.encode_ordinary_batch([text, text]) == [tok.encode_ordinary(text)] * 2
+    runs = [hf.encode(t, add_special_tokens=False).ids for t in texts]
+    assert sum(unknown in ids for ids in runs) > 10  # the test text really has characters outside the vocabulary
+    # (and runs of them, which fuse_unk makes one)
+    assert any(a == b == unknown for ids in runs for a, b in zip(ids, ids[1:])) != fuse_unk
 
 
 @pytest.fixture(scope="module")
