@@ -1,5 +1,6 @@
 // The merges of a rank-only vocabulary (a tiktoken file), for encode.pyx's derive_merges;
-// specified by derive_merges in fastbpe/reference/encode.py.
+// specified by derive_merges in fastbpe/reference/encode.py. And the candidates of a scored
+// vocabulary's (a SentencePiece model's), two_piece_splits below.
 //
 // For every token of two or more bytes, run tiktoken's rule on its bytes with only tokens of
 // lower rank to join (repeatedly join the adjacent parts whose concatenation has the lowest
@@ -96,6 +97,37 @@ static inline int64_t derive_merges(const std::vector<std::string>& tokens, std:
             }
         }
         longest_lower = std::max(longest_lower, n);
+    }
+    return -1;
+}
+
+// Every way a piece is two pieces, for encode.pyx's two_piece_splits (specified by
+// two_piece_splits in fastbpe/reference/encode.py): for each piece i of two characters or more
+// with joinable[i], each cut at a character boundary of its UTF-8 whose two sides are pieces j
+// and k with joinable set gives (i, j, k), pieces in id order and cuts left to right. (A
+// SentencePiece BPE model merges the adjacent pair whose concatenation is the piece of highest
+// score: these are its merges, to be ranked by score.) Returns -1, or the id of a joinable piece
+// whose text an earlier joinable piece has.
+static inline int64_t two_piece_splits(const std::vector<std::string>& pieces, const std::vector<uint8_t>& joinable,
+                                       std::vector<int32_t>& made, std::vector<int32_t>& left,
+                                       std::vector<int32_t>& right) {
+    std::unordered_map<std::string_view, int32_t> ids;
+    ids.reserve(pieces.size() * 2);
+    for (size_t i = 0; i < pieces.size(); ++i)
+        if (joinable[i] && !ids.emplace(std::string_view(pieces[i]), (int32_t)i).second) return (int64_t)i;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        if (!joinable[i]) continue;
+        const std::string_view piece(pieces[i]);
+        for (size_t cut = 1; cut < piece.size(); ++cut) {
+            if (((uint8_t)piece[cut] & 0xC0) == 0x80) continue;  // (inside a character)
+            const auto j = ids.find(piece.substr(0, cut));
+            if (j == ids.end()) continue;
+            const auto k = ids.find(piece.substr(cut));
+            if (k == ids.end()) continue;
+            made.push_back((int32_t)i);
+            left.push_back(j->second);
+            right.push_back(k->second);
+        }
     }
     return -1;
 }

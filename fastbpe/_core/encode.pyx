@@ -25,7 +25,7 @@ cimport numpy as cnp
 
 from cpython.ref cimport PyObject, Py_INCREF
 
-from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges
+from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges, two_piece_splits as c_two_piece_splits
 from fastbpe._core.buffers cimport lend_vector
 
 from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BLOCK, IdBuffer, MERGE_REPLAY,
@@ -1021,6 +1021,36 @@ def derive_merges(list token_bytes):
     if repeated >= 0:
         raise ValueError(f"token {repeated} ({token_bytes[repeated]!r}) repeats an earlier token")
     return _int32_array(left), _int32_array(right), _int32_array(made)
+
+
+def two_piece_splits(list pieces, joinable):
+    """Every way a piece is two pieces (a SentencePiece model's merges, before they are ranked
+    by score): int32 arrays ``(made, left, right)``, for each piece of ``pieces`` (UTF-8 bytes)
+    whose ``joinable`` is true, each cut at a character boundary into two joinable pieces, in id
+    order and cuts left to right; see derive_merges.h. A joinable text listed twice is a
+    ValueError.
+
+    >>> [a.tolist() for a in two_piece_splits([b"a", b"b", b"ab", b"abb"], [1, 1, 1, 1])]
+    [[2, 3], [0, 2], [1, 1]]
+    """
+    cdef vector[string] texts
+    cdef vector[uint8_t] can_join
+    cdef vector[int32_t] made, left, right
+    cdef bytes piece
+    cdef int64_t repeated
+    if len(joinable) != len(pieces):
+        raise ValueError("joinable needs one entry per piece")
+    for piece in pieces:
+        texts.push_back(<string>piece)
+    cdef uint8_t can
+    for flag in joinable:
+        can = 1 if flag else 0  # (a typed value: pushed as a literal, Cython passed a reference to a temporary)
+        can_join.push_back(can)
+    with nogil:
+        repeated = c_two_piece_splits(texts, can_join, made, left, right)
+    if repeated >= 0:
+        raise ValueError(f"piece {repeated} ({pieces[repeated]!r}) repeats an earlier piece")
+    return _int32_array(made), _int32_array(left), _int32_array(right)
 
 
 cdef _int32_array(const vector[int32_t]& v):

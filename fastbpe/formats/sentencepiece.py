@@ -35,6 +35,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
+from .._core.encode import two_piece_splits
 from ..encode.markers import Markers
 from ..encode.normalizers import Normalizer
 from ..split.splitter import WHOLE_PIECE, Splitter
@@ -172,21 +173,17 @@ def _merges(pieces: List[Tuple[str, float, int]]) -> np.ndarray:
     """Every way a normal piece is two normal pieces, as ``(left id, right id)`` rows ranked by
     the score of the piece (the highest first; one piece's ways by their ids, as the
     ``tokenizers`` conversion ranks them: two of them never compete for the same characters).
+    The splits are found compiled (:func:`fastbpe.reference.encode.two_piece_splits` specifies
+    them: 0.07 s of a 32k model's 0.12 s load in Python).
 
     >>> _merges([("a", 0.0, NORMAL), ("b", 0.0, NORMAL), ("ab", -1.0, NORMAL), ("abb", -2.0, NORMAL)]).tolist()
     [[0, 1], [2, 1]]
     """
-    normal = {text: i for i, (text, _, kind) in enumerate(pieces) if kind == NORMAL}
-    ranked = []
-    for i, (text, score, kind) in enumerate(pieces):
-        if kind != NORMAL or len(text) < 2:
-            continue
-        for cut in range(1, len(text)):
-            left, right = normal.get(text[:cut]), normal.get(text[cut:])
-            if left is not None and right is not None:
-                ranked.append((-score, i, left, right))
-    ranked.sort()
-    return np.array([row[2:] for row in ranked], dtype=np.int64).reshape(-1, 2)
+    made, left, right = two_piece_splits([text.encode("utf-8") for text, _, _ in pieces],
+                                         [kind == NORMAL for _, _, kind in pieces])
+    scores = np.array([score for _, score, _ in pieces], dtype=np.float64)
+    order = np.lexsort((right, left, made, -scores[made]))  # (the last key sorts first)
+    return np.stack([left[order], right[order]], axis=1).astype(np.int64).reshape(-1, 2)
 
 
 def read(path: PathLike) -> dict:

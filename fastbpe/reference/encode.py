@@ -112,6 +112,33 @@ def derive_merges(token_bytes: Sequence[bytes]) -> List[Tuple[int, int, int]]:
     return found
 
 
+def two_piece_splits(pieces: Sequence[bytes], joinable: Sequence[bool]) -> List[Tuple[int, int, int]]:
+    """Every way a piece is two pieces ``(piece, left, right)``: for each piece (UTF-8) whose
+    ``joinable`` is true, each cut between two characters whose sides are joinable pieces, in
+    id order and cuts left to right. A SentencePiece BPE model merges the adjacent pair whose
+    concatenation is the piece of the highest score, so these, ranked by score, are its merges
+    (what the ``tokenizers`` conversion of such a model does).
+
+    >>> two_piece_splits([b"a", b"b", b"ab", b"abb", "é".encode()], [True] * 5)
+    [(2, 0, 1), (3, 2, 1)]
+    """
+    ids: Dict[bytes, int] = {}
+    for i, piece in enumerate(pieces):
+        if joinable[i] and ids.setdefault(piece, i) != i:
+            raise ValueError(f"piece {i} ({piece!r}) repeats an earlier piece")
+    found = []
+    for i, piece in enumerate(pieces):
+        if not joinable[i]:
+            continue
+        text = piece.decode("utf-8", "surrogatepass")
+        for cut in range(1, len(text)):
+            left, right = ids.get(text[:cut].encode("utf-8", "surrogatepass")), \
+                ids.get(text[cut:].encode("utf-8", "surrogatepass"))
+            if left is not None and right is not None:
+                found.append((i, left, right))
+    return found
+
+
 def decode_bytes(token_of: Mapping[int, bytes], ids: Iterable[int]) -> bytes:
     """The bytes of ``ids``: each id's bytes (``token_of``: tokens and special tokens' UTF-8),
     concatenated. The spec of ``Tokenizer.decode_bytes`` (compiled: ``gather_bytes``)."""

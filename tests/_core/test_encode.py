@@ -1326,6 +1326,24 @@ def test_derived_merges_of_real_rank_files_equal_the_reference(shared_data):
     assert _fast_derive_merges(tokens) == reference.encode.derive_merges(tokens)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "é", "😀"]), min_size=1, max_size=6).map("".join), max_size=40,
+                unique=True),
+       st.lists(st.booleans(), min_size=40, max_size=40))
+def test_two_piece_splits_equal_the_reference(texts, joinable):
+    """A scored vocabulary's splits (every way a piece is two pieces, never inside a
+    character), some pieces not joinable; a joinable text listed twice is a ValueError."""
+    from fastbpe._core.encode import two_piece_splits
+
+    pieces, joinable = [text.encode() for text in texts], joinable[:len(texts)]
+    fast = list(zip(*(a.tolist() for a in two_piece_splits(pieces, joinable))))
+    assert fast == reference.encode.two_piece_splits(pieces, joinable)
+    if pieces:
+        for splits in (two_piece_splits, reference.encode.two_piece_splits):
+            with pytest.raises(ValueError, match="repeats an earlier piece"):
+                splits(pieces + pieces[:1], [True] * (len(pieces) + 1))
+
+
 def test_a_huge_token_gets_its_merge():
     """Tokens of 1, 2, 4, ... 2**17 letters, then one of 2**18: its rule joins 2**18 parts, in
     O(n log n) steps (rescanning every pair after each join took hours; the time is measured by
