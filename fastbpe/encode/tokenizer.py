@@ -361,7 +361,7 @@ class Tokenizer:
     def _fall_back_to_unk(self, ids: np.ndarray, ends: Optional[np.ndarray] = None):
         """``ids`` with every character outside the vocabulary (a negative id) replaced by the
         ``unk_token``'s id; with ``fuse_unk``, each run of them by one (never across the end of
-        a text). ``ends`` as :meth:`_fall_back_to_bytes`.
+        a text, or of a chunk: ``ends`` as :meth:`_fall_back_to_bytes`).
 
         Example: with ``<unk>`` id 0 and fuse_unk, the ids ``[5, -20000, -20001, 6]`` become
         ``[5, 0, 6]``.
@@ -641,13 +641,14 @@ class Tokenizer:
             ids = self._core().encode_symbols(self._char_symbols(text), np.array([len(text)], dtype=np.int64),
                                               self._state())
         else:
-            ids = self._core().encode_symbols(*self._symbols(text), self._state())
+            ids, chunk_ends = self._core().encode_symbols(*self._symbols(text), self._state(), with_ends=True)
         if not len(ids) or ids.min() >= 0:  # (one pass: every character has a token, as usual)
             return ids
         if self.byte_fallback:  # step 4 ends: a character missing from the vocabulary as its bytes
             return self._fall_back_to_bytes(ids)
-        if self.unk_token is not None:  # (or as the unknown token)
-            return self._fall_back_to_unk(ids)
+        if self.unk_token is not None:  # (or as the unknown token; a run fused within a chunk only)
+            return self._fall_back_to_unk(ids) if self._text_is_one_chunk() else \
+                self._fall_back_to_unk(ids, chunk_ends)[0]
         if strict:
             raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
         return ids

@@ -77,6 +77,10 @@ def test_unknown_characters_become_the_unk_token(fuse_unk):
     assert tok.tokens("a😀é") == ["a", *["<unk>"] * len(run)]
     assert pickle.loads(pickle.dumps(tok)).encode_ordinary("😀éb") == want[1]
     assert Tokenizer.from_dict(json.loads(json.dumps(tok.to_dict()))) == tok
+    # each chunk's own run: split into one-character chunks, two unknown characters are two
+    per_character = Tokenizer([b"", b"a"], [], unit="chars", pattern=r"\S", merge_rule="pair",
+                              special_tokens={"<unk>": 0}, unk_token="<unk>", fuse_unk=fuse_unk)
+    assert per_character.encode_ordinary("😀éa") == [0, 0, 1]
     with pytest.raises(ValueError, match="neither a token nor a special token"):
         Tokenizer([b"a"], [], unit="chars", unk_token="<unk>")
     with pytest.raises(ValueError, match="unk_token needs unit='chars'"):
