@@ -43,7 +43,7 @@ from ._core.split import document_spans, find_cut, find_newlines
 from .arguments import check_workers
 from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
 from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
-from .encode.batch import _fused_pattern, utf8_batch_encoder, utf8_encoder
+from .encode.batch import _fused_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
 from .encode.tokenizer import Tokenizer
 from .fileio import AtomicWriter, file_above, write_atomic
@@ -516,8 +516,7 @@ def _encode_texts(encode_many, encode_piece, dtype: np.dtype, sep_id: Optional[i
         np.cumsum([len(ids) for ids in parts], out=ends[1:])
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
         if seps.any():
-            ids = np.insert(ids, ends[:-1][seps], sep_id)
-            ends = ends + np.concatenate([[0], np.cumsum(seps)])
+            ids, ends = insert_separators(ids, ends, seps, sep_id)
     return _Run(as_id_dtype(ids, dtype), ends[1:])
 
 

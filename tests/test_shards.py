@@ -582,6 +582,28 @@ def test_invalid_utf8_names_the_file_and_offset(tok, tmp_path):
         encode_files(normalising, [big], tmp_path / "o-nfc", block_size=1000, separator=None, progress=False)
 
 
+def test_a_character_tokenizer_s_documents_in_one_call_fail_as_one_at_a_time(tmp_path):
+    """A one-chunk character tokenizer encodes a block's documents in one call; a document that
+    is not UTF-8, or holds a character without a token, is then named as the one-at-a-time
+    path names it."""
+    from fastbpe.split.splitter import WHOLE_PIECE
+
+    chars = fastbpe.Tokenizer([b"a", b"b", b"\n", b"ab"], [(0, 1)], unit="chars", pattern=WHOLE_PIECE,
+                              merge_rule="pair", special_tokens={"</s>": 4})
+    good = tmp_path / "good.txt"
+    good.write_text("ab\nba\n\nabab\n", encoding="utf-8")
+    encode_files(chars, [good], tmp_path / "o", documents="line", separator="</s>", progress=False)
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    ids = np.concatenate([fastbpe.read_shard(tmp_path / "o" / s["file"]) for s in manifest["shards"]]).tolist()
+    assert ids == [3, 4, 1, 0, 4, 3, 3]
+    for name, data, message in (("bad.txt", b"ab\nb\xffa\n", r"bad\.txt: invalid UTF-8 at byte offset 4"),
+                                ("missing.txt", "ab\nbéa\n".encode(), "'é' is not in the vocabulary")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=message):
+            encode_files(chars, [tmp_path / name], tmp_path / f"o-{name}", documents="line", separator="</s>",
+                         progress=False)
+
+
 def test_damaged_shards_are_clear_errors(tok, tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("some text " * 200, encoding="utf-8")

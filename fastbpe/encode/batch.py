@@ -125,16 +125,43 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
     return encode, not tok.prefix_space  # (a prefix space would go before every piece)
 
 
+def insert_separators(ids: np.ndarray, ends: np.ndarray, before: np.ndarray, separator: int):
+    """``(ids, ends)`` of texts (text ``k`` is ``ids[ends[k]:ends[k + 1]]``) with id
+    ``separator`` put before each text flagged in ``before`` and counted with it.
+
+    >>> [a.tolist() for a in insert_separators(np.array([5, 6, 7]), np.array([0, 1, 3]), np.array([0, 1]), 9)]
+    [[5, 9, 6, 7], [0, 1, 4]]
+    """
+    flags = before.astype(bool)
+    ids = np.insert(ids, ends[:-1][flags], separator)
+    return ids, ends + np.concatenate([[0], np.cumsum(flags)])
+
+
 def utf8_batch_encoder(tok) -> Optional[Callable]:
     """For a tokenizer that takes the one-call path, ``encode(data, starts, stops, separator=-1,
     before=None)``: the ids of every UTF-8 text ``data[starts[k]:stops[k]]`` in one compiled
     call, as ``(ids, ends, failed)``, id ``separator`` before each text flagged in ``before``
-    (``BPECore.encode_text_many``); else None."""
+    (``BPECore.encode_text_many``); for a character-level tokenizer whose text is one chunk,
+    the texts made strs and encoded by one call too (``Tokenizer._one_chunk_texts``; ``failed``
+    true when one is not UTF-8, or holds a character without a token); else None."""
     pattern = _fused_pattern(tok)
-    if pattern is None:
+    if pattern is not None:
+        return lambda data, starts, stops, separator=-1, before=None: tok._core().encode_text_many(
+            data, starts, stops, pattern, tok._state(), separator, before)
+    if not tok._text_is_one_chunk():
         return None
-    return lambda data, starts, stops, separator=-1, before=None: tok._core().encode_text_many(
-        data, starts, stops, pattern, tok._state(), separator, before)
+
+    def encode_chars(data, starts, stops, separator=-1, before=None):
+        try:
+            texts = [str(data[start:stop], "utf-8") for start, stop in zip(starts.tolist(), stops.tolist())]
+        except UnicodeDecodeError:
+            return None, None, True  # (the caller's text at a time names it)
+        ids, ends, failed = tok._one_chunk_texts(texts, 0, len(texts))
+        if separator >= 0 and not failed:
+            ids, ends = insert_separators(ids, ends, before, separator)
+        return ids, ends, failed
+
+    return encode_chars
 
 
 # Texts shorter than this on average (characters) have their lists made by encode_batch's
