@@ -16,7 +16,7 @@
 namespace fbpt {
 
 struct CharsMap {
-    const uint32_t* units;  // the double array (little-endian units, read on a little-endian host)
+    const uint32_t* units;  // the double array (little-endian in the blob; in the host's order here)
     size_t n_units;
     const uint8_t* pool;  // the replacements
     size_t n_pool;

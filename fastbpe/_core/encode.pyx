@@ -825,9 +825,10 @@ cdef class BPECore:
         a text whole: SentencePiece's layout), in one call: each character's symbol is
         ``char_ids[code point]`` (``-1 - code point`` for one without a token; 0x110000
         entries), then the merge loop. A character left without a token becomes the tokens
-        that ``byte_ids`` (256 entries) gives its UTF-8 bytes (byte fallback); with an empty
-        ``byte_ids``, ``unk_id`` (a run of such characters one ``unk_id`` with ``fuse_unk``), or
-        where that is -1 the answer is None instead (the caller's own path names the character).
+        that ``byte_ids`` (256 entries) gives its UTF-8 bytes (byte fallback). With an empty
+        ``byte_ids`` it becomes ``unk_id`` instead (a run of such characters one, with
+        ``fuse_unk``); when ``unk_id`` is -1 too, the answer is None (the caller's own path
+        names the character).
         int32 ids, or a list with ``as_list``. ``encode_symbols`` of the same symbols, then the
         fallback, without the arrays between them (a short text cost twice its BPE in them).
         """
@@ -854,11 +855,12 @@ cdef class BPECore:
                     symbols[i] = char_ids[PyUnicode_READ(kind, data, i)]
                 total = self.enc.encode_symbols(symbols.data(), &end, 1, state.scratch, &ov[0], NULL)
             state.scratch.trim(KEEP_BUFFER)
-        for i in range(total):  # characters without a token, and their UTF-8 bytes
+        for i in range(total):  # characters without a token, and (for byte fallback) their UTF-8 bytes
             if ov[i] < 0:
-                point = <uint32_t>(-1 - ov[i])
                 missing += 1
-                spelled += utf8_from_str_data(4, &point, 1, spelling, True)
+                if byte_ids.shape[0]:
+                    point = <uint32_t>(-1 - ov[i])
+                    spelled += utf8_from_str_data(4, &point, 1, spelling, True)
         if missing and byte_ids.shape[0] == 0:
             if unk_id < 0:
                 return None

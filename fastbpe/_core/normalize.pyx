@@ -52,8 +52,12 @@ cdef class SentencePieceNormalizer:
         self.view.pool = <const uint8_t*><const char*>self.pool_bytes
         self.view.n_pool = len(self.pool_bytes)
 
-    def __call__(self, str text):
+    def __call__(self, text):
         cdef bytes data = None
+        if type(text) is not str:  # (a subclass, numpy.str_ say: its plain str; anything else a TypeError)
+            if not isinstance(text, str):
+                raise TypeError(f"a normalizer takes a str, got {type(text).__name__}")
+            text = str(text)
         cdef const uint8_t* s
         cdef size_t n
         if PyUnicode_IS_ASCII(text):  # (an ASCII str's characters are its UTF-8: read in place)

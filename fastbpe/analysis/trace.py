@@ -136,7 +136,7 @@ def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
             "steps": steps,
             "pieces": [show_piece(p) for p in pieces],
             # a piece the vocabulary lacks stays itself, as in BPE by hand, but has no id (None;
-            # encode refuses it)
+            # encode refuses it), unless byte fallback or an unk_token gave it tokens above
             "ids": [i if i >= 0 else None for i in ids],
         })
     return out

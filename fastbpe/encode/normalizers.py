@@ -28,7 +28,7 @@ from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 from ..split.oniguruma import from_oniguruma_pattern
 
-__all__ = ["Normalizer", "UNICODE_FORMS", "ruby_regex", "sentencepiece_steps"]
+__all__ = ["Normalizer", "UNICODE_FORMS", "check_huggingface_steps", "ruby_regex", "sentencepiece_steps"]
 
 UNICODE_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 Spec = Union[None, str, Sequence[Mapping]]
@@ -80,7 +80,7 @@ def _step(step: Mapping) -> Callable[[str], str]:
         pattern = regex.compile("|".join(p for p, on in ((r"^\s+", left), (r"\s+$", right)) if on) or "(?!)")
         return lambda text: pattern.sub("", text)
     raise ValueError(f"unsupported normalizer {kind!r} (supported: {', '.join(UNICODE_FORMS)}, Lowercase, Replace, "
-                     "Prepend, Strip, SentencePieceCharsMap and Sequences of them)")
+                     "Prepend, Strip, SentencePiece and Sequences of them)")
 
 
 def _sentencepiece(step: Mapping) -> Callable[[str], str]:
@@ -160,6 +160,16 @@ def _flatten(spec, into: List[Mapping]) -> None:
             _flatten(step, into)
     elif spec is not None:
         into.append(dict(spec) if isinstance(spec, Mapping) else spec)
+
+
+def check_huggingface_steps(spec, source: str) -> None:
+    """ValueError for a ``tokenizer.json`` normaliser with a ``SentencePiece`` step: fastbpe's
+    own (its files and SentencePiece's ``.model`` files have it), which ``tokenizers`` refuses."""
+    steps: List[Mapping] = []
+    _flatten(spec, steps)
+    if any(isinstance(step, Mapping) and step.get("type") == "SentencePiece" for step in steps):
+        raise ValueError(f"{source}: normalizer 'SentencePiece' is fastbpe's own step, not one of tokenizers' "
+                         "(fastbpe's own file or the .model file holds it)")
 
 
 class Normalizer:

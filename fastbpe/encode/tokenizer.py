@@ -187,8 +187,10 @@ class Tokenizer:
         if (byte_fallback or space_marker) and (unit != "chars" or word_start or word_end):
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
         self.byte_fallback = bool(byte_fallback)
-        if unk_token is not None and (not isinstance(unk_token, str) or not unk_token):
+        if unk_token is not None and not isinstance(unk_token, str):
             raise TypeError(f"unk_token must be a token's text or None, got {unk_token!r:.40}")
+        if unk_token == "":
+            raise ValueError("unk_token must not be empty")
         if not isinstance(fuse_unk, (bool, np.bool_)):
             raise TypeError(f"fuse_unk must be True or False, got {fuse_unk!r:.40}")
         if unk_token is not None and (unit != "chars" or word_start or word_end):
@@ -864,7 +866,8 @@ class Tokenizer:
 
     def tokens(self, text: str) -> List[Union[str, bytes]]:
         """The pieces of ``text`` (``bytes`` for byte-level, ``str`` for chars). Unlike
-        ``encode``, a piece outside the vocabulary is shown as itself."""
+        ``encode``, a piece outside the vocabulary is shown as itself (unless byte fallback or
+        an ``unk_token`` gives it tokens: those)."""
         self._check_text(text)
         return [self._piece(i) for i in self._ordinary_ids(text, strict=False).tolist()]
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from ..encode.markers import Markers
+from ..encode.normalizers import check_huggingface_steps
 from ..encode.special import SpecialTokens
 from ..fileio import file_bytes, json_bytes, json_without, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
@@ -298,6 +299,7 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         return _read_character_level(data, model, source)
     splitter = Splitter.from_huggingface(data.get("pre_tokenizer"), source)
     normalizer = data.get("normalizer")
+    check_huggingface_steps(normalizer, source)
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
     if markers.has_subword_markers() and model.get("ignore_merges"):
@@ -362,6 +364,7 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     if model.get("ignore_merges"):
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
+    check_huggingface_steps(normalizer, source)
     splitter, metaspace = metaspace_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
     vocab, merges = model["vocab"], model["merges"]
     added = data.get("added_tokens")

@@ -114,8 +114,8 @@ def derive_merges(token_bytes: Sequence[bytes]) -> List[Tuple[int, int, int]]:
 
 def two_piece_splits(pieces: Sequence[bytes], joinable: Sequence[bool]) -> List[Tuple[int, int, int]]:
     """Every way a piece is two pieces ``(piece, left, right)``: for each piece (UTF-8) whose
-    ``joinable`` is true, each cut between two characters whose sides are joinable pieces, in
-    id order and cuts left to right. A SentencePiece BPE model merges the adjacent pair whose
+    ``joinable`` is true, each cut between two characters (before a byte that is not a UTF-8
+    continuation byte) whose sides are joinable pieces, in id order and cuts left to right. A SentencePiece BPE model merges the adjacent pair whose
     concatenation is the piece of the highest score, so these, ranked by score, are its merges
     (what the ``tokenizers`` conversion of such a model does).
 
@@ -130,10 +130,10 @@ def two_piece_splits(pieces: Sequence[bytes], joinable: Sequence[bool]) -> List[
     for i, piece in enumerate(pieces):
         if not joinable[i]:
             continue
-        text = piece.decode("utf-8", "surrogatepass")
-        for cut in range(1, len(text)):
-            left, right = ids.get(text[:cut].encode("utf-8", "surrogatepass")), \
-                ids.get(text[cut:].encode("utf-8", "surrogatepass"))
+        for cut in range(1, len(piece)):
+            if piece[cut] & 0xC0 == 0x80:  # (inside a character)
+                continue
+            left, right = ids.get(piece[:cut]), ids.get(piece[cut:])
             if left is not None and right is not None:
                 found.append((i, left, right))
     return found

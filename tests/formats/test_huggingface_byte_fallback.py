@@ -69,6 +69,21 @@ def test_unknown_token_file_encodes_as_tokenizers(tmp_path, rows, layout, fuse_u
     assert any(a == b == unknown for ids in runs for a, b in zip(ids, ids[1:])) != fuse_unk
 
 
+def test_fastbpe_s_own_sentencepiece_step_is_not_read_from_a_tokenizer_json(tmp_path, rows):
+    """tokenizers refuses a normaliser of type SentencePiece (fastbpe's own step): so does
+    fastbpe, from a tokenizer.json."""
+    data = _layout(rows[::4], "normalizer", byte_fallback=False)
+    data["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "SentencePiece", "precompiled_charsmap": "",
+                                                                 "add_dummy_prefix": True,
+                                                                 "remove_extra_whitespaces": False}]}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(Exception):
+        tokenizers.Tokenizer.from_file(str(path))
+    with pytest.raises(ValueError, match="normalizer 'SentencePiece' is fastbpe's own step"):
+        Tokenizer.from_huggingface(path)
+
+
 @pytest.fixture(scope="module")
 def rows(shared_data):
     return [cell for row in shared_data.rows("parallel_multi.tsv.gz", 300) for cell in row.rstrip("\n").split("\t")]
