@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Compiled normalisers: the Python shell around charsmap.h (SentencePiece's normaliser and its
-compiled character map). ``fastbpe.encode.normalizers`` is the public face; ``fastbpe.reference.normalize`` the
-specification it is tested against.
+compiled character map). ``fastbpe.encode.normalizers`` is the public face,
+``fastbpe.reference.normalize`` the specification it is tested against.
 """
 from libc.stdint cimport uint8_t, uint32_t
 from libcpp.string cimport string
