@@ -61,8 +61,9 @@ static inline size_t charsmap_prefix(const CharsMap& m, const uint8_t* s, size_t
     uint32_t value = 0;
     const size_t taken = charsmap_longest(m, s, n, &value);
     if (taken == 0) {
+        const size_t width = utf8_char_width(s[0]);
         *text = s;
-        *length = utf8_char_width(s[0]) < n ? utf8_char_width(s[0]) : n;
+        *length = width < n ? width : n;
         return *length;
     }
     if (value >= m.n_pool) return 0;

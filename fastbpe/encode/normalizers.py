@@ -186,7 +186,8 @@ class Normalizer:
 
     @classmethod
     def from_spec(cls, spec: Spec) -> "Normalizer":
-        """From what a tokenizer file holds: None, a Unicode form's name, or a list of steps."""
+        """From what a tokenizer file holds: None, a Unicode form's name, or a list of steps; or
+        a Normalizer, which is returned as it is (its steps never change once made)."""
         if spec is None:
             return cls()
         if isinstance(spec, str):
@@ -196,7 +197,7 @@ class Normalizer:
         if isinstance(spec, Mapping):
             return cls([spec])
         if isinstance(spec, Normalizer):
-            return cls(spec.steps)
+            return spec
         if isinstance(spec, (list, tuple)):
             return cls(spec)
         raise ValueError(f"normalizer must be None, a name or a list of steps, got {spec!r:.80}")

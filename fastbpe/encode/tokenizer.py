@@ -330,13 +330,23 @@ class Tokenizer:
         symbols = self._marked_symbol_ids()[place, raw]
         return self._core().encode_symbols(np.ascontiguousarray(symbols), symbol_ends, self._state())
 
-    def _fall_back_to_bytes(self, ids: np.ndarray, ends: Optional[np.ndarray] = None):
+    def _fill_missing(self, ids: np.ndarray, ends: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """``(ids, ends)`` with the characters outside the vocabulary (negative ids) as byte
+        fallback or the ``unk_token`` gives them tokens, ``ends`` (offsets into ``ids``: where
+        each text or chunk starts, and the end) moved along; None when the tokenizer has
+        neither."""
+        if self.byte_fallback:
+            return self._fall_back_to_bytes(ids, ends)
+        if self.unk_token is not None:
+            return self._fall_back_to_unk(ids, ends)
+        return None
+
+    def _fall_back_to_bytes(self, ids: np.ndarray, ends: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """``ids`` with every character outside the vocabulary (a negative id, ``-1 - ord``)
-        replaced by the ids of its UTF-8 bytes' ``<0xNN>`` tokens. Only the missing
-        characters are visited (rare in text the vocabulary was made for). ``ends``: offsets
-        into ``ids`` (the texts' ends), then ``(ids, ends)`` with the ends moved along."""
+        replaced by the ids of its UTF-8 bytes' ``<0xNN>`` tokens, and ``ends`` moved along.
+        Only the missing characters are visited (rare in text the vocabulary was made for)."""
         if not len(ids) or ids.min() >= 0:  # (one pass, the usual answer)
-            return ids if ends is None else (ids, ends)
+            return ids, ends
         missing = np.flatnonzero(ids < 0)
         byte_ids = self._byte_token_ids()
         spelled = [byte_ids[np.frombuffer(chr(-1 - int(i)).encode("utf-8", "surrogatepass"), dtype=np.uint8)]
@@ -347,8 +357,6 @@ class Tokenizer:
         starts = np.cumsum(counts) - counts
         for at, ids_of_char in zip(starts[missing].tolist(), spelled):
             out[at:at + len(ids_of_char)] = ids_of_char
-        if ends is None:
-            return out
         return out, np.concatenate([starts, [len(out)]])[ends]
 
     def _unk_id(self) -> int:
@@ -360,29 +368,24 @@ class Tokenizer:
                 raise ValueError(f"unk_token {self.unk_token!r} is neither a token nor a special token")
         return found
 
-    def _fall_back_to_unk(self, ids: np.ndarray, ends: Optional[np.ndarray] = None):
+    def _fall_back_to_unk(self, ids: np.ndarray, ends: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """``ids`` with every character outside the vocabulary (a negative id) replaced by the
-        ``unk_token``'s id; with ``fuse_unk``, each run of them by one (never across the end of
-        a text, or of a chunk: ``ends`` as :meth:`_fall_back_to_bytes`).
+        ``unk_token``'s id; with ``fuse_unk``, each run of them by one, never across an end of
+        ``ends`` (a text's, or a chunk's), which are moved along.
 
         Example: with ``<unk>`` id 0 and fuse_unk, the ids ``[5, -20000, -20001, 6]`` become
         ``[5, 0, 6]``.
         """
         missing = ids < 0
         if not missing.any():
-            return ids if ends is None else (ids, ends)
+            return ids, ends
         out = np.where(missing, np.int32(self._unk_id()), ids).astype(np.int32, copy=False)
         if not self.fuse_unk:
-            return out if ends is None else (out, ends)
+            return out, ends
         kept = np.ones(len(ids), dtype=bool)
         kept[1:] = ~(missing[1:] & missing[:-1])
-        if ends is not None:
-            starts = ends[:-1][ends[:-1] < len(ids)]
-            kept[starts] = True  # (a text's first id is its own)
-        out = out[kept]
-        if ends is None:
-            return out
-        return out, np.concatenate([[0], np.cumsum(kept)])[ends]
+        kept[ends[:-1][ends[:-1] < len(ids)]] = True  # (a text's or chunk's first id is its own)
+        return out[kept], np.concatenate([[0], np.cumsum(kept)])[ends]
 
     def _decoded_token_bytes(self) -> List[bytes]:
         """What each id decodes to: its bytes, except a ``byte_fallback`` vocabulary's
@@ -597,15 +600,12 @@ class Tokenizer:
         lengths = np.fromiter(map(len, normalized), dtype=np.int64, count=len(normalized))
         ids, ends = self._core().encode_symbols(self._char_symbols("".join(normalized)), np.cumsum(lengths),
                                                 self._state(), with_ends=True)
-        failed: List[int] = []
-        if len(ids) and ids.min() < 0:
-            if self.byte_fallback:
-                ids, ends = self._fall_back_to_bytes(ids, ends)
-            elif self.unk_token is not None:
-                ids, ends = self._fall_back_to_unk(ids, ends)
-            else:
-                failed = np.unique(np.searchsorted(ends, np.flatnonzero(ids < 0), side="right") - 1).tolist()
-        return ids, ends, failed
+        if not len(ids) or ids.min() >= 0:
+            return ids, ends, []
+        filled = self._fill_missing(ids, ends)
+        if filled is not None:
+            return (*filled, [])
+        return ids, ends, np.unique(np.searchsorted(ends, np.flatnonzero(ids < 0), side="right") - 1).tolist()
 
     def _char_ids(self) -> np.ndarray:
         """int32 id of each code point as a one-character token, ``-1 - code point`` where there
@@ -640,17 +640,17 @@ class Tokenizer:
                     raise
         # step 5, symbols: character-level, word markers, or (not strict) bytes outside the vocabulary
         if self._text_is_one_chunk():  # (the text one chunk of characters: no list of chunks)
-            ids = self._core().encode_symbols(self._char_symbols(text), np.array([len(text)], dtype=np.int64),
-                                              self._state())
+            symbols, symbol_ends = self._char_symbols(text), np.array([len(text)], dtype=np.int64)
         else:
-            ids, chunk_ends = self._core().encode_symbols(*self._symbols(text), self._state(), with_ends=True)
+            symbols, symbol_ends = self._symbols(text)
+        ids, chunk_ends = self._core().encode_symbols(symbols, symbol_ends, self._state(), with_ends=True)
         if not len(ids) or ids.min() >= 0:  # (one pass: every character has a token, as usual)
             return ids
-        if self.byte_fallback:  # step 4 ends: a character missing from the vocabulary as its bytes
-            return self._fall_back_to_bytes(ids)
-        if self.unk_token is not None:  # (or as the unknown token; a run fused within a chunk only)
-            return self._fall_back_to_unk(ids) if self._text_is_one_chunk() else \
-                self._fall_back_to_unk(ids, chunk_ends)[0]
+        # step 4 ends: a character missing from the vocabulary as its bytes, or as the unknown
+        # token (a run fused within its chunk only)
+        filled = self._fill_missing(ids, chunk_ends)
+        if filled is not None:
+            return filled[0]
         if strict:
             raise ValueError(f"{self._piece(int(ids[ids < 0][0]))!r} is not in the vocabulary")
         return ids

@@ -217,11 +217,11 @@ def read(path: PathLike) -> dict:
             raise ValueError(f"{source}: piece {text!r} is there twice (ids {seen[text]} and {i})")
     # SentencePiece's normaliser, compiled (normalizer.cc, read as fastbpe.reference.normalize
     # specifies it): the character map (none: the identity), spaces as ▁ and its two options
-    steps = [{"type": "SentencePiece", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii"),
-              "add_dummy_prefix": bool(normalizer.get(_NORM_DUMMY_PREFIX, 1)),
-              "remove_extra_whitespaces": bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1))}]
+    step = {"type": "SentencePiece", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii"),
+            "add_dummy_prefix": bool(normalizer.get(_NORM_DUMMY_PREFIX, 1)),
+            "remove_extra_whitespaces": bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1))}
     try:
-        Normalizer(steps)  # (a blob whose parts do not fit: refused here, naming the file)
+        normalize = Normalizer([step])  # (a blob whose parts do not fit: refused here, naming the file)
     except ValueError as exc:
         raise ValueError(f"{source}: {exc}") from None
     # control pieces and the unknown one are special tokens (their slots left empty: BPE never
@@ -235,7 +235,7 @@ def read(path: PathLike) -> dict:
     if not byte_fallback and unknown is None:
         raise ValueError(f"{source}: a model with neither byte fallback nor an unknown piece")
     return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials, merge_rule="pair",
-                normalizer=steps, byte_fallback=byte_fallback,
+                normalizer=normalize, byte_fallback=byte_fallback,
                 **({} if byte_fallback else {"unk_token": unknown, "fuse_unk": True}),
                 **Splitter(WHOLE_PIECE).keywords(),
-                **Markers(space_marker=SPACE, dummy_prefix=steps[0]["add_dummy_prefix"]).keywords())
+                **Markers(space_marker=SPACE, dummy_prefix=step["add_dummy_prefix"]).keywords())
