@@ -39,11 +39,11 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 
 import numpy as np
 
-from ._core.split import document_spans, find_cut, find_newlines
+from ._core.split import document_spans, find_newlines
 from .arguments import check_workers
-from .corpus.cut import cut_segments, file_cut_at_or_after, normalize_stream
+from .corpus.cut import CheckedRule, OutsideTokens, cut_segments, file_cut_at_or_after, find_safe_cut, normalize_stream
 from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
-from .encode.batch import _fused_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
+from .encode.batch import _fused_ordinary_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
 from .encode.tokenizer import Tokenizer
 from .fileio import AtomicWriter, file_above, write_atomic
@@ -258,15 +258,35 @@ def _rest_of_document(first: bytes, ends: bool, events: Iterator[Tuple[bytes, in
                 return
 
 
-def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: int, block_size: int,
+def _cutting(tokenizer) -> Tuple[Union[None, int, CheckedRule], Union[None, str, list]]:
+    """``(rule, normalizer)``: how the reader cuts a document (:mod:`.corpus.cut`: the rule of
+    the tokenizer's split, None for no cut at all) and the normaliser it applies first
+    (``Tokenizer.normalizer``, or None: the encoder normalises each block). With tokens matched
+    always (Hugging Face's added tokens that are not special), a cut must not straddle one
+    (:class:`OutsideTokens`), and each document is encoded whole where one of them has
+    matching options (a ``normalized`` or ``lstrip`` match moves with its neighbours)."""
+    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    normalizer = tokenizer.normalizer
+    always = tokenizer.specials.always
+    if not always:
+        return rule, normalizer
+    if any(set(tokenizer.special_token_options[name]) != {"always"} for name in always):
+        return None, normalizer
+    if not isinstance(normalizer, str):  # (none, or steps: each document whole then, as without tokens)
+        return CheckedRule(rule, OutsideTokens(always, None)), normalizer
+    return CheckedRule(rule, OutsideTokens(always, normalizer)), None
+
+
+def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: Union[None, int, CheckedRule],
+                 block_size: int,
                  normalizer: Union[None, str, list], offset: int = 0) -> Iterator[Tuple[bytes, bool, int]]:
     """``(data, ends a document, offset)`` for the byte stream of file ``path`` (from byte
     ``offset`` on). Documents are split off on the bytes first, so a cut never meets a
     separator; then each is cut. ``normalizer``: the tokenizer's (``Tokenizer.normalizer``):
     a Unicode form is applied here, a piece at a time, before the cuts; a normaliser of steps
     (``Prepend``, ``Replace``... SentencePiece's spaces) is the encoder's to run on each whole
-    document, which is one block then (no cut of it is safe)."""
-    whole = normalizer is not None and not isinstance(normalizer, str)
+    document, which is one block then (no cut of it is safe), as it is without a ``rule``."""
+    whole = rule is None or (normalizer is not None and not isinstance(normalizer, str))
     events = _document_pieces(pieces, documents, offset)
     for first, start, ends in events:  # each turn takes one whole document from ``events``
         short = ends and len(first) <= block_size  # a document in one piece (most lines)
@@ -433,7 +453,7 @@ def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
         raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
     # The split's first stage decides the cuts: later stages split within its chunks, and gaps
     # kept as chunks are accounted for by cut_rule.
-    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    rule, normalizer = _cutting(tokenizer)
     for path in expand_paths(files):
         reader, raw = open_bytes(path)
         with reader, raw:
@@ -448,7 +468,7 @@ def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
                     yield piece
 
             for item in _document_items(path, counted(read_pieces(reader, block_size)), documents, rule, block_size,
-                                        tokenizer.normalizer):
+                                        normalizer):
                 if pieces_read != told:  # (the file moves on only as pieces are read: not a tell() a block,
                     now, told = raw.tell(), pieces_read  # a system call each, 0.3 s for 586,000 lines)
                 if isinstance(item, PieceDocuments):
@@ -483,7 +503,7 @@ def _task_pieces(block: Block, rule: Optional[int]) -> Iterator[Tuple[memoryview
     data = memoryview(block.data)
     start = 0
     while rule is not None and len(data) - start > TASK_BYTES:
-        cut = find_cut(data, start + TASK_BYTES, rule)
+        cut = find_safe_cut(data, start + TASK_BYTES, rule)
         if cut < 0:
             break
         yield data[start:cut], block.path, block.offset + start if block.offset >= 0 else -1
@@ -571,7 +591,7 @@ def _piece_encoder(tokenizer):
     held once, at 2 bytes each."""
     dtype = tokenizer.id_dtype
     encode_utf8, cuts = utf8_encoder(tokenizer)
-    pattern = _fused_pattern(tokenizer)
+    pattern = _fused_ordinary_pattern(tokenizer)
     encode_u16 = None if pattern is None or dtype.itemsize != 2 else \
         (lambda data: tokenizer._core().encode_text_u16(data, pattern, tokenizer._state()))
 
@@ -1196,7 +1216,8 @@ def encode_files(
                     "resume_at": [0, 0], "complete": False}
         if cluster is not None:
             del manifest["resume_at"]
-            manifest["partitions"] = _plan_partitions(files, partition_size, documents, tokenizer.normalizer)
+            manifest["partitions"] = _plan_partitions(files, partition_size, documents,
+                                                      tokenizer.normalizer is not None or bool(tokenizer.specials.always))
     # What a reader needs to know, first in the file (a resumed version 1 manifest gains it too).
     header = {"manifest": "fastbpe-shards", "version": MANIFEST_VERSION, "format": fmt, "dtype": dtype.name,
               "byte_order": "little", "header_bytes": {"npy": None, "raw": 0, "llmc": LLMC_HEADER_BYTES}[fmt]}
@@ -1239,7 +1260,7 @@ def encode_files(
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")
     text_bytes = 0  # input encoded by this run
-    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    rule, _ = _cutting(tokenizer)
     encode_piece, cuts = _piece_encoder(tokenizer)
     encode_many = utf8_batch_encoder(tokenizer)
     sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
@@ -1397,18 +1418,18 @@ def encode_files(
 # ------------------------------------------------------------------------------ on a Dask cluster
 
 
-def _plan_partitions(files: Sequence[Path], partition_size: int, documents: str,
-                     normalizer: Union[None, str, list]) -> list:
+def _plan_partitions(files: Sequence[Path], partition_size: int, documents: str, uncut: bool) -> list:
     """The partitions of a cluster run, in stream order: byte ranges ``[start, end)`` of plain
     files (the worker moves both ends to the next cut, so neighbours meet), whole compressed
-    files (``end`` None). A normalising tokenizer cuts the normalised text, so with
-    ``documents="file"`` its plain files stay whole too."""
+    files (``end`` None). With ``documents="file"``, the plain files of a tokenizer whose file
+    text cannot be cut (``uncut``: a normalising one cuts the normalised text; one with tokens
+    matched always, no text) stay whole too."""
     parts = []
     for path in files:
         size = path.stat().st_size
         if is_compressed(str(path)):
             ranges = [(0, None)]
-        elif documents == "file" and normalizer is not None:
+        elif documents == "file" and uncut:
             ranges = [(0, size)]
         else:
             ranges = [(start, min(start + partition_size, size)) for start in range(0, max(size, 1), partition_size)]
@@ -1434,7 +1455,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
     out = Path(out_dir)
     documents, block_size, sep_id = options["documents"], options["block_size"], options["separator_id"]
     fmt, dtype = options["format"], tokenizer.id_dtype
-    rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
+    rule, normalizer = _cutting(tokenizer)
     encode_piece, _ = _piece_encoder(tokenizer)
     encode_many = utf8_batch_encoder(tokenizer)
     path = part["path"]
@@ -1459,7 +1480,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
             emitted = text_before or in_doc
             has_text = in_doc
             text_bytes = 0
-            for item in _document_items(path, pieces, documents, rule, block_size, tokenizer.normalizer, lo):
+            for item in _document_items(path, pieces, documents, rule, block_size, normalizer, lo):
                 if isinstance(item, PieceDocuments):  # whole documents (the first starts a document)
                     run = _encode_documents(encode_many, encode_piece, dtype, sep_id, item, 0, len(item.starts),
                                         emitted and sep_id is not None)

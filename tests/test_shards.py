@@ -211,7 +211,7 @@ def test_partitions_encoded_apart_give_the_local_stream(whitespace_tok, texts, d
             paths[-1].write_bytes(text.encode())
         encode_files(whitespace_tok, paths, Path(root) / "local", documents=documents, block_size=block_size,
                      workers=1, progress=False)
-        parts = shards._plan_partitions(paths, partition_size, documents, None)
+        parts = shards._plan_partitions(paths, partition_size, documents, False)
         options = {"documents": documents, "block_size": block_size, "format": "raw", "shard_size": 7,
                    "separator_id": whitespace_tok.special_tokens[EOT]}
         out = Path(root) / "parts"
@@ -265,11 +265,65 @@ def test_normalising_tokenizers_cut_the_normalised_text(form, tmp_path):
     assert naive != whole
 
 
+# Tokens matched always (added tokens that are not special): ASCII, one inside ordinary words,
+# one with a non-ASCII character, one not in normal form (matched in the text as given)
+ALWAYS_NAMES = ["<t>", "ab</t>", "é!", "e\u0301x"]
+ALWAYS_PARTS = ALWAYS_NAMES + ["<t>\u0338", "x<t", "t>ab", "</t> ", "é", "e\u0301", "x", " ", "\n", "\u212b", "ab", "中文",
+                               "\u1100\u1161", "\u11a8", "caf\u00e9. ", "\u2475"]
+
+
+@pytest.fixture(scope="module")
+def always_tokenizers():
+    """cl100k-pattern tokenizers, without a normaliser and with each Unicode form, whose tokens
+    ALWAYS_NAMES are matched in every text."""
+    text = NORMALISATION_TEXT + "".join(ALWAYS_PARTS) * 20
+    base = fastbpe.train(text, vocab_size=320, pattern="cl100k", progress=False)
+    specials = {name: len(base.token_bytes) + k for k, name in enumerate(ALWAYS_NAMES + [EOT])}
+    options = {name: {"always": True} for name in ALWAYS_NAMES}
+    return {form: fastbpe.Tokenizer(base.token_bytes, base.merge_ids, pattern="cl100k", normalizer=form,
+                                    special_tokens=specials, special_token_options=options)
+            for form in (None, "NFC", "NFD", "NFKC", "NFKD")}
+
+
+@pytest.mark.parametrize("form", [None, "NFC", "NFD", "NFKC", "NFKD"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(ALWAYS_PARTS), max_size=60), block_size=st.sampled_from([1, 2, 3, 7, 64]),
+       documents=st.sampled_from(["file", "line"]))
+def test_tokens_matched_always_are_never_cut(always_tokenizers, form, parts, block_size, documents):
+    """Blocks of any size never cut through a token matched always, and with a normaliser the
+    text is cut as given (the tokens are matched there, then each piece normalised): the ids
+    are those of encode_ordinary, which splits such tokens out before anything else."""
+    tok = always_tokenizers[form]
+    text = "".join(parts)
+    with tempfile.TemporaryDirectory() as root:
+        path = Path(root) / "in.txt"
+        path.write_text(text, encoding="utf-8")
+        encode_files(tok, [path], Path(root) / "out", documents=documents, block_size=block_size, workers=2,
+                     progress=False)
+        assert all_ids(Path(root) / "out")[1] == expected_ids(tok, split_documents(text, documents)), repr(text)
+
+
+def test_tokens_matched_always_in_a_long_document_are_cut_around(always_tokenizers, tmp_path):
+    """A long document with tokens matched always is still cut (so the workers share it)
+    wherever no token straddles the cut, and encodes as a whole."""
+    rng = random.Random(3)
+    text = "".join(rng.choice(ALWAYS_PARTS) for _ in range(40_000))
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    for form, tok in always_tokenizers.items():
+        blocks = list(input_blocks(tok, [path], block_size=4096))
+        assert len(blocks) > 10 and b"".join(b.data for b in blocks) == text.encode()
+        out = tmp_path / f"out-{form}"
+        encode_files(tok, [path], out, block_size=4096, separator=None, workers=2, progress=False)
+        assert all_ids(out)[1] == tok.encode_ordinary(text)
+
+
 def test_qwen3_real_tokenizer_any_blocks(shared_data, tmp_path):
-    """Qwen3 normalises (NFC) and has a pattern without a compiled scanner (llama3's rule holds)."""
+    """Qwen3 normalises (NFC), has a pattern without a compiled scanner (llama3's rule holds) and
+    added tokens that are not special (matched in the text as given, before normalising)."""
     tok = fastbpe.load(shared_data.path("tokenizers", "qwen3"))
     rows = shared_data.rows("parallel_multi.tsv.gz", 300)
-    text = "".join(rows) + "\u0958\nabc \u095b\n12345\n" * 20
+    text = "".join(rows) + "\u0958\nabc \u095b\n12345\n<think>x</think>\u0338<tool_call>\n" * 20
     path = tmp_path / "in.txt"
     path.write_text(text, encoding="utf-8")
     for documents in ("file", "line"):

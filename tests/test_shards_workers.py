@@ -152,7 +152,7 @@ def test_errors_in_a_cluster_partition_name_the_file(tmp_path):
     ascii_only = fastbpe.Tokenizer([bytes([b]) for b in range(128)], [], pattern="gpt2")
     path = tmp_path / "accented.txt"
     path.write_text("plain words " * 40 + "café" + " more" * 40, encoding="utf-8")
-    part = shards._plan_partitions([path], 1 << 20, "file", None)[0]
+    part = shards._plan_partitions([path], 1 << 20, "file", False)[0]
     options = {"documents": "file", "block_size": 100, "format": "raw", "shard_size": 50, "separator_id": None}
     (tmp_path / "out").mkdir()
     with pytest.raises(ValueError, match=r"accented\.txt, byte offset 483: byte 0xc3 is not in the vocabulary"):

@@ -15,11 +15,32 @@ other classes than the input's (U+0958 is a letter; its NFC ends with a mark). S
 normalised first, streaming (:func:`normalize_stream`), and the rule is applied to the result.
 """
 import unicodedata
-from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from .._core.split import InvalidUTF8, find_cut
 
-__all__ = ["cut_stream", "cut_segments", "file_cut_at_or_after", "normalize_stream"]
+__all__ = ["cut_stream", "cut_segments", "file_cut_at_or_after", "normalize_stream", "CheckedRule", "find_safe_cut",
+           "OutsideTokens"]
+
+
+class CheckedRule(NamedTuple):
+    """A cut rule with a further test every cut must pass, ``accept(data, i)`` (data: the bytes
+    searched; refusing a cut is always safe): where the text is more than the split's chunks,
+    as with tokens split out of it before the split (a cut must not fall inside one)."""
+
+    rule: int
+    accept: Callable[[memoryview, int], bool]
+
+
+def find_safe_cut(data, start: int, rule: Union[int, CheckedRule]) -> int:
+    """``find_cut`` for a rule or a :class:`CheckedRule`: the first cut at or after ``start``
+    that the rule finds and the check accepts, or -1."""
+    if not isinstance(rule, CheckedRule):
+        return find_cut(data, start, rule)
+    i = find_cut(data, start, rule.rule)
+    while i >= 0 and not rule.accept(data, i):
+        i = find_cut(data, i + 1, rule.rule) if i + 1 < len(data) else -1
+    return i
 
 
 def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
@@ -47,7 +68,7 @@ def cut_stream(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
         yield segment, offset
 
 
-def cut_segments(pieces: Iterable[bytes], rule: int, block_size: Optional[int], *,
+def cut_segments(pieces: Iterable[bytes], rule: Union[int, CheckedRule], block_size: Optional[int], *,
                  grow: bool = False) -> Iterator[Tuple[bytes, int, bool]]:
     """:func:`cut_stream`'s segments as ``(segment, offset, more)``: ``more`` is True when
     bytes of the text are known to follow (the cut lies inside a piece), so a reader can hand
@@ -68,7 +89,7 @@ def cut_segments(pieces: Iterable[bytes], rule: int, block_size: Optional[int], 
             # the segment must reach block_size; positions near the piece start need bytes of
             # the previous piece to decide, so they are skipped when there is one
             lo = max(start + block_size - pending_len, start + (4 if pending_len else 1))
-            i = find_cut(view, lo, rule) if lo < len(view) else -1
+            i = find_safe_cut(view, lo, rule) if lo < len(view) else -1
             if i < 0:
                 break
             if gathered is not None:
@@ -126,6 +147,59 @@ def file_cut_at_or_after(f: BinaryIO, pos: int, file_size: int, rule: int, end: 
             return base + search
         drop = max(0, search - 4)
         buf, base, search = buf[drop:], base + drop, search - drop
+
+
+class OutsideTokens:
+    """The check of a :class:`CheckedRule` for a text from which the tokens ``names`` are split
+    out before anything else (a tokenizer's tokens matched always): a cut at ``i`` is accepted
+    when no occurrence of their text straddles it (so both sides split out the same tokens, and
+    the piece of ordinary text around ``i`` holds the two characters the split's rule judged).
+
+    ``form`` (the tokenizer's Unicode form): the text is cut as read and normalised block by
+    block, as the tokens are matched in the text as given (``tokenizers``' order). A cut then
+    also needs the two characters the rule judged to be ones normalisation leaves as they are
+    wherever they stand (each its own normal form, a starter that composes with nothing before
+    it), and the character after them to start afresh too: normalising each side then gives the
+    normalisation of the whole, with the judged characters unchanged. A cut whose deciding
+    bytes run past the data is refused (refusing is always safe).
+
+    >>> accept = OutsideTokens(["<think>"], None)
+    >>> data = b"1234567 <think> 123456789012"
+    >>> accept(data, 8), accept(data, 11), accept(data, 15)
+    (True, False, True)
+    >>> accept = OutsideTokens(["<think>"], "NFC")
+    >>> [accept(text.encode(), 8) for text in ("1234567 abcdefgh", "1234567 e\u0301fgh", "1234567 \u2126bcdefgh")]
+    [True, False, False]
+    """
+
+    def __init__(self, names, form: Optional[str]):
+        self.names = [name.encode("utf-8", "surrogatepass") for name in names]
+        self.reach = max(len(name) for name in self.names)  # (bytes each side that decide)
+        self.form = form
+        self.decomposition = None if form is None else "NFKD" if form in ("NFKC", "NFKD") else "NFD"
+        self._kept: Dict[str, bool] = {}  # character -> left as it is by normalisation, wherever it stands
+
+    def _kept_as_is(self, ch: str) -> bool:
+        kept = self._kept.get(ch)
+        if kept is None:
+            kept = self._kept[ch] = (_starts_afresh(ch, self.decomposition)
+                                     and unicodedata.normalize(self.form, ch) == ch)
+        return kept
+
+    def __call__(self, data, i: int) -> bool:
+        lo, hi = i - max(self.reach, 4), i + max(self.reach, 8)
+        if lo < 0 or hi > len(data):
+            return False
+        window = bytes(data[lo:hi])
+        at = i - lo  # (i in the window)
+        for name in self.names:  # an occurrence that starts before i and ends after it
+            if window.find(name, at - len(name) + 1, at + len(name) - 1) >= 0:
+                return False
+        if self.form is None:
+            return True
+        before = window[at - 4:at].decode("utf-8", "surrogateescape")[-1]
+        here, after = window[at:at + 8].decode("utf-8", "surrogateescape")[:2]
+        return self._kept_as_is(before) and self._kept_as_is(here) and _starts_afresh(after, self.decomposition)
 
 
 # ------------------------------------------------------------------------------ normalising a stream

@@ -103,6 +103,12 @@ def _fused_pattern(tok) -> Optional[int]:
     return tok.splitter.fused_scanner()
 
 
+def _fused_ordinary_pattern(tok) -> Optional[int]:
+    """_fused_pattern when ordinary text takes the one-call path unsearched: no token is
+    matched always (one would have to be split out first)."""
+    return None if tok.specials.always else _fused_pattern(tok)
+
+
 def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.ndarray]], bool]:
     """``(encode, cuts)``: ``encode(data)`` gives the int32 ids of UTF-8 ``data`` (bytes or a
     memoryview) that ``encode_ordinary`` gives for its text, or None when ``data`` is not
@@ -110,7 +116,7 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
     (:mod:`fastbpe.corpus.cut`) give, one after the other, the ids of the whole. A tokenizer
     that takes the one-call path reads the bytes in place, no str made (``BPECore.encode_text``);
     what ``encode_files``'s worker threads run (with the chunk cache their pool shares)."""
-    pattern = _fused_pattern(tok)
+    pattern = _fused_ordinary_pattern(tok)
     if pattern is not None:
         return (lambda data: tok._core().encode_text(data, pattern, tok._state())), True
 
@@ -120,7 +126,7 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
         except UnicodeDecodeError:
             return None
         ids = tok._plain_ids(text, False)  # (a one-chunk character tokenizer's one call)
-        return ids if ids is not None else tok._encode_with_sets(text, frozenset(), frozenset())
+        return ids if ids is not None else tok._encode_with_sets(text, *tok._ordinary_sets())
 
     return encode, not tok.prefix_space  # (a prefix space would go before every piece)
 
@@ -143,7 +149,10 @@ def utf8_batch_encoder(tok) -> Optional[Callable]:
     call, as ``(ids, ends, failed)``, id ``separator`` before each text flagged in ``before``
     (``BPECore.encode_text_many``); for a character-level tokenizer whose text is one chunk,
     the texts made strs and encoded by one call too (``Tokenizer._one_chunk_texts``; ``failed``
-    true when one is not UTF-8, or holds a character without a token); else None."""
+    true when one is not UTF-8, or holds a character without a token); else None, as for a
+    tokenizer with tokens matched always (texts are searched for them one at a time)."""
+    if tok.specials.always:
+        return None
     pattern = _fused_pattern(tok)
     if pattern is not None:
         return lambda data, starts, stops, separator=-1, before=None: tok._core().encode_text_many(

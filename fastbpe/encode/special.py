@@ -11,6 +11,12 @@ side), ``single_word`` (matched only where no word character touches it) and ``n
 (matched in the normalised text, after the tokens matched in the text as given). A token without
 options is matched exactly in the text as given.
 
+One more option, ``always``, makes a token part of ordinary text: it is matched in every text,
+whatever the policy (``encode_ordinary`` and ``disallowed_special=()`` included), and naming it in
+``disallowed_special`` is an error. That is what ``tokenizers`` does with an added token that is
+not special (``"special": false``: Qwen's ``<think>``), and SentencePiece with a user-defined
+piece.
+
 :class:`SpecialTokens` is the policy as one component of a tokenizer (step 1 of encoding): the
 ids and the options, checked, and how they are matched. It serialises itself: its fields of
 fastbpe's own file, and the ``added_tokens`` of a ``tokenizer.json``.
@@ -33,8 +39,8 @@ from ..formats.ids import check_id, check_special_ids
 if TYPE_CHECKING:  # (imported where a found special token or an option needs it)
     import regex
 
-__all__ = ["SpecialTokens", "special_ids", "check_special_name", "allowed_and_disallowed", "check_disallowed", "split_on_specials",
-           "OPTION_NAMES",           "special_token_options", "AddedTokenSplitter"]
+__all__ = ["SpecialTokens", "special_ids", "check_special_name", "allowed_and_disallowed", "check_disallowed",
+           "split_on_specials", "OPTION_NAMES", "ALWAYS", "special_token_options", "AddedTokenSplitter"]
 
 Allowed = Union[str, AbstractSet[str]]
 Disallowed = Union[str, Collection[str]]
@@ -99,13 +105,16 @@ def _alternation(specials: frozenset) -> "regex.Pattern":
     return regex.compile("|".join(regex.escape(s) for s in sorted(specials, key=lambda s: (-len(s), s))))
 
 
-def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed,
-                           disallowed_special: Disallowed) -> Tuple[frozenset, frozenset]:
+def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed, disallowed_special: Disallowed,
+                           always: frozenset = frozenset()) -> Tuple[frozenset, frozenset]:
     """tiktoken's rule: ``"all"`` means every special token; by default none is allowed and
-    all are disallowed (a literal one in the text is an error).
+    all are disallowed (a literal one in the text is an error). The tokens matched ``always``
+    are allowed in every call, and never disallowed.
 
     >>> allowed_and_disallowed({"<a>", "<b>"}, {"<a>"}, "all")
     (frozenset({'<a>'}), frozenset({'<b>'}))
+    >>> allowed_and_disallowed({"<a>", "<b>"}, frozenset(), (), always=frozenset({"<b>"}))
+    (frozenset({'<b>'}), frozenset())
     """
     for what, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
         # a str other than "all" would be read as a set of one-character names
@@ -118,10 +127,14 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed,
     unknown = allowed - names
     if unknown:
         raise ValueError(f"allowed_special names tokens that are not special tokens: {sorted(unknown)}")
+    allowed |= always
     disallowed = (names - allowed) if disallowed_special == "all" else frozenset(disallowed_special)
     unknown = disallowed - names
     if unknown:
         raise ValueError(f"disallowed_special names tokens that are not special tokens: {sorted(unknown)}")
+    if disallowed & always:
+        raise ValueError(f"disallowed_special names tokens matched in every text (added tokens that are not "
+                         f"special): {sorted(disallowed & always)}")
     return allowed, disallowed
 
 
@@ -156,6 +169,9 @@ def split_on_specials(text: str, allowed: frozenset) -> Iterator[Tuple[str, bool
 # The options of an added token, as Hugging Face's tokenizer.json spells them; all false is a
 # token matched exactly in the text as given (what a special token without options is).
 OPTION_NAMES = ("single_word", "lstrip", "rstrip", "normalized")
+# and fastbpe's for a token matched in every text, whatever the policy (tokenizer.json's
+# "special": false)
+ALWAYS = "always"
 
 @functools.lru_cache(maxsize=None)
 def _added_token_classes():
@@ -185,12 +201,12 @@ def special_token_options(options: Optional[Mapping[str, Mapping[str, bool]]], n
     for name, flags in options.items():
         if name not in names:
             raise ValueError(f"special_token_options names {name!r:.60}, which is not a special token")
-        if not isinstance(flags, Mapping) or set(flags) - set(OPTION_NAMES):
-            raise ValueError(f"the options of special token {name!r:.60} must be a mapping of {OPTION_NAMES}, "
-                             f"got {flags!r:.80}")
+        if not isinstance(flags, Mapping) or set(flags) - {*OPTION_NAMES, ALWAYS}:
+            raise ValueError(f"the options of special token {name!r:.60} must be a mapping of "
+                             f"{(*OPTION_NAMES, ALWAYS)}, got {flags!r:.80}")
         if not all(isinstance(v, bool) for v in flags.values()):
             raise ValueError(f"the options of special token {name!r:.60} must be true or false, got {flags!r:.80}")
-        on = {k: True for k in OPTION_NAMES if flags.get(k)}
+        on = {k: True for k in (*OPTION_NAMES, ALWAYS) if flags.get(k)}
         if on:
             checked[name] = on
     normalized = [name for name in names if checked.get(name, {}).get("normalized")]
@@ -232,9 +248,20 @@ class SpecialTokens:
             found = self.__dict__["_max_id"] = max(self.ids.values(), default=-1)
         return found
 
+    @property
+    def always(self) -> frozenset:
+        """The names of the tokens matched in every text, whatever the policy (option ``always``)."""
+        found = self.__dict__.get("_always")
+        if found is None:
+            found = self.__dict__["_always"] = frozenset(n for n, flags in self.options.items() if flags.get(ALWAYS))
+        return found
+
     def added_token_splitter(self, normalize: Callable[[str], str]) -> Optional["AddedTokenSplitter"]:
-        """The matcher of special tokens with options; None when none has any (exact matches)."""
-        return AddedTokenSplitter(self.ids, self.options, normalize) if self.options else None
+        """The matcher of special tokens with matching options; None when none has any (exact
+        matches)."""
+        if not any(set(flags) - {ALWAYS} for flags in self.options.values()):
+            return None
+        return AddedTokenSplitter(self.ids, self.options, normalize)
 
     def keywords(self) -> dict:
         """The :class:`fastbpe.Tokenizer` arguments that make these special tokens."""
@@ -256,17 +283,19 @@ class SpecialTokens:
     # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
 
     def to_huggingface(self) -> List[dict]:
-        """The ``added_tokens`` list: every special token, by id, with its matching options."""
+        """The ``added_tokens`` list: every special token, by id, with its matching options (a
+        token matched ``always`` is not special there)."""
         return [{"id": i, "content": s, **{flag: self.options.get(s, {}).get(flag, False) for flag in OPTION_NAMES},
-                 "special": True} for s, i in sorted(self.ids.items(), key=lambda kv: kv[1])]
+                 "special": s not in self.always} for s, i in sorted(self.ids.items(), key=lambda kv: kv[1])]
 
     @classmethod
     def from_huggingface(cls, added, source: str, in_vocab: Optional[Mapping[str, int]] = None,
                          vocab_entries: Optional[int] = None) -> "SpecialTokens":
         """The ``added_tokens`` list, which fastbpe encodes as special tokens (split out of the
         text before anything else, as ``tokenizers`` does with every added token), each with
-        its options (:class:`AddedTokenSplitter`). A malformed entry is a ValueError naming
-        ``source``.
+        its options (:class:`AddedTokenSplitter`); one that is not special is matched
+        ``always``, as ``tokenizers`` matches it whatever the caller asks. A malformed entry is
+        a ValueError naming ``source``.
 
         With ``vocab_entries`` (the number of ``model.vocab`` entries) and ``in_vocab`` (the
         model's id of each added token that is a ``model.vocab`` key), the tokens get the ids
@@ -290,6 +319,10 @@ class SpecialTokens:
                 if not isinstance(value, bool):
                     raise ValueError(f"{source}: added token {content!r} {flag} must be true or false, got "
                                      f"{value!r:.20}")
+            if not isinstance(entry.get("special", False), bool):
+                raise ValueError(f"{source}: added token {content!r} special must be true or false, got "
+                                 f"{entry['special']!r:.20}")
+            flags[ALWAYS] = not entry.get("special", False)  # (tokenizers' default: not special)
             specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
             options[content] = {flag: True for flag, value in flags.items() if value}
         if vocab_entries is not None:

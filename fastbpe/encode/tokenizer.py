@@ -61,7 +61,7 @@ __all__ = ["Tokenizer", "MERGE_RULES"]
 
 UNITS = ("bytes", "chars")
 PathLike = Union[str, os.PathLike]
-_NO_NAMES: frozenset = frozenset()  # (encode_ordinary's special tokens: none allowed, none refused)
+_NO_NAMES: frozenset = frozenset()  # (encode_ordinary's special tokens: none allowed but those matched always)
 
 
 def _default_policy(allowed_special, disallowed_special) -> bool:
@@ -109,7 +109,9 @@ class Tokenizer:
     is accepted and checked). ``special_tokens``: names (given the ids after the vocabulary) or
     a name -> id mapping; ``special_token_options``: ``{name: {"lstrip": True, ...}}``, how a
     special token is matched (Hugging Face's added-token options ``single_word``, ``lstrip``,
-    ``rstrip``, ``normalized``: :class:`.special.AddedTokenSplitter`). Encoding options, for
+    ``rstrip``, ``normalized``: :class:`.special.AddedTokenSplitter`; and ``always``, a token
+    matched in every text whatever the special-token policy, as Hugging Face's added tokens
+    that are not special are). Encoding options, for
     the imported formats (:mod:`fastbpe.formats`): ``merge_rule`` (module docstring),
     ``whole_token_lookup``, ``normalizer`` (``"NFC"``... or a list of steps, applied before
     splitting: :mod:`.normalizers`), ``prefix_space`` (a space
@@ -675,28 +677,29 @@ class Tokenizer:
         return self._core().encode_chunks(data, starts, ends, self._state())
 
     def _plain(self) -> Optional[tuple]:
-        """``(core, scanner, finder)`` when the ordinary path is one compiled call (steps 2-5
+        """``(core, scanner, finders)`` when the ordinary path is one compiled call (steps 2-5
         of encode do nothing else: byte-level, no normaliser, prefix space or markers, and a
-        named pattern whose scanner splits and encodes in one pass); ``(core, None, finder,
+        named pattern whose scanner splits and encodes in one pass); ``(core, None, finders,
         normaliser, character ids, byte ids, unk id, fuse_unk)`` when it is one call after the
         normaliser (a character-level tokenizer whose text is one chunk: SentencePiece's
         layout; the byte ids empty without byte fallback, the unk id -1 without an
-        ``unk_token``); else None. ``finder``: the compiled search of the
-        special tokens' names (None: there are none). Made once: the settings it reads are
-        fixed at construction."""
+        ``unk_token``); else None. ``finders``: the compiled searches of the names of the
+        tokens matched always and of every special token, indexed by whether every name is
+        refused (None: no such names). Made once: the settings it reads are fixed at
+        construction."""
         plain = self.__dict__.get("_plain_cache")
         if plain is None:
             scanner = self.splitter.fused_scanner()
             simple = (scanner is not None and self._reads_bytes and not self.normalize
                       and not self.splitter.prefix_space)
-            names = frozenset(self.special_tokens)
-            finder = special.name_finder(names) if names else None
+            finders = tuple(special.name_finder(names) if names else None
+                            for names in (self.specials.always, frozenset(self.special_tokens)))
             if simple:
-                plain = (self._core(), scanner, finder)
+                plain = (self._core(), scanner, finders)
             elif self._text_is_one_chunk():
                 byte_ids = self._byte_token_ids() if self.byte_fallback else np.zeros(0, dtype=np.int32)
                 unk_id = self._unk_id() if self.unk_token is not None else -1
-                plain = (self._core(), None, finder, self.normalize or None, self._char_ids(), byte_ids, unk_id,
+                plain = (self._core(), None, finders, self.normalize or None, self._char_ids(), byte_ids, unk_id,
                          self.fuse_unk)
             self.__dict__["_plain_cache"] = plain = plain or ()
         return plain or None
@@ -706,12 +709,14 @@ class Tokenizer:
         one compiled call of ``_plain`` (a short text costs little more than the call), or None
         where the general path must decide: no such call, a str with a lone surrogate, a text
         holding a special token's name while ``refuse_specials`` (every name disallowed: the
-        general path raises), a character without a token (no byte fallback), or no str."""
+        general path raises) or the name of a token matched always (the general path splits it
+        out), a character without a token (no byte fallback), or no str."""
         plain = self.__dict__.get("_plain_cache") or self._plain()  # (made: no call; else _plain decides)
         if plain is None or type(text) is not str:
             return None
-        core, scanner, finder = plain[:3]
-        if refuse_specials and finder is not None and finder.holds(text):
+        core, scanner, finders = plain[:3]
+        finder = finders[refuse_specials]
+        if finder is not None and finder.holds(text):
             return None
         if scanner is None:  # characters, the text one chunk: normalised here, then one call
             normalize, char_ids, byte_ids, unk_id, fuse_unk = plain[3:]
@@ -750,12 +755,15 @@ class Tokenizer:
     def _special_sets(self, allowed_special, disallowed_special) -> Tuple[frozenset, frozenset]:
         if type(allowed_special) is frozenset and not allowed_special and type(disallowed_special) is str \
                 and disallowed_special == "all":
-            # encode's default (none allowed, every one refused), made once: 2 us a short text
+            # encode's default (none allowed but those matched always, every other one
+            # refused), made once: 2 us a short text
             found = self.__dict__.get("_default_sets")
             if found is None:
-                found = self.__dict__["_default_sets"] = (_NO_NAMES, frozenset(self.special_tokens))
+                always = self.specials.always
+                found = self.__dict__["_default_sets"] = (always, frozenset(self.special_tokens) - always)
             return found
-        return special.allowed_and_disallowed(self.special_tokens.keys(), allowed_special, disallowed_special)
+        return special.allowed_and_disallowed(self.special_tokens.keys(), allowed_special, disallowed_special,
+                                              self.specials.always)
 
     def _encode_array(self, text: str, allowed_special="all", disallowed_special=()) -> np.ndarray:
         return self._encode_with_sets(text, *self._special_sets(allowed_special, disallowed_special))
@@ -807,9 +815,14 @@ class Tokenizer:
         return self._id_list(self._encode_array(text, allowed_special, disallowed_special))
 
     def encode_ordinary(self, text: str) -> List[int]:
-        """Token ids of ``text``, special-token strings encoded as ordinary text."""
+        """Token ids of ``text``, special-token strings encoded as ordinary text (but for the
+        tokens matched ``always``: those are part of ordinary text)."""
         ids = self._plain_ids(text, False, True)
-        return ids if ids is not None else self._id_list(self._encode_with_sets(text, _NO_NAMES, _NO_NAMES))
+        return ids if ids is not None else self._id_list(self._encode_with_sets(text, *self._ordinary_sets()))
+
+    def _ordinary_sets(self) -> Tuple[frozenset, frozenset]:
+        """The special-token sets of ordinary text: the tokens matched always allowed, none refused."""
+        return self.specials.always, _NO_NAMES
 
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                         disallowed_special: Union[str, Collection[str]] = "all") -> np.ndarray:

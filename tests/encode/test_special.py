@@ -180,9 +180,11 @@ def test_options_are_checked_and_trimmed():
         SpecialTokens({"<m>": 3}, {"<n>": {"lstrip": True}})
     with pytest.raises(ValueError, match="listed twice"):
         SpecialTokens.from_huggingface([{"id": 1, "content": "<m>"}, {"id": 2, "content": "<m>"}], "t.json")
-    # a non-special added token is matched in normalised text by default (tokenizers' rule)
+    # a non-special added token is matched in normalised text by default (tokenizers' rule), and always
     assert SpecialTokens.from_huggingface([{"id": 1, "content": "<m>"}], "t.json").options == \
-        {"<m>": {"normalized": True}}
+        {"<m>": {"normalized": True, "always": True}}
+    with pytest.raises(ValueError, match="special must be true or false"):
+        SpecialTokens.from_huggingface([{"id": 1, "content": "<m>", "special": "yes"}], "t.json")
 
 
 def test_tokenizer_attributes_read_the_component():

@@ -22,6 +22,24 @@ def test_huggingface_import_equals_tokenizers(name, samples, shared_data):
     assert tok.encode(chat, allowed_special="all") == hf.encode(chat, add_special_tokens=False).ids
 
 
+def test_qwen3_tags_that_are_not_special_encode_as_tokenizers_does(shared_data, tmp_path):
+    """Qwen3's <think> and <tool_call> are added tokens that are not special: tokenizers matches
+    them in any text, and so does every call here; its special ones keep tiktoken's policy."""
+    path = shared_data.path("tokenizers", "qwen3", "tokenizer.json")
+    tok, hf = Tokenizer.from_huggingface(path), tokenizers.Tokenizer.from_file(str(path))
+    text = "Sure.<think>\nfirst</think>\n\n<tool_call>{\"name\": \"f\"}</tool_call> <think>é</think>\u0338"
+    expected = hf.encode(text, add_special_tokens=False).ids
+    assert tok.encode(text) == tok.encode_ordinary(text) == tok.encode_batch([text] * 80)[-1] == expected
+    with pytest.raises(ValueError, match="<|im_end|>"):
+        tok.encode(text + "<|im_end|>")
+    tok.to_huggingface(tmp_path / "tokenizer.json")
+    again = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert again.encode(text, add_special_tokens=False).ids == expected
+    assert {t.content for t in again.get_added_tokens_decoder().values() if not t.special} == tok.specials.always
+    tok.save(tmp_path / "native.json")
+    assert Tokenizer.load(tmp_path / "native.json").encode(text) == expected
+
+
 def test_trained_tokenizer_exports_to_huggingface(tmp_path, samples):
     tok = fastbpe.train(samples["english"][:300_000], vocab_size=2000, progress=False,
                         special_tokens=["<|endoftext|>"])

@@ -124,12 +124,48 @@ def test_generated_text_with_and_without_normalizer(base, tmp_path_factory, part
     _check(lower, hf_lower, text, offsets=False)
 
 
+SPECIAL_NAMES = ("<mask>", "<rs>", "<|eot|>")  # the added tokens of _with_added that are special
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(NEAR_TOKENS), max_size=14))
+def test_added_tokens_that_are_not_special_are_matched_under_every_policy(base, tmp_path_factory, parts):
+    """tokenizers matches an added token that is not special whatever the caller asks; so does
+    every encoding call here, its default and encode_ordinary included. A special one is still
+    refused by default."""
+    text = "".join(parts)
+    tok, hf = _load_both(_with_added(base), tmp_path_factory.mktemp("always"))
+    assert tok.specials.always == {entry["content"] for entry in _with_added(base)["added_tokens"]
+                                   if not entry["special"]}
+    if any(name in text for name in SPECIAL_NAMES):
+        with pytest.raises(ValueError, match="which is disallowed"):
+            tok.encode(text)
+        return
+    expected = hf.encode(text, add_special_tokens=False).ids
+    assert tok.encode(text) == expected
+    assert tok.encode(text, disallowed_special=()) == tok.encode_ordinary(text) == expected
+    assert tok.encode_to_numpy(text).tolist() == expected
+    assert tok.encode_batch([text] * 70) == [expected] * 70  # (past the small-batch path)
+    assert tok.encode_ordinary_batch([text, text], as_numpy=True)[1].tolist() == expected
+    assert tok.encode_with_offsets(text)[0] == expected
+
+
+def test_an_added_token_that_is_not_special_cannot_be_disallowed(base, tmp_path):
+    tok, _ = _load_both(_with_added(base), tmp_path)
+    with pytest.raises(ValueError, match="matched in every text"):
+        tok.encode("x", disallowed_special={"<w>"})
+    assert tok.encode("<w> x", allowed_special={"<w>"}) == tok.encode("<w> x")
+
+
 def test_options_survive_native_and_tokenizer_json_files(base, rows, tmp_path):
     tok, hf = _load_both(_with_added(base, {"type": "Lowercase"}), tmp_path)
     tok.save(tmp_path / "native.json")
     again = Tokenizer.load(tmp_path / "native.json")
     assert again.special_token_options == tok.special_token_options and again == tok
     tok.to_huggingface(tmp_path / "again.json")
+    special = {entry["content"]: entry["special"] for entry in _with_added(base)["added_tokens"]}
+    assert {entry["content"]: entry["special"]
+            for entry in json.loads((tmp_path / "again.json").read_text())["added_tokens"]} == special
     hf_again = tokenizers.Tokenizer.from_file(str(tmp_path / "again.json"))
     for text in [*_spliced(rows[:40]), " <In> <LS>  <IN>\n<ls> <RS>x <rs>"]:
         expected = hf.encode(text, add_special_tokens=False).ids
