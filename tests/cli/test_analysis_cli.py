@@ -1,8 +1,6 @@
 """``fastbpe extend`` and ``fastbpe skipgram`` end to end: tables, --json, --plot, errors."""
 import json
-import os
 
-import numpy as np
 import pytest
 
 import fastbpe
