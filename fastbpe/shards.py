@@ -41,10 +41,11 @@ import numpy as np
 
 from ._core.split import document_spans, find_newlines
 from .arguments import check_workers
-from .corpus.cut import CheckedRule, OutsideTokens, cut_segments, file_cut_at_or_after, find_safe_cut, normalize_stream
+from .corpus.cut import CheckedRule, CutOutsideTokens, cut_segments, file_cut_at_or_after, find_checked_cut, normalize_stream
 from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
-from .encode.batch import _fused_ordinary_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
+from .encode.batch import _fused_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
+from .encode.special import ALWAYS
 from .encode.tokenizer import Tokenizer
 from .fileio import AtomicWriter, file_above, write_atomic
 from .progress import byte_bar, check_progress
@@ -258,23 +259,27 @@ def _rest_of_document(first: bytes, ends: bool, events: Iterator[Tuple[bytes, in
                 return
 
 
-def _cutting(tokenizer) -> Tuple[Union[None, int, CheckedRule], Union[None, str, list]]:
+def _document_cuts(tokenizer) -> Tuple[Union[None, int, CheckedRule], Union[None, str, list]]:
     """``(rule, normalizer)``: how the reader cuts a document (:mod:`.corpus.cut`: the rule of
-    the tokenizer's split, None for no cut at all) and the normaliser it applies first
-    (``Tokenizer.normalizer``, or None: the encoder normalises each block). With tokens matched
-    always (Hugging Face's added tokens that are not special), a cut must not straddle one
-    (:class:`OutsideTokens`), and each document is encoded whole where one of them has
-    matching options (a ``normalized`` or ``lstrip`` match moves with its neighbours)."""
+    the tokenizer's split, or None for no cut: each document is encoded whole) and the
+    normaliser it applies before cutting (``Tokenizer.normalizer``, or None: the encoder
+    normalises each block).
+    - A normaliser of steps (``Prepend``, SentencePiece's spaces...) runs on whole documents.
+    - With tokens matched always (Hugging Face's added tokens that are not special), a cut
+      must not straddle one (:class:`.corpus.cut.CutOutsideTokens`); and since they are
+      matched in the text as given, a Unicode form is applied block by block, after the
+      cuts. Where one of them has matching options (a ``normalized`` or ``lstrip`` match moves
+      with its neighbours), each document is encoded whole."""
     rule = cut_rule(tokenizer.pattern, keep_gaps=tokenizer.split_gaps)
     normalizer = tokenizer.normalizer
     always = tokenizer.specials.always
+    if normalizer is not None and not isinstance(normalizer, str):
+        return None, normalizer
     if not always:
         return rule, normalizer
-    if any(set(tokenizer.special_token_options[name]) != {"always"} for name in always):
+    if any(set(tokenizer.special_token_options[name]) != {ALWAYS} for name in always):
         return None, normalizer
-    if not isinstance(normalizer, str):  # (none, or steps: each document whole then, as without tokens)
-        return CheckedRule(rule, OutsideTokens(always, None)), normalizer
-    return CheckedRule(rule, OutsideTokens(always, normalizer)), None
+    return CheckedRule(rule, CutOutsideTokens(always, normalizer)), None
 
 
 def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: Union[None, int, CheckedRule],
@@ -426,9 +431,10 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
     """The blocks :func:`encode_files` encodes, in order: each file (expanded as every corpus
     reader does) opened whatever its compression, split into documents, and each document cut
     at the safe cuts of the tokenizer's split (and normalised first when the tokenizer
-    normalises). A block is at least ``block_size`` bytes unless it ends a document, and longer
-    only by the stretch up to the next safe cut. Invalid UTF-8 raises CorpusDecodeError where
-    encode_files decodes the block, or here already for a normalising tokenizer.
+    normalises with a Unicode form and matches no token always: :func:`_document_cuts`). A
+    block is at least ``block_size`` bytes unless it ends a document, and longer only by the
+    stretch up to the next safe cut. Invalid UTF-8 raises CorpusDecodeError where encode_files
+    decodes the block, or here already for a tokenizer whose text is normalised here.
     """
     held = None  # a file's last block takes the file's bytes read after it (``_blocks``' ints)
     for item in _blocks(tokenizer, files, documents, block_size):
@@ -453,7 +459,7 @@ def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
         raise ValueError(f"documents must be one of {DOCUMENTS}, got {documents!r}")
     # The split's first stage decides the cuts: later stages split within its chunks, and gaps
     # kept as chunks are accounted for by cut_rule.
-    rule, normalizer = _cutting(tokenizer)
+    rule, normalizer = _document_cuts(tokenizer)
     for path in expand_paths(files):
         reader, raw = open_bytes(path)
         with reader, raw:
@@ -495,7 +501,7 @@ TASK_BYTES = 1 << 20
 TASK_PIECES = 1 << 16
 
 
-def _task_pieces(block: Block, rule: Optional[int]) -> Iterator[Tuple[memoryview, str, int]]:
+def _task_pieces(block: Block, rule: Union[None, int, CheckedRule]) -> Iterator[Tuple[memoryview, str, int]]:
     """``(piece, path, offset)`` of a block for the encoding tasks: the block whole, or, given
     the cut ``rule`` of the tokenizer's split, cut at its safe cuts into pieces of about
     TASK_BYTES (their ids one after the other are the block's: see :mod:`.corpus.cut`), so
@@ -503,7 +509,7 @@ def _task_pieces(block: Block, rule: Optional[int]) -> Iterator[Tuple[memoryview
     data = memoryview(block.data)
     start = 0
     while rule is not None and len(data) - start > TASK_BYTES:
-        cut = find_safe_cut(data, start + TASK_BYTES, rule)
+        cut = find_checked_cut(data, start + TASK_BYTES, rule)
         if cut < 0:
             break
         yield data[start:cut], block.path, block.offset + start if block.offset >= 0 else -1
@@ -591,7 +597,7 @@ def _piece_encoder(tokenizer):
     held once, at 2 bytes each."""
     dtype = tokenizer.id_dtype
     encode_utf8, cuts = utf8_encoder(tokenizer)
-    pattern = _fused_ordinary_pattern(tokenizer)
+    pattern = None if tokenizer.specials.always else _fused_pattern(tokenizer)  # (it splits out none)
     encode_u16 = None if pattern is None or dtype.itemsize != 2 else \
         (lambda data: tokenizer._core().encode_text_u16(data, pattern, tokenizer._state()))
 
@@ -1104,7 +1110,7 @@ def encode_files(
     ``documents``: what a document is: a ``"file"``, a ``"blank-line"``-separated block, or a
     ``"line"`` (a line ends at ``\\n`` or ``\\r\\n``, which is no part of it). ``separator``: the special token put between documents (``None`` for none; a
     token the tokenizer lacks is a ValueError). Literal special-token text inside documents is
-    encoded as ordinary text. ``block_size``: bytes per block (default 4 MiB; ``block_chars`` is
+    encoded as ordinary text (``encode_ordinary``: a token matched always gets its id). ``block_size``: bytes per block (default 4 MiB; ``block_chars`` is
     its former name). ``resume``: continue a previous run with the same inputs and options
     (otherwise a non-empty ``out_dir`` with a manifest is an error). Invalid UTF-8 raises
     :class:`~fastbpe.corpus.files.CorpusDecodeError` naming the file and the byte offset.
@@ -1216,8 +1222,9 @@ def encode_files(
                     "resume_at": [0, 0], "complete": False}
         if cluster is not None:
             del manifest["resume_at"]
+            cuts, normalizer = _document_cuts(tokenizer)  # (a worker's range ends at a cut of the plain rule)
             manifest["partitions"] = _plan_partitions(files, partition_size, documents,
-                                                      tokenizer.normalizer is not None or bool(tokenizer.specials.always))
+                                                      normalizer is not None or not isinstance(cuts, int))
     # What a reader needs to know, first in the file (a resumed version 1 manifest gains it too).
     header = {"manifest": "fastbpe-shards", "version": MANIFEST_VERSION, "format": fmt, "dtype": dtype.name,
               "byte_order": "little", "header_bytes": {"npy": None, "raw": 0, "llmc": LLMC_HEADER_BYTES}[fmt]}
@@ -1260,7 +1267,7 @@ def encode_files(
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")
     text_bytes = 0  # input encoded by this run
-    rule, _ = _cutting(tokenizer)
+    rule, _ = _document_cuts(tokenizer)
     encode_piece, cuts = _piece_encoder(tokenizer)
     encode_many = utf8_batch_encoder(tokenizer)
     sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
@@ -1421,9 +1428,9 @@ def encode_files(
 def _plan_partitions(files: Sequence[Path], partition_size: int, documents: str, uncut: bool) -> list:
     """The partitions of a cluster run, in stream order: byte ranges ``[start, end)`` of plain
     files (the worker moves both ends to the next cut, so neighbours meet), whole compressed
-    files (``end`` None). With ``documents="file"``, the plain files of a tokenizer whose file
-    text cannot be cut (``uncut``: a normalising one cuts the normalised text; one with tokens
-    matched always, no text) stay whole too."""
+    files (``end`` None). With ``documents="file"``, the plain files stay whole too when
+    ``uncut``: the tokenizer's text cannot be cut by a byte range's plain rule (it cuts the
+    normalised text, or checks each cut, or cuts nowhere: :func:`_document_cuts`)."""
     parts = []
     for path in files:
         size = path.stat().st_size
@@ -1455,7 +1462,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
     out = Path(out_dir)
     documents, block_size, sep_id = options["documents"], options["block_size"], options["separator_id"]
     fmt, dtype = options["format"], tokenizer.id_dtype
-    rule, normalizer = _cutting(tokenizer)
+    rule, normalizer = _document_cuts(tokenizer)
     encode_piece, _ = _piece_encoder(tokenizer)
     encode_many = utf8_batch_encoder(tokenizer)
     path = part["path"]

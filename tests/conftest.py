@@ -93,3 +93,27 @@ def tiktoken_encoding(shared_data):
                                  special_tokens=specials)
 
     return build
+
+
+# Tokens matched always (added tokens that are not special): ASCII, one inside ordinary words, one
+# with a non-ASCII character, one not in normal form (matched in the text as given); and pieces of
+# text to put around them: marks that compose with what comes before, characters every form changes.
+ALWAYS_NAMES = ["<t>", "ab</t>", "é!", "e\u0301x"]
+ALWAYS_PIECES = ALWAYS_NAMES + [
+    "\u0301", "\u0338", "\u0323", "\uac00", "\u11a8", "\u1161", "\u1100", "\u0958", "\u2100", "\u212b", "e", "=",
+    "<", ">", "t>", "x<t", "t>ab", "</t> ", "A", "\u00c5", "\ufb01", "1", "\u2475", " ", "\t", "\n", "'", "s", "x",
+    "ab", "中文", "caf\u00e9. "]
+
+
+@pytest.fixture(scope="session")
+def always_tokenizers():
+    """cl100k-pattern tokenizers, without a normaliser and with each Unicode form, whose tokens
+    ALWAYS_NAMES are matched always, and with <|endoftext|> special."""
+    import fastbpe
+
+    base = fastbpe.train("".join(ALWAYS_PIECES) * 30, vocab_size=300, pattern="cl100k", progress=False)
+    names = ALWAYS_NAMES + ["<|endoftext|>"]
+    return {form: fastbpe.Tokenizer(base.token_bytes, base.merge_ids, pattern="cl100k", normalizer=form,
+                                    special_tokens={name: len(base.token_bytes) + k for k, name in enumerate(names)},
+                                    special_token_options={name: {"always": True} for name in ALWAYS_NAMES})
+            for form in (None, "NFC", "NFD", "NFKC", "NFKD")}

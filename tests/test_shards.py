@@ -29,6 +29,7 @@ from fastbpe.reference.split import document_spans as reference_document_spans
 from fastbpe.shards import MANIFEST, encode_files, input_blocks, read_shard
 from fastbpe.split.patterns import cut_rule
 
+from tests.conftest import ALWAYS_PIECES
 from tests.interrupts import interrupt_at_shard
 
 EOT = "<|endoftext|>"
@@ -265,29 +266,9 @@ def test_normalising_tokenizers_cut_the_normalised_text(form, tmp_path):
     assert naive != whole
 
 
-# Tokens matched always (added tokens that are not special): ASCII, one inside ordinary words,
-# one with a non-ASCII character, one not in normal form (matched in the text as given)
-ALWAYS_NAMES = ["<t>", "ab</t>", "é!", "e\u0301x"]
-ALWAYS_PARTS = ALWAYS_NAMES + ["<t>\u0338", "x<t", "t>ab", "</t> ", "é", "e\u0301", "x", " ", "\n", "\u212b", "ab", "中文",
-                               "\u1100\u1161", "\u11a8", "caf\u00e9. ", "\u2475"]
-
-
-@pytest.fixture(scope="module")
-def always_tokenizers():
-    """cl100k-pattern tokenizers, without a normaliser and with each Unicode form, whose tokens
-    ALWAYS_NAMES are matched in every text."""
-    text = NORMALISATION_TEXT + "".join(ALWAYS_PARTS) * 20
-    base = fastbpe.train(text, vocab_size=320, pattern="cl100k", progress=False)
-    specials = {name: len(base.token_bytes) + k for k, name in enumerate(ALWAYS_NAMES + [EOT])}
-    options = {name: {"always": True} for name in ALWAYS_NAMES}
-    return {form: fastbpe.Tokenizer(base.token_bytes, base.merge_ids, pattern="cl100k", normalizer=form,
-                                    special_tokens=specials, special_token_options=options)
-            for form in (None, "NFC", "NFD", "NFKC", "NFKD")}
-
-
 @pytest.mark.parametrize("form", [None, "NFC", "NFD", "NFKC", "NFKD"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(parts=st.lists(st.sampled_from(ALWAYS_PARTS), max_size=60), block_size=st.sampled_from([1, 2, 3, 7, 64]),
+@given(parts=st.lists(st.sampled_from(ALWAYS_PIECES), max_size=60), block_size=st.sampled_from([1, 2, 3, 7, 64]),
        documents=st.sampled_from(["file", "line"]))
 def test_tokens_matched_always_are_never_cut(always_tokenizers, form, parts, block_size, documents):
     """Blocks of any size never cut through a token matched always, and with a normaliser the
@@ -307,7 +288,7 @@ def test_tokens_matched_always_in_a_long_document_are_cut_around(always_tokenize
     """A long document with tokens matched always is still cut (so the workers share it)
     wherever no token straddles the cut, and encodes as a whole."""
     rng = random.Random(3)
-    text = "".join(rng.choice(ALWAYS_PARTS) for _ in range(40_000))
+    text = "".join(rng.choice(ALWAYS_PIECES) for _ in range(40_000))
     path = tmp_path / "in.txt"
     path.write_text(text, encoding="utf-8")
     for form, tok in always_tokenizers.items():
@@ -316,6 +297,18 @@ def test_tokens_matched_always_in_a_long_document_are_cut_around(always_tokenize
         out = tmp_path / f"out-{form}"
         encode_files(tok, [path], out, block_size=4096, separator=None, workers=2, progress=False)
         assert all_ids(out)[1] == tok.encode_ordinary(text)
+
+
+def test_a_normaliser_of_steps_keeps_long_documents_whole(tok, tmp_path, monkeypatch):
+    """A Prepend runs once before each document: a document longer than a task is not cut into
+    pieces that each get it."""
+    prepending = fastbpe.Tokenizer(tok.token_bytes, tok.merge_ids, normalizer=[{"type": "Prepend", "prepend": "X"}])
+    monkeypatch.setattr(shards, "TASK_BYTES", 256)
+    text = "a few words of text, then more\n" * 200
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    encode_files(prepending, [path], tmp_path / "out", separator=None, workers=2, progress=False)
+    assert all_ids(tmp_path / "out")[1] == prepending.encode_ordinary(text)
 
 
 def test_qwen3_real_tokenizer_any_blocks(shared_data, tmp_path):

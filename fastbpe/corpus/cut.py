@@ -12,15 +12,17 @@ cut here, so both read any file in bounded memory and linear time: a stretch wit
 
 A tokenizer that normalises (NFC...) splits the normalised text, whose characters may fall in
 other classes than the input's (U+0958 is a letter; its NFC ends with a mark). So its text is
-normalised first, streaming (:func:`normalize_stream`), and the rule is applied to the result.
+normalised first, streaming (:func:`normalize_stream`), and the rule is applied to the result;
+unless tokens are split out of the text as given before it is normalised (Hugging Face's added
+tokens), where the text is cut as given, each cut checked (:class:`CutOutsideTokens`).
 """
 import unicodedata
 from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from .._core.split import InvalidUTF8, find_cut
 
-__all__ = ["cut_stream", "cut_segments", "file_cut_at_or_after", "normalize_stream", "CheckedRule", "find_safe_cut",
-           "OutsideTokens"]
+__all__ = ["cut_stream", "cut_segments", "file_cut_at_or_after", "normalize_stream", "CheckedRule", "find_checked_cut",
+           "CutOutsideTokens"]
 
 
 class CheckedRule(NamedTuple):
@@ -32,14 +34,14 @@ class CheckedRule(NamedTuple):
     accept: Callable[[memoryview, int], bool]
 
 
-def find_safe_cut(data, start: int, rule: Union[int, CheckedRule]) -> int:
+def find_checked_cut(data, start: int, rule: Union[int, CheckedRule]) -> int:
     """``find_cut`` for a rule or a :class:`CheckedRule`: the first cut at or after ``start``
     that the rule finds and the check accepts, or -1."""
     if not isinstance(rule, CheckedRule):
         return find_cut(data, start, rule)
     i = find_cut(data, start, rule.rule)
     while i >= 0 and not rule.accept(data, i):
-        i = find_cut(data, i + 1, rule.rule) if i + 1 < len(data) else -1
+        i = find_cut(data, i + 1, rule.rule)
     return i
 
 
@@ -89,7 +91,7 @@ def cut_segments(pieces: Iterable[bytes], rule: Union[int, CheckedRule], block_s
             # the segment must reach block_size; positions near the piece start need bytes of
             # the previous piece to decide, so they are skipped when there is one
             lo = max(start + block_size - pending_len, start + (4 if pending_len else 1))
-            i = find_safe_cut(view, lo, rule) if lo < len(view) else -1
+            i = find_checked_cut(view, lo, rule) if lo < len(view) else -1
             if i < 0:
                 break
             if gathered is not None:
@@ -149,7 +151,7 @@ def file_cut_at_or_after(f: BinaryIO, pos: int, file_size: int, rule: int, end: 
         buf, base, search = buf[drop:], base + drop, search - drop
 
 
-class OutsideTokens:
+class CutOutsideTokens:
     """The check of a :class:`CheckedRule` for a text from which the tokens ``names`` are split
     out before anything else (a tokenizer's tokens matched always): a cut at ``i`` is accepted
     when no occurrence of their text straddles it (so both sides split out the same tokens, and
@@ -163,11 +165,11 @@ class OutsideTokens:
     normalisation of the whole, with the judged characters unchanged. A cut whose deciding
     bytes run past the data is refused (refusing is always safe).
 
-    >>> accept = OutsideTokens(["<think>"], None)
+    >>> accept = CutOutsideTokens(["<think>"], None)
     >>> data = b"1234567 <think> 123456789012"
     >>> accept(data, 8), accept(data, 11), accept(data, 15)
     (True, False, True)
-    >>> accept = OutsideTokens(["<think>"], "NFC")
+    >>> accept = CutOutsideTokens(["<think>"], "NFC")
     >>> [accept(text.encode(), 8) for text in ("1234567 abcdefgh", "1234567 e\u0301fgh", "1234567 \u2126bcdefgh")]
     [True, False, False]
     """
@@ -176,7 +178,7 @@ class OutsideTokens:
         self.names = [name.encode("utf-8", "surrogatepass") for name in names]
         self.reach = max(len(name) for name in self.names)  # (bytes each side that decide)
         self.form = form
-        self.decomposition = None if form is None else "NFKD" if form in ("NFKC", "NFKD") else "NFD"
+        self.decomposition = None if form is None else decomposition_of(form)
         self._kept: Dict[str, bool] = {}  # character -> left as it is by normalisation, wherever it stands
 
     def _kept_as_is(self, ch: str) -> bool:
@@ -205,6 +207,15 @@ class OutsideTokens:
 # ------------------------------------------------------------------------------ normalising a stream
 
 _FRESH: Dict[Tuple[str, str], bool] = {}  # (character, decomposition form) -> starts afresh
+
+
+def decomposition_of(form: str) -> str:
+    """The decomposition a Unicode form starts with (``"NFKD"`` for the compatibility forms).
+
+    >>> decomposition_of("NFKC"), decomposition_of("NFC")
+    ('NFKD', 'NFD')
+    """
+    return "NFKD" if form in ("NFKC", "NFKD") else "NFD"
 
 
 def _starts_afresh(ch: str, decomposition: str) -> bool:
@@ -264,7 +275,7 @@ def normalize_stream(pieces: Iterable[bytes], form: str) -> Iterator[bytes]:
     >>> b"".join(normalize_stream([b"cafe\\xcc", b"\\x81 ok"], "NFC")).decode()
     'café ok'
     """
-    decomposition = "NFKD" if form in ("NFKC", "NFKD") else "NFD"
+    decomposition = decomposition_of(form)
     held: List[bytes] = []  # input after the last boundary found
     done = 0  # input bytes normalised so far
     for piece in pieces:

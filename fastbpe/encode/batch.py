@@ -11,7 +11,9 @@ pattern) go through ``encode``'s own path, text by text, so every text gets exac
 ``encode``'s ids or error. Which texts hold a special token's text is found by one search
 over each group, on its worker.
 """
+import functools
 import gc
+import re
 import threading
 from contextlib import contextmanager
 from typing import Callable, List, Optional, Tuple, Union
@@ -103,10 +105,16 @@ def _fused_pattern(tok) -> Optional[int]:
     return tok.splitter.fused_scanner()
 
 
-def _fused_ordinary_pattern(tok) -> Optional[int]:
-    """_fused_pattern when ordinary text takes the one-call path unsearched: no token is
-    matched always (one would have to be split out first)."""
-    return None if tok.specials.always else _fused_pattern(tok)
+@functools.lru_cache(maxsize=64)
+def utf8_name_search(names: frozenset) -> Callable:
+    """``search(data)``: a match (else None) of any of ``names`` in UTF-8 ``data`` (bytes or a
+    memoryview), found without making a str: whether the one-call path, which splits out no
+    token, may encode it.
+
+    >>> bool(utf8_name_search(frozenset({"<think>"}))(memoryview(b"a <think> b")))
+    True
+    """
+    return re.compile(b"|".join(re.escape(name.encode("utf-8", "surrogatepass")) for name in sorted(names))).search
 
 
 def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.ndarray]], bool]:
@@ -114,11 +122,9 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
     memoryview) that ``encode_ordinary`` gives for its text, or None when ``data`` is not
     UTF-8; ``cuts``: whether pieces of the data cut at the safe cuts of the tokenizer's split
     (:mod:`fastbpe.corpus.cut`) give, one after the other, the ids of the whole. A tokenizer
-    that takes the one-call path reads the bytes in place, no str made (``BPECore.encode_text``);
-    what ``encode_files``'s worker threads run (with the chunk cache their pool shares)."""
-    pattern = _fused_ordinary_pattern(tok)
-    if pattern is not None:
-        return (lambda data: tok._core().encode_text(data, pattern, tok._state())), True
+    that takes the one-call path reads the bytes in place, no str made (``BPECore.encode_text``),
+    unless the data holds a token matched always; what ``encode_files``'s worker threads run
+    (with the chunk cache their pool shares)."""
 
     def encode(data):
         try:
@@ -128,7 +134,17 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
         ids = tok._plain_ids(text, False)  # (a one-chunk character tokenizer's one call)
         return ids if ids is not None else tok._encode_with_sets(text, *tok._ordinary_sets())
 
-    return encode, not tok.prefix_space  # (a prefix space would go before every piece)
+    pattern = _fused_pattern(tok)
+    if pattern is None:
+        return encode, not tok.prefix_space  # (a prefix space would go before every piece)
+
+    def encode_fused(data):
+        return tok._core().encode_text(data, pattern, tok._state())
+
+    if not tok.specials.always:
+        return encode_fused, True
+    holds_name = utf8_name_search(tok.specials.always)
+    return (lambda data: encode(data) if holds_name(data) else encode_fused(data)), True
 
 
 def insert_separators(ids: np.ndarray, ends: np.ndarray, before: np.ndarray, separator: int):
@@ -149,15 +165,20 @@ def utf8_batch_encoder(tok) -> Optional[Callable]:
     call, as ``(ids, ends, failed)``, id ``separator`` before each text flagged in ``before``
     (``BPECore.encode_text_many``); for a character-level tokenizer whose text is one chunk,
     the texts made strs and encoded by one call too (``Tokenizer._one_chunk_texts``; ``failed``
-    true when one is not UTF-8, or holds a character without a token); else None, as for a
-    tokenizer with tokens matched always (texts are searched for them one at a time)."""
-    if tok.specials.always:
-        return None
+    true when one is not UTF-8, or holds a character without a token, or the data holds a
+    token matched always: the caller then encodes text by text); else None."""
     pattern = _fused_pattern(tok)
+    always = tok.specials.always
     if pattern is not None:
-        return lambda data, starts, stops, separator=-1, before=None: tok._core().encode_text_many(
-            data, starts, stops, pattern, tok._state(), separator, before)
-    if not tok._text_is_one_chunk():
+        holds_name = utf8_name_search(always) if always else None
+
+        def encode_fused(data, starts, stops, separator=-1, before=None):
+            if holds_name is not None and holds_name(data):
+                return None, None, True
+            return tok._core().encode_text_many(data, starts, stops, pattern, tok._state(), separator, before)
+
+        return encode_fused
+    if always or not tok._text_is_one_chunk():
         return None
 
     def encode_chars(data, starts, stops, separator=-1, before=None):
@@ -304,7 +325,7 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         if disallowed:
             for k in held:
                 try:
-                    special.check_disallowed(texts[k], disallowed)
+                    special.check_disallowed(texts[k], disallowed, tok.specials.always)
                 except ValueError as exc:
                     raise ValueError(f"text {k} of the batch: {exc}") from None
         return held

@@ -11,11 +11,11 @@ side), ``single_word`` (matched only where no word character touches it) and ``n
 (matched in the normalised text, after the tokens matched in the text as given). A token without
 options is matched exactly in the text as given.
 
-One more option, ``always``, makes a token part of ordinary text: it is matched in every text,
-whatever the policy (``encode_ordinary`` and ``disallowed_special=()`` included), and naming it in
-``disallowed_special`` is an error. That is what ``tokenizers`` does with an added token that is
-not special (``"special": false``: Qwen's ``<think>``), and SentencePiece with a user-defined
-piece.
+One more option, ``always``, is for a token that is not special but still split out before
+anything else: it is matched in every text, whatever the policy (``encode_ordinary`` and
+``disallowed_special=()`` included), and never refused (``disallowed_special`` passes over it).
+That is what ``tokenizers`` does with an added token that is not special (``"special": false``:
+Qwen's ``<think>``).
 
 :class:`SpecialTokens` is the policy as one component of a tokenizer (step 1 of encoding): the
 ids and the options, checked, and how they are matched. It serialises itself: its fields of
@@ -109,7 +109,8 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed, di
                            always: frozenset = frozenset()) -> Tuple[frozenset, frozenset]:
     """tiktoken's rule: ``"all"`` means every special token; by default none is allowed and
     all are disallowed (a literal one in the text is an error). The tokens matched ``always``
-    are allowed in every call, and never disallowed.
+    are allowed in every call, and never disallowed (``disallowed_special`` may name them, as
+    ``special_tokens_set`` does: they are left out).
 
     >>> allowed_and_disallowed({"<a>", "<b>"}, {"<a>"}, "all")
     (frozenset({'<a>'}), frozenset({'<b>'}))
@@ -132,18 +133,22 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed, di
     unknown = disallowed - names
     if unknown:
         raise ValueError(f"disallowed_special names tokens that are not special tokens: {sorted(unknown)}")
-    if disallowed & always:
-        raise ValueError(f"disallowed_special names tokens matched in every text (added tokens that are not "
-                         f"special): {sorted(disallowed & always)}")
-    return allowed, disallowed
+    return allowed, disallowed - always
 
 
-def check_disallowed(text: str, disallowed: frozenset) -> None:
+def check_disallowed(text: str, disallowed: frozenset, always: frozenset = frozenset()) -> None:
     """ValueError when ``text`` holds a disallowed special token (the search releases the GIL,
-    so batch-encoding threads do not serialise on it)."""
+    so batch-encoding threads do not serialise on it); one inside a token matched ``always``
+    (found first, the longer of two that start at one place) is no special token there.
+
+    >>> check_disallowed("x<a>b", frozenset({"<a>"}), always=frozenset({"<a>b"}))
+    """
     if not disallowed or not name_finder(disallowed).holds(text):
         return  # (most texts hold none: the compiled search says so at memchr speed)
     found = _alternation(disallowed).search(text, concurrent=True)
+    if found and always:
+        found = next((match for match in _alternation(disallowed | always).finditer(text, concurrent=True)
+                      if match.group() in disallowed), None)
     if found:
         raise ValueError(
             f"the text contains the special token {found.group()!r}, which is disallowed: "

@@ -61,7 +61,7 @@ __all__ = ["Tokenizer", "MERGE_RULES"]
 
 UNITS = ("bytes", "chars")
 PathLike = Union[str, os.PathLike]
-_NO_NAMES: frozenset = frozenset()  # (encode_ordinary's special tokens: none allowed but those matched always)
+_NO_NAMES: frozenset = frozenset()  # (encode_ordinary's refused special tokens: none)
 
 
 def _default_policy(allowed_special, disallowed_special) -> bool:
@@ -773,7 +773,7 @@ class Tokenizer:
         self._check_text(text)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)
-        special.check_disallowed(text, disallowed)
+        special.check_disallowed(text, disallowed, self.specials.always)
         if not allowed:
             return self._ordinary_ids(text)
         if self._added_splitter is not None:  # matching options: Hugging Face's added-token rules
@@ -806,6 +806,8 @@ class Tokenizer:
         Special tokens follow tiktoken: a literal special token in the text is a ValueError
         unless ``allowed_special`` (a set, or ``"all"``) names it, which encodes it as its id,
         or ``disallowed_special`` leaves it out (``()``), which encodes it as ordinary text.
+        A token matched ``always`` (an added token that is not special) gets its id whatever
+        the policy.
         A character (or byte) outside the vocabulary is a ValueError.
         """
         if _default_policy(allowed_special, disallowed_special):
@@ -815,13 +817,13 @@ class Tokenizer:
         return self._id_list(self._encode_array(text, allowed_special, disallowed_special))
 
     def encode_ordinary(self, text: str) -> List[int]:
-        """Token ids of ``text``, special-token strings encoded as ordinary text (but for the
-        tokens matched ``always``: those are part of ordinary text)."""
+        """Token ids of ``text``, special-token strings encoded as ordinary text; the tokens
+        matched ``always`` (added tokens that are not special) still get their ids."""
         ids = self._plain_ids(text, False, True)
         return ids if ids is not None else self._id_list(self._encode_with_sets(text, *self._ordinary_sets()))
 
     def _ordinary_sets(self) -> Tuple[frozenset, frozenset]:
-        """The special-token sets of ordinary text: the tokens matched always allowed, none refused."""
+        """The special-token sets of encode_ordinary: the tokens matched always allowed, none refused."""
         return self.specials.always, _NO_NAMES
 
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
@@ -867,7 +869,7 @@ class Tokenizer:
     def encode_ordinary_batch(self, texts: Sequence[str], *, workers: Optional[int] = None,
                               as_numpy: bool = False, num_threads: Optional[int] = None) -> List:
         """``encode_batch`` with every special token's name encoded as ordinary text (tiktoken's
-        ``encode_ordinary_batch``)."""
+        ``encode_ordinary_batch``; the tokens matched ``always`` still get their ids)."""
         return self.encode_batch(texts, workers=workers, num_threads=num_threads, disallowed_special=(),
                                  as_numpy=as_numpy)
 
@@ -878,11 +880,26 @@ class Tokenizer:
         return chr(-1 - i) if self.unit == "chars" else bytes([-1 - i])
 
     def tokens(self, text: str) -> List[Union[str, bytes]]:
-        """The pieces of ``text`` (``bytes`` for byte-level, ``str`` for chars). Unlike
-        ``encode``, a piece outside the vocabulary is shown as itself (unless byte fallback or
-        an ``unk_token`` gives it tokens: those)."""
+        """The pieces of ``text`` as ``encode_ordinary`` cuts it (``bytes`` for byte-level,
+        ``str`` for chars; a token matched ``always`` as its name). Unlike ``encode``, a piece
+        outside the vocabulary is shown as itself (unless byte fallback or an ``unk_token``
+        gives it tokens: those)."""
         self._check_text(text)
-        return [self._piece(i) for i in self._ordinary_ids(text, strict=False).tolist()]
+        always = self.specials.always
+        if not always:
+            return [self._piece(i) for i in self._ordinary_ids(text, strict=False).tolist()]
+        if self._added_splitter is not None:
+            parts = [(name, piece, normalized) for _, _, name, piece, normalized in self._added_splitter.split(text, always)]
+        else:
+            parts = [(piece if is_name else None, piece, False)
+                     for piece, is_name in special.split_on_specials(text, always)]
+        out: List[Union[str, bytes]] = []
+        for name, piece, normalized in parts:
+            if name is not None:
+                out.append(name)
+            elif piece:
+                out.extend(self._piece(i) for i in self._ordinary_ids(piece, strict=False, normalized=normalized).tolist())
+        return out
 
     # ---- decoding ---------------------------------------------------------------------------
 

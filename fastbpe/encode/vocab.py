@@ -278,7 +278,7 @@ def _offsets_by_piece(tok, text: str, allowed_special, disallowed_special) -> Tu
     tok._check_text(text)
     allowed, disallowed = tok._special_sets(allowed_special, disallowed_special)
     text = surrogates.as_tiktoken(text)
-    check_disallowed(text, disallowed)
+    check_disallowed(text, disallowed, tok.specials.always)
     all_ids, spans = [], []
     for ids, start, end, piece in tok._added_parts(text, allowed):
         all_ids.append(ids)

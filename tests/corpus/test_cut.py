@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from fastbpe.corpus.cut import _starts_afresh, normalize_stream
 from fastbpe.split.pretokenize import InvalidUTF8
 
+from tests.conftest import ALWAYS_NAMES, ALWAYS_PIECES
+
 FORMS = ["NFC", "NFD", "NFKC", "NFKD"]
 # characters that reorder, compose, decompose or expand, beside plain ones
 TRICKY = list("ab .\n\u00e9e\u0301\u0323\u0958\u093c\u0915\u2475\u2100\u00a8\u1100\u1161\u11a8\uac00\uff9e"
@@ -116,64 +118,47 @@ def test_file_cut_at_or_after_decides_the_positions_where_pieces_meet(tmp_path):
 
 # ---- cuts around tokens split out first (a tokenizer's tokens matched always)
 
-CUT_NAMES = ["<t>", "ab</t>", "é!", "e\u0301x"]
-CUT_PIECES = CUT_NAMES + ["\u0301", "\u0338", "\u0323", "\uac00", "\u11a8", "\u1161", "\u0958", "\u2100", "\u212b", "e",
-                          "=", "<", ">", "t>", "A", "\u00c5", "\ufb01", "1", "\u2475", " ", "\t", "\n", "'", "s", "中文"]
-
-
-@pytest.fixture(scope="module")
-def always_tokenizers():
-    """cl100k-pattern tokenizers, each Unicode form and none, with CUT_NAMES matched always."""
-    import fastbpe
-
-    base = fastbpe.train("".join(CUT_PIECES) * 30, vocab_size=300, pattern="cl100k", progress=False)
-    specials = {name: len(base.token_bytes) + k for k, name in enumerate(CUT_NAMES)}
-    return {form: fastbpe.Tokenizer(base.token_bytes, base.merge_ids, pattern="cl100k", normalizer=form,
-                                    special_tokens=specials,
-                                    special_token_options={name: {"always": True} for name in CUT_NAMES})
-            for form in (None, "NFC", "NFD", "NFKC", "NFKD")}
-
-
 def _cuts_that_pass(data: bytes, accept) -> list:
-    from fastbpe.corpus.cut import CheckedRule, find_safe_cut
+    from fastbpe.corpus.cut import CheckedRule, find_checked_cut
     from fastbpe.split.patterns import cut_rule
 
-    found, i = [], find_safe_cut(data, 1, CheckedRule(cut_rule("cl100k"), accept))
+    rule = CheckedRule(cut_rule("cl100k"), accept)
+    found, i = [], find_checked_cut(data, 1, rule)
     while i >= 0:
         found.append(i)
-        i = find_safe_cut(data, i + 1, CheckedRule(cut_rule("cl100k"), accept)) if i + 1 < len(data) else -1
+        i = find_checked_cut(data, i + 1, rule)
     return found
 
 
 @pytest.mark.parametrize("form", [None, "NFC", "NFD", "NFKC", "NFKD"])
 @settings(max_examples=150, deadline=None)
-@given(parts=st.lists(st.sampled_from(CUT_PIECES), min_size=1, max_size=14))
+@given(parts=st.lists(st.sampled_from(ALWAYS_PIECES), min_size=1, max_size=14))
 def test_a_cut_outside_the_tokens_changes_no_id(always_tokenizers, form, parts):
     """Every cut the check accepts gives, side after side, the ids of the whole: the tokens are
     split out of the text as given, then each piece normalised and split (``tokenizers``' order)."""
-    from fastbpe.corpus.cut import OutsideTokens
+    from fastbpe.corpus.cut import CutOutsideTokens
 
     tok = always_tokenizers[form]
     data = ("12345678 " + "".join(parts) + " 123456789").encode()
     whole = tok.encode_ordinary(data.decode())
-    for i in _cuts_that_pass(data, OutsideTokens(CUT_NAMES, form)):
+    for i in _cuts_that_pass(data, CutOutsideTokens(ALWAYS_NAMES, form)):
         assert tok.encode_ordinary(data[:i].decode()) + tok.encode_ordinary(data[i:].decode()) == whole, (data, i)
 
 
 @pytest.mark.parametrize("form, text, at", [
     (None, "12345678 xab</t> 123456789", 12),  # inside a token
     ("NFC", "12345678 \u0958>ab 123456789", 12),  # U+0958 is a letter; its NFC ends with a mark
-    ("NFD", "12345678 \u0958>\u212b 123456789", 12),  # U+0958 decomposes to a letter and a mark
+    ("NFD", "12345678 \u212b>ab 123456789", 12),  # the angstrom sign decomposes to A and a ring
     ("NFKC", "12345678 \u2475>\u00e9=\u00c5<中文 123456789", 12),  # ⑵ is "(2)" in NFKC
 ])
 def test_the_check_refuses_the_cuts_that_change_ids(always_tokenizers, form, text, at):
     """Cuts the split's rule alone would take, that change the ids: the check refuses each."""
     from fastbpe._core.split import find_cut
-    from fastbpe.corpus.cut import OutsideTokens
+    from fastbpe.corpus.cut import CutOutsideTokens
     from fastbpe.split.patterns import cut_rule
 
     tok, data = always_tokenizers[form], text.encode()
     assert find_cut(data, at, cut_rule("cl100k")) == at
     assert tok.encode_ordinary(data[:at].decode()) + tok.encode_ordinary(data[at:].decode()) != \
         tok.encode_ordinary(text)
-    assert not OutsideTokens(CUT_NAMES, form)(data, at)
+    assert not CutOutsideTokens(ALWAYS_NAMES, form)(data, at)

@@ -148,13 +148,33 @@ def test_added_tokens_that_are_not_special_are_matched_under_every_policy(base, 
     assert tok.encode_batch([text] * 70) == [expected] * 70  # (past the small-batch path)
     assert tok.encode_ordinary_batch([text, text], as_numpy=True)[1].tolist() == expected
     assert tok.encode_with_offsets(text)[0] == expected
+    pieces = tok.tokens(text)  # (an added token by its name; "ing" inside a word is BPE's, as bytes)
+    assert len(pieces) == len(expected)
+    assert all(tok.special_tokens[piece] == i for piece, i in zip(pieces, expected) if isinstance(piece, str))
 
 
-def test_an_added_token_that_is_not_special_cannot_be_disallowed(base, tmp_path):
-    tok, _ = _load_both(_with_added(base), tmp_path)
-    with pytest.raises(ValueError, match="matched in every text"):
-        tok.encode("x", disallowed_special={"<w>"})
-    assert tok.encode("<w> x", allowed_special={"<w>"}) == tok.encode("<w> x")
+def test_an_added_token_that_is_not_special_is_never_refused(base, tmp_path):
+    """tiktoken's idiom of refusing every special token passes over it; tokens() shows it whole."""
+    tok, hf = _load_both(_with_added(base), tmp_path)
+    text = "<w> x <|eot|>"
+    expected = hf.encode(text, add_special_tokens=False)
+    for policy in ({"disallowed_special": {"<w>"}}, {"allowed_special": {"<w>"}, "disallowed_special": ()}):
+        assert tok.encode("<w> x", **policy) == expected.ids[:len(tok.encode("<w> x"))]
+    with pytest.raises(ValueError, match="<|eot|>"):
+        tok.encode(text, disallowed_special=tok.special_tokens_set)
+    assert tok.encode(text, allowed_special="all") == expected.ids
+    pieces = tok.tokens("<w> x")
+    assert pieces[0] == "<w>" and len(pieces) == len(tok.encode("<w> x"))
+
+
+def test_a_special_token_inside_one_matched_always_is_not_refused():
+    """tokenizers matches the longer added token where two start at one place; the special one
+    inside it is not in the text as a token, so the default policy does not refuse it."""
+    tok = Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<a>": 256, "<a>b": 257},
+                    special_token_options={"<a>b": {"always": True}})
+    assert tok.encode("x<a>b") == [ord("x"), 257]
+    with pytest.raises(ValueError, match="<a>"):
+        tok.encode("x<a>c")
 
 
 def test_options_survive_native_and_tokenizer_json_files(base, rows, tmp_path):
