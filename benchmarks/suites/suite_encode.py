@@ -789,3 +789,56 @@ class EncodeBatchShortLines:
 
     def time_encode_lines(self, impl, workers):
         self.run()
+
+
+class EncodeAddedTokens:
+    """Added tokens that are not special (Qwen's ``<think>``, matched in every text): cl100k with
+    four of them against cl100k alone, on 4 MB of English with a ``<think>...</think>`` pair
+    every 200 lines. ``encode_ordinary_batch`` of the lines (one worker), and ``encode_files``
+    of the file as one document (two workers: cut only where no such token straddles the cut)
+    and as lines (each task's bytes searched for them before its one compiled call)."""
+
+    params = (["none", "always"], ["batch", "file", "line"])
+    param_names = ["added", "call"]
+    timeout = 300
+
+    def setup(self, added, call):
+        import tempfile
+
+        fastbpe = fastbpe_module()
+        base = _openai_tokenizer("cl100k_base")
+        names = ["<think>", "</think>", "<tool_call>", "</tool_call>"]
+        self.tok = base
+        if added == "always":
+            top = max(base.special_tokens.values()) + 1
+            try:
+                self.tok = fastbpe.Tokenizer(base.token_bytes, base.merge_ids, pattern="cl100k",
+                                             merge_rule=base.merge_rule,
+                                             special_tokens={**base.special_tokens,
+                                                             **{name: top + k for k, name in enumerate(names)}},
+                                             special_token_options={name: {"always": True} for name in names})
+            except ValueError:
+                skip("tokens matched always (special_token_options 'always') are not in this commit")
+        lines = corpus_text("english", "4MB").splitlines(keepends=True)
+        for k in range(0, len(lines), 200):
+            lines[k] = "<think>" + lines[k].rstrip("\n") + "</think>\n"
+        self.lines = lines
+        self.dir = tempfile.mkdtemp(prefix="fastbpe-bench-added-")
+        self.path = os.path.join(self.dir, "english.txt")
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write("".join(lines))
+        self.runs = 0
+        self.tok.encode_ordinary_batch(self.lines[:1000], workers=1)
+
+    def teardown(self, added, call):
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def time_encode(self, added, call):
+        if call == "batch":
+            self.tok.encode_ordinary_batch(self.lines, workers=1)
+            return
+        self.runs += 1
+        fastbpe_module().encode_files(self.tok, [self.path], os.path.join(self.dir, f"out{self.runs}"), workers=2,
+                                      documents=call, fmt="raw", progress=False)

@@ -159,23 +159,70 @@ def insert_separators(ids: np.ndarray, ends: np.ndarray, before: np.ndarray, sep
     return ids, ends + np.concatenate([[0], np.cumsum(flags)])
 
 
+def texts_holding(search: Callable, data, starts: np.ndarray, stops: np.ndarray) -> List[int]:
+    """The texts ``data[starts[k]:stops[k]]`` (in order, ``stops`` sorted) that a match of
+    ``search`` (a compiled regex's) overlaps, one pass over ``data``.
+
+    >>> import re
+    >>> texts_holding(re.compile(b"<t>").search, b"a<t>\\nb\\nc<t>", np.array([0, 5, 7]), np.array([4, 6, 10]))
+    [0, 2]
+    """
+    held: List[int] = []
+    match = search(data)
+    while match is not None:
+        k = int(np.searchsorted(stops, match.start(), side="right"))  # (the first text ending after it starts)
+        if k < len(starts) and starts[k] < match.end() and (not held or held[-1] != k):
+            held.append(k)
+        match = search(data, match.end())
+    return held
+
+
+def replace_texts(ids: np.ndarray, ends: np.ndarray, again: dict) -> Tuple[np.ndarray, np.ndarray]:
+    """``(ids, ends)`` of texts (text ``k`` is ``ids[ends[k]:ends[k + 1]]``) with the ids of
+    the texts ``again`` names replaced by its arrays.
+
+    >>> [a.tolist() for a in replace_texts(np.array([5, 6, 7]), np.array([0, 1, 3]), {1: np.array([9])})]
+    [[5, 9], [0, 1, 2]]
+    """
+    if not again:
+        return ids, ends
+    parts, lengths, at = [], np.diff(ends), 0
+    for k in sorted(again):
+        parts += [ids[at:ends[k]], again[k]]
+        lengths[k], at = len(again[k]), ends[k + 1]
+    parts.append(ids[at:])
+    new_ends = np.zeros_like(ends)
+    np.cumsum(lengths, out=new_ends[1:])
+    return np.concatenate(parts).astype(ids.dtype, copy=False), new_ends
+
+
 def utf8_batch_encoder(tok) -> Optional[Callable]:
     """For a tokenizer that takes the one-call path, ``encode(data, starts, stops, separator=-1,
     before=None)``: the ids of every UTF-8 text ``data[starts[k]:stops[k]]`` in one compiled
     call, as ``(ids, ends, failed)``, id ``separator`` before each text flagged in ``before``
     (``BPECore.encode_text_many``); for a character-level tokenizer whose text is one chunk,
     the texts made strs and encoded by one call too (``Tokenizer._one_chunk_texts``; ``failed``
-    true when one is not UTF-8, or holds a character without a token, or the data holds a
-    token matched always: the caller then encodes text by text); else None."""
+    true when one is not UTF-8, or holds a character without a token); else None. The texts
+    that hold a token matched always are encoded again on their own (``encode_ordinary``'s
+    path, which splits it out), the rest kept from the one call."""
     pattern = _fused_pattern(tok)
     always = tok.specials.always
     if pattern is not None:
-        holds_name = utf8_name_search(always) if always else None
+        search = utf8_name_search(always) if always else None
 
         def encode_fused(data, starts, stops, separator=-1, before=None):
-            if holds_name is not None and holds_name(data):
-                return None, None, True
-            return tok._core().encode_text_many(data, starts, stops, pattern, tok._state(), separator, before)
+            ids, ends, failed = tok._core().encode_text_many(data, starts, stops, pattern, tok._state(), separator,
+                                                             before)
+            if search is None or failed or search(data) is None:
+                return ids, ends, failed
+            again = {}
+            for k in texts_holding(search, data, starts, stops):
+                text = bytes(data[starts[k]:stops[k]]).decode("utf-8")  # (UTF-8: the one call read it)
+                ids_k = tok._encode_with_sets(text, *tok._ordinary_sets())
+                again[k] = np.concatenate([[separator], ids_k]).astype(np.int32) if separator >= 0 and before[k] \
+                    else ids_k
+            ids, ends = replace_texts(ids, ends, again)
+            return ids, ends, failed
 
         return encode_fused
     if always or not tok._text_is_one_chunk():
