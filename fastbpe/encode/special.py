@@ -327,7 +327,7 @@ class SpecialTokens:
             if not isinstance(entry.get("special", False), bool):
                 raise ValueError(f"{source}: added token {content!r} special must be true or false, got "
                                  f"{entry['special']!r:.20}")
-            flags[ALWAYS] = not entry.get("special", False)  # (tokenizers' default: not special)
+            flags[ALWAYS] = not entry.get("special", False)  # (no field: AddedToken's default, not special)
             specials[content] = check_id(entry.get("id"), f"{source}: added token {content!r}")
             options[content] = {flag: True for flag, value in flags.items() if value}
         if vocab_entries is not None:
