@@ -287,11 +287,11 @@ def _file_blocks(path: str, pieces: Iterable[bytes], documents: str, rule: Union
                  normalizer: Union[None, str, list], offset: int = 0) -> Iterator[Tuple[bytes, bool, int]]:
     """``(data, ends a document, offset)`` for the byte stream of file ``path`` (from byte
     ``offset`` on). Documents are split off on the bytes first, so a cut never meets a
-    separator; then each is cut. ``normalizer``: the tokenizer's (``Tokenizer.normalizer``):
-    a Unicode form is applied here, a piece at a time, before the cuts; a normaliser of steps
-    (``Prepend``, ``Replace``... SentencePiece's spaces) is the encoder's to run on each whole
-    document, which is one block then (no cut of it is safe), as it is without a ``rule``."""
-    whole = rule is None or (normalizer is not None and not isinstance(normalizer, str))
+    separator; then each is cut. ``normalizer``: a Unicode form applied here, a piece at a time,
+    before the cuts (:func:`_document_cuts` says which). Without a ``rule`` each document is
+    one block (no cut of it is safe: a normaliser of steps, ``Prepend``, ``Replace``...
+    SentencePiece's spaces, is the encoder's to run on each whole document)."""
+    whole = rule is None
     events = _document_pieces(pieces, documents, offset)
     for first, start, ends in events:  # each turn takes one whole document from ``events``
         short = ends and len(first) <= block_size  # a document in one piece (most lines)

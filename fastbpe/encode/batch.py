@@ -117,6 +117,17 @@ def utf8_name_search(names: frozenset) -> Callable:
     return re.compile(b"|".join(re.escape(name.encode("utf-8", "surrogatepass")) for name in sorted(names))).search
 
 
+def _ordinary_utf8(tok, data) -> Optional[np.ndarray]:
+    """``encode_ordinary``'s int32 ids of the text UTF-8 ``data`` spells, made a str (None when
+    it is not UTF-8): the path of any tokenizer, tokens matched always split out."""
+    try:
+        text = str(data, "utf-8")
+    except UnicodeDecodeError:
+        return None
+    ids = tok._plain_ids(text, False)  # (a one-chunk character tokenizer's one call)
+    return ids if ids is not None else tok._encode_with_sets(text, *tok._ordinary_sets())
+
+
 def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.ndarray]], bool]:
     """``(encode, cuts)``: ``encode(data)`` gives the int32 ids of UTF-8 ``data`` (bytes or a
     memoryview) that ``encode_ordinary`` gives for its text, or None when ``data`` is not
@@ -126,14 +137,7 @@ def utf8_encoder(tok) -> Tuple[Callable[[Union[bytes, memoryview]], Optional[np.
     unless the data holds a token matched always; what ``encode_files``'s worker threads run
     (with the chunk cache their pool shares)."""
 
-    def encode(data):
-        try:
-            text = str(data, "utf-8")
-        except UnicodeDecodeError:
-            return None
-        ids = tok._plain_ids(text, False)  # (a one-chunk character tokenizer's one call)
-        return ids if ids is not None else tok._encode_with_sets(text, *tok._ordinary_sets())
-
+    encode = functools.partial(_ordinary_utf8, tok)
     pattern = _fused_pattern(tok)
     if pattern is None:
         return encode, not tok.prefix_space  # (a prefix space would go before every piece)
@@ -217,8 +221,7 @@ def utf8_batch_encoder(tok) -> Optional[Callable]:
                 return ids, ends, failed
             again = {}
             for k in texts_holding(search, data, starts, stops):
-                text = bytes(data[starts[k]:stops[k]]).decode("utf-8")  # (UTF-8: the one call read it)
-                ids_k = tok._encode_with_sets(text, *tok._ordinary_sets())
+                ids_k = _ordinary_utf8(tok, data[starts[k]:stops[k]])  # (UTF-8: the one call read it)
                 again[k] = np.concatenate([[separator], ids_k]).astype(np.int32) if separator >= 0 and before[k] \
                     else ids_k
             ids, ends = replace_texts(ids, ends, again)

@@ -34,7 +34,7 @@ Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split patt
 """
 import os
 import threading
-from typing import (AbstractSet, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
+from typing import (AbstractSet, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple,
                     Union)
 
 import numpy as np
@@ -776,15 +776,24 @@ class Tokenizer:
         special.check_disallowed(text, disallowed, self.specials.always)
         if not allowed:
             return self._ordinary_ids(text)
-        if self._added_splitter is not None:  # matching options: Hugging Face's added-token rules
-            return np.concatenate([part[0] for part in self._added_parts(text, allowed)])
         parts = []
-        for piece, is_special in special.split_on_specials(text, allowed):
-            if is_special:
-                parts.append(np.array([self.special_tokens[piece]], dtype=np.int32))
+        for name, piece, normalized in self._special_pieces(text, allowed):
+            if name is not None:
+                parts.append(np.array([self.special_tokens[name]], dtype=np.int32))
             elif piece or not parts:
-                parts.append(self._ordinary_ids(piece))
+                parts.append(self._ordinary_ids(piece, normalized=normalized))
         return np.concatenate(parts)
+
+    def _special_pieces(self, text: str, allowed: frozenset) -> Iterator[Tuple[Optional[str], str, bool]]:
+        """``(special token or None, piece, normalised already)`` of ``text`` cut at its
+        ``allowed`` special tokens, in order: with their matching options (Hugging Face's
+        added-token rules, :class:`.special.AddedTokenSplitter`), else exact matches."""
+        if self._added_splitter is not None:
+            for _, _, name, piece, normalized in self._added_splitter.split(text, allowed):
+                yield name, piece, normalized
+        else:
+            for piece, is_special in special.split_on_specials(text, allowed):
+                yield (piece if is_special else None), piece, False
 
     def _added_parts(self, text: str, allowed: frozenset) -> List[Tuple[np.ndarray, int, int, Optional[str]]]:
         """``(ids, start, end, piece)`` of each piece of ``text`` cut at its allowed special
@@ -888,13 +897,8 @@ class Tokenizer:
         always = self.specials.always
         if not always:
             return [self._piece(i) for i in self._ordinary_ids(text, strict=False).tolist()]
-        if self._added_splitter is not None:
-            parts = [(name, piece, normalized) for _, _, name, piece, normalized in self._added_splitter.split(text, always)]
-        else:
-            parts = [(piece if is_name else None, piece, False)
-                     for piece, is_name in special.split_on_specials(text, always)]
         out: List[Union[str, bytes]] = []
-        for name, piece, normalized in parts:
+        for name, piece, normalized in self._special_pieces(text, always):
             if name is not None:
                 out.append(name)
             elif piece:

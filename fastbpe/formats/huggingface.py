@@ -290,6 +290,7 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         raise ValueError(f"{source}: the model needs a 'vocab' object and a 'merges' list")
     if not isinstance(model.get("byte_fallback", False), bool):
         raise ValueError(f"{source}: model byte_fallback must be true or false")
+    check_huggingface_steps(data.get("normalizer"), source)
     if model.get("byte_fallback") or _unknown_characters(data):
         if scanned is not None:
             return None  # (its vocabulary is characters, not byte-level text)
@@ -299,7 +300,6 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         return _read_character_level(data, model, source)
     splitter = Splitter.from_huggingface(data.get("pre_tokenizer"), source)
     normalizer = data.get("normalizer")
-    check_huggingface_steps(normalizer, source)
     if not isinstance(model.get("ignore_merges", False), bool):
         raise ValueError(f"{source}: model ignore_merges must be true or false")
     if markers.has_subword_markers() and model.get("ignore_merges"):
@@ -364,7 +364,6 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     if model.get("ignore_merges"):
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
-    check_huggingface_steps(normalizer, source)
     splitter, metaspace = metaspace_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
     vocab, merges = model["vocab"], model["merges"]
     added = data.get("added_tokens")
