@@ -6,12 +6,14 @@
 // The blob is <uint32 LE: trie size in bytes><the trie: a darts-clone double array of uint32
 // units><the replacements: NUL-terminated UTF-8 strings>. A key's value is the offset of its
 // replacement. At each position the longest key that begins there is rewritten; where none
-// does, one character is copied (normalizer.cc's NormalizePrefix).
+// does, one character is copied (normalizer.cc's NormalizePrefix). A model's user-defined
+// pieces come first: where one begins, the longest is copied as it is (KeptPieces).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace fbpt {
 
@@ -74,13 +76,54 @@ static inline size_t charsmap_prefix(const CharsMap& m, const uint8_t* s, size_t
     return taken;
 }
 
+// The pieces the normaliser copies as they are (a model's user-defined pieces), by first byte,
+// the longest first: where several begin at a position, the longest is taken.
+struct KeptPieces {
+    std::vector<std::string> by_first[256];
+    bool any = false;
+
+    void add(const std::string& piece) {
+        if (piece.empty()) return;
+        std::vector<std::string>& row = by_first[(uint8_t)piece[0]];
+        auto at = row.begin();
+        while (at != row.end() && at->size() >= piece.size()) ++at;
+        row.insert(at, piece);
+        any = true;
+    }
+
+    // The length of the longest kept piece that s[0:n) (n > 0) begins with, 0 for none.
+    size_t longest(const uint8_t* s, size_t n) const {
+        for (const std::string& piece : by_first[s[0]])
+            if (piece.size() <= n && std::memcmp(piece.data(), s, piece.size()) == 0) return piece.size();
+        return 0;
+    }
+};
+
+// NormalizePrefix with the kept pieces first (normalizer.cc's PrefixMatcher, checked before the
+// map's rules): what s[0:n) begins with becomes, and the bytes it takes (charsmap_prefix's 0 for
+// a damaged map).
+static inline size_t normalize_prefix(const CharsMap& m, const KeptPieces& kept, const uint8_t* s, size_t n,
+                                      const uint8_t** text, size_t* length) {
+    if (kept.any) {
+        const size_t taken = kept.longest(s, n);
+        if (taken) {
+            *text = s;
+            *length = taken;
+            return taken;
+        }
+    }
+    return charsmap_prefix(m, s, n, text, length);
+}
+
 // SentencePiece's Normalize (normalizer.cc), with whitespace escaped as U+2581 ("▁") and not as
 // a suffix: the map applied a prefix at a time; with remove_extra_whitespaces, the prefixes
 // that become one space at the start are dropped, a space that follows a space is dropped, and
 // so are the ▁s at the end (the text's own too); with add_dummy_prefix, a ▁ before the rest
-// of a text that was not empty. Appends to out; false for a damaged map (charsmap_prefix).
-static inline bool sentencepiece_normalize(const CharsMap& m, const uint8_t* s, size_t n, bool add_dummy_prefix,
-                                           bool remove_extra_whitespaces, std::string& out) {
+// of a text that was not empty; a kept piece is copied as it is (its spaces escaped, those it
+// begins with dropped after a space, as any prefix's). Appends to out; false for a damaged map
+// (charsmap_prefix).
+static inline bool sentencepiece_normalize(const CharsMap& m, const KeptPieces& kept, const uint8_t* s, size_t n,
+                                           bool add_dummy_prefix, bool remove_extra_whitespaces, std::string& out) {
     static const char SPACE_SYMBOL[] = "\xE2\x96\x81";
     const size_t start = out.size();
     const uint8_t* text;
@@ -88,7 +131,7 @@ static inline bool sentencepiece_normalize(const CharsMap& m, const uint8_t* s, 
     if (n == 0) return true;
     if (remove_extra_whitespaces) {
         while (at < n) {
-            const size_t taken = charsmap_prefix(m, s + at, n - at, &text, &length);
+            const size_t taken = normalize_prefix(m, kept, s + at, n - at, &text, &length);
             if (taken == 0) return false;
             if (length != 1 || text[0] != ' ') break;
             at += taken;
@@ -99,7 +142,7 @@ static inline bool sentencepiece_normalize(const CharsMap& m, const uint8_t* s, 
     if (add_dummy_prefix) out.append(SPACE_SYMBOL, 3);
     bool after_space = remove_extra_whitespaces;
     while (at < n) {
-        const size_t taken = charsmap_prefix(m, s + at, n - at, &text, &length);
+        const size_t taken = normalize_prefix(m, kept, s + at, n - at, &text, &length);
         if (taken == 0) return false;
         if (after_space)
             while (length && text[0] == ' ') ++text, --length;

@@ -20,23 +20,31 @@ cdef extern from "charsmap.h" namespace "fbpt" nogil:
         size_t n_units
         const uint8_t* pool
         size_t n_pool
-    bint sentencepiece_normalize(const CharsMapView& m, const uint8_t* s, size_t n, bint add_dummy_prefix,
-                                 bint remove_extra_whitespaces, string& out)
+    cppclass KeptPieces "fbpt::KeptPieces":
+        void add(const string& piece)
+    bint sentencepiece_normalize(const CharsMapView& m, const KeptPieces& kept, const uint8_t* s, size_t n,
+                                 bint add_dummy_prefix, bint remove_extra_whitespaces, string& out)
 
 
 cdef class SentencePieceNormalizer:
     """SentencePiece's normaliser of a str: the ``precompiled_charsmap`` blob (empty: no
     rules) applied at each position by the longest rule that begins there, spaces as ``▁``,
-    ``add_dummy_prefix`` and ``remove_extra_whitespaces`` as SentencePiece applies them.
-    ValueError for a blob that is not one (its parts do not fit), or, when a rule is used, one
-    that names no replacement or a replacement that is not UTF-8."""
+    ``add_dummy_prefix`` and ``remove_extra_whitespaces`` as SentencePiece applies them, and
+    the ``kept`` pieces (a model's user-defined pieces, strs) left as they are where one
+    begins. ValueError for a blob that is not one (its parts do not fit), or, when a rule is
+    used, one that names no replacement or a replacement that is not UTF-8."""
     cdef object units_array   # (held: the view points into them)
     cdef bytes pool_bytes
     cdef CharsMapView view
+    cdef KeptPieces kept
     cdef bint add_dummy_prefix, remove_extra_whitespaces
 
-    def __init__(self, bytes blob, bint add_dummy_prefix, bint remove_extra_whitespaces):
+    def __init__(self, bytes blob, bint add_dummy_prefix, bint remove_extra_whitespaces, kept=()):
         self.add_dummy_prefix, self.remove_extra_whitespaces = add_dummy_prefix, remove_extra_whitespaces
+        for piece in kept:
+            if not isinstance(piece, str):
+                raise TypeError(f"a kept piece must be a str, got {type(piece).__name__}")
+            self.kept.add(piece.encode("utf-8", "surrogatepass"))
         if not blob:
             blob = bytes(4)  # (an empty trie)
         if len(blob) < 4:
@@ -68,7 +76,8 @@ cdef class SentencePieceNormalizer:
         cdef string out
         cdef bint ok
         with nogil:
-            ok = sentencepiece_normalize(self.view, s, n, self.add_dummy_prefix, self.remove_extra_whitespaces, out)
+            ok = sentencepiece_normalize(self.view, self.kept, s, n, self.add_dummy_prefix, self.remove_extra_whitespaces,
+                                         out)
         if not ok:
             raise ValueError("the precompiled charsmap is damaged: a rule names no replacement")
         try:

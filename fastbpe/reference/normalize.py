@@ -8,7 +8,7 @@ UTF-8 of the str (``surrogatepass``); at each position the longest key that begi
 replaced by its replacement, and where none begins, one character is copied as it is
 (``normalizer.cc``'s ``NormalizePrefix``).
 """
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["longest_rule", "normalize_prefix", "parse_charsmap", "sentencepiece_normalize"]
 
@@ -54,15 +54,20 @@ def longest_rule(units: List[int], data: bytes, at: int) -> Optional[Tuple[int, 
     return found
 
 
-def normalize_prefix(units: List[int], pool: bytes, data: bytes, at: int) -> Tuple[bytes, int]:
-    """``(what data[at:] begins with becomes, the bytes it takes)``: the longest rule's
+def normalize_prefix(units: List[int], pool: bytes, data: bytes, at: int,
+                     kept: Sequence[bytes] = ()) -> Tuple[bytes, int]:
+    """``(what data[at:] begins with becomes, the bytes it takes)``: the longest of ``kept``
+    (a model's user-defined pieces) that begins there, as it is; else the longest rule's
     replacement, else one character as it is. ValueError where the rule names no replacement.
 
-    With no rules, a character is itself:
+    With no rules, a character is itself; a kept piece is itself, whatever the rules:
 
-    >>> normalize_prefix([], b"", "é!".encode(), 0)
-    (b'\\xc3\\xa9', 2)
+    >>> normalize_prefix([], b"", "é!".encode(), 0), normalize_prefix([], b"", b"<m>!", 0, [b"<", b"<m>"])
+    ((b'\\xc3\\xa9', 2), (b'<m>', 3))
     """
+    matched = max((len(piece) for piece in kept if data.startswith(piece, at)), default=0)
+    if matched:
+        return data[at:at + matched], matched
     rule = longest_rule(units, data, at)
     if rule is None:
         lead = data[at]
@@ -75,9 +80,11 @@ def normalize_prefix(units: List[int], pool: bytes, data: bytes, at: int) -> Tup
     return pool[value:end], length
 
 
-def sentencepiece_normalize(blob: bytes, text: str, add_dummy_prefix: bool, remove_extra_whitespaces: bool) -> str:
+def sentencepiece_normalize(blob: bytes, text: str, add_dummy_prefix: bool, remove_extra_whitespaces: bool,
+                            kept: Sequence[str] = ()) -> str:
     """SentencePiece's normaliser (``normalizer.cc``'s ``Normalize``, spaces escaped as ``▁``)
-    of ``text``: the map of ``blob`` (empty: no rules) applied a prefix at a time. With
+    of ``text``: the map of ``blob`` (empty: no rules) applied a prefix at a time, the pieces
+    ``kept`` (a model's user-defined pieces) left as they are where a prefix begins. With
     ``remove_extra_whitespaces``, the prefixes that become one space at the start are dropped,
     the spaces a prefix begins with after a prefix that ended with one, and the ``▁``s at the
     end; with ``add_dummy_prefix``, a ``▁`` goes before the rest of a text that was not empty.
@@ -86,15 +93,18 @@ def sentencepiece_normalize(blob: bytes, text: str, add_dummy_prefix: bool, remo
     '▁two▁words'
     >>> sentencepiece_normalize(b"", "  two  words ", False, False)
     '▁▁two▁▁words▁'
+    >>> sentencepiece_normalize(b"", "two  words", True, True, ["  "])
+    '▁two▁▁words'
     """
     units, pool = parse_charsmap(blob) if blob else ([], b"")
+    kept_bytes = [piece.encode("utf-8", "surrogatepass") for piece in kept]
     data = text.encode("utf-8", "surrogatepass")
     if not data:
         return ""
     at = 0
     if remove_extra_whitespaces:
         while at < len(data):
-            piece, taken = normalize_prefix(units, pool, data, at)
+            piece, taken = normalize_prefix(units, pool, data, at, kept_bytes)
             if piece != b" ":
                 break
             at += taken
@@ -103,7 +113,7 @@ def sentencepiece_normalize(blob: bytes, text: str, add_dummy_prefix: bool, remo
     out = bytearray("▁".encode() if add_dummy_prefix else b"")
     after_space = remove_extra_whitespaces
     while at < len(data):
-        piece, taken = normalize_prefix(units, pool, data, at)
+        piece, taken = normalize_prefix(units, pool, data, at, kept_bytes)
         if after_space:
             piece = piece.lstrip(b" ")
         if piece:

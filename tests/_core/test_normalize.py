@@ -101,6 +101,27 @@ def test_generated_maps(rules, data, options):
     assert SentencePieceNormalizer(blob, *options)(text) == want
 
 
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from(ALPHABET + ["<m>", "  "]), max_size=25).map("".join),
+       kept=st.lists(st.sampled_from(["<m>", "<", "a", "ab", "abc", " a", "  ", "é", "\u200b", "z z", "▁x", "😀"]),
+                     max_size=5),
+       options=st.sampled_from(OPTIONS))
+def test_kept_pieces_are_the_reference_s(text, kept, options):
+    """User-defined pieces kept as they are where one begins (the longest first, before the
+    map's rules, then spaced as any prefix): compiled and reference alike, with and without
+    a map."""
+    for blob in (BLOB, b""):
+        assert SentencePieceNormalizer(blob, *options, kept)(text) == sentencepiece_normalize(blob, text, *options, kept)
+
+
+def test_a_kept_piece_is_left_as_it_is():
+    normalize = SentencePieceNormalizer(BLOB, True, True, ["ab", "q", "  "])
+    assert normalize("ab abc q") == "▁ab▁abc▁q"  # (ab kept where it begins, not x y, though the rule abc is longer)
+    assert normalize("a  a") == "▁A▁▁A" and SentencePieceNormalizer(BLOB, True, True)("a  a") == "▁A▁A"
+    with pytest.raises(TypeError, match="a kept piece must be a str"):
+        SentencePieceNormalizer(BLOB, True, True, [b"ab"])
+
+
 @settings(max_examples=300, deadline=None)
 @given(at=st.integers(0, len(BLOB) - 1), value=st.integers(0, 255), cut=st.booleans())
 def test_damaged_maps_are_value_errors(at, value, cut):
