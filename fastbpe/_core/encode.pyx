@@ -820,7 +820,7 @@ cdef class BPECore:
         return (out[:total], id_ends) if with_ends else out[:total]
 
     def encode_chars(self, str text, const int32_t[::1] char_ids, const int32_t[::1] byte_ids, EncodeState state,
-                     bint as_list=False, int32_t unk_id=-1, bint fuse_unk=False):
+                     bint as_list=False, int32_t unk_id=-1, bint fuse_unk=False, const int64_t[::1] frozen=None):
         """The ids of ``text`` as one chunk of characters (a character-level tokenizer that keeps
         a text whole: SentencePiece's layout), in one call: each character's symbol is
         ``char_ids[code point]`` (``-1 - code point`` for one without a token; 0x110000
@@ -829,6 +829,9 @@ cdef class BPECore:
         ``byte_ids`` it becomes ``unk_id`` instead (a run of such characters one, with
         ``fuse_unk``); when ``unk_id`` is -1 too, the answer is None (the caller's own path
         names the character).
+        ``frozen``: ``(start, end, id)`` triples, flattened, of character spans in text order that
+        are one symbol each, that id (a token no merge names: it never merges, as
+        SentencePiece's user-defined pieces).
         int32 ids, or a list with ``as_list``. ``encode_symbols`` of the same symbols, then the
         fallback, without the arrays between them (a short text cost twice its BPE in them).
         """
@@ -839,6 +842,16 @@ cdef class BPECore:
         self._take(state)
         PyUnicode_READY(text)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, j, k = 0, missing = 0, spelled = 0
+        cdef Py_ssize_t spans = 0, f = 0, o = 0, at = 0
+        if frozen is not None:
+            if frozen.shape[0] % 3:
+                raise ValueError("frozen needs (start, end, id) triples")
+            spans = frozen.shape[0] // 3
+            for f in range(spans):  # (in order, apart, inside the text, ids of tokens)
+                if not (at <= frozen[3 * f] < frozen[3 * f + 1] <= n) or not 0 <= frozen[3 * f + 2] < self.num_tokens:
+                    raise ValueError(f"frozen span {f} is not a span of the text after the one before, with a token id")
+                at = frozen[3 * f + 1]
+            f = 0
         cdef int kind = PyUnicode_KIND(text)
         cdef void* data = PyUnicode_DATA(text)
         cdef int64_t total = 0, end = n, width
@@ -851,8 +864,17 @@ cdef class BPECore:
         if n:
             symbols.resize(n)
             with nogil:
-                for i in range(n):
-                    symbols[i] = char_ids[PyUnicode_READ(kind, data, i)]
+                i = 0
+                while i < n:
+                    if f < spans and i == frozen[3 * f]:
+                        symbols[o] = <int32_t>frozen[3 * f + 2]
+                        i = frozen[3 * f + 1]
+                        f += 1
+                    else:
+                        symbols[o] = char_ids[PyUnicode_READ(kind, data, i)]
+                        i += 1
+                    o += 1
+                end = o
                 total = self.enc.encode_symbols(symbols.data(), &end, 1, state.scratch, &ov[0], NULL)
             state.scratch.trim(KEEP_BUFFER)
         for i in range(total):  # characters without a token, and (for byte fallback) their UTF-8 bytes

@@ -44,10 +44,11 @@ def _base_units(tokenizer: Tokenizer, chunk: bytes) -> Tuple:
     return tuple(bytes([b]) for b in data)
 
 
-def _chunks(tokenizer: Tokenizer, text: str) -> List[bytes]:
-    """The chunks the tokenizer splits ``text`` into (normalised first, if it normalises; for a
-    byte-level tokenizer, lone surrogates as U+FFFD, as encoding has them)."""
-    text = tokenizer.splitter.with_prefix_space(tokenizer.normalize(text))
+def _chunks(tokenizer: Tokenizer, text: str, normalized: bool = False) -> List[bytes]:
+    """The chunks the tokenizer splits ``text`` into (normalised first, if it normalises and
+    ``text`` is not ``normalized`` already; for a byte-level tokenizer, lone surrogates as
+    U+FFFD, as encoding has them)."""
+    text = tokenizer.splitter.with_prefix_space(text if normalized else tokenizer.normalize(text))
     data, starts, ends = tokenizer.splitter.bounds(as_tiktoken(text) if tokenizer.unit == "bytes" else text)
     return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
 
@@ -93,6 +94,11 @@ def _fire_order(tokenizer: Tokenizer, chunk: bytes) -> Tuple[List[Dict[str, Any]
     return rows, pieces
 
 
+def _added_token_row(tokenizer: Tokenizer, name: str) -> Dict[str, Any]:
+    """The row of a token matched always (split out before the merges: none fires)."""
+    return {"chunk": name, "symbols": [name], "steps": [], "pieces": [name], "ids": [tokenizer.special_tokens[name]]}
+
+
 def _compiled_ids(tokenizer: Tokenizer, chunk: bytes, text: str) -> List[int]:
     """The compiled encoder's ids of one chunk, as a chunk (not split again); a piece the
     vocabulary lacks (a character never seen in training) as its negative id."""
@@ -107,12 +113,25 @@ def trace_word(tokenizer, word: str) -> List[Dict[str, Any]]:
     """For each chunk of ``word`` (usually one): its base symbols, the merges that fire while it
     is encoded (rank, left, right, new token, pieces after) in firing order, and its final
     pieces and ids, which are the compiled encoder's (a RuntimeError if the rule's trace ever
-    disagreed with them). ``tokenizer``: a Tokenizer, a path or an encoding name."""
+    disagreed with them). A token matched always (Hugging Face's added tokens that are not
+    special, SentencePiece's user-defined pieces) is split out first, as ``encode`` does: a row
+    of its own, where no merge fires. ``tokenizer``: a Tokenizer, a path or an encoding name."""
     tokenizer = resolve_tokenizer(tokenizer)
     if not isinstance(word, str):
         raise TypeError(f"word must be a str, got {type(word).__name__}")
     out = []
-    for chunk in _chunks(tokenizer, word):
+    for name, piece, normalized in tokenizer._special_pieces(word, tokenizer.specials.always):
+        if name is not None:
+            out.append(_added_token_row(tokenizer, name))
+        elif piece:
+            out += _chunk_rows(tokenizer, piece, normalized)
+    return out
+
+
+def _chunk_rows(tokenizer: Tokenizer, text: str, normalized: bool) -> List[Dict[str, Any]]:
+    """trace_word's rows of the chunks of ``text``, which holds no token matched always."""
+    out = []
+    for chunk in _chunks(tokenizer, text, normalized):
         steps, pieces = _fire_order(tokenizer, chunk)
         if tokenizer.byte_fallback or tokenizer.unk_token is not None:  # (character-level: str pieces)
             known = [tokenizer._ids.get(piece.encode("utf-8", "surrogatepass")) is not None for piece in pieces]

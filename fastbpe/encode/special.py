@@ -15,7 +15,8 @@ One more option, ``always``, is for a token that is not special but still split 
 anything else: it is matched in every text, whatever the policy (``encode_ordinary`` and
 ``disallowed_special=()`` included), and never refused (``disallowed_special`` passes over it).
 That is what ``tokenizers`` does with an added token that is not special (``"special": false``:
-Qwen's ``<think>``).
+Qwen's ``<think>``). With ``user_defined`` as well, it is a SentencePiece user-defined piece:
+found as it is written in the normalised text, which the normaliser keeps it in as it is.
 
 :class:`SpecialTokens` is the policy as one component of a tokenizer (step 1 of encoding): the
 ids and the options, checked, and how they are matched. It serialises itself: its fields of
@@ -40,7 +41,8 @@ if TYPE_CHECKING:  # (imported where a found special token or an option needs it
     import regex
 
 __all__ = ["SpecialTokens", "special_ids", "check_special_name", "allowed_and_disallowed", "check_disallowed",
-           "split_on_specials", "OPTION_NAMES", "ALWAYS", "special_token_options", "AddedTokenSplitter"]
+           "split_on_specials", "OPTION_NAMES", "ALWAYS", "USER_DEFINED", "special_token_options",
+           "AddedTokenSplitter", "alternation"]
 
 Allowed = Union[str, AbstractSet[str]]
 Disallowed = Union[str, Collection[str]]
@@ -98,8 +100,8 @@ def name_finder(names: frozenset) -> NameFinder:
 
 
 @functools.lru_cache(maxsize=128)
-def _alternation(specials: frozenset) -> "regex.Pattern":
-    """Alternation of the special tokens, longest first (leftmost-longest match)."""
+def alternation(specials: frozenset) -> "regex.Pattern":
+    """Alternation of the special tokens, longest first: its matches are leftmost-longest."""
     import regex  # (here: the import costs 18 ms, and a text without special tokens never needs it)
 
     return regex.compile("|".join(regex.escape(s) for s in sorted(specials, key=lambda s: (-len(s), s))))
@@ -145,9 +147,9 @@ def check_disallowed(text: str, disallowed: frozenset, always: frozenset = froze
     """
     if not disallowed or not name_finder(disallowed).holds(text):
         return  # (most texts hold none: the compiled search says so at memchr speed)
-    found = _alternation(disallowed).search(text, concurrent=True)
+    found = alternation(disallowed).search(text, concurrent=True)
     if found and always:
-        found = next((match for match in _alternation(disallowed | always).finditer(text, concurrent=True)
+        found = next((match for match in alternation(disallowed | always).finditer(text, concurrent=True)
                       if match.group() in disallowed), None)
     if found:
         raise ValueError(
@@ -164,7 +166,7 @@ def split_on_specials(text: str, allowed: frozenset) -> Iterator[Tuple[str, bool
     """
     position = 0
     if allowed:
-        for match in _alternation(allowed).finditer(text):
+        for match in alternation(allowed).finditer(text):
             yield text[position:match.start()], False
             yield match.group(), True
             position = match.end()
@@ -175,8 +177,11 @@ def split_on_specials(text: str, allowed: frozenset) -> Iterator[Tuple[str, bool
 # token matched exactly in the text as given (what a special token without options is).
 OPTION_NAMES = ("single_word", "lstrip", "rstrip", "normalized")
 # and fastbpe's for a token matched in every text, whatever the policy (tokenizer.json's
-# "special": false)
+# "special": false), and for a SentencePiece user-defined piece: matched in the normalised text
+# as it is written (the normaliser leaves it as it is), not normalised itself as a Hugging Face
+# ``normalized`` token is
 ALWAYS = "always"
+USER_DEFINED = "user_defined"
 
 @functools.lru_cache(maxsize=None)
 def _added_token_classes():
@@ -206,12 +211,12 @@ def special_token_options(options: Optional[Mapping[str, Mapping[str, bool]]], n
     for name, flags in options.items():
         if name not in names:
             raise ValueError(f"special_token_options names {name!r:.60}, which is not a special token")
-        if not isinstance(flags, Mapping) or set(flags) - {*OPTION_NAMES, ALWAYS}:
+        if not isinstance(flags, Mapping) or set(flags) - {*OPTION_NAMES, ALWAYS, USER_DEFINED}:
             raise ValueError(f"the options of special token {name!r:.60} must be a mapping of "
-                             f"{(*OPTION_NAMES, ALWAYS)}, got {flags!r:.80}")
+                             f"{(*OPTION_NAMES, ALWAYS, USER_DEFINED)}, got {flags!r:.80}")
         if not all(isinstance(v, bool) for v in flags.values()):
             raise ValueError(f"the options of special token {name!r:.60} must be true or false, got {flags!r:.80}")
-        on = {k: True for k in (*OPTION_NAMES, ALWAYS) if flags.get(k)}
+        on = {k: True for k in (*OPTION_NAMES, ALWAYS, USER_DEFINED) if flags.get(k)}
         if on:
             checked[name] = on
     normalized = [name for name in names if checked.get(name, {}).get("normalized")]
@@ -289,7 +294,12 @@ class SpecialTokens:
 
     def to_huggingface(self) -> List[dict]:
         """The ``added_tokens`` list: every special token, by id, with its matching options (a
-        token matched ``always`` is not special there)."""
+        token matched ``always`` is not special there); ValueError for a SentencePiece
+        user-defined piece, which ``tokenizers`` finds before normalising, not after."""
+        kept = next((name for name, flags in self.options.items() if flags.get(USER_DEFINED)), None)
+        if kept is not None:
+            raise ValueError(f"the SentencePiece user-defined piece {kept!r:.60} cannot be written as an added token "
+                             "of tokenizer.json: tokenizers finds added tokens before normalising, SentencePiece after")
         return [{"id": i, "content": s, **{flag: self.options.get(s, {}).get(flag, False) for flag in OPTION_NAMES},
                  "special": s not in self.always} for s, i in sorted(self.ids.items(), key=lambda kv: kv[1])]
 
@@ -386,7 +396,7 @@ class AddedTokenSplitter:
         by_text: Dict[str, tuple] = {}
         for name in names:
             flags = self.options.get(name, {})
-            text = self.normalize(name) if normalized else name
+            text = self.normalize(name) if normalized and not flags.get(USER_DEFINED) else name
             if not text:
                 raise ValueError(f"the special token {name!r:.60} is normalized to nothing, so it never matches")
             if text in by_text:
@@ -394,13 +404,14 @@ class AddedTokenSplitter:
                                  "normalized text")
             by_text[text] = (name, bool(flags.get("single_word")), bool(flags.get("lstrip")),
                              bool(flags.get("rstrip")))
-        return (_alternation(frozenset(by_text)), by_text) if by_text else None
+        return (alternation(frozenset(by_text)), by_text) if by_text else None
 
     def _matchers_for(self, allowed: frozenset) -> tuple:
         found = self._matchers.get(allowed)
         if found is None:
-            as_given = [n for n in sorted(allowed) if not self.options.get(n, {}).get("normalized")]
-            normalized = [n for n in sorted(allowed) if self.options.get(n, {}).get("normalized")]
+            in_normalized = {n for n in allowed if {"normalized", USER_DEFINED} & set(self.options.get(n, {}))}
+            as_given = [n for n in sorted(allowed) if n not in in_normalized]
+            normalized = sorted(in_normalized)
             found = self._matchers[allowed] = (self._matcher(as_given, False), self._matcher(normalized, True))
         return found
 

@@ -34,12 +34,12 @@ Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split patt
 """
 import os
 import threading
-from typing import (AbstractSet, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple,
-                    Union)
+from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence, Set, Tuple, Union)
 
 import numpy as np
 
-from .._core.encode import MERGE_RULES, BPECore, EncodeState, utf8_positions
+from .._core.encode import MERGE_RULES, BPECore, EncodeState, NameFinder, utf8_positions
 from .._core.encode import decode_single_token_bytes as _decode_single_token_bytes
 from ..arguments import check_byte_offsets, check_error_handler, check_workers
 from ..formats import detect as detect_format
@@ -56,6 +56,9 @@ from .id_arrays import as_id_dtype
 from .markers import Markers
 from .model import BPEModel
 from .normalizers import Normalizer
+
+if TYPE_CHECKING:  # (the added-token search's type; regex is imported where a search is made)
+    import regex
 
 __all__ = ["Tokenizer", "MERGE_RULES"]
 
@@ -99,6 +102,26 @@ def _id_sequences(batch) -> list:
     if batch and isinstance(batch[0], (int, np.integer)):
         raise TypeError("a batch of id sequences is a list of them, not one sequence of ids (decode takes one)")
     return batch
+
+
+class _InNormalized(NamedTuple):
+    """Tokens matched always that are found in the normalised text (Tokenizer._in_normalized):
+    their ``names``, the compiled ``finder`` of their texts there, the leftmost-longest
+    ``search`` of them (None where an option looks around a match) and each text's id."""
+
+    names: frozenset
+    finder: NameFinder
+    search: Optional["regex.Pattern"]
+    ids: Dict[str, int]
+
+    def spans(self, text: str) -> Optional[np.ndarray]:
+        """``(start, end, id)`` of each token in ``text``, leftmost-longest, flattened (int64),
+        the ``frozen`` spans of ``BPECore.encode_chars``; None where an option decides."""
+        if self.search is None:
+            return None
+        ids = self.ids
+        return np.array([x for match in self.search.finditer(text) for x in (*match.span(), ids[match.group()])],
+                        dtype=np.int64)
 
 
 class Tokenizer:
@@ -595,19 +618,73 @@ class Tokenizer:
         """For a tokenizer whose text is one chunk of characters (:meth:`_text_is_one_chunk`),
         ``encode_str_many``'s answer for ``texts[start:stop]``: ``(ids, ends, failed)``, the ids
         of text ``start + k`` being ``ids[ends[k]:ends[k + 1]]``, ``failed`` the ``k`` of texts
-        with a character outside the vocabulary (no byte fallback: encode's own path names
-        it). Every text normalised, then one compiled call for all (the call a text cost more
-        than its BPE: 57,566 lines of English, a SentencePiece 32k model, 1.7 -> 0.21 s)."""
+        encode's own path is to encode (:meth:`_char_texts_ids`). Every text normalised, then
+        one compiled call for all (the call a text cost more than its BPE: 57,566 lines of
+        English, a SentencePiece 32k model, 1.7 -> 0.21 s)."""
         normalized = [self.normalize(text) for text in texts[start:stop]] if self.normalize else texts[start:stop]
-        lengths = np.fromiter(map(len, normalized), dtype=np.int64, count=len(normalized))
-        ids, ends = self._core().encode_symbols(self._char_symbols("".join(normalized)), np.cumsum(lengths),
-                                                self._state(), with_ends=True)
-        if not len(ids) or ids.min() >= 0:
-            return ids, ends, []
-        filled = self._fill_missing(ids, ends)
-        if filled is not None:
-            return (*filled, [])
-        return ids, ends, np.unique(np.searchsorted(ends, np.flatnonzero(ids < 0), side="right") - 1).tolist()
+        return self._char_texts_ids(normalized)
+
+    def _char_texts_ids(self, normalized: List[str]) -> Tuple[np.ndarray, np.ndarray, List[int]]:
+        """``(ids, ends, failed)`` of normalised texts, each one chunk of characters, by one
+        compiled call. A token matched always in the normalised text (:meth:`_in_normalized`)
+        is one symbol there, its id, as ``encode_chars``' frozen spans make it: BPE never merges
+        it, so the stretches on each side encode apart, as SentencePiece's frozen pieces do.
+        ``failed``: the texts with a character outside the vocabulary (no byte fallback:
+        encode's own path names it), or with such tokens that an option decides (one that
+        looks around a match: the added-token splitter's)."""
+        in_normalized = self._in_normalized() if self.normalize else None
+        held = in_normalized.finder.holding(normalized, 0, -1).tolist() if in_normalized is not None else []
+        cut = held if held and in_normalized.search is not None else []
+        failed = [] if cut else held
+        symbols = self._char_symbols("".join(normalized))
+        ends = np.cumsum(np.fromiter(map(len, normalized), dtype=np.int64, count=len(normalized)))
+        if cut:
+            kept = np.ones(len(symbols), dtype=bool)
+            for k in cut:
+                base = int(ends[k - 1]) if k else 0
+                for start, end, token in in_normalized.spans(normalized[k]).reshape(-1, 3).tolist():
+                    symbols[base + start] = token
+                    kept[base + start + 1:base + end] = False
+            removed = np.zeros(len(symbols) + 1, dtype=np.int64)
+            np.cumsum(~kept, out=removed[1:])
+            symbols, ends = symbols[kept], ends - removed[ends]
+        ids, ends = self._core().encode_symbols(symbols, ends, self._state(), with_ends=True)
+        if len(ids) and ids.min() < 0:
+            filled = self._fill_missing(ids, ends)
+            if filled is not None:
+                ids, ends = filled
+            else:
+                missing = np.searchsorted(ends, np.flatnonzero(ids < 0), side="right") - 1
+                failed = sorted(set(failed) | set(missing.tolist()))
+        return ids, ends, failed
+
+    def _in_normalized(self) -> Optional["_InNormalized"]:
+        """How the tokens matched always in the normalised text (a SentencePiece user-defined
+        piece, by its own text; a Hugging Face ``normalized`` token, by its text normalised) are
+        found there, None without such tokens. A text whose normalised form holds none of them
+        needs no splitting there, whatever it held before it."""
+        found = self.__dict__.get("_in_normalized_cache", False)
+        if found is False:
+            found = None
+            flags_of = self.specials.options
+            names = [name for name, flags in flags_of.items() if flags.get(special.ALWAYS)
+                     and (flags.get("normalized") or flags.get(special.USER_DEFINED))]
+            if names:
+                by_text = {name if flags_of[name].get(special.USER_DEFINED) else self.normalize(name):
+                           self.special_tokens[name] for name in names}
+                ids = np.fromiter(by_text.values(), dtype=np.int64, count=len(by_text))
+                # A token's id stands for it among the symbols only where it never merges: merges
+                # are pairs of ids (not ranks of concatenated bytes), none of them names it, and
+                # it is a token of the tables. single_word, lstrip and rstrip look at the text
+                # around a match: the added-token splitter's to apply.
+                plain = (all(set(flags_of[name]) <= {special.ALWAYS, "normalized", special.USER_DEFINED}
+                             for name in names)
+                         and self.merge_rule == "pair" and int(ids.max()) < len(self.token_bytes)
+                         and not np.isin(self.merge_ids, ids).any())
+                found = _InNormalized(frozenset(names), special.name_finder(frozenset(by_text)),
+                                      special.alternation(frozenset(by_text)) if plain else None, by_text)
+            self.__dict__["_in_normalized_cache"] = found
+        return found
 
     def _char_ids(self) -> np.ndarray:
         """int32 id of each code point as a one-character token, ``-1 - code point`` where there
@@ -697,10 +774,15 @@ class Tokenizer:
             if simple:
                 plain = (self._core(), scanner, finders)
             elif self._text_is_one_chunk():
+                in_normalized = self._in_normalized() if self.normalize else None
+                if in_normalized is not None:  # (looked for in the normalised text, not in the text as given)
+                    finders = tuple(special.name_finder(names - in_normalized.names)
+                                    if names - in_normalized.names else None
+                                    for names in (self.specials.always, frozenset(self.special_tokens)))
                 byte_ids = self._byte_token_ids() if self.byte_fallback else np.zeros(0, dtype=np.int32)
                 unk_id = self._unk_id() if self.unk_token is not None else -1
                 plain = (self._core(), None, finders, self.normalize or None, self._char_ids(), byte_ids, unk_id,
-                         self.fuse_unk)
+                         self.fuse_unk, in_normalized)
             self.__dict__["_plain_cache"] = plain = plain or ()
         return plain or None
 
@@ -719,9 +801,16 @@ class Tokenizer:
         if finder is not None and finder.holds(text):
             return None
         if scanner is None:  # characters, the text one chunk: normalised here, then one call
-            normalize, char_ids, byte_ids, unk_id, fuse_unk = plain[3:]
-            return core.encode_chars(normalize(text) if normalize is not None else text, char_ids, byte_ids,
-                                     self._state(), as_list, unk_id, fuse_unk)
+            normalize, char_ids, byte_ids, unk_id, fuse_unk, in_normalized = plain[3:]
+            if normalize is not None:
+                text = normalize(text)
+                if in_normalized is not None and in_normalized.finder.holds(text):
+                    frozen = in_normalized.spans(text)  # (its tokens one symbol each)
+                    if frozen is None:
+                        return None
+                    return core.encode_chars(text, char_ids, byte_ids, self._state(), as_list, unk_id, fuse_unk,
+                                             frozen)
+            return core.encode_chars(text, char_ids, byte_ids, self._state(), as_list, unk_id, fuse_unk)
         return core.encode_str(text, scanner, self._state(), as_list)
 
     def _id_list(self, ids: np.ndarray) -> List[int]:

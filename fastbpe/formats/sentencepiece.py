@@ -18,9 +18,12 @@ Control pieces (``<s>``, ``</s>``) and the unknown piece are special tokens:
 ``encode_ordinary`` (or ``encode(text, disallowed_special=())``) reads their text as
 characters, as SentencePiece does.
 
+User-defined pieces (Gemma's models have them; the trainer's ``--user_defined_symbols``) are
+SentencePiece's: the normaliser leaves each as it is written where one begins, and each is found
+in the normalised text (the longest at each position) and never merged, in every text.
+
 What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
-the trainer's default type), user-defined pieces (which Gemma's models have) and unused ones,
-and whitespace as a suffix. Decoding differs from SentencePiece's in two places: ``<unk>``
+the trainer's default type), unused pieces, and whitespace as a suffix. Decoding differs from SentencePiece's in two places: ``<unk>``
 decodes as its name (as in ``tokenizers``; SentencePiece writes `` ⁇ ``), and with
 ``remove_extra_whitespaces`` a text that began with ``▁`` itself (SentencePiece drops every
 ``▁`` the first pieces begin with). A model with a character map cannot be written as a
@@ -38,6 +41,7 @@ import numpy as np
 from .._core.encode import two_piece_splits
 from ..encode.markers import Markers
 from ..encode.normalizers import Normalizer
+from ..encode.special import ALWAYS, USER_DEFINED as USER_DEFINED_OPTION
 from ..split.splitter import WHOLE_PIECE, Splitter
 
 __all__ = ["read", "read_pieces"]
@@ -204,22 +208,22 @@ def read(path: PathLike) -> dict:
         raise ValueError(f"{source}: not a SentencePiece model (its precompiled_charsmap is not bytes)")
     if not normalizer.get(_NORM_ESCAPE_WHITESPACES, 1):
         raise ValueError(f"{source}: escape_whitespaces=false is not supported")
-    for kind, what in ((UNUSED, "unused pieces"),
-                       # (SentencePiece finds them whole in the normalised text, the ▁ before the
-                       # text put once; fastbpe splits special tokens out before normalising)
-                       (USER_DEFINED, "user-defined pieces")):
-        found = next((text for text, _, piece_kind in pieces if piece_kind == kind), None)
-        if found is not None:
-            raise ValueError(f"{source}: {what} (such as {found!r}) are not supported")
+    unused = next((text for text, _, kind in pieces if kind == UNUSED), None)
+    if unused is not None:
+        raise ValueError(f"{source}: unused pieces (such as {unused!r}) are not supported")
     seen: Dict[str, int] = {}
     for i, (text, _, _) in enumerate(pieces):
         if seen.setdefault(text, i) != i:
             raise ValueError(f"{source}: piece {text!r} is there twice (ids {seen[text]} and {i})")
     # SentencePiece's normaliser, compiled (normalizer.cc, read as fastbpe.reference.normalize
-    # specifies it): the character map (none: the identity), spaces as ▁ and its two options
+    # specifies it): the character map (none: the identity), spaces as ▁ and its two options (the
+    # specials and user-defined pieces below); the normaliser copies a user-defined piece as it is
+    # where one begins
+    user_defined = [text for text, _, kind in pieces if kind == USER_DEFINED]
     step = {"type": "SentencePiece", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii"),
             "add_dummy_prefix": bool(normalizer.get(_NORM_DUMMY_PREFIX, 1)),
-            "remove_extra_whitespaces": bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1))}
+            "remove_extra_whitespaces": bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1)),
+            **({"user_defined_symbols": user_defined} if user_defined else {})}
     try:
         normalize = Normalizer([step])  # (a blob whose parts do not fit: refused here, naming the file)
     except ValueError as exc:
@@ -228,13 +232,17 @@ def read(path: PathLike) -> dict:
     # makes them), the rest tokens; a ▁ decodes to a space, the one put before the text dropped.
     # A character without a piece: its UTF-8 bytes' <0xNN> pieces with byte fallback, else the
     # unknown piece, one for each run of such characters (SentencePiece merges the run).
-    specials = {text: i for i, (text, _, kind) in enumerate(pieces) if kind in (UNKNOWN, CONTROL)}
-    tokens = [b"" if kind in (UNKNOWN, CONTROL) else text.encode("utf-8") for text, _, kind in pieces]
+    # A user-defined piece is found as it is written in the normalised text, in every text
+    # (bpe_model.cc freezes it: it never merges), so it is a special token matched always there.
+    specials = {text: i for i, (text, _, kind) in enumerate(pieces) if kind in (UNKNOWN, CONTROL, USER_DEFINED)}
+    options = {text: {ALWAYS: True, USER_DEFINED_OPTION: True} for text in user_defined}
+    tokens = [b"" if kind in (UNKNOWN, CONTROL, USER_DEFINED) else text.encode("utf-8") for text, _, kind in pieces]
     byte_fallback = bool(trainer.get(_TRAINER_BYTE_FALLBACK, 0))
     unknown = next((text for text, _, kind in pieces if kind == UNKNOWN), None)
     if not byte_fallback and unknown is None:
         raise ValueError(f"{source}: a model with neither byte fallback nor an unknown piece")
-    return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials, merge_rule="pair",
+    return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials,
+                **({"special_token_options": options} if options else {}), merge_rule="pair",
                 normalizer=normalize, byte_fallback=byte_fallback,
                 **({} if byte_fallback else {"unk_token": unknown, "fuse_unk": True}),
                 **Splitter(WHOLE_PIECE).keywords(),

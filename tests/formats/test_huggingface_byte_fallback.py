@@ -190,3 +190,25 @@ def test_added_token_options_in_character_level_files(tmp_path, rows, layout):
     for text in [*spliced, "<n>", " <n> <n>x", "a <m> b", "<m><m>", "  <r>  "]:
         expected = hf.encode(text, add_special_tokens=False).ids
         assert tok.encode(text, allowed_special="all") == expected, repr(text)
+
+
+def test_a_normalized_token_that_normalising_makes_is_found_on_every_path(tmp_path, rows):
+    """A ``normalized`` added token that is not special is found in the normalised text: in a
+    text whose NFKC makes it (``＜n＞``) too, on encode's one compiled call and in the batch
+    calls, as tokenizers finds it."""
+    data = _layout(rows[::4], "normalizer")
+    data["normalizer"]["normalizers"].insert(0, {"type": "NFKC"})
+    off = dict(lstrip=False, rstrip=False, single_word=False)
+    data["added_tokens"].append({"id": max(data["model"]["vocab"].values()) + 1, "content": "<n>", "special": False,
+                                 **off, "normalized": True})
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_huggingface(path)
+    texts = [f"＜n＞{a} ＜n＞ x" for a in rows[:40]] + ["＜n＞", " <n>", "ｘ＜n＞ ＜n＞"] + rows[40:80]
+    expected = [hf.encode(text, add_special_tokens=False).ids for text in texts]
+    assert [tok.encode(text) for text in texts] == [tok.encode_ordinary(text) for text in texts] == expected
+    for workers in (1, 2):
+        assert tok.encode_batch(texts, num_threads=workers) == expected
+        assert [ids.tolist() for ids in tok.encode_batch(texts, num_threads=workers, as_numpy=True)] == expected
+    assert any(tok.special_tokens["<n>"] in ids for ids in expected[:40])

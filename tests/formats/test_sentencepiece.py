@@ -11,6 +11,7 @@ from fastbpe.formats import sentencepiece as sentencepiece_format
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece (test extra) trains and verifies the models")
 
+USER_DEFINED = ["<tool>", "</tool>", "ab", "abé", "s/", "<>", "\u3000<", "ｘ<", "▁<", "  ", "a b", "中क"]
 # the options of the models fastbpe reads: Llama 2's (spaces kept as they are, digits split,
 # whitespace-only pieces, control pieces of its own), SentencePiece's default spacing, and its
 # defaults (the nmt_nfkc character map; without byte fallback, a run of characters without a
@@ -23,11 +24,16 @@ READ = {
     "defaults": dict(normalization_rule_name="nmt_nfkc", byte_fallback=False),
     "nmt_nfkc-byte-fallback": dict(normalization_rule_name="nmt_nfkc"),
     "no-byte-fallback": dict(byte_fallback=False, add_dummy_prefix=False),
+    # user-defined pieces (the trainer's user_defined_symbols; Gemma's models have them): ones
+    # the text has often ("ab"), a longer one beside a shorter, ones the character map would
+    # change (U+3000 is a space to nmt_nfkc, fullwidth ｘ an x), with spaces and with ▁
+    "user-defined": dict(normalization_rule_name="nmt_nfkc", user_defined_symbols=USER_DEFINED),
+    "user-defined-no-dummy-prefix": dict(add_dummy_prefix=False, remove_extra_whitespaces=False,
+                                         user_defined_symbols=USER_DEFINED),
 }
 # and of the ones it refuses, with what it says
 REFUSED = {
     "unigram": (dict(model_type="unigram"), "a SentencePiece Unigram model; fastbpe reads BPE models"),
-    "user-defined": (dict(user_defined_symbols=["<tool>"]), r"user-defined pieces \(such as '<tool>'\)"),
 }
 ODD_TEXTS = ["", " ", "   ", " leading", "trailing  ", "two  spaces", "\t\n\r\n", "😀 𝔘 ꙮ missing characters",
              "▁ the marker", "▁", " ▁ ", "<s>control</s> [INST] text", "<unk>", "1234567 digits", "a\u0301",
@@ -78,7 +84,8 @@ def test_ids_and_decoding_are_sentencepiece_s(pair, rows):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.lists(st.sampled_from(list("ab é中कا😀𝔘 \t\n\r▁<>s/\u3000") + ["  ", "<s>"]), max_size=30).map("".join))
+@given(text=st.lists(st.sampled_from(list("ab é中कا😀𝔘 \t\n\r▁<>s/\u3000ｘ") + ["  ", "<s>", "<tool>", "＜tool＞"]),
+                     max_size=30).map("".join))
 def test_generated_text_encodes_as_sentencepiece(pair, text):
     processor, tok, _ = pair
     assert tok.encode_ordinary(text) == processor.encode(text)
@@ -100,11 +107,13 @@ def test_a_batch_is_sentencepiece_s_ids_of_each_text(pair, rows):
 @given(text=st.text(max_size=30), surrogate=st.sampled_from(["", "\ud800", "\udfff"]))
 def test_the_one_call_path_is_the_general_one(pair, text, surrogate):
     """encode's one compiled call (BPECore.encode_chars: symbols, merges, the fallback's UTF-8
-    bytes of 1 to 4 bytes and of lone surrogates) gives what the general path gives."""
+    bytes of 1 to 4 bytes and of lone surrogates) gives what the general path gives (which
+    splits out user-defined pieces)."""
     _, tok, _ = pair
     text += surrogate
-    assert tok.encode_ordinary(text) == tok._ordinary_ids(text).tolist()
-    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == tok._ordinary_ids(text).tolist()
+    general = tok._encode_with_sets(text, *tok._ordinary_sets()).tolist()
+    assert tok.encode_ordinary(text) == general
+    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == general
 
 
 def test_the_one_call_checks_its_tables(pair):
@@ -117,6 +126,13 @@ def test_the_one_call_checks_its_tables(pair):
     with pytest.raises(ValueError, match="256 entries, or none"):
         core.encode_chars("a", tok._char_ids(), np.zeros(3, np.int32), state)
     assert core.encode_chars("😀", tok._char_ids(), np.zeros(0, np.int32), state) is None  # (no fallback)
+    # frozen spans (a user-defined piece's characters as its one id) in order, apart, in the text
+    for frozen in ([0, 1], [0, 2, 5, 1, 3, 5], [1, 1, 5], [0, 9, 5], [0, 1, len(tok.token_bytes)], [0, 1, -1]):
+        with pytest.raises(ValueError, match="frozen"):
+            core.encode_chars("abcd", tok._char_ids(), np.zeros(0, np.int32), state, frozen=np.array(frozen))
+    unfrozen = core.encode_chars("abcd", tok._char_ids(), np.zeros(0, np.int32), state, frozen=np.zeros(0, np.int64))
+    assert unfrozen is None or unfrozen.tolist() == core.encode_chars("abcd", tok._char_ids(), np.zeros(0, np.int32),
+                                                                      state).tolist()
 
 
 def test_every_file_format_keeps_the_ids(pair, rows, tmp_path):
@@ -128,7 +144,10 @@ def test_every_file_format_keeps_the_ids(pair, rows, tmp_path):
     tok.save(tmp_path / "native.json")
     loaded = [fastbpe.load(tmp_path / "native.json"), fastbpe.Tokenizer.from_sentencepiece(path)]
     hf = None
-    if tok.normalizer[0]["precompiled_charsmap"]:  # (tokenizers applies the map otherwise: refused)
+    if "user_defined_symbols" in tok.normalizer[0]:  # (tokenizers finds added tokens before normalising)
+        with pytest.raises(ValueError, match="user-defined piece"):
+            tok.to_huggingface(tmp_path / "tokenizer.json")
+    elif tok.normalizer[0]["precompiled_charsmap"]:  # (tokenizers applies the map otherwise: refused)
         with pytest.raises(ValueError, match="a character map cannot be written to tokenizer.json"):
             tok.to_huggingface(tmp_path / "tokenizer.json")
     else:
@@ -157,7 +176,7 @@ def test_trace_of_a_word_is_the_encoder_s(pair):
     from fastbpe.analysis.trace import trace_word
 
     processor, tok, _ = pair
-    for word in ["hello world", "😀 𝔘 missing", "  two  spaces ", "12345"]:
+    for word in ["hello world", "😀 𝔘 missing", "  two  spaces ", "12345", "about <tool>ab s/abé ＜tool＞"]:
         chunks = trace_word(tok, word)
         assert [i for chunk in chunks for i in chunk["ids"]] == processor.encode(word), word
     assert any(chunk["steps"] for chunk in trace_word(tok, "hello world"))
@@ -240,3 +259,33 @@ def test_the_protobuf_reader_on_a_hand_made_model():
         sentencepiece_format.read_pieces(data[:5], "m")
     with pytest.raises(ValueError, match="wire type 7"):
         sentencepiece_format.read_pieces(b"\x0f", "m")
+
+
+@pytest.mark.parametrize("name", ["user-defined", "user-defined-no-dummy-prefix"])
+def test_user_defined_pieces_are_found_in_the_normalised_text_and_never_merged(models, name, tmp_path):
+    """A user-defined piece is SentencePiece's: kept as it is by the character map where one
+    begins (ｘ< stays, \\u3000< is not a space), found in the normalised text, the longest
+    first (＜tool＞ becomes <tool> under nmt_nfkc), in every call, never merged with its
+    neighbours, and never one with a space in it (the normalised text has ▁ there). encode,
+    the batch calls, encode_files and a trace give SentencePiece's ids; the file keeps them."""
+    import numpy as np
+
+    processor, tok = spm.SentencePieceProcessor(model_file=models[name]), fastbpe.load(models[name])
+    texts = ["ｘ<ｘ< \u3000<x", "＜tool＞ <tool></tool>", "abé abc ab", "s/s//", " ▁<  a b ", "x<>ab</tool>", "中क中कab"]
+    for text in texts:
+        ids = processor.encode(text)
+        assert tok.encode(text) == tok.encode_ordinary(text) == tok.encode(text, disallowed_special=()) == ids, text
+        assert tok.encode_to_numpy(text).tolist() == ids
+    ids = processor.encode("abé")
+    assert ids == [processor.piece_to_id("abé")] if name == "user-defined-no-dummy-prefix" else ids[-1:] == \
+        [processor.piece_to_id("abé")]
+    assert tok.encode_ordinary_batch(texts * 30, num_threads=2) == [processor.encode(t) for t in texts * 30]
+    tok.save(tmp_path / "native.json")
+    assert [fastbpe.load(tmp_path / "native.json").encode(t) for t in texts] == [processor.encode(t) for t in texts]
+    path = tmp_path / "docs.txt"
+    path.write_text("\n".join(texts), encoding="utf-8")
+    for documents, docs in (("line", texts), ("file", ["\n".join(texts)])):
+        out = tmp_path / documents
+        fastbpe.encode_files(tok, [path], out, documents=documents, separator=None, progress=False)
+        shards = sorted(out.glob("*.npy"))
+        assert np.concatenate([np.load(f) for f in shards]).tolist() == [i for d in docs for i in processor.encode(d)]
