@@ -481,7 +481,7 @@ class Tokenizer:
         state = dict(self.__dict__)
         for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter",
                     "_marked_ids_cache", "_plain_cache", "_char_ids_cache", "_whole_text_chunk",
-                    "_default_sets"):
+                    "_default_sets", "_in_normalized_cache"):
             state.pop(key, None)
         return state
 

@@ -268,6 +268,8 @@ def test_user_defined_pieces_are_found_in_the_normalised_text_and_never_merged(m
     first (＜tool＞ becomes <tool> under nmt_nfkc), in every call, never merged with its
     neighbours, and never one with a space in it (the normalised text has ▁ there). encode,
     the batch calls, encode_files and a trace give SentencePiece's ids; the file keeps them."""
+    import pickle
+
     import numpy as np
 
     processor, tok = spm.SentencePieceProcessor(model_file=models[name]), fastbpe.load(models[name])
@@ -282,6 +284,7 @@ def test_user_defined_pieces_are_found_in_the_normalised_text_and_never_merged(m
     assert tok.encode_ordinary_batch(texts * 30, num_threads=2) == [processor.encode(t) for t in texts * 30]
     tok.save(tmp_path / "native.json")
     assert [fastbpe.load(tmp_path / "native.json").encode(t) for t in texts] == [processor.encode(t) for t in texts]
+    assert [pickle.loads(pickle.dumps(tok)).encode(t) for t in texts] == [processor.encode(t) for t in texts]
     path = tmp_path / "docs.txt"
     path.write_text("\n".join(texts), encoding="utf-8")
     for documents, docs in (("line", texts), ("file", ["\n".join(texts)])):
