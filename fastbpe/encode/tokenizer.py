@@ -114,14 +114,18 @@ class _InNormalized(NamedTuple):
     search: Optional["regex.Pattern"]
     ids: Dict[str, int]
 
+    def matches(self, text: str) -> Iterator[Tuple[int, int, int]]:
+        """``(start, end, id)`` of each token in ``text``, leftmost-longest (``search`` is not None)."""
+        ids = self.ids
+        for match in self.search.finditer(text):
+            yield match.start(), match.end(), ids[match.group()]
+
     def spans(self, text: str) -> Optional[np.ndarray]:
-        """``(start, end, id)`` of each token in ``text``, leftmost-longest, flattened (int64),
-        the ``frozen`` spans of ``BPECore.encode_chars``; None where an option decides."""
+        """:meth:`matches` flattened (int64): the ``frozen`` spans of ``BPECore.encode_chars``;
+        None where an option decides."""
         if self.search is None:
             return None
-        ids = self.ids
-        return np.array([x for match in self.search.finditer(text) for x in (*match.span(), ids[match.group()])],
-                        dtype=np.int64)
+        return np.array([x for span in self.matches(text) for x in span], dtype=np.int64)
 
 
 class Tokenizer:
@@ -642,7 +646,7 @@ class Tokenizer:
             kept = np.ones(len(symbols), dtype=bool)
             for k in cut:
                 base = int(ends[k - 1]) if k else 0
-                for start, end, token in in_normalized.spans(normalized[k]).reshape(-1, 3).tolist():
+                for start, end, token in in_normalized.matches(normalized[k]):
                     symbols[base + start] = token
                     kept[base + start + 1:base + end] = False
             removed = np.zeros(len(symbols) + 1, dtype=np.int64)
