@@ -76,8 +76,8 @@ cdef class SentencePieceNormalizer:
         cdef string out
         cdef bint ok
         with nogil:
-            ok = sentencepiece_normalize(self.view, self.kept, s, n, self.add_dummy_prefix, self.remove_extra_whitespaces,
-                                         out)
+            ok = sentencepiece_normalize(self.view, self.kept, s, n, self.add_dummy_prefix,
+                                         self.remove_extra_whitespaces, out)
         if not ok:
             raise ValueError("the precompiled charsmap is damaged: a rule names no replacement")
         try:

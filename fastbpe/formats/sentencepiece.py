@@ -23,12 +23,13 @@ SentencePiece's: the normaliser leaves each as it is written where one begins, a
 in the normalised text (the longest at each position) and never merged, in every text.
 
 What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
-the trainer's default type), unused pieces, and whitespace as a suffix. Decoding differs from SentencePiece's in two places: ``<unk>``
-decodes as its name (as in ``tokenizers``; SentencePiece writes `` ⁇ ``), and with
-``remove_extra_whitespaces`` a text that began with ``▁`` itself (SentencePiece drops every
-``▁`` the first pieces begin with). A model with a character map cannot be written as a
-``tokenizer.json``: ``tokenizers``' ``Precompiled`` applies the map a grapheme at a time, which
-differs from SentencePiece on some sequences.
+the trainer's default type), unused pieces, and whitespace as a suffix. Decoding differs from
+SentencePiece's in two places: ``<unk>`` decodes as its name (as in ``tokenizers``;
+SentencePiece writes `` ⁇ ``), and with ``remove_extra_whitespaces`` a text that began with
+``▁`` itself (SentencePiece drops every ``▁`` the first pieces begin with). A model with a
+character map, or with user-defined pieces, cannot be written as a ``tokenizer.json``:
+``tokenizers``' ``Precompiled`` applies the map a grapheme at a time, which differs from
+SentencePiece on some sequences, and finds added tokens before normalising.
 """
 import base64
 import os
@@ -216,9 +217,8 @@ def read(path: PathLike) -> dict:
         if seen.setdefault(text, i) != i:
             raise ValueError(f"{source}: piece {text!r} is there twice (ids {seen[text]} and {i})")
     # SentencePiece's normaliser, compiled (normalizer.cc, read as fastbpe.reference.normalize
-    # specifies it): the character map (none: the identity), spaces as ▁ and its two options (the
-    # specials and user-defined pieces below); the normaliser copies a user-defined piece as it is
-    # where one begins
+    # specifies it): the character map (none: the identity), spaces as ▁, its two options, and the
+    # user-defined pieces, each copied as it is where one begins
     user_defined = [text for text, _, kind in pieces if kind == USER_DEFINED]
     step = {"type": "SentencePiece", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii"),
             "add_dummy_prefix": bool(normalizer.get(_NORM_DUMMY_PREFIX, 1)),
