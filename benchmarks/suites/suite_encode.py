@@ -155,6 +155,46 @@ class EncodeCharacterLevel:
             self.tok.encode_ordinary(line)
 
 
+class EncodeUserDefinedPieces:
+    """SentencePiece's layout with user-defined pieces that most lines hold (``the``, ``ab``,
+    ``<mask>``: found in the normalised text, never merged), ``pieces="user-defined"``, against
+    the same tokenizer without them, ``pieces="none"``: the lines of 1 MB of generated text, by
+    ``encode_ordinary_batch`` on one thread and by a loop of ``encode_ordinary`` (once the
+    option exists)."""
+
+    params = (["none", "user-defined"],)
+    param_names = ["pieces"]
+
+    def setup(self, pieces):
+        fastbpe = fastbpe_module()
+        kept = ["the", "ab", "<mask>"]
+        try:
+            options = {name: {"always": True, "user_defined": True} for name in kept}
+            fastbpe.Tokenizer([b"a"], [], unit="chars", special_tokens={"<mask>": 1}, special_token_options={
+                "<mask>": options["<mask>"]})
+        except (TypeError, ValueError):
+            skip("SentencePiece's user-defined pieces are not in this commit")
+        step = {"type": "SentencePiece", "precompiled_charsmap": "", "add_dummy_prefix": True,
+                "remove_extra_whitespaces": True, **({"user_defined_symbols": kept} if pieces != "none" else {})}
+        normalize = require("encode.normalizers.Normalizer")([step])
+        self.lines = corpus_text("generated", "1MB").split("\n")
+        base = fastbpe.train(iter([normalize(line) for line in self.lines]), 8192, unit="chars",
+                             pattern=r"(?s:.+)", min_frequency=2, progress=False, workers=1)
+        n = len(base.token_bytes)
+        self.tok = fastbpe.Tokenizer(list(base.token_bytes) + [b""] * len(kept), base.merge_ids, unit="chars",
+                                     pattern=r"(?s:.+)", merge_rule="pair", normalizer=[step],
+                                     special_tokens={name: n + k for k, name in enumerate(kept)},
+                                     special_token_options=options if pieces != "none" else None)
+        self.tok.encode_ordinary_batch(self.lines[:10], num_threads=1)
+
+    def time_encode_ordinary_batch(self, pieces):
+        self.tok.encode_ordinary_batch(self.lines, num_threads=1)
+
+    def time_encode_ordinary_loop(self, pieces):
+        for line in self.lines:
+            self.tok.encode_ordinary(line)
+
+
 class NormalizeSentencePiece:
     """SentencePiece's normaliser (its whitespace rules, no character map: the walk still runs)
     on the lines of 1 MB of generated text, ``impl="fast"`` compiled and ``impl="reference"``
