@@ -41,7 +41,8 @@ import numpy as np
 
 from ._core.split import document_spans, find_newlines
 from .arguments import check_workers
-from .corpus.cut import CheckedRule, CutOutsideTokens, cut_segments, file_cut_at_or_after, find_checked_cut, normalize_stream
+from .corpus.cut import (CheckedRule, CutOutsideTokens, cut_segments, file_cut_at_or_after, find_checked_cut,
+                         normalize_stream)
 from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
 from .encode.batch import _fused_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
@@ -1110,8 +1111,8 @@ def encode_files(
     ``documents``: what a document is: a ``"file"``, a ``"blank-line"``-separated block, or a
     ``"line"`` (a line ends at ``\\n`` or ``\\r\\n``, which is no part of it). ``separator``: the special token put between documents (``None`` for none; a
     token the tokenizer lacks is a ValueError). Literal special-token text inside documents is
-    encoded as ordinary text (``encode_ordinary``: a token matched always gets its id). ``block_size``: bytes per block (default 4 MiB; ``block_chars`` is
-    its former name). ``resume``: continue a previous run with the same inputs and options
+    encoded as ordinary text (``encode_ordinary``: a token matched always gets its id).
+    ``block_size``: bytes per block (default 4 MiB; ``block_chars`` is its former name). ``resume``: continue a previous run with the same inputs and options
     (otherwise a non-empty ``out_dir`` with a manifest is an error). Invalid UTF-8 raises
     :class:`~fastbpe.corpus.files.CorpusDecodeError` naming the file and the byte offset.
 

@@ -362,7 +362,7 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
     # (a character-level tokenizer whose text is one chunk: one compiled call a group, too)
     one_chunk = not fused and tok._text_is_one_chunk()
     names = allowed | disallowed
-    in_normalized = tok._in_normalized() if one_chunk and tok.normalize else None
+    in_normalized = tok._in_normalized() if one_chunk else None
     if in_normalized is not None:  # (_one_chunk_texts finds these in the normalised texts)
         names -= in_normalized.names
 

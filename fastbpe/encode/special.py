@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # (imported where a found special token or an option needs it
 
 __all__ = ["SpecialTokens", "special_ids", "check_special_name", "allowed_and_disallowed", "check_disallowed",
            "split_on_specials", "OPTION_NAMES", "ALWAYS", "USER_DEFINED", "special_token_options",
-           "AddedTokenSplitter", "alternation"]
+           "AddedTokenSplitter", "alternation", "found_in_normalized", "normalized_text"]
 
 Allowed = Union[str, AbstractSet[str]]
 Disallowed = Union[str, Collection[str]]
@@ -182,6 +182,18 @@ OPTION_NAMES = ("single_word", "lstrip", "rstrip", "normalized")
 # ``normalized`` token is
 ALWAYS = "always"
 USER_DEFINED = "user_defined"
+
+
+def found_in_normalized(flags: Mapping[str, bool]) -> bool:
+    """Whether a token with these options is found in the normalised text (``normalized``, or
+    a SentencePiece user-defined piece), not in the text as given."""
+    return bool(flags.get("normalized") or flags.get(USER_DEFINED))
+
+
+def normalized_text(name: str, flags: Mapping[str, bool], normalize: Callable[[str], str]) -> str:
+    """The text by which a token :func:`found_in_normalized` is found there: a Hugging Face
+    ``normalized`` token's own text normalised, a user-defined piece's as it is written."""
+    return name if flags.get(USER_DEFINED) else normalize(name)
 
 @functools.lru_cache(maxsize=None)
 def _added_token_classes():
@@ -396,7 +408,7 @@ class AddedTokenSplitter:
         by_text: Dict[str, tuple] = {}
         for name in names:
             flags = self.options.get(name, {})
-            text = self.normalize(name) if normalized and not flags.get(USER_DEFINED) else name
+            text = normalized_text(name, flags, self.normalize) if normalized else name
             if not text:
                 raise ValueError(f"the special token {name!r:.60} is normalized to nothing, so it never matches")
             if text in by_text:
@@ -409,7 +421,7 @@ class AddedTokenSplitter:
     def _matchers_for(self, allowed: frozenset) -> tuple:
         found = self._matchers.get(allowed)
         if found is None:
-            in_normalized = {n for n in allowed if {"normalized", USER_DEFINED} & set(self.options.get(n, {}))}
+            in_normalized = {n for n in allowed if found_in_normalized(self.options.get(n, {}))}
             as_given = [n for n in sorted(allowed) if n not in in_normalized]
             normalized = sorted(in_normalized)
             found = self._matchers[allowed] = (self._matcher(as_given, False), self._matcher(normalized, True))

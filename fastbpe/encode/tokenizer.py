@@ -636,7 +636,7 @@ class Tokenizer:
         ``failed``: the texts with a character outside the vocabulary (no byte fallback:
         encode's own path names it), or with such tokens that an option decides (one that
         looks around a match: the added-token splitter's)."""
-        in_normalized = self._in_normalized() if self.normalize else None
+        in_normalized = self._in_normalized()
         held = in_normalized.finder.holding(normalized, 0, -1).tolist() if in_normalized is not None else []
         cut = held if held and in_normalized.search is not None else []
         failed = [] if cut else held
@@ -665,17 +665,18 @@ class Tokenizer:
     def _in_normalized(self) -> Optional["_InNormalized"]:
         """How the tokens matched always in the normalised text (a SentencePiece user-defined
         piece, by its own text; a Hugging Face ``normalized`` token, by its text normalised) are
-        found there, None without such tokens. A text whose normalised form holds none of them
-        needs no splitting there, whatever it held before it."""
+        found there, None without such tokens (or without a normaliser: the text as given is the
+        normalised text). A text whose normalised form holds none of them needs no splitting
+        there, whatever it held before it."""
         found = self.__dict__.get("_in_normalized_cache", False)
         if found is False:
             found = None
             flags_of = self.specials.options
-            names = [name for name, flags in flags_of.items() if flags.get(special.ALWAYS)
-                     and (flags.get("normalized") or flags.get(special.USER_DEFINED))]
+            names = [name for name, flags in flags_of.items()
+                     if flags.get(special.ALWAYS) and special.found_in_normalized(flags)] if self.normalize else []
             if names:
-                by_text = {name if flags_of[name].get(special.USER_DEFINED) else self.normalize(name):
-                           self.special_tokens[name] for name in names}
+                by_text = {special.normalized_text(name, flags_of[name], self.normalize): self.special_tokens[name]
+                           for name in names}
                 ids = np.fromiter(by_text.values(), dtype=np.int64, count=len(by_text))
                 # A token's id stands for it among the symbols only where it never merges: merges
                 # are pairs of ids (not ranks of concatenated bytes), none of them names it, and
@@ -773,16 +774,15 @@ class Tokenizer:
             scanner = self.splitter.fused_scanner()
             simple = (scanner is not None and self._reads_bytes and not self.normalize
                       and not self.splitter.prefix_space)
-            finders = tuple(special.name_finder(names) if names else None
+            # (tokens found in the normalised text are looked for there, by the one-chunk path;
+            # the simple path has no normaliser, so none)
+            in_normalized = self._in_normalized()
+            later = in_normalized.names if in_normalized is not None else frozenset()
+            finders = tuple(special.name_finder(names - later) if names - later else None
                             for names in (self.specials.always, frozenset(self.special_tokens)))
             if simple:
                 plain = (self._core(), scanner, finders)
             elif self._text_is_one_chunk():
-                in_normalized = self._in_normalized() if self.normalize else None
-                if in_normalized is not None:  # (looked for in the normalised text, not in the text as given)
-                    finders = tuple(special.name_finder(names - in_normalized.names)
-                                    if names - in_normalized.names else None
-                                    for names in (self.specials.always, frozenset(self.special_tokens)))
                 byte_ids = self._byte_token_ids() if self.byte_fallback else np.zeros(0, dtype=np.int32)
                 unk_id = self._unk_id() if self.unk_token is not None else -1
                 plain = (self._core(), None, finders, self.normalize or None, self._char_ids(), byte_ids, unk_id,
@@ -995,7 +995,8 @@ class Tokenizer:
             if name is not None:
                 out.append(name)
             elif piece:
-                out.extend(self._piece(i) for i in self._ordinary_ids(piece, strict=False, normalized=normalized).tolist())
+                ids = self._ordinary_ids(piece, strict=False, normalized=normalized)
+                out.extend(self._piece(i) for i in ids.tolist())
         return out
 
     # ---- decoding ---------------------------------------------------------------------------

@@ -273,7 +273,8 @@ def test_user_defined_pieces_are_found_in_the_normalised_text_and_never_merged(m
     import numpy as np
 
     processor, tok = spm.SentencePieceProcessor(model_file=models[name]), fastbpe.load(models[name])
-    texts = ["ｘ<ｘ< \u3000<x", "＜tool＞ <tool></tool>", "abé abc ab", "s/s//", " ▁<  a b ", "x<>ab</tool>", "中क中कab"]
+    texts = ["ｘ<ｘ< \u3000<x", "＜tool＞ <tool></tool>", "abé abc ab", "s/s//", " ▁<  a b ", "x<>ab</tool>",
+             "中क中कab"]
     for text in texts:
         ids = processor.encode(text)
         assert tok.encode(text) == tok.encode_ordinary(text) == tok.encode(text, disallowed_special=()) == ids, text
