@@ -11,7 +11,8 @@ import re
 import time
 
 from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, input_size,
-                     language_text, parallel_rows, regex_pattern, require, skip, tiktoken_encoding, tiktoken_file)
+                     language_text, parallel_rows, regex_pattern, require, sentencepiece_model_file, skip,
+                     tiktoken_encoding, tiktoken_file)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -634,6 +635,42 @@ class LoadOwnFile:
 
     def time_load(self, file):
         self.load(self.path)
+
+
+class LoadSentencePieceModel:
+    """Loading a SentencePiece BPE ``.model`` file of 32,000 pieces (Llama 2's size and layout,
+    written by :func:`sentencepiece_model_file`): ``fastbpe.load`` against sentencepiece's
+    ``SentencePieceProcessor`` (``impl="peer"``, when installed). Setup checks that both give
+    the same ids."""
+
+    params = (["fast", "peer"],)
+    param_names = ["impl"]
+    timeout = 120
+
+    def setup(self, impl):
+        path = str(sentencepiece_model_file())
+        fastbpe = fastbpe_module()
+        try:
+            tok = fastbpe.load(path)
+        except ValueError as exc:
+            skip(f"this commit does not read SentencePiece models ({exc})")
+        try:
+            import sentencepiece
+        except ImportError:
+            if impl == "peer":
+                skip("sentencepiece is not installed")
+        else:
+            text = corpus_text("generated", "10KB")
+            processor = sentencepiece.SentencePieceProcessor(model_file=path)
+            if tok.encode_ordinary(text) != processor.encode(text):
+                raise AssertionError("fastbpe's ids differ from sentencepiece's")
+        if impl == "fast":
+            self.load = lambda: fastbpe.load(path)
+        else:
+            self.load = lambda: sentencepiece.SentencePieceProcessor(model_file=path)
+
+    def time_load(self, impl):
+        self.load()
 
 
 class DecodeOpenAI:

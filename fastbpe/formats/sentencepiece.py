@@ -35,17 +35,17 @@ import base64
 import os
 import struct
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, NamedTuple, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import two_piece_splits
+from .._core.encode import read_model_pieces, two_piece_splits
 from ..encode.markers import Markers
 from ..encode.normalizers import Normalizer
 from ..encode.special import ALWAYS, USER_DEFINED as USER_DEFINED_OPTION
 from ..split.splitter import WHOLE_PIECE, Splitter
 
-__all__ = ["read", "read_pieces"]
+__all__ = ["read", "read_pieces", "read_pieces_by_field", "Pieces"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -60,15 +60,19 @@ _NORM_CHARSMAP, _NORM_DUMMY_PREFIX, _NORM_EXTRA_WHITESPACES, _NORM_ESCAPE_WHITES
 SPACE = "\u2581"  # ▁, what SentencePiece writes for a space
 
 
+_MASK64 = (1 << 64) - 1
+
+
 def _varint(data: bytes, at: int, source: str) -> Tuple[int, int]:
-    """The varint at ``data[at]`` and where it ends."""
+    """The varint at ``data[at]`` (at most 10 bytes, kept to 64 bits as protobuf keeps it) and
+    where it ends."""
     value = shift = 0
     while at < len(data) and shift < 70:
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return value, at
+            return value & _MASK64, at
         shift += 7
     raise ValueError(f"{source}: not a SentencePiece model (a protobuf number runs past its end)")
 
@@ -104,90 +108,94 @@ def _fields(data: bytes, source: str) -> Iterator[Tuple[int, int, Union[int, byt
 _SCORE = struct.Struct("<f")
 
 
-def _plain_piece(data: bytes, at: int) -> Optional[Tuple[str, float, int, int]]:
-    """``(text, score, type, end)`` of the piece at ``data[at]`` when it is written as
-    SentencePiece writes nearly all of them (sizes below 128; its text, then a score, then a
-    type, each of the two left out at its default), read without the general loop (a 32k model
-    in 0.1 s was two thirds of its load); None for anything else, which the general loop reads.
+class Pieces(NamedTuple):
+    """A model's pieces in id order: each one's text (UTF-8, not empty), score and type."""
+    texts: List[bytes]
+    scores: np.ndarray  # float64 (float32 in the file)
+    kinds: np.ndarray  # uint64: NORMAL, UNKNOWN, ...
 
-    >>> _plain_piece(b"\\x0a\\x08\\x0a\\x01a\\x15\\x00\\x00\\x80\\xbf", 0)
-    ('a', -1.0, 1, 10)
+
+def read_pieces_by_field(data: bytes, source: str) -> Tuple[Pieces, List[Tuple[int, bytes]]]:
+    """The pieces of a model's bytes and its specs (``(field number, message bytes)`` of each
+    trainer and normalizer spec, in file order), read field by field: the specification of the
+    compiled reader (``fastbpe/_core/model_proto.h``), and what says where a damaged file
+    breaks.
+
+    >>> pieces, specs = read_pieces_by_field(b"\\x0a\\x08\\x0a\\x01a\\x15\\x00\\x00\\x80\\xbf\\x12\\x02\\x18\\x02", "m")
+    >>> pieces.texts, pieces.scores.tolist(), pieces.kinds.tolist(), specs
+    ([b'a'], [-1.0], [1], [(2, b'\\x18\\x02')])
     """
-    if at + 4 > len(data) or data[at] != 0x0A or data[at + 1] >= 0x80 or data[at + 2] != 0x0A:
-        return None
-    end, text_end = at + 2 + data[at + 1], at + 4 + data[at + 3]
-    if data[at + 3] == 0 or data[at + 3] >= 0x80 or text_end > end or end > len(data):
-        return None
-    score, kind, rest = 0.0, NORMAL, text_end
-    if rest + 5 <= end and data[rest] == 0x15:
-        score, rest = _SCORE.unpack_from(data, rest + 1)[0], rest + 5
-    if rest + 2 <= end and data[rest] == 0x18 and data[rest + 1] < 0x80:
-        kind, rest = data[rest + 1], rest + 2
-    if rest != end:
-        return None
-    try:
-        return data[at + 4:text_end].decode("utf-8"), score, kind, end
-    except UnicodeDecodeError:
-        return None  # (the general loop says which piece)
-
-
-def read_pieces(data: bytes, source: str) -> Tuple[List[Tuple[str, float, int]], Dict[int, object],
-                                                    Dict[int, object]]:
-    """``(pieces, trainer_spec, normalizer_spec)`` of a model's bytes: each piece as ``(text,
-    score, type)`` in id order, each spec as ``{field number: value}`` (the last of a repeated
-    field).
-
-    >>> read_pieces(b"\\x0a\\x08\\x0a\\x01a\\x15\\x00\\x00\\x80\\xbf\\x12\\x02\\x18\\x02", "m")
-    ([('a', -1.0, 1)], {3: 2}, {})
-    """
-    pieces: List[Tuple[str, float, int]] = []
-    trainer: Dict[int, object] = {}
-    normalizer: Dict[int, object] = {}
-    at = 0
-    while at < len(data):
-        plain = _plain_piece(data, at)
-        if plain is not None:
-            pieces.append(plain[:3])
-            at = plain[3]
-            continue
-        number, wire, value, at = _field(data, at, source)
+    texts: List[bytes] = []
+    scores: List[float] = []
+    kinds: List[int] = []
+    specs: List[Tuple[int, bytes]] = []
+    for number, wire, value in _fields(data, source):
         if wire != 2:
             continue
         if number == _MODEL_PIECES:
-            text, score, kind = None, 0.0, NORMAL
+            text, score, kind = b"", 0.0, NORMAL
             for field, field_wire, field_value in _fields(value, source):
                 if field == _PIECE_TEXT and field_wire == 2:
                     try:
-                        text = field_value.decode("utf-8")
+                        field_value.decode("utf-8")
                     except UnicodeDecodeError:
-                        raise ValueError(f"{source}: piece {len(pieces)} is not UTF-8") from None
+                        raise ValueError(f"{source}: piece {len(texts)} is not UTF-8") from None
+                    text = field_value
                 elif field == _PIECE_SCORE and field_wire == 5:
                     score = _SCORE.unpack(field_value)[0]
                 elif field == _PIECE_TYPE and field_wire == 0:
                     kind = field_value
             if not text:
-                raise ValueError(f"{source}: piece {len(pieces)} has no text")
-            pieces.append((text, score, kind))
+                raise ValueError(f"{source}: piece {len(texts)} has no text")
+            texts.append(text)
+            scores.append(score)
+            kinds.append(kind)
         elif number in (_MODEL_TRAINER, _MODEL_NORMALIZER):
-            spec = trainer if number == _MODEL_TRAINER else normalizer
-            spec.update((field, field_value) for field, _, field_value in _fields(value, source))
+            specs.append((number, value))
+    return Pieces(texts, np.array(scores, dtype=np.float64), np.array(kinds, dtype=np.uint64)), specs
+
+
+def read_pieces(data: bytes, source: str) -> Tuple[Pieces, Dict[int, object], Dict[int, object]]:
+    """``(pieces, trainer_spec, normalizer_spec)`` of a model's bytes, each spec as ``{field
+    number: value}`` (the last of a repeated field). The pieces are read compiled
+    (``read_model_pieces``: in Python, a 32k model's pieces took 0.1 s); a damaged file is read
+    again field by field, which says where it breaks.
+
+    >>> pieces, trainer, normalizer = read_pieces(b"\\x0a\\x08\\x0a\\x01a\\x15\\x00\\x00\\x80\\xbf\\x12\\x02\\x18\\x02", "m")
+    >>> pieces.texts, trainer, normalizer
+    ([b'a'], {3: 2}, {})
+    """
+    read = read_model_pieces(data)
+    if read is None:
+        pieces, specs = read_pieces_by_field(data, source)  # (raises: the compiled reader refuses what it refuses)
+    else:
+        pieces, specs = Pieces(*read[:3]), [(number, data[begin:end]) for number, begin, end in read[3]]
+    trainer: Dict[int, object] = {}
+    normalizer: Dict[int, object] = {}
+    for number, message in specs:
+        spec = trainer if number == _MODEL_TRAINER else normalizer
+        spec.update((field, field_value) for field, _, field_value in _fields(message, source))
     return pieces, trainer, normalizer
 
 
-def _merges(pieces: List[Tuple[str, float, int]]) -> np.ndarray:
+def _merges(pieces: Pieces) -> np.ndarray:
     """Every way a normal piece is two normal pieces, as ``(left id, right id)`` rows ranked by
     the score of the piece (the highest first; one piece's ways by their ids, as the
     ``tokenizers`` conversion ranks them: two of them never compete for the same characters).
     The splits are found compiled (:func:`fastbpe.reference.encode.two_piece_splits` specifies
     them; in Python they took 0.07 s of a 32k model's 0.12 s load).
 
-    >>> _merges([("a", 0.0, NORMAL), ("b", 0.0, NORMAL), ("ab", -1.0, NORMAL), ("abb", -2.0, NORMAL)]).tolist()
+    >>> _merges(Pieces([b"a", b"b", b"ab", b"abb"], np.array([0.0, 0.0, -1.0, -2.0]), np.ones(4, np.uint64))).tolist()
     [[0, 1], [2, 1]]
     """
-    made, left, right = two_piece_splits([text.encode("utf-8") for text, _, _ in pieces],
-                                         [kind == NORMAL for _, _, kind in pieces])
-    scores = np.array([score for _, score, _ in pieces], dtype=np.float64)
-    order = np.lexsort((right, left, made, -scores[made]))  # (the last key sorts first)
+    made, left, right = two_piece_splits(pieces.texts, pieces.kinds == NORMAL)
+    # ranked by (score, highest first; made; left): one sort of one int64 key, the piece's place
+    # in score order above the left id (a piece's ways have distinct left pieces, so the key is
+    # unique; a lexsort of the four columns took 15 ms of a 32k model's load)
+    by_score = np.argsort(-pieces.scores, kind="stable")
+    place = np.empty(len(by_score), dtype=np.int64)
+    place[by_score] = np.arange(len(by_score))
+    order = np.argsort(place[made] << 32 | left.astype(np.int64))
     return np.stack([left[order], right[order]], axis=1).astype(np.int64).reshape(-1, 2)
 
 
@@ -196,7 +204,8 @@ def read(path: PathLike) -> dict:
     docstring says which models and how they encode)."""
     source = os.fspath(path)
     pieces, trainer, normalizer = read_pieces(Path(path).read_bytes(), source)
-    if not pieces:
+    texts, kinds = pieces.texts, pieces.kinds
+    if not texts:
         raise ValueError(f"{source}: not a SentencePiece model (it has no pieces)")
     model_type = trainer.get(_TRAINER_MODEL_TYPE, 1)
     if model_type != 2:
@@ -209,17 +218,21 @@ def read(path: PathLike) -> dict:
         raise ValueError(f"{source}: not a SentencePiece model (its precompiled_charsmap is not bytes)")
     if not normalizer.get(_NORM_ESCAPE_WHITESPACES, 1):
         raise ValueError(f"{source}: escape_whitespaces=false is not supported")
-    unused = next((text for text, _, kind in pieces if kind == UNUSED), None)
-    if unused is not None:
-        raise ValueError(f"{source}: unused pieces (such as {unused!r}) are not supported")
-    seen: Dict[str, int] = {}
-    for i, (text, _, _) in enumerate(pieces):
-        if seen.setdefault(text, i) != i:
-            raise ValueError(f"{source}: piece {text!r} is there twice (ids {seen[text]} and {i})")
+    def of_kind(*wanted: int) -> List[int]:
+        return np.flatnonzero(np.isin(kinds, np.array(wanted, dtype=np.uint64))).tolist()
+
+    unused = of_kind(UNUSED)
+    if unused:
+        raise ValueError(f"{source}: unused pieces (such as {texts[unused[0]].decode()!r}) are not supported")
+    if len(set(texts)) != len(texts):
+        seen: Dict[bytes, int] = {}
+        repeated = next(i for i, text in enumerate(texts) if seen.setdefault(text, i) != i)
+        raise ValueError(f"{source}: piece {texts[repeated].decode()!r} is there twice (ids "
+                         f"{seen[texts[repeated]]} and {repeated})")
     # SentencePiece's normaliser, compiled (normalizer.cc, read as fastbpe.reference.normalize
     # specifies it): the character map (none: the identity), spaces as ▁, its two options, and the
     # user-defined pieces, each copied as it is where one begins
-    user_defined = [text for text, _, kind in pieces if kind == USER_DEFINED]
+    user_defined = [texts[i].decode() for i in of_kind(USER_DEFINED)]
     step = {"type": "SentencePiece", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii"),
             "add_dummy_prefix": bool(normalizer.get(_NORM_DUMMY_PREFIX, 1)),
             "remove_extra_whitespaces": bool(normalizer.get(_NORM_EXTRA_WHITESPACES, 1)),
@@ -234,11 +247,13 @@ def read(path: PathLike) -> dict:
     # unknown piece, one for each run of such characters (SentencePiece merges the run).
     # A user-defined piece is found as it is written in the normalised text, in every text
     # (bpe_model.cc freezes it: it never merges), so it is a special token matched always there.
-    specials = {text: i for i, (text, _, kind) in enumerate(pieces) if kind in (UNKNOWN, CONTROL, USER_DEFINED)}
+    specials = {texts[i].decode(): i for i in of_kind(UNKNOWN, CONTROL, USER_DEFINED)}
     options = {text: {ALWAYS: True, USER_DEFINED_OPTION: True} for text in user_defined}
-    tokens = [b"" if kind in (UNKNOWN, CONTROL, USER_DEFINED) else text.encode("utf-8") for text, _, kind in pieces]
+    tokens = list(texts)
+    for i in specials.values():
+        tokens[i] = b""
     byte_fallback = bool(trainer.get(_TRAINER_BYTE_FALLBACK, 0))
-    unknown = next((text for text, _, kind in pieces if kind == UNKNOWN), None)
+    unknown = next((texts[i].decode() for i in of_kind(UNKNOWN)), None)
     if not byte_fallback and unknown is None:
         raise ValueError(f"{source}: a model with neither byte fallback nor an unknown piece")
     return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials,

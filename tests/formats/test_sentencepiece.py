@@ -7,7 +7,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastbpe
-from fastbpe.formats import sentencepiece as sentencepiece_format
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece (test extra) trains and verifies the models")
 
@@ -249,16 +248,6 @@ def test_damaged_files_are_value_errors(models, tmp_path_factory, data):
         fastbpe.load(path).encode_ordinary(ODD_TEXTS[-5] + " the cat")
     except ValueError:
         pass
-
-
-def test_the_protobuf_reader_on_a_hand_made_model():
-    """One piece of text "a" and score -1, and a trainer spec of model_type 2 (BPE)."""
-    data = b"\x0a\x08\x0a\x01a\x15\x00\x00\x80\xbf" + b"\x12\x02\x18\x02"
-    assert sentencepiece_format.read_pieces(data, "m") == ([("a", -1.0, 1)], {3: 2}, {})
-    with pytest.raises(ValueError, match="runs past its end"):
-        sentencepiece_format.read_pieces(data[:5], "m")
-    with pytest.raises(ValueError, match="wire type 7"):
-        sentencepiece_format.read_pieces(b"\x0f", "m")
 
 
 @pytest.mark.parametrize("name", ["user-defined", "user-defined-no-dummy-prefix"])
