@@ -87,6 +87,23 @@ def test_unknown_characters_become_the_unk_token(fuse_unk):
         Tokenizer([bytes([b]) for b in range(256)], [], unk_token="<unk>")
 
 
+def test_each_character_s_id_is_its_one_character_token():
+    """The table a character-level tokenizer looks its text's characters up in: a token of one
+    character (of 1 to 4 UTF-8 bytes) at its code point, every other code point -1 - itself;
+    tokens of several characters, or of bytes that begin none, are not characters."""
+    tokens = [b"", b"a", "é".encode(), "😀".encode(), b"ab", "e\u0301".encode(), "中".encode(), "\u0301".encode(),
+              b"\x80", "\U0010ffff".encode(), "a😀".encode()]
+    tok = Tokenizer(tokens, [], unit="chars", pattern=r"(?s:.+)", merge_rule="pair")
+    table = tok._char_ids()
+    assert table.dtype == np.int32 and table.shape == (0x110000,)
+    expected = {ord(text): i for i, token in enumerate(tokens) if token and len(text := token.decode("utf-8", "replace"))
+                == 1 and text != "\ufffd"}
+    assert {int(c): int(table[c]) for c in np.flatnonzero(table >= 0)} == expected
+    others = np.flatnonzero(table < 0)
+    assert (table[others] == -1 - others).all() and len(others) == 0x110000 - len(expected)
+    assert tok.encode_ordinary("aé😀中\u0301\U0010ffff") == [1, 2, 3, 6, 7, 9]
+
+
 def test_trained_merges_match_train_words(code_tokenizer):
     words = {}
     for chunk in fastbpe.pretokenize(CODE, "gpt2"):
