@@ -13,7 +13,7 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -85,6 +85,26 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     return table
 
 
+def _made_by_merges(tokens: List[bytes], pairs: np.ndarray, wanted: Sequence[bytes]) -> Set[bytes]:
+    """Those of ``wanted`` that a merge makes (the concatenation of its two tokens). Only the
+    merges whose concatenation has a wanted length and begins with a wanted byte are joined in
+    Python (joining every merge's cost a 32k vocabulary's load 15 ms).
+
+    >>> _made_by_merges([b"a", b"b", b"ab", b"ba"], np.array([[0, 1], [1, 0]]), [b"ab", b"aa"])
+    {b'ab'}
+    """
+    wanted = {token for token in wanted if token}
+    if not wanted or not len(pairs):
+        return set()
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    blob = np.frombuffer(b"".join(tokens) + b"\0", dtype=np.uint8)  # (an empty token's first byte: 0)
+    firsts = blob[np.cumsum(lengths) - lengths]
+    left, right = pairs[:, 0], pairs[:, 1]
+    maybe = np.isin(lengths[left] + lengths[right], [len(token) for token in wanted])
+    maybe &= np.isin(np.where(lengths[left] > 0, firsts[left], firsts[right]), [token[0] for token in wanted])
+    return {tokens[a] + tokens[b] for a, b in pairs[maybe].tolist()} & wanted
+
+
 def _refuse_added_tokens_bpe_needs(candidates: Mapping[int, Tuple[str, bytes]], tokens: List[bytes], pairs: np.ndarray,
                                    source: str, base_symbol: Callable[[str, bytes], bool]) -> None:
     """Refuse an added token whose vocab entry BPE needs as other bytes: ``candidates`` maps the
@@ -95,8 +115,8 @@ def _refuse_added_tokens_bpe_needs(candidates: Mapping[int, Tuple[str, bytes]], 
     token has one byte string per id."""
     if not candidates:
         return
-    used = set(pairs.reshape(-1).tolist())
-    made = {tokens[a] + tokens[b] for a, b in pairs.tolist()}
+    used = set(np.intersect1d(pairs, np.array(list(candidates), dtype=np.int64)).tolist())
+    made = _made_by_merges(tokens, pairs, [token for _, token in candidates.values()])
     for i, (name, token) in candidates.items():
         if i in used or token in made or base_symbol(name, token):
             raise ValueError(f"{source}: added token {name!r} is also vocab entry {i}, the bytes {token!r} to BPE, "
@@ -112,85 +132,104 @@ def _drop_unmade_specials(tokens: List[bytes], pairs: np.ndarray, specials: Mapp
     shared = [i for i in specials.values() if i < len(tokens) and len(tokens[i]) > 1]
     if not shared:
         return
-    used = set(pairs.reshape(-1).tolist())
-    made = {tokens[a] + tokens[b] for a, b in pairs.tolist()}
+    used = set(np.intersect1d(pairs, np.array(shared, dtype=np.int64)).tolist())
+    made = _made_by_merges(tokens, pairs, [tokens[i] for i in shared])
     for i in shared:
         if i not in used and tokens[i] not in made:
             tokens[i] = b""
 
 
+def _merge_parts(merges: list) -> Optional[str]:
+    """Every part of the merges, in order, joined by newlines, when each merge is a pair: a str
+    of two parts around its one space, or a list of two strs, no part holding a newline. None
+    otherwise (the caller's one-by-one check then names the bad merge). Checked by where the
+    separators fall, in NumPy, with no Python step per merge (a count of them alone let a merge
+    of one part and another of three pass as two pairs).
+
+    >>> _merge_parts(["a b", "ab c"]), _merge_parts([["a b", "c"]]), _merge_parts(["ab", "a b c"])
+    ('a\\nb\\nab\\nc', 'a b\\nc', None)
+    """
+    if not merges:
+        return ""
+    kinds = set(map(type, merges))
+    if kinds == {str}:
+        joined = "\n".join(merges)
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        at = np.flatnonzero((points == 10) | (points == 32))
+        # (a space, then a newline, in turn: one space in each merge, and no newline)
+        if len(at) != 2 * len(merges) - 1 or (points[at[0::2]] != 32).any() or (points[at[1::2]] != 10).any():
+            return None
+        return joined.replace(" ", "\n")
+    if kinds == {list} and set(map(len, merges)) == {2}:
+        parts = list(itertools.chain.from_iterable(merges))
+        if set(map(type, parts)) != {str}:
+            return None
+        joined = "\n".join(parts)
+        return joined if joined.count("\n") == len(parts) - 1 else None
+    return None
+
+
 def _merge_pairs(merges: list, vocab: Mapping, table: List[bytes], source: str) -> np.ndarray:
     """The merges as ``(left, right)`` ids, in rank order; merges of entries that are not
     byte-level tokens (they never apply to bytes) are left out."""
-    pairs = _merge_pairs_in_bulk(merges, table)
+    joined = _merge_parts(merges)
+    pairs = None if joined is None else _merge_pairs_in_bulk(joined, table)
     if pairs is not None:
         return pairs
-    try:
-        if all(type(m) is str for m in merges):
-            flat = [part for m in merges for part in m.split(" ")] if merges else []
-            if len(flat) != 2 * len(merges):
-                raise ValueError
-        else:
-            flat = list(itertools.chain.from_iterable(merges))
-            if set(map(len, merges)) - {2}:
-                raise ValueError
-        flat_ids = list(map(vocab.__getitem__, flat))
-    except (KeyError, TypeError, ValueError):
-        _check_merges_one_by_one(merges, vocab, source)
-        raise ValueError(f"{source}: malformed merges") from None
-    pairs = np.array(flat_ids, dtype=np.int64).reshape(-1, 2)
+    pairs = _vocab_pairs(joined, merges, vocab, source)
     unused = np.fromiter(map(len, table), dtype=np.int64, count=len(table)) == 0
     return pairs[~unused[pairs].any(axis=1)] if unused[pairs].any() else pairs
 
 
-def _merge_pairs_in_bulk(merges: list, table: List[bytes]) -> Optional[np.ndarray]:
-    """:func:`_merge_pairs` of a file whose merges all join byte-level tokens (every published
-    file): all the texts joined into one string, turned into bytes by one NumPy lookup and
-    into ids by compiled code, with no Python string per merge part. None when any merge is
-    not like that (the caller's one-by-one path then decides, or says what is wrong)."""
-    if not merges:
+def _vocab_pairs(joined: Optional[str], merges: list, vocab: Mapping, source: str) -> np.ndarray:
+    """The merges as ``(left, right)`` vocab ids, their parts ``joined`` (:func:`_merge_parts`;
+    None: taken one merge at a time); a bad merge is a ValueError naming it."""
+    parts = joined.split("\n") if joined else _merge_parts_one_by_one(merges, source)
+    try:
+        flat_ids = list(map(vocab.__getitem__, parts)) if merges else []
+    except KeyError:
+        number = next(k // 2 for k, part in enumerate(parts) if part not in vocab)
+        a, b = parts[2 * number:2 * number + 2]
+        raise ValueError(f"{source}: merge {number} ({a!r}, {b!r}) uses a token missing from the vocab") from None
+    return np.array(flat_ids, dtype=np.int64).reshape(-1, 2)
+
+
+def _merge_pairs_in_bulk(joined: str, table: List[bytes], byte_level: bool = True) -> Optional[np.ndarray]:
+    """:func:`_merge_pairs` of a file whose merges all join tokens of ``table``, their parts
+    ``joined`` (:func:`_merge_parts`): turned into bytes at once (by one NumPy lookup of
+    byte-level text; as UTF-8 for a character-level vocabulary) and into ids by compiled code,
+    with no Python string per merge part. None when any part is not like that (the caller's
+    one-by-one path then decides, or says what is wrong)."""
+    if not joined:
         return np.zeros((0, 2), dtype=np.int64)
-    if all(type(m) is str for m in merges):
-        joined = "\n".join(merges)
-        if joined.count("\n") != len(merges) - 1:
-            return None  # a newline inside a merge
-        joined = joined.replace(" ", "\n")
-    elif all(type(m) is list and len(m) == 2 for m in merges):
-        try:
-            joined = "\n".join(itertools.chain.from_iterable(merges))
-        except TypeError:
-            return None  # a part that is not a str
-    else:
-        return None
-    if joined.count("\n") != 2 * len(merges) - 1:
-        return None  # a part holding a space or a newline, or a merge of other than two parts
-    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    values = text_byte_values(points)
-    newline = points == 10
-    if (values[~newline] < 0).any():
-        return None  # a part that is not byte-level text
+    if byte_level:
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        values = text_byte_values(points)
+        newline = points == 10
+        if (values[~newline] < 0).any():
+            return None  # a part that is not byte-level text
+    else:  # (in UTF-8, byte 10 is a newline and nothing else)
+        values = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        newline = values == 10
     cuts = np.flatnonzero(newline)
-    offsets = np.concatenate([[0], cuts - np.arange(len(cuts)), [len(points) - len(cuts)]]).astype(np.int64)
+    offsets = np.concatenate([[0], cuts - np.arange(len(cuts)), [len(values) - len(cuts)]]).astype(np.int64)
     ids = lookup_tokens(table, values[~newline].astype(np.uint8), offsets)
     if (ids < 0).any() or (np.diff(offsets) == 0).any():
         return None  # a part that is no token (or an empty part)
     return ids.astype(np.int64).reshape(-1, 2)
 
 
-def _check_merges_one_by_one(merges: list, vocab: Mapping, source: str) -> None:
-    """The error of the first bad merge (the bulk path's fallback)."""
+def _merge_parts_one_by_one(merges: list, source: str) -> List[str]:
+    """The two parts of each merge, in order (what :func:`_merge_parts` gives in bulk, for the
+    files it declines: a part holding a newline); a merge that is not a pair is a ValueError
+    naming it."""
+    parts: List[str] = []
     for number, merge in enumerate(merges):
-        if isinstance(merge, str):
-            parts = merge.split(" ")
-        elif isinstance(merge, list):
-            parts = merge
-        else:
-            parts = []
-        if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+        pair = merge.split(" ") if isinstance(merge, str) else merge
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
             raise ValueError(f"{source}: merge {number} is not a pair of tokens: {merge!r:.80}")
-        a, b = parts
-        if a not in vocab or b not in vocab:
-            raise ValueError(f"{source}: merge {number} ({a!r}, {b!r}) uses a token missing from the vocab")
+        parts += pair
+    return parts
 
 
 def read(path: PathLike, data: Any = None) -> dict:
@@ -355,6 +394,30 @@ def _unknown_characters(data: Mapping) -> bool:
     return "ByteLevel" not in steps
 
 
+def _character_tokens(vocab: Mapping, special_ids: Set[int], specials: int, source: str) -> List[bytes]:
+    """The table of token bytes (index = id) of a character-level vocabulary: each entry's
+    UTF-8, the slots of added tokens (``special_ids``) left empty (they are split out before
+    BPE). Built in bulk; an id out of range, used twice, or an empty entry is a ValueError
+    naming it."""
+    texts, ids = list(vocab), list(vocab.values())
+    if set(map(type, ids)) - {int} or (ids and not 0 <= min(ids) <= max(ids) < ID_LIMIT):
+        for text, i in vocab.items():
+            check_id(i, f"{source}: vocab entry {text!r}")
+    tokens: List[bytes] = [b""] * table_size(max(ids, default=-1), len(ids), specials, source)
+    if "" in vocab or len(set(ids)) != len(ids):  # (the loop below says which entry)
+        for text, i in vocab.items():
+            if not text:
+                raise ValueError(f"{source}: vocab entry {i} is empty")
+            if tokens[i]:
+                raise ValueError(f"{source}: id {i} is used by two vocab entries")
+            tokens[i] = b"-"
+    collections.deque(map(tokens.__setitem__, ids, [text.encode("utf-8", "surrogatepass") for text in texts]),
+                      maxlen=0)
+    for i in special_ids & set(ids):
+        tokens[i] = b""
+    return tokens
+
+
 def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
     """A SentencePiece-style file: BPE over Unicode characters with ``byte_fallback`` (a
     character missing from the vocabulary becomes its UTF-8 bytes' ``<0xNN>`` tokens) or an
@@ -372,28 +435,11 @@ def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
         # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
         raise ValueError(f"{source}: added tokens with normalized=true and a Metaspace pre_tokenizer are not "
                          "supported")
-    ids = list(vocab.values())
-    if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
-        for text, i in vocab.items():
-            check_id(i, f"{source}: vocab entry {text!r}")
-    tokens: List[bytes] = [b""] * table_size(max(ids, default=-1), len(ids), len(specials.ids), source)
-    special_ids = set(specials.ids.values())
-    for text, i in vocab.items():
-        if not text:
-            raise ValueError(f"{source}: vocab entry {i} is empty")
-        if tokens[i]:
-            raise ValueError(f"{source}: id {i} is used by two vocab entries")
-        if i not in special_ids:  # an added token's slot stays empty: it is split out before BPE
-            tokens[i] = text.encode("utf-8", "surrogatepass")
-    pairs = []
-    for number, merge in enumerate(merges):
-        parts = merge.split(" ") if isinstance(merge, str) else merge
-        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
-            raise ValueError(f"{source}: merge {number} is not a pair of tokens: {merge!r:.80}")
-        if parts[0] not in vocab or parts[1] not in vocab:
-            raise ValueError(f"{source}: merge {number} {tuple(parts)!r} uses a token missing from the vocab")
-        pairs.append((vocab[parts[0]], vocab[parts[1]]))
-    pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    tokens = _character_tokens(vocab, set(specials.ids.values()), len(specials.ids), source)
+    joined = _merge_parts(merges)
+    pairs = None if joined is None else _merge_pairs_in_bulk(joined, tokens, byte_level=False)
+    if pairs is None:  # (a merge of an added token's entry, whose slot is empty; or a bad merge)
+        pairs = _vocab_pairs(joined, merges, vocab, source)
     _refuse_added_tokens_bpe_needs(
         {i: (name, name.encode("utf-8", "surrogatepass")) for name, i in specials.ids.items() if vocab.get(name) == i},
         tokens, pairs, source, base_symbol=lambda name, token: BYTE_TOKEN.fullmatch(name) is not None)

@@ -212,3 +212,29 @@ def test_a_normalized_token_that_normalising_makes_is_found_on_every_path(tmp_pa
         assert tok.encode_batch(texts, num_threads=workers) == expected
         assert [ids.tolist() for ids in tok.encode_batch(texts, num_threads=workers, as_numpy=True)] == expected
     assert any(tok.special_tokens["<n>"] in ids for ids in expected[:40])
+
+
+@pytest.mark.parametrize("form", ["strings", "lists"])
+def test_merges_are_read_pair_by_pair(tmp_path, rows, form):
+    """The merges of a character-level file, read in bulk: tokenizers' ids in either form,
+    with a vocab entry holding a newline (in a merge written as a string, read one merge at a
+    time); and a merge of one part next to one of three (as many parts as two pairs, every
+    part a vocab entry) is refused, naming the first, not read as two other pairs."""
+    data = _layout(rows[::2], "normalizer")
+    vocab, merges = data["model"]["vocab"], data["model"]["merges"]
+    pairs = [m if isinstance(m, list) else m.split(" ") for m in merges]
+    for text in ("\n", "\na"):
+        vocab.setdefault(text, len(vocab))
+    pairs.append(["\n", "a"])
+    data["model"]["merges"] = pairs if form == "lists" else [" ".join(pair) for pair in pairs]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    hf, tok = tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_huggingface(path)
+    for text in rows[:50] + EDGE_CASES + ["x\na\na\n"]:
+        assert tok.encode(text, allowed_special="all") == hf.encode(text).ids, text
+    (a, b), (c, d) = pairs[0], pairs[1]
+    wrong = [[a + b], [c, d, a]] if form == "lists" else [a + b, f"{c} {d} {a}"]
+    data["model"]["merges"] = wrong + data["model"]["merges"][2:]
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match="merge 0 is not a pair of tokens"):
+        Tokenizer.from_huggingface(path)

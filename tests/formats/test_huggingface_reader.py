@@ -174,3 +174,17 @@ def test_scan_reads_escapes_and_both_merge_forms():
     assert as_lists[3].tobytes() == blob.tobytes() and as_lists[4].tolist() == offsets.tolist()
     assert scan_bpe_json(raw.replace("\\u0120", "\\ud83d\\ude00").encode("utf-8"), table) is None
     assert scan_bpe_json(b"", table) is None and scan_bpe_json(b"[]", table) is None
+
+
+@pytest.mark.parametrize("as_strings", [True, False])
+def test_a_merge_of_one_part_next_to_one_of_three_is_refused(tmp_path, small_file, as_strings):
+    """As many parts as two pairs, every part a token: refused, naming the first merge, by the
+    compiled reader and the json module alike (not read as two other pairs)."""
+    data = json.loads(json.dumps(small_file))
+    (a, b), (c, d) = data["model"]["merges"][:2]
+    wrong = [a + b, f"{c} {d} {a}"] if as_strings else [[a + b], [c, d, a]]
+    data["model"]["merges"] = wrong + [f"{x} {y}" if as_strings else [x, y] for x, y in data["model"]["merges"][2:]]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    fast, reference = both(path)
+    assert fast == reference and fast[0] == "error" and "merge 0 is not a pair of tokens" in fast[1], fast
