@@ -32,7 +32,7 @@ __all__ = [
     "REPO_ROOT", "SIZES", "parse_size", "format_size", "skip", "data_dir", "data_file",
     "fastbpe_module", "feature", "generated_text", "corpus_text", "reference_table",
     "reference_words", "regex_pattern", "reference_count", "parallel_rows", "LANGUAGES",
-    "byte_pair_ranks_encode", "long_word_file", "sentencepiece_model_file", "corpus_file",
+    "byte_pair_ranks_encode", "long_word_file", "sentencepiece_model_file", "sentencepiece_json_file", "corpus_file",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # benchmarks/suites/common.py
@@ -344,6 +344,25 @@ def sentencepiece_model_file(vocab_size: int = 32000):
         f.write(model)
 
     return _cached_file(f"sentencepiece-model-{vocab_size}", ".model", write)
+
+
+def sentencepiece_json_file(vocab_size: int = 32000):
+    """:func:`sentencepiece_model_file`'s model as a Hugging Face ``tokenizer.json`` (Llama 2's
+    and Mistral's layout: character-level BPE, byte fallback), written by fastbpe. Skips where
+    this commit cannot read the model or write the file."""
+    model = sentencepiece_model_file(vocab_size)
+
+    def write(f):
+        fastbpe = fastbpe_module()
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                fastbpe.load(str(model)).to_huggingface(os.path.join(folder, "tokenizer.json"))
+            except (AttributeError, ValueError) as exc:
+                skip(f"this commit does not write a SentencePiece model as a tokenizer.json ({exc})")
+            with open(os.path.join(folder, "tokenizer.json"), "rb") as written:
+                f.write(written.read())
+
+    return _cached_file(f"sentencepiece-json-{vocab_size}", ".json", write)
 
 
 # ---- real corpora -----------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import re
 import time
 
 from .common import (byte_pair_ranks_encode, corpus_text, data_file, fastbpe_module, feature, input_size,
-                     language_text, parallel_rows, regex_pattern, require, sentencepiece_model_file, skip,
-                     tiktoken_encoding, tiktoken_file)
+                     language_text, parallel_rows, regex_pattern, require, sentencepiece_json_file,
+                     sentencepiece_model_file, skip, tiktoken_encoding, tiktoken_file)
 
 IMPLS = ["fast", "reference"]
 SIZES = ["100KB", "1MB", "10MB"]
@@ -546,7 +546,7 @@ def _load(impl: str, name: str):
         return lambda: tiktoken_encoding(name)
     if name == "gpt2":
         return _load_gpt2(impl)
-    path = data_file(f"tokenizers/{name}/tokenizer.json")
+    path = sentencepiece_json_file() if name == "sentencepiece-32k" else data_file(f"tokenizers/{name}/tokenizer.json")
     if path is None:
         skip(f"tokenizers/{name}/tokenizer.json is not in the shared data")
     if impl == "fast":
@@ -589,10 +589,11 @@ def _load_gpt2(impl: str):
 class Load:
     """Loading a real tokenizer file, and loading it then encoding a first short text (tables
     an encoder builds lazily count there): fastbpe against the file's own library (tiktoken for
-    the ``.tiktoken`` files, tokenizers for llama3's and qwen3's ``tokenizer.json`` and GPT-2's
-    ``encoder.json`` + ``vocab.bpe``)."""
+    the ``.tiktoken`` files, tokenizers for llama3's and qwen3's ``tokenizer.json``, GPT-2's
+    ``encoder.json`` + ``vocab.bpe``, and a character-level ``tokenizer.json`` of Llama 2's
+    layout and size, ``sentencepiece-32k``, written from :func:`sentencepiece_model_file`)."""
 
-    params = (["fast", "peer"], ["cl100k_base", "o200k_base", "llama3", "qwen3", "gpt2"])
+    params = (["fast", "peer"], ["cl100k_base", "o200k_base", "llama3", "qwen3", "gpt2", "sentencepiece-32k"])
     param_names = ["impl", "file"]
     timeout = 120
 

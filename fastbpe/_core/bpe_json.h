@@ -5,6 +5,10 @@
 // and the merges are nearly all of such a file; read here, no Python str is made for any of
 // their ~10^5 keys and ~3x10^5 merge parts, and each text becomes its bytes as it is read.
 //
+// A character-level vocabulary (SentencePiece-style files: byte_of null) is read the same way,
+// each text as its UTF-8 (a surrogate JSON escape as Python's json and "surrogatepass" make it:
+// a pair one character, a lone one its three bytes).
+//
 // Only a well-formed, plain byte-level file is accepted; on anything else (a key that is not
 // byte-level text, a float or negative id, an unusual layout, a key spelled with escapes where
 // the reader looks for "model", "vocab" or "merges", malformed JSON inside the two values...)
@@ -36,7 +40,8 @@ struct ModelScan {
 class BpeJsonScanner {
   public:
     // byte_of[c]: the byte that code point c stands for in GPT-2's byte-level text, -1 for
-    // none (c < table_size; a larger c stands for none)
+    // none (c < table_size; a larger c stands for none). byte_of null: texts are characters,
+    // each kept as its UTF-8.
     BpeJsonScanner(const uint8_t* p, size_t n, const int16_t* byte_of, size_t table_size)
         : p_(p), n_(n), byte_of_(byte_of), table_size_(table_size) {}
 
@@ -303,12 +308,25 @@ class BpeJsonScanner {
                             point = (point << 4) | (uint32_t)h;
                         }
                         i += 4;
-                        break;  // (a surrogate stands for no byte: refused below)
+                        // (a surrogate stands for no byte: refused below; in characters, a
+                        // high one with a low one after it is one character, as json reads it)
+                        uint32_t low;
+                        if (!byte_of_ && point >= 0xD800 && point < 0xDC00 && escaped_unit(i, &low) &&
+                            low >= 0xDC00 && low < 0xE000) {
+                            point = 0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00);
+                            i += 6;
+                        }
+                        break;
                     }
                     default: return false;
                 }
             } else {
                 if (!read_char(i, blob)) return false;
+                continue;
+            }
+            if (!byte_of_) {
+                if (stop && point == stop) return false;  // (json would split an escaped space too)
+                put_utf8(point, blob);
                 continue;
             }
             if (point >= table_size_ || byte_of_[point] < 0) return false;
@@ -317,10 +335,75 @@ class BpeJsonScanner {
         return false;
     }
 
+    // The code unit of a \uXXXX escape at p[i], into *unit; false when there is none.
+    bool escaped_unit(size_t i, uint32_t* unit) const {
+        if (i + 6 > n_ || p_[i] != '\\' || p_[i + 1] != 'u') return false;
+        *unit = 0;
+        for (int k = 2; k < 6; ++k) {
+            int h = hex_value(p_[i + k]);
+            if (h < 0) return false;
+            *unit = (*unit << 4) | (uint32_t)h;
+        }
+        return true;
+    }
+
+    // The UTF-8 of code point `point` (a surrogate too, as "surrogatepass" writes it) onto blob.
+    static void put_utf8(uint32_t point, std::vector<uint8_t>& blob) {
+        if (point < 0x80) {
+            blob.push_back((uint8_t)point);
+        } else if (point < 0x800) {
+            blob.push_back((uint8_t)(0xC0 | point >> 6));
+            blob.push_back((uint8_t)(0x80 | (point & 0x3F)));
+        } else if (point < 0x10000) {
+            blob.push_back((uint8_t)(0xE0 | point >> 12));
+            blob.push_back((uint8_t)(0x80 | (point >> 6 & 0x3F)));
+            blob.push_back((uint8_t)(0x80 | (point & 0x3F)));
+        } else {
+            blob.push_back((uint8_t)(0xF0 | point >> 18));
+            blob.push_back((uint8_t)(0x80 | (point >> 12 & 0x3F)));
+            blob.push_back((uint8_t)(0x80 | (point >> 6 & 0x3F)));
+            blob.push_back((uint8_t)(0x80 | (point & 0x3F)));
+        }
+    }
+
+    // In characters: the UTF-8 character at p[i] (not a control character: json refuses those
+    // unescaped), its bytes appended to blob as they are; false where Python's strict decoder
+    // would refuse it (an overlong form, a surrogate, past U+10FFFF, cut short).
+    bool read_utf8_char(size_t& i, std::vector<uint8_t>& blob) const {
+        const uint8_t c = p_[i];
+        size_t len;
+        uint8_t low = 0x80, high = 0xBF;  // (the range of the second byte)
+        if (c < 0x80) {
+            if (c < 0x20) return false;
+            len = 1;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) low = 0xA0;
+            if (c == 0xED) high = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) low = 0x90;
+            if (c == 0xF4) high = 0x8F;
+        } else {
+            return false;
+        }
+        if (len > n_ - i) return false;
+        for (size_t k = 1; k < len; ++k) {
+            const uint8_t b = p_[i + k];
+            if (k == 1 ? (b < low || b > high) : (b & 0xC0) != 0x80) return false;
+        }
+        blob.insert(blob.end(), p_ + i, p_ + i + len);
+        i += len;
+        return true;
+    }
+
     // The character at p[i] as it is (not an escape), its byte appended to blob; i moves past
     // it. False when it is not UTF-8 of U+0020..U+07FF, or stands for no byte (every character
     // of byte-level text is one of those).
     bool read_char(size_t& i, std::vector<uint8_t>& blob) const {
+        if (!byte_of_) return read_utf8_char(i, blob);
         const uint8_t c = p_[i];
         uint32_t point;
         if (c < 0x80) {

@@ -1432,7 +1432,8 @@ def scan_bpe_json(const uint8_t[::1] data, const int16_t[::1] byte_of):
     """The vocabulary and merges of a plain byte-level BPE ``tokenizer.json``, read from the
     file's bytes (see bpe_json.h), or None when the file is not one this reader takes.
 
-    ``byte_of``: the byte each code point stands for in byte-level text (-1: none). Returns
+    ``byte_of``: the byte each code point stands for in byte-level text (-1: none); None for a
+    character-level vocabulary, each text its UTF-8. Returns
     ``(spans, tokens, ids, merge_blob, merge_offsets)``: the byte ranges ``(vocab_begin,
     vocab_end, merges_begin, merges_end)`` of the two values in ``data``, every vocabulary
     key's token bytes in file order with its int64 id, and the merges' parts (two per merge)
@@ -1496,13 +1497,19 @@ cdef int _scan_json(const uint8_t[::1] data, const int16_t[::1] byte_of, bint na
     there is nothing to scan)."""
     cdef size_t n = data.shape[0]
     cdef bint ok
-    if n == 0 or byte_of.shape[0] == 0:
+    cdef const int16_t* table = NULL  # (none: characters, kept as their UTF-8)
+    cdef size_t table_size = 0
+    if byte_of is not None:
+        if byte_of.shape[0] == 0:
+            return 0
+        table, table_size = &byte_of[0], byte_of.shape[0]
+    if n == 0:
         return 0
     with nogil:
         if native:
-            ok = scan_native_file(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
+            ok = scan_native_file(&data[0], n, table, table_size, found)
         else:
-            ok = scan_bpe_model(&data[0], n, &byte_of[0], <size_t>byte_of.shape[0], found)
+            ok = scan_bpe_model(&data[0], n, table, table_size, found)
     return ok
 
 

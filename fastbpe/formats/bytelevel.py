@@ -6,7 +6,7 @@ printable character: printable Latin-1 bytes to themselves, the others (controls
 the code points from U+0100 on, in byte order.
 """
 import collections
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -135,14 +135,16 @@ def check_specials_apart(special_tokens: Dict[str, Optional[int]], vocab: Dict[s
                              "which gives a text one id: rename the special token, or save a fastbpe file")
 
 
-def scanned_tables(scanned: tuple, added: List[str], source: str, made: bool = False) -> Optional[tuple]:
+def scanned_tables(scanned: tuple, added: List[str], source: str, made: bool = False,
+                   as_tokens: Callable[[List[str]], List[Optional[bytes]]] = texts_to_tokens) -> Optional[tuple]:
     """The token table and merge pairs of a vocabulary and merges read by compiled code
     (``scan_bpe_json``, ``scan_gpt2_files``: ``(tokens, ids, merge_blob, merge_offsets)``), and
     the vocab id of each of the ``added`` token texts that is a vocab key (looked up with the
     merges' parts); or None when it is not the plain case (every key a byte-level token with an
     id of its own, every merge a pair of tokens): the caller's reader of parsed text then says
     what is wrong, or reads what this does not. ``made``: a fourth item, the id of each merge's
-    result (its two parts together; -1 where that is no token), looked up in the same call."""
+    result (its two parts together; -1 where that is no token), looked up in the same call.
+    ``as_tokens``: the token bytes of texts (None: none), byte-level text unless told."""
     tokens, ids, blob, offsets = scanned
     if len(ids) and (ids.max() >= ID_LIMIT or not all(tokens)):
         return None
@@ -156,8 +158,8 @@ def scanned_tables(scanned: tuple, added: List[str], source: str, made: bool = F
     collections.deque(map(table.__setitem__, ids.tolist(), tokens), maxlen=0)
     if (np.diff(offsets) == 0).any():
         return None
-    # the added texts that are byte-level text are looked up after the merges' parts, in one call
-    added_bytes = {content: token for content, token in zip(added, texts_to_tokens(added)) if token}
+    # the added texts that are tokens' text are looked up after the merges' parts, in one call
+    added_bytes = {content: token for content, token in zip(added, as_tokens(added)) if token}
     extra = list(added_bytes.values())
     parts = len(offsets) - 1
     if made:  # the blob again, cut after every second part: a merge's parts lie side by side

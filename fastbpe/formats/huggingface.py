@@ -254,19 +254,28 @@ def read(path: PathLike, data: Any = None) -> dict:
 
 
 def read_plain(path: Path) -> Optional[dict]:
-    """What :func:`read` gives for a plain byte-level ``tokenizer.json``, read by compiled code
-    from the file's bytes; None for any other file (then parse it with the json module)."""
-    scanned = _scan_model(path)
-    return None if scanned is None else _read_data(path, *scanned)
-
-
-def _scan_model(path: Path) -> Optional[tuple]:
-    """The file's JSON without its model's vocabulary and merges (an empty object and list
-    stand in for them), and those two read from the file's bytes by compiled code
-    (``scan_bpe_json``): ``(data, scanned)``. None when the file is not a plain byte-level
-    one (the json module then reads it all, and says what is wrong with it)."""
+    """What :func:`read` gives for a plain ``tokenizer.json``, byte-level or character-level
+    (SentencePiece-style), its vocabulary and merges read by compiled code from the file's
+    bytes; None for any other file (then parse it with the json module)."""
     raw = file_bytes(path)
-    scanned = None if raw is None else scan_bpe_json(raw, code_point_bytes())
+    if raw is None:
+        return None
+    scanned = _scan_model(raw)
+    if scanned is not None:
+        found = _read_data(path, *scanned)
+        if found is not None or not _is_character_level(scanned[0]):
+            return found
+    scanned = _scan_model(raw, characters=True)
+    return None if scanned is None else _read_data(path, *scanned, characters=True)
+
+
+def _scan_model(raw: bytes, characters: bool = False) -> Optional[tuple]:
+    """The file's JSON without its model's vocabulary and merges (an empty object and list
+    stand in for them), and those two read from the file's bytes ``raw`` by compiled code
+    (``scan_bpe_json``; ``characters``: each text as its UTF-8, not as byte-level text):
+    ``(data, scanned)``. None when the file is not a plain one (the json module then reads it
+    all, and says what is wrong with it)."""
+    scanned = scan_bpe_json(raw, None if characters else code_point_bytes())
     if scanned is None:
         return None
     vocab_begin, vocab_end, merges_begin, merges_end = scanned[0]
@@ -312,9 +321,17 @@ def _added_contents(added) -> List[str]:
     return [entry["content"] for entry in added if isinstance(entry, Mapping) and isinstance(entry.get("content"), str)]
 
 
-def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict]:
-    """:func:`read` of the parsed JSON; with ``scanned`` (:func:`_scan_model`), the model's
-    vocabulary and merges come from there instead, or None when they are not the plain case."""
+def _is_character_level(data: Any) -> bool:
+    """Whether a file's parsed JSON is of a character-level model: byte fallback, or an
+    ``unk_token`` without byte-level steps (:func:`_read_character_level` reads it)."""
+    model = data.get("model") if isinstance(data, Mapping) else None
+    return isinstance(model, Mapping) and bool(model.get("byte_fallback") or _unknown_characters(data))
+
+
+def _read_data(path: Path, data: Any, scanned: Optional[tuple], characters: bool = False) -> Optional[dict]:
+    """:func:`read` of the parsed JSON; with ``scanned`` (:func:`_scan_model`; ``characters``:
+    its texts read as characters), the model's vocabulary and merges come from there instead,
+    or None when they are not the plain case."""
     source = os.fspath(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{source}: expected a JSON object")
@@ -331,12 +348,14 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple]) -> Optional[dict
         raise ValueError(f"{source}: model byte_fallback must be true or false")
     check_huggingface_steps(data.get("normalizer"), source)
     if model.get("byte_fallback") or _unknown_characters(data):
-        if scanned is not None:
+        if scanned is not None and not characters:
             return None  # (its vocabulary is characters, not byte-level text)
         if markers.has_subword_markers():
             raise ValueError(f"{source}: model end_of_word_suffix or continuing_subword_prefix with "
                              "byte_fallback=true or an unk_token is not supported")
-        return _read_character_level(data, model, source)
+        return _read_character_level(data, model, source, scanned)
+    if characters:
+        return None  # (a byte-level file's texts read as characters: the json module reads it)
     splitter = Splitter.from_huggingface(data.get("pre_tokenizer"), source)
     normalizer = data.get("normalizer")
     if not isinstance(model.get("ignore_merges", False), bool):
@@ -418,30 +437,47 @@ def _character_tokens(vocab: Mapping, special_ids: Set[int], specials: int, sour
     return tokens
 
 
-def _read_character_level(data: Mapping, model: Mapping, source: str) -> dict:
+def _read_character_level(data: Mapping, model: Mapping, source: str,
+                          scanned: Optional[tuple] = None) -> Optional[dict]:
     """A SentencePiece-style file: BPE over Unicode characters with ``byte_fallback`` (a
     character missing from the vocabulary becomes its UTF-8 bytes' ``<0xNN>`` tokens) or an
     ``unk_token`` (it becomes that token; a run of them one, with ``fuse_unk``), spaces
     made ``▁`` by the normaliser (Llama 2's ``Prepend`` + ``Replace``, the whole piece one
-    chunk) or by a ``Metaspace`` pre-tokenizer (split at each ``▁`` or not)."""
+    chunk) or by a ``Metaspace`` pre-tokenizer (split at each ``▁`` or not). ``scanned``: its
+    vocabulary and merges as the compiled reader gave them (:func:`_scan_model`), or None when
+    they are not the plain case."""
     if model.get("ignore_merges"):
         raise ValueError(f"{source}: model ignore_merges=true with byte_fallback=true is not supported")
     normalizer = data.get("normalizer")
     splitter, metaspace = metaspace_splitter(data.get("pre_tokenizer"), bool(data.get("added_tokens")), source)
-    vocab, merges = model["vocab"], model["merges"]
     added = data.get("added_tokens")
-    specials = SpecialTokens.from_huggingface(added, source, _added_in_vocab(added, vocab), len(vocab))
+    if scanned is None:
+        vocab, merges = model["vocab"], model["merges"]
+        in_vocab, size = _added_in_vocab(added, vocab), len(vocab)
+    else:  # (the plain case, read compiled; anything else: None, and the json module reads it)
+        tables = scanned_tables(scanned[1:], _added_contents(added), source,
+                                as_tokens=lambda texts: [text.encode("utf-8", "surrogatepass") for text in texts])
+        if tables is None:
+            return None
+        tokens, pairs, in_vocab = tables
+        size = len(scanned[2])
+    specials = SpecialTokens.from_huggingface(added, source, in_vocab, size)
     if metaspace and any(flags.get("normalized") for flags in specials.options.values()):
         # fastbpe runs Metaspace as normaliser steps, so the normalised text is not tokenizers'
         raise ValueError(f"{source}: added tokens with normalized=true and a Metaspace pre_tokenizer are not "
                          "supported")
-    tokens = _character_tokens(vocab, set(specials.ids.values()), len(specials.ids), source)
-    joined = _merge_parts(merges)
-    pairs = None if joined is None else _merge_pairs_in_bulk(joined, tokens, byte_level=False)
-    if pairs is None:  # (a merge of an added token's entry, whose slot is empty; or a bad merge)
-        pairs = _vocab_pairs(joined, merges, vocab, source)
+    if scanned is None:
+        tokens = _character_tokens(vocab, set(specials.ids.values()), len(specials.ids), source)
+        joined = _merge_parts(merges)
+        pairs = None if joined is None else _merge_pairs_in_bulk(joined, tokens, byte_level=False)
+        if pairs is None:  # (a merge of an added token's entry, whose slot is empty; or a bad merge)
+            pairs = _vocab_pairs(joined, merges, vocab, source)
+    else:
+        for i in specials.ids.values():  # an added token's slot stays empty: it is split out before BPE
+            if i < len(tokens):
+                tokens[i] = b""
     _refuse_added_tokens_bpe_needs(
-        {i: (name, name.encode("utf-8", "surrogatepass")) for name, i in specials.ids.items() if vocab.get(name) == i},
+        {i: (name, name.encode("utf-8", "surrogatepass")) for name, i in specials.ids.items() if in_vocab.get(name) == i},
         tokens, pairs, source, base_symbol=lambda name, token: BYTE_TOKEN.fullmatch(name) is not None)
     _warn_renumbered(added, specials.ids, source)
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser
