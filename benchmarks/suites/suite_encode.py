@@ -614,9 +614,10 @@ class Load:
 
 class LoadOwnFile:
     """Loading fastbpe's own file (what ``save`` and ``fastbpe train`` write) of a published
-    vocabulary, saved in setup: the reader of the format fastbpe's users load most."""
+    vocabulary, and of a character-level one of Llama 2's layout and size
+    (``sentencepiece-32k``), saved in setup: the reader of the format fastbpe's users load most."""
 
-    params = (["cl100k_base", "llama3"],)
+    params = (["cl100k_base", "llama3", "sentencepiece-32k"],)
     param_names = ["file"]
     timeout = 120
 

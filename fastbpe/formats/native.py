@@ -174,19 +174,26 @@ def read(path: Union[str, os.PathLike]) -> dict:
 
 
 def read_plain(path: Union[str, os.PathLike]) -> Optional[dict]:
-    """What :func:`read` gives for a well-formed file of byte-level tokens, its vocab and merges
-    read by compiled code from the file's bytes (``scan_native_json``: no Python str a token,
-    no list a merge) and the rest by the json module; None for any other file (:func:`read`
-    then parses it all, and says what is wrong with it)."""
+    """What :func:`read` gives for a well-formed file, its vocab and merges read by compiled
+    code from the file's bytes (``scan_native_json``: no Python str a token, no list a merge;
+    a character-level file's texts as their UTF-8) and the rest by the json module; None for
+    any other file (:func:`read` then parses it all, and says what is wrong with it)."""
     raw = file_bytes(path)
-    scanned = None if raw is None else scan_native_json(raw, code_point_bytes())
-    if scanned is None:
+    if raw is None:
         return None
-    (vocab_begin, vocab_end, merges_begin, merges_end), tokens, merges = scanned
-    data = json_without(raw, [(vocab_begin, vocab_end, b"[]"), (merges_begin, merges_end, b"[]")])
-    if not isinstance(data, Mapping) or data.get("format") != FORMAT_NAME or data.get("unit") != "bytes":
-        return None  # (a key twice: json keeps the last; a character-level file's texts are not byte-level)
-    return read_dict(data, os.fspath(path), (tokens, merges))
+    for unit in ("bytes", "chars"):
+        scanned = scan_native_json(raw, code_point_bytes() if unit == "bytes" else None)
+        if scanned is None:
+            continue  # (a character-level file's texts are not byte-level text)
+        (vocab_begin, vocab_end, merges_begin, merges_end), tokens, merges = scanned
+        data = json_without(raw, [(vocab_begin, vocab_end, b"[]"), (merges_begin, merges_end, b"[]")])
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT_NAME:
+            return None  # (a key twice: json keeps the last)
+        if data.get("unit") == unit:
+            return read_dict(data, os.fspath(path), (tokens, merges))
+        if unit == "chars" or data.get("unit") != "chars":
+            return None
+    return None
 
 
 def write(tok, path: Union[str, os.PathLike]) -> None:

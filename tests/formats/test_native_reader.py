@@ -37,10 +37,29 @@ def small_file():
     return tok.to_dict()
 
 
-def test_a_saved_file_is_read_by_the_compiled_reader_as_json_reads_it(tmp_path, small_file):
+@pytest.fixture(scope="module")
+def chars_file():
+    """A small character-level tokenizer's file as a dict (an emoji, quotes, a backslash and
+    ``▁`` among its tokens; unused slots, written as empty texts)."""
+    text = "the▁cat▁sat;▁\"quotes\"▁\\▁back/slash▁é▁😀▁" * 20
+    tok = fastbpe.train(text=text, num_merges=40, unit="chars", pattern=r"(?s:.+)", progress=False, workers=1,
+                        min_frequency=1, special_tokens=["<s>"])
+    data = tok.to_dict()
+    data["vocab"] = data["vocab"] + ["", ""]
+    assert data["unit"] == "chars" and "😀" in data["vocab"]
+    return data
+
+
+@pytest.fixture(params=["bytes", "chars"])
+def a_file(request, small_file, chars_file):
+    """Each small file in turn: of byte-level tokens, and character-level."""
+    return small_file if request.param == "bytes" else chars_file
+
+
+def test_a_saved_file_is_read_by_the_compiled_reader_as_json_reads_it(tmp_path, a_file):
     path = tmp_path / "t.json"
     for indent in (None, 1, 2):
-        path.write_text(json.dumps(small_file, indent=indent, ensure_ascii=indent is None), encoding="utf-8")
+        path.write_text(json.dumps(a_file, indent=indent, ensure_ascii=indent is None), encoding="utf-8")
         assert native.read_plain(path) is not None
         fast, reference = both(path)
         assert fast == reference and fast[0] == "ok"
@@ -69,15 +88,17 @@ def test_published_vocabularies_saved_read_as_json_reads_them(tmp_path, shared_d
     lambda d: {**d, "vocab": d["vocab"][:-1] + [5]},
     lambda d: {**d, "vocab": []},
     lambda d: {**d, "unit": "chars"},
+    lambda d: {**d, "unit": "bytes"},
     lambda d: {**d, "unit": 5},
+    lambda d: {**d, "vocab": d["vocab"] + ["\ud83d", "\udc00x", "\ud83d\ude01"]},  # lone surrogates, a pair
     lambda d: {k: v for k, v in d.items() if k != "merges"},
     lambda d: {k: v for k, v in d.items() if k != "vocab"},
     lambda d: dict(reversed(list(d.items()))),
     lambda d: {**d, "extra": {"vocab": [1], "merges": "x"}},             # the names nested elsewhere
 ])
-def test_unusual_files_read_as_json_reads_them(tmp_path, small_file, change):
+def test_unusual_files_read_as_json_reads_them(tmp_path, a_file, change):
     path = tmp_path / "t.json"
-    path.write_text(json.dumps(change(small_file)), encoding="utf-8")
+    path.write_text(json.dumps(change(a_file)), encoding="utf-8")
     assert both(path)[0] == both(path)[1]
 
 
@@ -114,10 +135,11 @@ def test_a_native_file_with_a_model_field_reads_as_fastbpe_s(tmp_path, small_fil
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_damaged_files_read_as_json_reads_them(tmp_path_factory, small_file, data):
-    """Generated damage (a byte replaced, removed or inserted anywhere): the same outcome."""
+def test_damaged_files_read_as_json_reads_them(tmp_path_factory, small_file, chars_file, data):
+    """Generated damage (a byte replaced, removed or inserted anywhere), to a file of byte-level
+    tokens or a character-level one: the same outcome."""
     path = tmp_path_factory.mktemp("damaged") / "t.json"
-    raw = json.dumps(small_file, indent=data.draw(st.sampled_from([None, 1])),
+    raw = json.dumps(data.draw(st.sampled_from([small_file, chars_file])), indent=data.draw(st.sampled_from([None, 1])),
                      ensure_ascii=data.draw(st.booleans())).encode("utf-8")
     path.write_bytes(damaged(data, [raw], b'"\\:,{}[] \n0179-aeu\xc3\xa9\xc4\xa0\x00\xff')[0])
     fast, reference = both(path)
@@ -134,3 +156,12 @@ def test_scan_reads_byte_level_texts_and_id_rows():
                 raw + "x", raw.replace(', "merges": [[0, 1, 2], [2,0,1]]', ""), raw.replace("[0, 1, 2]", "[0, 1, 2,]"),
                 "", "[]", "{}"):
         assert scan_native_json(bad.encode("utf-8"), table) is None, bad
+
+
+def test_a_character_level_file_is_read_compiled():
+    """Its texts as their UTF-8: escaped or not, a surrogate pair one character, a lone
+    surrogate its three bytes (as the json module and "surrogatepass" read them)."""
+    raw = '{"format": "fastbpe", "unit": "chars", "vocab": ["\\u2581a", "\\ud83d\\ude00", "\\udc00", "", "é"], "merges": []}'
+    spans, tokens, merges = scan_native_json(raw.encode("utf-8"), None)
+    assert tokens == ["\u2581a".encode(), "😀".encode(), "\udc00".encode("utf-8", "surrogatepass"), b"", "é".encode()]
+    assert merges.shape == (0, 2)
