@@ -162,48 +162,43 @@ static inline int64_t two_piece_splits(const std::vector<std::string>& pieces, c
             long_ids.insert(p, n, x.at, &id, 1);
         is_length[n] = 1;
     }
-    // (a cut: inside the piece, at a character's first byte, both sides of joinable lengths)
-    auto cuts = [&](const std::string& piece, size_t k) {
-        return is_length[k] && is_length[piece.size() - k] && ((uint8_t)piece[k] & 0xC0) != 0x80;
+    // f(i, t, n, k) for each cut k of each joinable piece i in [begin, end), its bytes t[0:n]: a
+    // cut inside the piece, at a character's first byte, both sides of joinable lengths
+    auto each_cut = [&](size_t begin, size_t end, auto f) {
+        for (size_t i = begin; i < end; ++i) {
+            if (!joinable[i]) continue;
+            const uint8_t* t = (const uint8_t*)pieces[i].data();
+            const size_t n = pieces[i].size();
+            for (size_t k = 1; k < n; ++k)
+                if (is_length[k] && is_length[n - k] && (t[k] & 0xC0) != 0x80) f(i, t, n, k);
+        }
     };
     const size_t BATCH = 32;
     std::vector<Side> sides;
     for (size_t begin = 0; begin < pieces.size(); begin += BATCH) {
         const size_t end = std::min(pieces.size(), begin + BATCH);
         sides.clear();
-        for (size_t i = begin; i < end; ++i) {
-            if (!joinable[i]) continue;
-            const uint8_t* t = (const uint8_t*)pieces[i].data();
-            const size_t n = pieces[i].size();
-            for (size_t k = 1; k < n; ++k) {
-                if (!cuts(pieces[i], k)) continue;
-                for (const Side& x : {side(t, k), side(t + k, n - k)}) {
-                    sides.push_back(x);
-                    if (x.w1 != 0)
-                        short_ids.prefetch((size_t)x.at);
-                    else
-                        long_ids.prefetch_slot(x.at);
-                }
+        each_cut(begin, end, [&](size_t, const uint8_t* t, size_t n, size_t k) {
+            for (const Side& x : {side(t, k), side(t + k, n - k)}) {
+                sides.push_back(x);
+                if (x.w1 != 0)
+                    short_ids.prefetch((size_t)x.at);
+                else
+                    long_ids.prefetch_slot(x.at);
             }
-        }
-        size_t h = 0;
-        for (size_t i = begin; i < end; ++i) {
-            if (!joinable[i]) continue;
-            const uint8_t* t = (const uint8_t*)pieces[i].data();
-            const size_t n = pieces[i].size();
-            for (size_t k = 1; k < n; ++k) {
-                if (!cuts(pieces[i], k)) continue;
-                const size_t at = h;
-                h += 2;
-                const int32_t j = id_of(t, k, sides[at]);
-                if (j < 0) continue;
-                const int32_t r = id_of(t + k, n - k, sides[at + 1]);
-                if (r < 0) continue;
-                made.push_back((int32_t)i);
-                left.push_back(j);
-                right.push_back(r);
-            }
-        }
+        });
+        const Side* x = sides.data();  // (the cuts again, in the same order: two sides each)
+        each_cut(begin, end, [&](size_t i, const uint8_t* t, size_t n, size_t k) {
+            const Side* cut = x;
+            x += 2;
+            const int32_t j = id_of(t, k, cut[0]);
+            if (j < 0) return;
+            const int32_t r = id_of(t + k, n - k, cut[1]);
+            if (r < 0) return;
+            made.push_back((int32_t)i);
+            left.push_back(j);
+            right.push_back(r);
+        });
     }
     return -1;
 }
