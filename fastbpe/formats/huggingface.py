@@ -429,7 +429,8 @@ def _character_tokens(vocab: Mapping, special_ids: Set[int], specials: int, sour
                 raise ValueError(f"{source}: vocab entry {i} is empty")
             if tokens[i]:
                 raise ValueError(f"{source}: id {i} is used by two vocab entries")
-            tokens[i] = b"-"
+            if i not in special_ids:  # (an added token's slot stays empty, then and now)
+                tokens[i] = b"-"
     collections.deque(map(tokens.__setitem__, ids, [text.encode("utf-8", "surrogatepass") for text in texts]),
                       maxlen=0)
     for i in special_ids & set(ids):

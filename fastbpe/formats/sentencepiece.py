@@ -167,7 +167,7 @@ def read_pieces(data: bytes, source: str) -> Tuple[Pieces, Dict[int, object], Di
     """
     read = read_model_pieces(data)
     if read is None:
-        pieces, specs = read_pieces_by_field(data, source)  # (raises: the compiled reader refuses what it refuses)
+        pieces, specs = read_pieces_by_field(data, source)  # (it raises: the two refuse the same files)
     else:
         pieces, specs = Pieces(*read[:3]), [(number, data[begin:end]) for number, begin, end in read[3]]
     trainer: Dict[int, object] = {}
@@ -218,7 +218,9 @@ def read(path: PathLike) -> dict:
         raise ValueError(f"{source}: not a SentencePiece model (its precompiled_charsmap is not bytes)")
     if not normalizer.get(_NORM_ESCAPE_WHITESPACES, 1):
         raise ValueError(f"{source}: escape_whitespaces=false is not supported")
+
     def of_kind(*wanted: int) -> List[int]:
+        """The ids of the pieces of these types."""
         return np.flatnonzero(np.isin(kinds, np.array(wanted, dtype=np.uint64))).tolist()
 
     unused = of_kind(UNUSED)
