@@ -160,7 +160,8 @@ class Tokenizer:
     whose every marker decodes to a space); ``unk_token``: for ``unit="chars"``, the token (or
     special token) a character without a token becomes, unless ``byte_fallback`` spells it as
     bytes first, and with ``fuse_unk`` a run of such characters is one (Hugging Face's BPE
-    options; SentencePiece's models without byte fallback fuse).
+    options; SentencePiece's models without byte fallback fuse); ``unk_surface``: what the
+    ``unk_token`` decodes to, where that is not its name (SentencePiece's `` ⁇ ``).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -200,6 +201,7 @@ class Tokenizer:
         dummy_prefix: bool = True,
         unk_token: Optional[str] = None,
         fuse_unk: bool = False,
+        unk_surface: Optional[str] = None,
     ):
         if not isinstance(byte_fallback, (bool, np.bool_)):
             raise TypeError(f"byte_fallback must be True or False, got {byte_fallback!r:.40}")
@@ -230,6 +232,9 @@ class Tokenizer:
         # fuse_unk), unless byte fallback spells it first: Hugging Face's BPE, and SentencePiece's
         # models without byte fallback (which always fuse).
         self.unk_token, self.fuse_unk = unk_token, bool(fuse_unk)
+        if unk_surface is not None and (not isinstance(unk_surface, str) or unk_token is None):
+            raise ValueError(f"unk_surface must be a str, and needs an unk_token; got {unk_surface!r:.40}")
+        self.unk_surface = unk_surface
         # Step 5, the markers (fastbpe.encode.markers)
         self.markers = Markers(word_start, word_end, space_marker, end_of_word_suffix, continuing_subword_prefix,
                                dummy_prefix)
@@ -431,6 +436,13 @@ class Tokenizer:
             pieces[i] = bytes([b])
         return pieces
 
+    def _decoded_specials(self) -> Dict[int, str]:
+        """What each special token decodes to, by id: its name, but for an ``unk_surface``."""
+        texts = {i: name for name, i in self.special_tokens.items()}
+        if self.unk_surface is not None and self.unk_token in self.special_tokens:
+            texts[self.special_tokens[self.unk_token]] = self.unk_surface
+        return texts
+
     def _checked_counts(self, merge_counts) -> List[int]:
         """One count per merge, each an int >= 0 (not a float, bool or str)."""
         if isinstance(merge_counts, np.ndarray) and merge_counts.ndim == 1 and merge_counts.dtype.kind in "iu":
@@ -502,6 +514,7 @@ class Tokenizer:
         state.setdefault("byte_fallback", False)
         state.setdefault("unk_token", None)
         state.setdefault("fuse_unk", False)
+        state.setdefault("unk_surface", None)
         if "specials" not in state:  # a pickle of a version before the special tokens had their own class
             state["specials"] = special.SpecialTokens(state.pop("special_tokens", {}),
                                                       state.pop("special_token_options", None))
@@ -1086,6 +1099,7 @@ class Tokenizer:
             byte_fallback=self.byte_fallback,
             unk_token=self.unk_token,
             fuse_unk=self.fuse_unk,
+            unk_surface=self.unk_surface,
         )
 
     # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------

@@ -48,11 +48,12 @@ class DecodeTable:
     """``flat`` (uint8) and ``offsets`` (int64, one more than ids): id ``i`` decodes to
     ``flat[offsets[i]:offsets[i + 1]]``; an empty slot is an id that decodes to nothing
     known (an unused id, or a special token beyond the table). ``pieces``: the same as one
-    bytes per id; ``gather``: the compiled gathering over them (``ByteTable.gather``)."""
+    bytes per id; ``gather``: the compiled gathering over them (``ByteTable.gather``).
+    ``specials``: the text each special token decodes to, by id."""
 
-    def __init__(self, token_bytes, special_tokens):
+    def __init__(self, token_bytes, specials):
         size = len(token_bytes)
-        near = {i: s for s, i in special_tokens.items() if i < size + TABLE_SLACK}
+        near = {i: s for i, s in specials.items() if i < size + TABLE_SLACK}
         size = max([size, *(i + 1 for i in near)])
         pieces = list(token_bytes) + [b""] * (size - len(token_bytes))
         for i, text in near.items():
@@ -69,7 +70,7 @@ class DecodeTable:
 def _table(tok) -> DecodeTable:
     table = getattr(tok, "_decode_table", None)
     if table is None:  # built once; two threads building it at once build equal tables
-        table = tok._decode_table = DecodeTable(tok._decoded_token_bytes(), tok.special_tokens)
+        table = tok._decode_table = DecodeTable(tok._decoded_token_bytes(), tok._decoded_specials())
     return table
 
 
@@ -99,9 +100,9 @@ def _id_bytes(tok, i) -> bytes:
     pieces = _table(tok).pieces
     if 0 <= i < len(pieces) and pieces[i]:
         return pieces[i]
-    for text, sid in tok.special_tokens.items():  # (one far beyond the table)
-        if sid == i:
-            return text.encode("utf-8", "surrogatepass")
+    text = tok._decoded_specials().get(i)  # (one far beyond the table)
+    if text is not None:
+        return text.encode("utf-8", "surrogatepass")
     raise UnknownTokenIdError(f"token id {i} is not in the vocabulary")
 
 

@@ -23,13 +23,16 @@ SentencePiece's: the normaliser leaves each as it is written where one begins, a
 in the normalised text (the longest at each position) and never merged, in every text.
 
 What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
-the trainer's default type), unused pieces, and whitespace as a suffix. Decoding differs from
-SentencePiece's in two places: ``<unk>`` decodes as its name (as in ``tokenizers``;
-SentencePiece writes `` ⁇ ``), and with ``remove_extra_whitespaces`` a text that began with
-``▁`` itself (SentencePiece drops every ``▁`` the first pieces begin with). A model with a
-character map, or with user-defined pieces, cannot be written as a ``tokenizer.json``:
-``tokenizers``' ``Precompiled`` applies the map a grapheme at a time, which differs from
-SentencePiece on some sequences, and finds added tokens before normalising.
+the trainer's default type), unused pieces, and whitespace as a suffix. ``<unk>`` decodes as
+SentencePiece's surface for it (`` ⁇ ``, the model's ``unk_surface``). Decoding ids that
+encoding would not give differs from SentencePiece's: control pieces decode as their names
+(SentencePiece writes nothing), and at the start of a decode, where SentencePiece drops the
+``▁`` of every piece until one leaves text, fastbpe drops the first space once (as the decoders
+of ``tokenizers``' files do): ``▁`` pieces that begin a text, and an ``<unk>`` that begins it
+with no ``▁`` before it. A model with a character map, or with user-defined pieces, cannot be
+written as a ``tokenizer.json``: ``tokenizers``' ``Precompiled`` applies the map a grapheme at a
+time, which differs from SentencePiece on some sequences, and finds added tokens before
+normalising; a model written as one decodes ``<unk>`` as its name there.
 """
 import base64
 import os
@@ -54,10 +57,11 @@ NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 MODEL_TYPES = {1: "Unigram", 2: "BPE", 3: "word", 4: "char"}
 _MODEL_PIECES, _MODEL_TRAINER, _MODEL_NORMALIZER = 1, 2, 3
 _PIECE_TEXT, _PIECE_SCORE, _PIECE_TYPE = 1, 2, 3
-_TRAINER_MODEL_TYPE, _TRAINER_WHITESPACE_SUFFIX, _TRAINER_BYTE_FALLBACK = 3, 24, 35
+_TRAINER_MODEL_TYPE, _TRAINER_WHITESPACE_SUFFIX, _TRAINER_BYTE_FALLBACK, _TRAINER_UNK_SURFACE = 3, 24, 35, 44
 _NORM_CHARSMAP, _NORM_DUMMY_PREFIX, _NORM_EXTRA_WHITESPACES, _NORM_ESCAPE_WHITESPACES = 2, 3, 4, 5
 
 SPACE = "\u2581"  # ▁, what SentencePiece writes for a space
+UNK_SURFACE = " \u2047 "  # what the unknown piece decodes to, unless the model says otherwise
 
 
 _MASK64 = (1 << 64) - 1
@@ -258,9 +262,16 @@ def read(path: PathLike) -> dict:
     unknown = next((texts[i].decode() for i in of_kind(UNKNOWN)), None)
     if not byte_fallback and unknown is None:
         raise ValueError(f"{source}: a model with neither byte fallback nor an unknown piece")
+    # the unknown piece decodes as its surface (SentencePiece's DecodeIds), not as its name;
+    # with byte fallback it stands for no character (bytes come first), but decodes so too
+    surface = trainer.get(_TRAINER_UNK_SURFACE, UNK_SURFACE.encode())
+    try:
+        surface = surface.decode("utf-8")
+    except (AttributeError, UnicodeDecodeError):
+        raise ValueError(f"{source}: not a SentencePiece model (its unk_surface is not UTF-8 text)") from None
     return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials,
                 **({"special_token_options": options} if options else {}), merge_rule="pair",
                 normalizer=normalize, byte_fallback=byte_fallback,
-                **({} if byte_fallback else {"unk_token": unknown, "fuse_unk": True}),
+                **({} if unknown is None else {"unk_token": unknown, "fuse_unk": True, "unk_surface": surface}),
                 **Splitter(WHOLE_PIECE).keywords(),
                 **Markers(space_marker=SPACE, dummy_prefix=step["add_dummy_prefix"]).keywords())

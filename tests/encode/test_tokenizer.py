@@ -87,6 +87,30 @@ def test_unknown_characters_become_the_unk_token(fuse_unk):
         Tokenizer([bytes([b]) for b in range(256)], [], unk_token="<unk>")
 
 
+def test_the_unknown_token_decodes_as_its_surface():
+    """``unk_surface``: what the ``unk_token`` decodes to (SentencePiece's " ⁇ "), in every
+    decoding call and the offsets; its name stays its token; kept by files and pickles; only
+    with an ``unk_token``, and only a str."""
+    from fastbpe.split.splitter import WHOLE_PIECE
+
+    def make(**extra):
+        return Tokenizer([b"", b"a", b"b", b"ab"], [(1, 2)], unit="chars", pattern=WHOLE_PIECE, merge_rule="pair",
+                         special_tokens={"<unk>": 0}, fuse_unk=True, **{"unk_token": "<unk>", **extra})
+
+    tok, plain = make(unk_surface=" ?? "), make()
+    ids = tok.encode_ordinary("ab😀éa")
+    assert ids == plain.encode_ordinary("ab😀éa") == [3, 0, 1]
+    assert (tok.decode(ids), plain.decode(ids)) == ("ab ?? a", "ab<unk>a")
+    assert tok.decode_bytes(ids) == b"".join(tok.decode_tokens_bytes(ids)) == b"ab ?? a"
+    assert tok.decode_with_offsets(ids) == ("ab ?? a", [0, 2, 6])
+    assert tok.tokens("ab😀éa") == ["ab", "<unk>", "a"]
+    assert tok != plain and pickle.loads(pickle.dumps(tok)) == tok
+    assert Tokenizer.from_dict(json.loads(json.dumps(tok.to_dict()))).decode(ids) == "ab ?? a"
+    for bad in ({"unk_surface": 5}, {"unk_surface": " ?? ", "unk_token": None}):
+        with pytest.raises(ValueError, match="unk_surface"):
+            make(**bad)
+
+
 def test_each_character_s_id_is_its_one_character_token():
     """The table a character-level tokenizer looks its text's characters up in: a token of one
     character (of 1 to 4 UTF-8 bytes) at its code point, every other code point -1 - itself;
