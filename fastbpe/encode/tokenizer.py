@@ -721,7 +721,10 @@ class Tokenizer:
             used = np.flatnonzero(lengths)
             firsts = np.frombuffer(b"".join(tokens), dtype=np.uint8)[(np.cumsum(lengths) - lengths)[used]]
             for i in used[lengths[used] == _UTF8_LENGTH_OF_LEAD[firsts]].tolist():
-                text = tokens[i].decode("utf-8", "surrogatepass")  # (a character-level vocabulary's)
+                try:
+                    text = tokens[i].decode("utf-8", "surrogatepass")  # (a character-level vocabulary's)
+                except UnicodeDecodeError:
+                    continue  # (no character: its bytes are not UTF-8)
                 if len(text) == 1:
                     table[ord(text)] = i
             self.__dict__["_char_ids_cache"] = table
