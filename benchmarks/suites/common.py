@@ -308,7 +308,7 @@ def _protobuf_field(number: int, value) -> bytes:
             out.append(n & 0x7F | 0x80)
             n >>= 7
         return bytes(out + bytes([n]))
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, int):  # (a bool too)
         return varint(number << 3) + varint(int(value))
     if isinstance(value, float):
         return varint(number << 3 | 5) + struct.pack("<f", value)
