@@ -160,8 +160,9 @@ class Tokenizer:
     whose every marker decodes to a space); ``unk_token``: for ``unit="chars"``, the token (or
     special token) a character without a token becomes, unless ``byte_fallback`` spells it as
     bytes first, and with ``fuse_unk`` a run of such characters is one (Hugging Face's BPE
-    options; SentencePiece's models without byte fallback fuse); ``unk_surface``: what the
-    ``unk_token`` decodes to, where that is not its name (SentencePiece's `` ⁇ ``).
+    options; SentencePiece's models without byte fallback fuse); ``special_surfaces``: what
+    special tokens decode to where that is not their name (``{name: text}``; SentencePiece's
+    models: `` ⁇ `` for ``<unk>``, nothing for its control pieces ``<s>`` and ``</s>``).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -201,7 +202,7 @@ class Tokenizer:
         dummy_prefix: bool = True,
         unk_token: Optional[str] = None,
         fuse_unk: bool = False,
-        unk_surface: Optional[str] = None,
+        special_surfaces: Optional[Mapping[str, str]] = None,
     ):
         if not isinstance(byte_fallback, (bool, np.bool_)):
             raise TypeError(f"byte_fallback must be True or False, got {byte_fallback!r:.40}")
@@ -232,9 +233,6 @@ class Tokenizer:
         # fuse_unk), unless byte fallback spells it first: Hugging Face's BPE, and SentencePiece's
         # models without byte fallback (which always fuse).
         self.unk_token, self.fuse_unk = unk_token, bool(fuse_unk)
-        if unk_surface is not None and (not isinstance(unk_surface, str) or unk_token is None):
-            raise ValueError(f"unk_surface must be a str, and needs an unk_token; got {unk_surface!r:.40}")
-        self.unk_surface = unk_surface
         # Step 5, the markers (fastbpe.encode.markers)
         self.markers = Markers(word_start, word_end, space_marker, end_of_word_suffix, continuing_subword_prefix,
                                dummy_prefix)
@@ -287,6 +285,11 @@ class Tokenizer:
             self._byte_token_ids()  # every <0xNN> token present, or a ValueError now
         if self.unk_token is not None:
             self._unk_id()  # the token is there, or a ValueError now
+        self.special_surfaces: Dict[str, str] = dict(special_surfaces or {})
+        for name, text in self.special_surfaces.items():
+            if name not in self.specials.ids or not isinstance(text, str):
+                raise ValueError(f"special_surfaces maps special tokens to the text they decode to; got {name!r:.40}: "
+                                 f"{text!r:.40}")
         if self.markers.has_subword_markers():
             self._marked_symbol_ids()  # every byte's token with and without the markers, or a ValueError now
         self._local = threading.local()
@@ -437,11 +440,8 @@ class Tokenizer:
         return pieces
 
     def _decoded_specials(self) -> Dict[int, str]:
-        """What each special token decodes to, by id: its name, but for an ``unk_surface``."""
-        texts = {i: name for name, i in self.special_tokens.items()}
-        if self.unk_surface is not None and self.unk_token in self.special_tokens:
-            texts[self.special_tokens[self.unk_token]] = self.unk_surface
-        return texts
+        """What each special token decodes to, by id: its name, or its ``special_surfaces`` text."""
+        return {i: self.special_surfaces.get(name, name) for name, i in self.special_tokens.items()}
 
     def _checked_counts(self, merge_counts) -> List[int]:
         """One count per merge, each an int >= 0 (not a float, bool or str)."""
@@ -514,7 +514,7 @@ class Tokenizer:
         state.setdefault("byte_fallback", False)
         state.setdefault("unk_token", None)
         state.setdefault("fuse_unk", False)
-        state.setdefault("unk_surface", None)
+        state.setdefault("special_surfaces", {})
         if "specials" not in state:  # a pickle of a version before the special tokens had their own class
             state["specials"] = special.SpecialTokens(state.pop("special_tokens", {}),
                                                       state.pop("special_token_options", None))
@@ -1102,7 +1102,7 @@ class Tokenizer:
             byte_fallback=self.byte_fallback,
             unk_token=self.unk_token,
             fuse_unk=self.fuse_unk,
-            unk_surface=self.unk_surface,
+            special_surfaces=self.special_surfaces,
         )
 
     # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------

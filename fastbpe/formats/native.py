@@ -52,7 +52,7 @@ def to_dict(tok) -> dict:
         **({"whole_token_lookup": True} if tok.whole_token_lookup else {}),
         **({"byte_fallback": True} if tok.byte_fallback else {}),
         **({"unk_token": tok.unk_token, "fuse_unk": tok.fuse_unk} if tok.unk_token is not None else {}),
-        **({"unk_surface": tok.unk_surface} if tok.unk_surface is not None else {}),
+        **({"special_surfaces": tok.special_surfaces} if tok.special_surfaces else {}),
         **tok.markers.to_native(),  # step 5
     }
 
@@ -152,7 +152,8 @@ def _keywords(data: Mapping, scanned: Optional[tuple] = None) -> dict:
         byte_fallback=json_field(data, "byte_fallback", (bool,), False),
         unk_token=json_field(data, "unk_token", (str, type(None))),
         fuse_unk=json_field(data, "fuse_unk", (bool,), False),
-        unk_surface=json_field(data, "unk_surface", (str, type(None))),
+        special_surfaces=json_field(data, "special_surfaces", (dict,), {},
+                                    what="an object of special token name -> the text it decodes to"),
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
     )
 

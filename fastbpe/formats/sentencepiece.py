@@ -23,16 +23,16 @@ SentencePiece's: the normaliser leaves each as it is written where one begins, a
 in the normalised text (the longest at each position) and never merged, in every text.
 
 What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
-the trainer's default type), unused pieces, and whitespace as a suffix. ``<unk>`` decodes as
-SentencePiece's surface for it (`` ⁇ ``, the model's ``unk_surface``). Decoding ids that
-encoding would not give differs from SentencePiece's: control pieces decode as their names
-(SentencePiece writes nothing), and at the start of a decode, where SentencePiece drops the
-``▁`` of every piece until one leaves text, fastbpe drops the first space once (as the decoders
-of ``tokenizers``' files do): ``▁`` pieces that begin a text, and an ``<unk>`` that begins it
-with no ``▁`` before it. A model with a character map, or with user-defined pieces, cannot be
-written as a ``tokenizer.json``: ``tokenizers``' ``Precompiled`` applies the map a grapheme at a
-time, which differs from SentencePiece on some sequences, and finds added tokens before
-normalising; a model written as one decodes ``<unk>`` as its name there.
+the trainer's default type), unused pieces, and whitespace as a suffix. Decoding is
+SentencePiece's: ``<unk>`` decodes as its surface (`` ⁇ ``, the model's ``unk_surface``) and a
+control piece as nothing (``special_surfaces``). One place differs: at the start of a decode,
+where SentencePiece drops the ``▁`` of every piece until one leaves text, fastbpe drops the first
+space once (as the decoders of ``tokenizers``' files do), which differs for ``▁`` pieces that
+begin a text and for an ``<unk>`` that begins it with no ``▁`` before it. A model with a
+character map, or with user-defined pieces, cannot be written as a ``tokenizer.json``:
+``tokenizers``' ``Precompiled`` applies the map a grapheme at a time, which differs from
+SentencePiece on some sequences, and finds added tokens before normalising; a model written as
+one decodes its special tokens as their names there.
 """
 import base64
 import os
@@ -262,16 +262,17 @@ def read(path: PathLike) -> dict:
     unknown = next((texts[i].decode() for i in of_kind(UNKNOWN)), None)
     if not byte_fallback and unknown is None:
         raise ValueError(f"{source}: a model with neither byte fallback nor an unknown piece")
-    # the unknown piece decodes as its surface (SentencePiece's DecodeIds), not as its name;
-    # with byte fallback it stands for no character (bytes come first), but decodes so too
+    # SentencePiece's DecodeIds: the unknown piece decodes as its surface (with byte fallback it
+    # stands for no character, bytes coming first, but decodes so too), a control piece as nothing
     surface = trainer.get(_TRAINER_UNK_SURFACE, UNK_SURFACE.encode())
     try:
         surface = surface.decode("utf-8")
     except (AttributeError, UnicodeDecodeError):
         raise ValueError(f"{source}: not a SentencePiece model (its unk_surface is not UTF-8 text)") from None
+    surfaces = {**{texts[i].decode(): "" for i in of_kind(CONTROL)}, **({unknown: surface} if unknown else {})}
     return dict(tokens=tokens, merges=_merges(pieces), unit="chars", special_tokens=specials,
                 **({"special_token_options": options} if options else {}), merge_rule="pair",
                 normalizer=normalize, byte_fallback=byte_fallback,
-                **({} if unknown is None else {"unk_token": unknown, "fuse_unk": True, "unk_surface": surface}),
+                **({} if unknown is None else {"unk_token": unknown, "fuse_unk": True}), special_surfaces=surfaces,
                 **Splitter(WHOLE_PIECE).keywords(),
                 **Markers(space_marker=SPACE, dummy_prefix=step["add_dummy_prefix"]).keywords())

@@ -87,28 +87,29 @@ def test_unknown_characters_become_the_unk_token(fuse_unk):
         Tokenizer([bytes([b]) for b in range(256)], [], unk_token="<unk>")
 
 
-def test_the_unknown_token_decodes_as_its_surface():
-    """``unk_surface``: what the ``unk_token`` decodes to (SentencePiece's " ⁇ "), in every
-    decoding call and the offsets; its name stays its token; kept by files and pickles; only
-    with an ``unk_token``, and only a str."""
+def test_special_tokens_decode_as_their_surfaces():
+    """``special_surfaces``: what special tokens decode to where that is not their name
+    (SentencePiece's " ⁇ " for <unk>, nothing for <s>), in every decoding call and the offsets;
+    their names stay their tokens; kept by files and pickles; only special tokens, only strs."""
     from fastbpe.split.splitter import WHOLE_PIECE
 
     def make(**extra):
-        return Tokenizer([b"", b"a", b"b", b"ab"], [(1, 2)], unit="chars", pattern=WHOLE_PIECE, merge_rule="pair",
-                         special_tokens={"<unk>": 0}, fuse_unk=True, **{"unk_token": "<unk>", **extra})
+        return Tokenizer([b"", b"", b"a", b"b", b"ab"], [(2, 3)], unit="chars", pattern=WHOLE_PIECE,
+                         merge_rule="pair", special_tokens={"<unk>": 0, "<s>": 1}, unk_token="<unk>", fuse_unk=True,
+                         **extra)
 
-    tok, plain = make(unk_surface=" ?? "), make()
-    ids = tok.encode_ordinary("ab😀éa")
-    assert ids == plain.encode_ordinary("ab😀éa") == [3, 0, 1]
-    assert (tok.decode(ids), plain.decode(ids)) == ("ab ?? a", "ab<unk>a")
+    tok, plain = make(special_surfaces={"<unk>": " ?? ", "<s>": ""}), make()
+    ids = [1] + tok.encode_ordinary("ab😀éa")
+    assert ids == [1] + plain.encode_ordinary("ab😀éa") == [1, 4, 0, 2]
+    assert (tok.decode(ids), plain.decode(ids)) == ("ab ?? a", "<s>ab<unk>a")
     assert tok.decode_bytes(ids) == b"".join(tok.decode_tokens_bytes(ids)) == b"ab ?? a"
-    assert tok.decode_with_offsets(ids) == ("ab ?? a", [0, 2, 6])
-    assert tok.tokens("ab😀éa") == ["ab", "<unk>", "a"]
+    assert tok.decode_with_offsets(ids) == ("ab ?? a", [0, 0, 2, 6])
+    assert tok.tokens("ab😀éa") == ["ab", "<unk>", "a"] and tok.encode("<s>", allowed_special="all") == [1]
     assert tok != plain and pickle.loads(pickle.dumps(tok)) == tok
     assert Tokenizer.from_dict(json.loads(json.dumps(tok.to_dict()))).decode(ids) == "ab ?? a"
-    for bad in ({"unk_surface": 5}, {"unk_surface": " ?? ", "unk_token": None}):
-        with pytest.raises(ValueError, match="unk_surface"):
-            make(**bad)
+    for bad in ({"<pad>": ""}, {"<s>": 5}):
+        with pytest.raises(ValueError, match="special_surfaces"):
+            make(special_surfaces=bad)
 
 
 def test_each_character_s_id_is_its_one_character_token():

@@ -78,6 +78,10 @@ def test_ids_and_decoding_are_sentencepiece_s(pair, rows):
         # as SentencePiece's surface, " ⁇ ")
         if not text.lstrip(" ").startswith("▁"):
             assert tok.decode(ids) == processor.decode(ids), text
+            # with control pieces (BOS, EOS and the model's own), which decode as nothing
+            controls = [i for i in range(processor.get_piece_size()) if processor.is_control(i)]
+            framed = processor.encode(text, add_bos=True, add_eos=True) + controls
+            assert tok.decode(framed) == processor.decode(framed), text
     # the characters without a piece took their path (byte fallback, or <unk> for a run of them)
     missing = processor.piece_to_id("<0xE4>") if tok.byte_fallback else processor.unk_id()
     assert sum(missing in processor.encode(t) for t in rows) > 10
