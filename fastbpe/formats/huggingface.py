@@ -478,7 +478,8 @@ def _read_character_level(data: Mapping, model: Mapping, source: str,
             if i < len(tokens):
                 tokens[i] = b""
     _refuse_added_tokens_bpe_needs(
-        {i: (name, name.encode("utf-8", "surrogatepass")) for name, i in specials.ids.items() if in_vocab.get(name) == i},
+        {i: (name, name.encode("utf-8", "surrogatepass"))
+         for name, i in specials.ids.items() if in_vocab.get(name) == i},
         tokens, pairs, source, base_symbol=lambda name, token: BYTE_TOKEN.fullmatch(name) is not None)
     _warn_renumbered(added, specials.ids, source)
     if metaspace:  # the pre-tokenizer's spaces and prefix, run after the file's normaliser

@@ -165,7 +165,8 @@ def read_pieces(data: bytes, source: str) -> Tuple[Pieces, Dict[int, object], Di
     (``read_model_pieces``: in Python, a 32k model's pieces took 0.1 s); a damaged file is read
     again field by field, which says where it breaks.
 
-    >>> pieces, trainer, normalizer = read_pieces(b"\\x0a\\x08\\x0a\\x01a\\x15\\x00\\x00\\x80\\xbf\\x12\\x02\\x18\\x02", "m")
+    >>> model = b"\\x0a\\x08\\x0a\\x01a\\x15\\x00\\x00\\x80\\xbf" + b"\\x12\\x02\\x18\\x02"  # (a piece, a trainer spec)
+    >>> pieces, trainer, normalizer = read_pieces(model, "m")
     >>> pieces.texts, trainer, normalizer
     ([b'a'], {3: 2}, {})
     """

@@ -121,8 +121,8 @@ def test_each_character_s_id_is_its_one_character_token():
     tok = Tokenizer(tokens, [], unit="chars", pattern=r"(?s:.+)", merge_rule="pair")
     table = tok._char_ids()
     assert table.dtype == np.int32 and table.shape == (0x110000,)
-    expected = {ord(text): i for i, token in enumerate(tokens) if token and len(text := token.decode("utf-8", "replace"))
-                == 1 and text != "\ufffd"}
+    texts = [token.decode("utf-8", "replace") for token in tokens]
+    expected = {ord(text): i for i, text in enumerate(texts) if len(text) == 1 and text != "\ufffd"}
     assert {int(c): int(table[c]) for c in np.flatnonzero(table >= 0)} == expected
     others = np.flatnonzero(table < 0)
     assert (table[others] == -1 - others).all() and len(others) == 0x110000 - len(expected)

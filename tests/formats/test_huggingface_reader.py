@@ -236,8 +236,8 @@ def test_a_character_level_file_is_read_compiled_as_json_reads_it(tmp_path, char
 
 
 @pytest.mark.filterwarnings("ignore:.*tokenizers gives it")  # (an added token renumbered as tokenizers does)
-@pytest.mark.parametrize("key", ["\\ud83d\\ude00", "\\ud83d", "\\udc00\\ud83d", "\\ud83dx", "a\\u0000", "\U0001F600", "a b",
-                                 "\\u0020x", "\\u2581", "<unk>", "\x7f"])
+@pytest.mark.parametrize("key", ["\\ud83d\\ude00", "\\ud83d", "\\udc00\\ud83d", "\\ud83dx", "a\\u0000", "\U0001F600",
+                                 "a b", "\\u0020x", "\\u2581", "<unk>", "\x7f"])
 def test_character_level_keys_read_as_json_reads_them(tmp_path, chars_file, key):
     """A surrogate pair (one character), lone surrogates (their three bytes, as
     "surrogatepass" writes them), a control character, an emoji, a space, an escaped one, an
@@ -271,7 +271,8 @@ def test_an_escaped_space_in_a_merge_string_splits_it_as_json_reads_it(tmp_path,
 
 
 def test_scan_reads_characters_as_their_utf8():
-    raw = '{"model": {"vocab": {"\u2581a": 0, "\\ud83d\\ude00": 1, "\\udc00x": 2, "\\n": 3}, "merges": ["\u2581a \\ud83d\\ude00"]}}'
+    raw = ('{"model": {"vocab": {"\u2581a": 0, "\\ud83d\\ude00": 1, "\\udc00x": 2, "\\n": 3}, '
+           '"merges": ["\u2581a \\ud83d\\ude00"]}}')
     spans, tokens, ids, blob, offsets = scan_bpe_json(raw.encode("utf-8"), None)
     assert tokens == ["\u2581a".encode(), "😀".encode(), "\udc00x".encode("utf-8", "surrogatepass"), b"\n"]
     assert ids.tolist() == [0, 1, 2, 3] and blob.tobytes() == "\u2581a😀".encode() and offsets.tolist() == [0, 4, 8]

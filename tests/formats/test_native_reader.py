@@ -161,7 +161,9 @@ def test_scan_reads_byte_level_texts_and_id_rows():
 def test_a_character_level_file_is_read_compiled():
     """Its texts as their UTF-8: escaped or not, a surrogate pair one character, a lone
     surrogate its three bytes (as the json module and "surrogatepass" read them)."""
-    raw = '{"format": "fastbpe", "unit": "chars", "vocab": ["\\u2581a", "\\ud83d\\ude00", "\\udc00", "", "é"], "merges": []}'
+    raw = '{"format": "fastbpe", "unit": "chars", "vocab": ["\\u2581a", "\\ud83d\\ude00", "\\udc00", "", "é"], ' \
+          '"merges": []}'
     spans, tokens, merges = scan_native_json(raw.encode("utf-8"), None)
-    assert tokens == ["\u2581a".encode(), "😀".encode(), "\udc00".encode("utf-8", "surrogatepass"), b"", "é".encode()]
+    lone = "\udc00".encode("utf-8", "surrogatepass")
+    assert tokens == ["\u2581a".encode(), "😀".encode(), lone, b"", "é".encode()]
     assert merges.shape == (0, 2)
