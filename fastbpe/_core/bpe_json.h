@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "utf8.h"
+
 namespace fbpj {
 
 struct ModelScan {
@@ -349,51 +351,20 @@ class BpeJsonScanner {
 
     // The UTF-8 of code point `point` (a surrogate too, as "surrogatepass" writes it) onto blob.
     static void put_utf8(uint32_t point, std::vector<uint8_t>& blob) {
-        if (point < 0x80) {
-            blob.push_back((uint8_t)point);
-        } else if (point < 0x800) {
-            blob.push_back((uint8_t)(0xC0 | point >> 6));
-            blob.push_back((uint8_t)(0x80 | (point & 0x3F)));
-        } else if (point < 0x10000) {
-            blob.push_back((uint8_t)(0xE0 | point >> 12));
-            blob.push_back((uint8_t)(0x80 | (point >> 6 & 0x3F)));
-            blob.push_back((uint8_t)(0x80 | (point & 0x3F)));
-        } else {
-            blob.push_back((uint8_t)(0xF0 | point >> 18));
-            blob.push_back((uint8_t)(0x80 | (point >> 12 & 0x3F)));
-            blob.push_back((uint8_t)(0x80 | (point >> 6 & 0x3F)));
-            blob.push_back((uint8_t)(0x80 | (point & 0x3F)));
-        }
+        uint8_t bytes[4];
+        blob.insert(blob.end(), bytes, bytes + fbpt::utf8_from_units(&point, 1, bytes, true));
     }
 
     // In characters: the UTF-8 character at p[i] (not a control character: json refuses those
     // unescaped), its bytes appended to blob as they are; false where Python's strict decoder
-    // would refuse it (an overlong form, a surrogate, past U+10FFFF, cut short).
+    // would refuse it (utf8.h's rules: an overlong form, a surrogate, past U+10FFFF, cut short).
     bool read_utf8_char(size_t& i, std::vector<uint8_t>& blob) const {
         const uint8_t c = p_[i];
-        size_t len;
-        uint8_t low = 0x80, high = 0xBF;  // (the range of the second byte)
-        if (c < 0x80) {
-            if (c < 0x20) return false;
-            len = 1;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            len = 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            if (c == 0xE0) low = 0xA0;
-            if (c == 0xED) high = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            if (c == 0xF0) low = 0x90;
-            if (c == 0xF4) high = 0x8F;
-        } else {
+        // (its length by its first byte, 0 for one that begins no character)
+        const size_t len = c < 0x80 ? (c >= 0x20) : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+        size_t bad;
+        if (len == 0 || len > n_ - i || (len > 1 && fbpt::utf8_first_error_scalar(p_ + i, len, 0, &bad) != len))
             return false;
-        }
-        if (len > n_ - i) return false;
-        for (size_t k = 1; k < len; ++k) {
-            const uint8_t b = p_[i + k];
-            if (k == 1 ? (b < low || b > high) : (b & 0xC0) != 0x80) return false;
-        }
         blob.insert(blob.end(), p_ + i, p_ + i + len);
         i += len;
         return true;
