@@ -717,10 +717,9 @@ class Tokenizer:
         if table is None:
             table = np.arange(-1, -0x110001, -1, dtype=np.int32)  # (one array: -1 - arange made two)
             tokens = self.token_bytes
-            lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-            used = np.flatnonzero(lengths)
-            firsts = np.frombuffer(b"".join(tokens), dtype=np.uint8)[(np.cumsum(lengths) - lengths)[used]]
-            for i in used[lengths[used] == _UTF8_LENGTH_OF_LEAD[firsts]].tolist():
+            lengths, firsts = vocab.lengths_and_first_bytes(tokens)
+            # (an empty token's "first byte" is 0, which begins a character of one byte, not of 0)
+            for i in np.flatnonzero(lengths == _UTF8_LENGTH_OF_LEAD[firsts]).tolist():
                 try:
                     text = tokens[i].decode("utf-8", "surrogatepass")  # (a character-level vocabulary's)
                 except UnicodeDecodeError:

@@ -21,7 +21,7 @@ from .special import check_disallowed
 
 __all__ = ["UnknownTokenIdError", "DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
            "decode_tokens_bytes", "decode_with_offsets", "encode_single_token", "n_vocab", "eot_token",
-           "vocab_len", "encode_with_offsets", "char_offsets"]
+           "vocab_len", "encode_with_offsets", "char_offsets", "lengths_and_first_bytes"]
 
 # Special tokens whose ids lie this far beyond the vocabulary are left out of the flat table
 # (decoded by the slow path), so an id of 2**31 - 1 costs no 16 GB of offsets.
@@ -42,6 +42,18 @@ class UnknownTokenIdError(ValueError, KeyError):
     """
 
     __str__ = Exception.__str__  # (KeyError's would show the message in quotes)
+
+
+def lengths_and_first_bytes(tokens) -> Tuple[np.ndarray, np.ndarray]:
+    """The int64 length and the first byte (0 for an empty token) of each token, in bulk: one
+    join, no Python step a token.
+
+    >>> [a.tolist() for a in lengths_and_first_bytes([b"ab", b"", b"c"])]
+    [[2, 0, 1], [97, 0, 99]]
+    """
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    blob = np.frombuffer(b"".join(tokens) + b"\0", dtype=np.uint8)  # (an empty last token's start: the 0)
+    return lengths, np.where(lengths > 0, blob[np.cumsum(lengths) - lengths], 0).astype(np.uint8)
 
 
 class DecodeTable:

@@ -20,13 +20,14 @@ import numpy as np
 from ..encode.markers import Markers
 from ..encode.normalizers import check_huggingface_steps
 from ..encode.special import SpecialTokens
+from ..encode.vocab import lengths_and_first_bytes
 from ..fileio import file_bytes, json_bytes, json_without, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
 from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, scanned_tables, text_byte_values,
                         texts_to_tokens, token_to_text)
-from .ids import ID_LIMIT, check_id, table_size
+from .ids import check_vocab_ids, table_size
 from .native import FORMAT_NAME
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
@@ -53,9 +54,7 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     produce, which is left out."""
     texts = list(vocab)
     ids = list(vocab.values())
-    if not all(type(i) is int and 0 <= i < ID_LIMIT for i in ids):
-        for text, i in vocab.items():
-            check_id(i, f"{source}: vocab entry {text!r}")
+    check_vocab_ids(vocab, source)
     # ids index a table: refuse far-off ids before allocating it (fastbpe.formats.ids)
     size = table_size(max(ids, default=-1), len(ids), len(specials), source)
     tokens = texts_to_tokens(texts)
@@ -96,9 +95,7 @@ def _made_by_merges(tokens: List[bytes], pairs: np.ndarray, wanted: Sequence[byt
     wanted = {token for token in wanted if token}
     if not wanted or not len(pairs):
         return set()
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-    blob = np.frombuffer(b"".join(tokens) + b"\0", dtype=np.uint8)  # (an empty token's first byte: 0)
-    firsts = blob[np.cumsum(lengths) - lengths]
+    lengths, firsts = lengths_and_first_bytes(tokens)
     left, right = pairs[:, 0], pairs[:, 1]
     maybe = np.isin(lengths[left] + lengths[right], [len(token) for token in wanted])
     maybe &= np.isin(np.where(lengths[left] > 0, firsts[left], firsts[right]), [token[0] for token in wanted])
@@ -419,9 +416,7 @@ def _character_tokens(vocab: Mapping, special_ids: Set[int], specials: int, sour
     BPE). Built in bulk; an id out of range, used twice, or an empty entry is a ValueError
     naming it."""
     texts, ids = list(vocab), list(vocab.values())
-    if set(map(type, ids)) - {int} or (ids and not 0 <= min(ids) <= max(ids) < ID_LIMIT):
-        for text, i in vocab.items():
-            check_id(i, f"{source}: vocab entry {text!r}")
+    check_vocab_ids(vocab, source)
     tokens: List[bytes] = [b""] * table_size(max(ids, default=-1), len(ids), specials, source)
     if "" in vocab or len(set(ids)) != len(ids):  # (the loop below says which entry)
         for text, i in vocab.items():

@@ -16,7 +16,7 @@ Every id is an int (not a bool, not a float: a JSON ``1000.7`` is an error, not 
 """
 from typing import Mapping
 
-__all__ = ["GAP_SLACK", "ID_LIMIT", "check_id", "check_special_ids", "table_size"]
+__all__ = ["GAP_SLACK", "ID_LIMIT", "check_id", "check_vocab_ids", "check_special_ids", "table_size"]
 
 GAP_SLACK = 1024
 ID_LIMIT = 2**31  # ids are int32 in the compiled encoder and in encode()'s arrays
@@ -35,6 +35,22 @@ def check_id(value, what: str) -> int:
     if isinstance(value, bool) or not hasattr(value, "__index__") or not 0 <= value < ID_LIMIT:
         raise ValueError(f"{what} has an invalid id {value!r}: ids are ints from 0 to {ID_LIMIT - 1}")
     return int(value)
+
+
+def check_vocab_ids(vocab: Mapping, source: str) -> None:
+    """Every id of a ``{text: id}`` vocabulary valid (:func:`check_id`): checked in bulk, then,
+    where that fails, entry by entry, the first bad one a ValueError naming it.
+
+    >>> check_vocab_ids({"a": 0, "b": -1}, "f")
+    Traceback (most recent call last):
+    ...
+    ValueError: f: vocab entry 'b' has an invalid id -1: ids are ints from 0 to 2147483647
+    """
+    ids = vocab.values()
+    if set(map(type, ids)) <= {int} and (not ids or (min(ids) >= 0 and max(ids) < ID_LIMIT)):
+        return
+    for text, i in vocab.items():
+        check_id(i, f"{source}: vocab entry {text!r}")
 
 
 def check_special_ids(specials: Mapping, source: str) -> dict:
