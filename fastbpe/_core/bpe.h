@@ -509,17 +509,32 @@ class BpeEncoder {
 
     // The pairs of MERGE_REPLAY and MERGE_PAIR: merge i joins left[i] and right[i] (rank i)
     // into the token of their concatenation, whose id goes to made[i]. After set_tokens.
-    // Returns -1, or the index of the first merge naming an unknown token (*why = 1) or
-    // whose concatenation is not a token (*why = 2).
+    // made_given: made[0:n] holds the ids already (a reader's or the learner's), each checked
+    // against its two parts' bytes instead of looked up (for a 32k SentencePiece model's
+    // 71,000 merges, 3.5 ms of lookups into a table bigger than the caches).
+    // Returns -1, or the index of the first merge naming an unknown token (*why = 1), whose
+    // concatenation is not a token (*why = 2), or whose given id is not its concatenation
+    // (*why = 3).
     int64_t merge_pairs(const std::vector<std::string>& tokens, const int32_t* left, const int32_t* right,
                         int64_t n, int32_t* made, std::vector<uint64_t>& keys, std::vector<uint64_t>& vals,
-                        int* why) const {
+                        int* why, bool made_given = false) const {
         const int64_t size = (int64_t)tokens.size();
         int64_t known = 0;  // the merges before the first that names an unknown token
         while (known < n) {
             const int32_t a = left[known], b = right[known];
             if (a < 0 || b < 0 || a >= size || b >= size || tokens[a].empty() || tokens[b].empty()) break;
             ++known;
+        }
+        if (made_given) {
+            for (int64_t i = 0; i < known; ++i) {
+                const std::string &a = tokens[left[i]], &b = tokens[right[i]];
+                const int32_t c = made[i];
+                if (c < 0 || c >= size || tokens[c].size() != a.size() + b.size() ||
+                    tokens[c].compare(0, a.size(), a) != 0 || tokens[c].compare(a.size(), b.size(), b) != 0) {
+                    *why = 3;
+                    return i;
+                }
+            }
         }
         // their concatenations, looked up together a batch at a time (token_ids prefetches the
         // slots ahead: one lookup after another waited for each miss, 25-30 ms of o200k's
@@ -530,7 +545,7 @@ class BpeEncoder {
         const size_t MERGE_BATCH_BYTES = (size_t)1 << 20;
         std::string joined;
         std::vector<int64_t> offsets((size_t)MERGE_BATCH + 1, 0);
-        for (int64_t from = 0, count = 0; from < known; from += count) {
+        for (int64_t from = 0, count = 0; !made_given && from < known; from += count) {
             joined.clear();
             for (count = 0; from + count < known && count < MERGE_BATCH && joined.size() < MERGE_BATCH_BYTES; ++count) {
                 joined += tokens[left[from + count]];

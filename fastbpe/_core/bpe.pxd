@@ -84,7 +84,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
                          vector[uint64_t]& vals) except +
         int64_t merge_pairs(const vector[string]& tokens, const int32_t* left, const int32_t* right,
                             int64_t n, int32_t* made, vector[uint64_t]& keys, vector[uint64_t]& vals,
-                            int* why) except +
+                            int* why, bint made_given) except +
         void build_pairs(const vector[uint64_t]& keys, const vector[uint64_t]& vals) except +
         void add_whole_tokens(const vector[string]& tokens, bool consistent) except +
         bool use_spans_for_pairs(const vector[string]& tokens, const int32_t* made, int64_t m) except +

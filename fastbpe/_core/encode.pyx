@@ -216,6 +216,9 @@ cdef class BPECore:
     ``token_bytes``: bytes of every id (``b""`` for an unused id). ``left``, ``right``:
     int32 merge pairs in rank order (merge rules ``replay`` and ``pair``; ignored for ``token``,
     which derives its pairs from the vocabulary; ``made`` then holds the id each merge makes).
+    ``made``: the id each merge makes, when the caller has them (a reader's third column, the
+    learner's): each is checked against its merge's two tokens, byte for byte, instead of
+    looked up.
     ``whole_token_lookup``: ``"all"`` (every token is
     looked up before merging), ``"consistent"`` (only tokens that BPE rebuilds from their own
     bytes, so the lookup is a pure shortcut) or ``"none"``.
@@ -233,7 +236,7 @@ cdef class BPECore:
         self.number = _cores_made
 
     def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
-                 str merge_rule="replay", str whole_token_lookup="consistent"):
+                 str merge_rule="replay", str whole_token_lookup="consistent", const int32_t[::1] made=None):
         cdef vector[string] tokens
         cdef vector[uint64_t] keys, vals
         cdef Py_ssize_t i, n = len(token_bytes), m = left.shape[0]
@@ -259,8 +262,11 @@ cdef class BPECore:
             tokens.push_back(<string>tb)
         # (MERGE_TOKEN's merges are checked too, though its ranks decide: a vocabulary cut
         # short under them would load as a smaller one, quietly; the made ids are dropped)
-        made = np.full(m, -1, dtype=np.int32)
-        cdef int32_t[::1] mv = made
+        if made is not None and made.shape[0] != m:
+            raise ValueError("made must have one id per merge")
+        cdef bint given = made is not None and m > 0
+        made_ids = np.array(made, dtype=np.int32) if given else np.full(m, -1, dtype=np.int32)
+        cdef int32_t[::1] mv = made_ids
         with nogil:
             bad = self.enc.set_tokens(tokens, &first)
         if bad >= 0:
@@ -268,18 +274,23 @@ cdef class BPECore:
         if m > 0:
             # rank = merge index; checked here, where a bad merge can name itself
             with nogil:
-                bad = self.enc.merge_pairs(tokens, &left[0], &right[0], m, &mv[0], keys, vals, &why)
+                bad = self.enc.merge_pairs(tokens, &left[0], &right[0], m, &mv[0], keys, vals, &why, given)
             if bad >= 0 and why == 1:
                 raise ValueError(f"merge {bad} refers to an unknown token id")
+            if bad >= 0 and why == 3:
+                joined = token_bytes[left[bad]] + token_bytes[right[bad]]
+                actual = self.enc.token_id(<const uint8_t*><const char*>joined, len(joined))
+                raise ValueError(f"merge {bad} says it makes token {mv[bad]}, but its concatenation is "
+                                 + (f"token {actual}" if actual >= 0 else "not a token"))
             if bad >= 0:
                 raise ValueError(f"merge {bad}: the concatenation of tokens {left[bad]} and {right[bad]} is not a token")
         if self.enc.merge_rule == MERGE_TOKEN:
             keys.clear()
             vals.clear()
-            made = made[:0]
+            made_ids = made_ids[:0]
             with nogil:
                 self.enc.token_pairs(tokens, keys, vals)
-        self.made = made
+        self.made = made_ids
         with nogil:
             self.enc.build_pairs(keys, vals)
             if self.enc.merge_rule == MERGE_PAIR:

@@ -627,6 +627,50 @@ def test_core_names_the_first_bad_merge():
     assert core.made.tolist() == [ab, ab + 1]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=6), min_size=1, max_size=40), st.sampled_from(["replay", "pair"]),
+       st.data())
+def test_made_ids_given_build_the_tables_their_lookup_builds(words, rule, data):
+    """Merges given with the id each makes (a reader's third column) are checked byte for byte
+    instead of looked up: the same tables and encodings as without them; a wrong id anywhere is
+    the ValueError naming that merge, whether its concatenation is another token or none."""
+    tok = fastbpe.train([b"\x00".join(words)], vocab_size=256 + 30, errors="bytes", progress=False)
+    tokens, pairs = tok.token_bytes, tok.merge_ids.astype(np.int32)
+    left, right = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+    looked_up = BPECore(tokens, left, right, rule)
+    given_made = BPECore(tokens, left, right, rule, made=looked_up.made)
+    assert given_made.made.tolist() == looked_up.made.tolist() and given_made.num_pairs == looked_up.num_pairs
+    text = b"".join(words)
+    state = EncodeState()
+    bounds = np.array([0, len(text)], np.int64)
+    assert given_made.encode_chunks(text, bounds[:1], bounds[1:], state).tolist() == \
+        looked_up.encode_chunks(text, bounds[:1], bounds[1:], EncodeState()).tolist()
+    if len(left):
+        r = data.draw(st.integers(0, len(left) - 1))
+        wrong = looked_up.made.copy()
+        wrong[r] = data.draw(st.sampled_from([0, 255, len(tokens) - 1]).filter(lambda i: i != wrong[r]))
+        with pytest.raises(ValueError, match=rf"^merge {r} says it makes token {wrong[r]}, but its concatenation "
+                                             rf"is token {looked_up.made[r]}$"):
+            BPECore(tokens, left, right, rule, made=wrong)
+
+
+def test_made_ids_given_are_checked():
+    """A given id of another token, of none, or one too few of them: each refused by name."""
+    tokens = BYTES + [b"ab", b"abc"]
+    a, b, c, ab = 97, 98, 99, len(BYTES)
+    left, right = np.array([a, ab], np.int32), np.array([b, c], np.int32)
+    with pytest.raises(ValueError, match=rf"^merge 1 says it makes token {a}, but its concatenation is token {ab + 1}$"):
+        BPECore(tokens, left, right, made=np.array([ab, a], np.int32))
+    with pytest.raises(ValueError, match=rf"^merge 0 says it makes token {ab}, but its concatenation is not a token$"):
+        BPECore(tokens, np.array([b, a], np.int32), np.array([a, b], np.int32), made=np.array([ab, ab], np.int32))
+    with pytest.raises(ValueError, match="one id per merge"):
+        BPECore(tokens, left, right, made=np.array([ab], np.int32))
+    with pytest.raises(ValueError, match=r"^merge 1 refers to an unknown token id"):
+        BPECore(tokens, np.array([a, -1], np.int32), right, made=np.array([ab, ab + 1], np.int32))
+    with pytest.raises(ValueError, match=r"^merge 1 says it makes token 9999, which is not a token id$"):
+        Tokenizer(tokens, [(a, b, ab), (ab, c, 9999)])
+
+
 @pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
                     reason="AddressSanitizer's quarantine keeps freed memory: the peak measures it, not the check")
 def test_a_bad_merge_is_found_before_the_rest_are_joined():

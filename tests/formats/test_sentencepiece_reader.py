@@ -157,7 +157,8 @@ def test_numbers_past_64_bits_keep_their_low_64_and_longer_forms_read_alike():
                           st.sampled_from([1, 1, 1, 2, 3, 6])), max_size=30, unique_by=lambda p: p[0]))
 def test_merges_are_ranked_by_score_then_by_the_ids(pieces):
     """A model's merges: every way a normal piece is two normal pieces, the highest score first
-    (a NaN last, as NumPy sorts it), ties by the piece's id, a piece's ways by the left id."""
+    (a NaN last, as NumPy sorts it), ties by the piece's id, a piece's ways by the left id; each
+    with the piece it makes."""
     from fastbpe.formats.sentencepiece import NORMAL, Pieces, _merges
     from fastbpe.reference.encode import two_piece_splits
 
@@ -169,6 +170,6 @@ def test_merges_are_ranked_by_score_then_by_the_ids(pieces):
         score = scores[split[0]]
         return (score != score, -score if score == score else 0.0, split[0], split[1])
 
-    expected = [[left, right] for _, left, right in sorted(splits, key=key)]
+    expected = [[left, right, made] for made, left, right in sorted(splits, key=key)]
     got = _merges(Pieces(texts, np.array(scores, dtype=np.float64), np.array([k for _, _, k in pieces], np.uint64)))
-    assert got.tolist() == expected and got.dtype == np.int64 and got.shape == (len(expected), 2)
+    assert got.tolist() == expected and got.dtype == np.int64 and got.shape == (len(expected), 3)
