@@ -21,33 +21,42 @@ there is a ValueError).
 >>> Markers.from_native(m.to_native()) == m
 True
 """
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..arguments import check_word_markers
 from ..fileio import json_field
 from ..formats.bytelevel import texts_to_tokens, token_to_text
 
-__all__ = ["Markers"]
+__all__ = ["Markers", "PIECE_RULES"]
+
+# The dummy_prefix values that drop the marker as SentencePiece's decoding does, by pieces
+PIECE_RULES = ("piece", "pieces")
 
 
 class Markers:
     """Word markers and the space marker of a tokenizer (none: ``bool(markers)`` is False).
     ``dummy_prefix``: a space marker was put before the text (SentencePiece's
-    ``add_dummy_prefix``), and decoding drops the first; False for vocabularies that put none
-    there (Gemma's), whose every marker decodes to a space."""
+    ``add_dummy_prefix``), which decoding drops: True, the space the decoded text begins with
+    (Hugging Face's ``Strip`` decoder); ``"piece"``, the marker that begins the first piece
+    with text (SentencePiece's own decoding: an unknown piece's `` ⁇ `` keeps its space);
+    ``"pieces"``, that and the pieces of a marker alone before it (SentencePiece's with
+    ``remove_extra_whitespaces``); the last two read from the ids
+    (:meth:`fastbpe.Tokenizer.decode`). False for vocabularies that put none there (Gemma's),
+    whose every marker decodes to a space."""
 
     dummy_prefix = True  # (what pickles of versions before the option hold)
 
     def __init__(self, word_start: Optional[str] = None, word_end: Optional[str] = None,
                  space_marker: Optional[str] = None, end_of_word_suffix: Optional[str] = None,
-                 continuing_subword_prefix: Optional[str] = None, dummy_prefix: bool = True):
+                 continuing_subword_prefix: Optional[str] = None, dummy_prefix: Union[bool, str] = True):
         check_word_markers(word_start, word_end)
         if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
             raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
-        if not isinstance(dummy_prefix, bool):
-            raise TypeError(f"dummy_prefix must be True or False, got {dummy_prefix!r:.40}")
-        if not dummy_prefix and not space_marker:
-            raise ValueError("dummy_prefix=False needs a space_marker (it says whether one goes before the text)")
+        if not isinstance(dummy_prefix, bool) and dummy_prefix not in PIECE_RULES:
+            raise TypeError(f"dummy_prefix must be True, False, 'piece' or 'pieces', got {dummy_prefix!r:.40}")
+        if dummy_prefix is not True and not space_marker:
+            raise ValueError(f"dummy_prefix={dummy_prefix!r} needs a space_marker (it says whether one goes before "
+                             "the text)")
         self.dummy_prefix = dummy_prefix
         for name, marker in (("end_of_word_suffix", end_of_word_suffix),
                              ("continuing_subword_prefix", continuing_subword_prefix)):
@@ -68,7 +77,9 @@ class Markers:
         None for neither) for decode, in its order; empty when there are none, so that decoding
         without markers costs no loop."""
         return tuple((marker, leading) for marker, leading in (
-            (self.space_marker, True if self.dummy_prefix else None), (self.word_start, True), (self.word_end, False),
+            # (the piece rules are the ids' to apply: Tokenizer.decode)
+            (self.space_marker, True if self.dummy_prefix is True else None), (self.word_start, True),
+            (self.word_end, False),
             (self.end_of_word_suffix, False)) if marker)
 
     def __setstate__(self, state: dict) -> None:
@@ -129,7 +140,7 @@ class Markers:
         """Its fields of fastbpe's file (the word markers always, as version 1 files have them)."""
         return {"word_start": self.word_start, "word_end": self.word_end,
                 **({"space_marker": self.space_marker} if self.space_marker else {}),
-                **({"dummy_prefix": False} if not self.dummy_prefix else {}),
+                **({"dummy_prefix": self.dummy_prefix} if self.dummy_prefix is not True else {}),
                 **({"end_of_word_suffix": self.end_of_word_suffix} if self.end_of_word_suffix else {}),
                 **({"continuing_subword_prefix": self.continuing_subword_prefix}
                    if self.continuing_subword_prefix else {})}
@@ -144,7 +155,7 @@ class Markers:
                               what="a str (the end-of-word suffix) or null"),
                    json_field(data, "continuing_subword_prefix", (str, type(None)),
                               what="a str (the continuing-subword prefix) or null"),
-                   json_field(data, "dummy_prefix", (bool,), True, what="true or false"))
+                   json_field(data, "dummy_prefix", (bool, str), True, what="true, false, \"piece\" or \"pieces\""))
 
     # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
 
@@ -185,7 +196,7 @@ class Markers:
         subword = "".join(f", {k}={v!r}" for k, v in (("end_of_word_suffix", self.end_of_word_suffix),
                                                        ("continuing_subword_prefix", self.continuing_subword_prefix))
                           if v)
-        prefix = "" if self.dummy_prefix else ", dummy_prefix=False"
+        prefix = "" if self.dummy_prefix is True else f", dummy_prefix={self.dummy_prefix!r}"
         return f"Markers({self.word_start!r}, {self.word_end!r}, space_marker={self.space_marker!r}{subword}{prefix})"
 
 

@@ -53,7 +53,7 @@ from ..split.splitter import WHOLE_PIECE, Splitter
 from . import batch, special, surrogates, vocab
 from .pools import PoolRegistry
 from .id_arrays import as_id_dtype
-from .markers import Markers
+from .markers import PIECE_RULES, Markers
 from .model import BPEModel
 from .normalizers import Normalizer
 
@@ -157,7 +157,8 @@ class Tokenizer:
     ``training_stats``: what each phase of training took (fastbpe's own files keep it);
     ``dummy_prefix``: with a ``space_marker``, whether one was put before the text
     (SentencePiece's ``add_dummy_prefix``), which decoding drops (False: Gemma's vocabularies,
-    whose every marker decodes to a space); ``unk_token``: for ``unit="chars"``, the token (or
+    whose every marker decodes to a space; ``"piece"`` or ``"pieces"``: dropped as SentencePiece
+    decodes, see :class:`fastbpe.encode.markers.Markers`); ``unk_token``: for ``unit="chars"``, the token (or
     special token) a character without a token becomes, unless ``byte_fallback`` spells it as
     bytes first, and with ``fuse_unk`` a run of such characters is one (Hugging Face's BPE
     options; SentencePiece's models without byte fallback fuse); ``special_surfaces``: what
@@ -199,7 +200,7 @@ class Tokenizer:
         end_of_word_suffix: Optional[str] = None,
         continuing_subword_prefix: Optional[str] = None,
         training_stats: Optional[Mapping] = None,
-        dummy_prefix: bool = True,
+        dummy_prefix: Union[bool, str] = True,
         unk_token: Optional[str] = None,
         fuse_unk: bool = False,
         special_surfaces: Optional[Mapping[str, str]] = None,
@@ -1034,7 +1035,11 @@ class Tokenizer:
         spaces, the last one dropped (``word_start``/``word_end`` are dropped all where the
         split's chunks carry their spaces, as GPT-2's pattern's do); a ``space_marker``
         becomes a space, and the one put before the text is dropped (``dummy_prefix``; as the
-        decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do)."""
+        decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do,
+        or by pieces as SentencePiece's own decoding does)."""
+        by_pieces = self.markers.dummy_prefix in PIECE_RULES
+        if by_pieces and not isinstance(ids, (list, tuple, np.ndarray)):
+            ids = list(ids)  # (read twice: for the bytes, then for the pieces at the start)
         # (a list of ids the decode table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, the checks of decode_bytes)
         table = self.__dict__.get("_decode_table")
@@ -1046,8 +1051,43 @@ class Tokenizer:
         text = data.decode("utf-8", errors)
         if not self.markers.present:
             return text
+        if by_pieces:
+            text = text[self._dummy_prefix_markers(ids):]
         # word markers stand for spaces only where the split dropped them
         return self.markers.decode(text, chunks_tile=self.markers.has_word_markers() and self.splitter.tiles())
+
+    def _dummy_prefix_markers(self, ids) -> int:
+        """How many space markers at the start of the decoded text of ``ids`` (checked ids)
+        SentencePiece's decoding drops (``dummy_prefix`` ``"piece"`` or ``"pieces"``): the one
+        that begins the first piece with text, and for ``"pieces"`` each piece of the marker
+        alone before it. Pieces without text (control pieces) are passed over, and a piece
+        whose text does not begin with the marker (a byte piece, the unknown piece's surface)
+        ends the count. Reads the ids up to the first piece with text, no further.
+
+        >>> tok = Tokenizer([b"\\xe2\\x96\\x81", b"a", b"\\xe2\\x96\\x81a", b""], [(0, 1)], unit="chars",
+        ...                 space_marker="\u2581", dummy_prefix="pieces", special_tokens={"<s>": 3},
+        ...                 special_surfaces={"<s>": ""})
+        >>> tok._dummy_prefix_markers([3, 0, 0, 2, 0]), tok.decode([3, 0, 0, 2, 0]), tok.decode([1, 0, 2])
+        (3, 'a ', 'a  a')
+        """
+        marker = self.markers.space_marker.encode("utf-8")
+        alone = self.markers.dummy_prefix == "pieces"
+        surfaces: Optional[Dict[int, str]] = None
+        count = 0
+        for i in ids:
+            i = int(i)
+            piece = self.token_bytes[i] if i < len(self.token_bytes) else b""
+            if not piece:  # a special token: its text (a user-defined piece's is the piece)
+                surfaces = self._decoded_specials() if surfaces is None else surfaces
+                piece = surfaces.get(i, "").encode("utf-8", "surrogatepass")
+                if not piece:
+                    continue  # (a control piece)
+            if not piece.startswith(marker):
+                break
+            count += 1
+            if piece != marker or not alone:
+                break
+        return count
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: Optional[int] = None) -> List[str]:

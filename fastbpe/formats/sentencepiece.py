@@ -25,10 +25,10 @@ in the normalised text (the longest at each position) and never merged, in every
 What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
 the trainer's default type), unused pieces, and whitespace as a suffix. Decoding is
 SentencePiece's: ``<unk>`` decodes as its surface (`` ⁇ ``, the model's ``unk_surface``) and a
-control piece as nothing (``special_surfaces``). One place differs: at the start of a decode,
-where SentencePiece drops the ``▁`` of every piece until one leaves text, fastbpe drops the first
-space once (as the decoders of ``tokenizers``' files do), which differs for ``▁`` pieces that
-begin a text and for an ``<unk>`` that begins it with no ``▁`` before it. A model with a
+control piece as nothing (``special_surfaces``), and at the start of a decode the ``▁`` that
+begins the first piece with text is dropped, with ``remove_extra_whitespaces`` every piece of
+``▁`` alone before it too (``dummy_prefix="piece"`` or ``"pieces"``; the decoders of
+``tokenizers``' files drop the first space of the text instead). A model with a
 character map, or with user-defined pieces, cannot be written as a ``tokenizer.json``:
 ``tokenizers``' ``Precompiled`` applies the map a grapheme at a time, which differs from
 SentencePiece on some sequences, and finds added tokens before normalising; a model written as
@@ -277,4 +277,13 @@ def read(path: PathLike) -> dict:
                 normalizer=normalize, byte_fallback=byte_fallback,
                 **({} if unknown is None else {"unk_token": unknown, "fuse_unk": True}), special_surfaces=surfaces,
                 **Splitter(WHOLE_PIECE).keywords(),
-                **Markers(space_marker=SPACE, dummy_prefix=step["add_dummy_prefix"]).keywords())
+                **Markers(space_marker=SPACE, dummy_prefix=_dummy_prefix(step)).keywords())
+
+
+def _dummy_prefix(step: dict):
+    """How decoding drops the ▁ put before the text, as SentencePiece's DecodeIds does: with
+    either option, the one that begins the first piece with text, and with
+    ``remove_extra_whitespaces`` the pieces of ▁ alone before it too; with neither, none."""
+    if step["remove_extra_whitespaces"]:
+        return "pieces"
+    return "piece" if step["add_dummy_prefix"] else False

@@ -104,5 +104,14 @@ def test_dummy_prefix_says_whether_the_first_space_marker_is_dropped():
     assert "dummy_prefix" not in Markers(space_marker="▁").to_native()  # (files as before)
     with pytest.raises(ValueError, match="needs a space_marker"):
         Markers(dummy_prefix=False)
-    with pytest.raises(TypeError, match="True or False"):
+    with pytest.raises(TypeError, match="True, False, 'piece' or 'pieces'"):
         Markers(space_marker="▁", dummy_prefix=0)
+    # SentencePiece's rules by pieces are the ids' to apply (Tokenizer.decode): the text's
+    # markers all become spaces here, and fastbpe's file keeps the rule
+    for rule in ("piece", "pieces"):
+        assert Markers(space_marker="▁", dummy_prefix=rule).decode("▁a▁b") == " a b"
+        assert Markers.from_native(Markers(space_marker="▁", dummy_prefix=rule).to_native()).dummy_prefix == rule
+        with pytest.raises(ValueError, match="needs a space_marker"):
+            Markers(dummy_prefix=rule)
+    with pytest.raises(TypeError, match="'piece' or 'pieces'"):
+        Markers(space_marker="▁", dummy_prefix="sentencepiece")

@@ -74,14 +74,12 @@ def test_ids_and_decoding_are_sentencepiece_s(pair, rows):
     for text in rows + ODD_TEXTS + ["\n".join(rows[:50])]:
         ids = processor.encode(text)
         assert tok.encode_ordinary(text) == ids, text
-        # (where decoding differs, as the module says: a text that begins with ▁; <unk> decodes
-        # as SentencePiece's surface, " ⁇ ")
-        if not text.lstrip(" ").startswith("▁"):
-            assert tok.decode(ids) == processor.decode(ids), text
-            # with control pieces (BOS, EOS and the model's own), which decode as nothing
-            controls = [i for i in range(processor.get_piece_size()) if processor.is_control(i)]
-            framed = processor.encode(text, add_bos=True, add_eos=True) + controls
-            assert tok.decode(framed) == processor.decode(framed), text
+        # (<unk> decodes as SentencePiece's surface, " ⁇ ")
+        assert tok.decode(ids) == processor.decode(ids), text
+        # with control pieces (BOS, EOS and the model's own), which decode as nothing
+        controls = [i for i in range(processor.get_piece_size()) if processor.is_control(i)]
+        framed = processor.encode(text, add_bos=True, add_eos=True) + controls
+        assert tok.decode(framed) == processor.decode(framed), text
     # the characters without a piece took their path (byte fallback, or <unk> for a run of them)
     missing = processor.piece_to_id("<0xE4>") if tok.byte_fallback else processor.unk_id()
     assert sum(missing in processor.encode(t) for t in rows) > 10
@@ -93,6 +91,29 @@ def test_ids_and_decoding_are_sentencepiece_s(pair, rows):
 def test_generated_text_encodes_as_sentencepiece(pair, text):
     processor, tok, _ = pair
     assert tok.encode_ordinary(text) == processor.encode(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_ids_decode_as_sentencepiece_decodes_them(pair, data):
+    """Ids no text encodes to, as a model generates them: pieces of ▁ alone or in a row at the
+    start, control pieces before them, <unk> or a byte piece first, user-defined pieces that
+    begin with ▁; each decodes to SentencePiece's text, as a list, an array and an iterator."""
+    import numpy as np
+
+    processor, tok, _ = pair
+    size = processor.get_piece_size()
+    marked = [i for i in range(size) if processor.id_to_piece(i).startswith("▁")][:40]
+    alone = [i for i in range(size) if processor.id_to_piece(i).strip("▁") == ""]
+    odd = [i for i in range(size) if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)
+           or processor.id_to_piece(i) in USER_DEFINED or processor.id_to_piece(i) == "▁<"]
+    plain = list(range(size - 20, size))
+    controls = [i for i in range(size) if processor.is_control(i)]
+    start = data.draw(st.lists(st.sampled_from(alone + controls), max_size=4))  # (where the rules differ)
+    ids = start + data.draw(st.lists(st.sampled_from(marked + alone + odd[:60] + plain), max_size=6))
+    want = processor.decode(ids)
+    assert tok.decode(ids) == want, [processor.id_to_piece(i) for i in ids]
+    assert tok.decode(np.array(ids, dtype=np.int64)) == want and tok.decode(iter(ids)) == want
 
 
 def test_a_batch_is_sentencepiece_s_ids_of_each_text(pair, rows):
