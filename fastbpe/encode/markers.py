@@ -71,6 +71,8 @@ class Markers:
         # whether there is any marker (bool(self)), as an attribute: decode asks on every call,
         # and a __bool__ method cost a one-id decode 40% of its time (164 of 348 ns)
         self.present = bool(self._decoded or self.continuing_subword_prefix)
+        self.by_pieces = self.dummy_prefix in PIECE_RULES  # (decode asks on every call, as for present)
+        self.space_marker_utf8 = self.space_marker.encode("utf-8")
 
     def _decoded_markers(self) -> tuple:
         """(marker, whether the one before the text (True) or after it (False) is dropped, or
@@ -86,6 +88,8 @@ class Markers:
         self.__dict__.update(state)
         self._decoded = self._decoded_markers()  # (pickles of earlier versions lack these)
         self.present = bool(self._decoded or self.continuing_subword_prefix)
+        self.by_pieces = self.dummy_prefix in PIECE_RULES  # (decode asks on every call, as for present)
+        self.space_marker_utf8 = self.space_marker.encode("utf-8")
 
     def has_word_markers(self) -> bool:
         return bool(self.word_start or self.word_end)

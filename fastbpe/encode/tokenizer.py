@@ -53,7 +53,7 @@ from ..split.splitter import WHOLE_PIECE, Splitter
 from . import batch, special, surrogates, vocab
 from .pools import PoolRegistry
 from .id_arrays import as_id_dtype
-from .markers import PIECE_RULES, Markers
+from .markers import Markers
 from .model import BPEModel
 from .normalizers import Normalizer
 
@@ -1037,8 +1037,8 @@ class Tokenizer:
         becomes a space, and the one put before the text is dropped (``dummy_prefix``; as the
         decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do,
         or by pieces as SentencePiece's own decoding does)."""
-        by_pieces = self.markers.dummy_prefix in PIECE_RULES
-        if by_pieces and not isinstance(ids, (list, tuple, np.ndarray)):
+        by_pieces = self.markers.by_pieces
+        if by_pieces and type(ids) is not list and not isinstance(ids, (tuple, np.ndarray)):
             ids = list(ids)  # (read twice: for the bytes, then for the pieces at the start)
         # (a list of ids the decode table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, the checks of decode_bytes)
@@ -1051,7 +1051,7 @@ class Tokenizer:
         text = data.decode("utf-8", errors)
         if not self.markers.present:
             return text
-        if by_pieces:
+        if by_pieces and text.startswith(self.markers.space_marker):
             text = text[self._dummy_prefix_markers(ids):]
         # word markers stand for spaces only where the split dropped them
         return self.markers.decode(text, chunks_tile=self.markers.has_word_markers() and self.splitter.tiles())
@@ -1070,13 +1070,20 @@ class Tokenizer:
         >>> tok._dummy_prefix_markers([3, 0, 0, 2, 0]), tok.decode([3, 0, 0, 2, 0]), tok.decode([1, 0, 2])
         (3, 'a ', 'a  a')
         """
-        marker = self.markers.space_marker.encode("utf-8")
-        alone = self.markers.dummy_prefix == "pieces"
+        markers, tokens = self.markers, self.model.token_bytes
+        marker = markers.space_marker_utf8
+        alone = markers.dummy_prefix == "pieces"
+        try:
+            piece = tokens[ids[0]]
+        except IndexError:  # (no ids, or a special token's past the vocabulary)
+            piece = b""
+        if piece and (piece != marker or not alone):  # (a piece with text first: one streamed, say)
+            return int(piece.startswith(marker))
         surfaces: Optional[Dict[int, str]] = None
         count = 0
         for i in ids:
             i = int(i)
-            piece = self.token_bytes[i] if i < len(self.token_bytes) else b""
+            piece = tokens[i] if i < len(tokens) else b""
             if not piece:  # a special token: its text (a user-defined piece's is the piece)
                 surfaces = self._decoded_specials() if surfaces is None else surfaces
                 piece = surfaces.get(i, "").encode("utf-8", "surrogatepass")
