@@ -87,7 +87,8 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
                             int* why, bint made_given) except +
         void build_pairs(const vector[uint64_t]& keys, const vector[uint64_t]& vals) except +
         void add_whole_tokens(const vector[string]& tokens, bool consistent) except +
-        bool use_spans_for_pairs(const vector[string]& tokens, const int32_t* made, int64_t m) except +
+        bool use_spans_for_pairs(const vector[string]& tokens, const int32_t* left, const int32_t* made,
+                                 int64_t m) except +
         bool spans_for_pairs()
         size_t whole_lookup_size()
         int64_t encode_run(const uint8_t* dp, size_t len, const int64_t* starts, const int64_t* ends, int64_t m,

@@ -294,7 +294,7 @@ cdef class BPECore:
         with nogil:
             self.enc.build_pairs(keys, vals)
             if self.enc.merge_rule == MERGE_PAIR:
-                self.enc.use_spans_for_pairs(tokens, &mv[0] if m > 0 else NULL, m)
+                self.enc.use_spans_for_pairs(tokens, &left[0] if m > 0 else NULL, &mv[0] if m > 0 else NULL, m)
         self.num_pairs = keys.size()
         if whole_token_lookup != "none":
             with nogil:

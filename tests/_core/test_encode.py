@@ -288,6 +288,10 @@ def test_spans_for_pairs_needs_every_split_and_the_token_order():
     assert not Tokenizer(tokens, full[:3], merge_rule="pair")._core().spans_for_pairs  # (ab, a) missing
     assert not Tokenizer(tokens, [(b, a), (a, b), (a, ba), (ab, a)], merge_rule="pair")._core().spans_for_pairs
     assert not Tokenizer(tokens, full, merge_rule="replay")._core().spans_for_pairs
+    # a pair listed twice (its first rank does not count): declined, the ids the pair rule's
+    twice = Tokenizer(tokens, [(a, b)] + full, merge_rule="pair")
+    assert not twice._core().spans_for_pairs
+    assert twice.encode("abab") == Tokenizer(tokens, full, merge_rule="pair").encode("abab")
     # "abab...": at every step two pairs may make "aba"; the rank of (a, ba) puts it first
     tok = Tokenizer(tokens, full, merge_rule="pair")
     pairs = [(tokens[x], tokens[y]) for x, y in full]
