@@ -163,7 +163,11 @@ class Tokenizer:
     bytes first, and with ``fuse_unk`` a run of such characters is one (Hugging Face's BPE
     options; SentencePiece's models without byte fallback fuse); ``special_surfaces``: what
     special tokens decode to where that is not their name (``{name: text}``; SentencePiece's
-    models: `` ⁇ `` for ``<unk>``, nothing for its control pieces ``<s>`` and ``</s>``).
+    models: `` ⁇ `` for ``<unk>``, nothing for its control pieces ``<s>`` and ``</s>``);
+    ``fallback_replacement``: how ``decode`` spells the bytes of a run of byte-fallback tokens
+    that are not UTF-8, ``"token"`` (a U+FFFD for each token of the run, as the ``ByteFallback``
+    decoder of ``tokenizers`` does) or ``"byte"`` (a U+FFFD for each byte that begins no
+    character, as SentencePiece does).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -204,6 +208,7 @@ class Tokenizer:
         unk_token: Optional[str] = None,
         fuse_unk: bool = False,
         special_surfaces: Optional[Mapping[str, str]] = None,
+        fallback_replacement: str = "token",
     ):
         if not isinstance(byte_fallback, (bool, np.bool_)):
             raise TypeError(f"byte_fallback must be True or False, got {byte_fallback!r:.40}")
@@ -222,6 +227,9 @@ class Tokenizer:
         if (byte_fallback or space_marker) and (unit != "chars" or word_start or word_end):
             raise ValueError("byte_fallback and space_marker need unit='chars' and no word markers")
         self.byte_fallback = bool(byte_fallback)
+        if fallback_replacement not in vocab.FALLBACK_REPLACEMENTS:
+            raise ValueError(f"fallback_replacement must be 'token' or 'byte', got {fallback_replacement!r:.40}")
+        self.fallback_replacement = fallback_replacement
         if unk_token is not None and not isinstance(unk_token, str):
             raise TypeError(f"unk_token must be a token's text or None, got {unk_token!r:.40}")
         if unk_token == "":
@@ -516,6 +524,7 @@ class Tokenizer:
         state.setdefault("unk_token", None)
         state.setdefault("fuse_unk", False)
         state.setdefault("special_surfaces", {})
+        state.setdefault("fallback_replacement", "token")
         if "specials" not in state:  # a pickle of a version before the special tokens had their own class
             state["specials"] = special.SpecialTokens(state.pop("special_tokens", {}),
                                                       state.pop("special_token_options", None))
@@ -1038,8 +1047,8 @@ class Tokenizer:
         decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do,
         or by pieces as SentencePiece's own decoding does)."""
         by_pieces = self.markers.by_pieces
-        if by_pieces and type(ids) is not list and not isinstance(ids, (tuple, np.ndarray)):
-            ids = list(ids)  # (read twice: for the bytes, then for the pieces at the start)
+        if (by_pieces or self.byte_fallback) and type(ids) is not list and not isinstance(ids, (tuple, np.ndarray)):
+            ids = list(ids)  # (read twice: for the bytes, then for the pieces at the start or the byte tokens)
         # (a list of ids the decode table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, the checks of decode_bytes)
         table = self.__dict__.get("_decode_table")
@@ -1048,7 +1057,13 @@ class Tokenizer:
             data = self.decode_bytes(ids)
         if errors != "replace" and errors != "strict":
             check_error_handler(errors)  # (bytes.decode looks a handler up only at an error)
-        text = data.decode("utf-8", errors)
+        if self.byte_fallback and errors == "replace":
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:  # (byte tokens that spell no character: tokenizers' or SentencePiece's way)
+                text = vocab.fallback_text(self, ids, self.fallback_replacement)
+        else:
+            text = data.decode("utf-8", errors)
         if not self.markers.present:
             return text
         if by_pieces and text.startswith(self.markers.space_marker):
@@ -1149,6 +1164,7 @@ class Tokenizer:
             unk_token=self.unk_token,
             fuse_unk=self.fuse_unk,
             special_surfaces=self.special_surfaces,
+            fallback_replacement=self.fallback_replacement,
         )
 
     # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------

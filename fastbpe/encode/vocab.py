@@ -11,6 +11,7 @@ holding the rest). tiktoken's ``decode_with_offsets`` gives the start of the sam
 starts are ``offsets[:, 0]``. Computed with array operations: the cumulative byte lengths of the
 tokens, then a byte -> character map of the text.
 """
+import codecs
 from typing import List, Optional, Tuple, Union
 
 import numpy as np
@@ -21,7 +22,8 @@ from .special import check_disallowed
 
 __all__ = ["UnknownTokenIdError", "DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
            "decode_tokens_bytes", "decode_with_offsets", "encode_single_token", "n_vocab", "eot_token",
-           "vocab_len", "encode_with_offsets", "char_offsets", "lengths_and_first_bytes"]
+           "vocab_len", "encode_with_offsets", "char_offsets", "lengths_and_first_bytes", "FALLBACK_REPLACEMENTS",
+           "fallback_text"]
 
 # Special tokens whose ids lie this far beyond the vocabulary are left out of the flat table
 # (decoded by the slow path), so an id of 2**31 - 1 costs no 16 GB of offsets.
@@ -129,6 +131,51 @@ def decode_bytes(tok, ids) -> bytes:
     ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
     head = table.gather(ids[:out]) if out else b""
     return head + b"".join(_id_bytes(tok, i) for i in ids[out:])
+
+
+# How decode (errors="replace") spells the bytes of a run of byte-fallback tokens that are not
+# UTF-8: "token", one U+FFFD for each token of the run (tokenizers' ByteFallback decoder),
+# or "byte", one for each byte that begins no character, the run's characters kept
+# (SentencePiece's DecodeIds).
+FALLBACK_REPLACEMENTS = ("token", "byte")
+
+
+def _one_replacement_a_byte(error: UnicodeDecodeError) -> Tuple[str, int]:
+    return "\ufffd", error.start + 1  # (the next byte decoded afresh: it may begin a character)
+
+
+codecs.register_error("fastbpe.byte", _one_replacement_a_byte)
+
+
+def fallback_text(tok, ids, replacement: str) -> str:
+    """The text of ``ids`` (checked ids: list or array) of a ``byte_fallback`` tokenizer whose
+    bytes are not all UTF-8, each run of byte tokens decoded on its own and its bytes that are
+    not UTF-8 replaced as ``replacement`` says (``FALLBACK_REPLACEMENTS``); every other token
+    as ``decode`` gives it. A loop over the runs, not the tokens.
+
+    >>> from fastbpe import Tokenizer
+    >>> tok = Tokenizer([bytes([b]) for b in b"A "] + [f"<0x{b:02X}>".encode() for b in range(256)], [],
+    ...                 unit="chars", byte_fallback=True)
+    >>> e2, x96, a = 2 + 0xE2, 2 + 0x96, 2 + 0x41
+    >>> fallback_text(tok, [0, e2, x96, a, 1, e2], "token"), fallback_text(tok, [0, e2, x96, a, 1, e2], "byte")
+    ('A\ufffd\ufffd\ufffd \ufffd', 'A\ufffd\ufffdA \ufffd')
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    runs = np.isin(ids, tok._byte_token_ids())  # (a special token's id may lie far beyond the vocabulary)
+    cuts = [0, *(np.flatnonzero(runs[1:] != runs[:-1]) + 1).tolist(), len(ids)]
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        data = decode_bytes(tok, ids[a:b])
+        if not runs[a]:
+            parts.append(data.decode("utf-8", "replace"))
+        elif replacement == "byte":
+            parts.append(data.decode("utf-8", "fastbpe.byte"))
+        else:
+            try:
+                parts.append(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                parts.append("\ufffd" * (b - a))
+    return "".join(parts)
 
 
 def token_lengths(tok, ids: np.ndarray) -> np.ndarray:

@@ -53,6 +53,7 @@ def to_dict(tok) -> dict:
         **({"byte_fallback": True} if tok.byte_fallback else {}),
         **({"unk_token": tok.unk_token, "fuse_unk": tok.fuse_unk} if tok.unk_token is not None else {}),
         **({"special_surfaces": tok.special_surfaces} if tok.special_surfaces else {}),
+        **({"fallback_replacement": tok.fallback_replacement} if tok.fallback_replacement != "token" else {}),
         **tok.markers.to_native(),  # step 5
     }
 
@@ -154,6 +155,7 @@ def _keywords(data: Mapping, scanned: Optional[tuple] = None) -> dict:
         fuse_unk=json_field(data, "fuse_unk", (bool,), False),
         special_surfaces=json_field(data, "special_surfaces", (dict,), {},
                                     what="an object of special token name -> the text it decodes to"),
+        fallback_replacement=json_field(data, "fallback_replacement", (str,), "token", what="\"token\" or \"byte\""),
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
     )
 

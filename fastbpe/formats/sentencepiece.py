@@ -25,14 +25,17 @@ in the normalised text (the longest at each position) and never merged, in every
 What fastbpe cannot reproduce exactly is a ValueError naming it: other model types (Unigram,
 the trainer's default type), unused pieces, and whitespace as a suffix. Decoding is
 SentencePiece's: ``<unk>`` decodes as its surface (`` ⁇ ``, the model's ``unk_surface``) and a
-control piece as nothing (``special_surfaces``), and at the start of a decode the ``▁`` that
+control piece as nothing (``special_surfaces``), at the start of a decode the ``▁`` that
 begins the first piece with text is dropped, with ``remove_extra_whitespaces`` every piece of
 ``▁`` alone before it too (``dummy_prefix="piece"`` or ``"pieces"``; the decoders of
-``tokenizers``' files drop the first space of the text instead). A model with a
+``tokenizers``' files drop the first space of the text instead), and byte pieces that spell no
+character give a U+FFFD for each byte that begins none (``fallback_replacement="byte"``;
+``tokenizers`` gives one for each byte piece of such a run). A model with a
 character map, or with user-defined pieces, cannot be written as a ``tokenizer.json``:
 ``tokenizers``' ``Precompiled`` applies the map a grapheme at a time, which differs from
 SentencePiece on some sequences, and finds added tokens before normalising; a model written as
-one decodes its special tokens as their names there.
+one decodes its special tokens as their names there, and its start and its byte pieces as
+``tokenizers`` does.
 """
 import base64
 import os
@@ -276,6 +279,7 @@ def read(path: PathLike) -> dict:
                 **({"special_token_options": options} if options else {}), merge_rule="pair",
                 normalizer=normalize, byte_fallback=byte_fallback,
                 **({} if unknown is None else {"unk_token": unknown, "fuse_unk": True}), special_surfaces=surfaces,
+                fallback_replacement="byte",
                 **Splitter(WHOLE_PIECE).keywords(),
                 **Markers(space_marker=SPACE, dummy_prefix=_dummy_prefix(step)).keywords())
 

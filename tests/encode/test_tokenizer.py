@@ -112,6 +112,28 @@ def test_special_tokens_decode_as_their_surfaces():
             make(special_surfaces=bad)
 
 
+def test_fallback_replacement_says_how_byte_tokens_that_spell_no_character_decode():
+    """A run of byte tokens whose bytes are not UTF-8: a U+FFFD for each token ("token", as
+    tokenizers decodes) or for each byte that begins no character ("byte", as SentencePiece
+    does); valid runs, other tokens and errors="strict" as before; kept by files and pickles."""
+    tokens = [b"a", b"b"] + [f"<0x{b:02X}>".encode() for b in range(256)]
+
+    def make(**extra):
+        return Tokenizer(tokens, [], unit="chars", byte_fallback=True, **extra)
+
+    per_token, per_byte = make(), make(fallback_replacement="byte")
+    ids = [0] + [2 + b for b in "é".encode()[:1] + b"b" + "é".encode()] + [1] + [2 + 0xE2]
+    assert per_token.decode(ids) == "a\ufffd" * 1 + "\ufffd\ufffd\ufffd" + "b\ufffd"
+    assert per_byte.decode(ids) == "a\ufffdbéb\ufffd"
+    assert per_token.decode(ids[:1] + ids[2:5]) == per_byte.decode(ids[:1] + ids[2:5]) == "abé"
+    with pytest.raises(UnicodeDecodeError):
+        per_byte.decode(ids, errors="strict")
+    assert pickle.loads(pickle.dumps(per_byte)).decode(ids) == per_byte.decode(ids)
+    assert Tokenizer.from_dict(json.loads(json.dumps(per_byte.to_dict()))).decode(ids) == per_byte.decode(ids)
+    with pytest.raises(ValueError, match="fallback_replacement must be 'token' or 'byte'"):
+        make(fallback_replacement="bytes")
+
+
 def test_each_character_s_id_is_its_one_character_token():
     """The table a character-level tokenizer looks its text's characters up in: a token of one
     character (of 1 to 4 UTF-8 bytes) at its code point, every other code point -1 - itself;

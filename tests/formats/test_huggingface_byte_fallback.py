@@ -3,6 +3,8 @@ unknown token), built by the tokenizers library itself and compared with it."""
 import json
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from fastbpe import Tokenizer
 
@@ -119,6 +121,32 @@ def test_byte_fallback_file_encodes_as_tokenizers(tmp_path, rows, layout):
         assert back.encode(text, add_special_tokens=False).ids == ids, text
         assert again.encode(text, allowed_special="all") == ids
         assert back.decode(ids, skip_special_tokens=False) == tok.decode(ids)
+
+
+@pytest.fixture(scope="module")
+def byte_fallback_pair(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("byte_fallback") / "tokenizer.json"
+    path.write_text(json.dumps(_layout(rows[::2], "normalizer"), ensure_ascii=False), encoding="utf-8")
+    return tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_huggingface(path)
+
+
+# bytes that begin, continue and end characters, or never occur in UTF-8 (C0, ED A0: a surrogate)
+ODD_BYTES = [0x41, 0x20, 0x80, 0x96, 0xA0, 0xA9, 0xBF, 0xC0, 0xC3, 0xE2, 0xE4, 0xED, 0xF0, 0x9F, 0x98]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_byte_tokens_that_spell_no_character_decode_as_tokenizers_decodes_them(byte_fallback_pair, data):
+    """Runs of byte tokens whose bytes are not UTF-8 (a character cut short, as a decode of
+    part of a model's output has, a stray continuation byte, a surrogate), between and beside
+    other tokens: one U+FFFD for each token of such a run, as tokenizers' ByteFallback gives."""
+    hf, tok = byte_fallback_pair
+    words = [i for i in range(hf.get_vocab_size()) if not hf.id_to_token(i).startswith("<")][::40]
+    pieces = [hf.token_to_id(f"<0x{b:02X}>") for b in ODD_BYTES] + words + [hf.token_to_id("<s>")]
+    ids = data.draw(st.lists(st.sampled_from(pieces), max_size=10))
+    spelled = bytes(ODD_BYTES[pieces.index(i)] for i in ids if pieces.index(i) < len(ODD_BYTES))
+    assume("▁".encode() not in spelled)  # (a ▁ spelled by byte tokens: see the note in the decoder's test)
+    assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), ids
 
 
 def test_byte_fallback_files_that_cannot_be_reproduced_are_refused(tmp_path, rows):
