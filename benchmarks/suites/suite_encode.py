@@ -675,6 +675,46 @@ class LoadSentencePieceModel:
         self.load()
 
 
+class DecodeSentencePiece:
+    """``decode`` with a SentencePiece model of 32,000 pieces (Llama 2's layout, as
+    ``LoadSentencePieceModel``'s): the ids of 1 MB of English in one call, and what a streaming
+    decoder does, 10,000 calls of 4 ids each; fastbpe against sentencepiece's ``decode``
+    (``impl="peer"``, when installed). Setup checks that both give the same text."""
+
+    params = (["fast", "peer"],)
+    param_names = ["impl"]
+    timeout = 120
+
+    def setup(self, impl):
+        path = str(sentencepiece_model_file())
+        try:
+            tok = fastbpe_module().load(path)
+        except ValueError as exc:
+            skip(f"this commit does not read SentencePiece models ({exc})")
+        self.ids = tok.encode_ordinary(corpus_text("english", "1MB"))
+        self.pieces = [self.ids[k:k + 4] for k in range(0, 40000, 4)]
+        self.decode = tok.decode
+        try:
+            import sentencepiece
+        except ImportError:
+            if impl == "peer":
+                skip("sentencepiece is not installed")
+        else:
+            processor = sentencepiece.SentencePieceProcessor(model_file=path)
+            if any(tok.decode(ids) != processor.decode(ids) for ids in [self.ids] + self.pieces[:1000]):
+                raise AssertionError("fastbpe's text differs from sentencepiece's")
+            if impl == "peer":
+                self.decode = processor.decode
+
+    def time_decode_1mb(self, impl):
+        self.decode(self.ids)
+
+    def time_decode_4_ids(self, impl):
+        decode = self.decode
+        for piece in self.pieces:
+            decode(piece)
+
+
 class DecodeOpenAI:
     """``decode`` of the cl100k ids of 1 MB of English (a list of ints): fastbpe's compiled
     gather against tiktoken's ``decode`` on the same ranks."""
