@@ -663,7 +663,8 @@ def test_made_ids_given_are_checked():
     tokens = BYTES + [b"ab", b"abc"]
     a, b, c, ab = 97, 98, 99, len(BYTES)
     left, right = np.array([a, ab], np.int32), np.array([b, c], np.int32)
-    with pytest.raises(ValueError, match=rf"^merge 1 says it makes token {a}, but its concatenation is token {ab + 1}$"):
+    with pytest.raises(ValueError, match=rf"^merge 1 says it makes token {a}, but its concatenation is token "
+                                         rf"{ab + 1}$"):
         BPECore(tokens, left, right, made=np.array([ab, a], np.int32))
     with pytest.raises(ValueError, match=rf"^merge 0 says it makes token {ab}, but its concatenation is not a token$"):
         BPECore(tokens, np.array([b, a], np.int32), np.array([a, b], np.int32), made=np.array([ab, ab], np.int32))
