@@ -216,8 +216,8 @@ cdef class BPECore:
     ``token_bytes``: bytes of every id (``b""`` for an unused id). ``left``, ``right``:
     int32 merge pairs in rank order (merge rules ``replay`` and ``pair``; ignored for ``token``,
     which derives its pairs from the vocabulary; ``made`` then holds the id each merge makes).
-    ``made``: the id each merge makes, when the caller has them (a reader's third column, the
-    learner's): each is checked against its merge's two tokens, byte for byte, instead of
+    ``made``: int32, the id each merge makes, when the caller has them (a reader's third column,
+    the learner's): each is checked against its merge's two tokens, byte for byte, instead of
     looked up.
     ``whole_token_lookup``: ``"all"`` (every token is
     looked up before merging), ``"consistent"`` (only tokens that BPE rebuilds from their own
@@ -1616,12 +1616,16 @@ def read_model_pieces(const uint8_t[::1] data):
     return _split_blob(found.blob, found.ends), scores, kinds, specs
 
 
-cdef inline int64_t _gather_size(const int64_t* offsets, int64_t slots, int64_t v) noexcept nogil:
-    """The byte length of id ``v``'s slot, or -1 when ``v`` has none (outside, or empty)."""
+cdef inline int64_t _gather_size(const int64_t* offsets, const uint8_t* empty, int64_t slots,
+                                 int64_t v) noexcept nogil:
+    """The byte length of id ``v``'s slot, or -1 when ``v`` has none (outside, or empty and
+    not marked in ``empty``, which may be NULL: a slot known to stand for no bytes)."""
     if v < 0 or v >= slots:
         return -1
     cdef int64_t size = offsets[v + 1] - offsets[v]
-    return size if size > 0 else -1
+    if size > 0:
+        return size
+    return 0 if empty != NULL and empty[v] else -1
 
 
 # Lists of ids up to this long are checked into a stack array and gathered holding the GIL
@@ -1632,20 +1636,26 @@ cdef enum:
 
 cdef class ByteTable:
     """Every id's bytes in one flat buffer: id ``i`` stands for ``flat[offsets[i]:offsets[i + 1]]``
-    (an empty slot: no bytes known for it). The buffers are taken once, here: taking them at
-    each call (typed memoryviews) cost more than gathering a few ids (a streaming decoder
-    decodes a handful of ids per call).
+    (an empty slot: no bytes known for it, unless ``empty``, one flag a slot, marks it as
+    standing for none: a special token that decodes to nothing). The buffers are taken once,
+    here: taking them at each call (typed memoryviews) cost more than gathering a few ids (a
+    streaming decoder decodes a handful of ids per call).
 
     >>> ByteTable(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3, 3])).gather([1, 0, 1])
     b'bcabc'
+    >>> table = ByteTable(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3, 3]), np.array([0, 0, 1], np.uint8))
+    >>> table.gather([2, 0, 2]), table.gather([0, 3])
+    (b'a', 1)
     """
     cdef const uint8_t[::1] flat
     cdef const int64_t[::1] offsets
+    cdef const uint8_t[::1] empty_flags
     cdef const uint8_t* fp
     cdef const int64_t* op
+    cdef const uint8_t* ep
     cdef Py_ssize_t slots
 
-    def __cinit__(self, const uint8_t[::1] flat, offsets):
+    def __cinit__(self, const uint8_t[::1] flat, offsets, empty=None):
         # the offsets are checked once, here, on a copy of its own, which no caller can change
         # afterwards (the caller's array, changed, sent gather past the bytes)
         kept = np.array(offsets, dtype=np.int64, copy=True, order="C")
@@ -1661,6 +1671,14 @@ cdef class ByteTable:
         self.flat, self.offsets = flat, ov
         self.fp = &flat[0] if flat.shape[0] > 0 else NULL
         self.op = &ov[0]
+        self.ep = NULL
+        if empty is not None:
+            flags = np.array(empty, dtype=np.uint8, copy=True, order="C")
+            if flags.shape != (self.slots,):
+                raise ValueError("empty must hold one flag a slot")
+            flags.flags.writeable = False
+            self.empty_flags = flags
+            self.ep = &self.empty_flags[0] if self.slots > 0 else NULL
 
     def gather(self, ids):
         """The concatenated bytes of ``ids``: a list (of exact ints) or an int64 array.
@@ -1688,7 +1706,7 @@ cdef class ByteTable:
                 if not PyLong_CheckExact(item):
                     return i
                 v = PyLong_AsLongLongAndOverflow(item, &overflow)
-                size = -1 if overflow else _gather_size(self.op, self.slots, v)
+                size = -1 if overflow else _gather_size(self.op, self.ep, self.slots, v)
                 if size < 0:
                     return i
                 checked[i] = <int32_t>v
@@ -1707,7 +1725,7 @@ cdef class ByteTable:
         i = -1
         with nogil:
             for v in range(n):
-                size = _gather_size(self.op, self.slots, ap[v])
+                size = _gather_size(self.op, self.ep, self.slots, ap[v])
                 if size < 0:
                     i = v
                     break

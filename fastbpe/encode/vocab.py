@@ -70,15 +70,17 @@ class DecodeTable:
         near = {i: s for i, s in specials.items() if i < size + TABLE_SLACK}
         size = max([size, *(i + 1 for i in near)])
         pieces = list(token_bytes) + [b""] * (size - len(token_bytes))
+        nothing = np.zeros(size, dtype=np.uint8)  # special tokens that decode to nothing (control pieces)
         for i, text in near.items():
             if not pieces[i]:
                 pieces[i] = text.encode("utf-8", "surrogatepass")  # as tokens are stored
+                nothing[i] = not text
         self.pieces = pieces
         self.flat = np.frombuffer(b"".join(pieces), dtype=np.uint8)
         self.offsets = np.zeros(size + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=size), out=self.offsets[1:])
         self.lengths = np.diff(self.offsets)
-        self.gather = ByteTable(self.flat, self.offsets).gather
+        self.gather = ByteTable(self.flat, self.offsets, nothing if nothing.any() else None).gather
 
 
 def _table(tok) -> DecodeTable:
