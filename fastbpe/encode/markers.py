@@ -52,8 +52,10 @@ class Markers:
         check_word_markers(word_start, word_end)
         if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
             raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
-        if not isinstance(dummy_prefix, bool) and dummy_prefix not in PIECE_RULES:
+        if not isinstance(dummy_prefix, (bool, str)):
             raise TypeError(f"dummy_prefix must be True, False, 'piece' or 'pieces', got {dummy_prefix!r:.40}")
+        if isinstance(dummy_prefix, str) and dummy_prefix not in PIECE_RULES:
+            raise ValueError(f"dummy_prefix must be True, False, 'piece' or 'pieces', got {dummy_prefix!r:.40}")
         if dummy_prefix is not True and not space_marker:
             raise ValueError(f"dummy_prefix={dummy_prefix!r} needs a space_marker (it says whether one goes before "
                              "the text)")
@@ -67,12 +69,15 @@ class Markers:
         self.space_marker = space_marker or ""
         self.end_of_word_suffix = end_of_word_suffix or ""
         self.continuing_subword_prefix = continuing_subword_prefix or ""
+        self._derive()
+
+    def _derive(self) -> None:
+        """What decode reads on every call, kept as attributes (pickles of earlier versions
+        lack them): a ``__bool__`` method cost a one-id decode 40% of its time (164 of 348 ns)."""
         self._decoded = self._decoded_markers()
-        # whether there is any marker (bool(self)), as an attribute: decode asks on every call,
-        # and a __bool__ method cost a one-id decode 40% of its time (164 of 348 ns)
-        self.present = bool(self._decoded or self.continuing_subword_prefix)
-        self.by_pieces = self.dummy_prefix in PIECE_RULES  # (decode asks on every call, as for present)
-        self.space_marker_utf8 = self.space_marker.encode("utf-8")
+        self.present = bool(self._decoded or self.continuing_subword_prefix)  # (any marker: bool(self))
+        self.by_pieces = self.dummy_prefix in PIECE_RULES
+        self.space_marker_utf8 = self.space_marker.encode("utf-8", "surrogatepass")
 
     def _decoded_markers(self) -> tuple:
         """(marker, whether the one before the text (True) or after it (False) is dropped, or
@@ -86,10 +91,7 @@ class Markers:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._decoded = self._decoded_markers()  # (pickles of earlier versions lack these)
-        self.present = bool(self._decoded or self.continuing_subword_prefix)
-        self.by_pieces = self.dummy_prefix in PIECE_RULES  # (decode asks on every call, as for present)
-        self.space_marker_utf8 = self.space_marker.encode("utf-8")
+        self._derive()
 
     def has_word_markers(self) -> bool:
         return bool(self.word_start or self.word_end)

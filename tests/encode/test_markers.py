@@ -113,5 +113,7 @@ def test_dummy_prefix_says_whether_the_first_space_marker_is_dropped():
         assert Markers.from_native(Markers(space_marker="▁", dummy_prefix=rule).to_native()).dummy_prefix == rule
         with pytest.raises(ValueError, match="needs a space_marker"):
             Markers(dummy_prefix=rule)
-    with pytest.raises(TypeError, match="'piece' or 'pieces'"):
+    with pytest.raises(ValueError, match="'piece' or 'pieces'"):
         Markers(space_marker="▁", dummy_prefix="sentencepiece")
+    # a lone surrogate as the marker (what a file's JSON can hold) still makes markers
+    assert Markers(space_marker="\ud800", dummy_prefix="piece").space_marker_utf8 == b"\xed\xa0\x80"
