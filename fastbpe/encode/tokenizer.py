@@ -1046,7 +1046,8 @@ class Tokenizer:
         becomes a space, and the one put before the text is dropped (``dummy_prefix``; as the
         decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do,
         or by pieces as SentencePiece's own decoding does)."""
-        by_pieces = self.markers.by_pieces
+        markers = self.markers
+        by_pieces = markers.by_pieces
         if (by_pieces or self.byte_fallback) and type(ids) is not list and not isinstance(ids, (tuple, np.ndarray)):
             ids = list(ids)  # (read twice: for the bytes, then for the pieces at the start or the byte tokens)
         # (a list of ids the decode table holds goes straight to the compiled gathering: a
@@ -1064,12 +1065,12 @@ class Tokenizer:
                 text = vocab.fallback_text(self, ids, self.fallback_replacement)
         else:
             text = data.decode("utf-8", errors)
-        if not self.markers.present:
+        if not markers.present:
             return text
-        if by_pieces and text.startswith(self.markers.space_marker):
+        if by_pieces and text.startswith(markers.space_marker):
             text = text[self._dummy_prefix_markers(ids):]
         # word markers stand for spaces only where the split dropped them
-        return self.markers.decode(text, chunks_tile=self.markers.has_word_markers() and self.splitter.tiles())
+        return markers.decode(text, chunks_tile=markers.has_word_markers() and self.splitter.tiles())
 
     def _dummy_prefix_markers(self, ids) -> int:
         """How many space markers at the start of the decoded text of ``ids`` (checked ids)
@@ -1085,15 +1086,15 @@ class Tokenizer:
         >>> tok._dummy_prefix_markers([3, 0, 0, 2, 0]), tok.decode([3, 0, 0, 2, 0]), tok.decode([1, 0, 2])
         (3, 'a ', 'a  a')
         """
-        markers, tokens = self.markers, self.model.token_bytes
-        marker = markers.space_marker_utf8
-        alone = markers.dummy_prefix == "pieces"
+        tokens = self.model.token_bytes
         try:
             piece = tokens[ids[0]]
         except IndexError:  # (no ids, or a special token's past the vocabulary)
             piece = b""
-        if piece and (piece != marker or not alone):  # (a piece with text first: one streamed, say)
+        marker = self.markers.space_marker_utf8
+        if piece and piece != marker:  # (a piece with text first: one streamed, say)
             return int(piece.startswith(marker))
+        alone = self.markers.dummy_prefix == "pieces"
         surfaces: Optional[Dict[int, str]] = None
         count = 0
         for i in ids:
