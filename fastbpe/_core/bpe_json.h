@@ -302,13 +302,7 @@ class BpeJsonScanner {
                     case 'r': point = '\r'; break;
                     case 't': point = '\t'; break;
                     case 'u': {
-                        if (i + 4 > n_) return false;
-                        point = 0;
-                        for (int k = 0; k < 4; ++k) {
-                            int h = hex_value(p_[i + k]);
-                            if (h < 0) return false;
-                            point = (point << 4) | (uint32_t)h;
-                        }
+                        if (!escaped_unit(i - 2, &point)) return false;
                         i += 4;
                         // (a surrogate stands for no byte: refused below; in characters, a
                         // high one with a low one after it is one character, as json reads it)

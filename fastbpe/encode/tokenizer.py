@@ -1086,25 +1086,13 @@ class Tokenizer:
         >>> tok._dummy_prefix_markers([3, 0, 0, 2, 0]), tok.decode([3, 0, 0, 2, 0]), tok.decode([1, 0, 2])
         (3, 'a ', 'a  a')
         """
-        tokens = self.model.token_bytes
-        try:
-            piece = tokens[ids[0]]
-        except IndexError:  # (no ids, or a special token's past the vocabulary)
-            piece = b""
         marker = self.markers.space_marker_utf8
-        if piece and piece != marker:  # (a piece with text first: one streamed, say)
-            return int(piece.startswith(marker))
         alone = self.markers.dummy_prefix == "pieces"
-        surfaces: Optional[Dict[int, str]] = None
         count = 0
         for i in ids:
-            i = int(i)
-            piece = tokens[i] if i < len(tokens) else b""
-            if not piece:  # a special token: its text (a user-defined piece's is the piece)
-                surfaces = self._decoded_specials() if surfaces is None else surfaces
-                piece = surfaces.get(i, "").encode("utf-8", "surrogatepass")
-                if not piece:
-                    continue  # (a control piece)
+            piece = self.decode_single_token_bytes(i)  # (a special token's text: its surface)
+            if not piece:
+                continue  # (a control piece)
             if not piece.startswith(marker):
                 break
             count += 1

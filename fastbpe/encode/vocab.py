@@ -61,7 +61,8 @@ def lengths_and_first_bytes(tokens) -> Tuple[np.ndarray, np.ndarray]:
 class DecodeTable:
     """``flat`` (uint8) and ``offsets`` (int64, one more than ids): id ``i`` decodes to
     ``flat[offsets[i]:offsets[i + 1]]``; an empty slot is an id that decodes to nothing
-    known (an unused id, or a special token beyond the table). ``pieces``: the same as one
+    known (an unused id, or a special token beyond the table), unless it is a special token
+    whose text is empty (a control piece: the gathering takes it). ``pieces``: the same as one
     bytes per id; ``gather``: the compiled gathering over them (``ByteTable.gather``).
     ``specials``: the text each special token decodes to, by id."""
 
