@@ -1616,16 +1616,97 @@ def read_model_pieces(const uint8_t[::1] data):
     return _split_blob(found.blob, found.ends), scores, kinds, specs
 
 
-cdef inline int64_t _gather_size(const int64_t* offsets, const uint8_t* empty, int64_t slots,
+# What a ByteTable knows of a slot beyond its bytes (``kinds``: one uint8 of these flags a slot).
+cdef enum:
+    KIND_EMPTY = 1    # stands for no bytes (a control piece), where an empty slot is otherwise no token
+    KIND_BYTE = 2     # a byte-fallback token: a run of them is decoded apart from the tokens around it
+    KIND_MARKED = 4   # its text begins with a space that stands for the space marker
+    KIND_ALONE = 8    # its text is that space alone
+SLOT_KINDS = {"empty": KIND_EMPTY, "byte": KIND_BYTE, "marked": KIND_MARKED, "alone": KIND_ALONE}
+
+# What a ByteTable drops from the start of the bytes it gathers (``leading``), by the values of
+# ``Markers.dummy_prefix``: the space marker put before the text, taken back.
+cdef enum:
+    LEAD_NONE = 0     # nothing
+    LEAD_STRIP = 1    # the first byte, when a space (tokenizers' Strip decoder, on the whole text)
+    LEAD_PIECE = 2    # the space of the first piece with text, when it is a marked one (SentencePiece)
+    LEAD_PIECES = 3   # that, and the space of each piece of the marker alone before it
+LEADING_RULES = {False: LEAD_NONE, True: LEAD_STRIP, "piece": LEAD_PIECE, "pieces": LEAD_PIECES}
+
+
+cdef inline int64_t _gather_size(const int64_t* offsets, const uint8_t* kinds, int64_t slots,
                                  int64_t v) noexcept nogil:
     """The byte length of id ``v``'s slot, or -1 when ``v`` has none (outside, or empty and
-    not marked in ``empty``, which may be NULL: a slot known to stand for no bytes)."""
+    not KIND_EMPTY; ``kinds`` may be NULL)."""
     if v < 0 or v >= slots:
         return -1
     cdef int64_t size = offsets[v + 1] - offsets[v]
     if size > 0:
         return size
-    return 0 if empty != NULL and empty[v] else -1
+    return 0 if kinds != NULL and kinds[v] & KIND_EMPTY else -1
+
+
+cdef Py_ssize_t _check_array(const int64_t* offsets, const uint8_t* kinds, int64_t slots, const int64_t* ids,
+                             Py_ssize_t n, int32_t* checked, int64_t* total, int* empties) noexcept nogil:
+    """An array's ids into ``checked``, their bytes added up in ``total`` and their empty
+    slots counted in ``empties``: -1, or the index of the first id with no slot."""
+    cdef Py_ssize_t i
+    cdef int64_t size
+    for i in range(n):
+        size = _gather_size(offsets, kinds, slots, ids[i])
+        if size < 0:
+            return i
+        empties[0] += size == 0
+        total[0] += size
+        checked[i] = <int32_t>ids[i]
+    return -1
+
+
+cdef int64_t _leading(const uint8_t* flat, const int64_t* offsets, const uint8_t* kinds, const int32_t* ids,
+                      Py_ssize_t n, int rule) noexcept nogil:
+    """How many bytes ``rule`` (LEAD_*) drops from the start of the gathered bytes of ``ids``:
+    LEAD_STRIP the first when it is a space; the piece rules one (the space that stands for
+    the marker) for each piece counted. They pass over pieces with no text (KIND_EMPTY), stop
+    at a piece that is not KIND_MARKED, and after the first marked one, except that
+    LEAD_PIECES goes on after one that is the marker alone (KIND_ALONE). Those dropped bytes
+    are the first ones: every piece before the last counted one is empty or one space."""
+    cdef Py_ssize_t i
+    cdef int64_t count = 0, size
+    cdef uint8_t kind
+    for i in range(n):
+        size = offsets[ids[i] + 1] - offsets[ids[i]]
+        if rule == LEAD_STRIP:
+            if size:
+                return flat[offsets[ids[i]]] == 32
+            continue
+        kind = kinds[ids[i]]
+        if kind & KIND_EMPTY:
+            continue
+        if not kind & KIND_MARKED:
+            break
+        count += 1
+        if rule == LEAD_PIECE or not kind & KIND_ALONE:
+            break
+    return count
+
+
+cdef bint _byte_runs_joined(const uint8_t* kinds, const int32_t* ids, Py_ssize_t n) noexcept nogil:
+    """Whether two KIND_BYTE slots of ``ids`` have only KIND_EMPTY ones between them: their
+    bytes meet in the gathered bytes, where SentencePiece decodes each run on its own."""
+    cdef Py_ssize_t i
+    cdef bint after_byte = False, gap = False
+    cdef uint8_t kind
+    for i in range(n):
+        kind = kinds[ids[i]]
+        if kind & KIND_BYTE:
+            if gap:
+                return True
+            after_byte = True
+        elif kind & KIND_EMPTY:
+            gap = after_byte
+        else:
+            after_byte = gap = False
+    return False
 
 
 # Lists of ids up to this long are checked into a stack array and gathered holding the GIL
@@ -1636,26 +1717,34 @@ cdef enum:
 
 cdef class ByteTable:
     """Every id's bytes in one flat buffer: id ``i`` stands for ``flat[offsets[i]:offsets[i + 1]]``
-    (an empty slot: no bytes known for it, unless ``empty``, one flag a slot, marks it as
-    standing for none: a special token that decodes to nothing). The buffers are taken once,
-    here: taking them at each call (typed memoryviews) cost more than gathering a few ids (a
-    streaming decoder decodes a handful of ids per call).
+    (an empty slot: no bytes known for it, unless its ``kinds`` flags say KIND_EMPTY, standing
+    for none). ``kinds`` (``SLOT_KINDS``, one uint8 a slot, or None) and ``leading``
+    (``LEADING_RULES``) are what decoding needs beyond the bytes: the space markers to drop at
+    the start, and the runs of byte-fallback tokens. The buffers are taken once, here: taking
+    them at each call (typed memoryviews) cost more than gathering a few ids (a streaming
+    decoder decodes a handful of ids per call).
 
     >>> ByteTable(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3, 3])).gather([1, 0, 1])
     b'bcabc'
     >>> table = ByteTable(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3, 3]), np.array([0, 0, 1], np.uint8))
     >>> table.gather([2, 0, 2]), table.gather([0, 3])
     (b'a', 1)
+    >>> spaced = ByteTable(np.frombuffer(b" a b", dtype=np.uint8), np.array([0, 1, 2, 4]),
+    ...                    np.array([4 | 8, 0, 4], np.uint8), LEADING_RULES["pieces"])
+    >>> spaced.gather([0, 0, 2, 0]), spaced.gather([1, 0, 2])
+    (b'b ', b'a  b')
     """
     cdef const uint8_t[::1] flat
     cdef const int64_t[::1] offsets
-    cdef const uint8_t[::1] empty_flags
+    cdef const uint8_t[::1] kinds
     cdef const uint8_t* fp
     cdef const int64_t* op
-    cdef const uint8_t* ep
+    cdef const uint8_t* kp
     cdef Py_ssize_t slots
+    cdef int leading
+    cdef bint byte_runs   # (KIND_BYTE and KIND_EMPTY slots both: byte runs can meet)
 
-    def __cinit__(self, const uint8_t[::1] flat, offsets, empty=None):
+    def __cinit__(self, const uint8_t[::1] flat, offsets, kinds=None, int leading=LEAD_NONE):
         # the offsets are checked once, here, on a copy of its own, which no caller can change
         # afterwards (the caller's array, changed, sent gather past the bytes)
         kept = np.array(offsets, dtype=np.int64, copy=True, order="C")
@@ -1668,27 +1757,34 @@ cdef class ByteTable:
         for i in range(self.slots):
             if ov[i + 1] < ov[i]:
                 raise ValueError("offsets must not decrease")
-        self.flat, self.offsets = flat, ov
+        if leading not in (LEAD_NONE, LEAD_STRIP, LEAD_PIECE, LEAD_PIECES):
+            raise ValueError(f"leading must be one of LEADING_RULES' values, got {leading}")
+        if kinds is None and leading > LEAD_STRIP:
+            raise ValueError("the piece rules read the slots' kinds")
+        self.flat, self.offsets, self.leading = flat, ov, leading
         self.fp = &flat[0] if flat.shape[0] > 0 else NULL
         self.op = &ov[0]
-        self.ep = NULL
-        if empty is not None:
-            flags = np.array(empty, dtype=np.uint8, copy=True, order="C")
+        self.kp = NULL
+        if kinds is not None:
+            flags = np.array(kinds, dtype=np.uint8, copy=True, order="C")
             if flags.shape != (self.slots,):
-                raise ValueError("empty must hold one flag a slot")
+                raise ValueError("kinds must hold one flag a slot")
             flags.flags.writeable = False
-            self.empty_flags = flags
-            self.ep = &self.empty_flags[0] if self.slots > 0 else NULL
+            self.kinds = flags
+            self.kp = &self.kinds[0] if self.slots > 0 else NULL
+            self.byte_runs = bool((flags & KIND_BYTE).any() and (flags & KIND_EMPTY).any())
 
     def gather(self, ids):
-        """The concatenated bytes of ``ids``: a list (of exact ints) or an int64 array.
-        Returns the bytes, or, when some id cannot be gathered (not an exact int, outside the
-        table, or an empty slot), the index of the first such id as an int, so that the caller
-        can explain it or handle it (the table leaves out what it does not hold). Every id is
-        checked before any byte is copied."""
+        """The concatenated bytes of ``ids``, a list (of exact ints) or an int64 array, less
+        what the ``leading`` rule drops from their start. Returns the bytes; or, when some id
+        cannot be gathered (not an exact int, outside the table, or an empty slot not
+        KIND_EMPTY), the index of the first such id as an int, so that the caller can explain
+        it or handle it (the table leaves out what it does not hold); or None when two runs of
+        KIND_BYTE slots have only KIND_EMPTY ones between them, whose bytes would meet (the
+        caller decodes the runs apart). Every id is checked before any byte is copied."""
         cdef Py_ssize_t n, i
-        cdef int64_t total = 0, size, v
-        cdef int overflow = 0
+        cdef int64_t total = 0, size, v, drop = 0
+        cdef int overflow = 0, empties = 0
         cdef PyObject* item
         cdef int32_t small[SHORT_GATHER]   # a short list's checked ids: no allocation
         cdef vector[int32_t] many
@@ -1706,39 +1802,34 @@ cdef class ByteTable:
                 if not PyLong_CheckExact(item):
                     return i
                 v = PyLong_AsLongLongAndOverflow(item, &overflow)
-                size = -1 if overflow else _gather_size(self.op, self.ep, self.slots, v)
+                size = -1 if overflow else _gather_size(self.op, self.kp, self.slots, v)
                 if size < 0:
                     return i
+                empties += size == 0
                 checked[i] = <int32_t>v
                 total += size
-            out = PyBytes_FromStringAndSize(NULL, total)
-            dst = <uint8_t*>PyBytes_AS_STRING(out)
+        else:
+            arr = ids
+            n = arr.shape[0]
             if n > SHORT_GATHER:
-                with nogil:
-                    _gather(self.fp, self.op, checked, n, dst)
-            else:
-                _gather(self.fp, self.op, checked, n, dst)
-            return out
-        arr = ids
-        n = arr.shape[0]
-        ap = &arr[0] if n > 0 else NULL
-        i = -1
-        with nogil:
-            for v in range(n):
-                size = _gather_size(self.op, self.ep, self.slots, ap[v])
-                if size < 0:
-                    i = v
-                    break
-                total += size
-        if i >= 0:
-            return i
-        out = PyBytes_FromStringAndSize(NULL, total)
+                many.resize(n)
+                checked = many.data()
+            ap = &arr[0] if n > 0 else NULL
+            with nogil:
+                i = _check_array(self.op, self.kp, self.slots, ap, n, checked, &total, &empties)
+            if i >= 0:
+                return i
+        if empties and self.byte_runs and _byte_runs_joined(self.kp, checked, n):
+            return None
+        if self.leading != LEAD_NONE:
+            drop = _leading(self.fp, self.op, self.kp, checked, n, self.leading)
+        out = PyBytes_FromStringAndSize(NULL, total - drop)
         dst = <uint8_t*>PyBytes_AS_STRING(out)
-        with nogil:
-            for v in range(n):
-                size = self.op[ap[v] + 1] - self.op[ap[v]]
-                memcpy(dst, self.fp + self.op[ap[v]], size)
-                dst += size
+        if n > SHORT_GATHER:
+            with nogil:
+                _gather(self.fp, self.op, checked, n, drop, dst)
+        else:
+            _gather(self.fp, self.op, checked, n, drop, dst)
         return out
 
 
@@ -1767,10 +1858,19 @@ def decode_single_token_bytes(self, token_id):
     return self._single_token_bytes(token_id)
 
 cdef void _gather(const uint8_t* flat, const int64_t* offsets, const int32_t* ids, Py_ssize_t n,
-                  uint8_t* dst) noexcept nogil:
+                  int64_t skip, uint8_t* dst) noexcept nogil:
+    """The bytes of ``ids`` into ``dst``, the first ``skip`` of them left out."""
     cdef Py_ssize_t i
-    cdef int64_t size
+    cdef int64_t start, size
     for i in range(n):
-        size = offsets[ids[i] + 1] - offsets[ids[i]]
-        memcpy(dst, flat + offsets[ids[i]], size)
+        start = offsets[ids[i]]
+        size = offsets[ids[i] + 1] - start
+        if skip:
+            if skip >= size:
+                skip -= size
+                continue
+            start += skip
+            size -= skip
+            skip = 0
+        memcpy(dst, flat + start, size)
         dst += size

@@ -74,20 +74,17 @@ class Markers:
     def _derive(self) -> None:
         """What decode reads on every call, kept as attributes (pickles of earlier versions
         lack them): a ``__bool__`` method cost a one-id decode 40% of its time (164 of 348 ns)."""
-        self._decoded = self._decoded_markers()
-        self.present = bool(self._decoded or self.continuing_subword_prefix)  # (any marker: bool(self))
-        self.by_pieces = self.dummy_prefix in PIECE_RULES
+        self.in_text = self._markers_in_text()
+        self.present = bool(self.space_marker or self.in_text or self.continuing_subword_prefix)  # (bool(self))
         self.space_marker_utf8 = self.space_marker.encode("utf-8", "surrogatepass")
 
-    def _decoded_markers(self) -> tuple:
-        """(marker, whether the one before the text (True) or after it (False) is dropped, or
-        None for neither) for decode, in its order; empty when there are none, so that decoding
-        without markers costs no loop."""
+    def _markers_in_text(self) -> tuple:
+        """(marker, whether the one before the text (True) or after it (False) is dropped) for
+        :meth:`decode`, in its order; empty when there are none, so that decoding without
+        them costs no loop. The space marker is not one: the decode table writes it as a
+        space, token by token, and drops the one before the text (``fastbpe.encode.vocab.TextTable``)."""
         return tuple((marker, leading) for marker, leading in (
-            # (the piece rules are the ids' to apply: Tokenizer.decode)
-            (self.space_marker, True if self.dummy_prefix is True else None), (self.word_start, True),
-            (self.word_end, False),
-            (self.end_of_word_suffix, False)) if marker)
+            (self.word_start, True), (self.word_end, False), (self.end_of_word_suffix, False)) if marker)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -116,21 +113,20 @@ class Markers:
         return [t[len(prefix):] if t.startswith(prefix) else t for t in token_bytes]
 
     def decode(self, text: str, chunks_tile: bool = False) -> str:
-        """Decoded text with the markers turned back into spaces: each marker a space, and the
-        one put before (``word_start``, ``space_marker``) or after (``word_end``,
-        ``end_of_word_suffix``, as Hugging Face's BPEDecoder) the text dropped (as the decoders
-        of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do).
-        ``chunks_tile``: the split's chunks are the whole text, spaces included (GPT-2's
-        pattern): the word markers stand for no space then and are dropped."""
+        """Decoded text with the word markers turned back into spaces: each marker a space, and
+        the one put before (``word_start``) or after (``word_end``, ``end_of_word_suffix``, as
+        Hugging Face's BPEDecoder) the text dropped. ``chunks_tile``: the split's chunks are
+        the whole text, spaces included (GPT-2's pattern): the word markers stand for no space
+        then and are dropped. (The space marker is the decode table's: ``_markers_in_text``.)"""
         dropped = (self.word_start, self.word_end) if chunks_tile else ()
-        for marker, leading in self._decoded:
+        for marker, leading in self.in_text:
             if marker in dropped:
                 text = text.replace(marker, "")
                 continue
             text = text.replace(marker, " ")
             if leading:
                 text = text[1:] if text.startswith(" ") else text
-            elif leading is not None:
+            else:
                 text = text[:-1] if text.endswith(" ") else text
         return text
 

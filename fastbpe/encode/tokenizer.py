@@ -506,7 +506,7 @@ class Tokenizer:
         # The per-thread state and the caches are rebuilt on demand (the model pickles without
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_byte_ids_cache", "_added_splitter",
+        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_text_table", "_byte_ids_cache", "_added_splitter",
                     "_marked_ids_cache", "_plain_cache", "_char_ids_cache", "_whole_text_chunk",
                     "_default_sets", "_in_normalized_cache"):
             state.pop(key, None)
@@ -1046,59 +1046,26 @@ class Tokenizer:
         becomes a space, and the one put before the text is dropped (``dummy_prefix``; as the
         decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do,
         or by pieces as SentencePiece's own decoding does)."""
-        markers = self.markers
-        by_pieces = markers.by_pieces
-        if (by_pieces or self.byte_fallback) and type(ids) is not list and not isinstance(ids, (tuple, np.ndarray)):
-            ids = list(ids)  # (read twice: for the bytes, then for the pieces at the start or the byte tokens)
-        # (a list of ids the decode table holds goes straight to the compiled gathering: a
-        # streaming decoder's few ids cost the call; anything else, the checks of decode_bytes)
-        table = self.__dict__.get("_decode_table")
+        # (a list of ids the text table holds goes straight to the compiled gathering: a
+        # streaming decoder's few ids cost the call; anything else, vocab.decode_text)
+        table = self.__dict__.get("_text_table")
         data = table.gather(ids) if table is not None and type(ids) is list else None
-        if type(data) is not bytes:
-            data = self.decode_bytes(ids)
         if errors != "replace" and errors != "strict":
             check_error_handler(errors)  # (bytes.decode looks a handler up only at an error)
-        if self.byte_fallback and errors == "replace":
+        if type(data) is not bytes:
+            text = vocab.decode_text(self, ids, errors)
+        elif self.byte_fallback and errors == "replace":
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:  # (byte tokens that spell no character: tokenizers' or SentencePiece's way)
-                text = vocab.fallback_text(self, ids, self.fallback_replacement)
+                text = vocab.decode_text(self, ids, errors)
         else:
             text = data.decode("utf-8", errors)
-        if not markers.present:
+        markers = self.markers
+        if not markers.in_text:
             return text
-        if by_pieces and text.startswith(markers.space_marker):
-            text = text[self._dummy_prefix_markers(ids):]
         # word markers stand for spaces only where the split dropped them
         return markers.decode(text, chunks_tile=markers.has_word_markers() and self.splitter.tiles())
-
-    def _dummy_prefix_markers(self, ids) -> int:
-        """How many space markers at the start of the decoded text of ``ids`` (checked ids)
-        SentencePiece's decoding drops (``dummy_prefix`` ``"piece"`` or ``"pieces"``): the one
-        that begins the first piece with text, and for ``"pieces"`` each piece of the marker
-        alone before it. Pieces without text (control pieces) are passed over, and a piece
-        whose text does not begin with the marker (a byte piece, the unknown piece's surface)
-        ends the count. Reads the ids up to the first piece with text, no further.
-
-        >>> tok = Tokenizer([b"\\xe2\\x96\\x81", b"a", b"\\xe2\\x96\\x81a", b""], [(0, 1)], unit="chars",
-        ...                 space_marker="\u2581", dummy_prefix="pieces", special_tokens={"<s>": 3},
-        ...                 special_surfaces={"<s>": ""})
-        >>> tok._dummy_prefix_markers([3, 0, 0, 2, 0]), tok.decode([3, 0, 0, 2, 0]), tok.decode([1, 0, 2])
-        (3, 'a ', 'a  a')
-        """
-        marker = self.markers.space_marker_utf8
-        alone = self.markers.dummy_prefix == "pieces"
-        count = 0
-        for i in ids:
-            piece = self.decode_single_token_bytes(i)  # (a special token's text: its surface)
-            if not piece:
-                continue  # (a control piece)
-            if not piece.startswith(marker):
-                break
-            count += 1
-            if piece != marker or not alone:
-                break
-        return count
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: Optional[int] = None) -> List[str]:

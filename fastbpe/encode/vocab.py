@@ -3,6 +3,8 @@
 Decoding gathers token bytes from one flat buffer (``DecodeTable``: every token's bytes, special
 tokens' UTF-8 in their slots, and int64 offsets) in the compiled core (``ByteTable``): the
 ids are checked, the result allocated once and filled (with the GIL released for long ones).
+``decode`` gathers from a second table (``TextTable``) where a vocabulary's space marker is
+already the space it stands for, which also drops the marker put before the text.
 
 Character offsets (``encode_with_offsets``) are those of Hugging Face's ``Encoding.offsets``
 for byte-level tokenizers: token ``k`` spans the characters its bytes belong to, so a token
@@ -16,18 +18,22 @@ from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import ByteTable
+from .._core.encode import LEADING_RULES, SLOT_KINDS, ByteTable
 from . import surrogates
 from .special import check_disallowed
 
 __all__ = ["UnknownTokenIdError", "DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
            "decode_tokens_bytes", "decode_with_offsets", "encode_single_token", "n_vocab", "eot_token",
            "vocab_len", "encode_with_offsets", "char_offsets", "lengths_and_first_bytes", "FALLBACK_REPLACEMENTS",
-           "fallback_text"]
+           "TextTable", "text_table", "decode_text", "leading_markers"]
 
 # Special tokens whose ids lie this far beyond the vocabulary are left out of the flat table
 # (decoded by the slow path), so an id of 2**31 - 1 costs no 16 GB of offsets.
 TABLE_SLACK = 65536
+# What a decode table's slot is beyond its bytes (ByteTable's kinds), and the rules that drop
+# the space marker put before the text (by Markers.dummy_prefix)
+KIND_EMPTY, KIND_BYTE, KIND_MARKED, KIND_ALONE = (SLOT_KINDS[k] for k in ("empty", "byte", "marked", "alone"))
+LEAD_NONE, LEAD_STRIP, LEAD_PIECE, LEAD_PIECES = (LEADING_RULES[k] for k in (False, True, "piece", "pieces"))
 # Names of the end-of-text token, by family: tiktoken's, Llama 3's, SentencePiece's.
 EOT_NAMES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>")
 
@@ -62,32 +68,122 @@ class DecodeTable:
     """``flat`` (uint8) and ``offsets`` (int64, one more than ids): id ``i`` decodes to
     ``flat[offsets[i]:offsets[i + 1]]``; an empty slot is an id that decodes to nothing
     known (an unused id, or a special token beyond the table), unless it is a special token
-    whose text is empty (a control piece: the gathering takes it). ``pieces``: the same as one
-    bytes per id; ``gather``: the compiled gathering over them (``ByteTable.gather``).
-    ``specials``: the text each special token decodes to, by id."""
+    whose text is empty (a control piece: ``kinds`` says KIND_EMPTY, and the gathering takes
+    it). ``pieces``: the same as one bytes per id; ``gather``: the compiled gathering over
+    them (``ByteTable.gather``). ``specials``: the text each special token decodes to, by id."""
 
     def __init__(self, token_bytes, specials):
         size = len(token_bytes)
         near = {i: s for i, s in specials.items() if i < size + TABLE_SLACK}
         size = max([size, *(i + 1 for i in near)])
         pieces = list(token_bytes) + [b""] * (size - len(token_bytes))
-        nothing = np.zeros(size, dtype=np.uint8)  # special tokens that decode to nothing (control pieces)
+        kinds = np.zeros(size, dtype=np.uint8)
         for i, text in near.items():
             if not pieces[i]:
                 pieces[i] = text.encode("utf-8", "surrogatepass")  # as tokens are stored
-                nothing[i] = not text
-        self.pieces = pieces
+                kinds[i] = 0 if text else KIND_EMPTY
+        self.pieces, self.kinds = pieces, kinds
         self.flat = np.frombuffer(b"".join(pieces), dtype=np.uint8)
         self.offsets = np.zeros(size + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=size), out=self.offsets[1:])
         self.lengths = np.diff(self.offsets)
-        self.gather = ByteTable(self.flat, self.offsets, nothing if nothing.any() else None).gather
+        self.gather = ByteTable(self.flat, self.offsets, kinds if kinds.any() else None).gather
+
+
+class TextTable:
+    """What ``decode`` gathers: a ``DecodeTable``'s bytes, but each space marker in a token
+    that is no byte-fallback token written as the space it stands for (a ``▁`` that byte
+    tokens spell stays ``▁``, as in SentencePiece's and tokenizers' decoding), with one flag
+    set a slot (``kinds``: SLOT_KINDS) and the rule that drops the marker put before the text
+    (``rule``: LEADING_RULES by ``Markers.dummy_prefix``). ``gather`` applies the rule and
+    hands back (None) ids whose byte runs meet across control pieces; ``gather_inner``
+    gathers the same bytes as they are: no rule, runs joined. A tokenizer without a
+    space marker or byte tokens shares its ``DecodeTable``'s gathering."""
+
+    def __init__(self, tok, table: DecodeTable):
+        kinds = table.kinds.copy()
+        if tok.byte_fallback:
+            byte_ids = tok._byte_token_ids()
+            kinds[byte_ids[byte_ids < len(kinds)]] |= KIND_BYTE
+        self.marker = tok.markers.space_marker_utf8
+        self.flat, self.offsets = table.flat, table.offsets
+        self.rule = LEADING_RULES[tok.markers.dummy_prefix] if self.marker else LEAD_NONE
+        if self.marker:
+            self.flat, self.offsets, kinds = _markers_as_spaces(self.flat, self.offsets, kinds, self.marker)
+        self.kinds = kinds
+        if not self.marker and not tok.byte_fallback:
+            self.gather = self.gather_inner = table.gather
+            return
+        self.gather = ByteTable(self.flat, self.offsets, kinds, self.rule).gather
+        empty = kinds & KIND_EMPTY
+        self.gather_inner = ByteTable(self.flat, self.offsets, empty if empty.any() else None).gather
+
+    def kind(self, tok, i: int) -> int:
+        """The flags of id ``i``, a special token far beyond the table included."""
+        if 0 <= i < len(self.kinds):
+            return int(self.kinds[i])
+        raw = _id_bytes(tok, i)
+        if not raw:
+            return KIND_EMPTY
+        return (KIND_MARKED if self.marker and raw.startswith(self.marker) else 0) | \
+            (KIND_ALONE if self.marker and raw == self.marker else 0)
+
+    def text_bytes(self, tok, i: int) -> bytes:
+        """The text bytes of id ``i``, a special token far beyond the table included."""
+        raw = _id_bytes(tok, i)  # (or the error an id that is no token deserves)
+        i = int(i)
+        if i < len(self.kinds):
+            return self.flat[self.offsets[i]:self.offsets[i + 1]].tobytes()
+        return raw.replace(self.marker, b" ") if self.marker else raw
+
+
+def _markers_as_spaces(flat: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, marker: bytes):
+    """``(flat, offsets, kinds)`` with each ``marker`` inside a slot that is not KIND_BYTE
+    written as one space, and KIND_MARKED / KIND_ALONE set for the slots that begin with one /
+    are one. In bulk: a marker is one character, whose UTF-8 never overlaps itself.
+
+    >>> m = "▁".encode()  # (the last two slots: a byte token, and the rest of a ▁ across slots)
+    >>> flat = np.frombuffer(m + b"a" + b"b" + m + m + m[:1] + m[1:], np.uint8)
+    >>> f, o, k = _markers_as_spaces(flat, np.array([0, 4, 8, 11, 12, 14]), np.array([0, 0, 0, 2, 0], np.uint8), m)
+    >>> f.tobytes(), o.tolist(), k.tolist()
+    (b' ab  \xe2\x96\x81', [0, 2, 4, 5, 6, 8], [4, 0, 12, 2, 0])
+    """
+    width = len(marker)
+    if len(flat) < width:
+        return flat, offsets, kinds
+    ends = len(flat) - width + 1
+    at = flat[:ends] == marker[0]
+    for k in range(1, width):
+        at &= flat[k:ends + k] == marker[k]
+    found = np.flatnonzero(at)
+    slot = np.searchsorted(offsets, found, side="right") - 1
+    keep = (found + width <= offsets[slot + 1]) & (kinds[slot] & KIND_BYTE == 0)
+    found, slot = found[keep], slot[keep]
+    spaced = flat.copy()
+    spaced[found] = 0x20
+    kept = np.ones(len(flat), dtype=bool)
+    for k in range(1, width):
+        kept[found + k] = False
+    spaced_offsets = offsets.copy()
+    spaced_offsets[1:] -= np.cumsum(np.bincount(slot, minlength=len(kinds)) * (width - 1))
+    kinds = kinds.copy()
+    first = slot[found == offsets[slot]]
+    kinds[first] |= KIND_MARKED
+    kinds[first[offsets[first + 1] - offsets[first] == width]] |= KIND_ALONE
+    return spaced[kept], spaced_offsets, kinds
 
 
 def _table(tok) -> DecodeTable:
     table = getattr(tok, "_decode_table", None)
     if table is None:  # built once; two threads building it at once build equal tables
         table = tok._decode_table = DecodeTable(tok._decoded_token_bytes(), tok._decoded_specials())
+    return table
+
+
+def text_table(tok) -> TextTable:
+    table = tok.__dict__.get("_text_table")
+    if table is None:  # (as _table)
+        table = tok._text_table = TextTable(tok, _table(tok))
     return table
 
 
@@ -125,15 +221,18 @@ def _id_bytes(tok, i) -> bytes:
 
 def decode_bytes(tok, ids) -> bytes:
     """The bytes the ids stand for (special tokens as their UTF-8 text)."""
-    ids = _check_ids(ids)
-    table = _table(tok)
-    out = table.gather(ids)
+    return _gathered(_table(tok).gather, _check_ids(ids), lambda i: _id_bytes(tok, i))
+
+
+def _gathered(gather, ids, one) -> bytes:
+    """``gather(ids)`` (checked ids); past an id the table cannot gather, ``one(id)`` for each
+    (its bytes, or the error it deserves)."""
+    out = gather(ids)
     if type(out) is bytes:
         return out
-    # an id the flat table cannot gather: explain it, or decode the rest one by one
     ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
-    head = table.gather(ids[:out]) if out else b""
-    return head + b"".join(_id_bytes(tok, i) for i in ids[out:])
+    head = gather(ids[:out]) if out else b""
+    return head + b"".join(map(one, ids[out:]))
 
 
 # How decode (errors="replace") spells the bytes of a run of byte-fallback tokens that are not
@@ -150,35 +249,91 @@ def _one_replacement_a_byte(error: UnicodeDecodeError) -> Tuple[str, int]:
 codecs.register_error("fastbpe.byte", _one_replacement_a_byte)
 
 
-def fallback_text(tok, ids, replacement: str) -> str:
-    """The text of ``ids`` (checked ids: list or array) of a ``byte_fallback`` tokenizer whose
-    bytes are not all UTF-8, each run of byte tokens decoded on its own and its bytes that are
-    not UTF-8 replaced as ``replacement`` says (``FALLBACK_REPLACEMENTS``); every other token
-    as ``decode`` gives it. A loop over the runs, not the tokens.
+def decode_text(tok, ids, errors: str) -> str:
+    """``decode``'s text of ``ids`` (any ints) where the compiled gathering does not give it at
+    once: ids it has not been given as a list, the first call (which builds the table), a
+    special token far beyond the table, an id that is no token (the error), and the byte
+    tokens of a ``byte_fallback`` tokenizer that spell no character, or whose runs meet
+    across control pieces (``_text_by_runs``). Word markers are the caller's."""
+    ids = _check_ids(ids)
+    table = text_table(tok)
+    data = table.gather(ids)
+    if type(data) is int:  # (an id the table does not hold: a special token far beyond it, or the error it deserves)
+        data = _gathered(table.gather_inner, ids, lambda i: table.text_bytes(tok, i))
+        if not tok.byte_fallback:
+            text = data.decode("utf-8", errors)
+            return text[leading_markers(tok, table, ids, text):]
+        data = None  # (the ids checked: their byte runs are decoded apart)
+    by_runs = tok.byte_fallback and errors == "replace"
+    if data is not None:
+        try:
+            return data.decode("utf-8", "strict" if by_runs else errors)
+        except UnicodeDecodeError:
+            if not by_runs:
+                raise
+    return _text_by_runs(tok, table, ids, errors)
+
+
+def _text_by_runs(tok, table: TextTable, ids, errors: str) -> str:
+    """The text of ``ids`` (checked), each run of byte tokens decoded on its own (a run ends
+    at any other token, a control piece included, as in SentencePiece's decoding) and its
+    bytes that are not UTF-8 replaced (``errors="replace"``) as ``tok.fallback_replacement``
+    says (``FALLBACK_REPLACEMENTS``); every other token as ``decode`` gives it, then the
+    leading rule. A loop over the runs, not the tokens.
 
     >>> from fastbpe import Tokenizer
     >>> tok = Tokenizer([bytes([b]) for b in b"A "] + [f"<0x{b:02X}>".encode() for b in range(256)], [],
     ...                 unit="chars", byte_fallback=True)
     >>> e2, x96, a = 2 + 0xE2, 2 + 0x96, 2 + 0x41
-    >>> fallback_text(tok, [0, e2, x96, a, 1, e2], "token"), fallback_text(tok, [0, e2, x96, a, 1, e2], "byte")
+    >>> per_byte = Tokenizer(tok.token_bytes, [], unit="chars", byte_fallback=True, fallback_replacement="byte")
+    >>> tok.decode([0, e2, x96, a, 1, e2]), per_byte.decode([0, e2, x96, a, 1, e2])
     ('A\ufffd\ufffd\ufffd \ufffd', 'A\ufffd\ufffdA \ufffd')
     """
     ids = np.asarray(ids, dtype=np.int64)
-    runs = np.isin(ids, tok._byte_token_ids())  # (a special token's id may lie far beyond the vocabulary)
+    if not len(ids):
+        return ""
+    runs = np.isin(ids, tok._byte_token_ids()) if tok.byte_fallback else np.zeros(len(ids), dtype=bool)
     cuts = [0, *(np.flatnonzero(runs[1:] != runs[:-1]) + 1).tolist(), len(ids)]
     parts = []
     for a, b in zip(cuts[:-1], cuts[1:]):
-        data = decode_bytes(tok, ids[a:b])
-        if not runs[a]:
-            parts.append(data.decode("utf-8", "replace"))
-        elif replacement == "byte":
+        data = _gathered(table.gather_inner, ids[a:b], lambda i: table.text_bytes(tok, i))
+        if not runs[a] or errors != "replace":
+            parts.append(data.decode("utf-8", errors))
+        elif tok.fallback_replacement == "byte":
             parts.append(data.decode("utf-8", "fastbpe.byte"))
         else:
             try:
                 parts.append(data.decode("utf-8"))
             except UnicodeDecodeError:
                 parts.append("\ufffd" * (b - a))
-    return "".join(parts)
+    text = "".join(parts)
+    return text[leading_markers(tok, table, ids, text):]
+
+
+def leading_markers(tok, table: TextTable, ids, text: str) -> int:
+    """How many characters (spaces) at the start of ``text``, the text of ``ids``, the table's
+    leading rule drops: the compiled gathering's rule (``_leading`` in encode.pyx), over ids
+    it does not hold as well. ``LEAD_STRIP``: the first, when a space (tokenizers' Strip
+    decoder, on the whole text). The piece rules (SentencePiece's decoding): the space of
+    the first piece with text when it begins with the marker, and for ``LEAD_PIECES`` that
+    of each piece of the marker alone before it; pieces without text (control pieces) are
+    passed over, and a piece that does not begin with the marker (a byte piece, the unknown
+    piece's surface) ends the count."""
+    if table.rule == LEAD_NONE:
+        return 0
+    if table.rule == LEAD_STRIP:
+        return int(text.startswith(" "))
+    count = 0
+    for i in ids.tolist() if isinstance(ids, np.ndarray) else ids:
+        kind = table.kind(tok, i)
+        if kind & KIND_EMPTY:
+            continue
+        if not kind & KIND_MARKED:
+            break
+        count += 1
+        if table.rule == LEAD_PIECE or not kind & KIND_ALONE:
+            break
+    return count
 
 
 def token_lengths(tok, ids: np.ndarray) -> np.ndarray:

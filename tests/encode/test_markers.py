@@ -20,7 +20,15 @@ def test_native_fields_read_back_the_same(markers):
 def test_decode_turns_markers_into_spaces():
     assert Markers(word_end="</w>").decode("the</w>cat</w>") == "the cat"
     assert Markers(word_start="▁").decode("▁the▁cat") == "the cat"
-    assert Markers(space_marker="▁").decode("▁a▁▁b") == "a  b"
+    # (the space marker is the decode table's, token by token: a ▁ spelled by byte tokens stays)
+    assert Markers(space_marker="▁").decode("▁a▁▁b") == "▁a▁▁b"
+    tok = Tokenizer(["▁".encode(), b"a", b"b"] + [f"<0x{b:02X}>".encode() for b in range(256)], [], unit="chars",
+                    space_marker="▁", byte_fallback=True)
+    assert tok.decode([0, 1, 0, 0, 2]) == "a  b"
+    assert tok.decode([1, *(3 + b for b in "▁".encode()), 0, 2]) == "a▁ b"
+    ascii_marker = Tokenizer([b"_", b"a"] + [f"<0x{b:02X}>".encode() for b in range(256)], [], unit="chars",
+                             space_marker="_", byte_fallback=True)
+    assert ascii_marker.decode([1, 0, 1, 2 + ord("_"), 1]) == "a a_a"
     assert Markers().decode(" as is ") == " as is "
     assert Markers(end_of_word_suffix="</w>").decode("lo w</w>er</w>") == "lo w er"
 
@@ -98,18 +106,23 @@ def test_word_markers_over_a_split_whose_chunks_carry_their_spaces_decode_to_the
 def test_dummy_prefix_says_whether_the_first_space_marker_is_dropped():
     """A space marker put before the text (SentencePiece's add_dummy_prefix) is dropped when
     decoding; a vocabulary that puts none there (Gemma's) decodes every marker to a space."""
-    assert Markers(space_marker="▁").decode("▁a▁b") == "a b"
-    assert Markers(space_marker="▁", dummy_prefix=False).decode("▁a▁b") == " a b"
+    def spaced(**options):
+        return Tokenizer([t.encode() for t in ("▁", "a", "b", "▁a", "▁b")], [], unit="chars", space_marker="▁",
+                         **options)
+
+    assert spaced().decode([3, 4]) == "a b" and spaced().decode([0, 3]) == " a"
+    assert spaced(dummy_prefix=False).decode([3, 4]) == " a b"
     assert Markers.from_native(Markers(space_marker="▁", dummy_prefix=False).to_native()).dummy_prefix is False
     assert "dummy_prefix" not in Markers(space_marker="▁").to_native()  # (files as before)
     with pytest.raises(ValueError, match="needs a space_marker"):
         Markers(dummy_prefix=False)
     with pytest.raises(TypeError, match="True, False, 'piece' or 'pieces'"):
         Markers(space_marker="▁", dummy_prefix=0)
-    # SentencePiece's rules by pieces are the ids' to apply (Tokenizer.decode): the text's
-    # markers all become spaces here, and fastbpe's file keeps the rule
+    # SentencePiece's rules by pieces read the ids: the marker of the first piece with text, and
+    # for "pieces" those of the pieces of the marker alone before it; fastbpe's file keeps the rule
+    assert spaced(dummy_prefix="piece").decode([0, 3]) == " a" and spaced(dummy_prefix="pieces").decode([0, 3]) == "a"
     for rule in ("piece", "pieces"):
-        assert Markers(space_marker="▁", dummy_prefix=rule).decode("▁a▁b") == " a b"
+        assert spaced(dummy_prefix=rule).decode([3, 4]) == "a b" and spaced(dummy_prefix=rule).decode([1, 4]) == "a b"
         assert Markers.from_native(Markers(space_marker="▁", dummy_prefix=rule).to_native()).dummy_prefix == rule
         with pytest.raises(ValueError, match="needs a space_marker"):
             Markers(dummy_prefix=rule)

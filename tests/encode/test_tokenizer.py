@@ -5,7 +5,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastbpe
@@ -137,6 +137,60 @@ def test_fallback_replacement_says_how_byte_tokens_that_spell_no_character_decod
     assert Tokenizer.from_dict(json.loads(json.dumps(per_byte.to_dict()))).decode(ids) == per_byte.decode(ids)
     with pytest.raises(ValueError, match="fallback_replacement must be 'token' or 'byte'"):
         make(fallback_replacement="bytes")
+
+
+SPACED_TOKENS = [t.encode() for t in ("▁", "▁▁", "a", "▁a", "b▁", "é", "", "")] + \
+    [f"<0x{b:02X}>".encode() for b in range(256)]
+BYTE_ID = {b: 8 + b for b in range(256)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), rule=st.sampled_from([True, False, "piece", "pieces"]),
+       replacement=st.sampled_from(["token", "byte"]))
+def test_decode_s_compiled_gathering_is_its_rules_written_in_python(data, rule, replacement):
+    """decode's compiled path (the text table's gathering: each space marker a space, the one
+    before the text dropped by the rule, byte runs that meet across control pieces handed
+    back) gives the text its Python path gives (run by run, the rule read id by id), on
+    generated ids: markers alone and in a row at the start, control pieces, byte tokens that
+    spell ▁ or é or no character, as lists and as arrays. A special token far beyond the
+    table takes the Python path, and an id that is no token is refused on both."""
+    from fastbpe.encode import vocab
+
+    tok = Tokenizer(SPACED_TOKENS, [], unit="chars", space_marker="▁", dummy_prefix=rule, byte_fallback=True,
+                    fallback_replacement=replacement, special_tokens={"<s>": 6, "</s>": 7, "▁far": 400_000},
+                    special_surfaces={"<s>": "", "</s>": ""})
+    runs = [[BYTE_ID[b] for b in "▁".encode()], [BYTE_ID[b] for b in "é".encode()], [BYTE_ID[0x20]], [BYTE_ID[0xE2]]]
+    singles = st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7]).map(lambda i: [i])
+    parts = data.draw(st.lists(st.one_of(singles, st.sampled_from(runs)), max_size=10))
+    ids = [i for part in parts for i in part]
+    table = vocab.text_table(tok)
+    by_rules = vocab._text_by_runs(tok, table, ids, "replace")
+    assert tok.decode(ids) == tok.decode(np.array(ids, dtype=np.int64)) == by_rules, ids
+    # the compiled gathering alone: None where two byte runs have only control pieces between them
+    shown = [(k, i) for k, i in enumerate(ids) if i not in (6, 7)]
+    meet = any(a >= 8 and b >= 8 and j > k + 1 for (k, a), (j, b) in zip(shown, shown[1:]))
+    gathered = table.gather(ids)
+    assert (gathered is None) == meet, ids
+    if not meet and gathered.decode("utf-8", "replace") == gathered.decode("utf-8", "ignore"):  # (all UTF-8)
+        assert gathered.decode() == by_rules, ids
+    far = ids + [400_000] + ids
+    assert tok.decode(far) == vocab._text_by_runs(tok, table, far, "replace")
+    with pytest.raises(KeyError):
+        tok.decode(ids + [300])
+
+
+def test_the_text_table_s_gathering_checks_what_it_is_given():
+    from fastbpe._core.encode import LEADING_RULES, ByteTable
+
+    flat, offsets = np.frombuffer(b" a", np.uint8), np.array([0, 1, 2])
+    with pytest.raises(ValueError, match="leading"):
+        ByteTable(flat, offsets, np.zeros(2, np.uint8), 7)
+    with pytest.raises(ValueError, match="kinds"):
+        ByteTable(flat, offsets, None, LEADING_RULES["piece"])
+    with pytest.raises(ValueError, match="one flag a slot"):
+        ByteTable(flat, offsets, np.zeros(3, np.uint8))
+    table = ByteTable(flat, offsets, None, LEADING_RULES[True])
+    assert table.gather([0, 1, 0]) == b"a " and table.gather([1, 0]) == b"a " and table.gather([]) == b""
 
 
 def test_each_character_s_id_is_its_one_character_token():
