@@ -1631,7 +1631,9 @@ cdef enum:
     LEAD_STRIP = 1    # the first byte, when a space (tokenizers' Strip decoder, on the whole text)
     LEAD_PIECE = 2    # the space of the first piece with text, when it is a marked one (SentencePiece)
     LEAD_PIECES = 3   # that, and the space of each piece of the marker alone before it
-LEADING_RULES = {False: LEAD_NONE, True: LEAD_STRIP, "piece": LEAD_PIECE, "pieces": LEAD_PIECES}
+    LEAD_TOKEN = 4    # every marker of the first token (tokenizers' Metaspace decoder): its slot in ``first``
+LEADING_RULES = {False: LEAD_NONE, True: LEAD_STRIP, "piece": LEAD_PIECE, "pieces": LEAD_PIECES,
+                 "token": LEAD_TOKEN}
 
 
 cdef inline int64_t _gather_size(const int64_t* offsets, const uint8_t* kinds, int64_t slots,
@@ -1709,6 +1711,21 @@ cdef bint _byte_runs_joined(const uint8_t* kinds, const int32_t* ids, Py_ssize_t
     return False
 
 
+cdef _checked_offsets(const uint8_t[::1] flat, offsets):
+    """``offsets`` checked against ``flat``, as a read-only copy of its own, which no caller
+    can change afterwards (the caller's array, changed, sent gather past the bytes)."""
+    kept = np.array(offsets, dtype=np.int64, copy=True, order="C")
+    kept.flags.writeable = False
+    cdef const int64_t[::1] ov = kept
+    cdef Py_ssize_t i, slots = ov.shape[0] - 1
+    if slots < 0 or (slots > 0 and (ov[0] < 0 or ov[slots] > flat.shape[0])):
+        raise ValueError("offsets must hold one more entry than the table and lie inside flat")
+    for i in range(slots):
+        if ov[i + 1] < ov[i]:
+            raise ValueError("offsets must not decrease")
+    return kept
+
+
 # Lists of ids up to this long are checked into a stack array and gathered holding the GIL
 # (releasing it costs more than copying their bytes).
 cdef enum:
@@ -1720,9 +1737,10 @@ cdef class ByteTable:
     (an empty slot: no bytes known for it, unless its ``kinds`` flags say KIND_EMPTY, standing
     for none). ``kinds`` (``SLOT_KINDS``, one uint8 a slot, or None) and ``leading``
     (``LEADING_RULES``) are what decoding needs beyond the bytes: the space markers to drop at
-    the start, and the runs of byte-fallback tokens. The buffers are taken once, here: taking
-    them at each call (typed memoryviews) cost more than gathering a few ids (a streaming
-    decoder decodes a handful of ids per call).
+    the start, and the runs of byte-fallback tokens; ``first``, ``(flat, offsets)`` of a second
+    table, the one the first id is gathered from under LEAD_TOKEN. The buffers are taken once,
+    here: taking them at each call (typed memoryviews) cost more than gathering a few ids (a
+    streaming decoder decodes a handful of ids per call).
 
     >>> ByteTable(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3, 3])).gather([1, 0, 1])
     b'bcabc'
@@ -1734,36 +1752,37 @@ cdef class ByteTable:
     >>> spaced.gather([0, 0, 2, 0]), spaced.gather([1, 0, 2])
     (b'b ', b'a  b')
     """
-    cdef const uint8_t[::1] flat
-    cdef const int64_t[::1] offsets
+    cdef const uint8_t[::1] flat, first_flat
+    cdef const int64_t[::1] offsets, first_offsets
     cdef const uint8_t[::1] kinds
     cdef const uint8_t* fp
     cdef const int64_t* op
     cdef const uint8_t* kp
+    cdef const uint8_t* ffp
+    cdef const int64_t* fop
     cdef Py_ssize_t slots
     cdef int leading
     cdef bint byte_runs   # (KIND_BYTE and KIND_EMPTY slots both: byte runs can meet)
 
-    def __cinit__(self, const uint8_t[::1] flat, offsets, kinds=None, int leading=LEAD_NONE):
-        # the offsets are checked once, here, on a copy of its own, which no caller can change
-        # afterwards (the caller's array, changed, sent gather past the bytes)
-        kept = np.array(offsets, dtype=np.int64, copy=True, order="C")
-        kept.flags.writeable = False
-        cdef const int64_t[::1] ov = kept
-        cdef Py_ssize_t i
+    def __cinit__(self, const uint8_t[::1] flat, offsets, kinds=None, int leading=LEAD_NONE, first=None):
+        cdef const int64_t[::1] ov = _checked_offsets(flat, offsets)
         self.slots = ov.shape[0] - 1
-        if self.slots < 0 or (self.slots > 0 and (ov[0] < 0 or ov[self.slots] > flat.shape[0])):
-            raise ValueError("offsets must hold one more entry than the table and lie inside flat")
-        for i in range(self.slots):
-            if ov[i + 1] < ov[i]:
-                raise ValueError("offsets must not decrease")
-        if leading not in (LEAD_NONE, LEAD_STRIP, LEAD_PIECE, LEAD_PIECES):
+        if leading not in (LEAD_NONE, LEAD_STRIP, LEAD_PIECE, LEAD_PIECES, LEAD_TOKEN):
             raise ValueError(f"leading must be one of LEADING_RULES' values, got {leading}")
-        if kinds is None and leading > LEAD_STRIP:
+        if kinds is None and leading in (LEAD_PIECE, LEAD_PIECES):
             raise ValueError("the piece rules read the slots' kinds")
+        if (first is not None) != (leading == LEAD_TOKEN):
+            raise ValueError("the first token's table goes with the leading rule LEAD_TOKEN, and only with it")
         self.flat, self.offsets, self.leading = flat, ov, leading
         self.fp = &flat[0] if flat.shape[0] > 0 else NULL
         self.op = &ov[0]
+        if first is not None:
+            self.first_flat = first[0]
+            self.first_offsets = _checked_offsets(self.first_flat, first[1])
+            if self.first_offsets.shape[0] != ov.shape[0]:
+                raise ValueError("the first token's table must have as many slots as the table")
+            self.ffp = &self.first_flat[0] if self.first_flat.shape[0] > 0 else NULL
+            self.fop = &self.first_offsets[0]
         self.kp = NULL
         if kinds is not None:
             flags = np.array(kinds, dtype=np.uint8, copy=True, order="C")
@@ -1781,9 +1800,10 @@ cdef class ByteTable:
         KIND_EMPTY), the index of the first such id as an int, so that the caller can explain
         it or handle it (the table leaves out what it does not hold); or None when two runs of
         KIND_BYTE slots have only KIND_EMPTY ones between them, whose bytes would meet (the
-        caller decodes the runs apart). Every id is checked before any byte is copied."""
-        cdef Py_ssize_t n, i
-        cdef int64_t total = 0, size, v, drop = 0
+        caller decodes the runs apart). Under LEAD_TOKEN the first id's bytes are its slot of
+        ``first``. Every id is checked before any byte is copied."""
+        cdef Py_ssize_t n, i, after = 0
+        cdef int64_t total = 0, size, v, drop = 0, head = 0
         cdef int overflow = 0, empties = 0
         cdef PyObject* item
         cdef int32_t small[SHORT_GATHER]   # a short list's checked ids: no allocation
@@ -1821,15 +1841,22 @@ cdef class ByteTable:
                 return i
         if empties and self.byte_runs and _byte_runs_joined(self.kp, checked, n):
             return None
-        if self.leading != LEAD_NONE:
+        if self.leading == LEAD_TOKEN and n > 0:  # (the first id from the other table, the rest from this)
+            v = checked[0]
+            head = self.fop[v + 1] - self.fop[v]
+            total += head - (self.op[v + 1] - self.op[v])
+            after = 1
+        elif self.leading != LEAD_NONE:
             drop = _leading(self.fp, self.op, self.kp, checked, n, self.leading)
         out = PyBytes_FromStringAndSize(NULL, total - drop)
         dst = <uint8_t*>PyBytes_AS_STRING(out)
+        if head:
+            memcpy(dst, self.ffp + self.fop[checked[0]], head)
         if n > SHORT_GATHER:
             with nogil:
-                _gather(self.fp, self.op, checked, n, drop, dst)
+                _gather(self.fp, self.op, checked + after, n - after, drop, dst + head)
         else:
-            _gather(self.fp, self.op, checked, n, drop, dst)
+            _gather(self.fp, self.op, checked + after, n - after, drop, dst + head)
         return out
 
 

@@ -27,10 +27,12 @@ from ..arguments import check_word_markers
 from ..fileio import json_field
 from ..formats.bytelevel import texts_to_tokens, token_to_text
 
-__all__ = ["Markers", "PIECE_RULES"]
+__all__ = ["Markers", "ID_RULES"]
 
-# The dummy_prefix values that drop the marker as SentencePiece's decoding does, by pieces
-PIECE_RULES = ("piece", "pieces")
+# The dummy_prefix values read from the ids: SentencePiece's decoding, by pieces, and
+# tokenizers' Metaspace decoder, by the first token
+ID_RULES = ("piece", "pieces", "token")
+_RULES_SAID = "True, False, 'piece', 'pieces' or 'token'"
 
 
 class Markers:
@@ -40,7 +42,8 @@ class Markers:
     (Hugging Face's ``Strip`` decoder); ``"piece"``, the marker that begins the first piece
     with text (SentencePiece's own decoding: an unknown piece's `` ⁇ `` keeps its space);
     ``"pieces"``, that and the pieces of a marker alone before it (SentencePiece's with
-    ``remove_extra_whitespaces``); the last two read from the ids
+    ``remove_extra_whitespaces``); ``"token"``, every marker of the first token
+    (tokenizers' ``Metaspace`` decoder); the last three read from the ids
     (:meth:`fastbpe.Tokenizer.decode`). False for vocabularies that put none there (Gemma's),
     whose every marker decodes to a space."""
 
@@ -53,9 +56,9 @@ class Markers:
         if space_marker not in (None, "") and not (isinstance(space_marker, str) and len(space_marker) == 1):
             raise ValueError(f"space_marker must be one character, got {space_marker!r:.40}")
         if not isinstance(dummy_prefix, (bool, str)):
-            raise TypeError(f"dummy_prefix must be True, False, 'piece' or 'pieces', got {dummy_prefix!r:.40}")
-        if isinstance(dummy_prefix, str) and dummy_prefix not in PIECE_RULES:
-            raise ValueError(f"dummy_prefix must be True, False, 'piece' or 'pieces', got {dummy_prefix!r:.40}")
+            raise TypeError(f"dummy_prefix must be {_RULES_SAID}, got {dummy_prefix!r:.40}")
+        if isinstance(dummy_prefix, str) and dummy_prefix not in ID_RULES:
+            raise ValueError(f"dummy_prefix must be {_RULES_SAID}, got {dummy_prefix!r:.40}")
         if dummy_prefix is not True and not space_marker:
             raise ValueError(f"dummy_prefix={dummy_prefix!r} needs a space_marker (it says whether one goes before "
                              "the text)")
@@ -157,7 +160,8 @@ class Markers:
                               what="a str (the end-of-word suffix) or null"),
                    json_field(data, "continuing_subword_prefix", (str, type(None)),
                               what="a str (the continuing-subword prefix) or null"),
-                   json_field(data, "dummy_prefix", (bool, str), True, what="true, false, \"piece\" or \"pieces\""))
+                   json_field(data, "dummy_prefix", (bool, str), True,
+                              what="true, false, \"piece\", \"pieces\" or \"token\""))
 
     # ---- Hugging Face's tokenizer.json ------------------------------------------------------------
 
@@ -169,6 +173,8 @@ class Markers:
             raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
         if not character_level:
             return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+        if self.dummy_prefix == "token":  # (tokenizers' Metaspace decoder: no byte tokens decoded, as read)
+            return {"type": "Metaspace", "replacement": self.space_marker, "prepend_scheme": "always", "split": True}
         steps = [*([{"type": "ByteFallback"}] if byte_fallback else []), {"type": "Fuse"}]
         if self.space_marker:
             steps = [{"type": "Replace", "pattern": {"String": self.space_marker}, "content": " "}, *steps,
@@ -185,7 +191,8 @@ class Markers:
     def from_huggingface(cls, decoder=None, model: Optional[Mapping] = None,
                          source: str = "tokenizer.json") -> "Markers":
         """The space marker of a ``decoder``: the character it turns back into a space, dropping
-        the first (Llama 2's ``Replace(▁, " ")`` ... ``Strip(" ", 1, 0)``, or ``Metaspace``);
+        the first (Llama 2's ``Replace(▁, " ")`` ... ``Strip(" ", 1, 0)``), or those of the first
+        token (``Metaspace``);
         the ``model``'s ``continuing_subword_prefix`` and ``end_of_word_suffix``, each byte-level
         text of UTF-8 (``"</w>"``). A malformed marker is a ValueError naming ``source``."""
         marker, dummy_prefix = _space_marker(decoder)
@@ -218,14 +225,16 @@ def _model_markers(model: Mapping, source: str) -> dict:
     return markers
 
 
-def _space_marker(decoder) -> Tuple[Optional[str], bool]:
+def _space_marker(decoder) -> Tuple[Optional[str], Union[bool, str]]:
     """``(marker, dummy_prefix)`` of a ``decoder``: the character it turns back into a space
-    (None for none), and whether it drops the first (``Strip(" ", 1, 0)`` last; a
-    ``Metaspace`` whose ``prepend_scheme`` is not ``"never"``)."""
+    (None for none), and whether it drops the first (``Strip(" ", 1, 0)`` last), or
+    ``"token"`` for a ``Metaspace`` whose ``prepend_scheme`` is not ``"never"`` (older files:
+    ``add_prefix_space``), which drops every marker of the first token."""
     if not isinstance(decoder, Mapping):
         return None, True
     if decoder.get("type") == "Metaspace" and isinstance(decoder.get("replacement"), str):
-        return decoder["replacement"], decoder.get("prepend_scheme", "always") != "never"
+        scheme = decoder.get("prepend_scheme", "always" if decoder.get("add_prefix_space", True) else "never")
+        return decoder["replacement"], "token" if scheme != "never" else False
     steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else None
     if not isinstance(steps, list) or not steps or not all(isinstance(x, Mapping) for x in steps):
         return None, True

@@ -25,7 +25,7 @@ from .special import check_disallowed
 __all__ = ["UnknownTokenIdError", "DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
            "decode_tokens_bytes", "decode_with_offsets", "encode_single_token", "n_vocab", "eot_token",
            "vocab_len", "encode_with_offsets", "char_offsets", "lengths_and_first_bytes", "FALLBACK_REPLACEMENTS",
-           "TextTable", "text_table", "decode_text", "leading_markers"]
+           "TextTable", "text_table", "decode_text", "with_leading_rule"]
 
 # Special tokens whose ids lie this far beyond the vocabulary are left out of the flat table
 # (decoded by the slow path), so an id of 2**31 - 1 costs no 16 GB of offsets.
@@ -33,7 +33,8 @@ TABLE_SLACK = 65536
 # What a decode table's slot is beyond its bytes (ByteTable's kinds), and the rules that drop
 # the space marker put before the text (by Markers.dummy_prefix)
 KIND_EMPTY, KIND_BYTE, KIND_MARKED, KIND_ALONE = (SLOT_KINDS[k] for k in ("empty", "byte", "marked", "alone"))
-LEAD_NONE, LEAD_STRIP, LEAD_PIECE, LEAD_PIECES = (LEADING_RULES[k] for k in (False, True, "piece", "pieces"))
+LEAD_NONE, LEAD_STRIP, LEAD_PIECE, LEAD_PIECES, LEAD_TOKEN = (LEADING_RULES[k] for k in (False, True, "piece",
+                                                                                         "pieces", "token"))
 # Names of the end-of-text token, by family: tiktoken's, Llama 3's, SentencePiece's.
 EOT_NAMES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>")
 
@@ -95,10 +96,11 @@ class TextTable:
     that is no byte-fallback token written as the space it stands for (a ``▁`` that byte
     tokens spell stays ``▁``, as in SentencePiece's and tokenizers' decoding), with one flag
     set a slot (``kinds``: SLOT_KINDS) and the rule that drops the marker put before the text
-    (``rule``: LEADING_RULES by ``Markers.dummy_prefix``). ``gather`` applies the rule and
-    hands back (None) ids whose byte runs meet across control pieces; ``gather_inner``
-    gathers the same bytes as they are: no rule, runs joined. A tokenizer without a
-    space marker or byte tokens shares its ``DecodeTable``'s gathering."""
+    (``rule``: LEADING_RULES by ``Markers.dummy_prefix``; for ``"token"``, ``first`` is a
+    second such table with the markers left out). ``gather`` applies the rule and hands back
+    (None) ids whose byte runs meet across control pieces; ``gather_inner`` gathers the same
+    bytes as they are: no rule, runs joined. A tokenizer without a space marker or byte
+    tokens shares its ``DecodeTable``'s gathering."""
 
     def __init__(self, tok, table: DecodeTable):
         kinds = table.kinds.copy()
@@ -108,13 +110,16 @@ class TextTable:
         self.marker = tok.markers.space_marker_utf8
         self.flat, self.offsets = table.flat, table.offsets
         self.rule = LEADING_RULES[tok.markers.dummy_prefix] if self.marker else LEAD_NONE
+        self.first = None
         if self.marker:
+            if self.rule == LEAD_TOKEN:
+                self.first = _markers_as_spaces(self.flat, self.offsets, kinds, self.marker, b"")[:2]
             self.flat, self.offsets, kinds = _markers_as_spaces(self.flat, self.offsets, kinds, self.marker)
         self.kinds = kinds
         if not self.marker and not tok.byte_fallback:
             self.gather = self.gather_inner = table.gather
             return
-        self.gather = ByteTable(self.flat, self.offsets, kinds, self.rule).gather
+        self.gather = ByteTable(self.flat, self.offsets, kinds, self.rule, self.first).gather
         empty = kinds & KIND_EMPTY
         self.gather_inner = ByteTable(self.flat, self.offsets, empty if empty.any() else None).gather
 
@@ -128,19 +133,22 @@ class TextTable:
         return (KIND_MARKED if self.marker and raw.startswith(self.marker) else 0) | \
             (KIND_ALONE if self.marker and raw == self.marker else 0)
 
-    def text_bytes(self, tok, i: int) -> bytes:
-        """The text bytes of id ``i``, a special token far beyond the table included."""
+    def text_bytes(self, tok, i: int, first: bool = False) -> bytes:
+        """The text bytes of id ``i``, a special token far beyond the table included (``first``:
+        as the first token, from ``self.first``)."""
         raw = _id_bytes(tok, i)  # (or the error an id that is no token deserves)
         i = int(i)
+        flat, offsets = self.first if first else (self.flat, self.offsets)
         if i < len(self.kinds):
-            return self.flat[self.offsets[i]:self.offsets[i + 1]].tobytes()
-        return raw.replace(self.marker, b" ") if self.marker else raw
+            return flat[offsets[i]:offsets[i + 1]].tobytes()
+        return raw.replace(self.marker, b"" if first else b" ") if self.marker else raw
 
 
-def _markers_as_spaces(flat: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, marker: bytes):
+def _markers_as_spaces(flat: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, marker: bytes, space=b" "):
     """``(flat, offsets, kinds)`` with each ``marker`` inside a slot that is not KIND_BYTE
-    written as one space, and KIND_MARKED / KIND_ALONE set for the slots that begin with one /
-    are one. In bulk: a marker is one character, whose UTF-8 never overlaps itself.
+    written as one space (or left out: ``space=b""``), and KIND_MARKED / KIND_ALONE set for
+    the slots that begin with one / are one. In bulk: a marker is one character, whose UTF-8
+    never overlaps itself.
 
     >>> m = "▁".encode()  # (the last two slots: a byte token, and the rest of a ▁ across slots)
     >>> flat = np.frombuffer(m + b"a" + b"b" + m + m + m[:1] + m[1:], np.uint8)
@@ -160,12 +168,12 @@ def _markers_as_spaces(flat: np.ndarray, offsets: np.ndarray, kinds: np.ndarray,
     keep = (found + width <= offsets[slot + 1]) & (kinds[slot] & KIND_BYTE == 0)
     found, slot = found[keep], slot[keep]
     spaced = flat.copy()
-    spaced[found] = 0x20
+    spaced[found] = space[0] if space else 0
     kept = np.ones(len(flat), dtype=bool)
-    for k in range(1, width):
+    for k in range(len(space), width):
         kept[found + k] = False
     spaced_offsets = offsets.copy()
-    spaced_offsets[1:] -= np.cumsum(np.bincount(slot, minlength=len(kinds)) * (width - 1))
+    spaced_offsets[1:] -= np.cumsum(np.bincount(slot, minlength=len(kinds)) * (width - len(space)))
     kinds = kinds.copy()
     first = slot[found == offsets[slot]]
     kinds[first] |= KIND_MARKED
@@ -261,8 +269,7 @@ def decode_text(tok, ids, errors: str) -> str:
     if type(data) is int:  # (an id the table does not hold: a special token far beyond it, or the error it deserves)
         data = _gathered(table.gather_inner, ids, lambda i: table.text_bytes(tok, i))
         if not tok.byte_fallback:
-            text = data.decode("utf-8", errors)
-            return text[leading_markers(tok, table, ids, text):]
+            return with_leading_rule(tok, table, ids, data.decode("utf-8", errors))
         data = None  # (the ids checked: their byte runs are decoded apart)
     by_runs = tok.byte_fallback and errors == "replace"
     if data is not None:
@@ -306,25 +313,31 @@ def _text_by_runs(tok, table: TextTable, ids, errors: str) -> str:
                 parts.append(data.decode("utf-8"))
             except UnicodeDecodeError:
                 parts.append("\ufffd" * (b - a))
-    text = "".join(parts)
-    return text[leading_markers(tok, table, ids, text):]
+    return with_leading_rule(tok, table, ids, "".join(parts))
 
 
-def leading_markers(tok, table: TextTable, ids, text: str) -> int:
-    """How many characters (spaces) at the start of ``text``, the text of ``ids``, the table's
-    leading rule drops: the compiled gathering's rule (``_leading`` in encode.pyx), over ids
-    it does not hold as well. ``LEAD_STRIP``: the first, when a space (tokenizers' Strip
-    decoder, on the whole text). The piece rules (SentencePiece's decoding): the space of
-    the first piece with text when it begins with the marker, and for ``LEAD_PIECES`` that
-    of each piece of the marker alone before it; pieces without text (control pieces) are
-    passed over, and a piece that does not begin with the marker (a byte piece, the unknown
-    piece's surface) ends the count."""
+def with_leading_rule(tok, table: TextTable, ids, text: str) -> str:
+    """``text``, the text of ``ids`` gathered without it, under the table's leading rule: the
+    compiled gathering's rule (``_leading`` in encode.pyx), over ids it does not hold as well.
+    ``LEAD_STRIP``: the first character dropped, when a space (tokenizers' Strip decoder, on the
+    whole text). ``LEAD_TOKEN``: every marker of the first token dropped (tokenizers'
+    Metaspace decoder; a byte token has none). The piece rules (SentencePiece's decoding): the
+    space of the first piece with text dropped when it begins with the marker, and for
+    ``LEAD_PIECES`` that of each piece of the marker alone before it; pieces without text
+    (control pieces) are passed over, and a piece that does not begin with the marker (a byte
+    piece, the unknown piece's surface) ends the count."""
     if table.rule == LEAD_NONE:
-        return 0
+        return text
     if table.rule == LEAD_STRIP:
-        return int(text.startswith(" "))
+        return text[1:] if text.startswith(" ") else text
+    ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
+    if table.rule == LEAD_TOKEN:
+        if not ids or table.kind(tok, ids[0]) & KIND_BYTE:
+            return text
+        spaced = table.text_bytes(tok, ids[0]).decode("utf-8", "replace")
+        return table.text_bytes(tok, ids[0], first=True).decode("utf-8", "replace") + text[len(spaced):]
     count = 0
-    for i in ids.tolist() if isinstance(ids, np.ndarray) else ids:
+    for i in ids:
         kind = table.kind(tok, i)
         if kind & KIND_EMPTY:
             continue
@@ -333,7 +346,7 @@ def leading_markers(tok, table: TextTable, ids, text: str) -> int:
         count += 1
         if table.rule == LEAD_PIECE or not kind & KIND_ALONE:
             break
-    return count
+    return text[count:]
 
 
 def token_lengths(tok, ids: np.ndarray) -> np.ndarray:

@@ -61,7 +61,12 @@ def test_the_space_marker_maps_to_a_decoder_and_back(byte_fallback):
     assert ({"type": "ByteFallback"} in decoder["decoders"]) == byte_fallback
     assert Markers.from_huggingface(decoder) == Markers(space_marker="▁")
     assert Markers.from_huggingface(Markers().to_huggingface(True, byte_fallback)) == Markers()
-    assert Markers.from_huggingface({"type": "Metaspace", "replacement": "▁"}) == Markers(space_marker="▁")
+    # tokenizers' Metaspace decoder drops every marker of the first token, and is written back as it is
+    metaspace = Markers.from_huggingface({"type": "Metaspace", "replacement": "▁"})
+    assert metaspace == Markers(space_marker="▁", dummy_prefix="token")
+    assert Markers.from_huggingface(metaspace.to_huggingface(True, byte_fallback)) == metaspace
+    for never in ({"prepend_scheme": "never"}, {"add_prefix_space": False}):
+        assert Markers.from_huggingface({"type": "Metaspace", "replacement": "▁", **never}).dummy_prefix is False
 
 
 @pytest.mark.parametrize("arguments, error", [(dict(word_end=5), TypeError), (dict(space_marker="ab"), ValueError),
@@ -116,17 +121,19 @@ def test_dummy_prefix_says_whether_the_first_space_marker_is_dropped():
     assert "dummy_prefix" not in Markers(space_marker="▁").to_native()  # (files as before)
     with pytest.raises(ValueError, match="needs a space_marker"):
         Markers(dummy_prefix=False)
-    with pytest.raises(TypeError, match="True, False, 'piece' or 'pieces'"):
+    with pytest.raises(TypeError, match="True, False, 'piece', 'pieces' or 'token'"):
         Markers(space_marker="▁", dummy_prefix=0)
     # SentencePiece's rules by pieces read the ids: the marker of the first piece with text, and
     # for "pieces" those of the pieces of the marker alone before it; fastbpe's file keeps the rule
     assert spaced(dummy_prefix="piece").decode([0, 3]) == " a" and spaced(dummy_prefix="pieces").decode([0, 3]) == "a"
-    for rule in ("piece", "pieces"):
+    # and tokenizers' Metaspace decoder, every marker of the first token
+    assert spaced(dummy_prefix="token").decode([0, 3]) == " a" and spaced(dummy_prefix="token").decode([3, 4]) == "a b"
+    for rule in ("piece", "pieces", "token"):
         assert spaced(dummy_prefix=rule).decode([3, 4]) == "a b" and spaced(dummy_prefix=rule).decode([1, 4]) == "a b"
         assert Markers.from_native(Markers(space_marker="▁", dummy_prefix=rule).to_native()).dummy_prefix == rule
         with pytest.raises(ValueError, match="needs a space_marker"):
             Markers(dummy_prefix=rule)
-    with pytest.raises(ValueError, match="'piece' or 'pieces'"):
+    with pytest.raises(ValueError, match="'piece', 'pieces' or 'token'"):
         Markers(space_marker="▁", dummy_prefix="sentencepiece")
     # a lone surrogate as the marker (what a file's JSON can hold) still makes markers
     assert Markers(space_marker="\ud800", dummy_prefix="piece").space_marker_utf8 == b"\xed\xa0\x80"

@@ -145,14 +145,14 @@ BYTE_ID = {b: 8 + b for b in range(256)}
 
 
 @settings(max_examples=300, deadline=None)
-@given(data=st.data(), rule=st.sampled_from([True, False, "piece", "pieces"]),
+@given(data=st.data(), rule=st.sampled_from([True, False, "piece", "pieces", "token"]),
        replacement=st.sampled_from(["token", "byte"]))
 def test_decode_s_compiled_gathering_is_its_rules_written_in_python(data, rule, replacement):
     """decode's compiled path (the text table's gathering: each space marker a space, the one
     before the text dropped by the rule, byte runs that meet across control pieces handed
     back) gives the text its Python path gives (run by run, the rule read id by id), on
-    generated ids: markers alone and in a row at the start, control pieces, byte tokens that
-    spell ▁ or é or no character, as lists and as arrays. A special token far beyond the
+    generated ids: markers alone, in a row and inside tokens at the start, control pieces, byte
+    tokens that spell ▁ or é or no character, as lists and as arrays. A special token far beyond the
     table takes the Python path, and an id that is no token is refused on both."""
     from fastbpe.encode import vocab
 
@@ -189,6 +189,12 @@ def test_the_text_table_s_gathering_checks_what_it_is_given():
         ByteTable(flat, offsets, None, LEADING_RULES["piece"])
     with pytest.raises(ValueError, match="one flag a slot"):
         ByteTable(flat, offsets, np.zeros(3, np.uint8))
+    with pytest.raises(ValueError, match="first token's table"):
+        ByteTable(flat, offsets, None, LEADING_RULES["token"])
+    with pytest.raises(ValueError, match="as many slots"):
+        ByteTable(flat, offsets, None, LEADING_RULES["token"], (flat, np.array([0, 2])))
+    first = ByteTable(flat, offsets, None, LEADING_RULES["token"], (np.frombuffer(b"a", np.uint8), np.array([0, 0, 1])))
+    assert first.gather([0, 1, 0]) == b"a " and first.gather([1, 0]) == b"a " and first.gather([]) == b""
     table = ByteTable(flat, offsets, None, LEADING_RULES[True])
     assert table.gather([0, 1, 0]) == b"a " and table.gather([1, 0]) == b"a " and table.gather([]) == b""
 

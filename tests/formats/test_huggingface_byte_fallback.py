@@ -105,10 +105,14 @@ def test_byte_fallback_file_encodes_as_tokenizers(tmp_path, rows, layout):
     assert fallen_back > 10  # the test text really has characters outside the vocabulary
     for text in texts:
         ids = tok.encode(text, allowed_special="all")
-        if layout in ("normalizer", "no-prefix"):  # the file's own decoder (Replace, ByteFallback, Fuse[, Strip])
+        # the file's own decoder: Replace, ByteFallback, Fuse[, Strip]; or Metaspace, which drops
+        # every marker of the first token, and leaves byte tokens as their names
+        if layout in ("normalizer", "no-prefix") or not set(ids) & set(tok._byte_token_ids().tolist()):
             assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), text
-        if "<s>" not in text and "▁" not in text and (layout == "no-prefix" or not text.startswith(" ")):
-            assert tok.decode(ids) == text  # (the marker put before the text is dropped)
+        # (the marker put before the text is dropped; Metaspace drops the first token's others too)
+        if "<s>" not in text and "▁" not in text and (layout == "no-prefix" or not text.startswith(" ")) \
+                and (not layout.startswith("metaspace") or not ids or tok.id_to_token(ids[0]).rfind("▁") <= 0):
+            assert tok.decode(ids) == text
 
     # written back: tokenizers loads the file and gives the same ids; fastbpe's own file too
     tok.to_huggingface(tmp_path / "back.json")
@@ -120,7 +124,9 @@ def test_byte_fallback_file_encodes_as_tokenizers(tmp_path, rows, layout):
         ids = tok.encode(text, allowed_special="all")
         assert back.encode(text, add_special_tokens=False).ids == ids, text
         assert again.encode(text, allowed_special="all") == ids
-        assert back.decode(ids, skip_special_tokens=False) == tok.decode(ids)
+        # (the decoder as it was read: a Metaspace decoder still leaves byte tokens as names)
+        assert back.decode(ids, skip_special_tokens=False) == hf.decode(ids, skip_special_tokens=False)
+        assert again.decode(ids) == tok.decode(ids)
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +154,40 @@ def test_byte_tokens_that_spell_no_character_decode_as_tokenizers_decodes_them(b
     parts = data.draw(st.lists(st.one_of(st.sampled_from(pieces).map(lambda i: [i]), st.just(marker)), max_size=10))
     ids = [i for part in parts for i in part]
     assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), ids
+
+
+@pytest.fixture(scope="module", params=["metaspace-split", "metaspace-whole"])
+def metaspace_pair(request, tmp_path_factory, rows):
+    """A file with tokenizers' Metaspace pre-tokenizer and decoder, and no byte fallback (as
+    tokenizers' SentencePieceBPETokenizer trains them)."""
+    path = tmp_path_factory.mktemp("metaspace") / "tokenizer.json"
+    data = _layout(rows[::2], request.param, byte_fallback=False)
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_huggingface(path)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_ids_decode_as_the_metaspace_decoder_decodes_them(metaspace_pair, data):
+    """tokenizers' Metaspace decoder drops every ▁ of the first token (not the text's first
+    space): ids that begin with a run of ▁, with special tokens, with a token that holds ▁
+    inside, as a model generates them."""
+    hf, tok = metaspace_pair
+    size = hf.get_vocab_size()
+    marked = [i for i in range(size) if "▁" in hf.id_to_token(i)]
+    pieces = marked[:30] + marked[-30:] + list(range(size - 20, size)) + [0, 1, 2]
+    ids = data.draw(st.lists(st.sampled_from(pieces), max_size=8))
+    assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), [hf.id_to_token(i) for i in ids]
+
+
+def test_a_metaspace_file_is_written_back_with_its_decoder(metaspace_pair, tmp_path):
+    hf, tok = metaspace_pair
+    tok.to_huggingface(tmp_path / "back.json")
+    back = tokenizers.Tokenizer.from_file(str(tmp_path / "back.json"))
+    assert json.loads((tmp_path / "back.json").read_text(encoding="utf-8"))["decoder"]["type"] == "Metaspace"
+    ids = [i for i in range(hf.get_vocab_size()) if "▁" in hf.id_to_token(i)][:50]
+    for start in range(0, 50, 5):
+        assert back.decode(ids[start:start + 5], skip_special_tokens=False) == tok.decode(ids[start:start + 5])
 
 
 def test_byte_fallback_files_that_cannot_be_reproduced_are_refused(tmp_path, rows):
