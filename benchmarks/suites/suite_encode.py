@@ -677,42 +677,56 @@ class LoadSentencePieceModel:
 
 class DecodeSentencePiece:
     """``decode`` with a SentencePiece model of 32,000 pieces (Llama 2's layout, as
-    ``LoadSentencePieceModel``'s): the ids of 1 MB of English in one call, and what a streaming
-    decoder does, 10,000 calls of 4 ids each; fastbpe against sentencepiece's ``decode``
-    (``impl="peer"``, when installed). Setup checks that both give the same text."""
+    ``LoadSentencePieceModel``'s), as its ``.model`` and as its ``tokenizer.json``: the ids of
+    1 MB of English in one call, and what a streaming decoder does, 10,000 calls of 4 ids each;
+    fastbpe against the file's own library (``impl="peer"``, when installed: sentencepiece's
+    ``decode``, tokenizers' ``decode(ids, skip_special_tokens=False)``). Setup checks that both
+    give the same text."""
 
-    params = (["fast", "peer"],)
-    param_names = ["impl"]
+    params = (["fast", "peer"], ["model", "tokenizer.json"])
+    param_names = ["impl", "file"]
     timeout = 120
 
-    def setup(self, impl):
-        path = str(sentencepiece_model_file())
+    def setup(self, impl, file):
+        path = str(sentencepiece_model_file() if file == "model" else sentencepiece_json_file())
         try:
             tok = fastbpe_module().load(path)
         except ValueError as exc:
-            skip(f"this commit does not read SentencePiece models ({exc})")
+            skip(f"this commit does not read SentencePiece-style files ({exc})")
         self.ids = tok.encode_ordinary(corpus_text("english", "1MB"))
         self.pieces = [self.ids[k:k + 4] for k in range(0, 40000, 4)]
         self.decode = tok.decode
         try:
-            import sentencepiece
-        except ImportError:
+            peer = _sentencepiece_decode(path) if file == "model" else _tokenizers_decode(path)
+        except ImportError as exc:
             if impl == "peer":
-                skip("sentencepiece is not installed")
+                skip(f"{exc.name} is not installed")
         else:
-            processor = sentencepiece.SentencePieceProcessor(model_file=path)
-            if any(tok.decode(ids) != processor.decode(ids) for ids in [self.ids] + self.pieces[:1000]):
-                raise AssertionError("fastbpe's text differs from sentencepiece's")
+            if any(tok.decode(ids) != peer(ids) for ids in [self.ids] + self.pieces[:1000]):
+                raise AssertionError(f"fastbpe's text differs from {file}'s own library's")
             if impl == "peer":
-                self.decode = processor.decode
+                self.decode = peer
 
-    def time_decode_1mb(self, impl):
+    def time_decode_1mb(self, impl, file):
         self.decode(self.ids)
 
-    def time_decode_4_ids(self, impl):
+    def time_decode_4_ids(self, impl, file):
         decode = self.decode
         for piece in self.pieces:
             decode(piece)
+
+
+def _sentencepiece_decode(path: str):
+    import sentencepiece
+
+    return sentencepiece.SentencePieceProcessor(model_file=path).decode
+
+
+def _tokenizers_decode(path: str):
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(path)
+    return lambda ids: tok.decode(ids, skip_special_tokens=False)
 
 
 class DecodeOpenAI:
