@@ -506,8 +506,8 @@ class Tokenizer:
         # The per-thread state and the caches are rebuilt on demand (the model pickles without
         # its compiled tables and rebuilds them).
         state = dict(self.__dict__)
-        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_text_table", "_byte_ids_cache", "_added_splitter",
-                    "_marked_ids_cache", "_plain_cache", "_char_ids_cache", "_whole_text_chunk",
+        for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_text_table", "_byte_ids_cache",
+                    "_added_splitter", "_marked_ids_cache", "_plain_cache", "_char_ids_cache", "_whole_text_chunk",
                     "_default_sets", "_in_normalized_cache"):
             state.pop(key, None)
         return state
@@ -1042,10 +1042,11 @@ class Tokenizer:
         """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
         Word markers (``word_start``/``word_end``, ``end_of_word_suffix``) become single
         spaces, the last one dropped (``word_start``/``word_end`` are dropped all where the
-        split's chunks carry their spaces, as GPT-2's pattern's do); a ``space_marker``
-        becomes a space, and the one put before the text is dropped (``dummy_prefix``; as the
-        decoders of Hugging Face's SentencePiece-style files, Replace + Strip or Metaspace, do,
-        or by pieces as SentencePiece's own decoding does)."""
+        split's chunks carry their spaces, as GPT-2's pattern's do); a ``space_marker`` in a
+        token becomes a space (one that byte-fallback tokens spell stays), and the one put
+        before the text is dropped (``dummy_prefix``: as the decoders of Hugging Face's
+        SentencePiece-style files, Replace + Strip or Metaspace, do, or by pieces as
+        SentencePiece's own decoding does)."""
         # (a list of ids the text table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, vocab.decode_text)
         table = self.__dict__.get("_text_table")
