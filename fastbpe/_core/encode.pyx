@@ -1777,8 +1777,11 @@ cdef class ByteTable:
         self.fp = &flat[0] if flat.shape[0] > 0 else NULL
         self.op = &ov[0]
         if first is not None:
-            self.first_flat = first[0]
-            self.first_offsets = _checked_offsets(self.first_flat, first[1])
+            first_flat, first_offsets = first  # (a tuple unpacked checks its length; an index would not)
+            if first_flat is None:
+                raise TypeError("first must be (flat, offsets), two arrays")
+            self.first_flat = first_flat
+            self.first_offsets = _checked_offsets(self.first_flat, first_offsets)
             if self.first_offsets.shape[0] != ov.shape[0]:
                 raise ValueError("the first token's table must have as many slots as the table")
             self.ffp = &self.first_flat[0] if self.first_flat.shape[0] > 0 else NULL

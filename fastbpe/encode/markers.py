@@ -168,7 +168,8 @@ class Markers:
     def to_huggingface(self, character_level: bool, byte_fallback: bool) -> dict:
         """The ``decoder`` object: GPT-2's byte-level decoder, or for a character-level
         vocabulary ``Fuse`` (after ``ByteFallback`` with ``byte_fallback``) inside the space
-        marker's ``Replace`` and ``Strip``. Word markers have no place in the file: ValueError."""
+        marker's ``Replace`` and ``Strip``; for ``dummy_prefix="token"``, the ``Metaspace``
+        decoder it was read from. Word markers have no place in the file: ValueError."""
         if self.has_word_markers():
             raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
         if not character_level:

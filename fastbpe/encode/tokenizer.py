@@ -158,7 +158,8 @@ class Tokenizer:
     ``dummy_prefix``: with a ``space_marker``, whether one was put before the text
     (SentencePiece's ``add_dummy_prefix``), which decoding drops (False: Gemma's vocabularies,
     whose every marker decodes to a space; ``"piece"`` or ``"pieces"``: dropped as SentencePiece
-    decodes, see :class:`fastbpe.encode.markers.Markers`); ``unk_token``: for ``unit="chars"``, the token (or
+    decodes; ``"token"``: every marker of the first token, as tokenizers' Metaspace decoder;
+    see :class:`fastbpe.encode.markers.Markers`); ``unk_token``: for ``unit="chars"``, the token (or
     special token) a character without a token becomes, unless ``byte_fallback`` spells it as
     bytes first, and with ``fuse_unk`` a run of such characters is one (Hugging Face's BPE
     options; SentencePiece's models without byte fallback fuse); ``special_surfaces``: what

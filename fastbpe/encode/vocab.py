@@ -99,7 +99,7 @@ class TextTable:
     (``rule``: LEADING_RULES by ``Markers.dummy_prefix``; for ``"token"``, ``first`` is a
     second such table with the markers left out). ``gather`` applies the rule and hands back
     (None) ids whose byte runs meet across control pieces; ``gather_inner`` gathers the same
-    bytes as they are: no rule, runs joined. A tokenizer without a space marker or byte
+    bytes as they are: no rule, runs joined. A tokenizer with neither a space marker nor byte
     tokens shares its ``DecodeTable``'s gathering."""
 
     def __init__(self, tok, table: DecodeTable):

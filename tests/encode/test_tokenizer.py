@@ -193,6 +193,11 @@ def test_the_text_table_s_gathering_checks_what_it_is_given():
         ByteTable(flat, offsets, None, LEADING_RULES["token"])
     with pytest.raises(ValueError, match="as many slots"):
         ByteTable(flat, offsets, None, LEADING_RULES["token"], (flat, np.array([0, 2])))
+    for bad in ((), (flat,), [flat], (flat, offsets, 3)):  # (an index past a short tuple read past its items)
+        with pytest.raises(ValueError):
+            ByteTable(flat, offsets, None, LEADING_RULES["token"], bad)
+    with pytest.raises(TypeError):
+        ByteTable(flat, offsets, None, LEADING_RULES["token"], (None, offsets))
     first = ByteTable(flat, offsets, None, LEADING_RULES["token"], (np.frombuffer(b"a", np.uint8), np.array([0, 0, 1])))
     assert first.gather([0, 1, 0]) == b"a " and first.gather([1, 0]) == b"a " and first.gather([]) == b""
     table = ByteTable(flat, offsets, None, LEADING_RULES[True])
