@@ -259,6 +259,8 @@ def test_added_token_options_in_character_level_files(tmp_path, rows, layout):
     for text in [*spliced, "<n>", " <n> <n>x", "a <m> b", "<m><m>", "  <r>  "]:
         expected = hf.encode(text, add_special_tokens=False).ids
         assert tok.encode(text, allowed_special="all") == expected, repr(text)
+        if layout == "normalizer":  # (and decoded: the normalized one as its own text normalised, "▁<n>")
+            assert tok.decode(expected) == hf.decode(expected, skip_special_tokens=False), repr(text)
 
 
 def test_a_normalized_token_that_normalising_makes_is_found_on_every_path(tmp_path, rows):
@@ -281,6 +283,12 @@ def test_a_normalized_token_that_normalising_makes_is_found_on_every_path(tmp_pa
         assert tok.encode_batch(texts, num_threads=workers) == expected
         assert [ids.tolist() for ids in tok.encode_batch(texts, num_threads=workers, as_numpy=True)] == expected
     assert any(tok.special_tokens["<n>"] in ids for ids in expected[:40])
+    # decoded as tokenizers decodes a normalized added token: its text normalised ("▁<n>"), so
+    # that the space it was found after comes back
+    n, a = tok.special_tokens["<n>"], tok.encode_ordinary("a")[-1]
+    for ids in [*expected, [n], [a, n], [n, a, n], [a, n, n]]:
+        assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), ids
+    assert tok.decode(tok.encode("a <n> b")) == "a <n> b"
 
 
 @pytest.mark.parametrize("form", ["strings", "lists"])
