@@ -1044,8 +1044,10 @@ class Tokenizer:
         compiled core. ``ids``: ints, or an int array; TypeError for anything else."""
         return vocab.decode_bytes(self, ids)
 
-    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
-        """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``).
+    def decode(self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
+        """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``;
+        ``skip_special_tokens``: leave the special tokens out first, as tokenizers' option does,
+        but not the added tokens a ``tokenizer.json`` marks ``"special": false``).
         Word markers (``word_start``/``word_end``, ``end_of_word_suffix``) become single
         spaces, the last one dropped (``word_start``/``word_end`` are dropped all where the
         split's chunks carry their spaces, as GPT-2's pattern's do); a ``space_marker`` in a
@@ -1053,6 +1055,8 @@ class Tokenizer:
         before the text is dropped (``dummy_prefix``: as the decoders of Hugging Face's
         SentencePiece-style files, Replace + Strip or Metaspace, do, or by pieces as
         SentencePiece's own decoding does)."""
+        if skip_special_tokens:
+            ids = vocab.without_special_tokens(self, ids)
         # (a list of ids the text table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, vocab.decode_text)
         table = self.__dict__.get("_text_table")
@@ -1075,12 +1079,12 @@ class Tokenizer:
         return markers.decode(text, chunks_tile=markers.has_word_markers() and self.splitter.tiles())
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
-                     num_threads: Optional[int] = None) -> List[str]:
+                     num_threads: Optional[int] = None, skip_special_tokens: bool = False) -> List[str]:
         """``decode`` of each id sequence of ``batch`` (tiktoken's ``decode_batch``), in this
         thread: ``num_threads`` is checked and otherwise left, as gathering bytes costs less
         than handing sequences to threads would."""
         _workers_or_threads(None, num_threads)
-        return [self.decode(ids, errors) for ids in _id_sequences(batch)]
+        return [self.decode(ids, errors, skip_special_tokens=skip_special_tokens) for ids in _id_sequences(batch)]
 
     def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: Optional[int] = None) -> List[bytes]:
         """``decode_bytes`` of each id sequence of ``batch`` (tiktoken's ``decode_bytes_batch``;

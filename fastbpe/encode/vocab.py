@@ -20,12 +20,13 @@ import numpy as np
 
 from .._core.encode import LEADING_RULES, SLOT_KINDS, ByteTable
 from . import surrogates
-from .special import check_disallowed
+from .special import ALWAYS, USER_DEFINED, check_disallowed
 
 __all__ = ["UnknownTokenIdError", "DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
            "decode_tokens_bytes", "decode_with_offsets", "encode_single_token", "n_vocab", "eot_token",
            "vocab_len", "encode_with_offsets", "char_offsets", "lengths_and_first_bytes", "FALLBACK_REPLACEMENTS",
-           "TextTable", "text_table", "decode_text", "with_leading_rule"]
+           "TextTable", "text_table", "decode_text", "with_leading_rule",
+           "without_special_tokens"]
 
 # Special tokens whose ids lie this far beyond the vocabulary are left out of the flat table
 # (decoded by the slow path), so an id of 2**31 - 1 costs no 16 GB of offsets.
@@ -100,9 +101,13 @@ class TextTable:
     second such table with the markers left out). ``gather`` applies the rule and hands back
     (None) ids whose byte runs meet across control pieces; ``gather_inner`` gathers the same
     bytes as they are: no rule, runs joined. A tokenizer with neither a space marker nor byte
-    tokens shares its ``DecodeTable``'s gathering."""
+    tokens shares its ``DecodeTable``'s gathering. ``skipped``: the ids ``skip_special_tokens``
+    leaves out."""
 
     def __init__(self, tok, table: DecodeTable):
+        options = tok.specials.options
+        self.skipped = frozenset(i for name, i in tok.special_tokens.items()
+                                 if not {ALWAYS, USER_DEFINED} & set(options.get(name, ())))
         kinds = table.kinds.copy()
         if tok.byte_fallback:
             byte_ids = tok._byte_token_ids()
@@ -255,6 +260,24 @@ def _one_replacement_a_byte(error: UnicodeDecodeError) -> Tuple[str, int]:
 
 
 codecs.register_error("fastbpe.byte", _one_replacement_a_byte)
+
+
+def without_special_tokens(tok, ids):
+    """``ids`` without the special tokens' (tokenizers' ``skip_special_tokens``): not the
+    added tokens a ``tokenizer.json`` marks ``"special": false``, nor SentencePiece's
+    user-defined pieces. What is no int stays, for decoding to refuse.
+
+    >>> from fastbpe import Tokenizer
+    >>> tok = Tokenizer([b"a", b"b"], [], special_tokens={"<s>": 2, "<t>": 3},
+    ...                 special_token_options={"<t>": {"always": True}})
+    >>> without_special_tokens(tok, [2, 0, 3, 2, 1]), tok.decode([2, 0, 3, 1], skip_special_tokens=True)
+    ([0, 3, 1], 'a<t>b')
+    """
+    skipped = text_table(tok).skipped
+    ids = _check_ids(ids)
+    if isinstance(ids, np.ndarray):
+        return ids[~np.isin(ids, np.fromiter(skipped, dtype=np.int64, count=len(skipped)))]
+    return [i for i in ids if i not in skipped or type(i) is not int and not isinstance(i, np.integer)]
 
 
 def decode_text(tok, ids, errors: str) -> str:

@@ -503,11 +503,14 @@ def test_tokens_are_copied_as_bytes():
 def test_decode_takes_int_ids_only():
     tok = Tokenizer([bytes([b]) for b in range(256)], [], special_tokens={"<\ud800>": 300})
     assert tok.decode([104, 105, np.int64(33)]) == "hi!"
-    for bad in ([104.7], [True], ["104"], np.array([104.0])):
+    for bad in ([104.7], [True], ["104"], np.array([104.0]), [300.0], [np.float64(300)]):
         with pytest.raises(TypeError, match="ints"):  # 104.7 was taken as 104
             tok.decode(bad)
+        with pytest.raises(TypeError, match="ints"):  # (300.0 is no special token's id to leave out)
+            tok.decode(bad, skip_special_tokens=True)
     with pytest.raises(ValueError, match="not in the vocabulary"):
         tok.decode([104, 299])
+    assert tok.decode([104, 300, np.int64(300), 105], skip_special_tokens=True) == "hi"
     # a special token that is not valid UTF-8 decodes like such a token would
     assert tok.decode_bytes([300]) == "<\ud800>".encode("utf-8", "surrogatepass")
     assert tok.decode([104, 300]) == "h<\ufffd\ufffd\ufffd>"

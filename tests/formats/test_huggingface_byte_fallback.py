@@ -156,6 +156,41 @@ def test_byte_tokens_that_spell_no_character_decode_as_tokenizers_decodes_them(b
     assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), ids
 
 
+@pytest.fixture(scope="module")
+def added_pair(tmp_path_factory, rows):
+    """Llama 2's layout with added tokens: a special one, and two that are not special (one
+    matched in the normalised text)."""
+    data = _layout(rows[::2], "normalizer")
+    n = max(data["model"]["vocab"].values()) + 1
+    off = dict(lstrip=False, rstrip=False, single_word=False)
+    data["added_tokens"] += [{"id": n, "content": "<m>", "special": True, "normalized": False, **off},
+                             {"id": n + 1, "content": "<t>", "special": False, "normalized": False, **off},
+                             {"id": n + 2, "content": "<n>", "special": False, "normalized": True, **off}]
+    path = tmp_path_factory.mktemp("added") / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_huggingface(path)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_skip_special_tokens_leaves_out_what_tokenizers_leaves_out(added_pair, data):
+    """decode(skip_special_tokens=True) leaves out the special tokens (<s>, </s>, <unk>, <m>)
+    before the space rules, and keeps the added tokens that are not special, as tokenizers'
+    decode does; lists, arrays and decode_batch alike."""
+    import numpy as np
+
+    hf, tok = added_pair
+    words = [i for i in range(hf.get_vocab_size()) if not hf.id_to_token(i).startswith("<")][::40]
+    added = [hf.token_to_id(t) for t in ("<s>", "</s>", "<unk>", "<m>", "<t>", "<n>")]
+    pieces = words + added + [hf.token_to_id(f"<0x{b:02X}>") for b in ODD_BYTES]
+    ids = data.draw(st.lists(st.sampled_from(pieces), max_size=10))
+    for skip in (True, False):
+        want = hf.decode(ids, skip_special_tokens=skip)
+        assert tok.decode(ids, skip_special_tokens=skip) == want, [hf.id_to_token(i) for i in ids]
+        assert tok.decode(np.array(ids, dtype=np.int64), skip_special_tokens=skip) == want
+        assert tok.decode_batch([ids, ids], skip_special_tokens=skip) == [want, want]
+
+
 @pytest.fixture(scope="module", params=["metaspace-split", "metaspace-whole"])
 def metaspace_pair(request, tmp_path_factory, rows):
     """A file with tokenizers' Metaspace pre-tokenizer and decoder, and no byte fallback (as
