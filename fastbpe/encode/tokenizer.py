@@ -450,13 +450,22 @@ class Tokenizer:
         return pieces
 
     def _decoded_specials(self) -> Dict[int, str]:
-        """What each special token decodes to, by id: its ``special_surfaces`` text, or for a
-        ``normalized`` one (matched in the normalised text) its name normalised, as tokenizers
-        decodes it (a ``▁`` put before it is the space it was found after); else its name."""
-        surfaces, options, normalize = self.special_surfaces, self.specials.options, self.normalize
-        return {i: surfaces[name] if name in surfaces else
-                normalize(name) if normalize and options.get(name, {}).get("normalized") else name
-                for name, i in self.special_tokens.items()}
+        """The bytes of each special token, by id, as ``decode_bytes`` gives them: its name, or
+        its ``special_surfaces`` text."""
+        return {i: self.special_surfaces.get(name, name) for name, i in self.special_tokens.items()}
+
+    def _special_texts(self) -> Dict[int, str]:
+        """What each special token is in the text ``decode`` gives, by id: as in
+        ``_decoded_specials``, but a ``normalized`` one (matched in the normalised text) is its
+        name normalised, as tokenizers decodes it (a ``▁`` put before it is the space it was
+        found after)."""
+        options, normalize = self.specials.options, self.normalize
+        texts = self._decoded_specials()
+        if normalize:
+            for name, i in self.special_tokens.items():
+                if name not in self.special_surfaces and options.get(name, {}).get("normalized"):
+                    texts[i] = normalize(name)
+        return texts
 
     def _checked_counts(self, merge_counts) -> List[int]:
         """One count per merge, each an int >= 0 (not a float, bool or str)."""

@@ -105,9 +105,16 @@ class TextTable:
     leaves out."""
 
     def __init__(self, tok, table: DecodeTable):
+        self.specials = tok._special_texts()  # (a normalized added token as its text normalised)
+        if self.specials != tok._decoded_specials():
+            table = DecodeTable(tok._decoded_token_bytes(), self.specials)
+        # tokenizers' skip_special_tokens leaves out an id whose text (as it decodes it) is the
+        # name of a special token (not of an added token that is not special): a normalized one
+        # whose normalising changes it is kept
         options = tok.specials.options
+        special = {name for name in tok.special_tokens if not {ALWAYS, USER_DEFINED} & set(options.get(name, ()))}
         self.skipped = frozenset(i for name, i in tok.special_tokens.items()
-                                 if not {ALWAYS, USER_DEFINED} & set(options.get(name, ())))
+                                 if (name if name in tok.special_surfaces else self.specials[i]) in special)
         kinds = table.kinds.copy()
         if tok.byte_fallback:
             byte_ids = tok._byte_token_ids()
@@ -132,7 +139,7 @@ class TextTable:
         """The flags of id ``i``, a special token far beyond the table included."""
         if 0 <= i < len(self.kinds):
             return int(self.kinds[i])
-        raw = _id_bytes(tok, i)
+        raw = self._far_special(tok, i)
         if not raw:
             return KIND_EMPTY
         return (KIND_MARKED if self.marker and raw.startswith(self.marker) else 0) | \
@@ -141,12 +148,17 @@ class TextTable:
     def text_bytes(self, tok, i: int, first: bool = False) -> bytes:
         """The text bytes of id ``i``, a special token far beyond the table included (``first``:
         as the first token, from ``self.first``)."""
-        raw = _id_bytes(tok, i)  # (or the error an id that is no token deserves)
+        _id_bytes(tok, i)  # (the error an id that is no token deserves)
         i = int(i)
         flat, offsets = self.first if first else (self.flat, self.offsets)
         if i < len(self.kinds):
             return flat[offsets[i]:offsets[i + 1]].tobytes()
+        raw = self._far_special(tok, i)
         return raw.replace(self.marker, b"" if first else b" ") if self.marker else raw
+
+    def _far_special(self, tok, i: int) -> bytes:
+        """The text of a special token beyond the table, its markers as they are."""
+        return self.specials[int(i)].encode("utf-8", "surrogatepass")
 
 
 def _markers_as_spaces(flat: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, marker: bytes, space=b" "):
@@ -265,7 +277,8 @@ codecs.register_error("fastbpe.byte", _one_replacement_a_byte)
 def without_special_tokens(tok, ids):
     """``ids`` without the special tokens' (tokenizers' ``skip_special_tokens``): not the
     added tokens a ``tokenizer.json`` marks ``"special": false``, nor SentencePiece's
-    user-defined pieces. What is no int stays, for decoding to refuse.
+    user-defined pieces (``TextTable.skipped`` says which). What is no int stays, for decoding
+    to refuse.
 
     >>> from fastbpe import Tokenizer
     >>> tok = Tokenizer([b"a", b"b"], [], special_tokens={"<s>": 2, "<t>": 3},
@@ -277,7 +290,12 @@ def without_special_tokens(tok, ids):
     ids = _check_ids(ids)
     if isinstance(ids, np.ndarray):
         return ids[~np.isin(ids, np.fromiter(skipped, dtype=np.int64, count=len(skipped)))]
-    return [i for i in ids if i not in skipped or type(i) is not int and not isinstance(i, np.integer)]
+    return [i for i in ids if not (i in skipped if type(i) is int else _is_id(i) and i in skipped)]
+
+
+def _is_id(i) -> bool:
+    """An int that may be an id (an int subclass, a NumPy int), not a bool."""
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
 
 def decode_text(tok, ids, errors: str) -> str:

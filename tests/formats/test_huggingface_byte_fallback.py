@@ -158,14 +158,15 @@ def test_byte_tokens_that_spell_no_character_decode_as_tokenizers_decodes_them(b
 
 @pytest.fixture(scope="module")
 def added_pair(tmp_path_factory, rows):
-    """Llama 2's layout with added tokens: a special one, and two that are not special (one
-    matched in the normalised text)."""
+    """Llama 2's layout with added tokens: two special ones (one matched in the normalised
+    text), and two that are not special (one matched in the normalised text)."""
     data = _layout(rows[::2], "normalizer")
     n = max(data["model"]["vocab"].values()) + 1
     off = dict(lstrip=False, rstrip=False, single_word=False)
     data["added_tokens"] += [{"id": n, "content": "<m>", "special": True, "normalized": False, **off},
                              {"id": n + 1, "content": "<t>", "special": False, "normalized": False, **off},
-                             {"id": n + 2, "content": "<n>", "special": False, "normalized": True, **off}]
+                             {"id": n + 2, "content": "<n>", "special": False, "normalized": True, **off},
+                             {"id": n + 3, "content": "<q>", "special": True, "normalized": True, **off}]
     path = tmp_path_factory.mktemp("added") / "tokenizer.json"
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_huggingface(path)
@@ -176,12 +177,15 @@ def added_pair(tmp_path_factory, rows):
 def test_skip_special_tokens_leaves_out_what_tokenizers_leaves_out(added_pair, data):
     """decode(skip_special_tokens=True) leaves out the special tokens (<s>, </s>, <unk>, <m>)
     before the space rules, and keeps the added tokens that are not special, as tokenizers'
-    decode does; lists, arrays and decode_batch alike."""
+    decode does; and, as it does, a special token matched in the normalised text, whose text
+    it decodes as "▁<q>", which is no special token's; lists, arrays and decode_batch alike.
+    decode_single_token_bytes gives the names, as ever."""
     import numpy as np
 
     hf, tok = added_pair
     words = [i for i in range(hf.get_vocab_size()) if not hf.id_to_token(i).startswith("<")][::40]
-    added = [hf.token_to_id(t) for t in ("<s>", "</s>", "<unk>", "<m>", "<t>", "<n>")]
+    added = [hf.token_to_id(t) for t in ("<s>", "</s>", "<unk>", "<m>", "<t>", "<n>", "<q>")]
+    assert [tok.decode_single_token_bytes(i) for i in added[3:]] == [b"<m>", b"<t>", b"<n>", b"<q>"]
     pieces = words + added + [hf.token_to_id(f"<0x{b:02X}>") for b in ODD_BYTES]
     ids = data.draw(st.lists(st.sampled_from(pieces), max_size=10))
     for skip in (True, False):
