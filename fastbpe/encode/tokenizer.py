@@ -1053,7 +1053,9 @@ class Tokenizer:
         compiled core. ``ids``: ints, or an int array; TypeError for anything else."""
         return vocab.decode_bytes(self, ids)
 
-    def decode(self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
+    # (skip_special_tokens is not keyword-only: a keyword-only default cost every call 20 ns, 8%
+    # of a 4-id decode; errors stays second, where tiktoken has it)
+    def decode(self, ids: Iterable[int], errors: str = "replace", skip_special_tokens: bool = False) -> str:
         """Text of ``ids`` (``errors`` as in ``bytes.decode``: ``"replace"`` or ``"strict"``;
         ``skip_special_tokens``: leave the special tokens out first, as tokenizers' option does,
         but not the added tokens a ``tokenizer.json`` marks ``"special": false``).
@@ -1093,7 +1095,7 @@ class Tokenizer:
         thread: ``num_threads`` is checked and otherwise left, as gathering bytes costs less
         than handing sequences to threads would."""
         _workers_or_threads(None, num_threads)
-        return [self.decode(ids, errors, skip_special_tokens=skip_special_tokens) for ids in _id_sequences(batch)]
+        return [self.decode(ids, errors, skip_special_tokens) for ids in _id_sequences(batch)]
 
     def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: Optional[int] = None) -> List[bytes]:
         """``decode_bytes`` of each id sequence of ``batch`` (tiktoken's ``decode_bytes_batch``;
