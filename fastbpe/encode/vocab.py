@@ -84,7 +84,7 @@ class DecodeTable:
             if not pieces[i]:
                 pieces[i] = text.encode("utf-8", "surrogatepass")  # as tokens are stored
                 kinds[i] = 0 if text else KIND_EMPTY
-        self.pieces, self.kinds = pieces, kinds
+        self.pieces, self.kinds, self.specials = pieces, kinds, specials
         self.flat = np.frombuffer(b"".join(pieces), dtype=np.uint8)
         self.offsets = np.zeros(size + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=size), out=self.offsets[1:])
@@ -105,9 +105,10 @@ class TextTable:
     leaves out."""
 
     def __init__(self, tok, table: DecodeTable):
-        self.specials = tok._special_texts()  # (a normalized added token as its text normalised)
-        if self.specials != tok._decoded_specials():
-            table = DecodeTable(tok._decoded_token_bytes(), self.specials)
+        texts = tok._special_texts()  # (a normalized added token as its text normalised)
+        if texts != table.specials:
+            table = DecodeTable(tok._decoded_token_bytes(), texts)
+        self.specials = table.specials
         # tokenizers' skip_special_tokens leaves out an id whose text (as it decodes it) is the
         # name of a special token (not of an added token that is not special): a normalized one
         # whose normalising changes it is kept
@@ -232,13 +233,13 @@ def _check_ids(ids):
 
 def _id_bytes(tok, i) -> bytes:
     """One id's bytes, with the error an id that is not one deserves."""
-    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+    if not _is_id(i):
         raise TypeError(f"token ids must be ints, got {type(i).__name__} {i!r:.40}")  # 97.5 is not 97
     i = int(i)
-    pieces = _table(tok).pieces
-    if 0 <= i < len(pieces) and pieces[i]:
-        return pieces[i]
-    text = tok._decoded_specials().get(i)  # (one far beyond the table)
+    table = _table(tok)
+    if 0 <= i < len(table.pieces) and table.pieces[i]:
+        return table.pieces[i]
+    text = table.specials.get(i)  # (one far beyond the table)
     if text is not None:
         return text.encode("utf-8", "surrogatepass")
     raise UnknownTokenIdError(f"token id {i} is not in the vocabulary")
