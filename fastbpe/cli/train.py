@@ -165,10 +165,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"fastbpe train: {len(files)} files, vocab size {args.vocab_size}, pattern {args.pattern}"
               + (f", {args.num_merges} merges at most" if args.num_merges is not None else ""), file=sys.stderr)
     started = time.perf_counter()
-    tokenizer = _train(args, files, special_tokens)  # (its errors' advice said in options: cli.main)
-    trained = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught:  # (said as the command's own, below)
         warnings.simplefilter("always")
+        tokenizer = _train(args, files, special_tokens)  # (its errors' advice said in options: cli.main)
+        trained = time.perf_counter()
         written = _write(tokenizer, args.out, fmt)
     notes = [str(w.message) for w in caught]
     for note in notes:

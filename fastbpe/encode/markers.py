@@ -115,23 +115,31 @@ class Markers:
         prefix = self.continuing_subword_prefix.encode("utf-8", "surrogatepass")
         return [t[len(prefix):] if t.startswith(prefix) else t for t in token_bytes]
 
-    def decode(self, text: str, chunks_tile: bool = False) -> str:
+    def decode(self, text: Union[str, Sequence[str]], chunks_tile: bool = False) -> str:
         """Decoded text with the word markers turned back into spaces: each marker a space, and
         the one put before (``word_start``) or after (``word_end``, ``end_of_word_suffix``, as
         Hugging Face's BPEDecoder) the text dropped. ``chunks_tile``: the split's chunks are
         the whole text, spaces included (GPT-2's pattern): the word markers stand for no space
-        then and are dropped. (The space marker is the decode table's: ``_markers_in_text``.)"""
+        then and are dropped. (The space marker is the decode table's: ``_markers_in_text``.)
+        ``text`` may come in parts, the odd ones kept as they are (special tokens' names: a
+        ``word_start="_"`` leaves ``<|im_start|>`` whole).
+
+        >>> Markers(word_start="_").decode(["_hi_there", "<|im_start|>", "_you"])
+        'hi there<|im_start|> you'
+        """
+        parts = [text] if isinstance(text, str) else list(text)
         dropped = (self.word_start, self.word_end) if chunks_tile else ()
         for marker, leading in self.in_text:
-            if marker in dropped:
-                text = text.replace(marker, "")
+            space = "" if marker in dropped else " "
+            parts[::2] = [part.replace(marker, space) for part in parts[::2]]
+            if not space:
                 continue
-            text = text.replace(marker, " ")
-            if leading:
-                text = text[1:] if text.startswith(" ") else text
-            else:
-                text = text[:-1] if text.endswith(" ") else text
-        return text
+            # (the end that is a kept part keeps its space: it was no marker)
+            if leading and parts[0].startswith(" "):
+                parts[0] = parts[0][1:]
+            elif not leading and len(parts) % 2 and parts[-1].endswith(" "):
+                parts[-1] = parts[-1][:-1]
+        return parts[0] if len(parts) == 1 else "".join(parts)
 
     def keywords(self) -> dict:
         """The :class:`fastbpe.Tokenizer` arguments that make these markers."""

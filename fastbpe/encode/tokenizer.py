@@ -1061,13 +1061,20 @@ class Tokenizer:
         but not the added tokens a ``tokenizer.json`` marks ``"special": false``).
         Word markers (``word_start``/``word_end``, ``end_of_word_suffix``) become single
         spaces, the last one dropped (``word_start``/``word_end`` are dropped all where the
-        split's chunks carry their spaces, as GPT-2's pattern's do); a ``space_marker`` in a
+        split's chunks carry their spaces, as GPT-2's pattern's do; a special token's name
+        keeps them); a ``space_marker`` in a
         token becomes a space (one that byte-fallback tokens spell stays), and the one put
         before the text is dropped (``dummy_prefix``: as the decoders of Hugging Face's
         SentencePiece-style files, Replace + Strip or Metaspace, do, or by pieces as
         SentencePiece's own decoding does)."""
         if skip_special_tokens:
             ids = vocab.without_special_tokens(self, ids)
+        markers = self.markers
+        if markers.in_text:  # word markers: replaced around the special tokens' names
+            if errors != "replace" and errors != "strict":
+                check_error_handler(errors)
+            return markers.decode(vocab.decode_parts(self, ids, errors),
+                                  chunks_tile=markers.has_word_markers() and self.splitter.tiles())
         # (a list of ids the text table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, vocab.decode_text)
         table = self.__dict__.get("_text_table")
@@ -1075,19 +1082,13 @@ class Tokenizer:
         if errors != "replace" and errors != "strict":
             check_error_handler(errors)  # (bytes.decode looks a handler up only at an error)
         if type(data) is not bytes:
-            text = vocab.decode_text(self, ids, errors)
-        elif self.byte_fallback and errors == "replace":
+            return vocab.decode_text(self, ids, errors)
+        if self.byte_fallback and errors == "replace":
             try:
-                text = data.decode("utf-8")
+                return data.decode("utf-8")
             except UnicodeDecodeError:  # (byte tokens that spell no character: tokenizers' or SentencePiece's way)
-                text = vocab.decode_text(self, ids, errors)
-        else:
-            text = data.decode("utf-8", errors)
-        markers = self.markers
-        if not markers.in_text:
-            return text
-        # word markers stand for spaces only where the split dropped them
-        return markers.decode(text, chunks_tile=markers.has_word_markers() and self.splitter.tiles())
+                return vocab.decode_text(self, ids, errors)
+        return data.decode("utf-8", errors)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: Optional[int] = None, skip_special_tokens: bool = False) -> List[str]:

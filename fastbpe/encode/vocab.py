@@ -323,6 +323,31 @@ def decode_text(tok, ids, errors: str) -> str:
     return _text_by_runs(tok, table, ids, errors)
 
 
+def decode_parts(tok, ids, errors: str) -> List[str]:
+    """``decode_text`` of ``ids`` for a tokenizer with word markers (``Markers.decode`` turns
+    them into spaces): in parts, each special token whose name holds a word marker a part of
+    its own, at an odd place (so ``<|im_start|>`` is not read as ``<|im``, a space, ``start|>``).
+    Without such a name, one part.
+
+    >>> from fastbpe import Tokenizer
+    >>> tok = Tokenizer([b"_", b"a"], [], unit="chars", word_start="_", special_tokens={"<a_b>": 2})
+    >>> decode_parts(tok, [0, 1, 2, 0, 1], "strict")
+    ['_a', '<a_b>', '_a']
+    """
+    ids = _check_ids(ids)
+    markers = [m for m in (tok.markers.word_start, tok.markers.word_end) if m]
+    named = [i for name, i in tok.special_tokens.items() if any(m in name for m in markers)]
+    found = np.asarray(ids) if named and len(ids) else None
+    if found is None or found.dtype.kind not in "iu":  # (what is no int is decode_text's to refuse)
+        return [decode_text(tok, ids, errors)]
+    cuts = np.flatnonzero(np.isin(found, named)).tolist()
+    parts, start = [], 0
+    for cut in cuts:  # (ids are sliced where they came: a list's items are checked as given)
+        parts += [decode_text(tok, ids[start:cut], errors), decode_text(tok, ids[cut:cut + 1], errors)]
+        start = cut + 1
+    return parts + [decode_text(tok, ids[start:], errors)]
+
+
 def _text_by_runs(tok, table: TextTable, ids, errors: str) -> str:
     """The text of ``ids`` (checked), each run of byte tokens decoded on its own (a run ends
     at any other token, a control piece included, as in SentencePiece's decoding) and its

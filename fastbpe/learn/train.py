@@ -9,6 +9,7 @@ tuples (``learn_from_table``) is in :mod:`fastbpe.learn.learner`.
 from itertools import chain
 import os
 import time
+import warnings
 from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -182,6 +183,27 @@ def train_words(
     return (merges, counts) if with_counts else merges
 
 
+def _warn_of_markers_in_text(table: WordTable, word_start: str, word_end: str) -> None:
+    """A UserWarning where the corpus's own text holds a word marker: BPE sees it as the same
+    symbol as the marker, and decoding cannot tell the two apart (``snake_case`` under
+    ``word_start="_"`` decodes as ``snake case``)."""
+    data = table.data.tobytes()
+    for name, marker in (("word_start", word_start), ("word_end", word_end)):
+        text = marker.encode("utf-8")
+        at = data.find(text) if text else -1
+        while at >= 0:
+            chunk = int(np.searchsorted(table.offsets, at, side="right")) - 1
+            begin, end = table.offsets[chunk], table.offsets[chunk + 1]
+            if at + len(text) > end:  # (across two chunks: in neither)
+                at = data.find(text, at + 1)
+                continue
+            example = data[begin:end].decode("utf-8", "replace")
+            warnings.warn(f"{name}={marker!r} is in the corpus's own text (in {example!r:.60}): decode turns it into "
+                          "a space or drops it, as it cannot tell it from the markers; a marker the text never holds "
+                          "(such as '</w>') decodes the text exactly", UserWarning, stacklevel=3)
+            break
+
+
 def train(
     corpus=None,
     vocab_size: Optional[int] = None,
@@ -275,6 +297,7 @@ def train(
             kwargs["lines"] = True  # Hugging Face trains on files line by line
         table = count_words(corpus, **kwargs)
     counted = time.perf_counter()
+    _warn_of_markers_in_text(table, word_start or "", word_end or "")
     symbols, starts, base_tokens = table_symbols(table, unit, word_start or "", word_end or "")
     max_tokens = -1
     if vocab_size is not None:

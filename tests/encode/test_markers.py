@@ -108,6 +108,66 @@ def test_word_markers_over_a_split_whose_chunks_carry_their_spaces_decode_to_the
         assert tok.decode(tok.encode(text)) == text
 
 
+@pytest.fixture(scope="module")
+def named_specials():
+    """Tokenizers with word markers and special tokens whose names hold them, and for each the
+    same vocabulary whose special tokens are named without them (``<0>``, ``<1>``...)."""
+    text = "the cat sat on the mat and the dog ran to cats " * 20
+    names = ["<|im_start|>", "<|im_end|>", "<a</w>b>", "<eos>"]
+    pairs = []
+    for options in (dict(word_start="_", pattern="whitespace"), dict(word_end="</w>", pattern="whitespace"),
+                    dict(word_start="_"), dict(unit="chars", word_start="_", word_end="</w>")):
+        tok = train(text=text, num_merges=30, progress=False, workers=1, special_tokens=names, **options)
+        fields = tok.to_dict()
+        fields["special_tokens"] = {f"<{k}>": tok.special_tokens[name] for k, name in enumerate(names)}
+        plain = Tokenizer.from_dict(fields)
+        pairs.append((tok, plain, names))
+    return pairs
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 10**6), max_size=30), st.sampled_from(["list", "array", "iterator"]))
+def test_word_markers_leave_the_names_of_special_tokens_whole(named_specials, picks, given_as):
+    """A word marker in a special token's name is part of the name, not a space (``word_start="_"``
+    decodes ``<|im_start|>`` as itself): the ids decode as those of a vocabulary whose special
+    tokens hold no marker, each name put back in its place."""
+    import numpy as np
+
+    for tok, plain, names in named_specials:
+        ids = [i % (tok.n_vocab) for i in picks]
+        expected = plain.decode(ids)
+        for k, name in enumerate(names):
+            expected = expected.replace(f"<{k}>", name)
+        given = {"list": ids, "array": np.array(ids, dtype=np.int32), "iterator": iter(ids)}[given_as]
+        assert tok.decode(given) == expected
+        assert tok.decode(ids, skip_special_tokens=True) == plain.decode(ids, skip_special_tokens=True)
+        assert tok.decode_batch([ids, ids[::-1]]) == [tok.decode(ids), tok.decode(ids[::-1])]
+    tok = named_specials[0][0]
+    with pytest.raises(TypeError):
+        tok.decode([tok.special_tokens["<|im_start|>"], 1.0])
+
+
+def test_a_word_marker_in_the_corpus_is_warned_of(tmp_path):
+    """Decoding cannot tell a marker from the same text in the corpus (``snake_case`` under
+    ``word_start="_"``): training on such a corpus warns, naming a chunk that holds it."""
+    with pytest.warns(UserWarning, match=r"word_start='_' is in the corpus's own text \(in 'snake_case'\)"):
+        tok = train(text="a snake_case b " * 5, num_merges=5, unit="chars", pattern="whitespace", word_start="_",
+                    workers=1, progress=False, min_frequency=1)
+    assert tok.decode(tok.encode("snake_case")) == "snake case"
+    with pytest.warns(UserWarning, match=r"word_end='</w>'.*\(in 'x</w>'\)"):
+        train(text="a x</w> b", num_merges=2, word_end="</w>", pattern="whitespace", workers=1, progress=False,
+              min_frequency=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # a marker the text lacks, and one whose characters meet only across two chunks ("xa", "b")
+        train(text="the cat sat " * 5, num_merges=5, unit="chars", pattern="whitespace", word_start="_", workers=1,
+              progress=False)
+        train(text="xa b xa b", num_merges=2, unit="chars", pattern="whitespace", word_end="ab", workers=1,
+              progress=False, min_frequency=1)
+
+
 def test_dummy_prefix_says_whether_the_first_space_marker_is_dropped():
     """A space marker put before the text (SentencePiece's add_dummy_prefix) is dropped when
     decoding; a vocabulary that puts none there (Gemma's) decodes every marker to a space."""
