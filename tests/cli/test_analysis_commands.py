@@ -193,6 +193,12 @@ def test_train_takes_the_word_markers_trace_takes(tmp_path, capsys, worked_examp
     assert [(m["left"], m["right"], m["count"]) for m in result["merges"]] == worked_example.merges
     assert main(["train", str(corpus), "--word-start", "_", "--out", str(tmp_path / "t.json")]) == 2
     assert "word markers" in capsys.readouterr().err
+    # a marker the corpus's own text holds: the command says so as its own warning, and --json lists it
+    corpus.write_text("a snake_case b\n", encoding="utf-8")
+    assert main(["train", *argv, "--num-merges", "3", "--out", str(out)]) == 0
+    assert "fastbpe: warning: word_start='_' is in the corpus's own text (in 'snake_case')" in capsys.readouterr().err
+    assert "snake_case" in run_json(capsys, ["train", *argv, "--num-merges", "3", "--out", str(out), "--json"])[
+        "warnings"][0]
 
 
 @pytest.fixture
