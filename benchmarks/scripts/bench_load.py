@@ -3,7 +3,8 @@
 For each file (cl100k and o200k ``.tiktoken``, llama3's and qwen3's ``tokenizer.json``) and each library,
 a fresh Python process imports the library (and the modules its loader needs), then times (CPU
 time, ``time.process_time``) the load and the first encode of a short text; the last column adds
-the import, what a fresh process pays in all; runs alternate between the libraries so that both see the
+the import, what a fresh process pays in all (from compiled bytecode, as an installed package
+imports: a first run of each library, not counted, writes it); runs alternate between the libraries so that both see the
 same machine load, and the median of ``--runs`` is reported with the ratio and the load average.
 The peers: tiktoken for ``.tiktoken`` files; ``tokenizers`` and gigatoken (when installed) for
 ``tokenizer.json`` files and GPT-2's ``encoder.json`` + ``vocab.bpe`` (which ``tokenizers``
@@ -75,9 +76,15 @@ print(json.dumps({"load": loaded - imported, "first": done - imported, "all": do
 """
 
 
+# As an installed package runs: from its compiled bytecode. With PYTHONDONTWRITEBYTECODE set (as
+# on some CI machines), a pure-Python package would compile its modules in every fresh process,
+# which the import column would count (about 50 ms of fastbpe's; none of a compiled peer's).
+CHILD_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_once(impl: str, kind: str, path: str, repo: Path = REPO) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, impl, kind, path, str(repo)], check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, env=CHILD_ENV).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -114,6 +121,8 @@ def main() -> None:
         impls = [(f"fastbpe {c.name}" if len(args.checkouts) > 1 else "fastbpe", "fastbpe", c)
                  for c in args.checkouts] + [(peer, peer, REPO) for peer in peers]
         times: dict = {label: [] for label, _, _ in impls}
+        for _, impl, repo in impls:  # (a first run, not counted, writes the bytecode)
+            run_once(impl, kind, path, repo)
         for _ in range(args.runs):
             for label, impl, repo in impls:  # alternated: all see the same machine load
                 times[label].append(run_once(impl, kind, path, repo))
