@@ -292,7 +292,7 @@ SMALL_BATCH_TEXTS = 64
 SMALL_BATCH_CHARS = 16384
 # Special-token policies given as these types read the same when read twice (not an iterator):
 # encode_small may read them and still leave the decision to the general path.
-_REREADABLE = (str, frozenset, set, tuple, list)
+_REREADABLE = (str, frozenset, set, tuple, list, type(None))
 
 
 def encode_small(tok, texts, default_policy: bool, allowed_special, disallowed_special,
@@ -303,7 +303,7 @@ def encode_small(tok, texts, default_policy: bool, allowed_special, disallowed_s
     None (never an error) wherever the general path must decide: a bigger batch, not a list or
     tuple, a text that is not a str, holds a special token's name or a lone surrogate, or that
     the call fails on, a tokenizer without the one-call path, a policy that is not valid or is
-    an iterator. The general path then encodes the whole batch and raises what it raises; a
+    an iterator, or that disallows text other than special tokens' names. The general path then encodes the whole batch and raises what it raises; a
     text that holds no special token's name encodes alike under every policy.
     ``default_policy``: the policy is ``encode``'s default (told by the caller, which tests it
     without building the sets)."""
@@ -324,6 +324,8 @@ def encode_small(tok, texts, default_policy: bool, allowed_special, disallowed_s
         try:
             allowed, disallowed = tok._special_sets(allowed_special, disallowed_special)
         except (TypeError, ValueError):
+            return None
+        if not disallowed <= tok.special_tokens.keys():  # (text to refuse that names no special token)
             return None
         refuse = bool(allowed or disallowed)  # (neither: every name is ordinary text)
     out = []

@@ -45,7 +45,7 @@ __all__ = ["SpecialTokens", "special_ids", "check_special_name", "allowed_and_di
            "AddedTokenSplitter", "alternation", "found_in_normalized", "normalized_text"]
 
 Allowed = Union[str, AbstractSet[str]]
-Disallowed = Union[str, Collection[str]]
+Disallowed = Union[str, Collection[str], None]
 
 
 def check_special_name(text) -> None:
@@ -112,13 +112,18 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed, di
     """tiktoken's rule: ``"all"`` means every special token; by default none is allowed and
     all are disallowed (a literal one in the text is an error). The tokens matched ``always``
     are allowed in every call, and never disallowed (``disallowed_special`` may name them, as
-    ``special_tokens_set`` does: they are left out).
+    ``special_tokens_set`` does: they are left out). As in tiktoken, ``allowed_special`` may
+    name tokens this vocabulary lacks (one set serves several encodings: those are no special
+    tokens here), ``disallowed_special`` any text the input must not hold, and None for it
+    disallows nothing.
 
-    >>> allowed_and_disallowed({"<a>", "<b>"}, {"<a>"}, "all")
+    >>> allowed_and_disallowed({"<a>", "<b>"}, {"<a>", "<c>"}, "all")
     (frozenset({'<a>'}), frozenset({'<b>'}))
     >>> allowed_and_disallowed({"<a>", "<b>"}, frozenset(), (), always=frozenset({"<b>"}))
     (frozenset({'<b>'}), frozenset())
     """
+    if disallowed_special is None:
+        disallowed_special = ()
     for what, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
         # a str other than "all" would be read as a set of one-character names
         # (collections.abc's Iterable: typing's costs an encode of a short text 2 us a check)
@@ -127,15 +132,11 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed, di
                             + (f" (write {{{value!r:.40}}})" if isinstance(value, str) else ""))
     names = frozenset(names)
     allowed = names if allowed_special == "all" else frozenset(allowed_special)
-    unknown = allowed - names
-    if unknown:
-        raise ValueError(f"allowed_special names tokens that are not special tokens: {sorted(unknown)}")
-    allowed |= always
-    disallowed = (names - allowed) if disallowed_special == "all" else frozenset(disallowed_special)
-    unknown = disallowed - names
-    if unknown:
-        raise ValueError(f"disallowed_special names tokens that are not special tokens: {sorted(unknown)}")
-    return allowed, disallowed - always
+    disallowed = (names - allowed - always) if disallowed_special == "all" else frozenset(disallowed_special)
+    odd = next((name for name in disallowed if not isinstance(name, str) or not name), None)
+    if odd is not None:
+        raise (ValueError if odd == "" else TypeError)(f"disallowed_special must hold non-empty str, got {odd!r:.40}")
+    return (allowed & names) | always, disallowed - always
 
 
 def check_disallowed(text: str, disallowed: frozenset, always: frozenset = frozenset()) -> None:

@@ -949,13 +949,14 @@ class Tokenizer:
         return parts
 
     def encode(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
-               disallowed_special: Union[str, Collection[str]] = "all") -> List[int]:
+               disallowed_special: Union[str, Collection[str], None] = "all") -> List[int]:
         """Token ids of ``text``.
 
         Special tokens follow tiktoken: a literal special token in the text is a ValueError
         unless ``allowed_special`` (a set, or ``"all"``) names it, which encodes it as its id,
-        or ``disallowed_special`` leaves it out (``()``), which encodes it as ordinary text.
-        A token matched ``always`` (an added token that is not special) gets its id whatever
+        or ``disallowed_special`` leaves it out (``()`` or None), which encodes it as ordinary
+        text. As in tiktoken, ``allowed_special`` may name tokens this vocabulary lacks (one set
+        for several encodings), and ``disallowed_special`` any text to refuse. A token matched ``always`` (an added token that is not special) gets its id whatever
         the policy.
         A character (or byte) outside the vocabulary is a ValueError.
         """
@@ -976,7 +977,7 @@ class Tokenizer:
         return self.specials.always, _NO_NAMES
 
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
-                        disallowed_special: Union[str, Collection[str]] = "all") -> np.ndarray:
+                        disallowed_special: Union[str, Collection[str], None] = "all") -> np.ndarray:
         """Token ids as a NumPy array: uint16 when every id fits, else uint32."""
         # (the int32 ids are read as uint32 or narrowed in their own buffer: held once)
         ids = self._plain_ids(text, True) if _default_policy(allowed_special, disallowed_special) else None
@@ -992,7 +993,7 @@ class Tokenizer:
 
     def encode_batch(self, texts: Sequence[str], *, workers: Optional[int] = None,
                      allowed_special: Union[str, AbstractSet[str]] = frozenset(),
-                     disallowed_special: Union[str, Collection[str]] = "all",
+                     disallowed_special: Union[str, Collection[str], None] = "all",
                      as_numpy: bool = False, num_threads: Optional[int] = None) -> List:
         """Encode many texts on ``workers`` threads (default: all cores), each thread a
         contiguous group of about equal size (:mod:`.batch`); the compiled core releases the

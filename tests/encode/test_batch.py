@@ -778,11 +778,22 @@ def test_only_small_batches_take_the_calling_threads_loop(byte_level, char_level
         assert byte_level.encode_batch(texts, workers=2) == [byte_level.encode(t) for t in texts]
 
 
-@pytest.mark.parametrize("policy", [{"allowed_special": "bogus"}, {"allowed_special": {"<nope>"}},
-                                    {"disallowed_special": ["<nope>"]}, {"disallowed_special": 5}])
+@pytest.mark.parametrize("policy", [{"allowed_special": "bogus"}, {"disallowed_special": [1]},
+                                    {"disallowed_special": {""}}, {"disallowed_special": 5}])
 def test_a_small_batch_refuses_a_bad_policy_as_the_general_path(byte_level, policy):
     small, general = both_paths(lambda: byte_level.encode_batch(["a", "b"], **policy))
     assert small == general and small[0] in (TypeError, ValueError)
+
+
+@pytest.mark.parametrize("policy", [{"allowed_special": {"<nope>"}}, {"disallowed_special": ["<nope>"]},
+                                    {"disallowed_special": None}])
+def test_a_small_batch_reads_tiktoken_s_lenient_policies_as_the_general_path(byte_level, policy):
+    """Names the vocabulary lacks (allowed: none of its tokens; disallowed: text to refuse) and
+    None for nothing disallowed, as tiktoken reads them."""
+    small, general = both_paths(lambda: byte_level.encode_batch(["a", "b<|endoftext|>"], **policy))
+    assert small == general
+    small, general = both_paths(lambda: byte_level.encode_batch(["a", "b<nope>"], **policy))
+    assert small == general
 
 
 def test_small_batches_from_several_threads_at_once(byte_level):

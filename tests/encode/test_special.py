@@ -57,8 +57,11 @@ def test_allowed_subset_and_disallowed_choices(tok):
     assert tok.special_tokens["<|im_start|>"] in ids
     assert tok.special_tokens["<|endoftext|>"] not in ids
     assert tok.decode(ids) == text
-    with pytest.raises(ValueError, match="not special tokens"):
-        tok.encode(text, allowed_special={"<|nope|>"})
+    # as in tiktoken, a name the vocabulary lacks allows nothing (one set serves several
+    # vocabularies), and disallows that text
+    assert tok.encode("a<|nope|>", allowed_special={"<|nope|>"}) == tok.encode_ordinary("a<|nope|>")
+    with pytest.raises(ValueError, match="nope"):
+        tok.encode("a<|nope|>", disallowed_special={"<|nope|>"})
 
 
 def test_encode_ordinary_ignores_special_tokens(tok):

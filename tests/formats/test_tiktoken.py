@@ -27,6 +27,39 @@ def test_openai_encodings_equal_tiktoken(name, hello, samples, shared_data, tikt
         assert tok.encode_ordinary(row) == enc.encode_ordinary(row)
 
 
+POLICIES = [dict(), dict(allowed_special="all"), dict(disallowed_special=()), dict(disallowed_special=None),
+            dict(allowed_special={"<|endoftext|>", "<|im_start|>"}),  # (one set for several encodings)
+            dict(allowed_special={"<|im_start|>"}, disallowed_special=None),
+            dict(disallowed_special={"<|im_start|>"}),  # (a name this vocabulary lacks: text to refuse)
+            dict(disallowed_special={"hello"}), dict(allowed_special="all", disallowed_special={"<|fim_prefix|>"}),
+            dict(allowed_special={"<|fim_prefix|>"}, disallowed_special="all")]
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base"])
+def test_special_token_policies_equal_tiktoken_s(name, shared_data, tiktoken_encoding):
+    """The special-token arguments as tiktoken reads them, every combination with texts that
+    hold a special token of the vocabulary, one of another, and one of none: the same ids, or
+    a ValueError from both."""
+    tok = openai(name, shared_data.path("tokenizers", "tiktoken"))
+    enc = tiktoken_encoding(name)
+    texts = ["hello <|endoftext|> world", "a <|im_start|>b", "<|fim_prefix|>x", "plain hello", ""]
+
+    def outcome(encoder, text, policy):
+        try:
+            return encoder.encode(text, **policy)
+        except ValueError:
+            return ValueError
+
+    for policy in POLICIES:
+        expected = [outcome(enc, text, policy) for text in texts]
+        assert [outcome(tok, text, policy) for text in texts] == expected, policy
+        accepted = [text for text, ids in zip(texts, expected) if ids is not ValueError]
+        assert tok.encode_batch(accepted, **policy) == [ids for ids in expected if ids is not ValueError]
+    for bad in ({1}, {""}):
+        with pytest.raises((TypeError, ValueError), match="disallowed_special must hold non-empty str"):
+            tok.encode("a", disallowed_special=bad)
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_long_pieces_equal_tiktoken(name, shared_data, tiktoken_encoding):
     """Pieces of tens of KB without a split (runs of one letter, few letters, digits-free
