@@ -118,6 +118,21 @@ def check_byte_level(tok, one_split: bool = True, suffix: bool = False) -> None:
         raise ValueError("this format has a single split pattern; the tokenizer splits in several stages")
 
 
+def check_plain_steps(tok, file_name: str) -> None:
+    """Refuse to write a tokenizer to a format of ranks or merges alone (tiktoken's, GPT-2's)
+    when it has a step the format cannot hold: a normaliser (Qwen3's NFC), or special tokens
+    with matching options (Qwen3's ``<think>``, matched in every text, which tiktoken would
+    take for a special token to allow). Read back, it would encode some text otherwise."""
+    if tok.normalizer is not None:
+        raise ValueError(f"{file_name} cannot hold a normaliser, and this tokenizer normalises text first "
+                         f"({tok.normalizer!r:.60}); write a Hugging Face tokenizer.json, which holds it")
+    options = tok.special_token_options
+    if options:
+        name = next(iter(options))
+        raise ValueError(f"{file_name} cannot hold options of special tokens, and {name!r} has some "
+                         f"({', '.join(sorted(options[name]))}); write a Hugging Face tokenizer.json, which holds them")
+
+
 def check_specials_apart(special_tokens: Dict[str, Optional[int]], vocab: Dict[str, int], file_name: str) -> None:
     """Refuse to write a special token whose text is the text of another token of ``vocab``
     (text -> id, as the file spells the tokens): ``file_name`` holds one id per text (its

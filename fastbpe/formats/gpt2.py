@@ -13,10 +13,10 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from ..fileio import file_bytes, json_bytes, read_json, write_atomic
-from ..split.patterns import GPT2_PATTERN
+from ..split.patterns import GPT2_PATTERN, TABLE, resolve
 from .._core.encode import scan_gpt2_files
-from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, scanned_tables, text_to_token,
-                        texts_to_tokens, token_to_text)
+from .bytelevel import (check_byte_level, check_plain_steps, check_specials_apart, code_point_bytes, scanned_tables,
+                        text_to_token, texts_to_tokens, token_to_text)
 from .ids import ID_LIMIT, check_id, table_size
 
 __all__ = ["read", "write"]
@@ -191,6 +191,11 @@ def read_parsed(encoder_json: PathLike, vocab_bpe: PathLike, pattern: str = GPT2
 def write(tok, directory: PathLike) -> None:
     """Write ``encoder.json`` and ``vocab.bpe`` into ``directory`` (created if needed)."""
     check_byte_level(tok)
+    check_plain_steps(tok, "GPT-2's encoder.json + vocab.bpe")
+    if resolve(tok.splitter.pattern) is not TABLE["gpt2"] or tok.splitter.split_gaps or tok.splitter.prefix_space:
+        raise ValueError(f"GPT-2's encoder.json + vocab.bpe hold no split pattern (they are read with GPT-2's), and "
+                         f"this tokenizer splits with {tok.splitter.pattern!r:.60}; write a .tiktoken file or a "
+                         "Hugging Face tokenizer.json, which hold it")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     encoder = {token_to_text(t): i for i, t in enumerate(tok.token_bytes) if t}

@@ -16,7 +16,7 @@ import numpy as np
 from .._core.encode import read_rank_lines
 from ..fileio import AtomicWriter, json_bytes, read_json
 from ..split.patterns import GPT2_PATTERN, check_user_pattern
-from .bytelevel import check_byte_level
+from .bytelevel import check_byte_level, check_plain_steps
 from .ids import check_special_ids, table_size
 
 __all__ = ["read_tiktoken_ranks", "read", "read_openai", "read_with_sidecar", "write", "to_tiktoken_encoding",
@@ -225,6 +225,7 @@ def write(tok, path: PathLike) -> None:
     fastbpe the ids agree with fastbpe's on real text (tested), since merged tokens are numbered
     in merge order; for imported Hugging Face vocabularies check on your text."""
     check_byte_level(tok)
+    check_plain_steps(tok, "a .tiktoken file")
     check_special_tokens(tok.special_tokens)
     pat_str = tok.splitter.to_tiktoken()  # before anything is written
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
@@ -251,6 +252,7 @@ def to_tiktoken_encoding(tok, name: str = "fastbpe"):
     import tiktoken
 
     check_byte_level(tok)
+    check_plain_steps(tok, "a .tiktoken file")
     check_special_tokens(tok.special_tokens)
     ranks = {t: i for i, t in enumerate(tok.token_bytes) if t}
     return tiktoken.Encoding(name=name, pat_str=tok.splitter.to_tiktoken(), mergeable_ranks=ranks,

@@ -41,6 +41,27 @@ def test_gpt2_export_round_trip(tmp_path, samples, shared_data):
     assert ranks == {t: i for i, t in enumerate(gpt2.token_bytes) if t}
 
 
+def test_steps_a_rank_or_merge_file_cannot_hold_are_refused_before_writing(tmp_path, shared_data):
+    """GPT-2's files are read with GPT-2's split, and neither they nor a .tiktoken file hold a
+    normaliser or special-token options: a tokenizer with one is refused, naming it, and no file
+    is written (read back, it would have encoded some text otherwise)."""
+    cl100k = fastbpe.train(text="hello world, 12345 numbers\n" * 40, vocab_size=300, pattern="cl100k",
+                           progress=False)
+    with pytest.raises(ValueError, match="hold no split pattern .* splits with 'cl100k'"):
+        cl100k.to_gpt2(tmp_path / "a")
+    cl100k.to_tiktoken(tmp_path / "a.tiktoken")  # (which holds the pattern)
+    assert fastbpe.load(tmp_path / "a.tiktoken").encode("\n\nt 123456") == cl100k.encode("\n\nt 123456")
+    qwen3 = fastbpe.load(shared_data.path("tokenizers", "qwen3", "tokenizer.json"))
+    options = Tokenizer(qwen3.token_bytes, qwen3.merge_ids, **qwen3.splitter.keywords(), merge_rule=qwen3.merge_rule,
+                        special_tokens=qwen3.special_tokens, special_token_options=qwen3.special_token_options)
+    for tok, said in ((qwen3, r"cannot hold a normaliser.*\('NFC'\)"), (options, "cannot hold options of special tokens")):
+        for write in (lambda: tok.to_gpt2(tmp_path / "b"), lambda: tok.to_tiktoken(tmp_path / "b.tiktoken"),
+                      lambda: tok.to_tiktoken_encoding()):
+            with pytest.raises(ValueError, match=said):
+                write()
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists() and not (tmp_path / "b.tiktoken").exists()
+
+
 def test_malformed_gpt2_files(tmp_path, shared_data):
     encoder, vocab = shared_data.path("tokenizers", "encoder.json"), shared_data.path("tokenizers", "vocab.bpe")
     bad_json = tmp_path / "encoder.json"
