@@ -54,7 +54,8 @@ def test_steps_a_rank_or_merge_file_cannot_hold_are_refused_before_writing(tmp_p
     qwen3 = fastbpe.load(shared_data.path("tokenizers", "qwen3", "tokenizer.json"))
     options = Tokenizer(qwen3.token_bytes, qwen3.merge_ids, **qwen3.splitter.keywords(), merge_rule=qwen3.merge_rule,
                         special_tokens=qwen3.special_tokens, special_token_options=qwen3.special_token_options)
-    for tok, said in ((qwen3, r"cannot hold a normaliser.*\('NFC'\)"), (options, "cannot hold options of special tokens")):
+    for tok, said in ((qwen3, r"cannot hold a normaliser.*\('NFC'\)"),
+                      (options, "cannot hold options of special tokens")):
         for write in (lambda: tok.to_gpt2(tmp_path / "b"), lambda: tok.to_tiktoken(tmp_path / "b.tiktoken"),
                       lambda: tok.to_tiktoken_encoding()):
             with pytest.raises(ValueError, match=said):
