@@ -32,6 +32,7 @@ the peers' files (:mod:`fastbpe.formats`):
 
 Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split pattern allows.
 """
+import json
 import os
 import threading
 from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
@@ -130,6 +131,18 @@ class _InNormalized(NamedTuple):
         return np.array([x for span in self.matches(text) for x in span], dtype=np.int64)
 
 
+def _json_object(value, what: str) -> Optional[dict]:
+    """A JSON object a tokenizer keeps as it is (a copy, checked to be one), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a JSON object (a dict) or None, got {type(value).__name__}")
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must hold JSON values only ({exc})") from None
+
+
 class Tokenizer:
     """A BPE tokenizer: what :func:`fastbpe.train` returns and :meth:`load` reads.
 
@@ -168,7 +181,11 @@ class Tokenizer:
     ``fallback_replacement``: how ``decode`` spells the bytes of a run of byte-fallback tokens
     that are not UTF-8, ``"token"`` (a U+FFFD for each token of the run, as the ``ByteFallback``
     decoder of ``tokenizers`` does) or ``"byte"`` (a U+FFFD for each byte that begins no
-    character, as SentencePiece does).
+    character, as SentencePiece does); ``post_processor``: a ``tokenizer.json``'s
+    ``post_processor`` object (the ``TemplateProcessing`` that puts a BOS token before the ids
+    of Llama's files, or ``ByteLevel``'s offset trimming), kept as it is and written back by
+    ``to_huggingface`` and ``save``; encoding does not apply it (its ids are those of
+    ``tokenizers``' ``encode(text, add_special_tokens=False)``).
 
     >>> tok = Tokenizer([b"a", b"b", b"ab"], [(0, 1)], pattern="whitespace")
     >>> tok.encode("abab b")
@@ -181,6 +198,8 @@ class Tokenizer:
     # (:func:`fastbpe.openai`, :func:`fastbpe.get_encoding`, ``load`` of ``cl100k_base.tiktoken``),
     # as tiktoken's ``Encoding.name``; None for the others (set by the loader, not saved).
     name: Optional[str] = None
+    # (what pickles of versions before it hold)
+    post_processor: Optional[dict] = None
 
     def __init__(
         self,
@@ -210,6 +229,7 @@ class Tokenizer:
         fuse_unk: bool = False,
         special_surfaces: Optional[Mapping[str, str]] = None,
         fallback_replacement: str = "token",
+        post_processor: Optional[Mapping] = None,
     ):
         if not isinstance(byte_fallback, (bool, np.bool_)):
             raise TypeError(f"byte_fallback must be True or False, got {byte_fallback!r:.40}")
@@ -231,6 +251,7 @@ class Tokenizer:
         if fallback_replacement not in vocab.FALLBACK_REPLACEMENTS:
             raise ValueError(f"fallback_replacement must be 'token' or 'byte', got {fallback_replacement!r:.40}")
         self.fallback_replacement = fallback_replacement
+        self.post_processor = _json_object(post_processor, "post_processor")
         if unk_token is not None and not isinstance(unk_token, str):
             raise TypeError(f"unk_token must be a token's text or None, got {unk_token!r:.40}")
         if unk_token == "":
@@ -1145,6 +1166,7 @@ class Tokenizer:
             fuse_unk=self.fuse_unk,
             special_surfaces=self.special_surfaces,
             fallback_replacement=self.fallback_replacement,
+            post_processor=self.post_processor,
         )
 
     # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------

@@ -328,10 +328,21 @@ def _is_character_level(data: Any) -> bool:
 def _read_data(path: Path, data: Any, scanned: Optional[tuple], characters: bool = False) -> Optional[dict]:
     """:func:`read` of the parsed JSON; with ``scanned`` (:func:`_scan_model`; ``characters``:
     its texts read as characters), the model's vocabulary and merges come from there instead,
-    or None when they are not the plain case."""
+    or None when they are not the plain case. The ``post_processor`` (the ids ``tokenizers``
+    puts around the text's with ``add_special_tokens``) is kept as it is, to be written back."""
     source = os.fspath(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{source}: expected a JSON object")
+    post_processor = data.get("post_processor")
+    if post_processor is not None and not isinstance(post_processor, Mapping):
+        raise ValueError(f"{source}: the post_processor must be an object or null")
+    found = _read_steps(path, data, scanned, characters)
+    return found if found is None or post_processor is None else {**found, "post_processor": post_processor}
+
+
+def _read_steps(path: Path, data: Mapping, scanned: Optional[tuple], characters: bool) -> Optional[dict]:
+    """:func:`_read_data` but the post-processor."""
+    source = os.fspath(path)
     model = data.get("model")
     if not isinstance(model, Mapping) or model.get("type", "BPE") != "BPE":
         raise ValueError(f"{source}: the model must be BPE")
@@ -552,7 +563,7 @@ def write(tok, path: PathLike) -> None:
         "added_tokens": tok.specials.to_huggingface(),  # step 1, the special tokens
         "normalizer": tok.normalize.to_huggingface(),  # step 2
         "pre_tokenizer": tok.splitter.to_huggingface(byte_level=not character_level),  # step 3
-        "post_processor": None,
+        "post_processor": tok.post_processor,  # (a file's, kept as it was; encode does not apply it)
         # undoes steps 3-5 (byte-level text, markers)
         "decoder": tok.markers.to_huggingface(character_level, tok.byte_fallback),
         "model": _model_data(tok),  # step 4

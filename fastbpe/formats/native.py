@@ -55,6 +55,7 @@ def to_dict(tok) -> dict:
         **({"special_surfaces": tok.special_surfaces} if tok.special_surfaces else {}),
         **({"fallback_replacement": tok.fallback_replacement} if tok.fallback_replacement != "token" else {}),
         **tok.markers.to_native(),  # step 5
+        **({"post_processor": tok.post_processor} if tok.post_processor is not None else {}),  # (a peer's, kept)
     }
 
 
@@ -157,6 +158,7 @@ def _keywords(data: Mapping, scanned: Optional[tuple] = None) -> dict:
                                     what="an object of special token name -> the text it decodes to"),
         fallback_replacement=json_field(data, "fallback_replacement", (str,), "token", what="\"token\" or \"byte\""),
         training_stats=data.get("training_stats") if isinstance(data.get("training_stats"), Mapping) else None,
+        post_processor=json_field(data, "post_processor", (dict, type(None)), what="a tokenizer.json post_processor"),
     )
 
 

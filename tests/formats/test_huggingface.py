@@ -68,6 +68,45 @@ def test_tiktoken_import_exports_to_huggingface(tmp_path, samples, shared_data):
         assert hf.encode(text, add_special_tokens=False).ids == tok.encode_ordinary(text)
 
 
+def test_the_post_processor_is_kept_and_written_back(tmp_path):
+    """A file's post_processor (the BOS that Llama's files put before the ids, ByteLevel's offset
+    trimming) comes back in every file fastbpe writes of the tokenizer, so that tokenizers adds
+    the same ids around the text; fastbpe's own ids stay tokenizers' without them."""
+    import pickle
+
+    from tokenizers import processors
+
+    fastbpe.train(text="hello world, hello there " * 30, vocab_size=280, progress=False,
+                  special_tokens=["<|begin_of_text|>", "<|end_of_text|>"]).to_huggingface(tmp_path / "plain.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "plain.json"))
+    bos, eos = hf.token_to_id("<|begin_of_text|>"), hf.token_to_id("<|end_of_text|>")
+    for processor in (processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="$A:0 <|end_of_text|> $B:1",
+                                                    special_tokens=[("<|begin_of_text|>", bos),
+                                                                    ("<|end_of_text|>", eos)]),
+                      processors.ByteLevel(trim_offsets=False)):
+        hf.post_processor = processor
+        hf.save(str(tmp_path / "in.json"))
+        tok = fastbpe.load(tmp_path / "in.json")
+        assert tok.post_processor == json.loads((tmp_path / "in.json").read_text())["post_processor"]
+        tok.save(tmp_path / "t.fastbpe.json")
+        for again in (tok, fastbpe.load(tmp_path / "t.fastbpe.json"), pickle.loads(pickle.dumps(tok)),
+                      tok.extend(text="hello there, hello again " * 20, num_merges=3, progress=False)):
+            again.to_huggingface(tmp_path / "out.json")
+            out = tokenizers.Tokenizer.from_file(str(tmp_path / "out.json"))
+            for text in ("hello world", "", " x"):
+                assert out.encode(text).ids == hf.encode(text).ids
+                assert out.encode(text, "and more").ids == hf.encode(text, "and more").ids
+                assert again.encode(text) == hf.encode(text, add_special_tokens=False).ids
+    with pytest.raises(ValueError, match="post_processor must be an object or null"):
+        data = json.loads((tmp_path / "in.json").read_text())
+        data["post_processor"] = ["TemplateProcessing"]
+        (tmp_path / "bad.json").write_text(json.dumps(data))
+        fastbpe.load(tmp_path / "bad.json")
+    for bad in (3, {"type": float("nan")}, {"type": object()}):
+        with pytest.raises(TypeError, match="post_processor must"):
+            Tokenizer([bytes([b]) for b in range(256)], [], post_processor=bad)
+
+
 def test_malformed_huggingface_files(tmp_path, shared_data):
     small = fastbpe.train("the cat sat on the mat " * 20, vocab_size=300, progress=False,
                           special_tokens=["<|endoftext|>"])
