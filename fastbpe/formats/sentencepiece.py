@@ -218,8 +218,11 @@ def read(path: PathLike) -> dict:
         raise ValueError(f"{source}: not a SentencePiece model (it has no pieces)")
     model_type = trainer.get(_TRAINER_MODEL_TYPE, 1)
     if model_type != 2:
-        raise ValueError(f"{source}: a SentencePiece {MODEL_TYPES.get(model_type, model_type)} model; fastbpe "
-                         "reads BPE models (trained with --model_type=bpe)")
+        # (no type is SentencePiece's default, Unigram; a BPE model cut after its pieces has none)
+        unsaid = "" if _TRAINER_MODEL_TYPE in trainer else \
+            f" (it names no model type{'' if trainer else ', nor has a trainer spec'}: is the file cut short?)"
+        raise ValueError(f"{source}: a SentencePiece {MODEL_TYPES.get(model_type, model_type)} model{unsaid}; "
+                         "fastbpe reads BPE models (trained with --model_type=bpe)")
     if trainer.get(_TRAINER_WHITESPACE_SUFFIX, 0):
         raise ValueError(f"{source}: treat_whitespace_as_suffix is not supported")
     charsmap = normalizer.get(_NORM_CHARSMAP, b"")

@@ -280,6 +280,24 @@ def test_models_fastbpe_cannot_reproduce_are_refused_by_name(tmp_path, rows, nam
         fastbpe.load(path)
 
 
+def test_a_model_cut_before_its_trainer_spec_is_said_to_be_cut_short(models, tmp_path):
+    """A model's pieces come first: cut after them, it names no model type, which SentencePiece
+    reads as Unigram; the error says the file may be cut short."""
+    model, at = open(models["llama2"], "rb").read(), 0
+    while model[at] == 0x0A:  # (field 1, a piece: a tag byte, a varint length, the piece)
+        length, shift, at = 0, 0, at + 1
+        while True:
+            length |= (model[at] & 0x7F) << shift
+            shift, at = shift + 7, at + 1
+            if model[at - 1] < 0x80:
+                break
+        at += length
+    (tmp_path / "cut.model").write_bytes(model[:at])
+    with pytest.raises(ValueError, match=r"Unigram model \(it names no model type, nor has a trainer spec: is the file "
+                                         r"cut short\?\)"):
+        fastbpe.load(tmp_path / "cut.model")
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_damaged_files_are_value_errors(models, tmp_path_factory, data):
