@@ -10,7 +10,7 @@ from itertools import chain
 import os
 import time
 import warnings
-from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -51,6 +51,26 @@ def hf_byte_tie_ranks() -> List[int]:
     for rank, b in enumerate(order):
         ranks[b] = rank
     return ranks
+
+
+def hf_id_layout(tokens: List[bytes], merge_ids: np.ndarray, special_tokens: List[str]):
+    """The learner's byte-level vocabulary (the 256 bytes, then a token per merge) and its
+    merges renumbered as ``BpeTrainer`` numbers them: the special tokens first, the bytes in
+    the order of :func:`hf_byte_tie_ranks`, then the merged tokens in merge order. Returns
+    ``(tokens, merge_ids, special_tokens)``, the special tokens' slots empty.
+
+    >>> tokens, merges, specials = hf_id_layout([bytes([b]) for b in range(256)] + [b"!!"],
+    ...                                         np.array([[33, 33, 256]]), ["<s>"])
+    >>> tokens[:2], merges.tolist(), specials, tokens[1 + 256]
+    ([b'', b'!'], [[1, 1, 257]], {'<s>': 0}, b'!!')
+    """
+    first = len(special_tokens)
+    new_id = np.arange(first, first + len(tokens), dtype=np.int64)
+    new_id[:256] = first + np.array(hf_byte_tie_ranks(), dtype=np.int64)
+    laid_out = np.full(first + len(tokens), b"", dtype=object)
+    laid_out[new_id] = np.array(tokens + [b""], dtype=object)[:-1]  # (the b"": never a 2-D array of bytes)
+    return laid_out.tolist(), new_id[np.asarray(merge_ids, dtype=np.int64)], \
+        {name: k for k, name in enumerate(special_tokens)}
 
 
 def _first_bad_word(words: Mapping) -> str:
@@ -246,8 +266,9 @@ def train(
     with ``pre_tokenizers.ByteLevel(add_prefix_space=False)`` and
     ``initial_alphabet=ByteLevel.alphabet()`` (same vocab size, min frequency, special
     tokens): its tie rule (equal counts go to the pair of smaller ids, special tokens first,
-    then the bytes in the code-point order of their characters, then merges in order), and its
-    encoder (lowest merge rank first) for the result. Byte-level, GPT-2 split only. As there,
+    then the bytes in the code-point order of their characters, then merges in order), its ids
+    (in that order: ``<s>`` 0 when it is the first special token, ``!`` next), and its encoder
+    (lowest merge rank first) for the result. Byte-level, GPT-2 split only. As there,
     files (paths) are read line by line, each line with its line ending a text of its own
     (``Tokenizer.train(files, trainer)``), and an iterator's texts are each one text
     (``train_from_iterator``).
@@ -322,6 +343,9 @@ def train(
     # the training's peak there (on one 50 MB chunk, 4 MB above the merging's own).
     corpus_tokens = learner.corpus_tokens()
     del learner
+    specials: Union[List[str], Dict[str, int]] = special_tokens  # (a list: ids after the vocabulary)
+    if compat == "hf":
+        tokens, merge_ids, specials = hf_id_layout(tokens, merge_ids, special_tokens)
     tokenizer = Tokenizer(
         tokens,
         merge_ids,  # (left, right, new): the learner's ids, checked, not rebuilt
@@ -329,7 +353,7 @@ def train(
         pattern=pattern,
         word_start=word_start,
         word_end=word_end,
-        special_tokens=special_tokens,
+        special_tokens=specials,
         merge_counts=counts,
         merge_rule="pair" if compat == "hf" else "replay",
     )

@@ -223,8 +223,10 @@ def test_same_merges_as_bpetrainer_on_real_text(shared_data):
     assert len(ours) == len(theirs) > 2000
     for i, (a, b) in enumerate(zip(ours, theirs)):
         assert a == b, f"merge {i}: fastbpe {a} vs tokenizers {b}"
+    # and BpeTrainer's ids: special tokens first, the bytes, the merged tokens
+    assert _vocab(tok) == hf_tok.get_vocab()
     sample = shared_data.text("english.txt.gz", 1_100_000)[1_000_000:]
-    assert tok.encode_ordinary(sample) == _remap(tok, hf_tok, sample)
+    assert tok.encode_ordinary(sample) == hf_tok.encode(sample, add_special_tokens=False).ids
     # A tokenizer.json whose pre-tokenizer is ByteLevel alone (use_regex) loads and encodes alike.
     import tempfile
     from pathlib import Path
@@ -238,12 +240,10 @@ def test_same_merges_as_bpetrainer_on_real_text(shared_data):
     assert [(_bytes_to_text(a), _bytes_to_text(b)) for a, b in default.merges] != theirs
 
 
-def _remap(tok, hf_tok, text):
-    """HF's ids for ``text`` expressed as fastbpe ids (the two number tokens differently)."""
-    hf_vocab = {i: s for s, i in hf_tok.get_vocab().items()}
-    from fastbpe.formats.bytelevel import text_to_token as _text_to_bytes
-
-    return [tok._ids[_text_to_bytes(hf_vocab[i])] for i in hf_tok.encode(text, add_special_tokens=False).ids]
+def _vocab(tok):
+    """A byte-level tokenizer's ``{token as byte-level text: id}``, special tokens included (as
+    ``tokenizers``' ``get_vocab``)."""
+    return {**{_bytes_to_text(t): i for i, t in enumerate(tok.token_bytes) if t}, **tok.special_tokens}
 
 
 @settings(max_examples=40, deadline=None)
@@ -251,9 +251,10 @@ def _remap(tok, hf_tok, text):
                 min_size=1, max_size=60), st.integers(258, 300), st.integers(1, 3))
 def test_same_merges_on_tie_heavy_corpora(parts, vocab_size, min_frequency):
     text = "".join(parts)
-    _, theirs = hf_train(text, vocab_size, min_frequency, [])
-    _, ours = ours_train(text, vocab_size, min_frequency, [])
+    hf_tok, theirs = hf_train(text, vocab_size, min_frequency, ["<s>"])
+    tok, ours = ours_train(text, vocab_size, min_frequency, ["<s>"])
     assert ours == theirs
+    assert _vocab(tok) == hf_tok.get_vocab()
 
 
 def test_compat_needs_byte_level_gpt2():
