@@ -133,7 +133,6 @@ def category_features(label: str, chunks) -> frozenset:
     return frozenset(out)
 
 
-
 def _marker_in_text(train, *args, **kwargs):
     """``train(*args, **kwargs)`` on the fuzz text, which holds the word marker ``_`` on purpose
     (the harnesses check what decoding makes of it): the warning that training gives of it is
@@ -143,6 +142,7 @@ def _marker_in_text(train, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "word_start='_' is in the corpus's own text", UserWarning)
         return train(*args, **kwargs)
+
 
 class TextTarget(Target):
     max_size = 1024
