@@ -1172,8 +1172,20 @@ class Tokenizer:
     # ---- the vocabulary seen from outside (fastbpe.encode.vocab) -------------------------------
 
     def token_to_id(self, token: Union[str, bytes]) -> Optional[int]:
-        """Id of a token given as bytes, or as text (a special token, else its UTF-8); None if absent."""
+        """Id of a token given as bytes, or as text as Hugging Face's ``token_to_id`` reads it
+        (a special token, else as its files spell tokens: ``"Ġworld"``; text no byte-level
+        token spells, as its UTF-8); None if absent."""
         return vocab.token_to_id(self, token)
+
+    def get_vocab(self, with_added_tokens: bool = True) -> Dict[str, int]:
+        """``{token: id}`` as Hugging Face's ``get_vocab`` gives it (byte-level tokens as its
+        files spell them, ``"Ġworld"``; special tokens by name unless ``with_added_tokens=False``)."""
+        return vocab.get_vocab(self, with_added_tokens)
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        """How many ids are tokens (Hugging Face's ``get_vocab_size``): :attr:`vocab_size`, less
+        the special tokens with ``with_added_tokens=False``."""
+        return self.vocab_size - (0 if with_added_tokens else len(self.special_tokens))
 
     def id_to_token(self, token_id: int) -> Optional[Union[str, bytes]]:
         """A special token's name or a token's bytes (text for ``unit="chars"``); None if absent."""

@@ -14,11 +14,12 @@ starts are ``offsets[:, 0]``. Computed with array operations: the cumulative byt
 tokens, then a byte -> character map of the text.
 """
 import codecs
-from typing import List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from .._core.encode import LEADING_RULES, SLOT_KINDS, ByteTable
+from ..formats.bytelevel import text_to_token, token_to_text
 from . import surrogates
 from .special import ALWAYS, USER_DEFINED, check_disallowed
 
@@ -428,16 +429,47 @@ def token_lengths(tok, ids: np.ndarray) -> np.ndarray:
 
 
 def token_to_id(tok, token: Union[str, bytes]) -> Optional[int]:
-    """The id of a token given as its bytes, or as text (a special token's name, else the
-    token whose bytes are the text's UTF-8); None when there is none (as Hugging Face's
-    ``token_to_id``)."""
+    """The id of a token given as its bytes, or as text, read as Hugging Face's
+    ``token_to_id`` reads it: a special token's name, else the token so spelled in its files
+    (byte-level: ``"Ġworld"`` is `` world``, ``"é"`` the byte 0xE9; character-level: the
+    token's text); text that spells no byte-level token is read as its UTF-8 (``"世"``). None
+    when there is none. (:meth:`fastbpe.Tokenizer.encode_single_token` reads text as its
+    UTF-8, as tiktoken does.)
+
+    >>> from fastbpe import Tokenizer
+    >>> tok = Tokenizer([bytes([b]) for b in range(256)] + [b" a"], [(32, 97)])
+    >>> token_to_id(tok, "Ġa"), token_to_id(tok, b" a"), token_to_id(tok, "é"), token_to_id(tok, "é".encode())
+    (256, 256, 233, None)
+    """
     if isinstance(token, str):
         if token in tok.special_tokens:
             return tok.special_tokens[token]
+        if tok.unit == "bytes":
+            try:
+                return tok._ids.get(text_to_token(token))
+            except ValueError:  # (a character that spells no byte: the text's UTF-8)
+                pass
         token = token.encode("utf-8", "surrogatepass")
     if not isinstance(token, (bytes, bytearray)):
         raise TypeError(f"token must be str or bytes, got {type(token).__name__}")
     return tok._ids.get(bytes(token))
+
+
+def get_vocab(tok, with_added_tokens: bool = True) -> Dict[str, int]:
+    """``{token: id}`` as Hugging Face's ``get_vocab`` gives it: byte-level tokens in its
+    byte-to-unicode text (``"Ġworld"``), character-level ones as their text, and the special
+    tokens by name (unless ``with_added_tokens=False``).
+
+    >>> from fastbpe import Tokenizer
+    >>> vocab = get_vocab(Tokenizer([bytes([b]) for b in range(256)] + [b" a"], [(32, 97)], special_tokens=["<s>"]))
+    >>> vocab["Ġa"], vocab["<s>"], " a" in vocab
+    (256, 257, False)
+    """
+    as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if tok.unit == "chars" else token_to_text
+    found = {as_text(t): i for i, t in enumerate(tok.token_bytes) if t}
+    if with_added_tokens:
+        found.update(tok.special_tokens)
+    return found
 
 
 def decode_single_token_bytes(tok, token_id: int) -> bytes:

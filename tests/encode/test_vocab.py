@@ -122,6 +122,18 @@ def test_len_equals_huggingface(real_files):
         assert ours.token_to_id("<|endoftext|>") == hf.token_to_id("<|endoftext|>"), name
 
 
+def test_the_vocabulary_as_huggingface_spells_it(real_files):
+    """get_vocab, get_vocab_size and token_to_id under tokenizers' names give its answers: every
+    token by its byte-level text (Qwen3's "Ċ" is the newline, not the token of its UTF-8)."""
+    for name, (ours, hf) in real_files.items():
+        for added in (True, False):
+            assert ours.get_vocab(added) == hf.get_vocab(added), name
+            assert ours.get_vocab_size(added) == hf.get_vocab_size(added), name
+        assert all(ours.token_to_id(text) == i for text, i in hf.get_vocab().items()), name
+        assert ours.token_to_id("Ċ") == hf.token_to_id("Ċ") == ours.token_to_id(b"\n")
+        assert ours.token_to_id("世") == ours.token_to_id("世".encode())  # (no byte-level text: its UTF-8)
+
+
 def _reference_decode(tok, ids):
     token_of = {i: t for i, t in enumerate(tok.token_bytes) if t}
     token_of.update({i: s.encode("utf-8", "surrogatepass") for s, i in tok.special_tokens.items()})
