@@ -30,6 +30,7 @@ _HOMES = {
     "Tokenizer": "encode.tokenizer:Tokenizer",
     "load": "encode.loading:load",
     "openai": "encode.loading:openai",
+    "Encoding": "encode.loading:Encoding",
     "get_encoding": "encode.registry:get_encoding",
     "encoding_for_model": "encode.registry:encoding_for_model",
     "WordTable": "corpus.wordtable:WordTable",

@@ -1177,6 +1177,20 @@ class Tokenizer:
         token spells, as its UTF-8); None if absent."""
         return vocab.token_to_id(self, token)
 
+    # tiktoken's Encoding keeps its arguments under these names, and its README's recipe for an
+    # encoding with more special tokens reads them (fastbpe.Encoding takes them back)
+    @property
+    def _pat_str(self) -> str:
+        return self.splitter.to_tiktoken()
+
+    @property
+    def _mergeable_ranks(self) -> Dict[bytes, int]:
+        return {token: i for i, token in enumerate(self.token_bytes) if token}
+
+    @property
+    def _special_tokens(self) -> Dict[str, int]:
+        return dict(self.special_tokens)
+
     def get_vocab(self, with_added_tokens: bool = True) -> Dict[str, int]:
         """``{token: id}`` as Hugging Face's ``get_vocab`` gives it (byte-level tokens as its
         files spell them, ``"Ġworld"``; special tokens by name unless ``with_added_tokens=False``)."""

@@ -107,6 +107,9 @@ def _read_lines(path: PathLike, data: bytes) -> Tuple[List[bytes], np.ndarray]:
 def spec_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int],
                     source: str) -> dict:
     """The tokenizer that encodes like tiktoken with these ranks (ids = ranks)."""
+    check_user_pattern(pattern)
+    if not ranks:
+        raise ValueError(f"{source}: no ranks (the 256 bytes at least)")
     return _spec_from_table(list(ranks), np.array(list(ranks.values()), dtype=np.int64), pattern,
                             special_tokens, source)
 

@@ -60,6 +60,28 @@ def test_special_token_policies_equal_tiktoken_s(name, shared_data, tiktoken_enc
             tok.encode("a", disallowed_special=bad)
 
 
+def test_tiktoken_s_recipe_for_more_special_tokens_runs_as_written(shared_data, tiktoken_encoding):
+    """tiktoken's README makes an encoding with more special tokens from another's ``_pat_str``,
+    ``_mergeable_ranks`` and ``_special_tokens``: with ``fastbpe.Encoding`` in place of
+    ``tiktoken.Encoding``, the same recipe gives the same encoder."""
+    base, oracle = openai("cl100k_base", shared_data.path("tokenizers", "tiktoken")), tiktoken_encoding("cl100k_base")
+    assert (base._pat_str, base._mergeable_ranks, base._special_tokens) == \
+        (oracle._pat_str, oracle._mergeable_ranks, oracle._special_tokens)
+    arguments = dict(pat_str=base._pat_str, mergeable_ranks=base._mergeable_ranks,
+                     special_tokens={**base._special_tokens, "<|im_start|>": 100264, "<|im_end|>": 100265})
+    ours, theirs = fastbpe.Encoding("cl100k_im", **arguments), tiktoken.Encoding("cl100k_im", **arguments)
+    assert ours.name == "cl100k_im" and ours.n_vocab == theirs.n_vocab
+    for text in ("<|im_start|>user\nhello world 123<|im_end|>", "plain text, 12345", ""):
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+    # (cl100k's ranks leave a gap before its special tokens: no explicit_n_vocab fits, in tiktoken either)
+    with pytest.raises(ValueError, match="explicit_n_vocab=100277"):
+        fastbpe.Encoding("gap", explicit_n_vocab=100277, **arguments)
+    small = dict(pat_str=r"\S+|\s+", mergeable_ranks={bytes([b]): b for b in range(256)}, special_tokens={"<s>": 256})
+    assert fastbpe.Encoding("small", explicit_n_vocab=257, **small).n_vocab == 257
+    with pytest.raises(TypeError, match="mergeable_ranks must map token bytes"):
+        fastbpe.Encoding("text", pat_str=r"\S+", mergeable_ranks={"a": 0}, special_tokens={})
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_long_pieces_equal_tiktoken(name, shared_data, tiktoken_encoding):
     """Pieces of tens of KB without a split (runs of one letter, few letters, digits-free
