@@ -61,8 +61,9 @@ def case_insensitive_sets():
 
 # A letter first assigned in each Unicode version: regex does not report its Unicode version, so
 # the newest of these it classifies as \\p{L} names it.
+# (18.0: U+3D000, which regex classifies as a letter from its 2026.9.29 release, Unicode 18's)
 VERSION_PROBES = [("14.0", 0x0870), ("15.0", 0x31350), ("15.1", 0x2EBF0), ("16.0", 0x1C89),
-                  ("17.0", 0x323B0)]
+                  ("17.0", 0x323B0), ("18.0", 0x3D000)]
 
 
 def regex_unicode_version() -> str:
