@@ -544,7 +544,7 @@ class Tokenizer:
         state = dict(self.__dict__)
         for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_text_table", "_byte_ids_cache",
                     "_added_splitter", "_marked_ids_cache", "_plain_cache", "_char_ids_cache", "_whole_text_chunk",
-                    "_default_sets", "_in_normalized_cache"):
+                    "_default_sets", "_in_normalized_cache", "_sorted_tokens_cache"):
             state.pop(key, None)
         return state
 
@@ -996,6 +996,18 @@ class Tokenizer:
     def _ordinary_sets(self) -> Tuple[frozenset, frozenset]:
         """The special-token sets of encode_ordinary: the tokens matched always allowed, none refused."""
         return self.specials.always, _NO_NAMES
+
+    def encode_with_unstable(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
+                             disallowed_special: Union[str, Collection[str], None] = "all"
+                             ) -> Tuple[List[int], List[List[int]]]:
+        """tiktoken's ``encode_with_unstable``: ``(stable ids, completions)``, the ids of ``text``
+        but those of its last chunk (which more text may change), and each token sequence that
+        may stand for that chunk and what follows it (:mod:`.unstable`). Byte-level tokenizers
+        that encode as tiktoken does (one split pattern, no normaliser) only."""
+        from .unstable import encode_with_unstable
+
+        self._check_text(text)
+        return encode_with_unstable(self, text, allowed_special, disallowed_special)
 
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                         disallowed_special: Union[str, Collection[str], None] = "all") -> np.ndarray:

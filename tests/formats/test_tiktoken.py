@@ -4,6 +4,8 @@ import json
 import numpy as np
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastbpe
 from fastbpe import Tokenizer, openai
@@ -80,6 +82,44 @@ def test_tiktoken_s_recipe_for_more_special_tokens_runs_as_written(shared_data, 
     assert fastbpe.Encoding("small", explicit_n_vocab=257, **small).n_vocab == 257
     with pytest.raises(TypeError, match="mergeable_ranks must map token bytes"):
         fastbpe.Encoding("text", pat_str=r"\S+", mergeable_ranks={"a": 0}, special_tokens={})
+
+
+UNSTABLE_PARTS = ["a", "b", "x", " ", "  ", "\n", "\t", ".", "'", "0", "12", "é", "日本", " the", "ing", "hello",
+                  "\u3000", "\xa0", "😀", "'s", "<|endoftext|>", "\x1c"]
+
+
+@pytest.fixture(scope="module")
+def unstable_pair(shared_data, tiktoken_encoding):
+    return openai("cl100k_base", shared_data.path("tokenizers", "tiktoken")), tiktoken_encoding("cl100k_base")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(UNSTABLE_PARTS), max_size=8), st.sampled_from(["default", "all"]))
+def test_encode_with_unstable_equals_tiktoken_s(unstable_pair, parts, policy):
+    """The stable ids and the set of completions (in no order) of generated texts, tiktoken's:
+    texts that end in a chunk, in spaces (held back with it), in a special token (none held),
+    in a character that begins a longer token, in a whitespace character after a word."""
+    ours, theirs = unstable_pair
+    text = "".join(parts)
+    options = {} if policy == "default" else {"allowed_special": "all"}
+
+    def outcome(encoder):
+        try:
+            stable, completions = encoder.encode_with_unstable(text, **options)
+        except ValueError:
+            return ValueError
+        return stable, sorted(map(tuple, completions))
+
+    assert outcome(ours) == outcome(theirs)
+
+
+def test_encode_with_unstable_is_for_tokenizers_that_encode_as_tiktoken():
+    chars = fastbpe.train(text="the cat sat " * 20, num_merges=5, unit="chars", progress=False)
+    with pytest.raises(ValueError, match="encode_with_unstable is tiktoken's"):
+        chars.encode_with_unstable("the")
+    staged = Tokenizer([bytes([b]) for b in range(256)], [], split_stages=[(r"\d", True)])
+    with pytest.raises(ValueError, match="single split pattern"):
+        staged.encode_with_unstable("12")
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
@@ -168,8 +208,6 @@ def test_bulk_rank_reader_equals_the_line_reader(tmp_path, seed):
     well-formed or not (the bulk reader hands what it refuses to the line reader)."""
     import base64
     import random
-
-    from hypothesis import given, settings, strategies as st
 
     from fastbpe.encode.model import BPEModel
     from fastbpe.formats.tiktoken import _read_lines, read_rank_table
