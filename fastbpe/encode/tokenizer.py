@@ -997,6 +997,15 @@ class Tokenizer:
         """The special-token sets of encode_ordinary: the tokens matched always allowed, none refused."""
         return self.specials.always, _NO_NAMES
 
+    def post_process(self, ids: Sequence[int], pair: Optional[Sequence[int]] = None) -> List[int]:
+        """``ids`` (and a second sequence, ``pair``) with what the ``tokenizer.json``'s
+        post-processor puts around them: ``tok.post_process(tok.encode(text))`` is
+        ``tokenizers``' ``encode(text).ids`` (``add_special_tokens=True``), Llama's BOS first
+        (:mod:`.post`). Without a post-processor, the ids as they are."""
+        from .post import post_process
+
+        return post_process(self.post_processor, ids, pair)
+
     def encode_with_unstable(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                              disallowed_special: Union[str, Collection[str], None] = "all"
                              ) -> Tuple[List[int], List[List[int]]]:

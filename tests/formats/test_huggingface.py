@@ -107,6 +107,35 @@ def test_the_post_processor_is_kept_and_written_back(tmp_path):
             Tokenizer([bytes([b]) for b in range(256)], [], post_processor=bad)
 
 
+@pytest.mark.parametrize("kind", ["TemplateProcessing", "BertProcessing", "RobertaProcessing", "ByteLevel",
+                                  "Sequence", "none"])
+def test_post_process_puts_the_ids_tokenizers_puts_around_the_text(tmp_path, kind):
+    """``post_process(encode(a), encode(b))`` is tokenizers' ``encode(a, b).ids`` with its
+    default ``add_special_tokens=True``, for every post-processor that gives ids, single and pair."""
+    from tokenizers import processors
+
+    names = ["<s>", "</s>", "[CLS]", "[SEP]"]
+    fastbpe.train(text="hello world, hello there " * 30, vocab_size=280, progress=False,
+                  special_tokens=names).to_huggingface(tmp_path / "plain.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "plain.json"))
+    s, e, cls, sep = (hf.token_to_id(name) for name in names)
+    template = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1",
+                                             special_tokens=[("<s>", s), ("</s>", e)])
+    hf.post_processor = {
+        "TemplateProcessing": template, "BertProcessing": processors.BertProcessing(("[SEP]", sep), ("[CLS]", cls)),
+        "RobertaProcessing": processors.RobertaProcessing(("</s>", e), ("<s>", s)), "ByteLevel": processors.ByteLevel(),
+        "Sequence": processors.Sequence([processors.ByteLevel(), template]), "none": None}[kind]
+    hf.save(str(tmp_path / "in.json"))
+    tok = fastbpe.load(tmp_path / "in.json")
+    for a, b in (("hello world", None), ("", None), ("hello", "there world"), ("", "")):
+        expected = hf.encode(a).ids if b is None else hf.encode(a, b).ids
+        assert tok.post_process(tok.encode(a), None if b is None else tok.encode(b)) == expected, (a, b)
+    with pytest.raises(ValueError, match="post-processor is not supported"):
+        Tokenizer(tok.token_bytes, tok.merge_ids, post_processor={"type": "Other"}).post_process([1])
+    with pytest.raises(ValueError, match="not one tokenizers reads"):
+        Tokenizer(tok.token_bytes, tok.merge_ids, post_processor={"type": "BertProcessing"}).post_process([1])
+
+
 def test_malformed_huggingface_files(tmp_path, shared_data):
     small = fastbpe.train("the cat sat on the mat " * 20, vocab_size=300, progress=False,
                           special_tokens=["<|endoftext|>"])
