@@ -147,18 +147,36 @@ class AtomicWriter:
     """A file that :func:`write_atomic` writes, written piece by piece as the pieces are made
     (so that a large file is never held in memory first): into a temporary file beside
     ``path``, renamed over ``path`` by :meth:`commit`, or removed by :meth:`abort`, which its
-    owner calls on any exception."""
+    owner calls on any exception. A symbolic link stays: the file it names is replaced. A
+    ``path`` that is no file to replace (a device such as ``/dev/null``, a pipe, a socket) is
+    written into directly (``through``), as a shell's redirection writes it."""
 
     def __init__(self, path: PathLike):
         self.path = os.fspath(path)
-        self._directory, name = os.path.split(os.path.abspath(self.path))
+        self._file = None
+        self.temporary = None
+        try:
+            found = os.stat(self.path)  # (through a symbolic link)
+        except OSError:
+            found = None
+        self.through = found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode)
+        if self.through:
+            # a device, a pipe or a socket (-o /dev/null, /dev/stdout): written into, as a
+            # shell's > writes it; renaming a file over it would replace /dev/null itself
+            try:
+                self._file = open(self.path, "wb")
+            except OSError as exc:
+                raise self._naming_the_output(exc) from None
+            return
+        # a symbolic link keeps pointing where it did: the file it names is the one replaced
+        self._target = os.path.realpath(self.path) if os.path.islink(self.path) else self.path
+        self._directory, name = os.path.split(os.path.abspath(self._target))
         tag = _tag(name)
         _remove_dead_writers_temporaries(self._directory, tag)
         # Named before the open, so that the file is removed whatever instruction an exception
         # (a Ctrl-C) interrupts, the open itself included. 64 random bits: two writers of this
         # process never draw the same name.
         self.temporary = os.path.join(self._directory, f".tmp-{os.getpid()}-{os.urandom(8).hex()}-{tag}")
-        self._file = None
         try:
             if os.path.isdir(self.path):  # found now, not by the rename once everything is written
                 raise IsADirectoryError(errno.EISDIR, "is a folder, not a file to write", self.path)
@@ -187,16 +205,24 @@ class AtomicWriter:
         """Hand what is written so far to the disk, so that the fsync of :meth:`commit` has
         little left to wait for."""
         self._file.flush()
-        _datasync(self._file.fileno())
+        if not self.through:
+            _datasync(self._file.fileno())
 
     def commit(self) -> None:
         f = self._file
+        if self.through:
+            try:
+                f.close()
+            except OSError as exc:
+                raise self._naming_the_output(exc) from None
+            self._file = None
+            return
         f.flush()
-        os.fchmod(f.fileno(), _mode_for(self.path))
+        os.fchmod(f.fileno(), _mode_for(self._target))
         os.fsync(f.fileno())
         f.close()
         try:
-            os.replace(self.temporary, self.path)
+            os.replace(self.temporary, self._target)
         except OSError as exc:  # the output became a folder meanwhile, or a read-only place
             raise self._naming_the_output(exc) from None
         self._file = None
@@ -215,6 +241,8 @@ class AtomicWriter:
             except OSError:
                 pass
             self._file = None
+        if self.temporary is None:  # (written through: nothing of its own to remove)
+            return
         try:
             os.unlink(self.temporary)
         except OSError:  # not created, or renamed already

@@ -139,3 +139,36 @@ def test_a_folder_or_a_missing_folder_is_named_in_the_error_and_nothing_is_left(
         write_atomic(tmp_path / "missing" / "t.json", b"{}")
     assert raised.value.filename == str(tmp_path / "missing" / "t.json") and ".tmp-" not in str(raised.value)
     assert os.listdir(tmp_path) == ["out"] and os.listdir(tmp_path / "out") == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="needs /dev/null (a POSIX system)")
+def test_a_device_or_a_pipe_is_written_into_not_replaced(tmp_path):
+    """``-o /dev/null``: a file renamed over a device replaced it (as root, /dev/null itself).
+    A device, or a pipe a reader holds open, is written into, as a shell's redirection writes
+    it, and stays what it was."""
+    import threading
+
+    write_atomic("/dev/null", b"discarded")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    read = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_bytes()))
+    reader.start()
+    write_atomic(pipe, [b"through ", b"the pipe"])
+    reader.join(10)
+    assert read == [b"through the pipe"] and stat.S_ISFIFO(os.stat(pipe).st_mode)
+
+
+def test_a_symbolic_link_stays_and_the_file_it_names_is_replaced(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "t.json").write_bytes(b"old")
+    link = tmp_path / "t.json"
+    link.symlink_to(os.path.join("real", "t.json"))
+    write_atomic(link, b"new")
+    assert link.is_symlink() and (tmp_path / "real" / "t.json").read_bytes() == b"new"
+    assert sorted(os.listdir(tmp_path / "real")) == ["t.json"] and sorted(os.listdir(tmp_path)) == ["real", "t.json"]
+    dangling = tmp_path / "d.json"
+    dangling.symlink_to("made.json")  # (a link to a file yet to be written: written there)
+    write_atomic(dangling, b"made")
+    assert dangling.is_symlink() and (tmp_path / "made.json").read_bytes() == b"made"

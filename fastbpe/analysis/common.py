@@ -265,12 +265,15 @@ def pyplot():
     return plt
 
 
-def save_figure(figure, path: PathLike) -> None:
-    """Save a figure as PNG through a temporary file, then close it (no half-written image)."""
+def save_figure(figure, path: PathLike, **options) -> None:
+    """Save a figure in the format its name says (``.pdf``, ``.svg``; else PNG) through a
+    temporary file, then close it (no half-written image). ``options``: ``savefig``'s."""
     import io
 
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    figure.savefig(buffer, format=suffix[1:] if suffix in (".pdf", ".svg") else "png", dpi=110,
+                   **{"bbox_inches": "tight", **options})
     pyplot().close(figure)
     write_atomic(path, buffer.getvalue())
 

@@ -92,8 +92,9 @@ def positive_float(text: str) -> float:
 
 def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer file") -> None:
     """Refuse an ``--out`` (or another ``option`` naming a file to write, ``what``) that could
-    only fail once the work is done: empty, a folder, or in a folder that does not exist (or is
-    a file)."""
+    only fail once the work is done: empty, a folder, in a folder that does not exist (or is a
+    file), or where this user may not write (the folder of a new file or of the file a link
+    names; a device such as ``/dev/null`` itself, which is written into)."""
     if not out:
         raise ValueError(f"{option} is empty; give {what} to write")
     if os.path.isdir(out):
@@ -103,12 +104,26 @@ def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer f
         if above is not None:
             raise ValueError(f"{option} {out!r} is under {above!r}, which is a file, not a folder")
         raise ValueError(f"the folder of {option} {out!r} does not exist")
+    if os.path.exists(out) and not os.path.isfile(out):  # (a device, a pipe: written into)
+        if not os.access(out, os.W_OK):
+            raise ValueError(f"{option} {out!r} is not writable")
+        return
+    folder = os.path.dirname(os.path.realpath(out))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {out!r}: its folder {folder!r} is not writable")
+
+
+# What --plot writes, by the file's extension (the formats matplotlib's Agg backend writes alone)
+PLOT_FORMATS = (".png", ".pdf", ".svg")
 
 
 def check_plot_file(plot: Optional[str]) -> None:
-    """:func:`check_out_file` for ``--plot`` (when given): drawing comes last, after the work."""
+    """:func:`check_out_file` for ``--plot`` (when given), whose name says the format
+    (``PLOT_FORMATS``): drawing comes last, after the work."""
     if plot is not None:
-        check_out_file(plot, "--plot", "the PNG file")
+        check_out_file(plot, "--plot", "the image file")
+        if os.path.splitext(plot)[1].lower() not in PLOT_FORMATS:
+            raise ValueError(f"--plot {plot!r}: name the file .png, .pdf or .svg, the format it is written in")
 
 
 def check_not_an_input(path: Optional[str], option: str, inputs: Sequence) -> None:
@@ -287,7 +302,8 @@ def add_report_options(parser: argparse.ArgumentParser, *, plot: Optional[str] =
     helps, ``--plot FILE.png`` (``plot`` says what it draws; it needs matplotlib)."""
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object instead of a table")
     if plot:
-        parser.add_argument("--plot", default=None, metavar="FILE.png", help=f"draw {plot} to FILE.png (needs matplotlib) (default: no plot)")
+        parser.add_argument("--plot", default=None, metavar="FILE.png",
+                            help=f"draw {plot} to FILE.png (or .pdf, .svg; needs matplotlib) (default: no plot)")
 
 
 def add_scheduler_option(parser: argparse.ArgumentParser, work: str) -> None:

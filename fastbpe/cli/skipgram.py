@@ -3,7 +3,6 @@ training barely moved (glitch-token candidates: tokens the tokenizer made from i
 that are rare in this one). See :mod:`fastbpe.analysis.skipgram`.
 """
 import argparse
-import io
 import json
 import os
 import re
@@ -12,9 +11,8 @@ from typing import List
 import numpy as np
 
 from ..corpus.files import decode_error, input_files, open_bytes
-from ..fileio import write_atomic
-from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_plot_file, flatten,
-                      int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
+from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_out_file,
+                      check_plot_file, flatten, int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
 from ..analysis.common import utf8_cut
 from ..encode.registry import resolve_tokenizer
 
@@ -94,12 +92,9 @@ def loss_text(losses) -> str:
 def save_plot(emb, path: str, title: str = "") -> None:
     """Drift and norm of every input row against its frequency, and the loss curve, as a PNG
     (written atomically). Needs matplotlib."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("--plot needs matplotlib (pip install matplotlib)") from None
+    from ..analysis.common import pyplot, save_figure
+
+    plt = pyplot()
     x = emb.frequency + 1
     absent = emb.frequency == 0
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -119,19 +114,18 @@ def save_plot(emb, path: str, title: str = "") -> None:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    write_atomic(path, buffer.getvalue())
+    save_figure(fig, path, bbox_inches=None)
 
 
 def _cmd_skipgram(args: argparse.Namespace) -> int:
     from ..analysis.skipgram import skipgram  # Numba loads here, not when the CLI starts
 
-    check_plot_file(args.plot)
-    tokenizer = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
+    if args.plot is not None:  # (where it goes first; its name's format once it is known to be no input)
+        check_out_file(args.plot, "--plot", "the image file")
     files = input_files(args.files)
     check_not_an_input(args.plot, "--plot", files)
+    check_plot_file(args.plot)
+    tokenizer = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     neighbour_ids = _token_ids(tokenizer, flatten(args.neighbours))
     analogies = []
     for parts in args.analogy:

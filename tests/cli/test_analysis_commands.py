@@ -1,6 +1,7 @@
 """The analysis subcommands end to end: a table on stdout, --json for the same result, --plot,
 tokenizers by path and by name, and one error format."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,29 @@ def test_trace_plot(tmp_path, capsys):
     corpus.write_text(SENNRICH, encoding="utf-8")
     assert main(["trace", str(corpus), "--num-merges", "5", "--plot", str(tmp_path / "c.png")]) == 0
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    # the format its name says, or a name no format goes by refused before the work
+    assert main(["trace", str(corpus), "--num-merges", "5", "--plot", str(tmp_path / "c.PDF")]) == 0
+    assert (tmp_path / "c.PDF").read_bytes()[:5] == b"%PDF-"
+    assert main(["trace", str(corpus), "--num-merges", "5", "--plot", str(tmp_path / "c.svg")]) == 0
+    assert b"<svg" in (tmp_path / "c.svg").read_bytes()[:1000]
+    capsys.readouterr()
+    assert main(["trace", str(corpus), "--num-merges", "5", "--plot", str(tmp_path / "c.jpg")]) == 2
+    assert "name the file .png, .pdf or .svg" in capsys.readouterr().err and not (tmp_path / "c.jpg").exists()
+
+
+def test_an_output_where_nothing_can_be_written_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
+    """A folder this user may not write in (found by access(2), which root passes: simulated
+    here) is refused up front, not after the training it would have thrown away."""
+    from fastbpe.cli import options
+
+    corpus = tmp_path / "toy.txt"
+    corpus.write_text(SENNRICH, encoding="utf-8")
+    (tmp_path / "locked").mkdir()
+    real_access = os.access
+    monkeypatch.setattr(options.os, "access", lambda path, mode: real_access(path, mode) and
+                        os.path.basename(os.fspath(path)) != "locked")
+    assert main(["train", str(corpus), "--vocab-size", "270", "-o", str(tmp_path / "locked" / "t.json")]) == 2
+    assert f"its folder {str(tmp_path / 'locked')!r} is not writable" in capsys.readouterr().err
 
 
 def test_trace_of_a_word_through_a_tokenizer_draws_no_curve(tmp_path, capsys, trained):
@@ -262,7 +286,7 @@ def test_one_label_for_two_tokenizers_is_refused(command, tokenizers, label, cap
     ("missing/x.png", "the folder of --plot 'missing/x.png' does not exist"),
     ("a.txt/x.png", "--plot 'a.txt/x.png' is under 'a.txt', which is a file, not a folder"),
     ("a.txt/b/x.png", "--plot 'a.txt/b/x.png' is under 'a.txt', which is a file, not a folder"),
-    (".", "--plot '.' is a folder; give the PNG file to write in it"),
+    (".", "--plot '.' is a folder; give the image file to write in it"),
 ])
 def test_a_plot_that_cannot_be_written_is_refused_before_anything_is_read(command, plot, says, capsys, tmp_path,
                                                                           monkeypatch):
