@@ -145,6 +145,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except SystemExit as exc:  # --help, --version (0), a usage error (2, already reported)
         return exc.code if isinstance(exc.code, int) else 2
+    except BrokenPipeError:
+        # the reader went away (fastbpe tax ... | head): stop quietly, as a program SIGPIPE
+        # ends does; stdout goes to /dev/null, so that flushing it at exit raises nothing more
+        if argv is None:
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):  # (no stdout file descriptor)
+                pass
+        return 128 + signal.SIGPIPE
     except (ValueError, OSError, ImportError, OverflowError) as exc:  # bad input, missing files, .zst without zstandard
         try:
             fail(in_option_words(str(exc)))

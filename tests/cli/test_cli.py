@@ -619,3 +619,16 @@ def test_a_signal_while_the_command_loads_is_one_line(monkeypatch, capsys, signa
     monkeypatch.setattr(cli, "build_parser", LoadingParser)
     assert main(["train", "--help"]) == code
     assert capsys.readouterr().err.strip() == line
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """``fastbpe trace ... | head -2``: once the reader has closed the pipe, the command stops
+    as a program SIGPIPE ends (exit 141), saying nothing (it reported a broken pipe as an error)."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"word{k} other{k % 7} and more text {k}\n" for k in range(3000)), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "fastbpe", "trace", str(corpus), "--num-merges", "1500"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # (what head does after its lines)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and first.startswith(b"start:") and err == b""
