@@ -2,7 +2,8 @@
 each is refused with the same clear error wherever it is given."""
 import numpy as np
 
-__all__ = ["check_byte_offsets", "check_count", "check_error_handler", "check_workers", "check_word_markers"]
+__all__ = ["check_block_size", "check_byte_offsets", "check_count", "check_error_handler", "check_workers",
+           "check_word_markers", "MAX_BLOCK_SIZE"]
 
 
 def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> None:
@@ -16,6 +17,19 @@ def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> Non
     if not minimum <= value <= maximum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}" if value < minimum else
                          f"{name} must be at most {maximum:,}, got {value:,}")
+
+
+# A block is read into memory whole (one per worker, and its chunks beside it); past a few MB a
+# larger one is no faster, and one of terabytes could only end in a MemoryError
+MAX_BLOCK_SIZE = 1 << 31
+
+
+def check_block_size(block_size) -> None:
+    """A block size in bytes a caller gives: an int from 1 to ``MAX_BLOCK_SIZE`` (2 GiB).
+
+    >>> check_block_size(4 << 20)
+    """
+    check_count(block_size, "block_size", 1, MAX_BLOCK_SIZE)
 
 
 def check_workers(workers, name: str = "workers") -> int:

@@ -40,7 +40,7 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional, Sequence,
 import numpy as np
 
 from ._core.split import document_spans, find_newlines
-from .arguments import check_workers
+from .arguments import check_block_size, check_workers
 from .corpus.cut import (CheckedRule, CutOutsideTokens, cut_segments, file_cut_at_or_after, find_checked_cut,
                          normalize_stream)
 from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
@@ -712,7 +712,8 @@ def _job_difference(earlier, job: dict) -> str:
     if not isinstance(earlier, dict):
         return "its manifest names no job"
     said = []
-    before = {f.get("path"): f for f in earlier.get("files", ()) if isinstance(f, dict)}
+    listed = earlier.get("files")
+    before = {f.get("path"): f for f in (listed if isinstance(listed, list) else ()) if isinstance(f, dict)}
     now = {f["path"]: f for f in job["files"]}
     if list(before) != list(now):
         said.append("other input files" if set(before) != set(now) else "the input files in another order")
@@ -1138,8 +1139,7 @@ def encode_files(
         block_size = block_chars
     if block_size is None:
         block_size = DEFAULT_BLOCK_SIZE
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be a positive number of bytes, got {block_size!r}")
+    check_block_size(block_size)
     if fmt == "bin":
         raise ValueError("the FBPETOK .bin shard format is no longer written (read_shard still reads it); "
                          "use fmt='raw' for headerless ids (np.memmap, nanoGPT) or 'llmc' for llm.c")
@@ -1185,6 +1185,11 @@ def encode_files(
             manifest = json.loads(manifest_path.read_text())
         except (ValueError, OSError) as exc:
             raise ValueError(f"{manifest_path}: unreadable manifest ({exc}); remove it to start over") from None
+        if not isinstance(manifest, dict):  # (another tool's file, or none of ours)
+            held = "null" if manifest is None else "an array" if isinstance(manifest, list) else "a string" \
+                if isinstance(manifest, str) else "true or false" if isinstance(manifest, bool) else "a number"
+            raise ValueError(f"{manifest_path}: not a fastbpe manifest (it holds {held}, not an object); use a new "
+                             "directory, or remove it to start over")
         earlier = manifest.get("job")
         if resume and isinstance(earlier, dict) and "tokenizer_sha256" in earlier:
             job = _fingerprint(tokenizer, files, options, earlier=True)  # a run of an earlier version

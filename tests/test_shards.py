@@ -764,6 +764,11 @@ def test_bad_arguments(tok, tmp_path):
         encode_files(tok, [path], tmp_path / "o", shard_size=0)
     with pytest.raises(ValueError, match="block_size"):
         encode_files(tok, [path], tmp_path / "o", block_size=0)
+    # (a block is held in memory whole: one of a terabyte could only end in a MemoryError)
+    with pytest.raises(ValueError, match="block_size must be at most 2,147,483,648"):
+        encode_files(tok, [path], tmp_path / "o", block_size=10**12)
+    with pytest.raises(ValueError, match="block_size must be at most"):
+        fastbpe.count_words(str(path), block_size=10**12)
     with pytest.raises(ValueError, match="documents"):
         encode_files(tok, [path], tmp_path / "o", documents="page")
     for workers, error in ((0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)):
@@ -913,6 +918,28 @@ def test_a_hand_edited_manifest_is_refused_not_trusted(tok, corpus, tmp_path, ed
     manifest.update(edit, complete=False)
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="remove the folder to start over"):
+        encode_files(tok, paths, tmp_path, **options)
+
+
+@pytest.mark.parametrize("content, said", [("[1, 2]", "an array"), ("null", "null"), ('"x"', "a string"),
+                                           ("7", "a number")])
+def test_a_manifest_that_is_no_object_is_refused_by_name(tok, corpus, tmp_path, content, said):
+    """Another tool's manifest.json in the output folder (valid JSON, no object): a ValueError
+    naming it, not an AttributeError from inside the resume."""
+    paths, _ = corpus
+    (tmp_path / MANIFEST).write_text(content)
+    with pytest.raises(ValueError, match=f"not a fastbpe manifest \\(it holds {said}, not an object\\)"):
+        encode_files(tok, paths, tmp_path, shard_size=5000, fmt="raw", progress=False)
+
+
+def test_a_manifest_whose_job_lists_no_files_is_another_job(tok, corpus, tmp_path):
+    paths, _ = corpus
+    options = dict(shard_size=5000, fmt="raw", progress=False, block_size=4000)
+    encode_files(tok, paths, tmp_path, **options)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["job"]["files"] = 5
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=r"another job \(other input files"):
         encode_files(tok, paths, tmp_path, **options)
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from .._core.count import ChunkCounter, Utf8Reader, fix_malloc_thresholds, merge_partition, write_merged
 from .._core.split import find_cut
 from ..cluster import OrderedReduction, connect, worker_threads
-from ..arguments import check_workers
+from ..arguments import check_block_size, check_workers
 from ..progress import byte_bar, check_progress
 from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, resolve, scanner_id, source
@@ -576,8 +576,8 @@ def count_words(
     rule = cut_rule(pattern)
     if lines and scanner_id(pattern) < 0:
         raise ValueError("count_words(lines=True) needs a named pattern (one with a compiled scanner)")
-    if block_size is not None and block_size < 1:
-        raise ValueError("block_size must be a positive number of bytes or None")
+    if block_size is not None:
+        check_block_size(block_size)
     workers = _default_workers() if workers is None else check_workers(workers)
 
     client, own_client = connect(cluster) if cluster is not None else (None, False)
