@@ -17,8 +17,8 @@ def _gpt2_pair(path: Path) -> dict:
     folder = path if path.is_dir() else path.parent
     encoder, vocab = (folder / name for name in GPT2_FILES)
     if not path.is_dir() and path.name not in GPT2_FILES:
-        encoder = path if path.suffix == ".json" else encoder
-        vocab = path if path.suffix == ".bpe" else vocab
+        encoder = path if path.suffix.lower() == ".json" else encoder
+        vocab = path if path.suffix.lower() == ".bpe" else vocab
     for part in (encoder, vocab):
         if not part.is_file():
             raise ValueError(f"{path}: GPT-2's files come in pairs and {part} is missing "
@@ -43,11 +43,12 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
             raise ValueError(f"{path}: a folder must hold a Hugging Face tokenizer.json or GPT-2's "
                              "encoder.json and vocab.bpe; give the file's own path for other formats")
         return huggingface.read(path)
-    if path.suffix == ".bpe":
+    suffix = path.suffix.lower()  # (names are recognised as fastbpe train names its outputs: T.TIKTOKEN too)
+    if suffix == ".bpe":
         return _gpt2_pair(path)
-    if path.suffix == ".model":
+    if suffix == ".model":
         return sentencepiece.read(path)
-    stem = path.name[: -len(".tiktoken")] if path.name.endswith(".tiktoken") else None
+    stem = path.name[: -len(".tiktoken")] if suffix == ".tiktoken" else None
     if stem is not None:
         sidecar = Path(os.fspath(path) + ".json")
         if sidecar.exists():
@@ -57,7 +58,7 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
                              f"beside it, name it after one of {sorted(tiktoken.OPENAI_ENCODINGS)}, or use "
                              "Tokenizer.from_tiktoken")
         return tiktoken.read_openai(stem, path)
-    if path.suffix == ".json" and path.name != "encoder.json":
+    if suffix == ".json" and path.name != "encoder.json":
         # the common large files, their tokens and merges read without a full JSON parse
         found = native.read_plain(path) if native.starts_as_native(path) else huggingface.read_plain(path)
         if found is not None:
