@@ -62,6 +62,7 @@ BIN_VERSION = 1
 BIN_HEADER = struct.Struct("<8sIIQ16x")  # magic, version, bytes per id, count, reserved
 # llm.c's token files: a header of 256 int32, of which the first three are used.
 LLMC_MAGIC = 20240520
+LLMC_MAX_TOKENS = 2**31 - 1  # (the header's count is an int32)
 LLMC_VERSION = 1
 LLMC_HEADER_INTS = 256
 LLMC_HEADER_BYTES = 4 * LLMC_HEADER_INTS
@@ -1150,6 +1151,9 @@ def encode_files(
     if isinstance(shard_size, (bool, np.bool_)) or not isinstance(shard_size, (int, np.integer)) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
     shard_size = int(shard_size)
+    if fmt == "llmc" and shard_size > LLMC_MAX_TOKENS:  # (before the output folder is made)
+        raise ValueError(f"llm.c's token files count their tokens in an int32: shard_size must be at most "
+                         f"{LLMC_MAX_TOKENS:,} in that format, got {shard_size:,}")
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a fastbpe.Tokenizer, got {type(tokenizer).__name__} (a file: "
                         "fastbpe.load(path) reads it)")

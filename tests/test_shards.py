@@ -769,6 +769,9 @@ def test_bad_arguments(tok, tmp_path):
         encode_files(tok, [path], tmp_path / "o", block_size=10**12)
     with pytest.raises(ValueError, match="block_size must be at most"):
         fastbpe.count_words(str(path), block_size=10**12)
+    with pytest.raises(ValueError, match="count their tokens in an int32: shard_size must be at most 2,147,483,647"):
+        encode_files(tok, [path], tmp_path / "llmc", fmt="llmc", shard_size=3 * 10**9)
+    assert not (tmp_path / "llmc").exists()  # (refused before the folder is made)
     with pytest.raises(ValueError, match="documents"):
         encode_files(tok, [path], tmp_path / "o", documents="page")
     for workers, error in ((0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)):
