@@ -107,6 +107,8 @@ def check_labels(labels: Sequence[str], tokenizers: Sequence[Any], advice: str =
 def text_lines(path: PathLike) -> Iterator[str]:
     """The lines of a UTF-8 text file, plain or compressed (gz, xz, bz2, zst: known by its
     first bytes), each with its ``\\n``; read a megabyte at a time."""
+    if os.path.isdir(path):
+        raise ValueError(f"{os.fspath(path)} is a folder; give a file")
     reader, raw = open_bytes(os.fspath(path))
     decoder = codecs.getincrementaldecoder("utf-8")()
     read = 0  # bytes handed to the decoder so far, for the offset of invalid UTF-8

@@ -10,6 +10,7 @@ premium of that language against the share.
 """
 import os
 import re
+import sys
 from itertools import islice
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -53,7 +54,8 @@ def read_parallel(path: PathLike, rows: Optional[int] = None) -> Tuple[List[str]
         if len(set(header)) != len(header):
             raise ValueError(f"{os.fspath(path)}: the header names a column twice")
         table = []
-        for number, line in enumerate(islice(lines, rows), start=2):
+        # (a count past what islice takes is every row there is)
+        for number, line in enumerate(islice(lines, None if rows is None else min(rows, sys.maxsize)), start=2):
             cells = line.rstrip("\r\n").split("\t")
             if len(cells) != len(header):
                 raise ValueError(f"{os.fspath(path)}, line {number}: {len(cells)} cells for {len(header)} columns")

@@ -201,8 +201,9 @@ _OPTION_WORDS = (
     ("errors='replace'", "--errors replace"), ("errors='bytes'", "--errors bytes"), ("(resume=False)", "(--no-resume)"),
     ("vocab_size=", "--vocab-size "), ("special_tokens has", "--special-token has"),
     ("give vocab and d_model, or a preset", "give --vocab and --d-model, or --preset"), ("params=", "--params "),
+    (": lower lr (", ": lower --lr ("),
 )
-_OPTION_NAMES = re.compile(r"(?<![\w/.-])(shard_size|block_size|partition_size|num_merges|min_frequency)(?![\w/.-])")
+_OPTION_NAMES = re.compile(r"(?<![\w/.-])(shard_size|block_size|partition_size|num_merges|min_frequency|vocab_size)(?![\w/.-])")
 
 
 def in_option_words(message: str) -> str:

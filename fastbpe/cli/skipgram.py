@@ -166,12 +166,15 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
         "neighbours": {},
         "analogies": [],
     }
+    # (-k past the rows there are lists them all: the neighbours of another row, and the
+    # answers but the analogy's own three rows)
+    rows = len(emb.input)
     if neighbour_ids:
-        idx, score = emb.neighbours(neighbour_ids, k=args.k)
+        idx, score = emb.neighbours(neighbour_ids, k=min(args.k, max(rows - 1, 0)))
         for i, row, srow in zip(neighbour_ids, idx.tolist(), score.tolist()):
             result["neighbours"][_label(tokenizer, i)] = [[_label(tokenizer, j), s] for j, s in zip(row, srow)]
     for a, b, c in analogies:
-        idx, score = emb.analogy(a, b, c, k=args.k)
+        idx, score = emb.analogy(a, b, c, k=min(args.k, max(rows - 3, 0)))
         result["analogies"].append({"query": [_label(tokenizer, t) for t in (a, b, c)],
                                     "answers": [[_label(tokenizer, j), float(s)]
                                                 for j, s in zip(idx.tolist(), score.tolist())]})

@@ -84,6 +84,11 @@ def test_skipgram_table_json_and_plot(mixed, prose, tmp_path, capsys):
     assert result["analogies"][0]["query"] == [" cat", " mat", " dog"]
     assert main(args + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["candidates"] == result["candidates"]  # seeded
+    # -k past the rows there are: every other row (it was the kernel's "k must be in 0..N")
+    assert main(args[:-1] + ["1000000", "--json"]) == 0
+    many = json.loads(capsys.readouterr().out)
+    rows = fastbpe.load(path).n_vocab
+    assert len(many["neighbours"][" cat"]) == rows - 1 and len(many["analogies"][0]["answers"]) == rows - 3
     assert main(args) == 0
     table = capsys.readouterr().out
     assert "glitch candidates" in table and "frequency band" in table and "tokens/s" in table

@@ -310,3 +310,13 @@ def test_audit_corpus_bytes_is_a_limit(capsys, tmp_path, trained, limit, read):
     (result,) = run_json(capsys, ["audit", "-t", str(trained[1]), "--corpus", str(corpus), "--corpus-bytes", limit,
                                   "--no-digits"])["results"]
     assert result["corpus_bytes"] == read
+
+
+def test_tax_reads_a_row_count_past_every_row_as_all_and_refuses_a_folder(tmp_path, capsys, parallel, trained):
+    """``--rows 1e30`` reads every row (it was islice's own error); ``--corpus`` naming a folder
+    says so (it was "[Errno 21] Is a directory")."""
+    _, path = trained
+    every = run_json(capsys, ["tax", "-t", str(path), "--corpus", str(parallel)])
+    assert run_json(capsys, ["tax", "-t", str(path), "--corpus", str(parallel), "--rows", "1e30"]) == every
+    assert main(["tax", "-t", str(path), "--corpus", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"fastbpe: error: {tmp_path} is a folder; give a file\n"

@@ -409,6 +409,7 @@ def test_errors_name_the_options_not_the_api_arguments(tmp_path, capsys, monkeyp
     base = fastbpe.train("c.txt", vocab_size=270, special_tokens=["<|endoftext|>"], progress=False)
     base.save(tmp_path / "base.fastbpe.json")
     for argv, says in ((["train", "c.txt", "--vocab-size", "1"], "--vocab-size 1 is smaller"),
+                       (["train", "c.txt", "--vocab-size", "99999999999999999999"], "--vocab-size must be at most"),
                        (["train", "c.txt", "--vocab-size", "300", "--special-token", "<a>,<a>"], "--special-token has "
                                                                                              "duplicates"),
                        (["extend", "bad.txt", "-t", "base.fastbpe.json", "--num-merges", "2", "--out", "e.json"],
