@@ -147,6 +147,20 @@ def _train(args: argparse.Namespace, files: List[Path], special_tokens: List[str
     )
 
 
+def _short_of_asked(args: argparse.Namespace, tokenizer) -> List[str]:
+    """A note when training stopped before the vocabulary size or merge count asked for: no pair
+    was left that occurs ``--min-frequency`` times (or none at all)."""
+    merges = tokenizer.training_stats["merges"]
+    if args.num_merges is not None and merges < args.num_merges:
+        asked = f"--num-merges {args.num_merges:,}"
+    elif args.num_merges is None and args.vocab_size is not None and tokenizer.vocab_size < args.vocab_size:
+        asked = f"--vocab-size {args.vocab_size:,}"
+    else:
+        return []
+    return [f"training stopped at {merges:,} merges (vocab size {tokenizer.vocab_size:,}), short of {asked}: no "
+            f"pair of the corpus occurs {args.min_frequency} times or more any longer (--min-frequency)"]
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     fmt = out_format(args.out, args.format)
     special_tokens = flatten(args.special_token)
@@ -170,7 +184,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         tokenizer = _train(args, files, special_tokens)  # (its errors' advice said in options: cli.main)
         trained = time.perf_counter()
         written = _write(tokenizer, args.out, fmt)
-    notes = [str(w.message) for w in caught]
+    notes = [str(w.message) for w in caught] + _short_of_asked(args, tokenizer)
     for note in notes:
         print(f"fastbpe: warning: {note}", file=sys.stderr)
     saved = time.perf_counter()

@@ -636,3 +636,18 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     proc.stdout.close()  # (what head does after its lines)
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and first.startswith(b"start:") and err == b""
+
+
+def test_training_that_stops_short_of_the_size_asked_says_so(tmp_path, capsys):
+    """min-frequency reached before --vocab-size (or --num-merges): a warning, and --json's
+    warnings list it; none when the size is reached."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world the cat sat\n" * 50, encoding="utf-8")
+    short = _run_json(["train", str(corpus), "--vocab-size", "1000", "--out", str(tmp_path / "t.json")], capsys)
+    assert short["warnings"] == [f"training stopped at {short['merges']} merges (vocab size {short['vocab_size']}), "
+                                 "short of --vocab-size 1,000: no pair of the corpus occurs 2 times or more any longer "
+                                 "(--min-frequency)"]
+    assert "short of --num-merges 500" in _run_json(["train", str(corpus), "--num-merges", "500", "--out",
+                                                     str(tmp_path / "t.json")], capsys)["warnings"][0]
+    assert _run_json(["train", str(corpus), "--vocab-size", "260", "--out", str(tmp_path / "t.json")],
+                     capsys)["warnings"] == []
