@@ -23,6 +23,7 @@ from ..corpus.files import input_files
 from ..formats.bytelevel import bytes_to_unicode, check_specials_apart
 from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
+from ..split.splitter import Splitter
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
                       int_at_least, size_arg, special_token_list)
 
@@ -121,6 +122,9 @@ def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
                          "use --format fastbpe or an --out name ending in .fastbpe.json")
     if args.compat == "hf" and args.unit != "bytes":
         raise ValueError("--compat hf needs --unit bytes")
+    if fmt in ("tiktoken", "huggingface"):  # (a pattern the file's own regex engine reads otherwise)
+        splitter = Splitter(args.pattern)
+        splitter.to_tiktoken() if fmt == "tiktoken" else splitter.to_huggingface()
     if fmt == "tiktoken":
         check_special_tokens(flatten(args.special_token))
     if fmt == "huggingface":  # (a learned token's text is met after the training; a byte's is known now)

@@ -20,7 +20,7 @@ These functions convert a pattern between the dialects, keeping its meaning.
 import re
 from typing import Iterator, Tuple
 
-__all__ = ["oniguruma_pattern", "from_oniguruma_pattern"]
+__all__ = ["oniguruma_pattern", "from_oniguruma_pattern", "check_tiktoken_pattern"]
 
 # (the standard ``re`` reads these patterns, on pattern texts, as ``regex`` does; importing
 # ``regex`` costs 18 ms that a tokenizer with a named pattern never needs)
@@ -96,6 +96,9 @@ def oniguruma_pattern(pattern: str) -> str:
         pattern = pattern[len(_VERSION1):]
     out = []
     for kind, text, depth in _parts(pattern, nested=version1):
+        if kind == "escape" and text == "\\X":
+            raise ValueError(f"\\X in {pattern!r:.60}: Hugging Face's regex engine (Oniguruma) cuts grapheme "
+                             "clusters otherwise than the regex module; spell the pattern without it")
         if kind == "escape" and text == "\\h":  # (the regex module has no \H)
             text = _HORIZONTAL_SPACE if depth else f"[{_HORIZONTAL_SPACE}]"
         elif not version1 and depth and (kind == "and" or text == "["):
@@ -105,6 +108,26 @@ def oniguruma_pattern(pattern: str) -> str:
     if re.search(r"\)\{\d+(?:,\d*)?\}\+", converted):
         raise ValueError(f"cannot express the possessive interval of a group in {pattern!r} for Hugging Face")
     return converted
+
+
+def check_tiktoken_pattern(pattern: str) -> None:
+    r"""Refuse a user regex that tiktoken's engine (the Rust fancy-regex) reads otherwise than the
+    regex module: a POSIX class (``[[:alpha:]]``: ASCII letters there, every letter here), or
+    ``\X``, which it does not know.
+
+    >>> check_tiktoken_pattern(r"\p{L}+|\s+")
+    >>> check_tiktoken_pattern(r"[[:alpha:]]+")
+    Traceback (most recent call last):
+    ...
+    ValueError: [:alpha:] in '[[:alpha:]]+': tiktoken's regex engine reads POSIX classes as ASCII alone; spell it with \p{...} (\p{L} for [:alpha:])
+    """
+    for kind, text, depth in _parts(pattern, nested=False):
+        if kind == "posix":
+            raise ValueError(f"{text} in {pattern!r:.60}: tiktoken's regex engine reads POSIX classes as ASCII "
+                             "alone; spell it with \\p{...} (\\p{L} for [:alpha:])")
+        if kind == "escape" and text == "\\X":
+            raise ValueError(f"\\X in {pattern!r:.60}: tiktoken's regex engine has no grapheme clusters; spell "
+                             "the pattern without it")
 
 
 def from_oniguruma_pattern(pattern: str) -> str:

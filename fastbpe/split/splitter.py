@@ -20,7 +20,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 from ..fileio import json_field
 from .bounds import chunk_bounds, staged_chunk_bounds
-from .oniguruma import from_oniguruma_pattern, oniguruma_pattern
+from .oniguruma import check_tiktoken_pattern, from_oniguruma_pattern, oniguruma_pattern
 from .patterns import (GPT2_ORIGINAL_PATTERN, NAME_LIKE, check_user_pattern, compiled_regex, fused_scanner_id, resolve,
                        source)
 
@@ -132,6 +132,8 @@ class Splitter:
         if self.split_stages or self.prefix_space or (self.split_gaps and entry is not None and not entry.tiles):
             raise ValueError("this format has a single split pattern, which drops the text between matches; the "
                              "tokenizer splits in several stages, keeps gaps or puts a space before each piece")
+        if entry is None:  # (a user regex, run by tiktoken's own engine)
+            check_tiktoken_pattern(self.pattern)
         return source(self.pattern)
 
     # ---- Hugging Face's tokenizer.json ------------------------------------------------------------

@@ -392,6 +392,9 @@ def test_a_tiktoken_file_is_named_so_and_its_sidecar_never_replaces_an_input(tmp
     assert main(["train", "c.txt", "--vocab-size", "300", "--special-token", "<a>,<a><b>", "--out", "s.tiktoken",
                  "-q"]) == 2  # (refused before the training, not when writing: see check_special_tokens)
     assert "one begins the other" in capsys.readouterr().err and not (tmp_path / "s.tiktoken").exists()
+    assert main(["train", "c.txt", "--vocab-size", "300", "--pattern", "[[:alpha:]]+|.", "--out", "x.tiktoken",
+                 "-q"]) == 2  # (a pattern tiktoken's engine reads otherwise: refused before the training too)
+    assert "POSIX classes as ASCII" in capsys.readouterr().err and not (tmp_path / "x.tiktoken").exists()
     assert main(["train", "c.txt", "--vocab-size", "260", "--out", "ok.json", "--format", "fastbpe", "-q"]) == 0
     assert fastbpe.load(tmp_path / "ok.json").encode("the cat") == fastbpe.train(
         "c.txt", vocab_size=260, progress=False).encode("the cat")

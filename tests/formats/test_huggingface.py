@@ -1,5 +1,6 @@
 """Hugging Face tokenizer.json files, verified by the tokenizers library itself."""
 import json
+import os
 
 import pytest
 
@@ -242,6 +243,25 @@ def test_a_pattern_the_regex_module_reads_otherwise_than_oniguruma_exports_with_
     for sample in (text, "deadbeef\t \u00a0&&[[", "x[a&b]y"):
         assert hf.encode(sample, add_special_tokens=False).ids == small.encode(sample), repr(sample)
     assert from_huggingface(tmp_path).encode(text) == small.encode(text)
+
+
+def test_a_pattern_a_peer_s_regex_engine_reads_otherwise_is_not_written_for_it(tmp_path):
+    """What tiktoken's engine (fancy-regex) or Oniguruma would read otherwise is refused by the
+    writer of that format, naming it: ``[[:alpha:]]`` is ASCII letters to tiktoken (Tamil words
+    split otherwise), ``\\X`` it does not know, and Oniguruma cuts graphemes otherwise (Hindi)."""
+    text = "hello world செயலிழக்கப்பட்டது नमस्ते " * 20
+    posix = fastbpe.train(text=text, vocab_size=300, pattern=r"[[:alpha:]]+|.", progress=False)
+    with pytest.raises(ValueError, match=r"\[:alpha:\] in .*tiktoken's regex engine reads POSIX classes as ASCII"):
+        posix.to_tiktoken(tmp_path / "p.tiktoken")
+    posix.to_huggingface(tmp_path / "p.json")  # (Oniguruma's POSIX classes are Unicode's: the same chunks)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "p.json"))
+    assert hf.encode(text, add_special_tokens=False).ids == posix.encode(text)
+    graphemes = fastbpe.train(text=text, vocab_size=300, pattern=r"\X", progress=False)
+    with pytest.raises(ValueError, match="tiktoken's regex engine has no grapheme clusters"):
+        graphemes.to_tiktoken(tmp_path / "g.tiktoken")
+    with pytest.raises(ValueError, match="Oniguruma.*cuts grapheme clusters otherwise"):
+        graphemes.to_huggingface(tmp_path / "g.json")
+    assert sorted(os.listdir(tmp_path)) == ["p.json"]
 
 
 def test_a_special_token_with_the_text_of_a_learned_token_is_not_exported_with_other_ids(tmp_path):
