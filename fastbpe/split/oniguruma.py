@@ -147,6 +147,9 @@ def from_oniguruma_pattern(pattern: str) -> str:
     out = []
     version1 = False  # a class inside a class, or an intersection: the regex module's version 1
     for kind, part, depth in _parts(text, nested=True):
+        if kind == "escape" and part == "\\X":  # (as oniguruma_pattern: no such pattern is run exactly)
+            raise ValueError(f"\\X in {pattern!r:.60}: Oniguruma cuts grapheme clusters otherwise than the regex "
+                             "module, so fastbpe cannot split as tokenizers does")
         if kind == "escape" and part == "\\h":
             part = _HEX_DIGITS if depth else f"[{_HEX_DIGITS}]"
         elif kind == "escape" and part == "\\H":

@@ -262,6 +262,12 @@ def test_a_pattern_a_peer_s_regex_engine_reads_otherwise_is_not_written_for_it(t
     with pytest.raises(ValueError, match="Oniguruma.*cuts grapheme clusters otherwise"):
         graphemes.to_huggingface(tmp_path / "g.json")
     assert sorted(os.listdir(tmp_path)) == ["p.json"]
+    # and a file whose Split is \X is refused as it loads: fastbpe could not split as tokenizers does
+    data = json.loads((tmp_path / "p.json").read_text())
+    data["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {"Regex": "\\X"}
+    (tmp_path / "x.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="cannot split as tokenizers does"):
+        fastbpe.load(tmp_path / "x.json")
 
 
 def test_a_special_token_with_the_text_of_a_learned_token_is_not_exported_with_other_ids(tmp_path):
