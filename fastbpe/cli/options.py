@@ -203,7 +203,8 @@ _OPTION_WORDS = (
     ("give vocab and d_model, or a preset", "give --vocab and --d-model, or --preset"), ("params=", "--params "),
     (": lower lr (", ": lower --lr ("),
 )
-_OPTION_NAMES = re.compile(r"(?<![\w/.-])(shard_size|block_size|partition_size|num_merges|min_frequency|vocab_size)(?![\w/.-])")
+_OPTION_NAMES = re.compile(r"(?<![\w/.-])(shard_size|block_size|partition_size|num_merges|min_frequency|vocab_size)"
+                           r"(?![\w/.-])")
 
 
 def in_option_words(message: str) -> str:

@@ -303,8 +303,9 @@ def encode_small(tok, texts, default_policy: bool, allowed_special, disallowed_s
     None (never an error) wherever the general path must decide: a bigger batch, not a list or
     tuple, a text that is not a str, holds a special token's name or a lone surrogate, or that
     the call fails on, a tokenizer without the one-call path, a policy that is not valid or is
-    an iterator, or that disallows text other than special tokens' names. The general path then encodes the whole batch and raises what it raises; a
-    text that holds no special token's name encodes alike under every policy.
+    an iterator, or that disallows text other than special tokens' names. The general path
+    then encodes the whole batch and raises what it raises; a text that holds no special
+    token's name encodes alike under every policy.
     ``default_policy``: the policy is ``encode``'s default (told by the caller, which tests it
     without building the sets)."""
     if type(texts) not in (list, tuple) or len(texts) > SMALL_BATCH_TEXTS:

@@ -977,8 +977,8 @@ class Tokenizer:
         unless ``allowed_special`` (a set, or ``"all"``) names it, which encodes it as its id,
         or ``disallowed_special`` leaves it out (``()`` or None), which encodes it as ordinary
         text. As in tiktoken, ``allowed_special`` may name tokens this vocabulary lacks (one set
-        for several encodings), and ``disallowed_special`` any text to refuse. A token matched ``always`` (an added token that is not special) gets its id whatever
-        the policy.
+        for several encodings), and ``disallowed_special`` any text to refuse. A token matched
+        ``always`` (an added token that is not special) gets its id whatever the policy.
         A character (or byte) outside the vocabulary is a ValueError.
         """
         if _default_policy(allowed_special, disallowed_special):
