@@ -337,7 +337,7 @@ def decode_parts(tok, ids, errors: str) -> List[str]:
     """
     ids = _check_ids(ids)
     markers = [m for m in (tok.markers.word_start, tok.markers.word_end) if m]
-    named = [i for name, i in tok.special_tokens.items() if any(m in name for m in markers)]
+    named = [i for name, i in tok.special_tokens.items() if any(m in name for m in markers)] if markers else ()
     found = np.asarray(ids) if named and len(ids) else None
     if found is None or found.dtype.kind not in "iu":  # (what is no int is decode_text's to refuse)
         return [decode_text(tok, ids, errors)]
