@@ -7,6 +7,7 @@ import json
 import os
 import re
 import stat
+import sys
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -143,6 +144,22 @@ def write_atomic(path: PathLike, payload: Union[bytes, Sequence]) -> None:
 _datasync = getattr(os, "fdatasync", os.fsync)
 
 
+def _open_through(path: str, found: os.stat_result):
+    """A file object writing into ``path`` (found by ``os.stat`` to be ``found``) where it is:
+    this process's stdout or stderr itself when it is that file (a copy of the descriptor, so
+    that ``>>`` keeps appending and the summary printed after does not overwrite it), else the
+    path opened for writing."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            descriptor = stream.fileno()
+            if os.path.samestat(found, os.fstat(descriptor)):
+                stream.flush()
+                return os.fdopen(os.dup(descriptor), "wb")
+        except (AttributeError, ValueError, OSError):  # (replaced by an object without a descriptor)
+            continue
+    return open(path, "wb")
+
+
 class AtomicWriter:
     """A file that :func:`write_atomic` writes, written piece by piece as the pieces are made
     (so that a large file is never held in memory first): into a temporary file beside
@@ -159,12 +176,14 @@ class AtomicWriter:
             found = os.stat(self.path)  # (through a symbolic link)
         except OSError:
             found = None
-        self.through = found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode)
+        # a device, a pipe or a socket (-o /dev/null), or a file descriptor's name (/dev/stdout,
+        # /proc/self/fd/3, whatever file it is): written into, as a shell's > writes it; a file
+        # renamed over it would replace /dev/null itself, or the file stdout was sent to
+        self.through = found is not None and not stat.S_ISDIR(found.st_mode) and (
+            not stat.S_ISREG(found.st_mode) or os.path.abspath(self.path).startswith(("/dev/", "/proc/")))
         if self.through:
-            # a device, a pipe or a socket (-o /dev/null, /dev/stdout): written into, as a
-            # shell's > writes it; renaming a file over it would replace /dev/null itself
             try:
-                self._file = open(self.path, "wb")
+                self._file = _open_through(self.path, found)
             except OSError as exc:
                 raise self._naming_the_output(exc) from None
             return

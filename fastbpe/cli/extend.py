@@ -10,7 +10,7 @@ import time
 
 from ..corpus.files import input_files
 from ..learn.extend import extend
-from .options import (add_tokenizer_option, check_out_file, int_at_least, size_arg,
+from .options import (add_tokenizer_option, check_out_file, int_at_least, report_stream, size_arg,
                       tokenizer_specs)
 from ..encode.registry import resolve_tokenizer
 from ..formats.tiktoken import check_special_tokens
@@ -62,7 +62,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
         "out": written,
     }
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary), file=report_stream(args.out))
         return 0
     rows = [
         ("input", f"{stats['input_bytes'] / 1e6:,.2f} MB in {len(files)} files, "
@@ -79,7 +79,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
         ("first new", ", ".join(f"{a}+{b}" for a, b in summary["first_new_merges"])),
         ("wrote", f"{' and '.join(written)} ({fmt} format)"),
     ]
-    print("\n".join(f"{name:<15} {value}" for name, value in rows))
+    print("\n".join(f"{name:<15} {value}" for name, value in rows), file=report_stream(args.out))
     return 0
 
 

@@ -12,7 +12,8 @@ from ..fileio import file_above
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
            "special_token_list", "split_token_list", "token_list", "flatten",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
-           "add_scheduler_option", "check_out_file", "check_plot_file", "check_not_an_input", "in_option_words"]
+           "add_scheduler_option", "check_out_file", "check_plot_file", "check_not_an_input", "in_option_words",
+           "report_stream"]
 
 PROG = "fastbpe"
 
@@ -111,6 +112,16 @@ def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer f
     folder = os.path.dirname(os.path.realpath(out))
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {out!r}: its folder {folder!r} is not writable")
+
+
+def report_stream(out: str):
+    """Where a command prints its summary: stdout, unless ``out`` (the file it writes) is stdout
+    itself (``-o /dev/stdout``), whose bytes the summary would follow: then stderr."""
+    try:
+        same = os.path.samestat(os.stat(out), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):  # (no such file yet, or no stdout descriptor)
+        same = False
+    return sys.stderr if same else sys.stdout
 
 
 # What --plot writes, by the file's extension (the formats matplotlib's Agg backend writes alone)

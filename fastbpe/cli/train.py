@@ -25,7 +25,7 @@ from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
 from ..split.splitter import Splitter
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
-                      int_at_least, size_arg, special_token_list)
+                      int_at_least, report_stream, size_arg, special_token_list)
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format", "written_files",
            "check_not_written_over"]
@@ -216,7 +216,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             "out": written,
             "warnings": notes,
         }
-        print(json.dumps(summary))
+        print(json.dumps(summary), file=report_stream(args.out))
         return 0
     lines = [
         f"input           {mb:,.1f} MB in {len(files)} files{'' if args.files else ' (' + source + ')'}, "
@@ -235,7 +235,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{_printable(a)}+{_printable(b)}" for a, b in tokenizer.merges[:10]),
         f"wrote           {' and '.join(written)} ({fmt} format)",
     ]
-    print("\n".join(lines))
+    print("\n".join(lines), file=report_stream(args.out))
     return 0
 
 

@@ -655,3 +655,22 @@ def test_training_that_stops_short_of_the_size_asked_says_so(tmp_path, capsys):
                                                      str(tmp_path / "t.json")], capsys)["warnings"][0]
     assert _run_json(["train", str(corpus), "--vocab-size", "260", "--out", str(tmp_path / "t.json")],
                      capsys)["warnings"] == []
+
+
+def test_out_to_stdout_writes_the_file_there_and_the_summary_to_stderr(tmp_path):
+    """``-o /dev/stdout >> log``: the tokenizer is appended after what the log held (a file
+    renamed over /dev/stdout's target replaced the whole log), and the summary goes to stderr,
+    not after the file's bytes."""
+    if not os.path.exists("/dev/stdout"):
+        pytest.skip("needs /dev/stdout (a POSIX system)")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world the cat sat\n" * 50, encoding="utf-8")
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"an earlier line\n")
+    with open(log, "ab") as out:
+        done = subprocess.run([sys.executable, "-m", "fastbpe", "train", str(corpus), "--vocab-size", "260", "-o",
+                               "/dev/stdout", "-q"], stdout=out, stderr=subprocess.PIPE, timeout=120)
+    assert done.returncode == 0 and b"wrote           /dev/stdout" in done.stderr
+    held = log.read_bytes()
+    assert held.startswith(b"an earlier line\n")
+    assert json.loads(held[len(b"an earlier line\n"):])["model"]["type"] == "BPE"
