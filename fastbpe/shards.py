@@ -714,7 +714,8 @@ def _job_difference(earlier, job: dict) -> str:
         return "its manifest names no job"
     said = []
     listed = earlier.get("files")
-    before = {f.get("path"): f for f in (listed if isinstance(listed, list) else ()) if isinstance(f, dict)}
+    before = {f["path"]: f for f in (listed if isinstance(listed, list) else ())
+              if isinstance(f, dict) and isinstance(f.get("path"), str)}
     now = {f["path"]: f for f in job["files"]}
     if list(before) != list(now):
         said.append("other input files" if set(before) != set(now) else "the input files in another order")

@@ -940,10 +940,11 @@ def test_a_manifest_whose_job_lists_no_files_is_another_job(tok, corpus, tmp_pat
     options = dict(shard_size=5000, fmt="raw", progress=False, block_size=4000)
     encode_files(tok, paths, tmp_path, **options)
     manifest = json.loads((tmp_path / MANIFEST).read_text())
-    manifest["job"]["files"] = 5
-    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
-    with pytest.raises(ValueError, match=r"another job \(other input files"):
-        encode_files(tok, paths, tmp_path, **options)
+    for files in (5, [{"path": [1]}], [{"path": None}, 3]):
+        manifest["job"]["files"] = files
+        (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+        with pytest.raises(ValueError, match=r"another job \(other input files"):
+            encode_files(tok, paths, tmp_path, **options)
 
 
 # ------------------------------------------------------------------------------ long words

@@ -381,7 +381,7 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         if disallowed:
             for k in held:
                 try:
-                    special.check_disallowed(texts[k], disallowed, tok.specials.always)
+                    special.check_disallowed(texts[k], disallowed, tok.specials.always, tok.special_tokens.keys())
                 except ValueError as exc:
                     raise ValueError(f"text {k} of the batch: {exc}") from None
         return held

@@ -2,6 +2,7 @@
 import os
 from typing import Mapping, Optional, Union
 
+from ..arguments import check_count
 from ..formats import detect, tiktoken
 from .tokenizer import Tokenizer
 
@@ -45,6 +46,7 @@ def Encoding(name: str, *, pat_str: str, mergeable_ranks: Mapping[bytes, int], s
     if not all(isinstance(t, bytes) for t in mergeable_ranks):
         raise TypeError("mergeable_ranks must map token bytes to ranks")
     if explicit_n_vocab is not None:
+        check_count(explicit_n_vocab, "explicit_n_vocab", 1)
         ids = list(mergeable_ranks.values()) + list(special_tokens.values())
         if len(ids) != explicit_n_vocab or max(ids, default=-1) != explicit_n_vocab - 1:
             raise ValueError(f"explicit_n_vocab={explicit_n_vocab}: {len(mergeable_ranks)} ranks and "

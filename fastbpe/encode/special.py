@@ -136,13 +136,18 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed, di
     odd = next((name for name in disallowed if not isinstance(name, str) or not name), None)
     if odd is not None:
         raise (ValueError if odd == "" else TypeError)(f"disallowed_special must hold non-empty str, got {odd!r:.40}")
+    odd = next((name for name in allowed if not isinstance(name, str)), None)
+    if odd is not None:  # (as tiktoken: a name that is no str is a mistake, not one to skip)
+        raise TypeError(f"allowed_special must hold str, got {odd!r:.40}")
     return (allowed & names) | always, disallowed - always
 
 
-def check_disallowed(text: str, disallowed: frozenset, always: frozenset = frozenset()) -> None:
+def check_disallowed(text: str, disallowed: frozenset, always: frozenset = frozenset(),
+                     names: AbstractSet[str] = frozenset()) -> None:
     """ValueError when ``text`` holds a disallowed special token (the search releases the GIL,
     so batch-encoding threads do not serialise on it); one inside a token matched ``always``
     (found first, the longer of two that start at one place) is no special token there.
+    ``names``: the special tokens' names, so that disallowed text that names none is said so.
 
     >>> check_disallowed("x<a>b", frozenset({"<a>"}), always=frozenset({"<a>b"}))
     """
@@ -152,6 +157,9 @@ def check_disallowed(text: str, disallowed: frozenset, always: frozenset = froze
     if found and always:
         found = next((match for match in alternation(disallowed | always).finditer(text, concurrent=True)
                       if match.group() in disallowed), None)
+    if found and names and found.group() not in names:  # (tiktoken's disallowed_special: any text)
+        raise ValueError(f"the text contains {found.group()!r}, which disallowed_special names: leave it out of "
+                         "disallowed_special to encode it as ordinary text")
     if found:
         raise ValueError(
             f"the text contains the special token {found.group()!r}, which is disallowed: "

@@ -544,7 +544,7 @@ class Tokenizer:
         state = dict(self.__dict__)
         for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_text_table", "_byte_ids_cache",
                     "_added_splitter", "_marked_ids_cache", "_plain_cache", "_char_ids_cache", "_whole_text_chunk",
-                    "_default_sets", "_in_normalized_cache", "_sorted_tokens_cache"):
+                    "_default_sets", "_in_normalized_cache", "_sorted_tokens_cache", "_named_with_markers"):
             state.pop(key, None)
         return state
 
@@ -934,7 +934,7 @@ class Tokenizer:
         self._check_text(text)
         # step 1, the special-token policy: refuse or set apart special tokens (the ordinary
         # pieces between them go through steps 2-5 in _ordinary_ids)
-        special.check_disallowed(text, disallowed, self.specials.always)
+        special.check_disallowed(text, disallowed, self.specials.always, self.special_tokens.keys())
         if not allowed:
             return self._ordinary_ids(text)
         parts = []
@@ -1116,11 +1116,14 @@ class Tokenizer:
         if skip_special_tokens:
             ids = vocab.without_special_tokens(self, ids)
         markers = self.markers
-        if markers.in_text:  # word markers: replaced around the special tokens' names
-            if errors != "replace" and errors != "strict":
-                check_error_handler(errors)
-            return markers.decode(vocab.decode_parts(self, ids, errors),
-                                  chunks_tile=markers.has_word_markers() and self.splitter.tiles())
+        if markers.in_text and vocab.named_with_markers(self):
+            # word markers, and special tokens whose names hold one: where the ids hold such a
+            # token (a set's look at each id, in C), the markers are replaced around its name
+            ids = vocab._check_ids(ids)
+            if not vocab.named_with_markers(self).isdisjoint(ids if type(ids) is list else ids.tolist()):
+                if errors != "replace" and errors != "strict":
+                    check_error_handler(errors)
+                return markers.decode(vocab.decode_parts(self, ids, errors), chunks_tile=self._markers_tile())
         # (a list of ids the text table holds goes straight to the compiled gathering: a
         # streaming decoder's few ids cost the call; anything else, vocab.decode_text)
         table = self.__dict__.get("_text_table")
@@ -1128,13 +1131,19 @@ class Tokenizer:
         if errors != "replace" and errors != "strict":
             check_error_handler(errors)  # (bytes.decode looks a handler up only at an error)
         if type(data) is not bytes:
-            return vocab.decode_text(self, ids, errors)
-        if self.byte_fallback and errors == "replace":
+            text = vocab.decode_text(self, ids, errors)
+        elif self.byte_fallback and errors == "replace":
             try:
-                return data.decode("utf-8")
+                text = data.decode("utf-8")
             except UnicodeDecodeError:  # (byte tokens that spell no character: tokenizers' or SentencePiece's way)
-                return vocab.decode_text(self, ids, errors)
-        return data.decode("utf-8", errors)
+                text = vocab.decode_text(self, ids, errors)
+        else:
+            text = data.decode("utf-8", errors)
+        return markers.decode(text, chunks_tile=self._markers_tile()) if markers.in_text else text
+
+    def _markers_tile(self) -> bool:
+        """Whether the word markers stand for no space (the split's chunks carry their spaces)."""
+        return self.markers.has_word_markers() and self.splitter.tiles()
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: Optional[int] = None, skip_special_tokens: bool = False) -> List[str]:
@@ -1202,14 +1211,18 @@ class Tokenizer:
         return vocab.token_to_id(self, token)
 
     # tiktoken's Encoding keeps its arguments under these names, and its README's recipe for an
-    # encoding with more special tokens reads them (fastbpe.Encoding takes them back)
+    # encoding with more special tokens reads them (fastbpe.Encoding takes them back); what a
+    # tiktoken encoding cannot hold (a normaliser...) is refused, as by to_tiktoken
     @property
     def _pat_str(self) -> str:
+        tiktoken_format.check_encoding(self)
         return self.splitter.to_tiktoken()
 
     @property
     def _mergeable_ranks(self) -> Dict[bytes, int]:
-        return {token: i for i, token in enumerate(self.token_bytes) if token}
+        tiktoken_format.check_encoding(self)
+        specials = set(self.special_tokens.values())  # (a tokenizer.json may list them in its vocabulary)
+        return {token: i for i, token in enumerate(self.token_bytes) if token and i not in specials}
 
     @property
     def _special_tokens(self) -> Dict[str, int]:
@@ -1221,9 +1234,10 @@ class Tokenizer:
         return vocab.get_vocab(self, with_added_tokens)
 
     def get_vocab_size(self, with_added_tokens: bool = True) -> int:
-        """How many ids are tokens (Hugging Face's ``get_vocab_size``): :attr:`vocab_size`, less
-        the special tokens with ``with_added_tokens=False``."""
-        return self.vocab_size - (0 if with_added_tokens else len(self.special_tokens))
+        """How many ids are tokens (Hugging Face's ``get_vocab_size``): :attr:`vocab_size`, or
+        with ``with_added_tokens=False`` the model's tokens alone (a special token a
+        ``tokenizer.json`` lists in its vocabulary among them, as there)."""
+        return self.vocab_size if with_added_tokens else len(self.token_bytes) - self.model.unused_ids
 
     def id_to_token(self, token_id: int) -> Optional[Union[str, bytes]]:
         """A special token's name or a token's bytes (text for ``unit="chars"``); None if absent."""

@@ -100,8 +100,10 @@ def _sorted_tokens(tok) -> Tuple[List[bytes], List[int]]:
     found = tok.__dict__.get("_sorted_tokens_cache")
     if found is None:
         with _SORTING:
-            pairs = sorted((t, i) for i, t in enumerate(tok.token_bytes) if t)
-            found = tok.__dict__["_sorted_tokens_cache"] = ([t for t, _ in pairs], [i for _, i in pairs])
+            found = tok.__dict__.get("_sorted_tokens_cache")  # (sorted by a thread this one waited for)
+            if found is None:
+                pairs = sorted((t, i) for i, t in enumerate(tok.token_bytes) if t)
+                found = tok.__dict__["_sorted_tokens_cache"] = ([t for t, _ in pairs], [i for _, i in pairs])
     return found
 
 

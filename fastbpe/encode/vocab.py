@@ -324,6 +324,17 @@ def decode_text(tok, ids, errors: str) -> str:
     return _text_by_runs(tok, table, ids, errors)
 
 
+def named_with_markers(tok) -> frozenset:
+    """The ids of the special tokens whose names hold a word marker (``<|im_start|>`` under
+    ``word_start="_"``); worked out once per tokenizer (its special tokens never change)."""
+    found = tok.__dict__.get("_named_with_markers")
+    if found is None:
+        markers = [m for m in (tok.markers.word_start, tok.markers.word_end) if m]
+        found = frozenset(i for name, i in tok.special_tokens.items() if any(m in name for m in markers))
+        tok.__dict__["_named_with_markers"] = found
+    return found
+
+
 def decode_parts(tok, ids, errors: str) -> List[str]:
     """``decode_text`` of ``ids`` for a tokenizer with word markers (``Markers.decode`` turns
     them into spaces): in parts, each special token whose name holds a word marker a part of
@@ -336,12 +347,11 @@ def decode_parts(tok, ids, errors: str) -> List[str]:
     ['_a', '<a_b>', '_a']
     """
     ids = _check_ids(ids)
-    markers = [m for m in (tok.markers.word_start, tok.markers.word_end) if m]
-    named = [i for name, i in tok.special_tokens.items() if any(m in name for m in markers)] if markers else ()
+    named = named_with_markers(tok)
     found = np.asarray(ids) if named and len(ids) else None
     if found is None or found.dtype.kind not in "iu":  # (what is no int is decode_text's to refuse)
         return [decode_text(tok, ids, errors)]
-    cuts = np.flatnonzero(np.isin(found, named)).tolist()
+    cuts = np.flatnonzero(np.isin(found, np.fromiter(named, dtype=np.int64, count=len(named)))).tolist()
     parts, start = [], 0
     for cut in cuts:  # (ids are sliced where they came: a list's items are checked as given)
         parts += [decode_text(tok, ids[start:cut], errors), decode_text(tok, ids[cut:cut + 1], errors)]
@@ -432,8 +442,8 @@ def token_to_id(tok, token: Union[str, bytes]) -> Optional[int]:
     """The id of a token given as its bytes, or as text, read as Hugging Face's
     ``token_to_id`` reads it: a special token's name, else the token so spelled in its files
     (byte-level: ``"Ġworld"`` is `` world``, ``"é"`` the byte 0xE9; character-level: the
-    token's text); text that spells no byte-level token is read as its UTF-8 (``"世"``). None
-    when there is none. (:meth:`fastbpe.Tokenizer.encode_single_token` reads text as its
+    token's text); text that spells no byte-level token is read as its UTF-8 (``"世"``,
+    ``"ção"``: answers where Hugging Face has none). None when there is none. (:meth:`fastbpe.Tokenizer.encode_single_token` reads text as its
     UTF-8, as tiktoken does.)
 
     >>> from fastbpe import Tokenizer
@@ -446,9 +456,11 @@ def token_to_id(tok, token: Union[str, bytes]) -> Optional[int]:
             return tok.special_tokens[token]
         if tok.unit == "bytes":
             try:
-                return tok._ids.get(text_to_token(token))
+                found = tok._ids.get(text_to_token(token))
             except ValueError:  # (a character that spells no byte: the text's UTF-8)
-                pass
+                found = None
+            if found is not None:
+                return found
         token = token.encode("utf-8", "surrogatepass")
     if not isinstance(token, (bytes, bytearray)):
         raise TypeError(f"token must be str or bytes, got {type(token).__name__}")
@@ -552,9 +564,12 @@ def n_vocab(tok) -> int:
 def vocab_len(tok) -> int:
     """The number of ids that are tokens, special tokens included (Hugging Face's
     ``get_vocab_size(with_added_tokens=True)``; gaps in the ids are not counted). A special
-    token's id is never a token's (the Tokenizer refuses that), so the two counts add up; an
-    empty slot (a gap, or where ``extend`` keeps a special token's id) is no token."""
-    return len(tok.token_bytes) - tok.model.unused_ids + len(tok.special_tokens)
+    token's id is counted once: most sit in an empty slot (a gap, or where ``extend`` keeps
+    one), but a ``tokenizer.json`` may list one in its model's vocabulary too, whose text is
+    then that slot's token as well."""
+    tokens = tok.token_bytes
+    shared = sum(1 for i in tok.special_tokens.values() if i < len(tokens) and tokens[i])
+    return len(tokens) - tok.model.unused_ids + len(tok.special_tokens) - shared
 
 
 def eot_token(tok) -> Optional[int]:
@@ -608,7 +623,7 @@ def _offsets_by_piece(tok, text: str, allowed_special, disallowed_special) -> Tu
     tok._check_text(text)
     allowed, disallowed = tok._special_sets(allowed_special, disallowed_special)
     text = surrogates.as_tiktoken(text)
-    check_disallowed(text, disallowed, tok.specials.always)
+    check_disallowed(text, disallowed, tok.specials.always, tok.special_tokens.keys())
     all_ids, spans = [], []
     for ids, start, end, piece in tok._added_parts(text, allowed):
         all_ids.append(ids)

@@ -219,6 +219,15 @@ def check_special_tokens(names) -> None:
                              "one, or write a Hugging Face tokenizer.json")
 
 
+def check_encoding(tok) -> None:
+    """Refuse what a tiktoken encoding cannot hold: a tokenizer that is not byte-level, or has a
+    step tiktoken lacks (:func:`.bytelevel.check_plain_steps`), or special tokens of which one
+    begins another."""
+    check_byte_level(tok)
+    check_plain_steps(tok, "a tiktoken encoding")
+    check_special_tokens(tok.special_tokens)
+
+
 def write(tok, path: PathLike) -> None:
     """Write ``path`` (the ``.tiktoken`` ranks: id = rank) and ``path + ".json"`` (the split
     pattern as ``pat_str`` and the special tokens), both atomically.
@@ -227,9 +236,7 @@ def write(tok, path: PathLike) -> None:
     tokenizers read from tiktoken or GPT-2 files that is their rule; for tokenizers trained by
     fastbpe the ids agree with fastbpe's on real text (tested), since merged tokens are numbered
     in merge order; for imported Hugging Face vocabularies check on your text."""
-    check_byte_level(tok)
-    check_plain_steps(tok, "a .tiktoken file")
-    check_special_tokens(tok.special_tokens)
+    check_encoding(tok)
     pat_str = tok.splitter.to_tiktoken()  # before anything is written
     lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
     ranks = b"\n".join(lines) + b"\n"
@@ -254,9 +261,7 @@ def to_tiktoken_encoding(tok, name: str = "fastbpe"):
     """A ``tiktoken.Encoding`` with this tokenizer's ranks, pattern and special tokens."""
     import tiktoken
 
-    check_byte_level(tok)
-    check_plain_steps(tok, "a .tiktoken file")
-    check_special_tokens(tok.special_tokens)
+    check_encoding(tok)
     ranks = {t: i for i, t in enumerate(tok.token_bytes) if t}
     return tiktoken.Encoding(name=name, pat_str=tok.splitter.to_tiktoken(), mergeable_ranks=ranks,
                              special_tokens=dict(tok.special_tokens))

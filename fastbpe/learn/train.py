@@ -207,6 +207,8 @@ def _warn_of_markers_in_text(table: WordTable, word_start: str, word_end: str) -
     """A UserWarning where the corpus's own text holds a word marker: BPE sees it as the same
     symbol as the marker, and decoding cannot tell the two apart (``snake_case`` under
     ``word_start="_"`` decodes as ``snake case``)."""
+    if not word_start and not word_end:
+        return
     data = table.data.tobytes()
     for name, marker in (("word_start", word_start), ("word_end", word_end)):
         text = marker.encode("utf-8")

@@ -632,9 +632,13 @@ def test_a_signal_while_the_command_loads_is_one_line(monkeypatch, capsys, signa
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     """``fastbpe trace ... | head -2``: once the reader has closed the pipe, the command stops
     as a program SIGPIPE ends (exit 141), saying nothing (it reported a broken pipe as an error)."""
+    import random
+
+    rng = random.Random(0)  # (words enough for 3,000 merges: about 340 KB of output, five pipe buffers)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 10))) for _ in range(20000)]
     corpus = tmp_path / "c.txt"
-    corpus.write_text("".join(f"word{k} other{k % 7} and more text {k}\n" for k in range(3000)), encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "fastbpe", "trace", str(corpus), "--num-merges", "1500"],
+    corpus.write_text("".join(" ".join(words[k:k + 10]) + "\n" for k in range(0, len(words), 10)), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "fastbpe", "trace", str(corpus), "--num-merges", "3000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.readline()
     proc.stdout.close()  # (what head does after its lines)

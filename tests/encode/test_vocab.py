@@ -132,6 +132,24 @@ def test_the_vocabulary_as_huggingface_spells_it(real_files):
         assert all(ours.token_to_id(text) == i for text, i in hf.get_vocab().items()), name
         assert ours.token_to_id("Ċ") == hf.token_to_id("Ċ") == ours.token_to_id(b"\n")
         assert ours.token_to_id("世") == ours.token_to_id("世".encode())  # (no byte-level text: its UTF-8)
+        # (byte-level text that names no token: its UTF-8's token, where tokenizers has none)
+        assert hf.token_to_id("ção") is None and ours.token_to_id("ção") == ours.token_to_id("ção".encode())
+
+
+def test_special_tokens_a_tokenizer_json_lists_in_its_vocabulary_are_counted_once(tmp_path, shared_data):
+    """A tokenizer.json written from a tiktoken encoding lists the special tokens in its model's
+    vocabulary too: len(), get_vocab_size and get_vocab answer as tokenizers does, and tiktoken's
+    _mergeable_ranks leave them out (so its recipe takes them back as special tokens)."""
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (test extra) is the reference")
+    fastbpe.openai("cl100k_base", shared_data.path("tokenizers", "tiktoken")).to_huggingface(tmp_path / "cl.json")
+    ours, hf = fastbpe.load(tmp_path / "cl.json"), tokenizers.Tokenizer.from_file(str(tmp_path / "cl.json"))
+    assert len(ours) == hf.get_vocab_size() == 100261
+    for added in (True, False):
+        assert ours.get_vocab_size(added) == hf.get_vocab_size(added) == len(ours.get_vocab(added))
+    assert ours.special_tokens["<|endoftext|>"] not in ours._mergeable_ranks.values()
+    more = fastbpe.Encoding("cl_im", pat_str=ours._pat_str, mergeable_ranks=ours._mergeable_ranks,
+                            special_tokens={**ours._special_tokens, "<|im_start|>": 100264})
+    assert more.encode("hi<|im_start|>", allowed_special="all") == [6151, 100264]
 
 
 def _reference_decode(tok, ids):

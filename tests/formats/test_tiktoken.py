@@ -60,6 +60,10 @@ def test_special_token_policies_equal_tiktoken_s(name, shared_data, tiktoken_enc
     for bad in ({1}, {""}):
         with pytest.raises((TypeError, ValueError), match="disallowed_special must hold non-empty str"):
             tok.encode("a", disallowed_special=bad)
+    with pytest.raises(TypeError, match="allowed_special must hold str"):  # (tiktoken: a TypeError too)
+        tok.encode("a", allowed_special={1})
+    with pytest.raises(ValueError, match="the text contains 'hel', which disallowed_special names: leave it out"):
+        tok.encode("hello", disallowed_special={"hel"})  # (no special token: no advice to allow it)
 
 
 def test_tiktoken_s_recipe_for_more_special_tokens_runs_as_written(shared_data, tiktoken_encoding):
@@ -82,6 +86,13 @@ def test_tiktoken_s_recipe_for_more_special_tokens_runs_as_written(shared_data, 
     assert fastbpe.Encoding("small", explicit_n_vocab=257, **small).n_vocab == 257
     with pytest.raises(TypeError, match="mergeable_ranks must map token bytes"):
         fastbpe.Encoding("text", pat_str=r"\S+", mergeable_ranks={"a": 0}, special_tokens={})
+    with pytest.raises(TypeError, match="explicit_n_vocab must be an int"):
+        fastbpe.Encoding("small", explicit_n_vocab="257", **small)
+    # what a tiktoken encoding cannot hold is refused by the attributes too, as by to_tiktoken
+    qwen3 = fastbpe.load(shared_data.path("tokenizers", "qwen3", "tokenizer.json"))
+    for attribute in ("_pat_str", "_mergeable_ranks"):
+        with pytest.raises(ValueError, match="a tiktoken encoding cannot hold a normaliser"):
+            getattr(qwen3, attribute)
 
 
 UNSTABLE_PARTS = ["a", "b", "x", " ", "  ", "\n", "\t", ".", "'", "0", "12", "é", "日本", " the", "ing", "hello",
