@@ -165,8 +165,9 @@ class AtomicWriter:
     (so that a large file is never held in memory first): into a temporary file beside
     ``path``, renamed over ``path`` by :meth:`commit`, or removed by :meth:`abort`, which its
     owner calls on any exception. A symbolic link stays: the file it names is replaced. A
-    ``path`` that is no file to replace (a device such as ``/dev/null``, a pipe, a socket) is
-    written into directly (``through``), as a shell's redirection writes it."""
+    ``path`` that is no file to replace (a device such as ``/dev/null``, a pipe, a socket, or a
+    file descriptor's name such as ``/dev/stdout``) is written into directly (``through``), as a
+    shell's redirection writes it: nothing then is atomic."""
 
     def __init__(self, path: PathLike):
         self.path = os.fspath(path)
