@@ -443,8 +443,8 @@ def token_to_id(tok, token: Union[str, bytes]) -> Optional[int]:
     ``token_to_id`` reads it: a special token's name, else the token so spelled in its files
     (byte-level: ``"Ġworld"`` is `` world``, ``"é"`` the byte 0xE9; character-level: the
     token's text); text that spells no byte-level token is read as its UTF-8 (``"世"``,
-    ``"ção"``: answers where Hugging Face has none). None when there is none. (:meth:`fastbpe.Tokenizer.encode_single_token` reads text as its
-    UTF-8, as tiktoken does.)
+    ``"ção"``: answers where Hugging Face has none). None when there is none.
+    (:meth:`fastbpe.Tokenizer.encode_single_token` reads text as its UTF-8, as tiktoken does.)
 
     >>> from fastbpe import Tokenizer
     >>> tok = Tokenizer([bytes([b]) for b in range(256)] + [b" a"], [(32, 97)])
