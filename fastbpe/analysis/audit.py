@@ -122,6 +122,9 @@ def never_produced(tokenizer, corpus=None, *, texts: Optional[Sequence[str]] = N
     }
 
 
+MAX_DIGITS_UP_TO = 10**9
+
+
 def digit_splits(tokenizer, up_to: int = 10**7, *, block: int = 1_000_000) -> List[Dict[str, Any]]:
     """How the numbers 1 .. ``up_to`` split, by their number of digits: how many tokens they take
     (mean, max, how many are one token) and the commonest split (digits per token, e.g. ``3+3+1``).
@@ -133,6 +136,8 @@ def digit_splits(tokenizer, up_to: int = 10**7, *, block: int = 1_000_000) -> Li
     for name, value in (("up_to", up_to), ("block", block)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if up_to > MAX_DIGITS_UP_TO:  # (every number is encoded: 10**7 takes seconds, 10**12 would take days)
+        raise ValueError(f"up_to must be at most {MAX_DIGITS_UP_TO:,}, got {up_to:,}")
     newline = tokenizer.encode_ordinary("\n")
     if len(newline) != 1:
         raise ValueError(f"digit splits are measured a line a number, which needs a newline that is one token "

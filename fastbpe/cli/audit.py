@@ -2,7 +2,7 @@
 produces, and how digit runs split."""
 import argparse
 
-from ..analysis.audit import audit, summary_row
+from ..analysis.audit import MAX_DIGITS_UP_TO, audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
 from .options import add_report_options, add_tokenizer_option, check_plot_file, int_at_least, size_arg, tokenizer_specs
 
@@ -23,12 +23,20 @@ def _plot_digits(results, path) -> None:
     save_figure(figure, path)
 
 
+DIGITS_UP_TO = 10**7  # (audit's own default: a few seconds)
+
+
 def _examples(items) -> str:
     return ", ".join(f"{e['id']} {e['token']!r}" for e in items) or "-"
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    digits = None if args.no_digits else args.digits_up_to
+    if args.no_digits and args.digits_up_to is not None:
+        raise ValueError("--no-digits skips the digit splits that --digits-up-to sizes: give one of them")
+    digits = None if args.no_digits else DIGITS_UP_TO if args.digits_up_to is None else args.digits_up_to
+    if digits is not None and digits > MAX_DIGITS_UP_TO:  # (before the tokenizers and the corpus are read)
+        raise ValueError(f"--digits-up-to must be at most {MAX_DIGITS_UP_TO:,}, got {digits:,} (every number is "
+                         "encoded: the default, 10**7, takes seconds)")
     check_plot_file(args.plot)
     if args.plot and digits is None:  # (refused before the work, not after it)
         raise ValueError("--plot draws the digit splits: drop --no-digits")
@@ -68,7 +76,8 @@ def add_audit_subcommand(subparsers) -> argparse.ArgumentParser:
     a.add_argument("--corpus-bytes", type=size_arg, default=None,
                    help="read at most this many bytes of --corpus (the last line cut at a character boundary) "
                         "(default: all of it)")
-    a.add_argument("--digits-up-to", type=size_arg, default=10**7, help="encode the numbers 1 .. this")
+    a.add_argument("--digits-up-to", type=size_arg, default=None,
+                   help=f"encode the numbers 1 .. this (default: {DIGITS_UP_TO:.0e})")
     a.add_argument("--no-digits", action="store_true", help="skip the digit splits")
     a.add_argument("--examples", type=int_at_least(0), default=10, help="token texts shown per list")
     a.add_argument("--workers", type=int_at_least(1), default=None, help="encoding threads (default: all cores)")

@@ -23,6 +23,8 @@ def _shares(text: str):
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    if args.tokenizer:
+        raise ValueError("--sweep trains its own tokenizers on --english and --other: drop --tokenizer")
     if not args.english or not args.other:
         raise ValueError("--sweep needs --english FILE and --other FILE (the training texts)")
     result = tax_sweep(args.english, args.other, args.corpus, language=args.language, reference=args.reference,

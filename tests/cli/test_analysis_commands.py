@@ -303,6 +303,20 @@ def test_audit_refuses_a_plot_without_digits_before_the_work(capsys):
     assert capsys.readouterr().err == "fastbpe: error: --plot draws the digit splits: drop --no-digits\n"
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["audit", "-t", "nope/t.json", "--no-digits", "--digits-up-to", "5"], "--no-digits skips the digit splits that "
+                                                                            "--digits-up-to sizes: give one of them"),
+    (["audit", "-t", "nope/t.json", "--digits-up-to", "1e12"], "--digits-up-to must be at most 1,000,000,000"),
+    (["tax", "--sweep", "-t", "nope/t.json", "--corpus", "p.tsv", "--english", "e.txt", "--other", "o.txt"],
+     "--sweep trains its own tokenizers on --english and --other: drop --tokenizer"),
+])
+def test_options_that_contradict_or_could_never_finish_are_refused_before_the_work(argv, says, capsys):
+    """(Each was silently ignored, or ran for minutes: the tokenizer named does not exist either,
+    so the refusal comes first.)"""
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("limit, read", [("2", 2), ("1000", 1000), ("1k", 1000), ("10k", 3600)])
 def test_audit_corpus_bytes_is_a_limit(capsys, tmp_path, trained, limit, read):
     corpus = tmp_path / "lines.txt"
