@@ -131,15 +131,24 @@ def allowed_and_disallowed(names: AbstractSet[str], allowed_special: Allowed, di
             raise TypeError(f'{what} must be "all" or a collection of special token names, got {value!r:.60}'
                             + (f" (write {{{value!r:.40}}})" if isinstance(value, str) else ""))
     names = frozenset(names)
-    allowed = names if allowed_special == "all" else frozenset(allowed_special)
-    disallowed = (names - allowed - always) if disallowed_special == "all" else frozenset(disallowed_special)
-    odd = next((name for name in disallowed if not isinstance(name, str) or not name), None)
-    if odd is not None:
-        raise (ValueError if odd == "" else TypeError)(f"disallowed_special must hold non-empty str, got {odd!r:.40}")
-    odd = next((name for name in allowed if not isinstance(name, str)), None)
-    if odd is not None:  # (as tiktoken: a name that is no str is a mistake, not one to skip)
-        raise TypeError(f"allowed_special must hold str, got {odd!r:.40}")
+    allowed = names if allowed_special == "all" else _given_names(allowed_special, "allowed_special must hold str")
+    disallowed = (names - allowed - always) if disallowed_special == "all" else \
+        _given_names(disallowed_special, "disallowed_special must hold non-empty str")
+    if "" in disallowed:  # (it would be found in every text)
+        raise ValueError("disallowed_special must hold non-empty str, got ''")
     return (allowed & names) | always, disallowed - always
+
+
+def _given_names(names, said: str) -> frozenset:
+    """A caller's collection of names as a frozenset; TypeError for an item that is no str (as
+    tiktoken: a mistake, not a name to skip). The sets made of a tokenizer's own names ("all")
+    need no such check, and get none: a call with ``allowed_special="all"`` pays nothing for it."""
+    given = frozenset(names)
+    if not set(map(type, given)) <= {str}:  # (each item's type taken in C; a str subclass looked at below)
+        odd = next((name for name in given if not isinstance(name, str)), None)
+        if odd is not None:
+            raise TypeError(f"{said}, got {odd!r:.40}")
+    return given
 
 
 def check_disallowed(text: str, disallowed: frozenset, always: frozenset = frozenset(),
