@@ -1221,8 +1221,7 @@ class Tokenizer:
     @property
     def _mergeable_ranks(self) -> Dict[bytes, int]:
         tiktoken_format.check_encoding(self)
-        specials = set(self.special_tokens.values())  # (a tokenizer.json may list them in its vocabulary)
-        return {token: i for i, token in enumerate(self.token_bytes) if token and i not in specials}
+        return tiktoken_format.mergeable_ranks(self)
 
     @property
     def _special_tokens(self) -> Dict[str, int]:

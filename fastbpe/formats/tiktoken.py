@@ -228,6 +228,14 @@ def check_encoding(tok) -> None:
     check_special_tokens(tok.special_tokens)
 
 
+def mergeable_ranks(tok) -> Dict[bytes, int]:
+    """``{token bytes: rank}`` as a tiktoken encoding ranks them (rank = id): every token but the
+    special tokens, which a ``tokenizer.json`` may list in its vocabulary too and tiktoken keeps
+    apart (one of them ranked would collide with itself as a special token)."""
+    specials = set(tok.special_tokens.values())
+    return {token: i for i, token in enumerate(tok.token_bytes) if token and i not in specials}
+
+
 def write(tok, path: PathLike) -> None:
     """Write ``path`` (the ``.tiktoken`` ranks: id = rank) and ``path + ".json"`` (the split
     pattern as ``pat_str`` and the special tokens), both atomically.
@@ -238,12 +246,12 @@ def write(tok, path: PathLike) -> None:
     in merge order; for imported Hugging Face vocabularies check on your text."""
     check_encoding(tok)
     pat_str = tok.splitter.to_tiktoken()  # before anything is written
-    lines = [base64.b64encode(t) + b" " + str(i).encode() for i, t in enumerate(tok.token_bytes) if t]
-    ranks = b"\n".join(lines) + b"\n"
+    ranked = mergeable_ranks(tok)
+    ranks = b"\n".join(base64.b64encode(t) + b" " + str(i).encode() for t, i in ranked.items()) + b"\n"
     # the sidecar names its ranks by a checksum, so that a pair mixed by a save that died between
     # the two renames is refused when read
     sidecar = json_bytes({"pat_str": pat_str, "special_tokens": tok.special_tokens,
-                          "tokens_crc32": _tokens_crc32(tok.token_bytes)}, indent=1)
+                          "tokens_crc32": _tokens_crc32(list(ranked))}, indent=1)
     files = []
     try:  # both written in full before either replaces its old file
         files = [AtomicWriter(path), AtomicWriter(os.fspath(path) + ".json")]
@@ -262,6 +270,5 @@ def to_tiktoken_encoding(tok, name: str = "fastbpe"):
     import tiktoken
 
     check_encoding(tok)
-    ranks = {t: i for i, t in enumerate(tok.token_bytes) if t}
-    return tiktoken.Encoding(name=name, pat_str=tok.splitter.to_tiktoken(), mergeable_ranks=ranks,
+    return tiktoken.Encoding(name=name, pat_str=tok.splitter.to_tiktoken(), mergeable_ranks=mergeable_ranks(tok),
                              special_tokens=dict(tok.special_tokens))

@@ -150,6 +150,9 @@ def test_special_tokens_a_tokenizer_json_lists_in_its_vocabulary_are_counted_onc
     more = fastbpe.Encoding("cl_im", pat_str=ours._pat_str, mergeable_ranks=ours._mergeable_ranks,
                             special_tokens={**ours._special_tokens, "<|im_start|>": 100264})
     assert more.encode("hi<|im_start|>", allowed_special="all") == [6151, 100264]
+    # and the rank file written of it reads back (its special token was ranked too, and refused)
+    ours.to_tiktoken(tmp_path / "cl.tiktoken")
+    assert fastbpe.load(tmp_path / "cl.tiktoken").encode("hi<|endoftext|>", allowed_special="all") == [6151, 100257]
 
 
 def _reference_decode(tok, ids):
