@@ -1191,8 +1191,8 @@ def encode_files(
         except (ValueError, OSError) as exc:
             raise ValueError(f"{manifest_path}: unreadable manifest ({exc}); remove it to start over") from None
         if not isinstance(manifest, dict):  # (another tool's file, or none of ours)
-            held = "null" if manifest is None else "an array" if isinstance(manifest, list) else "a string" \
-                if isinstance(manifest, str) else "true or false" if isinstance(manifest, bool) else "a number"
+            held = {type(None): "null", list: "an array", str: "a string", bool: "true or false"}.get(type(manifest),
+                                                                                                 "a number")
             raise ValueError(f"{manifest_path}: not a fastbpe manifest (it holds {held}, not an object); use a new "
                              "directory, or remove it to start over")
         earlier = manifest.get("job")

@@ -122,10 +122,11 @@ def never_produced(tokenizer, corpus=None, *, texts: Optional[Sequence[str]] = N
     }
 
 
+DIGITS_UP_TO = 10**7  # (the default: a few seconds)
 MAX_DIGITS_UP_TO = 10**9
 
 
-def digit_splits(tokenizer, up_to: int = 10**7, *, block: int = 1_000_000) -> List[Dict[str, Any]]:
+def digit_splits(tokenizer, up_to: int = DIGITS_UP_TO, *, block: int = 1_000_000) -> List[Dict[str, Any]]:
     """How the numbers 1 .. ``up_to`` split, by their number of digits: how many tokens they take
     (mean, max, how many are one token) and the commonest split (digits per token, e.g. ``3+3+1``).
 
@@ -207,7 +208,7 @@ def _shape_text(key: int) -> str:
     return "+".join(str(p) for p in reversed(parts))
 
 
-def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corpus_limit: Optional[int] = None, digits_up_to: Optional[int] = 10**7,
+def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corpus_limit: Optional[int] = None, digits_up_to: Optional[int] = DIGITS_UP_TO,
           label: Optional[str] = None, examples: int = 10, workers: Optional[int] = None) -> Dict[str, Any]:
     """Every check of this module for one tokenizer (a name, a path or a Tokenizer):
     reachability, invalid UTF-8, never produced on ``corpus`` (files) or ``texts`` (when given), digit splits up to

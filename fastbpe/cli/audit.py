@@ -2,7 +2,7 @@
 produces, and how digit runs split."""
 import argparse
 
-from ..analysis.audit import MAX_DIGITS_UP_TO, audit, summary_row
+from ..analysis.audit import DIGITS_UP_TO, MAX_DIGITS_UP_TO, audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
 from .options import add_report_options, add_tokenizer_option, check_plot_file, int_at_least, size_arg, tokenizer_specs
 
@@ -21,9 +21,6 @@ def _plot_digits(results, path) -> None:
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
     save_figure(figure, path)
-
-
-DIGITS_UP_TO = 10**7  # (audit's own default: a few seconds)
 
 
 def _examples(items) -> str:

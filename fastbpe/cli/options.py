@@ -12,7 +12,8 @@ from ..fileio import file_above
 __all__ = ["Parser", "HelpFormatter", "parse_size", "size_arg", "int_at_least", "positive_float",
            "special_token_list", "split_token_list", "token_list", "flatten",
            "fail", "add_learning_options", "add_tokenizer_option", "add_report_options", "tokenizer_specs",
-           "add_scheduler_option", "check_out_file", "check_plot_file", "check_not_an_input", "in_option_words",
+           "add_scheduler_option", "check_out_file", "check_plot_file", "check_plot_format", "check_not_an_input",
+           "in_option_words",
            "report_stream"]
 
 PROG = "fastbpe"
@@ -133,8 +134,13 @@ def check_plot_file(plot: Optional[str]) -> None:
     (``PLOT_FORMATS``): drawing comes last, after the work."""
     if plot is not None:
         check_out_file(plot, "--plot", "the image file")
-        if os.path.splitext(plot)[1].lower() not in PLOT_FORMATS:
-            raise ValueError(f"--plot {plot!r}: name the file .png, .pdf or .svg, the format it is written in")
+        check_plot_format(plot)
+
+
+def check_plot_format(plot: Optional[str]) -> None:
+    """Refuse a ``--plot`` (when given) whose name says no format it is written in."""
+    if plot is not None and os.path.splitext(plot)[1].lower() not in PLOT_FORMATS:
+        raise ValueError(f"--plot {plot!r}: name the file .png, .pdf or .svg, the format it is written in")
 
 
 def check_not_an_input(path: Optional[str], option: str, inputs: Sequence) -> None:

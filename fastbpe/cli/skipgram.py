@@ -12,7 +12,7 @@ import numpy as np
 
 from ..corpus.files import decode_error, input_files, open_bytes
 from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_out_file,
-                      check_plot_file, flatten, int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
+                      check_plot_format, flatten, int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
 from ..analysis.common import utf8_cut
 from ..encode.registry import resolve_tokenizer
 
@@ -124,7 +124,7 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
         check_out_file(args.plot, "--plot", "the image file")
     files = input_files(args.files)
     check_not_an_input(args.plot, "--plot", files)
-    check_plot_file(args.plot)
+    check_plot_format(args.plot)
     tokenizer = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
     neighbour_ids = _token_ids(tokenizer, flatten(args.neighbours))
     analogies = []

@@ -124,7 +124,10 @@ def _check_before_training(args: argparse.Namespace, fmt: str) -> None:
         raise ValueError("--compat hf needs --unit bytes")
     if fmt in ("tiktoken", "huggingface"):  # (a pattern the file's own regex engine reads otherwise)
         splitter = Splitter(args.pattern)
-        splitter.to_tiktoken() if fmt == "tiktoken" else splitter.to_huggingface()
+        if fmt == "tiktoken":
+            splitter.to_tiktoken()
+        else:
+            splitter.to_huggingface()
     if fmt == "tiktoken":
         check_special_tokens(flatten(args.special_token))
     if fmt == "huggingface":  # (a learned token's text is met after the training; a byte's is known now)

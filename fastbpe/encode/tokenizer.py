@@ -1116,11 +1116,11 @@ class Tokenizer:
         if skip_special_tokens:
             ids = vocab.without_special_tokens(self, ids)
         markers = self.markers
-        if markers.in_text and vocab.named_with_markers(self):
+        if markers.in_text and (named := vocab.named_with_markers(self)):
             # word markers, and special tokens whose names hold one: where the ids hold such a
             # token (a set's look at each id, in C), the markers are replaced around its name
             ids = vocab._check_ids(ids)
-            if not vocab.named_with_markers(self).isdisjoint(ids if type(ids) is list else ids.tolist()):
+            if not named.isdisjoint(ids if type(ids) is list else ids.tolist()):
                 if errors != "replace" and errors != "strict":
                     check_error_handler(errors)
                 return markers.decode(vocab.decode_parts(self, ids, errors), chunks_tile=self._markers_tile())

@@ -28,6 +28,8 @@ import bisect
 import threading
 from typing import List, Tuple
 
+import numpy as np
+
 from ..split.pretokenize import pretokenize
 from . import special
 
@@ -117,8 +119,6 @@ def _encode_bytes(tok, data: bytes) -> List[int]:
 
 def _bpe(tok, data: bytes) -> List[int]:
     """BPE of ``data`` as one chunk, unsplit."""
-    import numpy as np
-
     bounds = np.array([0], dtype=np.int64), np.array([len(data)], dtype=np.int64)
     return tok.encode_chunk_bounds(data, *bounds).tolist() if data else []
 

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from .._core.encode import LEADING_RULES, SLOT_KINDS, ByteTable
-from ..formats.bytelevel import text_to_token, token_to_text
+from ..formats.bytelevel import as_token_text, text_to_token
 from . import surrogates
 from .special import ALWAYS, USER_DEFINED, check_disallowed
 
@@ -477,7 +477,7 @@ def get_vocab(tok, with_added_tokens: bool = True) -> Dict[str, int]:
     >>> vocab["Ġa"], vocab["<s>"], " a" in vocab
     (256, 257, False)
     """
-    as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if tok.unit == "chars" else token_to_text
+    as_text = as_token_text(tok.unit == "chars")
     found = {as_text(t): i for i, t in enumerate(tok.token_bytes) if t}
     if with_added_tokens:
         found.update(tok.special_tokens)

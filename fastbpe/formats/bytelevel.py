@@ -104,6 +104,20 @@ def texts_to_tokens(texts: List[str]) -> List[Optional[bytes]]:
     return tokens
 
 
+def as_token_text(characters: bool) -> Callable[[bytes], str]:
+    """How a file spells a token's bytes as text: character-level tokens as their UTF-8 text (a
+    lone surrogate kept), byte-level ones in GPT-2's byte-to-unicode form (:func:`token_to_text`).
+
+    >>> as_token_text(True)("▁a".encode()), as_token_text(False)(b" a")
+    ('▁a', 'Ġa')
+    """
+    return _utf8_text if characters else token_to_text
+
+
+def _utf8_text(token: bytes) -> str:
+    return token.decode("utf-8", "surrogatepass")
+
+
 def check_byte_level(tok, one_split: bool = True, suffix: bool = False) -> None:
     """Refuse to export a tokenizer the peer formats cannot express: character-level, word
     markers, an ``end_of_word_suffix`` or ``continuing_subword_prefix`` (unless ``suffix``:

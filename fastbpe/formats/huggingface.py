@@ -25,8 +25,8 @@ from ..fileio import file_bytes, json_bytes, json_without, read_json, write_atom
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
-from .bytelevel import (check_byte_level, check_specials_apart, code_point_bytes, scanned_tables, text_byte_values,
-                        texts_to_tokens, token_to_text)
+from .bytelevel import (as_token_text, check_byte_level, check_specials_apart, code_point_bytes, scanned_tables,
+                        text_byte_values, texts_to_tokens)
 from .ids import check_vocab_ids, table_size
 from .native import FORMAT_NAME
 
@@ -514,7 +514,7 @@ def _model_data(tok) -> dict:
             warnings.warn("some merges produce the same token twice; Hugging Face's encoder (lowest "
                           "rank first, no replay floor) can then differ from fastbpe's on rare words",
                           stacklevel=3)
-    as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if _character_level(tok) else token_to_text
+    as_text = as_token_text(_character_level(tok))
     texts = [as_text(t) for t in tok.token_bytes]
     vocab = {text: i for i, text in enumerate(texts) if text}
     # (tokenizers gives an added token that is a vocab key that key's id)

@@ -23,7 +23,7 @@ from ..encode.markers import Markers
 from ..encode.special import SpecialTokens
 from ..split.splitter import Splitter
 from .._core.encode import scan_native_json
-from .bytelevel import code_point_bytes, text_to_token, texts_to_tokens, token_to_text
+from .bytelevel import as_token_text, code_point_bytes, text_to_token, texts_to_tokens
 from .ids import ID_LIMIT, check_id
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "to_dict", "read_dict", "read", "read_plain", "starts_as_native", "write"]
@@ -34,7 +34,7 @@ FORMAT_VERSION = 1
 
 def to_dict(tok) -> dict:
     """The file's JSON object for a tokenizer."""
-    as_text = (lambda t: t.decode("utf-8", "surrogatepass")) if tok.unit == "chars" else token_to_text
+    as_text = as_token_text(tok.unit == "chars")
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
