@@ -1247,7 +1247,6 @@ def encode_files(
 
     if cluster is not None:
         settle_job()
-        out_dir.mkdir(parents=True, exist_ok=True)
         return _encode_on_cluster(tokenizer, files, out_dir, manifest, cluster, options, sep_id, progress)
     resume_segment, resume_offset = manifest["resume_at"]
     tokens_before = int(manifest["tokens"])
@@ -1583,6 +1582,7 @@ def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster,
     from .cluster import connect
 
     client, own_client = connect(cluster)
+    out_dir.mkdir(parents=True, exist_ok=True)  # (once the scheduler answered: no empty folder left behind)
     parts = manifest["partitions"]
     tokens_before = sum(p["tokens"] for p in parts if p["done"])
     _remove_temporaries(out_dir, idle_for=STALE_TEMPORARY_SECONDS)

@@ -217,7 +217,7 @@ def test_a_worker_with_another_fastbpe_version_is_refused(client, corpus, tok, t
             fastbpe.count_words(corpus, cluster=client, progress=False)
         with pytest.raises(WorkerVersionError, match="same fastbpe version"):
             encode_files(tok, corpus, tmp_path / "shards", cluster=client, **OPTIONS)
-        assert not (tmp_path / "shards" / MANIFEST).exists()
+        assert not (tmp_path / "shards").exists()  # (refused before anything is written: not even the folder)
         assert main(["train", str(corpus[1]), "--out", str(tmp_path / "t.json"), "--scheduler",
                      client.scheduler.address]) == 2
         assert "fastbpe: error: fastbpe version mismatch" in capsys.readouterr().err

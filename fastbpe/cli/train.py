@@ -91,11 +91,18 @@ def check_not_written_over(path: str, fmt: str, inputs) -> None:
 
 
 def _printable(token) -> str:
+    r"""A merge's part as the summary shows it: its text, or its bytes where they are no UTF-8
+    text (a part of a character).
+
+    >>> print(_printable(b" the"), _printable("€".encode()[:2]))
+    ' the' b'\xe2\x82'
+    """
     if isinstance(token, bytes):
-        text = token.decode("utf-8", "backslashreplace")
-    else:
-        text = token
-    return repr(text)
+        try:
+            return repr(token.decode("utf-8"))
+        except UnicodeDecodeError:
+            return repr(token)
+    return repr(token)
 
 
 def _write(tokenizer, path: str, fmt: str) -> List[str]:
