@@ -203,13 +203,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"fastbpe: warning: {note}", file=sys.stderr)
     saved = time.perf_counter()
     stats = tokenizer.training_stats
-    mb = stats["input_bytes"] / 1e6
+    mb = stats["input_bytes"] / 1e6  # of text: decompressed, invalid bytes replaced or kept as --errors says
+    file_bytes = sum(os.path.getsize(f) for f in files)
     total = saved - started
     if args.json:
         summary = {
             "command": "train",
             "input": {"source": "files" if args.files else "stdlib", "files": len(files),
-                      "bytes": stats["input_bytes"], "chunks": stats["input_chunks"],
+                      "bytes": stats["input_bytes"], "file_bytes": file_bytes, "chunks": stats["input_chunks"],
                       "unique_chunks": stats["unique_chunks"]},
             "vocab_size": tokenizer.vocab_size,
             "merges": stats["merges"],
@@ -229,8 +230,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(json.dumps(summary), file=report_stream(args.out))
         return 0
     lines = [
-        f"input           {mb:,.1f} MB in {len(files)} files{'' if args.files else ' (' + source + ')'}, "
-        f"{stats['input_chunks']:,} chunks",
+        f"input           {mb:,.1f} MB of text ({file_bytes / 1e6:,.1f} MB of files) in {len(files)} files"
+        f"{'' if args.files else ' (' + source + ')'}, {stats['input_chunks']:,} chunks",
         f"unique chunks   {stats['unique_chunks']:,}",
         f"merges          {stats['merges']:,} (vocab size {tokenizer.vocab_size:,})",
         f"count           {stats['seconds_count']:8.2f} s   {mb / max(stats['seconds_count'], 1e-9):8.1f} MB/s",

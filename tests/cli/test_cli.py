@@ -198,7 +198,7 @@ def test_special_tokens_never_swallow_the_input_files(small_corpus, tmp_path, ca
     summary = _run_json(["train", "--special-tokens", "<|endoftext|>", str(small_corpus), "--vocab-size", "300",
                          "--out", str(out)], capsys)
     assert summary["input"] == {**summary["input"], "source": "files", "files": 1,
-                                "bytes": small_corpus.stat().st_size}
+                                "bytes": small_corpus.stat().st_size, "file_bytes": small_corpus.stat().st_size}
     assert summary["special_tokens"] == {"<|endoftext|>": 299}
     # one flag per token, or a comma list; either spelling
     summary = _run_json(["train", "--special-token", "<|a|>", str(small_corpus), "--special-token", "<|b|>,<|c\\,d|>",
@@ -678,3 +678,13 @@ def test_out_to_stdout_writes_the_file_there_and_the_summary_to_stderr(tmp_path)
     held = log.read_bytes()
     assert held.startswith(b"an earlier line\n")
     assert json.loads(held[len(b"an earlier line\n"):])["model"]["type"] == "BPE"
+
+
+def test_the_summary_tells_text_from_file_bytes(tmp_path, capsys):
+    corpus = tmp_path / "bad.txt"
+    corpus.write_bytes(b"ab\xff\xfe cd " * 125_000)  # each invalid byte becomes U+FFFD, 3 bytes of text
+    out = str(tmp_path / "t.json")
+    summary = _run_json(["train", str(corpus), "--vocab-size", "270", "--errors", "replace", "--out", out], capsys)
+    assert summary["input"]["file_bytes"] == 1_000_000 and summary["input"]["bytes"] == 1_500_000
+    assert main(["train", str(corpus), "--vocab-size", "270", "--errors", "replace", "--out", out]) == 0
+    assert "input           1.5 MB of text (1.0 MB of files) in 1 files" in capsys.readouterr().out
