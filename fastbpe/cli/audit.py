@@ -4,7 +4,8 @@ import argparse
 
 from ..analysis.audit import DIGITS_UP_TO, MAX_DIGITS_UP_TO, audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
-from .options import add_report_options, add_tokenizer_option, check_plot_file, int_at_least, size_arg, tokenizer_specs
+from .options import (add_report_options, add_tokenizer_option, check_plot_file, int_at_least, shown_label,
+                      size_arg, tokenizer_specs)
 
 __all__ = ["add_audit_subcommand"]
 
@@ -24,7 +25,7 @@ def _plot_digits(results, path) -> None:
 
 
 def _examples(items) -> str:
-    return ", ".join(f"{e['id']} {e['token']!r}" for e in items) or "-"
+    return ", ".join(f"{e['id']} {shown_label(e['token'])}" for e in items) or "-"
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:

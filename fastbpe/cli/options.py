@@ -92,6 +92,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def shown_label(label: str) -> str:
+    r"""A token's label (its text, with ``\xNN`` for each byte that is no UTF-8: ``decode(...,
+    "backslashreplace")``, as the JSON results hold it) quoted for a table: as ``repr`` writes
+    it, a line end as ``\n``, but without doubling the backslashes of those bytes.
+
+    >>> print(shown_label(b"\xe2\x82".decode("utf-8", "backslashreplace")), shown_label(" the\n"))
+    '\xe2\x82' ' the\n'
+    """
+    return repr(label).replace("\\\\", "\\")
+
+
 def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer file") -> None:
     """Refuse an ``--out`` (or another ``option`` naming a file to write, ``what``) that could
     only fail once the work is done: empty, a folder, in a folder that does not exist (or is a

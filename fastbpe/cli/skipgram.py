@@ -12,7 +12,8 @@ import numpy as np
 
 from ..corpus.files import decode_error, input_files, open_bytes
 from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_out_file,
-                      check_plot_format, flatten, int_at_least, positive_float, size_arg, token_list, tokenizer_specs)
+                      check_plot_format, flatten, int_at_least, positive_float, shown_label, size_arg, token_list,
+                      tokenizer_specs)
 from ..analysis.common import utf8_cut
 from ..encode.registry import resolve_tokenizer
 
@@ -200,12 +201,13 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
           + (", by count in the tokenizer's corpus)" if rank is not None else ", least drift first)"))
     for c in result["candidates"]:
         extra = "" if c["tokenizer_count"] is None else f"  tokenizer count {c['tokenizer_count']:,}"
-        print(f"  {c['id']:>7}  {c['token']!r:<24} frequency {c['frequency']:<4} drift {c['drift']:.4f}{extra}")
+        print(f"  {c['id']:>7}  {shown_label(c['token']):<24} frequency {c['frequency']:<4} drift {c['drift']:.4f}{extra}")
     for token, row in result["neighbours"].items():
-        print(f"\nnearest to {token!r}: " + ", ".join(f"{t!r} {s:.3f}" for t, s in row))
+        print(f"\nnearest to {shown_label(token)}: " + ", ".join(f"{shown_label(t)} {s:.3f}" for t, s in row))
     for a in result["analogies"]:
         q = a["query"]
-        print(f"\n{q[0]!r} : {q[1]!r} :: {q[2]!r} : " + ", ".join(f"{t!r} {s:.3f}" for t, s in a["answers"]))
+        print(f"\n{shown_label(q[0])} : {shown_label(q[1])} :: {shown_label(q[2])} : "
+              + ", ".join(f"{shown_label(t)} {s:.3f}" for t, s in a["answers"]))
     if args.plot:
         print(f"\nwrote {args.plot}")
     return 0

@@ -25,7 +25,7 @@ from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
 from ..split.splitter import Splitter
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
-                      int_at_least, report_stream, size_arg, special_token_list)
+                      int_at_least, report_stream, shown_label, size_arg, special_token_list)
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format", "written_files",
            "check_not_written_over"]
@@ -91,18 +91,12 @@ def check_not_written_over(path: str, fmt: str, inputs) -> None:
 
 
 def _printable(token) -> str:
-    r"""A merge's part as the summary shows it: its text, or its bytes where they are no UTF-8
-    text (a part of a character).
+    r"""A merge's part as the summary shows it (bytes that are no UTF-8 as ``\xNN``).
 
     >>> print(_printable(b" the"), _printable("€".encode()[:2]))
-    ' the' b'\xe2\x82'
+    ' the' '\xe2\x82'
     """
-    if isinstance(token, bytes):
-        try:
-            return repr(token.decode("utf-8"))
-        except UnicodeDecodeError:
-            return repr(token)
-    return repr(token)
+    return shown_label(token.decode("utf-8", "backslashreplace") if isinstance(token, bytes) else token)
 
 
 def _write(tokenizer, path: str, fmt: str) -> List[str]:

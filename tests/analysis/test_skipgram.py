@@ -123,6 +123,22 @@ def test_a_learning_rate_that_diverges_is_an_error_not_nan_rows(optimizer):
     assert np.isfinite(emb.input).all() and all(np.isfinite(loss) for _, loss in emb.losses)
 
 
+def test_sgd_at_its_defaults_trains_where_tokens_are_frequent():
+    """Zipf-distributed ids, as a tokenizer's are: the most frequent rows occur hundreds of
+    times in a batch of 1,024 centers (as contexts and negatives); summed, their gradients
+    moved them hundreds of steps at once and the training diverged."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    p = 1.0 / np.arange(1, 2001)
+    docs = [rng.choice(2000, size=200, p=p / p.sum()) for _ in range(300)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        emb = skipgram_ids(docs, 2000, optimizer="sgd", threads=1)
+    assert emb.options["lr"] == 0.025 and emb.options["batch_size"] == 1024
+    assert emb.losses[-1][1] < emb.losses[0][1] - 0.03 and np.isfinite(emb.input).all()
+
+
 def test_windows_stay_inside_documents():
     """Two documents of one token each: no pair at all, so nothing moves."""
     emb = skipgram_ids([np.array([0]), np.array([1])], 3, dim=4)
@@ -144,6 +160,13 @@ def test_tokenizer_of_another_corpus():
     assert sum(b["tokens"] for b in bands) == emb.input.shape[0]
     ids, scores = emb.neighbours(tok.encode(" value")[:1], k=3)
     assert ids.shape == (1, 3) and tok.encode(" value")[0] not in ids[0]
+
+
+def test_one_str_is_refused_not_read_as_documents_of_one_character():
+    tok = fastbpe.train(text="hello world " * 20, vocab_size=260, progress=False)
+    with pytest.raises(TypeError, match=r"not one str: pass \[text\]"):
+        skipgram(tok, "hello world hello world", dim=4)
+    assert skipgram(tok, ["hello world hello world"], dim=4).pairs > 0
 
 
 def test_bad_input():

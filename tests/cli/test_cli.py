@@ -688,3 +688,11 @@ def test_the_summary_tells_text_from_file_bytes(tmp_path, capsys):
     assert summary["input"]["file_bytes"] == 1_000_000 and summary["input"]["bytes"] == 1_500_000
     assert main(["train", str(corpus), "--vocab-size", "270", "--errors", "replace", "--out", out]) == 0
     assert "input           1.5 MB of text (1.0 MB of files) in 1 files" in capsys.readouterr().out
+
+
+def test_the_summary_shows_bytes_of_a_character_once_escaped(tmp_path, capsys):
+    corpus = tmp_path / "euro.txt"
+    corpus.write_text("€€€ euro " * 300, encoding="utf-8")
+    assert main(["train", str(corpus), "--vocab-size", "262", "--out", str(tmp_path / "t.json")]) == 0
+    merges = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("first merges"))
+    assert merges.split(None, 2)[2].startswith(r"'\xe2'+'\x82', '\xe2\x82'+'\xac'")
