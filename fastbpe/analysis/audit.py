@@ -259,7 +259,8 @@ def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corp
 
 
 def summary_row(result: Dict[str, Any]) -> Dict[str, Any]:
-    """One line of the audit table for a tokenizer."""
+    """One line of the audit table for a tokenizer; its last column, ``tokens_N_digits``, is the
+    mean tokens of the N-digit numbers for the longest N whose numbers were all encoded."""
     row = {
         "tokenizer": result["tokenizer"],
         "vocab": result["vocab_size"],
@@ -274,7 +275,10 @@ def summary_row(result: Dict[str, Any]) -> Dict[str, Any]:
     if "digits" in result:
         by = {d["digits"]: d for d in result["digits"]}
         row["longest_digit_token"] = max((d["longest_token"] for d in result["digits"]), default=0)
+        # the longest length of which every number was encoded (up to 10**7: the 7-digit ones,
+        # not 10,000,000 alone), or the longest there is when none is whole
+        whole = [d for d, entry in by.items() if entry["numbers"] == 9 * 10 ** (d - 1)]
         if by:
-            longest = max(by)
+            longest = max(whole or by)
             row[f"tokens_{longest}_digits"] = by[longest]["mean_tokens"]
     return row

@@ -1,6 +1,7 @@
 """``fastbpe audit``: unreachable tokens, tokens that are not UTF-8, tokens a corpus never
 produces, and how digit runs split."""
 import argparse
+import sys
 
 from ..analysis.audit import DIGITS_UP_TO, MAX_DIGITS_UP_TO, audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
@@ -41,6 +42,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     results = [audit(spec, corpus=args.corpus, corpus_limit=args.corpus_bytes, digits_up_to=digits, label=label,
                      examples=args.examples, workers=args.workers)
                for label, spec in tokenizer_specs(args.tokenizer)]
+    if any(r.get("corpus_tokens") == 0 for r in results):
+        print("fastbpe: warning: --corpus holds no text: every token counts as never produced", file=sys.stderr)
     if args.plot:
         _plot_digits(results, args.plot)
     if args.json:
@@ -53,8 +56,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             print(f"{r['tokenizer']}: unreachable {_examples(r['unreachable_examples'])}")
         print(f"{r['tokenizer']}: not UTF-8 {_examples(r['not_utf8_examples'])}")
         if "never_produced_examples" in r:
+            # (with word markers reachability is not checked: the list holds every merged token)
+            kind = "merged and reachable" if "unreachable" in r else "merged (reachability not checked: word markers)"
             print(f"{r['tokenizer']}: never produced on the corpus ({r['corpus_tokens']:,} tokens), "
-                  f"merged and reachable: {_examples(r['never_produced_examples'])}")
+                  f"{kind}: {_examples(r['never_produced_examples'])}")
         if "digits" in r:
             print(format_table(r["digits"]))
     return 0

@@ -4,6 +4,7 @@ import pytest
 
 import fastbpe
 from fastbpe.analysis import audit, digit_splits, never_produced, reachability
+from fastbpe.analysis.audit import summary_row
 
 
 def per_token_unreachable(tok):
@@ -118,6 +119,15 @@ def test_audit_of_gpt2(gpt2):
     assert result["not_utf8"] >= 128  # at least the lone bytes 0x80..0xff
     assert result["never_produced"] > 50000 and result["never_produced_candidates"] <= result["never_produced"]
     assert [d["digits"] for d in result["digits"]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("up_to, column", [(100, "tokens_2_digits"), (999, "tokens_3_digits"), (5, "tokens_1_digits")])
+def test_the_summary_digit_column_is_a_length_whose_numbers_were_all_encoded(up_to, column):
+    # (up to 100 the 3-digit numbers are 100 alone: one number is no mean of the 3-digit ones)
+    rows = digit_splits(fastbpe.Tokenizer(BYTES, []), up_to)
+    row = summary_row({"tokenizer": "bytes", "vocab_size": 256, "special_tokens": 0, "not_utf8": 0, "digits": rows})
+    assert [key for key in row if key.startswith("tokens_")] == [column]
+    assert row[column] == int(column.split("_")[1])
 
 
 def test_word_markers_have_no_reachability_but_an_audit(worked_example):

@@ -120,6 +120,23 @@ def test_tax_and_audit_on_a_trained_tokenizer(capsys, trained, parallel):
     assert [d["digits"] for d in audited["digits"]] == [1, 2, 3]
 
 
+def test_audit_says_what_it_did_not_check(tmp_path, capsys):
+    # with word markers reachability is not checked: the never-produced list says so
+    tok = fastbpe.train(text="the cat sat on the mat " * 30, num_merges=12, unit="chars", pattern="whitespace",
+                        word_end="_", min_frequency=1, progress=False)
+    tok.save(tmp_path / "w.fastbpe.json")
+    (tmp_path / "corpus.txt").write_text("the mat sat on the cat")
+    assert main(["audit", "-t", str(tmp_path / "w.fastbpe.json"), "--corpus", str(tmp_path / "corpus.txt"),
+                 "--no-digits"]) == 0
+    out, err = capsys.readouterr()
+    assert "merged (reachability not checked: word markers)" in out and "and reachable" not in out
+    assert "warning" not in err
+    (tmp_path / "empty.txt").write_text("")
+    assert main(["audit", "-t", str(tmp_path / "w.fastbpe.json"), "--corpus", str(tmp_path / "empty.txt"),
+                 "--no-digits"]) == 0
+    assert "warning: --corpus holds no text" in capsys.readouterr().err
+
+
 def test_tokenizer_by_encoding_name(shared_data, tmp_path):
     """An OpenAI encoding named, found in $FASTBPE_ENCODINGS, in a fresh process."""
     folder = shared_data.path("tokenizers", "tiktoken")
