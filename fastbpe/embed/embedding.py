@@ -166,7 +166,7 @@ class Embedding:
             total = self._dense.copy()
             for unique_ids, rows in self._sparse:
                 total[unique_ids] += rows
-            return np.arange(self.num_embeddings, dtype=np.int64), total
+            return np.arange(len(total), dtype=np.int64), total  # (the rows of the table it was made for)
         if not self._sparse:
             return np.empty(0, dtype=np.int64), np.empty((0, self.dim), dtype=self.weight.dtype)
         if len(self._sparse) == 1:
@@ -189,13 +189,14 @@ class Embedding:
         and stays pending."""
         touched, rows = self.pending_gradient()
         self._check_step(touched, rows)
-        self.zero_grad()
-        self.step_count += 1
         if self._optimizer == "sgd":
             kernels.sgd_rows(self.weight, touched, rows, self.lr)
         else:
             kernels.adam_rows(self.weight, self._m, self._v, touched, rows, self.lr,
-                              self.betas[0], self.betas[1], self.eps, self.step_count)
+                              self.betas[0], self.betas[1], self.eps, self.step_count + 1)
+        # (counted and cleared once applied: a step refused leaves both as they were)
+        self.zero_grad()
+        self.step_count += 1
         return touched
 
     def _check_settings(self) -> None:

@@ -222,6 +222,18 @@ def test_step_refuses_a_weight_replaced_after_backward(optimizer):
     assert emb.step().size == 1000
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_a_dense_gradient_stays_pending_when_weight_lost_rows(optimizer):
+    # (the tied output layer's gradient touches every row of the table it was made for)
+    emb = Embedding(4, 2, weight=np.ones((4, 2), np.float32), lr=1.0, optimizer=optimizer)
+    emb.logits_backward(np.ones((1, 2), np.float32), np.ones((1, 4), np.float32))
+    emb.weight = np.ones((3, 2), np.float32)
+    with pytest.raises(ValueError, match="touches row 3, weight has 3 rows"):
+        emb.step()
+    assert emb.pending_gradient()[0].tolist() == [0, 1, 2, 3] and emb.step_count == 0
+    assert np.array_equal(emb.weight, np.ones((3, 2), np.float32))
+
+
 def test_adam_step_refuses_a_weight_of_another_shape_than_its_moments():
     emb = Embedding(10, 4, optimizer="adam")
     emb.backward(np.ones((2, 4), dtype=np.float32), [0, 1])
