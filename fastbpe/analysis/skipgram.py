@@ -139,6 +139,7 @@ class SkipGram:
         embedding corpus, ordered by ``rank`` descending when given (say each token's count in
         the tokenizer's own corpus: the strings a tokenizer made tokens of most eagerly), else by
         smallest drift, then by id."""
+        check_count(k, "k", 0)  # (a negative k sliced all but the last ids)
         ids = np.flatnonzero(self.frequency <= max_frequency)
         if rank is not None:
             order = np.lexsort((ids, -np.asarray(rank)[ids]))

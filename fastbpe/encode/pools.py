@@ -9,7 +9,9 @@ call new threads with cold caches: 20 MB of English in 64 KB texts, cl100k, call
 workers in turn, 60-127 ms a call of two then, 32-40 now).
 """
 import contextlib
+import os
 import threading
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Dict, Optional
 
@@ -87,10 +89,17 @@ class PoolRegistry:
     """
 
     def __init__(self, local: threading.local):
+        self._local = local  # the tokenizer's per-thread states
+        self._forget()
+        _REGISTRIES.add(self)
+
+    def _forget(self) -> None:
+        """No pool, no shared cache: as made, and in a child forked from this process, whose
+        copies of the pools have no threads (a call would wait on them forever) and whose
+        locks a thread of the parent may have held as it forked."""
         self._lock = threading.Lock()
         self._pools: Dict[int, "ThreadPoolExecutor"] = {}  # by size
         self._users: Dict[int, int] = {}
-        self._local = local  # the tokenizer's per-thread states
         self.shared: Optional[SharedCache] = None  # (made with the first pool)
 
     @contextlib.contextmanager
@@ -135,3 +144,17 @@ class PoolRegistry:
                 self.shared = None
         for pool in pools:
             pool.shutdown(wait=True)
+
+
+# Every registry, so that a forked child (a DataLoader worker, a multiprocessing pool's) starts
+# with none of the parent's pools: it makes its own on its first call, as a fresh process does.
+_REGISTRIES: "weakref.WeakSet[PoolRegistry]" = weakref.WeakSet()
+
+
+def _forget_pools_after_fork() -> None:
+    for registry in list(_REGISTRIES):
+        registry._forget()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)

@@ -91,6 +91,9 @@ def test_neighbours_check_ids_and_k():
     idx, scores = emb.neighbours([3, 4], k=11)
     assert idx.shape == scores.shape == (2, 11) and 3 not in idx[0] and 4 not in idx[1]
     assert emb.neighbours([], k=2)[0].shape == (0, 2)
+    with pytest.raises(ValueError, match="k must be >= 0"):
+        emb.candidates(-1)  # (sliced all but the last ids)
+    assert emb.candidates(0).tolist() == []
 
 
 def test_deterministic():

@@ -1,5 +1,6 @@
 """The worker pools of a tokenizer: lanes of a call's width on the largest pool, no pool shut
 down under a caller, closing joins the idle ones."""
+import os
 import threading
 
 import pytest
@@ -88,3 +89,29 @@ def test_a_tokenizer_gets_its_pools_back_after_closing():
     assert tok.encode_batch(texts, workers=3) == want and tok.encode_batch(texts, workers=2) == want
     assert sorted(tok._pools._pools) == [3]
     tok._pools.close()
+
+
+# the parent's tokenizer, as a forked child inherits it (an argument would be pickled: a copy)
+_INHERITED = {}
+
+
+def _encode_in_child(texts):
+    return len(_INHERITED["tok"].encode_batch(texts, workers=2))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
+def test_a_forked_child_encodes_on_threads_of_its_own():
+    """A child forked after the parent encoded on threads (a DataLoader or multiprocessing
+    worker) copies the pool without its threads: its calls waited for them forever."""
+    import multiprocessing
+
+    tok = _INHERITED["tok"] = fastbpe.train(text="the cat sat on the mat " * 50, vocab_size=280, progress=False)
+    texts = ["the cat sat"] * 200
+    expected = len(tok.encode_batch(texts, workers=2))  # (the parent's pool of two threads)
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply_async(_encode_in_child, (texts,)).get(timeout=60) == expected
+            assert pool.apply_async(_encode_in_child, (texts,)).get(timeout=60) == expected  # (again, warm)
+    finally:
+        del _INHERITED["tok"]
+    assert len(tok.encode_batch(texts, workers=2)) == expected  # the parent's pool still runs
