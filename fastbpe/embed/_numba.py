@@ -14,6 +14,7 @@ Preconditions the callers guarantee (a kernel that is handed anything else may r
 of bounds): arrays are C-contiguous with the dtypes of the signatures, every id is in range, and
 output arrays have the documented shapes and do not overlap the inputs.
 """
+import os
 import types
 
 import numba
@@ -23,9 +24,32 @@ from numba import prange
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["serial_and_parallel"]
+__all__ = ["serial_and_parallel", "parallel_lost_in_fork"]
 
 _CACHE = True  # a second process loads machine code from __pycache__ instead of recompiling
+
+# GNU OpenMP does not survive fork(): a child forked after its parent ran a parallel compile on
+# Numba's "omp" threading layer is ended by Numba, with a message and no exception, when it
+# runs one (as a multiprocessing or DataLoader worker would). Such a child runs the serial
+# compiles (kernels._use_parallel asks). The "workqueue" and "tbb" layers survive a fork.
+_parallel_ran = False
+_lost_in_fork = False
+
+
+def _after_fork_in_child() -> None:
+    global _lost_in_fork
+    if _parallel_ran and numba.threading_layer() == "omp":
+        _lost_in_fork = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def parallel_lost_in_fork() -> bool:
+    """Whether this process was forked from one that ran parallel compiles on the OpenMP
+    threading layer, so that running one here would end it."""
+    return _lost_in_fork
 
 
 class KernelPair:
@@ -65,6 +89,9 @@ class KernelPair:
         return dispatcher
 
     def __call__(self, *args, parallel: bool):
+        global _parallel_ran
+        if parallel:
+            _parallel_ran = True
         return self.variant(parallel)(*args)
 
 

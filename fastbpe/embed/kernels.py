@@ -67,7 +67,16 @@ _STREAM_MIN_BYTES = 8 << 20        # gather into a caller's out this big uses st
 # --- validation helpers --------------------------------------------------------------------------
 
 def _use_parallel(parallel: Optional[bool], work: int) -> bool:
-    """Auto rule: parallel when Numba has threads to spare and the work is worth it."""
+    """Auto rule: parallel when Numba has threads to spare and the work is worth it; never in
+    a child forked after its parent ran parallel kernels on Numba's OpenMP layer (where it
+    would end the process: an explicit ``parallel=True`` is refused)."""
+    if _nb.parallel_lost_in_fork():
+        if parallel:
+            raise RuntimeError("parallel=True: this process was forked after its parent ran parallel kernels on "
+                               "Numba's OpenMP threading layer, which a forked child cannot run (Numba would end "
+                               "it); pass parallel=False (or None), start workers with 'spawn' or 'forkserver', or "
+                               "set NUMBA_THREADING_LAYER=workqueue")
+        return False
     if parallel is None:
         return numba.get_num_threads() > 1 and work >= _PARALLEL_MIN_ELEMENTS
     return bool(parallel)

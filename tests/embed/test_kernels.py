@@ -6,6 +6,7 @@ duplicate-heavy (Zipf) ids. Gather and scatter-add must match bit for bit; cosin
 to rounding (BLAS blocking differs), and top-k rankings are checked against the oracle's scores.
 """
 import doctest
+import os
 import tracemalloc
 
 import numba
@@ -725,3 +726,32 @@ def test_rows_whose_squares_leave_float64s_range(parallel):
     np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
     np.testing.assert_allclose(K.normalize_rows_reference(A), expected, rtol=1e-15, atol=0)
     assert K.cosine_similarity(A[:1], parallel=parallel).tolist() == [[1.0]]
+
+
+def _gather_in_child(E, ids):
+    out = {"auto": K.gather(E, ids)}
+    try:
+        out["forced"] = K.gather(E, ids, parallel=True)
+    except RuntimeError as exc:
+        out["forced"] = str(exc)
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
+def test_a_child_forked_after_parallel_kernels_still_runs_them():
+    """GNU OpenMP does not survive fork(): Numba ended a child (a multiprocessing or DataLoader
+    worker) that ran a parallel kernel after its parent had, on the "omp" threading layer. The
+    child runs the serial compile instead; an explicit parallel=True is refused there."""
+    import multiprocessing
+
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((4000, 16)).astype(np.float32)
+    ids = rng.integers(0, 4000, 50_000)
+    expected = K.gather(E, ids, parallel=True)  # (the parent's threads started)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_gather_in_child, (E, ids)).get(timeout=120)
+    assert np.array_equal(got["auto"], expected)
+    if numba.threading_layer() == "omp":
+        assert "parallel=True: this process was forked" in got["forced"]
+    else:  # (workqueue and tbb survive the fork)
+        assert np.array_equal(got["forced"], expected)
