@@ -555,8 +555,9 @@ def count_words(
         Hugging Face's ``Tokenizer.train(files)`` reads files. Needs a pattern with a
         compiled scanner.
 
-    Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts).
-    Raises ValueError when the corpus holds no chunk at all.
+    Returns a :class:`WordTable` (chunks as UTF-8 bytes, first-appearance order, int64 counts)
+    whose ``pattern`` is ``pattern``: ``train`` on it splits with that pattern. Raises ValueError
+    when the corpus holds no chunk at all.
 
     With glibc, the first call fixes malloc's thresholds for the rest of the process (large
     blocks mapped and given back when freed; ``fastbpe._core.count.fix_malloc_thresholds``
@@ -670,7 +671,9 @@ def _count_tasks(tasks, client, workers, pattern, errors, block_size, progress, 
         raise ValueError("the corpus is empty: it holds no chunk to count" + (
             "" if known is not None and known.tiles else  # (a pattern whose chunks tile the text finds some in any)
             f" (or the pattern {pattern!r:.80} matches none of its text)"))
-    return WordTable._of_counter(*arrays)
+    table = WordTable._of_counter(*arrays)
+    table.pattern = pattern
+    return table
 
 
 def _merge_in_order(results: Iterator[Tuple[Any, int]], bar) -> ChunkCounter:

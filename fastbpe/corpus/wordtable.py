@@ -27,7 +27,9 @@ class WordTable:
     (2, 4, [(b' the', 3), (b' cat', 1)])
     """
 
-    __slots__ = ("data", "offsets", "counts")
+    __slots__ = ("data", "offsets", "counts", "pattern")
+    # ``pattern``: the split it was counted with (a name or a regex, as count_words was given
+    # it), which train and extend use or check; None where unknown (a table made of counts).
 
     def __init__(self, data, offsets: np.ndarray, counts: np.ndarray):
         """A table of the given arrays, checked: ``data`` bytes (uint8 values, or a bytes-like
@@ -50,6 +52,7 @@ class WordTable:
         return table
 
     def _set(self, data: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> None:
+        self.pattern = None
         self.data = np.ascontiguousarray(data, dtype=np.uint8)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.counts = np.ascontiguousarray(counts, dtype=np.int64)
@@ -91,12 +94,16 @@ class WordTable:
         {b'x': 6, b'y': 2, b'z': 1}
         """
         counter = ChunkCounter()
+        patterns = set()
         for table in tables:
             if not isinstance(table, WordTable):
                 raise TypeError(f"concat takes WordTables, got {type(table).__name__} "
                                 "(WordTable.from_counts makes one)")
             counter.add_table(table.data, table.offsets, table.counts)  # (OverflowError past 2**63 - 1)
-        return cls._of_counter(*counter.arrays())
+            patterns.add(table.pattern)
+        combined = cls._of_counter(*counter.arrays())
+        combined.pattern = patterns.pop() if len(patterns) == 1 else None  # (known only when shared)
+        return combined
 
     def __len__(self) -> int:
         return len(self.counts)

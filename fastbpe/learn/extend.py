@@ -29,7 +29,7 @@ from ..corpus.files import corpus_or_text, str_corpus
 from ..corpus.wordtable import WordTable
 from ..progress import merge_progress
 from ..reference import encode as reference_encode
-from ..split.patterns import fused_scanner_id
+from ..split.patterns import fused_scanner_id, same_split
 from .learner import check_num_merges, make_learner
 
 __all__ = ["extend", "extend_reference", "check_extendable"]
@@ -57,6 +57,10 @@ def _count(tokenizer, corpus, text, workers, errors, progress) -> WordTable:
     """The corpus's unique chunks under the tokenizer's pattern, as ``train`` counts them."""
     corpus = corpus_or_text(corpus, text)
     if isinstance(corpus, WordTable):
+        if corpus.pattern is not None and not same_split(corpus.pattern, tokenizer.pattern):
+            raise ValueError(f"the WordTable was counted with pattern={corpus.pattern!r:.80}, the tokenizer splits "
+                             f"with {tokenizer.pattern!r:.80}: count the corpus with the tokenizer's pattern "
+                             "(count_words(corpus, pattern=tokenizer.pattern))")
         return corpus
     if isinstance(corpus, str):
         corpus = str_corpus(corpus)

@@ -24,7 +24,7 @@ from ..encode.tokenizer import Tokenizer
 from ..formats.bytelevel import bytes_to_unicode
 from ..formats.ids import ID_LIMIT
 from ..progress import merge_progress
-from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve
+from ..split.patterns import TABLE, check_user_pattern, renamed_pattern, resolve, same_split
 from .learner import check_num_merges, make_learner, run_learner, table_symbols
 
 Symbol = Union[str, bytes]
@@ -226,6 +226,23 @@ def _warn_of_markers_in_text(table: WordTable, word_start: str, word_end: str) -
             break
 
 
+def training_pattern(corpus, pattern: Optional[str]) -> str:
+    """The split a training uses: ``pattern``, or where none is given the one a WordTable corpus
+    was counted with, else GPT-2's. A table counted with another split than ``pattern`` is
+    refused: the tokenizer would split text otherwise than its merges were learned on.
+
+    >>> training_pattern(None, None), training_pattern(None, "whitespace")
+    ('gpt2', 'whitespace')
+    """
+    counted = corpus.pattern if isinstance(corpus, WordTable) else None
+    if pattern is None:
+        return counted or "gpt2"
+    if counted is not None and not same_split(pattern, counted):
+        raise ValueError(f"the WordTable was counted with pattern={counted!r:.80}, not {pattern!r:.80}; train it "
+                         "with its own (leave pattern out), or count the corpus again with this one")
+    return pattern
+
+
 def train(
     corpus=None,
     vocab_size: Optional[int] = None,
@@ -233,7 +250,7 @@ def train(
     text: Optional[str] = None,
     num_merges: Optional[int] = None,
     unit: str = "bytes",
-    pattern: str = "gpt2",
+    pattern: Optional[str] = None,
     word_start: Optional[str] = None,
     word_end: Optional[str] = None,
     min_frequency: int = 2,
@@ -257,6 +274,8 @@ def train(
     to ``count_words``.
     ``vocab_size`` counts base symbols, merged tokens and special tokens; ``num_merges`` caps
     the merges instead. Byte-level with the GPT-2 split is the default for real use;
+    ``pattern``: the split (default: the one a :class:`WordTable` corpus was counted with, else
+    ``"gpt2"``; a table counted with another is refused).
     ``pattern="whitespace", unit="chars", word_start="_"`` reproduces BPE by hand as
     Sennrich et al. (2016) present it. Training stops early when no pair is left or the best count falls below
     ``min_frequency``. The returned tokenizer's ``training_stats`` says what each phase took.
@@ -283,7 +302,9 @@ def train(
     check_num_merges(0 if num_merges is None else num_merges, min_frequency)
     check_word_markers(word_start, word_end)
     pattern = renamed_pattern(pattern, pretokenizer)
-    check_user_pattern(pattern)
+    if pattern is not None:  # (a table's was checked as it was counted)
+        check_user_pattern(pattern)
+    pattern = training_pattern(corpus, pattern)
     if compat not in COMPAT:
         raise ValueError(f"compat must be one of {COMPAT}, got {compat!r}")
     tie_ranks = None

@@ -27,7 +27,7 @@ from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTE
 if TYPE_CHECKING:  # (run only for a user regex: imported there)
     import regex
 
-__all__ = ["PATTERNS", "TABLE", "GPT2_PATTERN", "GPT2_ORIGINAL_PATTERN", "SplitPattern", "resolve", "source",
+__all__ = ["PATTERNS", "TABLE", "GPT2_PATTERN", "GPT2_ORIGINAL_PATTERN", "SplitPattern", "resolve", "same_split", "source",
            "check_user_pattern", "renamed_pattern", "compiled_regex", "scanner_id",
            "cut_rule", "fused_scanner_id", "QWEN_PATTERN"]
 
@@ -83,6 +83,16 @@ def resolve(pattern: str) -> Optional[SplitPattern]:
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a name or a regex str, got {type(pattern).__name__}")
     return _LOOKUP.get(pattern)
+
+
+def same_split(a: str, b: str) -> bool:
+    """Whether two patterns (names, OpenAI encoding names or regex texts) split alike.
+
+    >>> same_split("gpt2", "r50k_base"), same_split("gpt2", "cl100k_base"), same_split(r"\\S+", r"\\S+")
+    (True, False, True)
+    """
+    known = resolve(a)
+    return known is resolve(b) if known is not None else a == b
 
 
 def check_user_pattern(pattern: str) -> None:
@@ -165,13 +175,13 @@ def cut_rule(pattern: str, keep_gaps: bool = False) -> int:
     return entry.scanner
 
 
-def renamed_pattern(pattern: str, pretokenizer: Optional[str]) -> str:
+def renamed_pattern(pattern: Optional[str], pretokenizer: Optional[str]) -> Optional[str]:
     """The split pattern of a call that may still use the keyword earlier versions had for it
     (``pretokenizer=``); the two are one option, so giving both differently is an error."""
     if pretokenizer is None:
         return pattern
     warnings.warn("the pretokenizer= keyword is now pattern=", DeprecationWarning, stacklevel=3)
-    if pattern not in ("gpt2", pretokenizer):
+    if pattern not in (None, "gpt2", pretokenizer):
         raise TypeError(f"pattern={pattern!r} and pretokenizer={pretokenizer!r} are the same option; give one")
     return pretokenizer
 

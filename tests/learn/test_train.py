@@ -389,3 +389,34 @@ def test_same_merges_as_train_from_iterator_on_many_texts(shared_data):
     texts = ["".join(rows[i:i + 50]) for i in range(0, len(rows), 50)]
     theirs = hf_train_files(None, 1200, 2, [], iterator=texts)
     assert _our_merges(iter(texts), 1200, 2, []) == theirs
+
+
+def test_a_table_trains_with_the_pattern_it_was_counted_with():
+    """Count once, train many times: a table counted with another split than GPT-2's trained
+    with GPT-2's split (the default) gave a tokenizer that splits text otherwise than its
+    merges were learned on."""
+    texts = ["the cat's 12345 sat; on   the mat", "don't stop 2024-11-30"] * 50
+    table = fastbpe.count_words(iter(texts), pattern="whitespace", workers=1)
+    assert table.pattern == "whitespace"
+    tok = fastbpe.train(table, vocab_size=300, progress=False)
+    direct = fastbpe.train(iter(texts), vocab_size=300, pattern="whitespace", progress=False)
+    assert tok.pattern == "whitespace" and tok.merges == direct.merges
+    assert fastbpe.train(table, vocab_size=300, pattern="whitespace", progress=False).merges == direct.merges
+    with pytest.raises(ValueError, match="counted with pattern='whitespace', not 'gpt2'"):
+        fastbpe.train(table, vocab_size=300, pattern="gpt2", progress=False)
+    # a name and its pattern's text are one split; tables combined keep a split they share
+    cl100k = fastbpe.count_words(iter(texts), pattern="cl100k_base", workers=1)
+    assert fastbpe.train(cl100k, vocab_size=300, pattern="cl100k", progress=False).pattern == "cl100k"
+    assert fastbpe.WordTable.concat([table, table]).pattern == "whitespace"
+    assert fastbpe.WordTable.concat([table, cl100k]).pattern is None
+    assert fastbpe.WordTable.from_counts({b"ab": 2}).pattern is None  # (unknown: any split is taken)
+
+
+def test_extend_refuses_a_table_counted_with_another_split():
+    tok = fastbpe.train(text="the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    malay = ["kucing itu duduk di atas tikar"] * 20
+    table = fastbpe.count_words(iter(malay), pattern="whitespace", workers=1)
+    with pytest.raises(ValueError, match="counted with pattern='whitespace', the tokenizer splits with 'gpt2'"):
+        tok.extend(table, num_merges=5)
+    same = fastbpe.count_words(iter(malay), pattern=tok.pattern, workers=1)
+    assert tok.extend(same, num_merges=5, min_frequency=1).vocab_size == tok.vocab_size + 5
