@@ -270,7 +270,9 @@ def test_a_mistyped_path_is_never_trained_on_as_text(tmp_path, monkeypatch):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "a.txt").write_text("the cat sat on the mat " * 20, encoding="utf-8")
     from_file = fastbpe.train("corpus/a.txt", vocab_size=270, progress=False)
-    for typo in ("corpus/a.txtt", "a.txt", "corpus/my notes.txt", "tokens"):
+    # (and with whitespace: folders ending in a file's name, a path read from a list with its line end)
+    for typo in ("corpus/a.txtt", "a.txt", "corpus/my notes.txt", "tokens", "My Corpus/train.txt", "corpus/a.txt\n",
+                 " tokens "):
         with pytest.raises(ValueError, match="names no file.*text="):
             fastbpe.train(typo, vocab_size=270, progress=False)
     # text= always means text, whatever it looks like; a str with spaces still reads as text
