@@ -243,7 +243,12 @@ def write(tok, path: PathLike) -> None:
     tiktoken encodes by its own rule (lowest rank of a concatenation, whole chunks first). For
     tokenizers read from tiktoken or GPT-2 files that is their rule; for tokenizers trained by
     fastbpe the ids agree with fastbpe's on real text (tested), since merged tokens are numbered
-    in merge order; for imported Hugging Face vocabularies check on your text."""
+    in merge order; for imported Hugging Face vocabularies check on your text. ``path`` ends in
+    ``.tiktoken`` (any case): by that name :func:`fastbpe.load` and the command line know it."""
+    if not os.fspath(path).lower().endswith(".tiktoken"):  # (before anything is written)
+        raise ValueError(f"{os.fspath(path)!r}: name the ranks file NAME.tiktoken (its pattern and special "
+                         "tokens go beside it, in NAME.tiktoken.json): fastbpe.load knows a ranks file by that "
+                         "name")
     check_encoding(tok)
     pat_str = tok.splitter.to_tiktoken()  # before anything is written
     ranked = mergeable_ranks(tok)

@@ -285,3 +285,12 @@ def test_the_ranks_and_their_sidecar_are_replaced_together(tmp_path, monkeypatch
     (tmp_path / "new.tiktoken").replace(path)  # new ranks beside the old sidecar
     with pytest.raises(ValueError, match="written with other ranks than t.tiktoken's"):
         fastbpe.load(path)
+
+
+def test_a_ranks_file_is_named_as_fastbpe_load_knows_it(tmp_path):
+    tok = fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    with pytest.raises(ValueError, match="name the ranks file NAME.tiktoken"):
+        tok.to_tiktoken(tmp_path / "noext")  # (written, it was read back as bad JSON)
+    assert list(tmp_path.iterdir()) == []
+    tok.to_tiktoken(tmp_path / "T.TIKTOKEN")
+    assert fastbpe.load(tmp_path / "T.TIKTOKEN").encode("the cat") == tok.encode("the cat")
