@@ -1,6 +1,7 @@
 """Corpus files: pieces of a fixed size whatever the decompressor returns, the decode error, and
 damaged compressed files."""
 import io
+import re
 
 import pytest
 
@@ -99,3 +100,32 @@ def test_a_file_that_only_begins_like_a_byte_order_mark_gets_the_usual_advice(tm
     path.write_bytes(b"\xff text")
     with pytest.raises(CorpusDecodeError, match=r"offset 0 \(byte 0xff\); pass errors='replace'"):
         fastbpe.count_words(str(path))
+
+
+@pytest.mark.parametrize("kind", ["gz", "xz", "bz2"])
+def test_a_truncated_file_says_how_far_it_decompressed(tmp_path, kind):
+    """Read in blocks of 8 MiB, a cut file said "after 0 bytes" of the text it had decompressed."""
+    import bz2
+    import gzip
+    import lzma
+    import random
+
+    rng = random.Random(0)
+    text = " ".join(rng.choice(["the", "cat", "sat", "on", "a", "mat", "dog", "ran"]) + str(rng.randrange(99))
+                    for _ in range(200_000 if kind != "bz2" else 600_000)).encode()  # (bz2: blocks of 900 KB)
+    module = {"gz": gzip, "xz": lzma, "bz2": bz2}[kind]
+    data = module.compress(text)
+    path = tmp_path / f"cut.txt.{kind}"
+    path.write_bytes(data[: len(data) // 2])
+    recoverable = 0  # (what a decompressor gives of the cut data before it fails)
+    try:
+        with module.open(path, "rb") as f:
+            while piece := f.read(1 << 12):
+                recoverable += len(piece)
+    except Exception:
+        pass
+    with pytest.raises(CorpusDecodeError, match=r"after about ([\d,]+) bytes") as caught:
+        with open_bytes(str(path))[0] as reader:
+            list(read_pieces(reader, 8 << 20))
+    said = int(re.search(r"after about ([\d,]+) bytes", str(caught.value)).group(1).replace(",", ""))
+    assert recoverable > 0 and recoverable - (2 << 16) <= said <= recoverable
