@@ -5,6 +5,7 @@ import argparse
 import os
 import re
 import sys
+from decimal import Decimal, localcontext
 from typing import List, NoReturn, Optional, Sequence
 
 from ..fileio import file_above
@@ -30,6 +31,8 @@ def parse_size(text: str) -> int:
 
     >>> [parse_size(s) for s in ("1e8", "100M", "4MiB", "2k", "1_000", "1.5K", "7")]
     [100000000, 100000000, 4194304, 2000, 1000, 1500, 7]
+    >>> parse_size("1e23") == 10**23
+    True
     """
     match = _SIZE.fullmatch(text.strip())
     unit = match.group("unit").lower() if match else ""
@@ -39,10 +42,14 @@ def parse_size(text: str) -> int:
         raise ValueError(f"{text!r} is not a size (examples: 100000, 1e8, 100M, 4MiB)")
     number = match.group("number").replace("_", "")
     if "." in number or "e" in number.lower():
-        value = float(number) * _UNITS[unit]
-        if value != int(value):
+        written = Decimal(number)  # (not a float: 1e23 is 10**23, not 99999999999999991611392)
+        if written.adjusted() > 60:  # (no size is that large; its integer could take long to make)
+            raise ValueError(f"{text!r} is too large a size")
+        with localcontext(prec=120):  # (exact: digits beyond the default 28 are kept)
+            exact = written * _UNITS[unit]
+        if exact != exact.to_integral_value():
             raise ValueError(f"{text!r} is not a whole number")
-        value = int(value)
+        value = int(exact)
     else:
         value = int(number) * _UNITS[unit]
     if value < 1:

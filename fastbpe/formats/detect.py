@@ -35,6 +35,9 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
     published pattern and special tokens), or a SentencePiece BPE ``.model`` file."""
     path = Path(path)
     if not path.exists():  # said first, before what its name says should sit beside it
+        if os.fspath(path) in tiktoken.OPENAI_ENCODINGS:  # (a name, as tiktoken.get_encoding takes it)
+            raise FileNotFoundError(errno.ENOENT, f"No such file or directory (an OpenAI encoding by its name: "
+                                    f"fastbpe.get_encoding({os.fspath(path)!r}))", os.fspath(path))
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(path))
     if path.is_dir():
         if not (path / "tokenizer.json").exists() and all((path / name).exists() for name in GPT2_FILES):

@@ -15,6 +15,7 @@ import pytest
 import fastbpe
 from fastbpe.cli import build_parser, default_corpus, main, parse_size
 from fastbpe import shards
+from fastbpe.learn.train import training_pattern
 from fastbpe.shards import MANIFEST, encode_files, read_shard
 
 EOT = "<|endoftext|>"
@@ -259,8 +260,10 @@ def test_every_number_option_is_bounded_when_the_command_line_is_read():
 def test_defaults_are_the_api_defaults():
     train_api = inspect.signature(fastbpe.train).parameters
     train_cli = _subparsers()["train"]
-    for name in ("unit", "pattern", "min_frequency", "errors", "compat", "workers", "num_merges"):
+    for name in ("unit", "min_frequency", "errors", "compat", "workers", "num_merges"):
         assert train_cli.get_default(name) == train_api[name].default, name
+    # (the API's None: a table's own pattern, else GPT-2's; the command reads files)
+    assert train_cli.get_default("pattern") == training_pattern(None, train_api["pattern"].default) == "gpt2"
     assert train_cli.get_default("special_token") == list(train_api["special_tokens"].default)
     encode_api = inspect.signature(encode_files).parameters
     encode_cli = _subparsers()["encode"]
@@ -273,6 +276,7 @@ def test_defaults_are_the_api_defaults():
 def test_sizes_read_as_people_write_them():
     assert parse_size("1e8") == parse_size("100M") == parse_size("100MB") == parse_size("100_000_000") == 10**8
     assert parse_size("4MiB") == parse_size("4Mi") == 4 * 2**20 and parse_size("2k") == 2000
+    assert parse_size("1e23") == 10**23 and parse_size("1.000000000000000000000000000001e30") == 10**30 + 1
     for bad in ("abc", "0", "1.5", "-3", "4XB", "1e-3", ""):
         with pytest.raises(ValueError):
             parse_size(bad)

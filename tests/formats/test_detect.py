@@ -135,6 +135,13 @@ def test_a_missing_file_is_said_to_be_missing(tmp_path, name):
     assert raised.value.filename == str(tmp_path / name)
 
 
+def test_an_encoding_name_given_to_load_points_to_get_encoding(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # (no file of that name here)
+    with pytest.raises(FileNotFoundError, match=r"fastbpe.get_encoding\('r50k_base'\)") as raised:
+        fastbpe.load("r50k_base")
+    assert raised.value.filename == "r50k_base"
+
+
 @pytest.mark.parametrize("name", ["tokenizer.json", "small.tiktoken", "gpt2/encoder.json", "native.json"])
 def test_a_number_too_long_to_read_names_the_file(tmp_path_factory, name):
     """An id of 5,000 digits: Python's int() refuses it with its own message; the loader says
