@@ -273,7 +273,7 @@ def add_learning_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pattern", "--pretokenizer", dest="pattern", default="gpt2",
                         help="the split pattern: a name (gpt2, cl100k, o200k, llama3, whitespace) or a regex "
                              "(--pretokenizer is its former name)")
-    parser.add_argument("--min-frequency", type=int_at_least(1), default=2,
+    parser.add_argument("--min-frequency", type=int_at_least(0), default=2,
                         help="stop when the most frequent pair occurs fewer times than this")
     parser.add_argument("--word-start", default=None, metavar="MARK",
                         help="a symbol put before every chunk (Sennrich et al. 2016 mark word ends with one; "

@@ -19,7 +19,7 @@ ProgressCallback = Callable[[int, int], None]
 
 def check_num_merges(num_merges: int, min_frequency: int) -> None:
     check_count(num_merges, "num_merges", 0, ID_LIMIT)  # (each merge makes a token: an int32 id)
-    check_count(min_frequency, "min_frequency", 1)
+    check_count(min_frequency, "min_frequency", 0)  # (0, BpeTrainer's default: as 1, every pair occurs)
 
 
 def make_learner(symbols, word_starts, counts, base_tokens, tie_ranks=None) -> MergeLearner:

@@ -331,7 +331,7 @@ def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
     (["encode", "x.txt"], "required"),
     (["encode", "x.txt", "-t", "t.json", "-o", "out", "--workers", "0"], "--workers: '0': must be at least 1"),
     (["train", "--workers", "-1"], "must be at least 1"),
-    (["train", "--min-frequency", "0"], "must be at least 1"),
+    (["train", "--min-frequency", "-1"], "must be at least 0"),
     (["audit", "-t", "t.json", "--examples", "-3"], "must be at least 0"),
     (["skipgram", "x.txt", "-t", "t.json", "--lr", "nan"], "finite number above 0"),
     (["skipgram", "x.txt", "-t", "t.json", "-k", "-2"], "must be at least 1"),
