@@ -468,7 +468,9 @@ def topk_cosine(A, B=None, k: int = 10, *, exclude_self: Optional[bool] = None,
     """The ``k`` rows of ``B`` (default ``A``) most cosine-similar to each row of ``A``.
 
     Returns ``(indices, scores)``, both ``(n, k)``: int64 column ids and scores in ``A.dtype``,
-    best first; ties go to the smaller id and NaN scores rank below all numbers.
+    best first; equal scores go to the smaller id and NaN scores rank below all numbers. (Equal
+    as computed: BLAS may round the products of two identical rows 1 ulp apart where they fall
+    in different tiles, so duplicate rows of a large table need not come out in id order.)
     ``exclude_self`` (default: ``B is None``) drops column ``i`` from row ``i``'s candidates.
 
     Computed in tiles: memory is O(n*k + tile), the full ``n x m`` matrix is never built. Scores
