@@ -249,15 +249,19 @@ def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2"
     }
 
 
-_VISIBLE = str.maketrans({" ": "\u2423", "\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"})
+# every other control character as its Unicode control picture (NUL as U+2400, DEL as U+2421):
+# printed raw, a binary corpus's pieces rang the terminal's bell or moved its cursor
+_VISIBLE = str.maketrans({**{chr(c): chr(0x2400 + c) for c in range(0x20)}, "\x7f": "\u2421",
+                          " ": "\u2423", "\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"})
 
 
 def segmentation_text(shown: Sequence[Dict[str, Any]], pieces: Sequence[Sequence[str]]) -> str:
     """``low_ x5 | l o w e r _ x2``: the shown chunks' pieces, space-separated, with counts
-    (a space inside a piece shown as ``␣``, a newline as ``↵``).
+    (a space inside a piece shown as ``␣``, a newline as ``↵``, other control characters as
+    their control pictures: NUL as ``␀``).
 
-    >>> segmentation_text([{"count": 2}, {"count": 1}], [["low", "er_"], [" the"]])
-    'low er_ x2 | ␣the x1'
+    >>> segmentation_text([{"count": 2}, {"count": 1}], [["low", "er_"], [" the\\x00"]])
+    'low er_ x2 | ␣the␀ x1'
     """
     return " | ".join(f"{' '.join(piece.translate(_VISIBLE) for piece in p)} x{w['count']}"
                       for w, p in zip(shown, pieces))
