@@ -22,6 +22,7 @@ also records the shard format, dtype, byte order and header size. :func:`read_sh
 every format, and the ``FBPETOK`` ``.bin`` shards of earlier versions (8-byte magic
 ``b"FBPETOK\\0"``, uint32 version 1, uint32 bytes per id, uint64 id count, 16 zero bytes, ids).
 """
+import codecs
 import hashlib
 import json
 import os
@@ -51,7 +52,7 @@ from .encode.tokenizer import Tokenizer
 from .fileio import AtomicWriter, file_above, write_atomic
 from .progress import byte_bar, check_progress
 from .split.patterns import cut_rule
-from .split.pretokenize import InvalidUTF8
+from .split.pretokenize import InvalidUTF8, check_errors
 
 __all__ = ["encode_files", "read_shard", "input_blocks", "Block", "BIN_MAGIC", "LLMC_MAGIC", "MANIFEST",
            "FORMATS", "DOCUMENTS"]
@@ -428,6 +429,24 @@ def _document_tasks(stops: np.ndarray) -> Iterator[Tuple[int, int]]:
         a = b
 
 
+def _replaced(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """A byte stream's pieces with its invalid UTF-8 replaced (``errors="replace"``): the UTF-8
+    of ``stream.decode("utf-8", "replace")``, a piece at a time (a character cut between two
+    pieces is decoded whole).
+
+    >>> b"".join(_replaced([b"caf\\xc3", b"\\xa9 \\xff", b"\\xe2\\x82"])).decode()
+    'café \ufffd\ufffd'
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    for piece in pieces:
+        out = decoder.decode(piece).encode("utf-8")
+        if out:
+            yield out
+    out = decoder.decode(b"", final=True).encode("utf-8")
+    if out:
+        yield out
+
+
 def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
                  block_size: int = DEFAULT_BLOCK_SIZE) -> Iterator[Block]:
     """The blocks :func:`encode_files` encodes, in order: each file (expanded as every corpus
@@ -452,7 +471,7 @@ def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",
 
 
 def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
-            block_size: int) -> Iterator[Union[Block, PieceDocuments, int]]:
+            block_size: int, errors: str = "strict") -> Iterator[Union[Block, PieceDocuments, int]]:
     """The blocks of :func:`input_blocks`, each yielded as soon as it is cut (encode_files
     hands the first to a worker before the second is read), those of short line and blank-line
     documents a piece's at a time (:class:`PieceDocuments`), and after a file's last block an
@@ -475,8 +494,9 @@ def _blocks(tokenizer, files: Sequence[PathLike], documents: str,
                     pieces_read += 1
                     yield piece
 
-            for item in _document_items(path, counted(read_pieces(reader, block_size)), documents, rule, block_size,
-                                        normalizer):
+            pieces = read_pieces(reader, block_size)
+            for item in _document_items(path, counted(_replaced(pieces) if errors == "replace" else pieces),
+                                        documents, rule, block_size, normalizer):
                 if pieces_read != told:  # (the file moves on only as pieces are read: not a tell() a block,
                     now, told = raw.tell(), pieces_read  # a system call each, 0.3 s for 586,000 lines)
                 if isinstance(item, PieceDocuments):
@@ -562,7 +582,9 @@ def _decode(block: Block) -> str:
     try:
         return block.data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1]) from None
+        raise decode_error(block.path, block.offset + exc.start, block.data[exc.start:exc.start + 1],
+                           "pass errors='replace' to replace invalid bytes by U+FFFD, or errors='bytes' to encode "
+                           "each as its byte's token") from None
 
 
 def _refused_at(encode_utf8, piece) -> int:
@@ -588,12 +610,24 @@ def _refused_at(encode_utf8, piece) -> int:
     return -1
 
 
-def _piece_encoder(tokenizer):
+def _byte_ids(tokenizer) -> np.ndarray:
+    """The id of the one-byte token of each byte value (``errors="bytes"``); ValueError for a
+    tokenizer that lacks one (it is no byte-level vocabulary)."""
+    try:
+        return np.array([tokenizer.encode_single_token(bytes([b])) for b in range(256)], dtype=np.int64)
+    except KeyError:
+        raise ValueError("errors='bytes' encodes each invalid byte as its one-byte token, which this tokenizer "
+                         "lacks for some bytes (it is no byte-level vocabulary): use errors='replace'") from None
+
+
+def _piece_encoder(tokenizer, errors: str = "strict"):
     """``(encode, cuts)``: ``cuts`` as :func:`.encode.batch.utf8_encoder` gives it, and
     ``encode(piece, path, offset)``: the ids, in the tokenizer's id dtype, of the UTF-8 bytes
     ``piece`` (bytes or a memoryview: the text at byte ``offset`` of file ``path``, -1 when
     normalised), as ``encode_ordinary`` gives them for its text; an error names the file and
-    the offset. A tokenizer with the one-call path reads the bytes in place (no str is made). A
+    the offset. Invalid UTF-8 is that error (``errors="strict"``), or (``"bytes"``) each invalid
+    byte its one-byte token, the valid stretches between them encoded as texts of their own (as
+    ``count_words(errors="bytes")`` counts them); ``"replace"`` is done as the input is read. A tokenizer with the one-call path reads the bytes in place (no str is made). A
     piece longer than a task (a stretch without a safe cut: a huge chunk, as a multi-megabyte
     word) gets uint16 ids straight from the encoder where the ids are uint16, so that they are
     held once, at 2 bytes each."""
@@ -602,6 +636,8 @@ def _piece_encoder(tokenizer):
     pattern = None if tokenizer.specials.always else _fused_pattern(tokenizer)  # (it splits out none)
     encode_u16 = None if pattern is None or dtype.itemsize != 2 else \
         (lambda data: tokenizer._core().encode_text_u16(data, pattern, tokenizer._state()))
+
+    byte_ids = _byte_ids(tokenizer) if errors == "bytes" else None
 
     def encode(piece, path: str, offset: int) -> np.ndarray:
         try:
@@ -613,13 +649,35 @@ def _piece_encoder(tokenizer):
                 f"{path}, byte offset {offset + at}" if at >= 0 else f"{path}, the text at byte offset {offset}"
             raise ValueError(f"{where}: {exc}") from None
         if ids is None:  # not UTF-8: the error names the file and the first bad byte
-            _decode(Block(bytes(piece), True, path, offset, 0))
+            if byte_ids is None:
+                _decode(Block(bytes(piece), True, path, offset, 0))
+            ids = _with_invalid_bytes(bytes(piece), byte_ids, lambda part, at: encode(part, path, offset + at))
         return as_id_dtype(ids, dtype)
 
     return encode, cuts
 
 
 # ------------------------------------------------------------------------------ writing
+
+
+def _with_invalid_bytes(data: bytes, byte_ids: np.ndarray, encode) -> np.ndarray:
+    """The ids of ``data`` that holds invalid UTF-8, as ``errors="bytes"`` encodes it: each valid
+    stretch by ``encode(stretch, its offset)``, each invalid byte as ``byte_ids[byte]``.
+
+    >>> _with_invalid_bytes(b"ab\\xffc", np.arange(256) + 1000, lambda part, at: np.frombuffer(part, np.uint8)).tolist()
+    [97, 98, 1255, 99]
+    """
+    text = data.decode("utf-8", "surrogateescape")  # (an invalid byte b: the lone surrogate U+DC00 + b)
+    parts, at = [], 0
+    for stretch in re.split("([\udc80-\udcff])", text):
+        if len(stretch) == 1 and "\udc80" <= stretch <= "\udcff":
+            parts.append(byte_ids[ord(stretch) - 0xDC00: ord(stretch) - 0xDC00 + 1])
+            at += 1
+        elif stretch:
+            raw = stretch.encode("utf-8")
+            parts.append(np.asarray(encode(raw, at), dtype=np.int64))
+            at += len(raw)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _tokenizer_digest(tokenizer) -> str:
@@ -1107,6 +1165,7 @@ def encode_files(
     block_chars: Optional[int] = None,
     cluster=None,
     partition_size: Optional[int] = None,
+    errors: str = "strict",
 ) -> dict:
     """Encode ``files`` into token shards in ``out_dir``; returns the manifest.
 
@@ -1117,7 +1176,11 @@ def encode_files(
     encoded as ordinary text (``encode_ordinary``: a token matched always gets its id).
     ``block_size``: bytes per block (default 4 MiB; ``block_chars`` is its former name). ``resume``: continue a previous run with the same inputs and options
     (otherwise a non-empty ``out_dir`` with a manifest is an error). Invalid UTF-8 raises
-    :class:`~fastbpe.corpus.files.CorpusDecodeError` naming the file and the byte offset.
+    :class:`~fastbpe.corpus.files.CorpusDecodeError` naming the file and the byte offset
+    (``errors="strict"``), is replaced by U+FFFD (``"replace"``: the ids of
+    ``text.decode("utf-8", "replace")``), or with a byte-level vocabulary each invalid byte is
+    its one-byte token and the text between them is encoded a stretch at a time (``"bytes"``):
+    as :func:`~fastbpe.count_words` counts such a corpus with the same ``errors``.
 
     ``cluster``: a ``dask.distributed.Client`` or a scheduler address: the input is cut into
     partitions of about ``partition_size`` bytes (default 64 MiB): byte ranges of plain files
@@ -1168,8 +1231,19 @@ def encode_files(
     if fmt == "llmc" and dtype.itemsize > 2:  # (before the output folder is made)
         raise ValueError(f"llm.c token files hold uint16 ids; this tokenizer has ids up to "
                          f"{tokenizer.n_vocab - 1} (use fmt='raw' or 'npy', which store uint32)")
+    check_errors(errors)
+    if errors == "bytes":  # (before the output folder is made)
+        rule, normalizer = _document_cuts(tokenizer)
+        if rule is None or normalizer is not None or not utf8_encoder(tokenizer)[1]:
+            # (the stretches between invalid bytes are encoded apart: a normaliser or a prefix
+            # space would act on each as on a whole text)
+            raise ValueError("errors='bytes' encodes the text between invalid bytes a stretch at a time, which "
+                             "this tokenizer's normaliser (or prefix space) does not allow: use errors='replace'")
+        _byte_ids(tokenizer)
     options = {"shard_size": shard_size, "format": fmt, "documents": documents, "separator": separator,
                "block_size": block_size, "dtype": dtype.name}
+    if errors != "strict":  # (a job of strict decoding, the default, is fingerprinted as before)
+        options["errors"] = errors
     if documents in _SEPARATOR_NEWLINES:
         options["line_ends"] = LINE_ENDS
     if cluster is not None:
@@ -1278,7 +1352,7 @@ def encode_files(
     bar = byte_bar(progress, file_bytes, "encoding")
     text_bytes = 0  # input encoded by this run
     rule, _ = _document_cuts(tokenizer)
-    encode_piece, cuts = _piece_encoder(tokenizer)
+    encode_piece, cuts = _piece_encoder(tokenizer, errors)
     encode_many = utf8_batch_encoder(tokenizer)
     sep = None if sep_id is None else np.array([sep_id], dtype=dtype)
     last_index = resume_segment - 1
@@ -1361,7 +1435,7 @@ def encode_files(
             in_doc = False  # the current document already has text
             last_queued = resume_segment - 1
             index = -1
-            for item in _blocks(tokenizer, files, documents, block_size):
+            for item in _blocks(tokenizer, files, documents, block_size, errors):
                 if isinstance(item, int):  # a file's bytes read after its last block: progress only
                     if bar is not None and item:
                         bar.update(item)
@@ -1473,7 +1547,7 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
     documents, block_size, sep_id = options["documents"], options["block_size"], options["separator_id"]
     fmt, dtype = options["format"], tokenizer.id_dtype
     rule, normalizer = _document_cuts(tokenizer)
-    encode_piece, _ = _piece_encoder(tokenizer)
+    encode_piece, _ = _piece_encoder(tokenizer, options.get("errors", "strict"))
     encode_many = utf8_batch_encoder(tokenizer)
     path = part["path"]
     shards: list = []
@@ -1492,6 +1566,8 @@ def encode_partition(tokenizer, part: dict, number: int, out_dir: str, options: 
                 else:
                     lo, hi = (document_start_at_or_after(raw, pos, size, documents) for pos in (part["start"], part["end"]))
                 pieces = _partition_pieces(raw, lo, hi, block_size)
+            if options.get("errors") == "replace":
+                pieces = _replaced(pieces)
             # a "file" partition that starts after byte 0 continues the file's document
             in_doc = documents == "file" and lo > 0
             emitted = text_before or in_doc

@@ -80,6 +80,16 @@ def local_streams(tok, corpus, tmp_path_factory):
     return out
 
 
+@pytest.mark.parametrize("errors", ["replace", "bytes"])
+def test_invalid_utf8_on_the_cluster_as_locally(client, tok, tmp_path, errors):
+    text = ("caf\xe9 \xff\xfe au lait, a\xe2\x82 line\n".encode("latin-1") + "no\u00ebl\n".encode()) * 4000
+    (tmp_path / "in.txt").write_bytes(text)
+    encode_files(tok, [tmp_path / "in.txt"], tmp_path / "local", errors=errors, **OPTIONS)
+    encode_files(tok, [tmp_path / "in.txt"], tmp_path / "cluster", errors=errors, cluster=client,
+                 partition_size=20_000, **OPTIONS)
+    assert stream(tmp_path / "cluster")[1] == stream(tmp_path / "local")[1] != []
+
+
 @pytest.mark.parametrize("documents", ["file", "line", "blank-line"])
 def test_shards_on_the_cluster_hold_the_local_token_stream(client, tok, corpus, local_streams, tmp_path, documents):
     manifest = encode_files(tok, corpus, tmp_path, documents=documents, cluster=client, partition_size=40_000,

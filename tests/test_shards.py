@@ -174,6 +174,55 @@ def test_any_text_any_blocks_equals_documents_encoded_whole(whitespace_tok, text
         assert all_ids(Path(root) / "out")[1] == expected_ids(whitespace_tok, docs)
 
 
+def _encoded_with_invalid_bytes(tok, data: bytes) -> list:
+    """``errors="bytes"`` by its definition: each invalid byte its one-byte token, each valid
+    stretch between them encoded as a text of its own."""
+    out = []
+    for stretch in regex.split("([\udc80-\udcff])", data.decode("utf-8", "surrogateescape")):
+        if len(stretch) == 1 and "\udc80" <= stretch <= "\udcff":
+            out.append(tok.encode_single_token(bytes([ord(stretch) - 0xDC00])))
+        elif stretch:
+            out.extend(tok.encode_ordinary(stretch))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(parts=st.lists(st.sampled_from([b"ab", b" ", b"\n", b"the", b".", "\u00e9".encode(), "\u4e2d".encode(), b"\xff",
+                                       b"\xe2\x82", b"\xc3", b"\x80", b"\r\n", b"  "]), max_size=60),
+       block_size=st.sampled_from([1, 3, 9, 1 << 20]), workers=st.sampled_from([1, 2]))
+def test_invalid_utf8_replaced_or_as_bytes(tok, parts, block_size, workers):
+    """errors='replace' encodes the text bytes.decode('utf-8', 'replace') gives; errors='bytes'
+    each invalid byte as its byte's token, the stretches between encoded apart; any blocks."""
+    data = b"".join(parts)
+    with tempfile.TemporaryDirectory() as root:
+        path = Path(root) / "in.txt"
+        path.write_bytes(data)
+        for errors, expected in (("replace", tok.encode_ordinary(data.decode("utf-8", "replace"))),
+                                 ("bytes", _encoded_with_invalid_bytes(tok, data))):
+            out = Path(root) / errors
+            encode_files(tok, [path], out, separator=None, block_size=block_size, workers=workers, progress=False,
+                         errors=errors)
+            assert all_ids(out)[1] == expected, errors
+
+
+def test_invalid_utf8_options_are_checked_and_part_of_the_job(tok, tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"caf\xe9 au lait\n" * 50)
+    with pytest.raises(CorpusDecodeError, match="byte offset 3"):
+        encode_files(tok, [path], tmp_path / "strict", progress=False)
+    with pytest.raises(ValueError, match="errors must be one of"):
+        encode_files(tok, [path], tmp_path / "x", progress=False, errors="ignore")
+    chars = fastbpe.train(text="the cat sat " * 20, vocab_size=30, unit="chars", progress=False)
+    with pytest.raises(ValueError, match=r"no byte-level vocabulary\): use errors='replace'"):
+        encode_files(chars, [path], tmp_path / "x", separator=None, progress=False, errors="bytes")
+    assert not (tmp_path / "x").exists()
+    encode_files(tok, [path], tmp_path / "out", progress=False, errors="replace")
+    with pytest.raises(ValueError, match="another job"):  # (a rerun with another handling is no resume)
+        encode_files(tok, [path], tmp_path / "out", progress=False, errors="bytes")
+    assert encode_files(tok, [path], tmp_path / "out", progress=False, errors="replace")["complete"]
+
+
 def _document_start_by_definition(data: bytes, pos: int, documents: str) -> int:
     for p in range(max(pos, 0), len(data)):
         if p == 0 or (documents == "line" and data[p - 1:p] == b"\n") or \

@@ -47,7 +47,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
                                 documents=args.documents,
                                 separator=None if args.no_separator else args.separator,
                                 block_size=args.block_size, resume=not args.no_resume, cluster=args.scheduler,
-                                partition_size=args.partition_size)
+                                partition_size=args.partition_size, errors=args.errors)
     finally:
         tokenizer._pools.close()  # (while Ctrl-C is still this command's to report)
     summary = _summary(args, manifest)
@@ -99,6 +99,10 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--partition-size", type=size_arg, default=None,
                    help="with --scheduler: bytes of input per partition, the unit of work and of resuming "
                         "(default: 64MiB)")
+    p.add_argument("--errors", choices=("strict", "replace", "bytes"), default="strict",
+                   help="invalid UTF-8 in the input: fail naming the file and offset, replace it with U+FFFD, "
+                        "or (byte-level vocabularies) encode each invalid byte as its byte's token, as "
+                        "train --errors counts them")
     p.add_argument("--no-resume", action="store_true", help="fail instead of resuming a previous run")
     p.add_argument("--json", action="store_true",
                    help="print the summary as one JSON object on stdout (and no progress bar)")

@@ -268,7 +268,7 @@ def test_defaults_are_the_api_defaults():
     encode_api = inspect.signature(encode_files).parameters
     encode_cli = _subparsers()["encode"]
     for cli_name, api_name in (("shard_size", "shard_size"), ("format", "fmt"), ("documents", "documents"),
-                               ("separator", "separator"), ("workers", "workers")):
+                               ("separator", "separator"), ("workers", "workers"), ("errors", "errors")):
         assert encode_cli.get_default(cli_name) == encode_api[api_name].default, cli_name
     assert encode_cli.get_default("block_size") == shards.DEFAULT_BLOCK_SIZE
 
