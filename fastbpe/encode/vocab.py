@@ -14,6 +14,7 @@ starts are ``offsets[:, 0]``. Computed with array operations: the cumulative byt
 tokens, then a byte -> character map of the text.
 """
 import codecs
+import unicodedata
 from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from .._core.encode import LEADING_RULES, SLOT_KINDS, ByteTable
 from ..formats.bytelevel import as_token_text, text_to_token
 from . import surrogates
+from .normalizers import UNICODE_FORMS
 from .special import ALWAYS, USER_DEFINED, check_disallowed
 
 __all__ = ["UnknownTokenIdError", "DecodeTable", "decode_bytes", "token_to_id", "id_to_token", "decode_single_token_bytes",
@@ -600,20 +602,16 @@ def char_offsets(text: str, byte_lengths: np.ndarray) -> np.ndarray:
 def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarray]:
     """``(ids, offsets)``: the ids of ``tok.encode(text, **special)`` and the ``[n, 2]``
     character span of each in ``text`` (module docstring; a text with surrogates is spanned as
-    it is encoded, lone ones as U+FFFD, pairs joined). Byte-level tokenizers without a
-    normaliser, or with one and a text it leaves unchanged (offsets are not mapped back
-    through a normaliser)."""
+    it is encoded, lone ones as U+FFFD, pairs joined). Byte-level tokenizers; through a
+    normaliser of one Unicode form (NFC...) offsets are mapped back to ``text`` as Hugging
+    Face's are (:func:`normalised_spans`); other normalisers need a text they leave as it is."""
     if tok.unit != "bytes" or tok.word_start or tok.word_end or tok.markers.has_subword_markers():
         raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers, "
                          "end_of_word_suffix or continuing_subword_prefix")
     if tok._added_splitter is not None and tok._special_sets(*_special_args(special))[0]:
         return _offsets_by_piece(tok, text, *_special_args(special))
     ids = tok._encode_array(text, *_special_args(special))
-    text = surrogates.as_tiktoken(text)
-    if tok.normalize and tok.normalize(text) != text:
-        raise ValueError(f"encode_with_offsets: the normaliser ({tok.normalize!r}) changes the text, and offsets "
-                         "are not mapped back through it (normalise the text first)")
-    return tok._id_list(ids), char_offsets(text, token_lengths(tok, ids.astype(np.int64)))
+    return tok._id_list(ids), _plain_offsets(tok, surrogates.as_tiktoken(text), ids)
 
 
 def _offsets_by_piece(tok, text: str, allowed_special, disallowed_special) -> Tuple[List[int], np.ndarray]:
@@ -630,23 +628,109 @@ def _offsets_by_piece(tok, text: str, allowed_special, disallowed_special) -> Tu
         if piece is None:
             spans.append(np.array([[start, end]], dtype=np.int64))
         else:
-            if text[start:end] != piece:
+            if text[start:end] != piece and tok.normalize(text[start:end]) != piece:
                 _normaliser_changes(tok)
-            spans.append(_plain_offsets(tok, piece, ids) + start)
+            spans.append(_plain_offsets(tok, text[start:end], ids) + start)
     ids = np.concatenate(all_ids)
     return tok._id_list(ids), np.concatenate(spans)
 
 
 def _plain_offsets(tok, text: str, ids: np.ndarray) -> np.ndarray:
-    """Offsets of the ids of an ordinary piece, which the normaliser must leave as it is."""
-    if tok.normalize and tok.normalize(text) != text:
+    """Offsets in ``text`` of the ids of an ordinary piece: through the normaliser's alignment
+    where it changes the text (:func:`normalised_spans`)."""
+    lengths = token_lengths(tok, ids.astype(np.int64))
+    if not tok.normalize:
+        return char_offsets(text, lengths)
+    normalised = tok.normalize(text)
+    if normalised == text:
+        return char_offsets(text, lengths)
+    spans = normalised_spans(tok.normalize.steps, text)
+    if spans is None:
         _normaliser_changes(tok)
-    return char_offsets(text, token_lengths(tok, ids.astype(np.int64)))
+    offsets = char_offsets(normalised, lengths)
+    if not len(spans):
+        return np.zeros_like(offsets)
+    # a token spans its first character's start to its last one's end (an empty one: a point)
+    last = np.maximum(offsets[:, 1] - 1, offsets[:, 0])
+    starts = np.append(spans[:, 0], len(text))[offsets[:, 0]]
+    ends = np.where(offsets[:, 1] > offsets[:, 0], spans[np.minimum(last, len(spans) - 1), 1], starts)
+    return np.stack([starts, ends], axis=1)
+
+
+def normalised_spans(steps, text: str) -> Optional[np.ndarray]:
+    """For a normaliser of one Unicode form (Qwen's NFC, say), the ``[start, end)`` span in
+    ``text`` of each character of the normalised text, as Hugging Face's alignments give it.
+
+    The form's steps run on the characters, each with the change it makes to their count (as
+    ``tokenizers`` tracks them): a decomposed character's pieces after the first add one
+    each (+1); marks put in the order of their combining classes carry their changes along;
+    a composition takes its two characters' changes less one. Read in order, a character of
+    change 0 stands for the next original character, one of change -k for the next k + 1
+    (spanning the first of them), one of +1 for none (spanning the one before it). The result
+    is checked against ``unicodedata``; None for any other normaliser.
+
+    >>> normalised_spans([{"type": "NFC"}], "cafe\\u0301!").tolist()  # (é spans its e)
+    [[0, 1], [1, 2], [2, 3], [3, 4], [5, 6]]
+    >>> normalised_spans([{"type": "NFKD"}], "\\ufb01a").tolist()  # (f and i span the ligature)
+    [[0, 1], [0, 1], [1, 2]]
+    """
+    if len(steps) != 1 or set(steps[0]) != {"type"} or steps[0]["type"] not in UNICODE_FORMS:
+        return None
+    form = steps[0]["type"]
+    decompose = "NFKD" if form.startswith("NFK") else "NFD"
+    chars: List[str] = []
+    changes: List[int] = []
+    for ch in text:  # 1. decomposed: the first piece replaces the character, the others are added
+        pieces = unicodedata.normalize(decompose, ch)
+        chars.extend(pieces)
+        changes.extend([0] + [1] * (len(pieces) - 1))
+    k = 0
+    while k < len(chars):  # 2. each run of marks in the order of their combining classes (stable)
+        if not unicodedata.combining(chars[k]):
+            k += 1
+            continue
+        end = k
+        while end < len(chars) and unicodedata.combining(chars[end]):
+            end += 1
+        run = sorted(zip(chars[k:end], changes[k:end]), key=lambda pair: unicodedata.combining(pair[0]))
+        chars[k:end], changes[k:end] = [c for c, _ in run], [n for _, n in run]
+        k = end
+    if form in ("NFC", "NFKC"):  # 3. composed onto the last base where not blocked
+        out: List[str] = []
+        out_changes: List[int] = []
+        base = None  # index in out of the last base character
+        last_class = None  # combining class of the last character kept after it (None: none yet)
+        for ch, change in zip(chars, changes):
+            cls = unicodedata.combining(ch)
+            if base is not None and (last_class is None or last_class < cls):
+                joined = unicodedata.normalize("NFC", out[base] + ch)
+                if len(joined) == 1:
+                    out[base] = joined
+                    out_changes[base] += change - 1
+                    continue
+            if cls == 0:
+                base, last_class = len(out), None
+            else:
+                last_class = cls
+            out.append(ch)
+            out_changes.append(change)
+        chars, changes = out, out_changes
+    if "".join(chars) != unicodedata.normalize(form, text):
+        return None
+    spans = np.zeros((len(chars), 2), dtype=np.int64)
+    at = 0  # original characters read so far
+    for k, change in enumerate(changes):  # 4. read in order
+        if change > 0:
+            spans[k] = (at - 1, at) if at else (0, 0)
+        else:
+            spans[k] = (at, at + 1)
+            at += 1 - change
+    return spans if at == len(text) else None
 
 
 def _normaliser_changes(tok) -> None:
-    raise ValueError(f"encode_with_offsets: the normaliser ({tok.normalize!r}) changes the text, and offsets "
-                     "are not mapped back through it (normalise the text first)")
+    raise ValueError(f"encode_with_offsets: the normaliser ({tok.normalize!r}) changes the text in a way its "
+                     "offsets are not mapped back through (normalise the text first)")
 
 
 def _special_args(special) -> tuple:
