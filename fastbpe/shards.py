@@ -45,6 +45,7 @@ from .arguments import check_block_size, check_workers
 from .corpus.cut import (CheckedRule, CutOutsideTokens, cut_segments, file_cut_at_or_after, find_checked_cut,
                          normalize_stream)
 from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
+from ._core.encode import is_utf8
 from .encode.batch import _fused_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
 from .encode.special import ALWAYS
@@ -437,14 +438,38 @@ def _replaced(pieces: Iterable[bytes]) -> Iterator[bytes]:
     >>> b"".join(_replaced([b"caf\\xc3", b"\\xa9 \\xff", b"\\xe2\\x82"])).decode()
     'café \ufffd\ufffd'
     """
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    held = b""  # a character begun at the end of the last piece
     for piece in pieces:
-        out = decoder.decode(piece).encode("utf-8")
-        if out:
-            yield out
-    out = decoder.decode(b"", final=True).encode("utf-8")
-    if out:
-        yield out
+        data = held + bytes(piece) if held else piece
+        whole = _whole_characters(data)
+        held = bytes(data[whole:])
+        body = data[:whole] if whole < len(data) else data
+        if body:  # valid text (nearly every piece) passes as it is: no str is made of it
+            yield body if is_utf8(body) else bytes(body).decode("utf-8", "replace").encode("utf-8")
+    if held:
+        yield held.decode("utf-8", "replace").encode("utf-8")
+
+
+def _whole_characters(data) -> int:
+    """The length of ``data`` without a character begun at its end and not finished (what a
+    UTF-8 decoder keeps for the next piece: a valid beginning of 1 to 3 bytes).
+
+    >>> _whole_characters(b"ab\\xe2\\x82"), _whole_characters(b"ab\\xe2\\x82\\xac"), _whole_characters(b"a\\xff")
+    (2, 5, 2)
+    """
+    n = len(data)
+    for back in range(1, min(3, n) + 1):
+        byte = data[n - back]
+        if byte & 0xC0 == 0x80:  # a continuation byte: its lead lies further back
+            continue
+        if byte < 0xC0:
+            return n
+        try:
+            begun = codecs.getincrementaldecoder("utf-8")().decode(bytes(data[n - back:])) == ""
+        except UnicodeDecodeError:  # (no valid beginning: the decoder replaces it now)
+            begun = False
+        return n - back if begun else n
+    return n
 
 
 def input_blocks(tokenizer, files: Sequence[PathLike], documents: str = "file",

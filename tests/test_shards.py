@@ -206,6 +206,12 @@ def test_invalid_utf8_replaced_or_as_bytes(tok, parts, block_size, workers):
             assert all_ids(out)[1] == expected, errors
 
 
+@given(st.binary(max_size=40), st.lists(st.integers(0, 40), max_size=6))
+def test_replacing_a_piece_at_a_time_is_replacing_the_whole(data, cuts):
+    pieces = [data[a:b] for a, b in zip([0] + sorted(cuts), sorted(cuts) + [len(data)])]
+    assert b"".join(shards._replaced(pieces)) == data.decode("utf-8", "replace").encode("utf-8")
+
+
 def test_invalid_utf8_options_are_checked_and_part_of_the_job(tok, tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"caf\xe9 au lait\n" * 50)

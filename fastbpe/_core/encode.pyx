@@ -1354,6 +1354,20 @@ cdef class NameFinder:
         return out[:held]
 
 
+def is_utf8(const uint8_t[::1] data):
+    """Whether ``data`` is valid UTF-8 (utf8.h's check, without the GIL: no str is made).
+
+    >>> is_utf8(b"caf\\xc3\\xa9"), is_utf8(b"caf\\xe9"), is_utf8(b"")
+    (True, False, True)
+    """
+    cdef size_t n = data.shape[0]
+    cdef bint valid = True
+    if n:
+        with nogil:
+            valid = utf8_valid(&data[0], n)
+    return valid
+
+
 def utf8_positions(str text, const int64_t[::1] char_positions):
     """UTF-8 byte offsets of ascending character positions of ``text`` (one pass over the
     string's code points; a lone surrogate counts 3 bytes, as ``surrogatepass`` writes it)."""

@@ -20,6 +20,7 @@ from ..encode.surrogates import as_tiktoken
 from ..encode.tokenizer import Tokenizer
 from ..corpus.files import str_corpus
 from ..learn.learner import check_num_merges, make_learner, table_symbols
+from ..learn.train import training_pattern
 from ..reference import encode as reference_encode
 from ..split.patterns import check_user_pattern
 from .common import resolve_tokenizer
@@ -180,7 +181,7 @@ def _segment(steps: List[Dict[str, Any]], start: List[str], after_rank: int) -> 
     return pieces
 
 
-def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2",
+def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: Optional[str] = None,
           word_start: Optional[str] = None, word_end: Optional[str] = None, min_frequency: int = 2,
           words: int = 5, workers: Optional[int] = None, errors: str = "strict") -> Dict[str, Any]:
     """Train on ``corpus`` (as :func:`fastbpe.train` takes it: paths, an iterator of texts, a
@@ -193,10 +194,13 @@ def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2"
     trained ``tokenizer``.
 
     The symbol totals are the compiled learner's own (read after each merge), so they hold
-    exactly, overlapping pairs (``aaa``) included.
+    exactly, overlapping pairs (``aaa``) included. ``pattern`` as ``train`` takes it (default:
+    a WordTable's own, else ``"gpt2"``).
     """
     check_num_merges(num_merges, min_frequency)
-    check_user_pattern(pattern)
+    if pattern is not None:
+        check_user_pattern(pattern)
+    pattern = training_pattern(corpus, pattern)
     if unit not in ("bytes", "chars"):
         raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
     if isinstance(words, bool) or not isinstance(words, int) or words < 0:
@@ -249,9 +253,11 @@ def trace(corpus, num_merges: int, *, unit: str = "bytes", pattern: str = "gpt2"
     }
 
 
-# every other control character as its Unicode control picture (NUL as U+2400, DEL as U+2421):
-# printed raw, a binary corpus's pieces rang the terminal's bell or moved its cursor
+# every other control character as its Unicode control picture (NUL as U+2400, DEL as U+2421), the
+# C1 ones (U+0080-U+009F, which have none) escaped: printed raw, a binary corpus's pieces rang
+# the terminal's bell or moved its cursor
 _VISIBLE = str.maketrans({**{chr(c): chr(0x2400 + c) for c in range(0x20)}, "\x7f": "\u2421",
+                          **{chr(c): f"\\u{c:04x}" for c in range(0x80, 0xA0)},
                           " ": "\u2423", "\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"})
 
 

@@ -45,7 +45,8 @@ def parse_size(text: str) -> int:
         written = Decimal(number)  # (not a float: 1e23 is 10**23, not 99999999999999991611392)
         if written.adjusted() > 60:  # (no size is that large; its integer could take long to make)
             raise ValueError(f"{text!r} is too large a size")
-        with localcontext(prec=120):  # (exact: digits beyond the default 28 are kept)
+        with localcontext() as context:  # (exact: digits beyond the default 28 are kept)
+            context.prec = 120
             exact = written * _UNITS[unit]
         if exact != exact.to_integral_value():
             raise ValueError(f"{text!r} is not a whole number")
@@ -101,13 +102,32 @@ def positive_float(text: str) -> float:
 
 def shown_label(label: str) -> str:
     r"""A token's label (its text, with ``\xNN`` for each byte that is no UTF-8: ``decode(...,
-    "backslashreplace")``, as the JSON results hold it) quoted for a table: as ``repr`` writes
-    it, a line end as ``\n``, but without doubling the backslashes of those bytes.
+    "backslashreplace")``, as the JSON results hold it) quoted for a table, each character as
+    ``repr`` writes it, except that such a byte keeps its one backslash and a character
+    ``repr`` would write ``\xNN`` is written ``\u00NN``: the byte 0x85 and the character U+0085,
+    a backslash and an ``n`` and a line end all look different.
 
-    >>> print(shown_label(b"\xe2\x82".decode("utf-8", "backslashreplace")), shown_label(" the\n"))
-    '\xe2\x82' ' the\n'
+    >>> print(shown_label(b"\xe2\x82".decode("utf-8", "backslashreplace")), shown_label(" the\n"),
+    ...       shown_label("\\n"), shown_label("\x85"), shown_label("it's"))
+    '\xe2\x82' ' the\n' '\\n' '\u0085' 'it\'s'
     """
-    return repr(label).replace("\\\\", "\\")
+    out = []
+    at = 0
+    while at < len(label):
+        byte = _BYTE_ESCAPE.match(label, at)
+        if byte:
+            out.append(byte.group())
+            at = byte.end()
+            continue
+        char = label[at]
+        written = "\\'" if char == "'" else repr(char)[1:-1]
+        out.append("\\u00" + written[2:] if written.startswith("\\x") else written)
+        at += 1
+    return "'" + "".join(out) + "'"
+
+
+# a byte that is no UTF-8, as backslashreplace writes it
+_BYTE_ESCAPE = re.compile(r"\\x[0-9a-f]{2}")
 
 
 def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer file") -> None:

@@ -5,7 +5,7 @@ from ..analysis.common import format_table, json_text
 from ..analysis.trace import plot_curve, segmentation_text, trace, trace_word
 from ..corpus.files import input_files
 from .options import (add_learning_options, add_report_options, add_tokenizer_option, check_plot_file, int_at_least,
-                      size_arg, tokenizer_specs)
+                      shown_label, size_arg, tokenizer_specs)
 
 __all__ = ["add_trace_subcommand"]
 
@@ -13,10 +13,12 @@ __all__ = ["add_trace_subcommand"]
 def _word_lines(word: str, chunks) -> list:
     lines = []
     for chunk in chunks:
-        lines.append(f"{chunk['chunk']!r}: {' '.join(chunk['symbols'])}")
+        lines.append(f"{shown_label(chunk['chunk'])}: {' '.join(chunk['symbols'])}")
         for step in chunk["steps"]:
-            how = "whole-chunk lookup" if step["left"] is None else f"{step['left']!r} + {step['right']!r}"
-            lines.append(f"  merge {step['rank']:>7,}  {how:<24} -> {step['new']!r:<14} {' '.join(step['pieces'])}")
+            how = "whole-chunk lookup" if step["left"] is None else \
+                f"{shown_label(step['left'])} + {shown_label(step['right'])}"
+            lines.append(f"  merge {step['rank']:>7,}  {how:<24} -> {shown_label(step['new']):<14} "
+                         f"{' '.join(step['pieces'])}")
         ids = ", ".join("none" if i is None else str(i) for i in chunk["ids"])
         lines.append(f"  = {' '.join(chunk['pieces'])}  ids [{ids}]"
                      + ("  (none: not in the vocabulary; encode refuses it)" if None in chunk["ids"] else ""))
@@ -56,7 +58,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text({"command": "trace", **result, "traced_words": words}))
         return 0
-    rows = [{"merge": m["rank"], "pair": f"{m['left']!r} + {m['right']!r}", "new": repr(m["new"]), "count": m["count"],
+    rows = [{"merge": m["rank"], "pair": f"{shown_label(m['left'])} + {shown_label(m['right'])}",
+             "new": shown_label(m["new"]), "count": m["count"],
              "symbols": m["symbols"], **({"segmentation": segmentation_text(result["words"], m["segmentation"])}
                                          if result["words"] else {})}
             for m in result["merges"]]

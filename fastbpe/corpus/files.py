@@ -16,7 +16,6 @@ import glob
 import gzip
 import lzma
 import os
-import re
 from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
 
 __all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "input_files", "open_bytes", "is_compressed", "read_pieces",
@@ -332,10 +331,6 @@ def str_corpus(corpus: str):
 
     >>> list(str_corpus("the cat sat on the mat"))
     ['the cat sat on the mat']
-    >>> str_corpus("My Corpus/train.txt")
-    Traceback (most recent call last):
-    ...
-    ValueError: 'My Corpus/train.txt' names no file, directory or matching glob; to train on a string as text, pass text='My Corpus/train.txt' (or an iterator of strings)
     >>> str_corpus("corpus/a.txtt")
     Traceback (most recent call last):
     ...
@@ -345,15 +340,14 @@ def str_corpus(corpus: str):
         return corpus
     if not corpus:
         return iter([corpus])  # empty text: count_words says the corpus is empty
-    single_line = "\n" not in corpus.strip() and len(corpus) <= 4096
-    # No whitespace (a word, a path), a path whose folder exists, a path with whitespace around
-    # it (a line of a list of files), or one line of folders ending in a file's name
-    # ("My Corpus/train.txt"): a missing file, not text.
-    folder = os.path.dirname(corpus) if single_line else ""
     stripped = corpus.strip()
-    if not any(c.isspace() for c in corpus) or (folder and os.path.isdir(folder)) or (
-            single_line and (not any(c.isspace() for c in stripped) or _names_a_path(stripped)
-                             or re.search(r"/[^/\s]+\.[A-Za-z0-9]{1,8}$", stripped))):
+    if stripped != corpus and len(corpus) <= 4096 and _names_a_path(stripped):  # (a line of a list of files)
+        raise ValueError(f"{corpus[:200]!r} has whitespace around the path {stripped!r}: strip it; to train on "
+                         f"a string as text, pass text={corpus[:200]!r}")
+    single_line = "\n" not in corpus and len(corpus) <= 4096
+    # No whitespace (a word, a path) or a path whose folder exists: a missing file, not text.
+    folder = os.path.dirname(corpus) if single_line else ""
+    if not any(c.isspace() for c in corpus) or (folder and os.path.isdir(folder)):
         raise ValueError(f"{corpus[:200]!r} names no file, directory or matching glob; to train on a string as "
                          f"text, pass text={corpus[:200]!r} (or an iterator of strings)")
     return iter([corpus])  # text (count_words reads a str as a path, an iterator as texts)

@@ -15,6 +15,7 @@ from typing import Dict, Iterable, Iterator, Mapping, Tuple
 import numpy as np
 
 from .._core.count import ChunkCounter
+from ..split.patterns import same_split
 
 __all__ = ["WordTable"]
 
@@ -94,16 +95,26 @@ class WordTable:
         {b'x': 6, b'y': 2, b'z': 1}
         """
         counter = ChunkCounter()
-        patterns = set()
+        pattern = None  # the split of the tables that say theirs (one: tables of two are refused)
         for table in tables:
             if not isinstance(table, WordTable):
                 raise TypeError(f"concat takes WordTables, got {type(table).__name__} "
                                 "(WordTable.from_counts makes one)")
+            if table.pattern is not None:
+                if pattern is not None and not same_split(pattern, table.pattern):
+                    raise ValueError(f"the tables were counted with different patterns ({pattern!r:.60} and "
+                                     f"{table.pattern!r:.60}): their chunks split text two ways")
+                pattern = pattern or table.pattern
             counter.add_table(table.data, table.offsets, table.counts)  # (OverflowError past 2**63 - 1)
-            patterns.add(table.pattern)
         combined = cls._of_counter(*counter.arrays())
-        combined.pattern = patterns.pop() if len(patterns) == 1 else None  # (known only when shared)
+        combined.pattern = pattern
         return combined
+
+    def __setstate__(self, state) -> None:
+        # (a table pickled before tables kept their pattern has none: unknown)
+        self.pattern = None
+        for name, value in (state[1] if isinstance(state, tuple) else state or {}).items():
+            setattr(self, name, value)
 
     def __len__(self) -> int:
         return len(self.counts)

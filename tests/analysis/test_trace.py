@@ -126,3 +126,12 @@ def test_a_whole_chunk_lookup_is_one_step():
     (chunk,) = trace_word(tok, "abc")
     assert chunk["ids"] == tok.encode("abc") == [4]
     assert [(s["left"], s["new"]) for s in chunk["steps"]] == [(None, "abc")]
+
+
+def test_a_table_is_traced_with_the_pattern_it_was_counted_with():
+    table = fastbpe.count_words(iter(["low lower lowest newest widest"] * 5), pattern="whitespace", workers=1)
+    result = trace(table, 3, min_frequency=1)
+    assert result["tokenizer"].pattern == "whitespace"
+    assert result["tokenizer"].merges == fastbpe.train(table, num_merges=3, min_frequency=1, progress=False).merges
+    with pytest.raises(ValueError, match="counted with pattern='whitespace'"):
+        trace(table, 3, pattern="gpt2")

@@ -273,11 +273,15 @@ def test_a_mistyped_path_is_never_trained_on_as_text(tmp_path, monkeypatch):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "a.txt").write_text("the cat sat on the mat " * 20, encoding="utf-8")
     from_file = fastbpe.train("corpus/a.txt", vocab_size=270, progress=False)
-    # (and with whitespace: folders ending in a file's name, a path read from a list with its line end)
-    for typo in ("corpus/a.txtt", "a.txt", "corpus/my notes.txt", "tokens", "My Corpus/train.txt", "corpus/a.txt\n",
-                 " tokens "):
+    for typo in ("corpus/a.txtt", "a.txt", "corpus/my notes.txt", "tokens"):
         with pytest.raises(ValueError, match="names no file.*text="):
             fastbpe.train(typo, vocab_size=270, progress=False)
+    # a path read from a list of files with its line end: said as such, not trained on as text
+    with pytest.raises(ValueError, match=r"has whitespace around the path 'corpus/a.txt': strip it"):
+        fastbpe.train("corpus/a.txt\n", vocab_size=270, progress=False)
+    for text in (" the", "see docs/README.md", "the ratio is 22/7.0"):  # (one line of text, as text)
+        assert fastbpe.train(text, num_merges=1, min_frequency=1, progress=False).training_stats["input_bytes"] == \
+            len(text)
     # text= always means text, whatever it looks like; a str with spaces still reads as text
     typo_as_text = fastbpe.train(text="corpus/a.txtt", num_merges=3, min_frequency=1, progress=False)
     assert typo_as_text.training_stats["input_bytes"] == len("corpus/a.txtt")
@@ -412,9 +416,18 @@ def test_a_table_trains_with_the_pattern_it_was_counted_with():
     # a name and its pattern's text are one split; tables combined keep a split they share
     cl100k = fastbpe.count_words(iter(texts), pattern="cl100k_base", workers=1)
     assert fastbpe.train(cl100k, vocab_size=300, pattern="cl100k", progress=False).pattern == "cl100k"
-    assert fastbpe.WordTable.concat([table, table]).pattern == "whitespace"
-    assert fastbpe.WordTable.concat([table, cl100k]).pattern is None
-    assert fastbpe.WordTable.from_counts({b"ab": 2}).pattern is None  # (unknown: any split is taken)
+    unknown = fastbpe.WordTable.from_counts({b"ab": 2})
+    assert unknown.pattern is None  # (any split is taken)
+    assert fastbpe.WordTable.concat([table, unknown, table]).pattern == "whitespace"
+    with pytest.raises(ValueError, match="counted with different patterns"):
+        fastbpe.WordTable.concat([table, cl100k])
+    # a table pickled before tables kept their pattern reads back as one of unknown pattern
+    import pickle
+
+    old = fastbpe.WordTable.__new__(fastbpe.WordTable)
+    old.data, old.offsets, old.counts = table.data, table.offsets, table.counts
+    assert pickle.loads(pickle.dumps(old)).pattern is None and pickle.loads(pickle.dumps(table)) == table
+    assert pickle.loads(pickle.dumps(table)).pattern == "whitespace"
 
 
 def test_extend_refuses_a_table_counted_with_another_split():
