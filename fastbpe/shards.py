@@ -652,10 +652,11 @@ def _piece_encoder(tokenizer, errors: str = "strict"):
     normalised), as ``encode_ordinary`` gives them for its text; an error names the file and
     the offset. Invalid UTF-8 is that error (``errors="strict"``), or (``"bytes"``) each invalid
     byte its one-byte token, the valid stretches between them encoded as texts of their own (as
-    ``count_words(errors="bytes")`` counts them); ``"replace"`` is done as the input is read. A tokenizer with the one-call path reads the bytes in place (no str is made). A
-    piece longer than a task (a stretch without a safe cut: a huge chunk, as a multi-megabyte
-    word) gets uint16 ids straight from the encoder where the ids are uint16, so that they are
-    held once, at 2 bytes each."""
+    ``count_words(errors="bytes")`` counts them); ``"replace"`` is done as the input is read. A
+    tokenizer with the one-call path reads the bytes in place (no str is made). A piece longer
+    than a task (a stretch without a safe cut: a huge chunk, as a multi-megabyte word) gets
+    uint16 ids straight from the encoder where the ids are uint16, so that they are held once,
+    at 2 bytes each."""
     dtype = tokenizer.id_dtype
     encode_utf8, cuts = utf8_encoder(tokenizer)
     pattern = None if tokenizer.specials.always else _fused_pattern(tokenizer)  # (it splits out none)

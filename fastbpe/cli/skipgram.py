@@ -201,7 +201,8 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
           + (", by count in the tokenizer's corpus)" if rank is not None else ", least drift first)"))
     for c in result["candidates"]:
         extra = "" if c["tokenizer_count"] is None else f"  tokenizer count {c['tokenizer_count']:,}"
-        print(f"  {c['id']:>7}  {shown_label(c['token']):<24} frequency {c['frequency']:<4} drift {c['drift']:.4f}{extra}")
+        print(f"  {c['id']:>7}  {shown_label(c['token']):<24} frequency {c['frequency']:<4} "
+              f"drift {c['drift']:.4f}{extra}")
     for token, row in result["neighbours"].items():
         print(f"\nnearest to {shown_label(token)}: " + ", ".join(f"{shown_label(t)} {s:.3f}" for t, s in row))
     for a in result["analogies"]:

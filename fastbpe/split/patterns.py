@@ -27,8 +27,8 @@ from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTE
 if TYPE_CHECKING:  # (run only for a user regex: imported there)
     import regex
 
-__all__ = ["PATTERNS", "TABLE", "GPT2_PATTERN", "GPT2_ORIGINAL_PATTERN", "SplitPattern", "resolve", "same_split", "source",
-           "check_user_pattern", "renamed_pattern", "compiled_regex", "scanner_id",
+__all__ = ["PATTERNS", "TABLE", "GPT2_PATTERN", "GPT2_ORIGINAL_PATTERN", "SplitPattern", "resolve", "same_split",
+           "source", "check_user_pattern", "renamed_pattern", "compiled_regex", "scanner_id",
            "cut_rule", "fused_scanner_id", "QWEN_PATTERN"]
 
 class SplitPattern(NamedTuple):

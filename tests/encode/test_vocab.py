@@ -74,7 +74,8 @@ def test_offset_starts_equal_tiktoken_decode_with_offsets(tiktoken_encoding, sha
 # several classes), joins across bases (Hangul jamo, Oriya vowel signs), leaves apart, and plain text
 _NORMALISED = ["a", "e", "o", " ", "\n", "!", "1", "caf", "\u0301", "\u0302", "\u0308", "\u0323", "\u0327", "\u093c",
                "\u0654", "\u0344", "\u00e9", "\u00c5", "\u212b", "\u2126", "\u0f73", "\u1e9b", "\u1eb9", "\u1100",
-               "\u1161", "\u11a8", "\uac00", "\u0b47", "\u0b3e", "\u0915", "\u0626", "\ufb2c", "\ufb01", "中", "<think>"]
+               "\u1161", "\u11a8", "\uac00", "\u0b47", "\u0b3e", "\u0915", "\u0626", "\ufb2c", "\ufb01", "中",
+               "<think>"]
 
 
 @settings(max_examples=300, deadline=None)
