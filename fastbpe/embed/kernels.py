@@ -110,6 +110,11 @@ def _id_array(ids, name: str = "ids") -> np.ndarray:
     if arr.size == 0 and not isinstance(ids, np.ndarray):
         arr = arr.astype(np.int64)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        if not isinstance(ids, np.ndarray) and arr.dtype.kind in "fO" and all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in np.asarray(ids, object).ravel()):
+            # (Python ints no one integer dtype holds: NumPy made floats or objects of them)
+            raise IndexError(f"{name} hold integers no 64-bit integer dtype holds (2**64 or more, or 2**63 or more "
+                             "beside a negative id): ids are row numbers, from 0 below the row count")
         raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
     return arr
 

@@ -4,10 +4,11 @@ scanner and encoder tests hold to Python's own decoder."""
 import subprocess
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import fastbpe
 from fastbpe import CorpusDecodeError, WordTable, count_words
-from fastbpe._core.encode import EncodeState
+from fastbpe._core.encode import EncodeState, is_utf8
 from fastbpe.reference.count import count_words as reference_counts
 from fastbpe.split.patterns import TABLE
 from tests.native import build_checked, program_env
@@ -71,3 +72,16 @@ def test_the_encoder_falls_back_exactly_on_invalid_text(size, bad):
         assert core.encode_text(data, pattern, EncodeState()) is None
         good = data.decode(errors="replace").encode()
         assert tok.decode(core.encode_text(good, pattern, EncodeState()).tolist()) == good.decode()
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=80) | st.text(max_size=40).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_is_utf8_is_python_s_strict_decode(data):
+    try:
+        data.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert is_utf8(data) == valid
+    for bad in BAD:  # (the vector path: a long valid run around an invalid sequence)
+        assert not is_utf8(_cyrillic_with(bad, 100, len(data)))

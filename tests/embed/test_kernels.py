@@ -121,6 +121,15 @@ def test_gather_rejects_out_of_range_ids_naming_them(bad):
     assert (out == 7.0).all()  # nothing written before the check
 
 
+@pytest.mark.parametrize("ids", [[2**63, -1], [2**70]])
+def test_python_ints_no_integer_dtype_holds_are_out_of_range_not_floats(ids):
+    # (NumPy makes float64 or objects of them: "an integer dtype, got float64" misled)
+    with pytest.raises(IndexError, match="no 64-bit integer dtype holds"):
+        K.gather(np.zeros((10, 3), dtype=np.float32), ids)
+    with pytest.raises(TypeError, match="integer dtype, got float64"):
+        K.gather(np.zeros((10, 3), dtype=np.float32), [1.0])
+
+
 def test_gather_rejects_ids_when_table_is_empty():
     with pytest.raises(IndexError, match="0 rows"):
         K.gather(np.zeros((0, 3)), [0])
