@@ -130,13 +130,27 @@ def write_atomic(path: PathLike, payload: Union[bytes, Sequence]) -> None:
     would give it (the temporary file is private until then). :class:`AtomicWriter` writes
     such a file piece by piece.
     """
-    writer = AtomicWriter(path)
+    write_atomic_files([(path, payload)])
+
+
+def write_atomic_files(outputs: Sequence[Tuple[PathLike, Union[bytes, Sequence]]]) -> None:
+    """:func:`write_atomic` of files that belong together (a tokenizer's ``encoder.json`` and
+    ``vocab.bpe``, its ranks and their sidecar), ``(path, payload)`` each: every one written in
+    full and handed to the disk before any replaces its old file, so that a failure (a full
+    disk) leaves the old files, all of them."""
+    writers: List[AtomicWriter] = []
     try:
-        for piece in [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload:
-            writer.write(piece)
-        writer.commit()
+        for path, payload in outputs:
+            writers.append(AtomicWriter(path))
+            for piece in [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload:
+                writers[-1].write(piece)
+        for writer in writers:
+            writer.finish()
+        for writer in writers:
+            writer.commit()
     except BaseException:
-        writer.abort()
+        for writer in writers:
+            writer.abort()
         raise
 
 
@@ -209,24 +223,52 @@ class AtomicWriter:
             self.abort()
             raise
 
+    # Every error of the file's own (a full disk, a file size limit, a device that refuses) is
+    # said with the output's name, not the temporary file's or none.
     def write(self, piece) -> None:
-        self._file.write(piece)
+        try:
+            self._file.write(piece)
+        except OSError as exc:
+            raise self._naming_the_output(exc) from None
 
     def flush(self) -> None:
         """Hand the bytes written so far to the system (readable from the temporary file)."""
-        self._file.flush()
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise self._naming_the_output(exc) from None
 
     def write_at(self, offset: int, piece: bytes) -> None:
         """Overwrite the bytes from ``offset`` on (a header whose count is known at the end)."""
-        self._file.flush()
-        os.pwrite(self._file.fileno(), piece, offset)
+        self.flush()
+        try:
+            os.pwrite(self._file.fileno(), piece, offset)
+        except OSError as exc:
+            raise self._naming_the_output(exc) from None
 
     def sync(self) -> None:
         """Hand what is written so far to the disk, so that the fsync of :meth:`commit` has
         little left to wait for."""
-        self._file.flush()
+        self.flush()
         if not self.through:
-            _datasync(self._file.fileno())
+            try:
+                _datasync(self._file.fileno())
+            except OSError as exc:
+                raise self._naming_the_output(exc) from None
+
+    def finish(self) -> None:
+        """Write everything out and to the disk, the file still under its temporary name (what
+        fails for a full disk fails here); :meth:`commit` then only renames it."""
+        if self.through or self._file is None or self._file.closed:
+            return
+        f = self._file
+        try:
+            f.flush()
+            os.fchmod(f.fileno(), _mode_for(self._target))
+            os.fsync(f.fileno())
+            f.close()
+        except OSError as exc:
+            raise self._naming_the_output(exc) from None
 
     def commit(self) -> None:
         f = self._file
@@ -237,10 +279,7 @@ class AtomicWriter:
                 raise self._naming_the_output(exc) from None
             self._file = None
             return
-        f.flush()
-        os.fchmod(f.fileno(), _mode_for(self._target))
-        os.fsync(f.fileno())
-        f.close()
+        self.finish()
         try:
             os.replace(self.temporary, self._target)
         except OSError as exc:  # the output became a folder meanwhile, or a read-only place

@@ -172,3 +172,20 @@ def test_a_symbolic_link_stays_and_the_file_it_names_is_replaced(tmp_path):
     dangling.symlink_to("made.json")  # (a link to a file yet to be written: written there)
     write_atomic(dangling, b"made")
     assert dangling.is_symlink() and (tmp_path / "made.json").read_bytes() == b"made"
+
+
+def test_an_error_of_the_file_s_own_names_the_output_and_leaves_nothing(tmp_path):
+    """A full disk, a file size limit, a device that refuses: raised by a write, a flush or
+    the fsync, said with the name asked for (not the temporary file's, nor none)."""
+    from fastbpe.fileio import AtomicWriter
+
+    (tmp_path / "out.bin").write_bytes(b"old")
+    writer = AtomicWriter(tmp_path / "out.bin")
+    writer.write(b"x" * 100)
+    os.close(writer._file.fileno())  # (its descriptor gone: every later system call fails, EBADF)
+    with pytest.raises(OSError) as raised:
+        writer.write(b"y" * (1 << 20))  # (past the buffer: written now)
+        writer.commit()
+    writer.abort()
+    assert raised.value.filename == str(tmp_path / "out.bin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"] and (tmp_path / "out.bin").read_bytes() == b"old"

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from ..fileio import file_bytes, json_bytes, read_json, write_atomic
+from ..fileio import file_bytes, json_bytes, read_json, write_atomic_files
 from ..split.patterns import GPT2_PATTERN, TABLE, resolve
 from .._core.encode import scan_gpt2_files
 from .bytelevel import (check_byte_level, check_plain_steps, check_specials_apart, code_point_bytes, scanned_tables,
@@ -197,11 +197,20 @@ def write(tok, directory: PathLike) -> None:
                          f"this tokenizer splits with {tok.splitter.pattern!r:.60}; write a .tiktoken file or a "
                          "Hugging Face tokenizer.json, which hold it")
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     encoder = {token_to_text(t): i for i, t in enumerate(tok.token_bytes) if t}
     check_specials_apart(tok.special_tokens, encoder, "encoder.json")
     encoder.update(tok.special_tokens)
     lines = ["#version: 0.2"] + [f"{token_to_text(tok.token_bytes[a])} {token_to_text(tok.token_bytes[b])}"
                                  for a, b in tok.merge_ids.tolist()]
-    write_atomic(directory / "encoder.json", json_bytes(encoder))
-    write_atomic(directory / "vocab.bpe", ("\n".join(lines) + "\n").encode("utf-8"))
+    made = not directory.exists()
+    directory.mkdir(parents=True, exist_ok=True)
+    try:  # (both in full before either replaces its old file: a full disk leaves the old pair)
+        write_atomic_files([(directory / "encoder.json", json_bytes(encoder)),
+                            (directory / "vocab.bpe", ("\n".join(lines) + "\n").encode("utf-8"))])
+    except BaseException:
+        if made:  # (the folder made for them goes too)
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+        raise

@@ -14,7 +14,7 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from .._core.encode import read_rank_lines
-from ..fileio import AtomicWriter, json_bytes, read_json
+from ..fileio import json_bytes, read_json, write_atomic_files
 from ..split.patterns import GPT2_PATTERN, check_user_pattern
 from .bytelevel import check_byte_level, check_plain_steps
 from .ids import check_special_ids, table_size
@@ -257,17 +257,7 @@ def write(tok, path: PathLike) -> None:
     # the two renames is refused when read
     sidecar = json_bytes({"pat_str": pat_str, "special_tokens": tok.special_tokens,
                           "tokens_crc32": _tokens_crc32(list(ranked))}, indent=1)
-    files = []
-    try:  # both written in full before either replaces its old file
-        files = [AtomicWriter(path), AtomicWriter(os.fspath(path) + ".json")]
-        for file, payload in zip(files, (ranks, sidecar)):
-            file.write(payload)
-        for file in files:
-            file.commit()
-    except BaseException:
-        for file in files:
-            file.abort()
-        raise
+    write_atomic_files([(path, ranks), (os.fspath(path) + ".json", sidecar)])  # (both in full before either)
 
 
 def to_tiktoken_encoding(tok, name: str = "fastbpe"):

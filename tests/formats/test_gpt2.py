@@ -122,3 +122,33 @@ def test_malformed_gpt2_files_name_the_first_bad_entry(tmp_path):
         load(["a b", "ab c"], {**encoder, "ab": 97})
     with pytest.raises(ValueError, match="is not a byte token"):
         load(["a b", "ab c", "abc 中"], {**encoder, "abc中": 259})
+
+
+def test_a_failed_write_leaves_the_old_pair(tmp_path, monkeypatch):
+    """encoder.json and vocab.bpe are written in full before either replaces its old file: a
+    full disk while writing the second left the new encoder.json beside the old vocab.bpe."""
+    import errno
+
+    from fastbpe import fileio
+
+    old = fastbpe.train("the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    new = fastbpe.train("a dog ran in the fog " * 20, vocab_size=275, progress=False)
+    old.to_gpt2(tmp_path / "pair")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "pair").iterdir()}
+    real_finish = fileio.AtomicWriter.finish
+
+    def full_disk_on_the_merges(writer):  # (as a full disk fails the flush or the fsync)
+        if writer.path.endswith("vocab.bpe"):
+            raise writer._naming_the_output(OSError(errno.ENOSPC, "No space left on device", writer.temporary))
+        real_finish(writer)
+
+    monkeypatch.setattr(fileio.AtomicWriter, "finish", full_disk_on_the_merges)
+    with pytest.raises(OSError, match="No space left on device") as raised:
+        new.to_gpt2(tmp_path / "pair")
+    assert raised.value.filename == str(tmp_path / "pair" / "vocab.bpe")  # (the file asked for, not the temporary)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "pair").iterdir()} == before
+    with pytest.raises(OSError):
+        new.to_gpt2(tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists()  # (the folder made for them goes too)
+    monkeypatch.undo()
+    assert fastbpe.load(tmp_path / "pair").token_bytes == old.token_bytes
