@@ -159,6 +159,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             fail(in_option_words(str(exc)))
         except SystemExit as stop:
             return stop.code
+    except MemoryError as exc:  # (std::bad_alloc, NumPy's: the input is too large for this machine's memory)
+        detail = f" ({exc})" if str(exc) else ""
+        try:
+            fail(f"out of memory{detail}: the input is too large for the memory this process may use")
+        except SystemExit as stop:
+            return stop.code
     except Terminated:
         _exiting_after_a_signal(argv)
         print("fastbpe: terminated", file=sys.stderr)

@@ -998,13 +998,19 @@ def _count_local_parallel(tasks, workers, pattern, errors, block_size, bar, cont
             return _merge_in_order(results(), bar)
         except cf.process.BrokenProcessPool as exc:
             pool.shutdown(wait=False, cancel_futures=True)
-            raise RuntimeError(
-                "a worker process of count_words died. If count_words(workers>1) runs at the top "
-                "level of a script, put that code under `if __name__ == '__main__':` (workers "
-                "start by re-importing the main module), or pass workers=1"
+            raise ChildProcessError(
+                "a worker process of count_words died: killed (out of memory?), or, in a script whose "
+                "workers start by re-importing the main module (spawn, forkserver), count_words(workers>1) "
+                "runs at its top level: put that code under `if __name__ == '__main__':`, or pass workers=1"
             ) from exc
         except BaseException:
+            # (an interrupt: the workers ignore SIGINT, and the pool's exit, or the interpreter's,
+            # waited for them to count their partitions, up to 256 MB each, to the end; they are
+            # stopped instead. The pool forgets its processes as it shuts down: taken first.)
+            processes = list((getattr(pool, "_processes", None) or {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
             raise
 
 

@@ -700,3 +700,15 @@ def test_the_summary_shows_bytes_of_a_character_once_escaped(tmp_path, capsys):
     assert main(["train", str(corpus), "--vocab-size", "262", "--out", str(tmp_path / "t.json")]) == 0
     merges = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("first merges"))
     assert merges.split(None, 2)[2].startswith(r"'\xe2'+'\x82', '\xe2\x82'+'\xac'")
+
+
+def test_running_out_of_memory_is_said_not_a_traceback(tmp_path, capsys, monkeypatch):
+    from fastbpe.cli import train as train_command
+
+    def out_of_memory(*args):
+        raise MemoryError("std::bad_alloc")
+
+    monkeypatch.setattr(train_command, "_train", out_of_memory)
+    (tmp_path / "c.txt").write_text("the cat sat\n")
+    assert main(["train", str(tmp_path / "c.txt"), "--out", str(tmp_path / "t.json")]) == 2
+    assert capsys.readouterr().err.startswith("fastbpe: error: out of memory (std::bad_alloc)")

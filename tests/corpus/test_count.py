@@ -386,6 +386,43 @@ def test_an_interrupt_stops_the_counting_threads(monkeypatch):
     assert not [t for t in threading.enumerate() if t.name.startswith("fastbpe-count-")]
 
 
+_INTERRUPTED_COUNT = """
+import signal, sys, time
+import fastbpe.corpus.count as count
+
+def counts_for_ten_minutes(*args):  # (the workers are forked from here: they run this)
+    time.sleep(600)
+
+def interrupt(*args):
+    raise KeyboardInterrupt
+
+count.count_task = counts_for_ten_minutes
+signal.signal(signal.SIGALRM, interrupt)
+signal.alarm(1)  # (no thread of its own: the workers are forked)
+try:
+    count.count_words(sys.argv[1:], pattern=r"\\S+|\\s+", workers=2, block_size=64, partition_size=256,
+                      progress=False)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers")
+def test_an_interrupt_stops_the_counting_processes(tmp_path):
+    """A user regex is counted in worker processes, which ignore SIGINT: interrupted,
+    count_words waited for each to count its partition to the end (one of 256 MB: minutes),
+    since the pool forgets its processes as it shuts down. They are stopped now."""
+    import subprocess
+
+    files = [tmp_path / f"c{k}.txt" for k in range(4)]  # (partitions of 256 bytes: tasks for both workers)
+    for path in files:
+        path.write_text("a b c\n" * 100)
+    (tmp_path / "interrupted.py").write_text(_INTERRUPTED_COUNT)
+    done = subprocess.run([sys.executable, str(tmp_path / "interrupted.py"), *map(str, files)],
+                          capture_output=True, text=True, timeout=60)  # (it waited out the 600 s)
+    assert done.returncode == 0 and done.stdout == "interrupted\n", done.stderr
+
+
 def test_two_workers_with_a_thread_running(tmp_path, english_bytes):
     """With another thread alive, worker processes (a user regex) start by forkserver instead
     of fork: same table."""
