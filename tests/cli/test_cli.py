@@ -711,4 +711,4 @@ def test_running_out_of_memory_is_said_not_a_traceback(tmp_path, capsys, monkeyp
     monkeypatch.setattr(train_command, "_train", out_of_memory)
     (tmp_path / "c.txt").write_text("the cat sat\n")
     assert main(["train", str(tmp_path / "c.txt"), "--out", str(tmp_path / "t.json")]) == 2
-    assert capsys.readouterr().err.startswith("fastbpe: error: out of memory (std::bad_alloc)")
+    assert "\nfastbpe: error: out of memory (std::bad_alloc): " in capsys.readouterr().err
