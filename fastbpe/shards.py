@@ -23,6 +23,8 @@ every format, and the ``FBPETOK`` ``.bin`` shards of earlier versions (8-byte ma
 ``b"FBPETOK\\0"``, uint32 version 1, uint32 bytes per id, uint64 id count, 16 zero bytes, ids).
 """
 import codecs
+import contextvars
+import functools
 import hashlib
 import json
 import os
@@ -751,6 +753,21 @@ def _fingerprint(tokenizer, files: Sequence[Path], options: dict, earlier: bool 
     }
 
 
+def _check_inputs_unchanged(job: dict) -> None:
+    """Refuse to call a run complete whose input files changed while they were read (their size
+    or modification time is no longer the job's): the shards would hold parts of two versions
+    of a file, or a file cut short, silently."""
+    for entry in job.get("files", ()):
+        try:
+            now = os.stat(entry["path"])
+            changed = (now.st_size, now.st_mtime_ns) != (entry["size"], entry["mtime_ns"])
+        except OSError:
+            changed = True
+        if changed:
+            raise ValueError(f"{entry['path']} changed while it was encoded (its size or modification time): the "
+                             "shards may hold parts of two versions of it; encode it again into a new folder")
+
+
 # What ends a line of line and blank-line documents, named in their jobs: versions whose lines
 # ended at "\n" alone (a "\r" before it the line's) named none.
 LINE_ENDS = "\\n or \\r\\n"
@@ -1175,6 +1192,53 @@ def output_folder(out_dir: PathLike, inputs: Union[PathLike, Sequence[PathLike]]
     return out_dir
 
 
+# The output folders a call of encode_files holds locked, released when the call ends however it
+# ends (_releasing_output_locks): the lock is taken partway through the call, once its arguments
+# are checked and just before the folder's manifest is read.
+_HELD_OUTPUT_LOCKS: contextvars.ContextVar = contextvars.ContextVar("fastbpe_output_locks")
+
+
+def _releasing_output_locks(function):
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        held: list = []
+        token = _HELD_OUTPUT_LOCKS.set(held)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _HELD_OUTPUT_LOCKS.reset(token)
+            for descriptor, folder, made in held:
+                os.close(descriptor)  # (which releases its lock)
+                if made:  # a folder made for a job that wrote nothing goes again
+                    try:
+                        os.rmdir(folder)
+                    except OSError:  # (it holds something)
+                        pass
+    return call
+
+
+def _lock_output_folder(out_dir: Path) -> None:
+    """Make ``out_dir`` and hold it locked (``flock`` on the folder itself, no file added)
+    until the call of encode_files ends: two runs writing the same folder at once wrote one
+    another's shards under one manifest that said complete. ValueError when another run holds
+    it."""
+    made = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # (no flock: Windows)
+        return
+    descriptor = os.open(out_dir, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise ValueError(f"{out_dir}: another run of encode is writing into this folder; wait for it to end, "
+                         "or write into another folder") from None
+    _HELD_OUTPUT_LOCKS.get().append((descriptor, out_dir, made))
+
+
+@_releasing_output_locks
 def encode_files(
     tokenizer,
     files: Union[PathLike, Sequence[PathLike]],
@@ -1280,6 +1344,7 @@ def encode_files(
         options["partition_size"] = partition_size
     elif partition_size is not None:
         raise ValueError("partition_size applies to cluster runs only (cluster=...)")
+    _lock_output_folder(out_dir)  # (before the manifest is read: a run that finds none is the only one)
     manifest_path = out_dir / MANIFEST
     manifest = None
     # A new job's tokenizer digest (10 ms for cl100k) is computed once every worker has a task
@@ -1511,6 +1576,7 @@ def encode_files(
                         write_finished(ahead)
             submit_run()
             write_finished(0)
+            _check_inputs_unchanged(manifest["job"])  # (before the last shard and the word "complete")
             writer.flush((last_index + 1, 0), final=True)
         finally:
             for future in running:
@@ -1752,6 +1818,7 @@ def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster,
                 save(complete=False)
             todo = pending()
         _remove_temporaries(out_dir)
+        _check_inputs_unchanged(manifest["job"])
         save(complete=True)
     except BaseException:
         client.cancel(futures)

@@ -1271,4 +1271,51 @@ def test_a_slow_hand_over_to_the_disk_holds_up_no_write_and_its_error_ends_the_r
     with pytest.raises(OSError, match="Input/output error"):
         encode_files(r50k, [path], tmp_path / "failed", shard_size=10 ** 6, fmt="npy", block_size=4096,
                      progress=False)
-    assert not [p for p in (tmp_path / "failed").iterdir() if p.name != MANIFEST]
+    failed = tmp_path / "failed"  # (no shard left; a folder that holds nothing goes too)
+    assert not failed.exists() or not [p for p in failed.iterdir() if p.name != MANIFEST]
+
+
+def test_an_input_changed_while_it_is_encoded_is_not_called_complete(tok, tmp_path, monkeypatch):
+    """A file cut short or grown while encode ran ended in shards said complete, holding parts
+    of two versions of it."""
+    path = tmp_path / "in.txt"
+    path.write_text("the cat sat on the mat\n" * 5000)
+    real_read_pieces = shards.read_pieces
+
+    def grown_after_the_first_piece(reader, size):
+        for k, piece in enumerate(real_read_pieces(reader, size)):
+            yield piece
+            if k == 0:
+                with open(path, "a") as f:  # (another program appends to it meanwhile)
+                    f.write("a line more\n")
+
+    monkeypatch.setattr(shards, "read_pieces", grown_after_the_first_piece)
+    with pytest.raises(ValueError, match="in.txt changed while it was encoded"):
+        encode_files(tok, [path], tmp_path / "out", block_size=4096, shard_size=2000, workers=1, progress=False)
+    manifest = json.loads((tmp_path / "out" / MANIFEST).read_text())  # (the shards finished are listed)
+    assert manifest["shards"] and not manifest["complete"]
+
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock")
+def test_two_runs_never_write_one_folder_at_once(tok, tmp_path, monkeypatch):
+    """A second run into a folder another run is writing is refused before it writes anything
+    (two at once wrote one another's shards under one manifest said complete)."""
+    path = tmp_path / "in.txt"
+    path.write_text("the cat sat on the mat\n" * 2000)
+    real_read_pieces = shards.read_pieces
+    refused = []
+
+    def a_second_run_starts_meanwhile(reader, size):
+        for piece in real_read_pieces(reader, size):
+            if not refused:
+                with pytest.raises(ValueError, match="another run of encode is writing into this folder") as raised:
+                    encode_files(tok, [path], tmp_path / "out", documents="line", progress=False)
+                refused.append(raised.value)
+            yield piece
+
+    monkeypatch.setattr(shards, "read_pieces", a_second_run_starts_meanwhile)
+    manifest = encode_files(tok, [path], tmp_path / "out", workers=1, progress=False)
+    assert refused and manifest["complete"] and manifest["job"]["documents"] == "file"
+    monkeypatch.undo()
+    assert encode_files(tok, [path], tmp_path / "out", workers=1, progress=False)["complete"]  # (released)
