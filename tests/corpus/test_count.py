@@ -5,6 +5,7 @@ import lzma
 import os
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -418,8 +419,10 @@ def test_an_interrupt_stops_the_counting_processes(tmp_path):
     for path in files:
         path.write_text("a b c\n" * 100)
     (tmp_path / "interrupted.py").write_text(_INTERRUPTED_COUNT)
+    tree = str(Path(fastbpe.__file__).resolve().parents[1])  # (this fastbpe, installed or not)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, str(tmp_path / "interrupted.py"), *map(str, files)],
-                          capture_output=True, text=True, timeout=60)  # (it waited out the 600 s)
+                          capture_output=True, text=True, timeout=60, env=env)  # (it waited out the 600 s)
     assert done.returncode == 0 and done.stdout == "interrupted\n", done.stderr
 
 
