@@ -1208,7 +1208,8 @@ def _releasing_output_locks(function):
         finally:
             _HELD_OUTPUT_LOCKS.reset(token)
             for descriptor, folder, made in held:
-                os.close(descriptor)  # (which releases its lock)
+                if descriptor is not None:
+                    os.close(descriptor)  # (which releases its lock)
                 if made:  # a folder made for a job that wrote nothing goes again
                     try:
                         os.rmdir(folder)
@@ -1226,7 +1227,8 @@ def _lock_output_folder(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
-    except ImportError:  # (no flock: Windows)
+    except ImportError:  # (no flock: Windows; the folder is still removed if the job writes nothing)
+        _HELD_OUTPUT_LOCKS.get().append((None, out_dir, made))
         return
     descriptor = os.open(out_dir, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -1420,7 +1422,6 @@ def encode_files(
 
     def save_manifest() -> None:
         began = time.perf_counter()
-        out_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1).encode())
         saved["at"] = time.perf_counter()
         saved["cost"], saved["behind"] = saved["at"] - began, False
@@ -1750,7 +1751,6 @@ def _encode_on_cluster(tokenizer, files, out_dir: Path, manifest: dict, cluster,
     from .cluster import connect
 
     client, own_client = connect(cluster)
-    out_dir.mkdir(parents=True, exist_ok=True)  # (once the scheduler answered: no empty folder left behind)
     parts = manifest["partitions"]
     tokens_before = sum(p["tokens"] for p in parts if p["done"])
     _remove_temporaries(out_dir, idle_for=STALE_TEMPORARY_SECONDS)

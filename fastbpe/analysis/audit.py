@@ -24,6 +24,7 @@ import numpy as np
 from ..encode.tokenizer import Tokenizer
 from ..split.bounds import chunk_bounds
 from .common import cut_texts, read_texts, resolve_tokenizer, tokenizer_label
+from .trace import show_piece
 
 __all__ = ["audit", "reachability", "never_produced", "digit_splits"]
 
@@ -217,7 +218,7 @@ def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corp
     tokenizer = resolve_tokenizer(tokenizer)
 
     def shown(ids: Sequence[int]) -> List[Dict[str, Any]]:
-        return [{"id": int(i), "token": tokenizer.token_bytes[int(i)].decode("utf-8", "backslashreplace")}
+        return [{"id": int(i), "token": show_piece(tokenizer.token_bytes[int(i)])}
                 for i in list(ids)[:examples]]
 
     ordinary = _ordinary_ids(tokenizer)

@@ -154,15 +154,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             except (OSError, ValueError):  # (no stdout file descriptor)
                 pass
         return 128 + signal.SIGPIPE
-    except (ValueError, OSError, ImportError, OverflowError) as exc:  # bad input, missing files, .zst without zstandard
+    # bad input, missing files, .zst without zstandard; out of memory (std::bad_alloc, NumPy's)
+    except (ValueError, OSError, ImportError, OverflowError, MemoryError) as exc:
+        message = in_option_words(str(exc)) if not isinstance(exc, MemoryError) else (
+            f"out of memory{f' ({exc})' if str(exc) else ''}: the input is too large for the memory this "
+            "process may use")
         try:
-            fail(in_option_words(str(exc)))
-        except SystemExit as stop:
-            return stop.code
-    except MemoryError as exc:  # (std::bad_alloc, NumPy's: the input is too large for this machine's memory)
-        detail = f" ({exc})" if str(exc) else ""
-        try:
-            fail(f"out of memory{detail}: the input is too large for the memory this process may use")
+            fail(message)
         except SystemExit as stop:
             return stop.code
     except Terminated:

@@ -15,6 +15,7 @@ from .options import (add_report_options, add_tokenizer_option, check_not_an_inp
                       check_plot_format, flatten, int_at_least, positive_float, shown_label, size_arg, token_list,
                       tokenizer_specs)
 from ..analysis.common import utf8_cut
+from ..analysis.trace import show_piece
 from ..encode.registry import resolve_tokenizer
 
 __all__ = ["add_skipgram_subcommand", "read_documents", "save_plot", "loss_text"]
@@ -61,7 +62,7 @@ def _label(tokenizer, i: int) -> str:
     specials = {v: k for k, v in tokenizer.special_tokens.items()}
     if i in specials:
         return specials[i]
-    return tokenizer.token_bytes[i].decode("utf-8", "backslashreplace")
+    return show_piece(tokenizer.token_bytes[i])
 
 
 def _token_ids(tokenizer, texts: List[str]) -> List[int]:

@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import List
 
+from ..analysis.trace import show_piece
 from ..corpus.files import input_files
 from ..formats.bytelevel import bytes_to_unicode, check_specials_apart
 from ..formats.tiktoken import check_special_tokens
@@ -96,7 +97,7 @@ def _printable(token) -> str:
     >>> print(_printable(b" the"), _printable("€".encode()[:2]))
     ' the' '\xe2\x82'
     """
-    return shown_label(token.decode("utf-8", "backslashreplace") if isinstance(token, bytes) else token)
+    return shown_label(show_piece(token))
 
 
 def _write(tokenizer, path: str, fmt: str) -> List[str]:
