@@ -614,6 +614,33 @@ def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monke
         encode_files(tok, [edited], tmp_path / "edited", **options)
 
 
+@pytest.mark.parametrize("documents", ["line", "blank-line"])
+@pytest.mark.parametrize("empty_first", [False, True])
+def test_a_resumed_run_of_short_documents_passes_over_what_was_written_as_the_whole_run_read_it(
+        tok, shared_data, tmp_path, monkeypatch, documents, empty_first):
+    """A resumed run of line or paragraph documents passes over the pieces written before at
+    once, keeping what decides the next separator: whether a document with text came before
+    (a file that starts with pieces of empty documents only, or not)."""
+    words = shared_data.text("english.txt.gz", 40_000).split()
+    lines = [" ".join(words[i:i + 6]) for i in range(0, len(words), 6)]  # (short: read a piece at a time)
+    between = "\n" if documents == "line" else "\n\n"
+    text = "\n" * (300 if empty_first else 0) + between.join(lines[:200]) + "\n\n\n" + between.join(lines[200:])
+    path = tmp_path / "docs.txt"
+    path.write_text(text, encoding="utf-8")
+    options = dict(shard_size=300, fmt="raw", progress=False, block_size=256, documents=documents)
+    encode_files(tok, [path], tmp_path / "whole", **options)
+    _, whole = all_ids(tmp_path / "whole")
+    assert whole == expected_ids(tok, split_documents(text, documents))
+    for shard in (2, 9):  # (early: one piece of text passed over; late: many)
+        out = tmp_path / f"resumed-{shard}"
+        with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+            interrupt_at_shard(patched, shard)
+            encode_files(tok, [path], out, **options)
+        assert len(json.loads((out / MANIFEST).read_text())["shards"]) == shard - 1
+        assert encode_files(tok, [path], out, **options)["complete"]
+        assert all_ids(out)[1] == whole
+
+
 def test_many_small_shards_rewrite_the_manifest_rarely_and_an_interrupt_lists_every_finished_one(
         tok, corpus, tmp_path, monkeypatch):
     """The manifest (every shard listed) is rewritten at most once a second during a run, not
