@@ -155,6 +155,25 @@ def test_a_second_run_with_a_lower_min_frequency_continues_exactly():
         assert merges == reference_bytes(words, counts, len(first) + 30)[0]
 
 
+@pytest.mark.parametrize("long_chunk", [100, 1 << 30])
+def test_a_batch_of_merges_ends_when_its_time_is_up_with_the_same_merges(monkeypatch, long_chunk):
+    """A batch of merges between two looks at Ctrl-C ends after ``BATCH_SECONDS`` even short of
+    ``progress_every`` merges (the merges of one huge chunk can each take milliseconds): with no
+    time at all, progress is reported after every merge, and the merges are those of one batch."""
+    words = random_words(5, b"abcd", [400, 30, 7])
+    flat = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    runs = {}
+    for seconds in (1e9, 0.0):
+        monkeypatch.setattr(core_learn, "BATCH_SECONDS", seconds)
+        reports = []
+        learner = MergeLearner(flat, starts, np.array([1, 3, 2], np.int64), BYTES, long_chunk=long_chunk)
+        merge_ids, counts, _ = learner.run(60, progress=lambda done, count: reports.append(done))
+        runs[seconds] = (merge_ids.tolist(), counts.tolist(), reports)
+    assert runs[0.0][:2] == runs[1e9][:2] and len(runs[0.0][0]) == 60
+    assert runs[1e9][2] == [60] and runs[0.0][2] == list(range(1, 61))
+
+
 def test_bad_store_settings():
     flat, starts, counts = np.frombuffer(b"ab", np.uint8), np.array([0, 2], np.int64), np.array([1], np.int64)
     with pytest.raises(ValueError, match="long_chunk"):
