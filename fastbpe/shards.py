@@ -23,8 +23,7 @@ every format, and the ``FBPETOK`` ``.bin`` shards of earlier versions (8-byte ma
 ``b"FBPETOK\\0"``, uint32 version 1, uint32 bytes per id, uint64 id count, 16 zero bytes, ids).
 """
 import codecs
-import contextvars
-import functools
+import contextlib
 import hashlib
 import json
 import os
@@ -1192,55 +1191,38 @@ def output_folder(out_dir: PathLike, inputs: Union[PathLike, Sequence[PathLike]]
     return out_dir
 
 
-# The output folders a call of encode_files holds locked, released when the call ends however it
-# ends (_releasing_output_locks): the lock is taken partway through the call, once its arguments
-# are checked and just before the folder's manifest is read.
-_HELD_OUTPUT_LOCKS: contextvars.ContextVar = contextvars.ContextVar("fastbpe_output_locks")
-
-
-def _releasing_output_locks(function):
-    @functools.wraps(function)
-    def call(*args, **kwargs):
-        held: list = []
-        token = _HELD_OUTPUT_LOCKS.set(held)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _HELD_OUTPUT_LOCKS.reset(token)
-            for descriptor, folder, made in held:
-                if descriptor is not None:
-                    os.close(descriptor)  # (which releases its lock)
-                if made:  # a folder made for a job that wrote nothing goes again
-                    try:
-                        os.rmdir(folder)
-                    except OSError:  # (it holds something)
-                        pass
-    return call
-
-
-def _lock_output_folder(out_dir: Path) -> None:
-    """Make ``out_dir`` and hold it locked (``flock`` on the folder itself, no file added)
-    until the call of encode_files ends: two runs writing the same folder at once wrote one
-    another's shards under one manifest that said complete. ValueError when another run holds
-    it."""
+@contextlib.contextmanager
+def _locked_output_folder(out_dir: Path) -> Iterator[None]:
+    """``out_dir``, made if need be and held locked for the block (``flock`` on the folder
+    itself, no file added): two runs writing the same folder at once wrote one another's shards
+    under one manifest that said complete. ValueError when another run holds it. A folder made
+    here that the block leaves empty (a job that wrote nothing) goes again."""
     made = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
+    descriptor = None
     try:
-        import fcntl
-    except ImportError:  # (no flock: Windows; the folder is still removed if the job writes nothing)
-        _HELD_OUTPUT_LOCKS.get().append((None, out_dir, made))
-        return
-    descriptor = os.open(out_dir, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(descriptor)
-        raise ValueError(f"{out_dir}: another run of encode is writing into this folder; wait for it to end, "
-                         "or write into another folder") from None
-    _HELD_OUTPUT_LOCKS.get().append((descriptor, out_dir, made))
+        try:
+            import fcntl
+        except ImportError:  # (no flock: Windows)
+            fcntl = None
+        if fcntl is not None:
+            descriptor = os.open(out_dir, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ValueError(f"{out_dir}: another run of encode is writing into this folder; wait for it to "
+                                 "end, or write into another folder") from None
+        yield
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)  # (which releases its lock)
+        if made:
+            try:
+                os.rmdir(out_dir)
+            except OSError:  # (it holds something)
+                pass
 
 
-@_releasing_output_locks
 def encode_files(
     tokenizer,
     files: Union[PathLike, Sequence[PathLike]],
@@ -1346,11 +1328,31 @@ def encode_files(
         options["partition_size"] = partition_size
     elif partition_size is not None:
         raise ValueError("partition_size applies to cluster runs only (cluster=...)")
-    _lock_output_folder(out_dir)  # (before the manifest is read: a run that finds none is the only one)
+    with _locked_output_folder(out_dir):  # (before the manifest is read: a run that finds none is the only one)
+        manifest = _job_manifest(tokenizer, files, out_dir, options, resume, cluster)
+        if manifest.get("complete"):
+            return manifest
+        if cluster is not None:
+            _settle_digest(manifest, tokenizer)
+            return _encode_on_cluster(tokenizer, files, out_dir, manifest, cluster, options, sep_id, progress)
+        return _encode_locally(tokenizer, files, out_dir, manifest, options, workers, progress, sep_id)
+
+
+def _settle_digest(manifest: dict, tokenizer) -> None:
+    """The tokenizer digest of a new job's manifest, left None until now (_fingerprint)."""
+    if manifest["job"].get("tokenizer_digest", "") is None:
+        manifest["job"]["tokenizer_digest"] = _tokenizer_digest(tokenizer)
+
+
+def _job_manifest(tokenizer, files: Sequence[Path], out_dir: Path, options: dict, resume: bool, cluster) -> dict:
+    """The manifest of the job in ``out_dir``: the one there, checked against this job and its
+    shards (a ValueError where it is another job's, or does not match them), or a new one; its
+    header as this version writes it."""
+    fmt, dtype, documents = options["format"], np.dtype(options["dtype"]), options["documents"]
     manifest_path = out_dir / MANIFEST
     manifest = None
     # A new job's tokenizer digest (10 ms for cl100k) is computed once every worker has a task
-    # and this thread would wait for one (settle_job), not before; resuming compares it first.
+    # and this thread would wait for one (_settle_digest), not before; resuming compares it first.
     job = _fingerprint(tokenizer, files, options, digest=manifest_path.exists())
     if manifest_path.exists():
         try:
@@ -1401,20 +1403,20 @@ def encode_files(
         if cluster is not None:
             del manifest["resume_at"]
             cuts, normalizer = _document_cuts(tokenizer)  # (a worker's range ends at a cut of the plain rule)
-            manifest["partitions"] = _plan_partitions(files, partition_size, documents,
+            manifest["partitions"] = _plan_partitions(files, options["partition_size"], documents,
                                                       normalizer is not None or not isinstance(cuts, int))
     # What a reader needs to know, first in the file (a resumed version 1 manifest gains it too).
     header = {"manifest": "fastbpe-shards", "version": MANIFEST_VERSION, "format": fmt, "dtype": dtype.name,
               "byte_order": "little", "header_bytes": {"npy": None, "raw": 0, "llmc": LLMC_HEADER_BYTES}[fmt]}
-    manifest = {**header, **{k: v for k, v in manifest.items() if k not in header}}
+    return {**header, **{k: v for k, v in manifest.items() if k not in header}}
 
-    def settle_job() -> None:
-        if manifest["job"].get("tokenizer_digest", "") is None:
-            manifest["job"]["tokenizer_digest"] = _tokenizer_digest(tokenizer)
 
-    if cluster is not None:
-        settle_job()
-        return _encode_on_cluster(tokenizer, files, out_dir, manifest, cluster, options, sep_id, progress)
+def _encode_locally(tokenizer, files: Sequence[Path], out_dir: Path, manifest: dict, options: dict, workers: int,
+                    progress, sep_id: Optional[int]) -> dict:
+    """encode_files on this machine's threads, from where ``manifest`` says to resume; returns
+    it, complete."""
+    shard_size, fmt, dtype = options["shard_size"], options["format"], np.dtype(options["dtype"])
+    documents, block_size, errors = options["documents"], options["block_size"], options.get("errors", "strict")
     resume_segment, resume_offset = manifest["resume_at"]
     tokens_before = int(manifest["tokens"])
 
@@ -1427,7 +1429,7 @@ def encode_files(
         saved["cost"], saved["behind"] = saved["at"] - began, False
 
     def checkpoint(resume_at: Tuple[int, int], final: bool) -> None:
-        settle_job()
+        _settle_digest(manifest, tokenizer)
         manifest["tokens"] = int(writer.total)
         manifest["resume_at"] = list(resume_at)
         manifest["complete"] = final
@@ -1499,7 +1501,7 @@ def encode_files(
                 return
             # the digest, while this thread would wait anyway: by now every worker has a task
             # (computed right after the first task went out, it kept the second worker idle)
-            settle_job()
+            _settle_digest(manifest, tokenizer)
             result = running.popleft().result()
             if isinstance(result, _Run):
                 done.append(result)
