@@ -9,9 +9,10 @@ import re
 import stat
 import sys
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["write_atomic", "AtomicWriter", "file_above", "read_json", "file_bytes", "json_without", "json_field", "json_bytes"]
+__all__ = ["write_atomic", "AtomicWriter", "folder_made_for", "file_above", "read_json", "file_bytes", "json_without", "json_field", "json_bytes"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -320,6 +321,24 @@ def _cyclic_gc_paused():
     finally:
         if was_enabled:
             gc.enable()
+
+
+@contextlib.contextmanager
+def folder_made_for(directory: PathLike) -> Iterator[Path]:
+    """``directory`` for the block's files, made (with its parents) if it is missing, and removed
+    again if this made it and the block leaves it empty: a write that failed, a job that wrote
+    nothing, leaves no folder behind."""
+    directory = Path(directory)
+    made = not directory.exists()
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        yield directory
+    finally:
+        if made:
+            try:
+                directory.rmdir()
+            except OSError:  # (it holds something)
+                pass
 
 
 def file_above(path: PathLike) -> Optional[str]:

@@ -51,7 +51,7 @@ from .encode.batch import _fused_pattern, insert_separators, utf8_batch_encoder,
 from .encode.id_arrays import as_id_dtype
 from .encode.special import ALWAYS
 from .encode.tokenizer import Tokenizer
-from .fileio import AtomicWriter, file_above, write_atomic
+from .fileio import AtomicWriter, file_above, folder_made_for, write_atomic
 from .progress import byte_bar, check_progress
 from .split.patterns import cut_rule
 from .split.pretokenize import InvalidUTF8, check_errors
@@ -1197,30 +1197,24 @@ def _locked_output_folder(out_dir: Path) -> Iterator[None]:
     itself, no file added): two runs writing the same folder at once wrote one another's shards
     under one manifest that said complete. ValueError when another run holds it. A folder made
     here that the block leaves empty (a job that wrote nothing) goes again."""
-    made = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    descriptor = None
     try:
+        import fcntl
+    except ImportError:  # (no flock: Windows)
+        fcntl = None
+    with folder_made_for(out_dir):
+        descriptor = None
         try:
-            import fcntl
-        except ImportError:  # (no flock: Windows)
-            fcntl = None
-        if fcntl is not None:
-            descriptor = os.open(out_dir, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise ValueError(f"{out_dir}: another run of encode is writing into this folder; wait for it to "
-                                 "end, or write into another folder") from None
-        yield
-    finally:
-        if descriptor is not None:
-            os.close(descriptor)  # (which releases its lock)
-        if made:
-            try:
-                os.rmdir(out_dir)
-            except OSError:  # (it holds something)
-                pass
+            if fcntl is not None:
+                descriptor = os.open(out_dir, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise ValueError(f"{out_dir}: another run of encode is writing into this folder; wait for it "
+                                     "to end, or write into another folder") from None
+            yield
+        finally:
+            if descriptor is not None:
+                os.close(descriptor)  # (which releases its lock)
 
 
 def encode_files(

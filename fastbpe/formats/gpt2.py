@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from ..fileio import file_bytes, json_bytes, read_json, write_atomic_files
+from ..fileio import file_bytes, folder_made_for, json_bytes, read_json, write_atomic_files
 from ..split.patterns import GPT2_PATTERN, TABLE, resolve
 from .._core.encode import scan_gpt2_files
 from .bytelevel import (check_byte_level, check_plain_steps, check_specials_apart, code_point_bytes, scanned_tables,
@@ -202,15 +202,7 @@ def write(tok, directory: PathLike) -> None:
     encoder.update(tok.special_tokens)
     lines = ["#version: 0.2"] + [f"{token_to_text(tok.token_bytes[a])} {token_to_text(tok.token_bytes[b])}"
                                  for a, b in tok.merge_ids.tolist()]
-    made = not directory.exists()
-    directory.mkdir(parents=True, exist_ok=True)
-    try:  # (both in full before either replaces its old file: a full disk leaves the old pair)
+    # (both in full before either replaces its old file: a full disk leaves the old pair)
+    with folder_made_for(directory):
         write_atomic_files([(directory / "encoder.json", json_bytes(encoder)),
                             (directory / "vocab.bpe", ("\n".join(lines) + "\n").encode("utf-8"))])
-    except BaseException:
-        if made:  # (the folder made for them goes too)
-            try:
-                directory.rmdir()
-            except OSError:
-                pass
-        raise
