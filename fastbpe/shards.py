@@ -45,7 +45,8 @@ from ._core.split import document_spans, find_newlines
 from .arguments import check_block_size, check_workers
 from .corpus.cut import (CheckedRule, CutOutsideTokens, cut_segments, file_cut_at_or_after, find_checked_cut,
                          normalize_stream)
-from .corpus.files import decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces
+from .corpus.files import (decode_error, expand_paths, input_files, is_compressed, open_bytes, read_pieces,
+                           warn_of_repeats)
 from ._core.encode import is_utf8
 from .encode.batch import _fused_pattern, insert_separators, utf8_batch_encoder, utf8_encoder
 from .encode.id_arrays import as_id_dtype
@@ -1290,7 +1291,9 @@ def encode_files(
         raise TypeError(f"tokenizer must be a fastbpe.Tokenizer, got {type(tokenizer).__name__} (a file: "
                         "fastbpe.load(path) reads it)")
     out_dir = output_folder(out_dir, files, "out_dir")
-    files = [Path(f) for f in input_files(files)]
+    files = input_files(files)
+    warn_of_repeats(files)
+    files = [Path(f) for f in files]
     sep_id = None
     if separator is not None:
         sep_id = separator_id(tokenizer, separator, "the tokenizer", "separator=None (nothing between documents) or")

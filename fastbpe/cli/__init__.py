@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from importlib import import_module
 from typing import Optional, Sequence
 
@@ -139,7 +140,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # Ctrl-C then is reported as one during the command, not as a traceback)
             args = build_parser().parse_args(argv)
             _check_outputs_are_not_inputs(args)
-            return args.run(args)
+            with warnings.catch_warnings():  # (as the command's own words, not a Python source line)
+                warnings.showwarning = _show_warning
+                return args.run(args)
         finally:  # (inside the handlers below: a Ctrl-C that lands here is reported as any other)
             if own_sigterm:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -171,6 +174,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _exiting_after_a_signal(argv)
         print("fastbpe: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"fastbpe: warning: {message}", file=sys.stderr if file is None else file)
 
 
 # The options that name what a command writes; every other path it is given is read (but the

@@ -50,7 +50,7 @@ from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, resolve, scanner_id, source
 from ..split.pretokenize import InvalidUTF8, check_errors
 from .cut import cut_stream, file_cut_at_or_after
-from .files import CorpusDecodeError, decode_error, expand_paths, is_compressed, open_bytes, read_pieces
+from .files import CorpusDecodeError, decode_error, expand_paths, is_compressed, open_bytes, read_pieces, warn_of_repeats
 from .wordtable import WordTable
 
 __all__ = ["count_words", "CorpusDecodeError"]
@@ -630,10 +630,12 @@ def _corpus_files_or_none(corpus) -> Optional[List[str]]:
         isinstance(corpus, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in corpus)
     ):
         try:
-            return expand_paths(corpus)
+            files = expand_paths(corpus)
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"{exc} (to count texts rather than files, pass an iterator of "
                                     "str/bytes, e.g. iter(texts))") from None
+        warn_of_repeats(files)
+        return files
     return None
 
 

@@ -16,9 +16,11 @@ import glob
 import gzip
 import lzma
 import os
+import warnings
+from collections import Counter
 from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
 
-__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "input_files", "open_bytes", "is_compressed", "read_pieces",
+__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "warn_of_repeats", "input_files", "open_bytes", "is_compressed", "read_pieces",
            "corpus_or_text", "str_corpus"]
 
 PathLike = Union[str, os.PathLike]
@@ -99,6 +101,16 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
         else:
             raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")
     return [os.path.abspath(f) for f in files]
+
+
+def warn_of_repeats(files: Sequence[str]) -> None:
+    """Warn of a file the expanded inputs name more than once (``corpus/ corpus/a.txt``, a glob
+    and a file it matches): it is read, counted or encoded, each time, which is seldom meant."""
+    repeated = [(path, times) for path, times in Counter(files).items() if times > 1]
+    if repeated:
+        shown = ", ".join(f"{path} ({times} times)" for path, times in repeated[:3])
+        more = f" and {len(repeated) - 3} more" if len(repeated) > 3 else ""
+        warnings.warn(f"the inputs name {shown}{more}: each is read every time it is named", stacklevel=4)
 
 
 def input_files(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:

@@ -102,6 +102,20 @@ def test_encode_subcommand(encode_setup, tmp_path, shared_data):
                  "--out", str(tmp_path / "x"), "-q"]) == 2
 
 
+def test_a_warning_reads_as_the_command_s_own(encode_setup, tmp_path, capsys):
+    """A warning during a command is said as ``fastbpe: warning: ...``, not as Python shows one
+    (the source line that raised it)."""
+    tok, tok_path, paths, docs = encode_setup
+    assert main(["encode", str(paths[0]), str(paths[0]), "--tokenizer", str(tok_path), "--out", str(tmp_path / "out"),
+                 "-q"]) == 0
+    error = capsys.readouterr().err
+    assert error.splitlines()[0] == (f"fastbpe: warning: the inputs name {paths[0]} (2 times): each is read every "
+                                     "time it is named")
+    assert "Warning" not in error and ".py" not in error
+    sep = [tok.special_tokens[EOT]]
+    assert shard_ids(tmp_path / "out") == tok.encode_ordinary(docs[0]) + sep + tok.encode_ordinary(docs[0])
+
+
 def test_encode_names_the_likely_separators_when_the_default_is_missing(shared_data, tmp_path, capsys):
     """Llama 3's tokenizer has 256 special tokens and no <|endoftext|>: the error names the
     command line's options and a few tokens, the ends of a text and of a turn first, not all."""

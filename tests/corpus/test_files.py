@@ -66,7 +66,7 @@ def test_damaged_compressed_files_are_a_decode_error_naming_the_file(tmp_path, k
             with open_bytes(str(path))[0] as reader:
                 list(read_pieces(reader, 1 << 16))
         for workers in (1, 2):
-            with pytest.raises(CorpusDecodeError, match=str(path.name)):
+            with pytest.raises(CorpusDecodeError, match=str(path.name)), pytest.warns(UserWarning, match="4 times"):
                 fastbpe.count_words([str(path)] * 4, workers=workers, progress=False)
         tok = fastbpe.Tokenizer([bytes([b]) for b in range(256)], [])
         with pytest.raises(CorpusDecodeError, match=str(path.name)):
@@ -129,3 +129,21 @@ def test_a_truncated_file_says_how_far_it_decompressed(tmp_path, kind):
             list(read_pieces(reader, 8 << 20))
     said = int(re.search(r"after about ([\d,]+) bytes", str(caught.value)).group(1).replace(",", ""))
     assert recoverable > 0 and recoverable - (2 << 16) <= said <= recoverable
+
+
+def test_a_file_named_twice_is_read_twice_with_a_warning(tmp_path):
+    """A folder and a file inside it, or a glob and a file it matches: the file is counted each
+    time it is named (what was asked), and a warning names it."""
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.txt").write_text("hello world\n", encoding="utf-8")
+    (tmp_path / "corpus" / "b.txt").write_text("other words\n", encoding="utf-8")
+    once = fastbpe.count_words([tmp_path / "corpus"], progress=False)
+    for inputs in ([tmp_path / "corpus", tmp_path / "corpus" / "a.txt"],
+                   [str(tmp_path / "corpus" / "*.txt"), tmp_path / "corpus" / "a.txt"]):
+        with pytest.warns(UserWarning, match=re.escape(f"{tmp_path / 'corpus' / 'a.txt'} (2 times)")):
+            twice = fastbpe.count_words(inputs, progress=False)
+        assert twice.to_dict() == {**once.to_dict(), b"hello": 2, b" world": 2, b"\n": 3}
+    with pytest.warns(UserWarning, match=r"a\.txt \(2 times\).*: each is read every time"):
+        fastbpe.encode_files(fastbpe.train(text="hello world other words", vocab_size=260, progress=False),
+                             [tmp_path / "corpus", tmp_path / "corpus" / "a.txt"], tmp_path / "out", progress=False,
+                             separator=None)
