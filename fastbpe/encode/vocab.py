@@ -546,8 +546,10 @@ def encode_single_token(tok, token: Union[str, bytes]) -> int:
 
 
 def id_to_token(tok, token_id: int) -> Optional[Union[str, bytes]]:
-    """A special token's name, a token's bytes (its text for ``unit="chars"``), or None for
-    an id that is no token (as Hugging Face's ``id_to_token``)."""
+    """A special token's name, a token's bytes, or for ``unit="chars"`` its text as
+    :func:`get_vocab` spells it (a SentencePiece byte piece as ``"<0xC5>"``, as SentencePiece's
+    ``id_to_piece``: not the byte it stands for); None for an id that is no token (as Hugging
+    Face's ``id_to_token``)."""
     for text, sid in tok.special_tokens.items():
         if sid == token_id:
             return text
@@ -555,7 +557,10 @@ def id_to_token(tok, token_id: int) -> Optional[Union[str, bytes]]:
         token = _id_bytes(tok, token_id)
     except UnknownTokenIdError:
         return None
-    return token.decode("utf-8", "surrogatepass") if tok.unit == "chars" else token
+    if tok.unit != "chars":
+        return token
+    i = int(token_id)
+    return as_token_text(True)(tok.token_bytes[i] if i < len(tok.token_bytes) and tok.token_bytes[i] else token)
 
 
 def n_vocab(tok) -> int:

@@ -85,6 +85,16 @@ def test_ids_and_decoding_are_sentencepiece_s(pair, rows):
     assert sum(missing in processor.encode(t) for t in rows) > 10
 
 
+def test_every_id_s_token_is_sentencepiece_s_piece(pair):
+    """``id_to_token`` spells each id as ``id_to_piece`` does, byte pieces as ``<0xC5>`` (not
+    the byte, which no str holds alone), and ``token_to_id`` takes it back; as ``get_vocab``."""
+    processor, tok, _ = pair
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    assert [tok.id_to_token(i) for i in range(len(pieces))] == pieces
+    assert [tok.token_to_id(piece) for piece in pieces] == list(range(len(pieces)))
+    assert tok.get_vocab() == {piece: i for i, piece in enumerate(pieces)}
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.lists(st.sampled_from(list("ab é中कا😀𝔘 \t\n\r▁<>s/\u3000ｘ") + ["  ", "<s>", "<tool>", "＜tool＞"]),
                      max_size=30).map("".join))
