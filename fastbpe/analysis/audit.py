@@ -54,6 +54,15 @@ def _flat(lists: List[List[int]]):
     return flat, lengths
 
 
+def _tokens_carry_markers(tokenizer: Tokenizer) -> bool:
+    """Whether tokens spell markers besides their text (word markers, SentencePiece's ``▁`` for
+    a space, an end-of-word suffix such as CLIP's ``</w>``): a token is then not the encoding
+    of its own spelling, nor is a word's middle ever one chunk's whole encoding, so which
+    tokens "their own text reaches" means nothing there."""
+    markers = tokenizer.markers
+    return markers.has_word_markers() or markers.has_subword_markers() or bool(markers.space_marker)
+
+
 def reachability(tokenizer, *, workers: Optional[int] = None) -> Dict[str, Any]:
     """Which ordinary tokens their own text reaches (a token of a character-level tokenizer with
     word markers is checked as its text without them). Returns ``unreachable`` (ids, ascending),
@@ -61,10 +70,9 @@ def reachability(tokenizer, *, workers: Optional[int] = None) -> Dict[str, Any]:
     the rest are built otherwise by the merges), ``not_utf8`` (ids of tokens that are not valid
     UTF-8 on their own, left out of the check) and the counts."""
     tokenizer = resolve_tokenizer(tokenizer)
-    if tokenizer.word_start or tokenizer.word_end:
-        # a marked tokenizer adds its marker to every chunk: a token without it (a word's
-        # middle) is never one chunk's whole encoding, so the check means nothing there
-        raise ValueError("reachability needs a tokenizer without word markers")
+    if _tokens_carry_markers(tokenizer):
+        raise ValueError("reachability needs a tokenizer whose tokens spell their text alone (no word markers, "
+                         "space marker or end-of-word suffix)")
     ids = _ordinary_ids(tokenizer)
     texts, valid, invalid = _utf8_texts(tokenizer, ids)
     # one thread by default: the texts are a few bytes each, so threads would only contend;
@@ -233,7 +241,7 @@ def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corp
         "not_utf8_examples": shown(invalid.tolist()),
     }
     reach = {"unreachable": [], "not_utf8": invalid.tolist()}
-    if not (tokenizer.word_start or tokenizer.word_end):  # meaningless with word markers
+    if not _tokens_carry_markers(tokenizer):  # (meaningless where they do)
         reach = reachability(tokenizer, workers=workers)
         result.update({
             "unreachable": len(reach["unreachable"]),

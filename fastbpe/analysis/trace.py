@@ -37,12 +37,25 @@ def show_piece(piece: Union[str, bytes]) -> str:
 
 
 def _base_units(tokenizer: Tokenizer, chunk: bytes) -> Tuple:
-    """A chunk as the tokenizer's base symbols, word markers added."""
+    """A chunk as the tokenizer's base symbols, word markers added, and a Hugging Face BPE's
+    subword markers: its ``continuing_subword_prefix`` before every byte but the first, its
+    ``end_of_word_suffix`` (CLIP's ``</w>``) after the last.
+
+    >>> bytes_and_ends = [bytes([b]) + end for end in (b"", b"</w>") for b in range(256)]
+    >>> _base_units(Tokenizer(bytes_and_ends, [], merge_rule="pair", end_of_word_suffix="</w>"), b"ba")
+    (b'b', b'a</w>')
+    """
     text_start, text_end = tokenizer.word_start, tokenizer.word_end
     if tokenizer.unit == "chars":
         return tuple(text_start + chunk.decode("utf-8", "surrogatepass") + text_end)
-    data = text_start.encode("utf-8") + chunk + text_end.encode("utf-8")
-    return tuple(bytes([b]) for b in data)
+    units = [bytes([b]) for b in text_start.encode("utf-8") + chunk + text_end.encode("utf-8")]
+    markers = tokenizer.markers
+    if markers.continuing_subword_prefix:
+        prefix = markers.continuing_subword_prefix.encode("utf-8")
+        units[1:] = [prefix + unit for unit in units[1:]]
+    if markers.end_of_word_suffix and units:
+        units[-1] += markers.end_of_word_suffix.encode("utf-8")
+    return tuple(units)
 
 
 def _chunks(tokenizer: Tokenizer, text: str, normalized: bool = False) -> List[bytes]:
@@ -67,11 +80,12 @@ def _word_merges(tokenizer: Tokenizer):
 def _fire_order(tokenizer: Tokenizer, chunk: bytes) -> Tuple[List[Dict[str, Any]], Tuple]:
     """The merges that fire while ``chunk`` is encoded, and the pieces it ends as."""
     steps: List = []
+    prefix = (tokenizer.markers.continuing_subword_prefix or "").encode("utf-8")  # (a merge drops its right part's)
     if tokenizer.merge_rule == "replay":
         pieces = reference_encode.encode_word(_base_units(tokenizer, chunk), _word_merges(tokenizer), steps)
     elif tokenizer.merge_rule == "pair":
-        units = chunk if tokenizer.unit == "bytes" else _base_units(tokenizer, chunk)
-        pieces = tuple(reference_encode.encode_by_pair_rank(units, _word_merges(tokenizer), steps))
+        units = chunk if tokenizer.unit == "bytes" and not tokenizer.markers else _base_units(tokenizer, chunk)
+        pieces = tuple(reference_encode.encode_by_pair_rank(units, _word_merges(tokenizer), steps, prefix))
     else:  # "token": tiktoken's rule, ranks are ids
         ranks = getattr(tokenizer, "_trace_ranks", None)
         if ranks is None:
@@ -89,7 +103,7 @@ def _fire_order(tokenizer: Tokenizer, chunk: bytes) -> Tuple[List[Dict[str, Any]
             "rank": rank,
             "left": None if pair is None else show_piece(pair[0]),
             "right": None if pair is None else show_piece(pair[1]),
-            "new": show_piece(pair[0] + pair[1]) if pair is not None else show_piece(after[0]),
+            "new": show_piece(pair[0] + pair[1][len(prefix):]) if pair is not None else show_piece(after[0]),
             "pieces": [show_piece(p) for p in after],
         })
     return rows, pieces

@@ -56,8 +56,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             print(f"{r['tokenizer']}: unreachable {_examples(r['unreachable_examples'])}")
         print(f"{r['tokenizer']}: not UTF-8 {_examples(r['not_utf8_examples'])}")
         if "never_produced_examples" in r:
-            # (with word markers reachability is not checked: the list holds every merged token)
-            kind = "merged and reachable" if "unreachable" in r else "merged (reachability not checked: word markers)"
+            # (where tokens carry markers reachability is not checked: the list holds every merged token)
+            kind = "merged and reachable" if "unreachable" in r else \
+                "merged (reachability not checked: the tokens carry markers)"
             print(f"{r['tokenizer']}: never produced on the corpus ({r['corpus_tokens']:,} tokens), "
                   f"{kind}: {_examples(r['never_produced_examples'])}")
         if "digits" in r:

@@ -33,17 +33,20 @@ def encode_word(word: Word, merges: Iterable[Pair], steps: Optional[List[Step]] 
 
 
 def encode_by_pair_rank(word: Union[bytes, Sequence[str]], merges: Sequence[Tuple[Any, Any]],
-                        steps: Optional[List[Step]] = None) -> list:
+                        steps: Optional[List[Step]] = None, subword_prefix: Any = b"") -> list:
     """Hugging Face ``tokenizers``' rule: repeatedly merge the adjacent pair that comes first in
     the merge list (leftmost among equals), no memory of earlier merges. A pair listed twice
     keeps its last rank, as ``tokenizers`` does. ``word``: bytes, or its base units (the
     characters of a character-level vocabulary, with merges of str). ``steps`` as for
-    :func:`encode_word`.
+    :func:`encode_word`. ``subword_prefix``: a Hugging Face BPE's ``continuing_subword_prefix``
+    (``word``'s units then carry it but the first), which a merge drops from its right part.
 
     >>> encode_by_pair_rank(b"abc", [(b"b", b"c"), (b"a", b"b"), (b"a", b"bc")])
     [b'abc']
     >>> encode_by_pair_rank(("a", "b", "c"), [("b", "c")])
     ['a', 'bc']
+    >>> encode_by_pair_rank((b"a", b"##b"), [(b"a", b"##b")], subword_prefix=b"##")
+    [b'ab']
     """
     rank: Dict[Tuple[Any, Any], int] = {}
     for i, pair in enumerate(merges):
@@ -54,7 +57,8 @@ def encode_by_pair_rank(word: Union[bytes, Sequence[str]], merges: Sequence[Tupl
         pair = (parts[best], parts[best + 1])
         if pair not in rank:
             break
-        parts[best:best + 2] = [parts[best] + parts[best + 1]]
+        right = parts[best + 1]
+        parts[best:best + 2] = [parts[best] + (right[len(subword_prefix):] if subword_prefix else right)]
         if steps is not None:
             steps.append((rank[pair], pair, tuple(parts)))
     return parts

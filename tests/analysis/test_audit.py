@@ -151,3 +151,26 @@ def test_a_corpus_limit_reads_at_most_that_many_bytes(tmp_path, limit):
     seen = never_produced(bytes_only, path, limit=limit)
     assert seen["corpus_bytes"] == seen["corpus_tokens"] == len(kept.encode())
     assert seen["corpus_bytes"] <= limit
+
+
+def test_tokens_that_carry_markers_are_not_checked_for_reachability(tmp_path):
+    """SentencePiece's pieces spell a space as ``▁`` (and a byte as ``<0xC5>``), CLIP's word ends
+    carry ``</w>``: no token is the encoding of its own spelling there, so reachability is not
+    checked (it called every token unreachable), and the audit says nothing of it."""
+    import sentencepiece as spm
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat, the dog sat on the log\n" * 40 + "ÅÉÎ\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=300,
+                                   model_type="bpe", byte_fallback=True, minloglevel=2, num_threads=1)
+    # CLIP's shape: every byte alone and at a word's end, and merges up to "the</w>"
+    tokens = [bytes([b]) for b in range(256)] + [bytes([b]) + b"</w>" for b in range(256)] + [b"th", b"the</w>"]
+    fastbpe.Tokenizer(tokens, [(ord("t"), ord("h")), (512, 256 + ord("e"))], pattern="whitespace", merge_rule="pair",
+                      end_of_word_suffix="</w>").to_huggingface(tmp_path / "clip.json")
+    for path in (tmp_path / "sp.model", tmp_path / "clip.json"):
+        tok = fastbpe.load(path)
+        assert tok.encode_ordinary("the") == [tok.token_to_id("▁the" if path.suffix == ".model" else "the</w>")]
+        with pytest.raises(ValueError, match="spell their text alone"):
+            reachability(tok)
+        audited = audit(tok, texts=["the cat sat"], digits_up_to=None)
+        assert "unreachable" not in audited and audited["never_produced_candidates"] > 0

@@ -135,3 +135,29 @@ def test_a_table_is_traced_with_the_pattern_it_was_counted_with():
     assert result["tokenizer"].merges == fastbpe.train(table, num_merges=3, min_frequency=1, progress=False).merges
     with pytest.raises(ValueError, match="counted with pattern='whitespace'"):
         trace(table, 3, pattern="gpt2")
+
+
+@pytest.mark.parametrize("markers", [dict(end_of_word_suffix="</w>"), dict(continuing_subword_prefix="##"),
+                                     dict(end_of_word_suffix="</w>", continuing_subword_prefix="##")])
+def test_a_trace_with_subword_markers_is_the_encoder_s(markers):
+    """A Hugging Face BPE's subword markers (CLIP's ``</w>`` on a word's last byte, a ``##``
+    prefix on the others) are part of the base symbols the merges see; the trace ended in
+    the bare bytes and raised where the encoder gave ``the</w>``."""
+    suffix = markers.get("end_of_word_suffix", "").encode()
+    prefix = markers.get("continuing_subword_prefix", "").encode()
+    # every byte as a word's first, middle, last and only symbol (two of them one without a kind)
+    tokens = list(dict.fromkeys(p + bytes([b]) + s for p, s in ((b"", b""), (prefix, b""), (b"", suffix),
+                                                                  (prefix, suffix)) for b in range(256)))
+    ids = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    for left, right in ((b"t", prefix + b"h"), (b"th", prefix + b"e" + suffix), (prefix + b"a", prefix + b"t" + suffix)):
+        merges.append((ids[left], ids[right]))
+        ids[left + right[len(prefix):]] = len(tokens)  # (the right part's prefix goes: Hugging Face's rule)
+        tokens.append(left + right[len(prefix):])
+    tok = fastbpe.Tokenizer(tokens, merges, pattern="whitespace", merge_rule="pair", **markers)
+    for word in ("the", "cat", "that", "t", "eat"):
+        (row,) = trace_word(tok, word)
+        assert row["ids"] == tok.encode_ordinary(word)
+        assert row["symbols"][-1].endswith(suffix.decode())
+        assert all(symbol.startswith(prefix.decode()) for symbol in row["symbols"][1:])
+    assert trace_word(tok, "the")[0]["pieces"] == [f"the{suffix.decode()}"]

@@ -129,7 +129,7 @@ def test_audit_says_what_it_did_not_check(tmp_path, capsys):
     assert main(["audit", "-t", str(tmp_path / "w.fastbpe.json"), "--corpus", str(tmp_path / "corpus.txt"),
                  "--no-digits"]) == 0
     out, err = capsys.readouterr()
-    assert "merged (reachability not checked: word markers)" in out and "and reachable" not in out
+    assert "merged (reachability not checked: the tokens carry markers)" in out and "and reachable" not in out
     assert "warning" not in err
     (tmp_path / "empty.txt").write_text("")
     assert main(["audit", "-t", str(tmp_path / "w.fastbpe.json"), "--corpus", str(tmp_path / "empty.txt"),
