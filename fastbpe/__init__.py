@@ -33,6 +33,8 @@ _HOMES = {
     "Encoding": "encode.loading:Encoding",
     "get_encoding": "encode.registry:get_encoding",
     "encoding_for_model": "encode.registry:encoding_for_model",
+    "encoding_name_for_model": "encode.registry:encoding_name_for_model",
+    "list_encoding_names": "encode.registry:list_encoding_names",
     "WordTable": "corpus.wordtable:WordTable",
     "count_words": "corpus.count:count_words",
     "CorpusDecodeError": "corpus.files:CorpusDecodeError",

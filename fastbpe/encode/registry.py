@@ -35,6 +35,7 @@ PUBLISHED_SHA256: Dict[str, str] = {
 # Model names and name prefixes -> encoding, the tables of tiktoken's model.py (models whose
 # encoding fastbpe does not provide, such as gpt2's "gpt2" or gpt-oss's "o200k_harmony", are left out).
 MODEL_TO_ENCODING: Dict[str, str] = {
+    "gpt2": "gpt2",
     **dict.fromkeys(["o1", "o3", "o4-mini", "gpt-5", "gpt-4.1", "gpt-4o"], "o200k_base"),
     **dict.fromkeys(["gpt-4", "gpt-3.5-turbo", "gpt-3.5", "gpt-35-turbo", "davinci-002", "babbage-002",
                      "text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large"],
@@ -76,7 +77,7 @@ def encodings_folder() -> Path:
 
 def list_encoding_names() -> list:
     """The names ``get_encoding`` accepts."""
-    return sorted(OPENAI_ENCODINGS)
+    return sorted(set(OPENAI_ENCODINGS) | set(NAME_ALIASES))
 
 
 def _sha256(path: Path) -> str:
@@ -107,16 +108,18 @@ def resolve_tokenizer(name_or_path: Union[str, os.PathLike, Tokenizer]) -> Token
     name = os.fspath(name_or_path)
     if os.sep in name or name.endswith((".json", ".tiktoken")):
         raise ValueError(f"tokenizer file {name!r} does not exist")
-    return get_encoding(NAME_ALIASES.get(name, name))
+    return get_encoding(name)
 
 
 def get_encoding(name: str) -> Tokenizer:
     """OpenAI's encoding ``name`` (``r50k_base``, ``p50k_base``, ``p50k_edit``, ``cl100k_base``,
-    ``o200k_base``) with its published pattern and special tokens, from the verified rank file
-    in :func:`encodings_folder`. A missing or mismatched file is a ValueError saying where
-    fastbpe looked and where the file is published."""
+    ``o200k_base``; ``gpt2``, as tiktoken names GPT-2's files, is ``r50k_base``: the same ranks)
+    with its published pattern and special tokens, from the verified rank file in
+    :func:`encodings_folder`. A missing or mismatched file is a ValueError saying where fastbpe
+    looked and where the file is published."""
     if not isinstance(name, str):
         raise TypeError(f"encoding name must be a str, got {type(name).__name__}")
+    name = NAME_ALIASES.get(name, name)
     if name not in OPENAI_ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; known: {list_encoding_names()}")
     file = RANK_FILE[name]

@@ -44,7 +44,7 @@ def test_a_corrupted_or_missing_file_is_a_clear_error(shared_encodings, tmp_path
     shutil.copy(shared_encodings / "p50k_base.tiktoken", tmp_path)
     assert fastbpe.get_encoding("p50k_edit").special_tokens["<|fim_middle|>"] == 50282
     with pytest.raises(ValueError, match="unknown encoding"):
-        fastbpe.get_encoding("gpt2")
+        fastbpe.get_encoding("gpt5_base")
     with pytest.raises(TypeError):
         fastbpe.get_encoding(None)
 
@@ -63,13 +63,23 @@ MODEL_NAMES = ["gpt-4o", "gpt-4o-2024-05-13", "gpt-4", "gpt-4-0314", "gpt-4-32k"
                "o4-mini-2025", "gpt-4.1", "gpt-4.1-nano", "gpt-5", "gpt-5-mini", "chatgpt-4o-latest",
                "text-embedding-3-small", "text-embedding-ada-002", "davinci-002", "ft:gpt-4o:org:x",
                "ft:gpt-3.5-turbo:org", "ft:davinci-002:x", "text-davinci-003", "text-davinci-edit-001",
-               "code-davinci-002", "davinci", "ada", "text-search-ada-doc-001", "gpt-4.5-preview"]
+               "code-davinci-002", "davinci", "ada", "text-search-ada-doc-001", "gpt-4.5-preview", "gpt2"]
 
 
 @pytest.mark.parametrize("model", MODEL_NAMES)
 def test_model_names_map_as_tiktoken_maps_them(model):
     tiktoken_model = pytest.importorskip("tiktoken.model", reason="tiktoken (test extra) is the reference")
     assert registry.encoding_name_for_model(model) == tiktoken_model.encoding_name_for_model(model)
+
+
+def test_gpt2_names_the_r50k_ranks_as_in_tiktoken(shared_encodings):
+    """tiktoken's ``gpt2`` encoding (nanoGPT's ``tiktoken.get_encoding("gpt2")``) reads GPT-2's
+    own files, which hold exactly the ranks of ``r50k_base``."""
+    assert fastbpe.get_encoding("gpt2") is fastbpe.get_encoding("r50k_base")
+    assert fastbpe.encoding_for_model("gpt2") is fastbpe.get_encoding("r50k_base")
+    assert "gpt2" in fastbpe.list_encoding_names()
+    tiktoken = pytest.importorskip("tiktoken", reason="tiktoken (test extra) is the reference")
+    assert sorted(fastbpe.list_encoding_names()) == sorted(set(tiktoken.list_encoding_names()) - {"o200k_harmony"})
 
 
 def test_unknown_model_is_a_key_error():
