@@ -84,12 +84,15 @@ def _read_lines(path: PathLike, data: bytes) -> Tuple[List[bytes], np.ndarray]:
         if len(fields) != 2:
             raise ValueError(f"{os.fspath(path)}, line {number}: expected 'base64-token rank', got {line[:60]!r}")
         try:
-            token = base64.b64decode(fields[0], validate=True)
+            token = base64.b64decode(fields[0], validate=True) if fields[0].strip(b"=") else b""
             rank = int(fields[1])
         except (binascii.Error, ValueError):
             raise ValueError(f"{os.fspath(path)}, line {number}: bad token or rank {line[:60]!r}") from None
         if not token:
-            raise ValueError(f"{os.fspath(path)}, line {number}: empty token")
+            # (tiktoken reads "=" as a token of no bytes, which no text encodes to: Whisper's
+            # multilingual.tiktoken has one)
+            raise ValueError(f"{os.fspath(path)}, line {number}: an empty token (rank {fields[1].decode()!r:.20}); "
+                             "fastbpe's tokens hold at least one byte: remove the line (no text encodes to it)")
         if rank < 0 or rank >= 2**31 - 1:
             raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} out of range")
         if token in ranks:
@@ -117,6 +120,12 @@ def spec_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Ma
 def _spec_from_table(tokens: List[bytes], ranks: np.ndarray, pattern: str, special_tokens: Mapping[str, int],
                      source: str) -> dict:
     special_tokens = check_special_ids(special_tokens, source)
+    if len(np.unique(ranks)) != len(ranks):  # (tiktoken refuses them too: two tokens, one id)
+        seen: Dict[int, bytes] = {}
+        for token, rank in zip(tokens, ranks.tolist()):
+            if rank in seen:
+                raise ValueError(f"{source}: rank {rank} is given to two tokens, {seen[rank]!r} and {token!r}")
+            seen[rank] = token
     # ranks index a table: refuse far-off ranks before allocating it (fastbpe.formats.ids)
     size = table_size(int(ranks.max()), len(tokens), len(special_tokens), source)
     if size == len(tokens) and (ranks == np.arange(size)).all():

@@ -1,4 +1,5 @@
 """tiktoken rank files and OpenAI's presets, verified by tiktoken itself."""
+import base64
 import json
 
 import numpy as np
@@ -294,3 +295,16 @@ def test_a_ranks_file_is_named_as_fastbpe_load_knows_it(tmp_path):
     assert list(tmp_path.iterdir()) == []
     tok.to_tiktoken(tmp_path / "T.TIKTOKEN")
     assert fastbpe.load(tmp_path / "T.TIKTOKEN").encode("the cat") == tok.encode("the cat")
+
+
+def test_two_tokens_of_one_rank_and_an_empty_token_are_refused_by_name(tmp_path):
+    """``tiktoken.Encoding`` refuses two tokens of one rank (fastbpe's took them, and the first
+    was lost: "ab" encoded as two bytes); a rank file's empty token (``=``, as Whisper's
+    multilingual file has one) is named as such, not as a bad line."""
+    base = {bytes([b]): b for b in range(256)}
+    with pytest.raises(ValueError, match=r"rank 256 is given to two tokens, b'ab' and b'cd'"):
+        fastbpe.Encoding("x", pat_str=r"\S+|\s+", mergeable_ranks={**base, b"ab": 256, b"cd": 256}, special_tokens={})
+    path = tmp_path / "empty.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in base.items()) + b"= 256\n")
+    with pytest.raises(ValueError, match=r"line 257: an empty token \(rank '256'\)"):
+        fastbpe.Tokenizer.from_tiktoken(path, "gpt2")
