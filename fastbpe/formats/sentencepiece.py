@@ -218,9 +218,9 @@ def read(path: PathLike) -> dict:
         raise ValueError(f"{source}: not a SentencePiece model (it has no pieces)")
     model_type = trainer.get(_TRAINER_MODEL_TYPE, 1)
     if model_type != 2:
-        # (no type is SentencePiece's default, Unigram; a BPE model cut after its pieces has none)
-        unsaid = "" if _TRAINER_MODEL_TYPE in trainer else \
-            f" (it names no model type{'' if trainer else ', nor has a trainer spec'}: is the file cut short?)"
+        # (no type is SentencePiece's default, Unigram, which it never writes; a model cut after
+        # its pieces has no trainer spec at all)
+        unsaid = "" if trainer else " (it names no model type, nor has a trainer spec: is the file cut short?)"
         raise ValueError(f"{source}: a SentencePiece {MODEL_TYPES.get(model_type, model_type)} model{unsaid}; "
                          "fastbpe reads BPE models (trained with --model_type=bpe)")
     if trainer.get(_TRAINER_WHITESPACE_SUFFIX, 0):

@@ -33,6 +33,8 @@ READ = {
 # and of the ones it refuses, with what it says
 REFUSED = {
     "unigram": (dict(model_type="unigram"), "a SentencePiece Unigram model; fastbpe reads BPE models"),
+    # (SentencePiece's default type, which its file then never names: a whole model, not one cut short)
+    "unigram-by-default": (dict(model_type=None), r"a SentencePiece Unigram model; fastbpe reads BPE models \("),
 }
 ODD_TEXTS = ["", " ", "   ", " leading", "trailing  ", "two  spaces", "\t\n\r\n", "😀 𝔘 ꙮ missing characters",
              "▁ the marker", "▁", " ▁ ", "<s>control</s> [INST] text", "<unk>", "1234567 digits", "a\u0301",
@@ -47,7 +49,7 @@ def _train(folder, rows, name, options) -> str:
                     normalization_rule_name="identity", byte_fallback=True, character_coverage=0.99,
                     minloglevel=2, num_threads=1)
     settings.update(options)
-    spm.SentencePieceTrainer.train(**settings)
+    spm.SentencePieceTrainer.train(**{key: value for key, value in settings.items() if value is not None})
     return str(folder / f"{name}.model")
 
 
