@@ -27,7 +27,7 @@ from ..split.splitter import Splitter, metaspace_splitter
 from .._core.encode import lookup_tokens, scan_bpe_json
 from .bytelevel import (as_token_text, check_byte_level, check_specials_apart, code_point_bytes, scanned_tables,
                         text_byte_values, texts_to_tokens)
-from .ids import check_vocab_ids, table_size
+from .ids import GAP_SLACK, check_vocab_ids, table_size
 from .native import FORMAT_NAME
 
 __all__ = ["read", "write", "oniguruma_pattern", "from_oniguruma_pattern"]
@@ -55,18 +55,21 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     texts = list(vocab)
     ids = list(vocab.values())
     check_vocab_ids(vocab, source)
+    special_ids = {i: s for s, i in specials.items()}
     # ids index a table: refuse far-off ids before allocating it (fastbpe.formats.ids)
-    size = table_size(max(ids, default=-1), len(ids), len(specials), source)
+    size = table_size(_largest_slot(ids, special_ids, len(specials)), len(ids), len(specials), source)
     tokens = texts_to_tokens(texts)
     table: List[bytes] = [b""] * size
-    special_ids = {i: s for s, i in specials.items()}
     uses = np.bincount(np.array(ids, dtype=np.int64), minlength=size)
-    if uses.max(initial=0) <= 1 and all(tokens) and not any(i < size and uses[i] for i in special_ids):
+    if len(uses) == size and uses.max(initial=0) <= 1 and all(tokens) and \
+            not any(i < size and uses[i] for i in special_ids):
         # every entry a byte-level token with an id of its own, no added token among them
         # (llama3's, qwen3's...): the table in one pass, without the checks below
         collections.deque(map(table.__setitem__, ids, tokens), maxlen=0)
         return table
     for text, i, token in zip(texts, ids, tokens):
+        if i >= size:  # (an added token listed in the vocabulary past every token: no slot)
+            continue
         if table[i]:
             raise ValueError(f"{source}: id {i} is used by two vocab entries")
         if i in special_ids:
@@ -82,6 +85,21 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
             raise ValueError(f"{source}: vocab entry {i} is empty")
         table[i] = token
     return table
+
+
+def _largest_slot(ids: List[int], special_ids, specials: int) -> int:
+    """The largest id of a vocabulary's table: its largest, unless that lies past what the ids
+    may leave unused and added tokens are listed in the vocabulary (Hugging Face's files list
+    them there too), whose ids take no slot: then the largest of the others. A tokenizer
+    whose special tokens sit far above its tokens (ids 0..151,642, then 160,255) loads.
+
+    >>> _largest_slot([0, 1, 2, 5000], {5000}, 1), _largest_slot([0, 1, 5000], set(), 0)
+    (2, 5000)
+    """
+    top = max(ids, default=-1)
+    if top >= len(ids) + specials + GAP_SLACK and special_ids:
+        top = max((i for i in ids if i not in special_ids), default=-1)
+    return top
 
 
 def _made_by_merges(tokens: List[bytes], pairs: np.ndarray, wanted: Sequence[bytes]) -> Set[bytes]:
@@ -428,9 +446,13 @@ def _character_tokens(vocab: Mapping, special_ids: Set[int], specials: int, sour
     naming it."""
     texts, ids = list(vocab), list(vocab.values())
     check_vocab_ids(vocab, source)
-    tokens: List[bytes] = [b""] * table_size(max(ids, default=-1), len(ids), specials, source)
-    if "" in vocab or len(set(ids)) != len(ids):  # (the loop below says which entry)
-        for text, i in vocab.items():
+    size = table_size(_largest_slot(ids, special_ids, specials), len(ids), specials, source)
+    tokens: List[bytes] = [b""] * size
+    if size <= max(ids, default=-1):  # (added tokens past every token, listed in the vocabulary: no slot)
+        kept = [(text, i) for text, i in vocab.items() if i < size]
+        texts, ids = [text for text, _ in kept], [i for _, i in kept]
+    if "" in texts or len(set(ids)) != len(ids):  # (the loop below says which entry)
+        for text, i in zip(texts, ids):
             if not text:
                 raise ValueError(f"{source}: vocab entry {i} is empty")
             if tokens[i]:

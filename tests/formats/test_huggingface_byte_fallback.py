@@ -354,3 +354,29 @@ def test_merges_are_read_pair_by_pair(tmp_path, rows, form):
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     with pytest.raises(ValueError, match="merge 0 is not a pair of tokens"):
         Tokenizer.from_huggingface(path)
+
+
+@pytest.mark.parametrize("kind", ["byte-level", "byte-fallback"])
+def test_added_tokens_far_above_the_vocabulary_load_as_tokenizers_loads_them(tmp_path, rows, kind):
+    """Added tokens listed in the vocabulary too (as Hugging Face writes them), with ids far
+    above every token's (a model's ids 0..151,642, its special tokens from 160,255): they take
+    no slot of the table, so the file loads (it was refused, 'ids may leave at most 1024
+    unused', and fastbpe wrote such files itself) and encodes as ``tokenizers``."""
+    from tests.formats.hf_files import trained_by_tokenizers
+
+    data = trained_by_tokenizers(rows[::3], 600) if kind == "byte-level" else _layout(rows[::3], "normalizer")
+    far = max(data["model"]["vocab"].values()) + 9000
+    names = ["<|far|>", "<|farther|>"]
+    data["added_tokens"] = [t for t in data.get("added_tokens") or [] if t["id"] < far] + [
+        dict(id=far + k, content=name, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True)
+        for k, name in enumerate(names)]
+    data["model"]["vocab"].update({name: far + k for k, name in enumerate(names)})
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_huggingface(path)
+    assert tok.n_vocab == far + 2 and all(tok.special_tokens[name] == far + k for k, name in enumerate(names))
+    for text in rows[:300] + [f"a{names[0]}b {names[1]}"]:
+        assert tok.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, text
+    tok.to_huggingface(tmp_path / "back.json")
+    assert Tokenizer.from_huggingface(tmp_path / "back.json").encode(names[1], allowed_special="all") == [far + 1]
