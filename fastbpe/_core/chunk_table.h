@@ -131,6 +131,7 @@ class ChunkTable {
             case PAT_GPT2: return count_tiled<PAT_GPT2>(s, n, limit);
             case PAT_CL100K: return count_tiled<PAT_CL100K>(s, n, limit);
             case PAT_LLAMA3: return count_tiled<PAT_LLAMA3>(s, n, limit);
+            case PAT_QWEN: return count_tiled<PAT_QWEN>(s, n, limit);
             case PAT_O200K: return count_tiled<PAT_O200K>(s, n, limit);
             default: return scan_chunks(s, n, limit, pattern, *this);
         }

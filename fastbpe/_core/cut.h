@@ -112,7 +112,8 @@ static inline size_t find_cut(const uint8_t* s, size_t n, size_t from, int rule)
                 break;
             case PAT_CL100K:
             case PAT_O200K:
-            case PAT_LLAMA3: {
+            case PAT_LLAMA3:
+            case PAT_QWEN: {  // (no argument of this rule depends on how many digits a chunk takes)
                 if (space_tab && !(flags_before_or_other(s, i) & FB_WS)) return i;
                 if (newline && (flags_before_or_other(s, i) & (FB_L | FB_N))) return i;
                 if (letter_then_punct(s, n, i)) return i;

@@ -6,6 +6,7 @@ cdef extern from "patterns.h" namespace "fbpt" nogil:
         PAT_CL100K
         PAT_O200K
         PAT_LLAMA3
+        PAT_QWEN
         PAT_COUNT
     cdef enum Errors:
         ERR_STRICT

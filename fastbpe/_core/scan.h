@@ -315,14 +315,16 @@ class Scanner {
     // llama3 = the older spelling (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}
     //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ : the same except that whitespace
     //   ending the text is not taken whole by \s++$ (it splits after its last newline).
+    // qwen (Qwen2, Qwen3) = llama3's with \p{N} for \p{N}{1,3}: each digit a chunk (one_digit).
     // \s*[\r\n] and \s*[\r\n]+ both end right after the run's last newline (\s* backtracks).
     //
     // The fast path takes the chunks that start with ASCII (not an apostrophe) followed by an
     // ASCII byte and are decided by these two exactly as the full code below would.
-    __attribute__((always_inline)) inline size_t next_cl100k(size_t p, bool ws_to_end_whole) const {
+    __attribute__((always_inline)) inline size_t next_cl100k(size_t p, bool ws_to_end_whole,
+                                                             bool one_digit = false) const {
         uint8_t b = s_[p];
         if (ascii_letter(b)) return run_flags<FB_L>(p + 1);
-        if (ascii_digit(b)) return digits_upto3(p, Ch{b, FB_STAGE2[b], 1});
+        if (ascii_digit(b)) return one_digit ? p + 1 : digits_upto3(p, Ch{b, FB_STAGE2[b], 1});
         if (b < 0x80 && b != '\'' && p + 1 < n_ && s_[p + 1] < 0x80) {
             uint8_t b1 = s_[p + 1];
             if (b != '\r' && b != '\n' && ascii_letter(b1)) return run_flags<FB_L>(p + 2);  // prefix + letters
@@ -332,7 +334,7 @@ class Scanner {
             // letter, digit or other run can start here, only the whitespace alternatives
             if (FB_STAGE2[b] & FB_WS) return ws_chunk_cl100k(p, ws_to_end_whole);
         }
-        return next_cl100k_full(p, ws_to_end_whole);
+        return next_cl100k_full(p, ws_to_end_whole, one_digit);
     }
     // The chunk at p when it is cl100k's / llama3's whitespace alternatives.
     inline size_t ws_chunk_cl100k(size_t p, bool ws_to_end_whole) const {
@@ -343,7 +345,7 @@ class Scanner {
         if (w.last > p) return w.last;                  // \s+(?!\S)
         return w.end;                                   // \s
     }
-    __attribute__((noinline)) size_t next_cl100k_full(size_t p, bool ws_to_end_whole) const {
+    __attribute__((noinline)) size_t next_cl100k_full(size_t p, bool ws_to_end_whole, bool one_digit) const {
         size_t r = contraction_ci(p);
         if (r != NPOS) return r;
         Ch c = at(p);
@@ -354,7 +356,7 @@ class Scanner {
             Ch d = at(p + c.len);
             if (d.fl & FB_L) return letter_run(p + c.len, d);
         }
-        if (c.fl & FB_N) return digits_upto3(p, c);
+        if (c.fl & FB_N) return one_digit ? p + c.len : digits_upto3(p, c);
         size_t q = other_then_newlines(p, c, false);
         if (q != NPOS) return q;
         return ws_chunk_cl100k(p, ws_to_end_whole);
@@ -471,11 +473,13 @@ class Scanner {
     // chosen at compile time (the encoder's loop is compiled per pattern).
     template <int PATTERN>
     __attribute__((always_inline)) inline size_t next_chunk(size_t p) const {
-        static_assert(PATTERN == PAT_GPT2 || PATTERN == PAT_CL100K || PATTERN == PAT_LLAMA3 || PATTERN == PAT_O200K,
+        static_assert(PATTERN == PAT_GPT2 || PATTERN == PAT_CL100K || PATTERN == PAT_LLAMA3 || PATTERN == PAT_QWEN ||
+                          PATTERN == PAT_O200K,
                       "a pattern whose chunks tile the text");
         if (PATTERN == PAT_GPT2) return next_gpt2(p);
         if (PATTERN == PAT_CL100K) return next_cl100k(p, true);
         if (PATTERN == PAT_LLAMA3) return next_cl100k(p, false);
+        if (PATTERN == PAT_QWEN) return next_cl100k(p, false, true);
         return next_o200k(p);
     }
 
@@ -855,13 +859,18 @@ class ChunkStarts {
                 if (solid_follows) starts |= 1ull << j;
                 after_nl &= after_nl - 1;
             }
-            // digit groups of three from each run's head
-            const uint64_t three = c.N & before1(c.N, prev.N) & before2(c.N, prev.N);
-            uint64_t groups = n_heads | (sequential ? 0 : c.N & (1ull << (p - b)));
-            uint64_t g = ((groups << 3) | carry_groups) & three;
-            while (g) {
-                groups |= g;
-                g = (g << 3) & three;
+            // digit groups of three from each run's head (qwen: every digit its own chunk)
+            uint64_t groups;
+            if (PATTERN == PAT_QWEN) {
+                groups = c.N;
+            } else {
+                const uint64_t three = c.N & before1(c.N, prev.N) & before2(c.N, prev.N);
+                groups = n_heads | (sequential ? 0 : c.N & (1ull << (p - b)));
+                uint64_t g = ((groups << 3) | carry_groups) & three;
+                while (g) {
+                    groups |= g;
+                    g = (g << 3) & three;
+                }
             }
             starts |= groups;
             absorbed_ = absorbed;
@@ -961,6 +970,7 @@ static inline size_t chunk_end(const uint8_t* s, size_t n, int pattern, size_t p
         case PAT_GPT2: return scanner.next_gpt2(p);
         case PAT_CL100K: return scanner.next_cl100k(p, true);
         case PAT_LLAMA3: return scanner.next_cl100k(p, false);
+        case PAT_QWEN: return scanner.next_cl100k(p, false, true);
         case PAT_O200K: return scanner.next_o200k(p);
         default: return n;
     }
@@ -996,6 +1006,7 @@ void scan_chunks(const uint8_t* s, size_t n, const uint8_t* limit, int pattern, 
         case PAT_GPT2: return scan_tiled<PAT_GPT2>(s, n, os);
         case PAT_CL100K: return scan_tiled<PAT_CL100K>(s, n, os);
         case PAT_LLAMA3: return scan_tiled<PAT_LLAMA3>(s, n, os);
+        case PAT_QWEN: return scan_tiled<PAT_QWEN>(s, n, os);
         case PAT_O200K: return scan_tiled<PAT_O200K>(s, n, os);
         default: return;
     }

@@ -34,6 +34,9 @@ O200K_PATTERN = "|".join(
 LLAMA3_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
+# Qwen2 and Qwen3's pattern (their tokenizer.json and .tiktoken files): llama3's with one digit a
+# chunk, \p{N} for \p{N}{1,3}.
+QWEN_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
 # GPT-2's original spelling (its encoder.py; also Hugging Face's ByteLevel pre-tokenizer with
 # use_regex): the same chunks as GPT2_PATTERN on every text (tests/split check it differentially).
 GPT2_ORIGINAL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -45,6 +48,7 @@ NAMED = {
     "cl100k": CL100K_PATTERN,
     "o200k": O200K_PATTERN,
     "llama3": LLAMA3_PATTERN,
+    "qwen": QWEN_PATTERN,
 }
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Dict, NamedTuple, Optional
 
 from .._core.split import CUSTOM_CUT_RULE, PATTERN_IDS
 from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                               WHITESPACE_PATTERN, compiled)
+                               QWEN_PATTERN, WHITESPACE_PATTERN, compiled)
 
 if TYPE_CHECKING:  # (run only for a user regex: imported there)
     import regex
@@ -47,6 +47,7 @@ TABLE: Dict[str, SplitPattern] = {
     "cl100k": SplitPattern("cl100k", CL100K_PATTERN, PATTERN_IDS["cl100k"], True),
     "o200k": SplitPattern("o200k", O200K_PATTERN, PATTERN_IDS["o200k"], True),
     "llama3": SplitPattern("llama3", LLAMA3_PATTERN, PATTERN_IDS["llama3"], True),
+    "qwen": SplitPattern("qwen", QWEN_PATTERN, PATTERN_IDS["qwen"], True),
 }
 
 # Every other way of naming a table entry: OpenAI's encoding names and the other exact texts.
@@ -103,12 +104,12 @@ def check_user_pattern(pattern: str) -> None:
     >>> check_user_pattern("gpt5")
     Traceback (most recent call last):
     ...
-    ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, whitespace (or an OpenAI encoding name such as cl100k_base); any other pattern is a regex
+    ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, qwen, whitespace (or an OpenAI encoding name such as cl100k_base); any other pattern is a regex
     """
     if resolve(pattern) is None:
         if not pattern:
-            raise ValueError("the split pattern is empty: give a pattern name (gpt2, cl100k, llama3, o200k, "
-                             "whitespace) or a regex whose matches are the chunks")
+            raise ValueError(f"the split pattern is empty: give a pattern name ({', '.join(sorted(TABLE))}) "
+                             "or a regex whose matches are the chunks")
         if NAME_LIKE.fullmatch(pattern):
             raise ValueError(f"unknown split pattern {pattern!r}: the names are {', '.join(sorted(TABLE))} "
                              "(or an OpenAI encoding name such as cl100k_base); any other pattern is a regex")
@@ -144,17 +145,9 @@ def fused_scanner_id(pattern: str) -> Optional[int]:
     return entry.scanner if entry is not None and entry.tiles else None
 
 
-# Patterns with no compiled scanner whose cut rule is proved all the same. Qwen2 and Qwen3's
-# pattern is llama3's with \p{N} for \p{N}{1,3}; no argument for llama3's rules (cut.h) depends
-# on how many digits one chunk takes, so llama3's rule holds for it. Its matches tile the text too.
-QWEN_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
-_RULE_ONLY: Dict[str, str] = {QWEN_PATTERN: "llama3"}
-
-
 def cut_rule(pattern: str, keep_gaps: bool = False) -> int:
     """The id of the block-cut rule for a pattern (``find_cut`` in ``_core/cut.h``): the
-    scanner's own rule, a proved rule for a known pattern without a scanner (Qwen's), or the
-    conservative rule for user regexes.
+    scanner's own rule, or the conservative rule for user regexes.
 
     ``keep_gaps``: the text between matches is a chunk too (a tokenizer's ``split_gaps``). The
     patterns of the table but ``whitespace`` tile the text (no gaps), so their rule stands. For
@@ -168,8 +161,7 @@ def cut_rule(pattern: str, keep_gaps: bool = False) -> int:
     """
     entry = resolve(pattern)
     if entry is None:
-        known = _RULE_ONLY.get(pattern)
-        return CUSTOM_CUT_RULE if known is None else TABLE[known].scanner
+        return CUSTOM_CUT_RULE
     if keep_gaps and not entry.tiles:
         return CUSTOM_CUT_RULE
     return entry.scanner

@@ -17,7 +17,7 @@ from fastbpe import PATTERNS, CorpusDecodeError, WordTable, count_words
 from fastbpe.corpus.cut import cut_stream
 from fastbpe.corpus.files import expand_paths as iter_corpus_files
 from fastbpe.reference.count import count_words as reference_counts
-from fastbpe.split.patterns import QWEN_PATTERN, cut_rule
+from fastbpe.split.patterns import cut_rule
 from tests.processes import alive, children
 
 
@@ -87,10 +87,9 @@ def test_block_size_independence_on_real_text(name, block_size, multi_bytes, eng
         assert got == expected
 
 
-@pytest.mark.parametrize("name", NAMES + [QWEN_PATTERN])
+@pytest.mark.parametrize("name", NAMES)
 def test_cuts_are_chunk_boundaries(name, multi_bytes):
-    """Every segment cut_stream makes is chunked as in the whole text (the cut rules hold; Qwen's
-    pattern, run by regex, takes llama3's rule)."""
+    """Every segment cut_stream makes is chunked as in the whole text (the cut rules hold)."""
     from fastbpe.split.pretokenize import pretokenize_bytes
 
     data = _lines(multi_bytes, 60_000)
@@ -642,7 +641,7 @@ def test_wordtable_concat_compiled_equals_dict_merge(parts):
     assert got.to_dict() == merged and list(got.to_dict()) == list(merged)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3", QWEN_PATTERN])
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3", "qwen"])
 def test_cjk_without_spaces_or_newlines_is_cut(name, multi_bytes):
     """Chinese with no space and no newline still gets block boundaries (rule R6), exactly."""
 
