@@ -1,6 +1,7 @@
 """Which reader fits a tokenizer file, decided from its name and content."""
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Mapping, Union
 
@@ -10,13 +11,19 @@ from . import gpt2, huggingface, native, sentencepiece, tiktoken
 __all__ = ["read_any"]
 
 GPT2_FILES = ("encoder.json", "vocab.bpe")
+# The same two files as Hugging Face's save_model and its "slow" tokenizers name them.
+HF_SLOW_FILES = ("vocab.json", "merges.txt")
 
 
 def _gpt2_pair(path: Path) -> dict:
-    """GPT-2's two files, given their folder or either one of them (the other sits beside it)."""
+    """GPT-2's two files, given their folder or either one of them (the other sits beside it):
+    ``encoder.json`` and ``vocab.bpe``, or as Hugging Face names them, ``vocab.json`` and
+    ``merges.txt``."""
     folder = path if path.is_dir() else path.parent
-    encoder, vocab = (folder / name for name in GPT2_FILES)
-    if not path.is_dir() and path.name not in GPT2_FILES:
+    names = HF_SLOW_FILES if path.name in HF_SLOW_FILES or (
+        path.is_dir() and all((folder / name).exists() for name in HF_SLOW_FILES)) else GPT2_FILES
+    encoder, vocab = (folder / name for name in names)
+    if not path.is_dir() and path.name not in names:
         encoder = path if path.suffix.lower() == ".json" else encoder
         vocab = path if path.suffix.lower() == ".bpe" else vocab
     for part in (encoder, vocab):
@@ -26,13 +33,32 @@ def _gpt2_pair(path: Path) -> dict:
     return gpt2.read(encoder, vocab)
 
 
+# A rank file's first line: a base64 token, a space, its rank.
+_RANK_LINE = re.compile(rb"[A-Za-z0-9+/]+=*[ \t]+[0-9]+\r?\n")
+
+
+def _kind_by_content(path: Path) -> str:
+    """What a file's first bytes say it is, where its name may not: ``"compressed"`` (gzip,
+    xz, bzip2, zstd), ``"ranks"`` (a tiktoken rank file), ``"protobuf"`` (a SentencePiece
+    model starts with its first piece, field 1: byte 0x0A; Mistral's are named
+    ``tokenizer.model.v3``), or ``""``."""
+    with open(path, "rb") as f:
+        head = f.read(256)
+    if head.startswith((b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh", b"\x28\xb5\x2f\xfd")):
+        return "compressed"
+    if _RANK_LINE.match(head):
+        return "ranks"
+    return "protobuf" if head.startswith(b"\x0a") else ""
+
+
 def read_any(path: Union[str, os.PathLike]) -> dict:
     """The Tokenizer keyword arguments of any tokenizer file fastbpe reads: a fastbpe file, a
     Hugging Face ``tokenizer.json`` (or a folder holding one), GPT-2's ``encoder.json`` and
-    ``vocab.bpe`` (their folder or either file; the other must sit beside it), a
-    ``NAME.tiktoken`` file with the ``NAME.tiktoken.json`` written beside it (its ``pat_str``
-    and ``special_tokens``), an OpenAI ``{name}.tiktoken`` file (its name picks the
-    published pattern and special tokens), or a SentencePiece BPE ``.model`` file."""
+    ``vocab.bpe`` (their folder or either file; the other must sit beside it; or as Hugging
+    Face names them, ``vocab.json`` and ``merges.txt``), a ``NAME.tiktoken`` file with the
+    ``NAME.tiktoken.json`` written beside it (its ``pat_str`` and ``special_tokens``), an
+    OpenAI ``{name}.tiktoken`` file (its name picks the published pattern and special tokens),
+    or a SentencePiece BPE model (a ``.model`` file, or one its content says is one)."""
     path = Path(path)
     if not path.exists():  # said first, before what its name says should sit beside it
         if os.fspath(path) in tiktoken.OPENAI_ENCODINGS:  # (a name, as tiktoken.get_encoding takes it)
@@ -40,16 +66,26 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
                                     f"fastbpe.get_encoding({os.fspath(path)!r}))", os.fspath(path))
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(path))
     if path.is_dir():
-        if not (path / "tokenizer.json").exists() and all((path / name).exists() for name in GPT2_FILES):
+        if not (path / "tokenizer.json").exists() and any(
+                all((path / name).exists() for name in pair) for pair in (GPT2_FILES, HF_SLOW_FILES)):
             return _gpt2_pair(path)
         if not (path / "tokenizer.json").exists():
-            raise ValueError(f"{path}: a folder must hold a Hugging Face tokenizer.json or GPT-2's "
-                             "encoder.json and vocab.bpe; give the file's own path for other formats")
+            raise ValueError(f"{path}: a folder must hold a Hugging Face tokenizer.json, or GPT-2's encoder.json "
+                             "and vocab.bpe (vocab.json and merges.txt, as Hugging Face names them); give the "
+                             "file's own path for other formats")
         return huggingface.read(path)
     suffix = path.suffix.lower()  # (names are recognised as fastbpe train names its outputs: T.TIKTOKEN too)
-    if suffix == ".bpe":
+    if suffix == ".bpe" or path.name in HF_SLOW_FILES:
         return _gpt2_pair(path)
-    if suffix == ".model":
+    kind = "" if suffix in (".tiktoken", ".json") else _kind_by_content(path)
+    if kind == "compressed":
+        raise ValueError(f"{path}: a compressed file; decompress it first (gunzip -k, xz -dk...) and load that")
+    if kind == "ranks":
+        raise ValueError(f"{path}: a tiktoken rank file (a base64 token and its rank a line), which holds no split "
+                         "pattern or special tokens (Llama 3's tokenizer.model is one): load it with "
+                         "Tokenizer.from_tiktoken(path, pattern, special_tokens), or name it NAME.tiktoken with "
+                         "the NAME.tiktoken.json fastbpe writes beside one")
+    if suffix == ".model" or kind == "protobuf":
         return sentencepiece.read(path)
     stem = path.name[: -len(".tiktoken")] if suffix == ".tiktoken" else None
     if stem is not None:

@@ -105,11 +105,42 @@ def test_load_reads_gpt2_files_by_folder_or_either_file(shared_data, tmp_path, t
     want = tiktoken_encoding("r50k_base").encode(text)
     for path in (folder, folder / "encoder.json", folder / "vocab.bpe"):
         assert fastbpe.load(path).encode(text) == want, path
+    # the same two files as Hugging Face's save_model names them
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    shutil.copy(encoder, slow / "vocab.json")
+    shutil.copy(vocab, slow / "merges.txt")
+    for path in (slow, slow / "vocab.json", slow / "merges.txt"):
+        assert fastbpe.load(path).encode(text) == want, path
     (folder / "vocab.bpe").unlink()
     with pytest.raises(ValueError, match="vocab.bpe is missing"):
         fastbpe.load(folder / "encoder.json")
-    with pytest.raises(ValueError, match="tokenizer.json or GPT-2"):
+    with pytest.raises(ValueError, match="tokenizer.json, or GPT-2"):
         fastbpe.load(folder)
+
+
+def test_a_file_is_known_by_its_content_where_its_name_says_nothing(shared_data, tmp_path):
+    """A SentencePiece model under another name (Mistral's tokenizer.model.v3), a rank file
+    under a .model name (Llama 3's tokenizer.model) and a compressed file are each known by
+    their first bytes: the model loads, the others are refused saying what they are."""
+    import gzip
+
+    import sentencepiece as spm
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=30,
+                                   model_type="bpe", minloglevel=2, num_threads=1)
+    (tmp_path / "sp.model").rename(tmp_path / "tokenizer.model.v3")
+    assert fastbpe.load(tmp_path / "tokenizer.model.v3").encode("the cat") == \
+        spm.SentencePieceProcessor(model_file=str(tmp_path / "tokenizer.model.v3")).encode("the cat")
+    ranks = shared_data.path("tokenizers", "tiktoken", "r50k_base.tiktoken").read_bytes()
+    (tmp_path / "tokenizer.model").write_bytes(ranks)
+    with pytest.raises(ValueError, match="a tiktoken rank file .*Tokenizer.from_tiktoken"):
+        fastbpe.load(tmp_path / "tokenizer.model")
+    (tmp_path / "r50k_base.tiktoken.gz").write_bytes(gzip.compress(ranks))
+    with pytest.raises(ValueError, match="a compressed file; decompress it first"):
+        fastbpe.load(tmp_path / "r50k_base.tiktoken.gz")
 
 
 def test_an_unrecognised_file_says_which_loaders_exist(tmp_path):
