@@ -1020,12 +1020,14 @@ class Tokenizer:
 
     def encode_to_numpy(self, text: str, *, allowed_special: Union[str, AbstractSet[str]] = frozenset(),
                         disallowed_special: Union[str, Collection[str], None] = "all") -> np.ndarray:
-        """Token ids as a NumPy array: uint16 when every id fits, else uint32."""
-        # (the int32 ids are read as uint32 or narrowed in their own buffer: held once)
+        """Token ids as a uint32 NumPy array, as tiktoken's ``encode_to_numpy`` gives them
+        (``encode_batch(..., as_numpy=True)`` gives :attr:`id_dtype`, uint16 where every id
+        fits: a sum of uint16 ids wraps silently)."""
+        # (the int32 ids are read as uint32 in their own buffer: held once)
         ids = self._plain_ids(text, True) if _default_policy(allowed_special, disallowed_special) else None
         if ids is None:
             ids = self._encode_array(text, allowed_special, disallowed_special)
-        return as_id_dtype(ids, self.id_dtype)
+        return as_id_dtype(ids, np.uint32)
 
     @property
     def id_dtype(self) -> np.dtype:

@@ -22,6 +22,8 @@ def test_get_encoding_encodes_as_tiktoken(shared_encodings, tiktoken_encoding, n
     text = "".join(shared_data.rows("parallel_multi.tsv.gz", 200)) + " <|endoftext|> done"
     assert tok.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
     assert tok.special_tokens == oracle._special_tokens
+    mine, theirs = tok.encode_to_numpy(text, allowed_special="all"), oracle.encode_to_numpy(text, allowed_special="all")
+    assert mine.dtype == theirs.dtype and (mine == theirs).all()
     assert fastbpe.get_encoding(name) is tok  # built once per process, as tiktoken does
 
 
