@@ -62,8 +62,15 @@ def out_format(path: str, fmt: str = "auto") -> str:
 
     >>> [out_format(p) for p in ("tokenizer.json", "t.fastbpe.json", "t.tiktoken", "t")]
     ['huggingface', 'fastbpe', 'tiktoken', 'huggingface']
+
+    A name of a format fastbpe reads but does not write here (SentencePiece's ``.model``), which
+    ``load`` would then take for that format, is refused.
     """
     name = os.path.basename(os.fspath(path)).lower()
+    if name.endswith((".model", ".vocab", ".bpe", "merges.txt")):  # (what load would read as another format)
+        raise ValueError(f"--out {os.fspath(path)!r}: fastbpe reads SentencePiece's .model and GPT-2's files but "
+                         "writes neither from the command line; give a .json name (Hugging Face's tokenizer.json), "
+                         ".fastbpe.json or .tiktoken (Python: Tokenizer.to_gpt2 writes GPT-2's pair)")
     if fmt == "auto":
         if name.endswith(".fastbpe.json"):
             return "fastbpe"

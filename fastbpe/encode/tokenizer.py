@@ -34,6 +34,7 @@ Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split patt
 """
 import json
 import os
+import warnings
 import threading
 from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
                     Optional, Sequence, Set, Tuple, Union)
@@ -1310,7 +1311,12 @@ class Tokenizer:
     def save(self, path: PathLike) -> None:
         """Write fastbpe's own file (versioned JSON, with the training statistics when there
         are some), atomically (temp file, then rename). :meth:`to_huggingface` and
-        :meth:`to_tiktoken` write the peers' formats."""
+        :meth:`to_tiktoken` write the peers' formats; a file named ``tokenizer.json``, the name
+        Hugging Face's tools look for, is written all the same, with a warning that they cannot
+        read it."""
+        if os.path.basename(os.fspath(path)) == "tokenizer.json":
+            warnings.warn(f"{os.fspath(path)}: save writes fastbpe's own format, which Hugging Face's tools do not "
+                          "read; to_huggingface writes theirs (fastbpe.load reads both)", stacklevel=2)
         native_format.write(self, path)
 
     @classmethod

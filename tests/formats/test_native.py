@@ -1,5 +1,6 @@
 """fastbpe's own tokenizer file."""
 import json
+import warnings
 
 import pytest
 
@@ -126,3 +127,27 @@ def test_a_native_file_reads_whatever_the_order_of_its_fields(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match="merge 3 says it makes token"):
         fastbpe.load(tmp_path / "t.json")
+
+
+def test_save_to_the_name_hugging_face_tools_look_for_warns_that_they_cannot_read_it(tmp_path):
+    """``tokenizer.save("tokenizer.json")`` is a Hugging Face habit, where it writes their
+    format; fastbpe's save writes its own (which ``fastbpe.load`` reads back), and says so."""
+    tok = fastbpe.train(text="the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    with pytest.warns(UserWarning, match="to_huggingface writes theirs"):
+        tok.save(tmp_path / "tokenizer.json")
+    assert fastbpe.load(tmp_path / "tokenizer.json") == tok
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tok.save(tmp_path / "tok.fastbpe.json")
+        tok.to_huggingface(tmp_path / "hf.json")
+
+
+@pytest.mark.parametrize("name", ["m.model", "tok.vocab", "vocab.bpe", "merges.txt"])
+def test_the_command_refuses_to_write_under_a_name_of_a_format_it_does_not_write(tmp_path, name, capsys):
+    """``fastbpe train --out m.model`` wrote Hugging Face's JSON under SentencePiece's name,
+    which load then read as a (bad) SentencePiece model."""
+    from fastbpe.cli import main
+
+    (tmp_path / "c.txt").write_text("the cat sat on the mat\n" * 20, encoding="utf-8")
+    assert main(["train", str(tmp_path / "c.txt"), "--vocab-size", "270", "--out", str(tmp_path / name), "-q"]) == 2
+    assert "writes neither from the command line" in capsys.readouterr().err and not (tmp_path / name).exists()
