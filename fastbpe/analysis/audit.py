@@ -150,9 +150,9 @@ def digit_splits(tokenizer, up_to: int = DIGITS_UP_TO, *, block: int = 1_000_000
         raise ValueError(f"up_to must be at most {MAX_DIGITS_UP_TO:,}, got {up_to:,}")
     newline = tokenizer.encode_ordinary("\n")
     if len(newline) != 1:
-        raise ValueError(f"digit splits are measured a line a number, which needs a newline that is one token "
-                         f"alone; this tokenizer encodes it as {len(newline)} (use --no-digits, or "
-                         "digits_up_to=None)")
+        raise DigitSplitsUnmeasured(f"digit splits are measured a line a number, which needs a newline that is one "
+                                    f"token alone; this tokenizer encodes it as {len(newline)} (SentencePiece's "
+                                    "models do: use --no-digits, or digits_up_to=None)")
     newline_id = newline[0]
     length_of = np.array([len(t) for t in tokenizer.token_bytes] + [0] * len(tokenizer.special_tokens), dtype=np.int64)
     stats: Dict[int, Dict[str, Any]] = {}
@@ -221,7 +221,8 @@ def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corp
           label: Optional[str] = None, examples: int = 10, workers: Optional[int] = None) -> Dict[str, Any]:
     """Every check of this module for one tokenizer (a name, a path or a Tokenizer):
     reachability, invalid UTF-8, never produced on ``corpus`` (files) or ``texts`` (when given), digit splits up to
-    ``digits_up_to`` (None: skipped). ``examples``: how many token texts to show per list."""
+    ``digits_up_to`` (None: skipped; where they cannot be read apart, ``digits_not_measured`` says why).
+    ``examples``: how many token texts to show per list."""
     name = label or tokenizer_label(tokenizer)
     tokenizer = resolve_tokenizer(tokenizer)
 
@@ -263,8 +264,15 @@ def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corp
             "never_produced_examples": shown(candidates),
         })
     if digits_up_to is not None:
-        result["digits"] = digit_splits(tokenizer, digits_up_to)
+        try:
+            result["digits"] = digit_splits(tokenizer, digits_up_to)
+        except DigitSplitsUnmeasured as exc:  # (one tokenizer of several: the others are still audited)
+            result["digits_not_measured"] = str(exc)
     return result
+
+
+class DigitSplitsUnmeasured(ValueError):
+    """:func:`digit_splits` cannot read one number's tokens apart for this tokenizer."""
 
 
 def summary_row(result: Dict[str, Any]) -> Dict[str, Any]:

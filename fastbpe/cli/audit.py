@@ -63,6 +63,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                   f"{kind}: {_examples(r['never_produced_examples'])}")
         if "digits" in r:
             print(format_table(r["digits"]))
+        if "digits_not_measured" in r:
+            print(f"{r['tokenizer']}: digit splits not measured: {r['digits_not_measured']}")
     return 0
 
 

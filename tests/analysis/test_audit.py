@@ -174,3 +174,11 @@ def test_tokens_that_carry_markers_are_not_checked_for_reachability(tmp_path):
             reachability(tok)
         audited = audit(tok, texts=["the cat sat"], digits_up_to=None)
         assert "unreachable" not in audited and audited["never_produced_candidates"] > 0
+    # a SentencePiece model makes no token of a newline alone: its digit splits cannot be read a
+    # line a number, which the audit says, auditing the rest (one of several tokenizers: it raised)
+    sp = fastbpe.load(tmp_path / "sp.model")
+    with pytest.raises(ValueError, match="needs a newline that is one token alone"):
+        digit_splits(sp, 100)
+    audited = audit(sp, digits_up_to=100)
+    assert "digits" not in audited and "newline" in audited["digits_not_measured"]
+    assert "tokens_2_digits" not in summary_row(audited)
