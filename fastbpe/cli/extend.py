@@ -9,7 +9,7 @@ import json
 import time
 
 from ..corpus.files import input_files
-from ..learn.extend import extend
+from ..learn.extend import check_extendable, extend
 from .options import (add_tokenizer_option, check_out_file, int_at_least, report_stream, size_arg,
                       tokenizer_specs)
 from ..encode.registry import resolve_tokenizer
@@ -26,6 +26,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
     check_not_written_over(args.out, fmt, files)
     started = time.perf_counter()
     base = resolve_tokenizer(tokenizer_specs(args.tokenizer)[0][1])
+    check_extendable(base)  # (what cannot be done at all is said before how it could not be written)
     if fmt != "fastbpe" and base.unit != "bytes":
         raise ValueError(f"a --unit {base.unit} tokenizer cannot be written as {fmt}; use --format fastbpe")
     if fmt == "tiktoken":

@@ -253,6 +253,15 @@ class Normalizer:
     def __repr__(self) -> str:
         return f"Normalizer({self.steps!r})"
 
+    def names(self) -> str:
+        """Its steps by type, for a message (a SentencePiece step's character map is hundreds
+        of kilobytes of base64).
+
+        >>> Normalizer([{"type": "NFC"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]).names()
+        'NFC + Replace'
+        """
+        return " + ".join(str(step.get("type", "?")) for step in self.steps)
+
     def __getstate__(self) -> dict:
         return {"steps": self.steps}
 

@@ -46,8 +46,8 @@ def check_extendable(tokenizer) -> None:
     if not callable(getattr(tokenizer, "_with_vocabulary", None)):
         raise TypeError(f"expected a fastbpe Tokenizer, got {type(tokenizer).__name__}")
     if tokenizer.normalizer:
-        raise ValueError(f"cannot extend a tokenizer with a {tokenizer.normalizer} normaliser: its chunks "
-                         "are split after normalising, which counting does not do")
+        raise ValueError(f"cannot extend a tokenizer with a normaliser ({tokenizer.normalize.names()}): its "
+                         "chunks are split after normalising, which counting does not do")
     if tokenizer.split_stages or (tokenizer.split_gaps and fused_scanner_id(tokenizer.pattern) is None):
         raise ValueError("cannot extend a tokenizer with several split stages or a split that keeps the text "
                          "between matches: counting splits with one pattern")

@@ -150,6 +150,25 @@ def test_bad_input():
         marked.extend([b"ab \xff ab"], 1, errors="bytes", progress=False)
 
 
+def test_a_normaliser_is_named_by_its_steps_and_said_before_the_output_format(tmp_path, capsys):
+    """A SentencePiece model cannot be extended (its normaliser): the command said instead that
+    a character-level tokenizer cannot be written as tokenizer.json, and with --format fastbpe
+    printed the normaliser whole, its character map hundreds of kilobytes of base64."""
+    import sentencepiece as spm
+
+    from fastbpe.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=30,
+                                   model_type="bpe", minloglevel=2, num_threads=1)
+    for out in ("o.json", "o.fastbpe.json"):
+        assert main(["extend", str(corpus), "--tokenizer", str(tmp_path / "sp.model"), "--num-merges", "5",
+                     "--out", str(tmp_path / out), "-q"]) == 2
+        error = capsys.readouterr().err
+        assert "cannot extend a tokenizer with a normaliser (SentencePiece)" in error and len(error) < 300
+
+
 # ---- the real tokenizers --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
