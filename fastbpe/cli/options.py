@@ -254,7 +254,7 @@ class Parser(argparse.ArgumentParser):
 # messages (the error of a command is the API's, so it would name keyword arguments).
 _OPTION_WORDS = (
     ("errors='replace'", "--errors replace"), ("errors='bytes'", "--errors bytes"), ("(resume=False)", "(--no-resume)"),
-    ("vocab_size=", "--vocab-size "), ("special_tokens has", "--special-token has"),
+    ("vocab_size=", "--vocab-size "), ("special_tokens names", "--special-token names"),
     ("give vocab and d_model, or a preset", "give --vocab and --d-model, or --preset"), ("params=", "--params "),
     (": lower lr (", ": lower --lr ("),
 )

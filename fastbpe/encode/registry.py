@@ -97,7 +97,8 @@ NAME_ALIASES = {"gpt2": "r50k_base"}
 def resolve_tokenizer(name_or_path: Union[str, os.PathLike, Tokenizer]) -> Tokenizer:
     """The tokenizer a command line names: an existing path (any file :func:`fastbpe.load`
     reads, or GPT-2's ``encoder.json``/``vocab.bpe`` or their folder), else an OpenAI encoding
-    name (``gpt2`` is ``r50k_base``, the same ranks). A :class:`Tokenizer` is returned as is."""
+    name (``gpt2`` is ``r50k_base``, the same ranks), else an OpenAI model name (``gpt-4o``:
+    its encoding, as :func:`encoding_for_model`). A :class:`Tokenizer` is returned as is."""
     if isinstance(name_or_path, Tokenizer):
         return name_or_path
     if not isinstance(name_or_path, (str, os.PathLike)):
@@ -108,6 +109,12 @@ def resolve_tokenizer(name_or_path: Union[str, os.PathLike, Tokenizer]) -> Token
     name = os.fspath(name_or_path)
     if os.sep in name or name.endswith((".json", ".tiktoken")):
         raise ValueError(f"tokenizer file {name!r} does not exist")
+    if NAME_ALIASES.get(name, name) not in OPENAI_ENCODINGS:
+        try:
+            name = encoding_name_for_model(name)
+        except KeyError:
+            raise ValueError(f"{name!r} is no tokenizer file, encoding name ({', '.join(list_encoding_names())}) "
+                             "or OpenAI model name") from None
     return get_encoding(name)
 
 

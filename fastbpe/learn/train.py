@@ -323,7 +323,8 @@ def train(
     for name in special_tokens:  # (before the corpus is read; the Tokenizer checks the rest)
         check_special_name(name)
     if len(set(special_tokens)) != len(special_tokens):
-        raise ValueError("special_tokens has duplicates")
+        twice = sorted({name for name in special_tokens if special_tokens.count(name) > 1})
+        raise ValueError(f"special_tokens names {', '.join(map(repr, twice))} more than once")
     if unit not in ("bytes", "chars"):
         raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
     corpus = corpus_or_text(corpus, text)

@@ -432,8 +432,8 @@ def test_errors_name_the_options_not_the_api_arguments(tmp_path, capsys, monkeyp
     base.save(tmp_path / "base.fastbpe.json")
     for argv, says in ((["train", "c.txt", "--vocab-size", "1"], "--vocab-size 1 is smaller"),
                        (["train", "c.txt", "--vocab-size", "99999999999999999999"], "--vocab-size must be at most"),
-                       (["train", "c.txt", "--vocab-size", "300", "--special-token", "<a>,<a>"], "--special-token has "
-                                                                                             "duplicates"),
+                       (["train", "c.txt", "--vocab-size", "300", "--special-token", "<a>,<b>,<a>"],
+                        "--special-token names '<a>' more than once"),
                        (["extend", "bad.txt", "-t", "base.fastbpe.json", "--num-merges", "2", "--out", "e.json"],
                         "pass --errors replace to replace invalid bytes by U+FFFD, or --errors bytes"),
                        (["encode", "c.txt", "-t", "base.fastbpe.json", "--out", "s", "--block-size", "1000"],

@@ -84,6 +84,13 @@ def test_gpt2_names_the_r50k_ranks_as_in_tiktoken(shared_encodings):
     assert sorted(fastbpe.list_encoding_names()) == sorted(set(tiktoken.list_encoding_names()) - {"o200k_harmony"})
 
 
+def test_a_command_line_names_a_tokenizer_by_encoding_or_model(shared_encodings):
+    assert registry.resolve_tokenizer("gpt-4o") is fastbpe.get_encoding("o200k_base")
+    assert registry.resolve_tokenizer("gpt2") is fastbpe.get_encoding("r50k_base")
+    with pytest.raises(ValueError, match=r"'gpt-9z' is no tokenizer file, encoding name \(cl100k_base, gpt2"):
+        registry.resolve_tokenizer("gpt-9z")
+
+
 def test_unknown_model_is_a_key_error():
     with pytest.raises(KeyError, match="get_encoding"):
         fastbpe.encoding_for_model("llama-3")
