@@ -7,9 +7,12 @@ import argparse
 import json
 import sys
 
+from ..corpus.files import input_files
 from ..encode.registry import resolve_tokenizer
 from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, output_folder, separator_id
 from .options import add_scheduler_option, int_at_least, size_arg
+
+DEFAULT_SEPARATOR = "<|endoftext|>"
 
 __all__ = ["add_encode_subcommand"]
 
@@ -36,8 +39,12 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         raise ValueError("--partition-size needs --scheduler")
     output_folder(args.out, args.files, "--out")  # (before the tokenizer loads: said with the option's name)
     tokenizer = resolve_tokenizer(args.tokenizer)
-    if not args.no_separator:  # (checked before encode_files makes the output folder)
-        separator_id(tokenizer, args.separator, str(args.tokenizer), "--no-separator, or --separator with")
+    separator = None if args.no_separator else DEFAULT_SEPARATOR if args.separator is None else args.separator
+    if args.separator is None and separator not in tokenizer.special_tokens and args.documents == "file" \
+            and len(input_files(args.files)) == 1:
+        separator = None  # (one document: nothing to separate, so the default the tokenizer lacks is no matter)
+    if separator is not None:  # (checked before encode_files makes the output folder)
+        separator_id(tokenizer, separator, str(args.tokenizer), "--no-separator, or --separator with")
     if args.format == "llmc" and tokenizer.id_dtype.itemsize > 2:  # (said with the options' names)
         raise ValueError(f"llm.c token files hold uint16 ids; {args.tokenizer} has ids up to {tokenizer.n_vocab - 1} "
                          "(use --format raw or npy, which store uint32)")
@@ -45,7 +52,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         manifest = encode_files(tokenizer, args.files, args.out, shard_size=args.shard_size, fmt=args.format,
                                 workers=args.workers, progress=False if args.quiet or args.json else None,
                                 documents=args.documents,
-                                separator=None if args.no_separator else args.separator,
+                                separator=separator,
                                 block_size=args.block_size, resume=not args.no_resume, cluster=args.scheduler,
                                 partition_size=args.partition_size, errors=args.errors)
     finally:
@@ -88,7 +95,9 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--documents", choices=DOCUMENTS, default="file",
                    help="what one document is: a whole file, a blank-line-separated block, or a line "
                         "(lines end at \\n or \\r\\n)")
-    p.add_argument("--separator", default="<|endoftext|>", help="special token put between documents")
+    p.add_argument("--separator", default=None,
+                   help=f"special token put between documents (default {DEFAULT_SEPARATOR}; a job of one "
+                        "document, one file with --documents file, needs none)")
     p.add_argument("--no-separator", action="store_true", help="put nothing between documents")
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE,
                    help="bytes of text per block, the unit of resuming (4MiB, 1e6, ...); the workers take tasks of "

@@ -14,6 +14,7 @@ import pytest
 
 import fastbpe
 from fastbpe.cli import build_parser, default_corpus, main, parse_size
+from fastbpe.cli import encode as encode_module
 from fastbpe import shards
 from fastbpe.learn.train import training_pattern
 from fastbpe.shards import MANIFEST, encode_files, read_shard
@@ -118,11 +119,16 @@ def test_a_warning_reads_as_the_command_s_own(encode_setup, tmp_path, capsys):
 
 def test_encode_names_the_likely_separators_when_the_default_is_missing(shared_data, tmp_path, capsys):
     """Llama 3's tokenizer has 256 special tokens and no <|endoftext|>: the error names the
-    command line's options and a few tokens, the ends of a text and of a turn first, not all."""
+    command line's options and a few tokens, the ends of a text and of a turn first, not all.
+    A job of one document (one file, --documents file) has nothing to separate: it runs."""
     doc = tmp_path / "a.txt"
     doc.write_text("one document", encoding="utf-8")
     llama3 = str(shared_data.path("tokenizers", "llama3", "tokenizer.json"))
-    assert main(["encode", str(doc), "--tokenizer", llama3, "--out", str(tmp_path / "o"), "-q"]) == 2
+    assert main(["encode", str(doc), "--tokenizer", llama3, "--out", str(tmp_path / "one"), "-q"]) == 0
+    assert shard_ids(tmp_path / "one") == fastbpe.load(llama3).encode_ordinary("one document")
+    capsys.readouterr()
+    assert main(["encode", str(doc), "--tokenizer", llama3, "--out", str(tmp_path / "o"), "-q",
+                 "--documents", "line"]) == 2
     error = capsys.readouterr().err
     assert "no special token '<|endoftext|>'" in error and "--no-separator" in error
     assert "256 special tokens: '<|end_of_text|>', '<|eot_id|>'," in error and "... and 251 more" in error
@@ -282,9 +288,12 @@ def test_defaults_are_the_api_defaults():
     encode_api = inspect.signature(encode_files).parameters
     encode_cli = _subparsers()["encode"]
     for cli_name, api_name in (("shard_size", "shard_size"), ("format", "fmt"), ("documents", "documents"),
-                               ("separator", "separator"), ("workers", "workers"), ("errors", "errors")):
+                               ("workers", "workers"), ("errors", "errors")):
         assert encode_cli.get_default(cli_name) == encode_api[api_name].default, cli_name
     assert encode_cli.get_default("block_size") == shards.DEFAULT_BLOCK_SIZE
+    # (None: the API's, but where one document needs none: cli.encode)
+    assert encode_cli.get_default("separator") is None
+    assert encode_module.DEFAULT_SEPARATOR == encode_api["separator"].default
 
 
 def test_sizes_read_as_people_write_them():
