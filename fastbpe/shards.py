@@ -1418,8 +1418,16 @@ def _encode_locally(tokenizer, files: Sequence[Path], out_dir: Path, manifest: d
     tokens_before = int(manifest["tokens"])
 
     saved = {"at": time.perf_counter(), "cost": 0.0, "behind": False}  # the manifest file's last rewrite
+    shards = list(manifest["shards"])  # the writer's list; the manifest lists the committed ones
+    # (shards listed, their tokens, where to resume, complete), replaced whole by each checkpoint:
+    # a Ctrl-C lands before or after the one assignment, never between the three. Kept in the
+    # manifest itself, a Ctrl-C just after a shard was listed saved it with the tokens and the
+    # place to resume of the shard before (a folder refused, or a resume that wrote ids twice).
+    committed = [(len(shards), tokens_before, list(manifest["resume_at"]), False)]
 
     def save_manifest() -> None:
+        count, tokens, resume_at, complete = committed[0]
+        manifest.update(shards=shards[:count], tokens=tokens, resume_at=resume_at, complete=complete)
         began = time.perf_counter()
         write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1).encode())
         saved["at"] = time.perf_counter()
@@ -1427,17 +1435,15 @@ def _encode_locally(tokenizer, files: Sequence[Path], out_dir: Path, manifest: d
 
     def checkpoint(resume_at: Tuple[int, int], final: bool) -> None:
         _settle_digest(manifest, tokenizer)
-        manifest["tokens"] = int(writer.total)
-        manifest["resume_at"] = list(resume_at)
-        manifest["complete"] = final
+        committed[0] = (len(shards), int(writer.total), list(resume_at), final)
         since = time.perf_counter() - saved["at"]
         if final or since >= max(MANIFEST_EVERY_SECONDS, saved["cost"] / MANIFEST_COST_SHARE):
             save_manifest()
         else:
             saved["behind"] = True  # (saved by the next checkpoint that is due, or on the way out)
 
-    writer = _ShardWriter(out_dir, manifest["shards"], shard_size, fmt, dtype, "shard_{:06d}",
-                          total=tokens_before, checkpoint=checkpoint)
+    writer = _ShardWriter(out_dir, shards, shard_size, fmt, dtype, "shard_{:06d}", total=tokens_before,
+                          checkpoint=checkpoint)
     started = time.perf_counter()
     file_bytes = sum(f.stat().st_size for f in files)
     bar = byte_bar(progress, file_bytes, "encoding")

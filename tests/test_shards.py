@@ -614,6 +614,41 @@ def test_interrupted_run_resumes_to_the_same_output(tok, corpus, tmp_path, monke
         encode_files(tok, [edited], tmp_path / "edited", **options)
 
 
+@pytest.mark.parametrize("at", [1, 3])
+def test_an_interrupt_just_after_a_shard_is_finished_leaves_a_manifest_that_resumes(tok, corpus, tmp_path,
+                                                                                   monkeypatch, at):
+    """A Ctrl-C that lands after a shard is finished and listed but before its checkpoint: the
+    manifest saved on the way out lists the shards, their tokens and the place to resume of one
+    moment (it listed the new shard with the count and place of the one before: a folder
+    refused on the rerun, 'its token count is not its shards' sum')."""
+    paths, _ = corpus
+    options = dict(shard_size=3000, fmt="raw", progress=False, block_size=4000, documents="line")
+    encode_files(tok, paths, tmp_path / "whole", **options)
+    _, whole = all_ids(tmp_path / "whole")
+    monkeypatch.setattr(shards, "MANIFEST_EVERY_SECONDS", 1e9)  # (checkpoints fall behind: saved on the way out)
+    real_init = shards._ShardWriter.__init__
+
+    def interrupted_at_a_checkpoint(writer, *args, checkpoint=None, **kwargs):
+        calls = []
+
+        def checkpoint_or_interrupt(resume_at, final):
+            calls.append(resume_at)
+            if len(calls) == at + 1:
+                raise KeyboardInterrupt  # (the shard is finished and in the writer's list)
+            checkpoint(resume_at, final)
+
+        real_init(writer, *args, checkpoint=checkpoint_or_interrupt, **kwargs)
+
+    out = tmp_path / "resumed"
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(shards._ShardWriter, "__init__", interrupted_at_a_checkpoint)
+        encode_files(tok, paths, out, **options)
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert len(manifest["shards"]) == at and manifest["tokens"] == at * 3000 and not manifest["complete"]
+    assert encode_files(tok, paths, out, **options)["complete"]
+    assert all_ids(out)[1] == whole
+
+
 @pytest.mark.parametrize("documents", ["line", "blank-line"])
 @pytest.mark.parametrize("empty_first", [False, True])
 def test_a_resumed_run_of_short_documents_passes_over_what_was_written_as_the_whole_run_read_it(
