@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["write_atomic", "AtomicWriter", "folder_made_for", "file_above", "read_json", "file_bytes", "json_without", "json_field", "json_bytes"]
+__all__ = ["write_atomic", "AtomicWriter", "folder_made_for", "file_above", "read_json", "file_bytes", "json_without",
+           "json_field", "json_bytes"]
 
 PathLike = Union[str, os.PathLike]
 

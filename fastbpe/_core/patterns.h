@@ -8,7 +8,9 @@ namespace fbpt {
 // A split pattern with a compiled scanner (scan.h). PAT_COUNT is the number of them: a valid
 // id p has 0 <= p < PAT_COUNT.
 // PAT_QWEN: Qwen2 and Qwen3's pattern, llama3's with one digit a chunk (\p{N} for \p{N}{1,3}).
-enum Pattern { PAT_WHITESPACE = 0, PAT_GPT2 = 1, PAT_CL100K = 2, PAT_O200K = 3, PAT_LLAMA3 = 4, PAT_QWEN = 5, PAT_COUNT = 6 };
+enum Pattern {
+    PAT_WHITESPACE = 0, PAT_GPT2 = 1, PAT_CL100K = 2, PAT_O200K = 3, PAT_LLAMA3 = 4, PAT_QWEN = 5, PAT_COUNT = 6
+};
 
 // What a scanner does with invalid UTF-8 (see scan_document in scan.h).
 enum Errors { ERR_STRICT = 0, ERR_REPLACE = 1, ERR_BYTES = 2, ERR_COUNT = 3 };

@@ -50,7 +50,8 @@ from ..reference import split as split_reference
 from ..split.patterns import check_user_pattern, cut_rule, renamed_pattern, resolve, scanner_id, source
 from ..split.pretokenize import InvalidUTF8, check_errors
 from .cut import cut_stream, file_cut_at_or_after
-from .files import CorpusDecodeError, decode_error, expand_paths, is_compressed, open_bytes, read_pieces, warn_of_repeats
+from .files import (CorpusDecodeError, decode_error, expand_paths, is_compressed, open_bytes, read_pieces,
+                    warn_of_repeats)
 from .wordtable import WordTable
 
 __all__ = ["count_words", "CorpusDecodeError"]

@@ -20,8 +20,8 @@ import warnings
 from collections import Counter
 from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
 
-__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "warn_of_repeats", "input_files", "open_bytes", "is_compressed", "read_pieces",
-           "corpus_or_text", "str_corpus"]
+__all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "warn_of_repeats", "input_files", "open_bytes",
+           "is_compressed", "read_pieces", "corpus_or_text", "str_corpus"]
 
 PathLike = Union[str, os.PathLike]
 

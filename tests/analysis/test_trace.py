@@ -150,7 +150,8 @@ def test_a_trace_with_subword_markers_is_the_encoder_s(markers):
                                                                   (prefix, suffix)) for b in range(256)))
     ids = {t: i for i, t in enumerate(tokens)}
     merges = []
-    for left, right in ((b"t", prefix + b"h"), (b"th", prefix + b"e" + suffix), (prefix + b"a", prefix + b"t" + suffix)):
+    for left, right in ((b"t", prefix + b"h"), (b"th", prefix + b"e" + suffix),
+                        (prefix + b"a", prefix + b"t" + suffix)):
         merges.append((ids[left], ids[right]))
         ids[left + right[len(prefix):]] = len(tokens)  # (the right part's prefix goes: Hugging Face's rule)
         tokens.append(left + right[len(prefix):])
