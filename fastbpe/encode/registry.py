@@ -33,7 +33,8 @@ PUBLISHED_SHA256: Dict[str, str] = {
 }
 
 # Model names and name prefixes -> encoding, the tables of tiktoken's model.py (models whose
-# encoding fastbpe does not provide, such as gpt2's "gpt2" or gpt-oss's "o200k_harmony", are left out).
+# encoding fastbpe does not provide, such as gpt-oss's "o200k_harmony", are left out; "gpt2" is
+# r50k_base's ranks: NAME_ALIASES).
 MODEL_TO_ENCODING: Dict[str, str] = {
     "gpt2": "gpt2",
     **dict.fromkeys(["o1", "o3", "o4-mini", "gpt-5", "gpt-4.1", "gpt-4o"], "o200k_base"),

@@ -34,8 +34,8 @@ Byte-level tokenizers run steps 3 and 4 in one compiled pass when the split patt
 """
 import json
 import os
-import warnings
 import threading
+import warnings
 from typing import (TYPE_CHECKING, AbstractSet, Collection, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
                     Optional, Sequence, Set, Tuple, Union)
 

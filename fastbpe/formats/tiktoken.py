@@ -91,8 +91,8 @@ def _read_lines(path: PathLike, data: bytes) -> Tuple[List[bytes], np.ndarray]:
         if not token:
             # (tiktoken reads "=" as a token of no bytes, which no text encodes to: Whisper's
             # multilingual.tiktoken has one)
-            raise ValueError(f"{os.fspath(path)}, line {number}: an empty token (rank {fields[1].decode()!r:.20}); "
-                             "fastbpe's tokens hold at least one byte: remove the line (no text encodes to it)")
+            raise ValueError(f"{os.fspath(path)}, line {number}: an empty token (rank {rank}); fastbpe's tokens "
+                             "hold at least one byte: remove the line (no text encodes to it)")
         if rank < 0 or rank >= 2**31 - 1:
             raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} out of range")
         if token in ranks:

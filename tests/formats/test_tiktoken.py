@@ -306,5 +306,5 @@ def test_two_tokens_of_one_rank_and_an_empty_token_are_refused_by_name(tmp_path)
         fastbpe.Encoding("x", pat_str=r"\S+|\s+", mergeable_ranks={**base, b"ab": 256, b"cd": 256}, special_tokens={})
     path = tmp_path / "empty.tiktoken"
     path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in base.items()) + b"= 256\n")
-    with pytest.raises(ValueError, match=r"line 257: an empty token \(rank '256'\)"):
+    with pytest.raises(ValueError, match=r"line 257: an empty token \(rank 256\)"):
         fastbpe.Tokenizer.from_tiktoken(path, "gpt2")
