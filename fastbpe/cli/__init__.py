@@ -177,7 +177,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning to the user (fastbpe's are UserWarnings) as the command's words; any other kind
+    (NumPy's RuntimeWarning, a DeprecationWarning) as Python shows it, with where it came from."""
+    if not issubclass(category, UserWarning):
+        return _PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
     print(f"fastbpe: warning: {message}", file=sys.stderr if file is None else file)
+
+
+_PYTHON_SHOW_WARNING = warnings.showwarning
 
 
 # The options that name what a command writes; every other path it is given is read (but the

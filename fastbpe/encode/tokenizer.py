@@ -1369,9 +1369,14 @@ class Tokenizer:
         return cls._from_file(sentencepiece_format.read(path), path)
 
     @classmethod
-    def from_gpt2(cls, encoder_json: PathLike, vocab_bpe: PathLike) -> "Tokenizer":
-        """GPT-2's ``encoder.json`` + ``vocab.bpe``; encodes as tiktoken's ``r50k_base``."""
-        return cls._from_file(gpt2_format.read(encoder_json, vocab_bpe), encoder_json)
+    def from_gpt2(cls, encoder_json: PathLike, vocab_bpe: PathLike, pattern: Optional[str] = None) -> "Tokenizer":
+        """GPT-2's ``encoder.json`` + ``vocab.bpe``; encodes as tiktoken's ``r50k_base``. The
+        files hold no split pattern: GPT-2's unless ``pattern`` says another (the same pair as
+        Hugging Face names it, ``vocab.json`` + ``merges.txt``, may be of a model that splits
+        otherwise: ``pattern="qwen"`` for Qwen's)."""
+        read = gpt2_format.read(encoder_json, vocab_bpe) if pattern is None else \
+            gpt2_format.read(encoder_json, vocab_bpe, pattern)
+        return cls._from_file(read, encoder_json)
 
     def to_gpt2(self, directory: PathLike) -> None:
         """Write ``encoder.json`` and ``vocab.bpe`` into ``directory``."""

@@ -11,19 +11,13 @@ from . import gpt2, huggingface, native, sentencepiece, tiktoken
 __all__ = ["read_any"]
 
 GPT2_FILES = ("encoder.json", "vocab.bpe")
-# The same two files as Hugging Face's save_model and its "slow" tokenizers name them.
-HF_SLOW_FILES = ("vocab.json", "merges.txt")
 
 
 def _gpt2_pair(path: Path) -> dict:
-    """GPT-2's two files, given their folder or either one of them (the other sits beside it):
-    ``encoder.json`` and ``vocab.bpe``, or as Hugging Face names them, ``vocab.json`` and
-    ``merges.txt``."""
+    """GPT-2's two files, given their folder or either one of them (the other sits beside it)."""
     folder = path if path.is_dir() else path.parent
-    names = HF_SLOW_FILES if path.name in HF_SLOW_FILES or (
-        path.is_dir() and all((folder / name).exists() for name in HF_SLOW_FILES)) else GPT2_FILES
-    encoder, vocab = (folder / name for name in names)
-    if not path.is_dir() and path.name not in names:
+    encoder, vocab = (folder / name for name in GPT2_FILES)
+    if not path.is_dir() and path.name not in GPT2_FILES:
         encoder = path if path.suffix.lower() == ".json" else encoder
         vocab = path if path.suffix.lower() == ".bpe" else vocab
     for part in (encoder, vocab):
@@ -52,17 +46,23 @@ def _kind_by_content(path: Path) -> str:
         return "compressed"
     if _RANK_LINE.match(head):
         return "ranks"
-    return "protobuf" if head.startswith(b"\x0a") else ""
+    if head.lstrip()[:1] in (b"{", b"["):  # (JSON under another name, a newline first, say)
+        return ""
+    # field 1 (a piece: 0x0A, its varint length), whose own field 1 (the piece's text) comes first
+    at = 1
+    while at < len(head) and head[at] & 0x80:
+        at += 1
+    return "protobuf" if head[:1] == b"\x0a" and head[at + 1:at + 2] == b"\x0a" else ""
 
 
 def read_any(path: Union[str, os.PathLike]) -> dict:
     """The Tokenizer keyword arguments of any tokenizer file fastbpe reads: a fastbpe file, a
     Hugging Face ``tokenizer.json`` (or a folder holding one), GPT-2's ``encoder.json`` and
-    ``vocab.bpe`` (their folder or either file; the other must sit beside it; or as Hugging
-    Face names them, ``vocab.json`` and ``merges.txt``), a ``NAME.tiktoken`` file with the
-    ``NAME.tiktoken.json`` written beside it (its ``pat_str`` and ``special_tokens``), an
-    OpenAI ``{name}.tiktoken`` file (its name picks the published pattern and special tokens),
-    or a SentencePiece BPE model (a ``.model`` file, or one its content says is one)."""
+    ``vocab.bpe`` (their folder or either file; the other must sit beside it), a
+    ``NAME.tiktoken`` file with the ``NAME.tiktoken.json`` written beside it (its ``pat_str``
+    and ``special_tokens``), an OpenAI ``{name}.tiktoken`` file (its name picks the published
+    pattern and special tokens), or a SentencePiece BPE model (a ``.model`` file, or one its
+    content says is one)."""
     path = Path(path)
     if not path.exists():  # said first, before what its name says should sit beside it
         if os.fspath(path) in tiktoken.OPENAI_ENCODINGS:  # (a name, as tiktoken.get_encoding takes it)
@@ -70,16 +70,18 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
                                     f"fastbpe.get_encoding({os.fspath(path)!r}))", os.fspath(path))
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(path))
     if path.is_dir():
-        if not (path / "tokenizer.json").exists() and any(
-                all((path / name).exists() for name in pair) for pair in (GPT2_FILES, HF_SLOW_FILES)):
+        if not (path / "tokenizer.json").exists() and all((path / name).exists() for name in GPT2_FILES):
             return _gpt2_pair(path)
         if not (path / "tokenizer.json").exists():
-            raise ValueError(f"{path}: a folder must hold a Hugging Face tokenizer.json, or GPT-2's encoder.json "
-                             "and vocab.bpe (vocab.json and merges.txt, as Hugging Face names them); give the "
-                             "file's own path for other formats")
+            # (Hugging Face's vocab.json + merges.txt are GPT-2's pair renamed, without the split
+            # pattern of the model they come from: GPT-2's for RoBERTa, another for Qwen)
+            raise ValueError(f"{path}: a folder must hold a Hugging Face tokenizer.json or GPT-2's encoder.json "
+                             "and vocab.bpe; give the file's own path for other formats (Hugging Face's "
+                             "vocab.json + merges.txt, which hold no split pattern: "
+                             "Tokenizer.from_gpt2(vocab_json, merges_txt, pattern=...))")
         return huggingface.read(path)
     suffix = path.suffix.lower()  # (names are recognised as fastbpe train names its outputs: T.TIKTOKEN too)
-    if suffix == ".bpe" or path.name in HF_SLOW_FILES:
+    if suffix == ".bpe":
         return _gpt2_pair(path)
     kind = "" if suffix in (".tiktoken", ".json") else _kind_by_content(path)
     if kind == "compressed":

@@ -60,8 +60,10 @@ def _vocab_bytes(vocab: Mapping, specials: Mapping[str, int], source: str) -> Li
     size = table_size(_largest_slot(ids, special_ids, len(specials)), len(ids), len(specials), source)
     tokens = texts_to_tokens(texts)
     table: List[bytes] = [b""] * size
-    uses = np.bincount(np.array(ids, dtype=np.int64), minlength=size)
-    if len(uses) == size and uses.max(initial=0) <= 1 and all(tokens) and \
+    slotted = np.array(ids, dtype=np.int64)
+    slotted = slotted[slotted < size]  # (an added token past every token has no slot: nothing counted for it)
+    uses = np.bincount(slotted, minlength=size)
+    if len(slotted) == len(ids) and uses.max(initial=0) <= 1 and all(tokens) and \
             not any(i < size and uses[i] for i in special_ids):
         # every entry a byte-level token with an id of its own, no added token among them
         # (llama3's, qwen3's...): the table in one pass, without the checks below

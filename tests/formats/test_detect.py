@@ -159,3 +159,15 @@ def test_a_number_too_long_to_read_names_the_file(tmp_path_factory, name):
         (tmp / "gpt2" / "vocab.bpe").write_bytes(files["gpt2/vocab.bpe"])
     with pytest.raises(ValueError, match=path.name):
         fastbpe.load(path)
+
+
+def test_json_under_another_name_is_still_json(tmp_path):
+    """A JSON tokenizer file whose name says nothing and whose first byte is a newline (the byte
+    a SentencePiece model starts with) is read as JSON, as before content was looked at."""
+    tok = fastbpe.train(text="the cat sat on the mat " * 20, vocab_size=270, progress=False)
+    tok.save(tmp_path / "tok.fastbpe.json")
+    (tmp_path / "tok").write_bytes(b"\n" + (tmp_path / "tok.fastbpe.json").read_bytes())
+    assert fastbpe.load(tmp_path / "tok") == tok
+    tok.to_huggingface(tmp_path / "hf.json")
+    (tmp_path / "vocab.json").write_bytes(b"\n\n" + (tmp_path / "hf.json").read_bytes())  # (no merges.txt needed)
+    assert fastbpe.load(tmp_path / "vocab.json").encode("the mat") == tok.encode("the mat")
