@@ -58,9 +58,9 @@ def _tokens_carry_markers(tokenizer: Tokenizer) -> bool:
     """Whether tokens spell markers besides their text (word markers, SentencePiece's ``▁`` for
     a space, an end-of-word suffix such as CLIP's ``</w>``): a token is then not the encoding
     of its own spelling, nor is a word's middle ever one chunk's whole encoding, so which
-    tokens "their own text reaches" means nothing there."""
-    markers = tokenizer.markers
-    return markers.has_word_markers() or markers.has_subword_markers() or bool(markers.space_marker)
+    tokens "their own text reaches" means nothing there. (A Markers object is true when it has
+    any of them.)"""
+    return bool(tokenizer.markers)
 
 
 def reachability(tokenizer, *, workers: Optional[int] = None) -> Dict[str, Any]:

@@ -14,7 +14,7 @@ import warnings
 from importlib import import_module
 from typing import Optional, Sequence
 
-from .options import Parser, check_not_an_input, fail, in_option_words, parse_size
+from .options import Parser, check_not_an_input, fail, in_option_words, parse_size, say_warning
 
 __all__ = ["main", "build_parser", "default_corpus", "parse_size"]
 
@@ -181,7 +181,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     (NumPy's RuntimeWarning, a DeprecationWarning) as Python shows it, with where it came from."""
     if not issubclass(category, UserWarning):
         return _PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
-    print(f"fastbpe: warning: {message}", file=sys.stderr if file is None else file)
+    say_warning(str(message))
 
 
 _PYTHON_SHOW_WARNING = warnings.showwarning

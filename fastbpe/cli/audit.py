@@ -1,12 +1,11 @@
 """``fastbpe audit``: unreachable tokens, tokens that are not UTF-8, tokens a corpus never
 produces, and how digit runs split."""
 import argparse
-import sys
 
 from ..analysis.audit import DIGITS_UP_TO, MAX_DIGITS_UP_TO, audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
 from .options import (add_report_options, add_tokenizer_option, check_plot_file, int_at_least, shown_label,
-                      size_arg, tokenizer_specs)
+                      say_warning, size_arg, tokenizer_specs)
 
 __all__ = ["add_audit_subcommand"]
 
@@ -43,7 +42,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                      examples=args.examples, workers=args.workers)
                for label, spec in tokenizer_specs(args.tokenizer)]
     if any(r.get("corpus_tokens") == 0 for r in results):
-        print("fastbpe: warning: --corpus holds no text: every token counts as never produced", file=sys.stderr)
+        say_warning("--corpus holds no text: every token counts as never produced")
     if args.plot:
         _plot_digits(results, args.plot)
     if args.json:

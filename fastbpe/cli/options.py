@@ -276,6 +276,11 @@ def in_option_words(message: str) -> str:
     return _OPTION_NAMES.sub(lambda m: "--" + m.group(1).replace("_", "-"), message)
 
 
+def say_warning(message: str) -> None:
+    """Print ``fastbpe: warning: message`` on stderr (the command goes on)."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
 def fail(message: str) -> NoReturn:
     """Print ``fastbpe: error: message`` and exit with code 2 (a user error)."""
     print(f"{PROG}: error: {message}", file=sys.stderr)

@@ -26,7 +26,7 @@ from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
 from ..split.splitter import Splitter
 from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
-                      int_at_least, report_stream, shown_label, size_arg, special_token_list)
+                      int_at_least, report_stream, say_warning, shown_label, size_arg, special_token_list)
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format", "written_files",
            "check_not_written_over"]
@@ -202,7 +202,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         written = _write(tokenizer, args.out, fmt)
     notes = [str(w.message) for w in caught] + _short_of_asked(args, tokenizer)
     for note in notes:
-        print(f"fastbpe: warning: {note}", file=sys.stderr)
+        say_warning(note)
     saved = time.perf_counter()
     stats = tokenizer.training_stats
     mb = stats["input_bytes"] / 1e6  # of text: decompressed, invalid bytes replaced or kept as --errors says

@@ -16,10 +16,11 @@ import glob
 import gzip
 import lzma
 import os
-import sys
 import warnings
 from collections import Counter
 from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
+
+from ..stacklevel import caller_stacklevel
 
 __all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "warn_of_repeats", "input_files", "open_bytes",
            "is_compressed", "read_pieces", "corpus_or_text", "str_corpus"]
@@ -112,17 +113,7 @@ def warn_of_repeats(files: Sequence[str]) -> None:
         shown = ", ".join(f"{path} ({times} times)" for path, times in repeated[:3])
         more = f" and {len(repeated) - 3} more" if len(repeated) > 3 else ""
         warnings.warn(f"the inputs name {shown}{more}: each is read every time it is named",
-                      stacklevel=_caller_level())
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` that names, to its caller's ``warnings.warn``, the first frame outside
-    fastbpe: the user's line, however deep in fastbpe the warning is raised."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(2), 2  # (the function that warns, called from ...)
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
+                      stacklevel=caller_stacklevel())
 
 
 def input_files(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:

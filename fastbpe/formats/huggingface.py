@@ -24,6 +24,7 @@ from ..encode.vocab import lengths_and_first_bytes
 from ..fileio import file_bytes, json_bytes, json_without, read_json, write_atomic
 from ..split.oniguruma import from_oniguruma_pattern, oniguruma_pattern
 from ..split.splitter import Splitter, metaspace_splitter
+from ..stacklevel import caller_stacklevel
 from .._core.encode import lookup_tokens, scan_bpe_json
 from .bytelevel import (as_token_text, check_byte_level, check_specials_apart, code_point_bytes, scanned_tables,
                         text_byte_values, texts_to_tokens)
@@ -316,18 +317,7 @@ def _warn_renumbered(added, ids: Mapping[str, int], source: str) -> None:
     for entry in added or ():
         if entry["id"] != ids[entry["content"]]:
             warnings.warn(f"{source}: added token {entry['content']!r} is listed with id {entry['id']}; tokenizers "
-                          f"gives it {ids[entry['content']]}, and so does fastbpe", stacklevel=_caller_stacklevel())
-
-
-def _caller_stacklevel() -> int:
-    """The stacklevel of the first frame outside fastbpe (a warning's line in the user's code)."""
-    import sys
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
-        frame, level = frame.f_back, level + 1
-    return level
+                          f"gives it {ids[entry['content']]}, and so does fastbpe", stacklevel=caller_stacklevel())
 
 
 def _added_contents(added) -> List[str]:
