@@ -669,7 +669,8 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.readline()
     proc.stdout.close()  # (what head does after its lines)
-    err = proc.stderr.read()
+    with proc.stderr:
+        err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and first.startswith(b"start:") and err == b""
 
 

@@ -1,6 +1,7 @@
 """SentencePiece BPE ``.model`` files, trained by the sentencepiece library itself and compared
 with it: ids, decoding, the models fastbpe refuses, and damaged files."""
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -295,7 +296,7 @@ def test_models_fastbpe_cannot_reproduce_are_refused_by_name(tmp_path, rows, nam
 def test_a_model_cut_before_its_trainer_spec_is_said_to_be_cut_short(models, tmp_path):
     """A model's pieces come first: cut after them, it names no model type, which SentencePiece
     reads as Unigram; the error says the file may be cut short."""
-    model, at = open(models["llama2"], "rb").read(), 0
+    model, at = Path(models["llama2"]).read_bytes(), 0
     while model[at] == 0x0A:  # (field 1, a piece: a tag byte, a varint length, the piece)
         length, shift, at = 0, 0, at + 1
         while True:
@@ -315,7 +316,7 @@ def test_a_model_cut_before_its_trainer_spec_is_said_to_be_cut_short(models, tmp
 def test_damaged_files_are_value_errors(models, tmp_path_factory, data):
     """A model cut short, or with bytes changed anywhere (its character map too): a tokenizer
     that encodes or a ValueError, never another exception."""
-    model = open(models[data.draw(st.sampled_from(["llama2", "defaults"]))], "rb").read()
+    model = Path(models[data.draw(st.sampled_from(["llama2", "defaults"]))]).read_bytes()
     at = data.draw(st.integers(0, len(model) - 1))
     damage = data.draw(st.sampled_from(["cut", "byte", "insert"]))
     value = bytes([data.draw(st.integers(0, 255))])

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import regex
@@ -418,7 +419,7 @@ def test_huge_single_chunk_is_linear():
 
 def _published_patterns():
     tiktoken_ext = pytest.importorskip("tiktoken_ext.openai_public", reason="tiktoken not installed")
-    source = open(tiktoken_ext.__file__, encoding="utf-8").read()
+    source = Path(tiktoken_ext.__file__).read_text(encoding="utf-8")
     return tiktoken_ext, source
 
 
