@@ -1,5 +1,6 @@
 """SentencePiece BPE ``.model`` files, trained by the sentencepiece library itself and compared
 with it: ids, decoding, the models fastbpe refuses, and damaged files."""
+import functools
 import re
 from pathlib import Path
 
@@ -74,13 +75,13 @@ def pair(request, models):
 
 def test_ids_and_decoding_are_sentencepiece_s(pair, rows):
     processor, tok, _ = pair
+    controls = [i for i in range(processor.get_piece_size()) if processor.is_control(i)]
     for text in rows + ODD_TEXTS + ["\n".join(rows[:50])]:
         ids = processor.encode(text)
         assert tok.encode_ordinary(text) == ids, text
         # (<unk> decodes as SentencePiece's surface, " ⁇ ")
         assert tok.decode(ids) == processor.decode(ids), text
         # with control pieces (BOS, EOS and the model's own), which decode as nothing
-        controls = [i for i in range(processor.get_piece_size()) if processor.is_control(i)]
         framed = processor.encode(text, add_bos=True, add_eos=True) + controls
         assert tok.decode(framed) == processor.decode(framed), text
     # the characters without a piece took their path (byte fallback, or <unk> for a run of them)
@@ -106,6 +107,22 @@ def test_generated_text_encodes_as_sentencepiece(pair, text):
     assert tok.encode_ordinary(text) == processor.encode(text)
 
 
+@functools.lru_cache(maxsize=None)
+def _kinds_of_piece(path):
+    """``(marked, alone, odd, plain, controls)``: ids of pieces that begin with ▁ (40 of them),
+    of ▁ alone or repeated, of control, unknown, byte and user-defined pieces, the last 20 ids,
+    the control pieces. Read once a model (each example of a test would read them all again)."""
+    processor = spm.SentencePieceProcessor(model_file=path)
+    size = processor.get_piece_size()
+    marked = [i for i in range(size) if processor.id_to_piece(i).startswith("▁")][:40]
+    alone = [i for i in range(size) if processor.id_to_piece(i).strip("▁") == ""]
+    odd = [i for i in range(size) if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)
+           or processor.id_to_piece(i) in USER_DEFINED or processor.id_to_piece(i) == "▁<"]
+    plain = list(range(size - 20, size))
+    controls = [i for i in range(size) if processor.is_control(i)]
+    return marked, alone, odd, plain, controls
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_ids_decode_as_sentencepiece_decodes_them(pair, data):
@@ -117,14 +134,8 @@ def test_any_ids_decode_as_sentencepiece_decodes_them(pair, data):
     an array and an iterator."""
     import numpy as np
 
-    processor, tok, _ = pair
-    size = processor.get_piece_size()
-    marked = [i for i in range(size) if processor.id_to_piece(i).startswith("▁")][:40]
-    alone = [i for i in range(size) if processor.id_to_piece(i).strip("▁") == ""]
-    odd = [i for i in range(size) if processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i)
-           or processor.id_to_piece(i) in USER_DEFINED or processor.id_to_piece(i) == "▁<"]
-    plain = list(range(size - 20, size))
-    controls = [i for i in range(size) if processor.is_control(i)]
+    processor, tok, path = pair
+    marked, alone, odd, plain, controls = _kinds_of_piece(path)
     # bytes that begin, continue and end characters, or never occur in UTF-8 (a surrogate's ED A0)
     odd_bytes = (0x41, 0x20, 0x80, 0x96, 0xA0, 0xBF, 0xC0, 0xC3, 0xA9, 0xE2, 0xED, 0xF0, 0x9F, 0x98)
     spelled = [processor.piece_to_id(f"<0x{b:02X}>") for b in odd_bytes] if tok.byte_fallback else []
