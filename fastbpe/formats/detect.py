@@ -21,10 +21,18 @@ def _gpt2_pair(path: Path) -> dict:
         encoder = path if path.suffix.lower() == ".json" else encoder
         vocab = path if path.suffix.lower() == ".bpe" else vocab
     for part in (encoder, vocab):
+        if not part.is_file() and path.name == "vocab.json":
+            raise ValueError(f"{path}: {_HUGGING_FACE_PAIR}")
         if not part.is_file():
             raise ValueError(f"{path}: GPT-2's files come in pairs and {part} is missing "
                              "(Tokenizer.from_gpt2(encoder_json, vocab_bpe) takes them by name)")
     return gpt2.read(encoder, vocab)
+
+
+# Hugging Face's vocab.json + merges.txt are GPT-2's pair renamed, without the split pattern of
+# the model they come from (GPT-2's for RoBERTa, another for Qwen): not read as GPT-2's.
+_HUGGING_FACE_PAIR = ("Hugging Face's vocab.json + merges.txt hold no split pattern: "
+                      "Tokenizer.from_gpt2(vocab_json, merges_txt, pattern=...) reads them")
 
 
 # A rank file's first line: a base64 token, a space, its rank.
@@ -73,14 +81,12 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
         if not (path / "tokenizer.json").exists() and all((path / name).exists() for name in GPT2_FILES):
             return _gpt2_pair(path)
         if not (path / "tokenizer.json").exists():
-            # (Hugging Face's vocab.json + merges.txt are GPT-2's pair renamed, without the split
-            # pattern of the model they come from: GPT-2's for RoBERTa, another for Qwen)
             raise ValueError(f"{path}: a folder must hold a Hugging Face tokenizer.json or GPT-2's encoder.json "
-                             "and vocab.bpe; give the file's own path for other formats (Hugging Face's "
-                             "vocab.json + merges.txt, which hold no split pattern: "
-                             "Tokenizer.from_gpt2(vocab_json, merges_txt, pattern=...))")
+                             f"and vocab.bpe; give the file's own path for other formats ({_HUGGING_FACE_PAIR})")
         return huggingface.read(path)
     suffix = path.suffix.lower()  # (names are recognised as fastbpe train names its outputs: T.TIKTOKEN too)
+    if path.name == "merges.txt":
+        raise ValueError(f"{path}: {_HUGGING_FACE_PAIR}")
     if suffix == ".bpe":
         return _gpt2_pair(path)
     kind = "" if suffix in (".tiktoken", ".json") else _kind_by_content(path)

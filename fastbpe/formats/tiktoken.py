@@ -60,7 +60,7 @@ def read_rank_table(path: PathLike) -> Tuple[List[bytes], np.ndarray]:
     A well-formed file is read in one compiled pass (``fastbpe/_core/rank_file.h``); anything else goes
     through the line reader :func:`_read_lines`, which says what is wrong on which line. Both
     give the same result or the same error (tested). Tokens that appear twice are left to the
-    tokenizer, which refuses them."""
+    tokenizer, which refuses them; an empty token (``=``) is left out, its rank a gap."""
     with open(path, "rb") as f:
         data = f.read()
     table = read_rank_lines(data)
@@ -68,8 +68,13 @@ def read_rank_table(path: PathLike) -> Tuple[List[bytes], np.ndarray]:
         return _read_lines(path, data)
     tokens, ranks = table
     in_order = ranks[0] == 0 and (np.diff(ranks) == 1).all()  # distinct, then
-    if not all(tokens) or int(ranks.max()) >= 2**31 - 1 or not in_order and (np.diff(np.sort(ranks)) == 0).any():
+    if int(ranks.max()) >= 2**31 - 1 or not in_order and (np.diff(np.sort(ranks)) == 0).any():
         return _read_lines(path, data)  # for its message
+    if not all(tokens):  # an empty token: its rank is a gap (see _read_lines)
+        kept = [k for k, token in enumerate(tokens) if token]
+        if len(tokens) - len(kept) > 1 or not kept:
+            return _read_lines(path, data)  # (which says that it appears twice, or that no token is left)
+        tokens, ranks = [tokens[k] for k in kept], ranks[kept]
     return tokens, ranks
 
 
@@ -77,6 +82,7 @@ def _read_lines(path: PathLike, data: bytes) -> Tuple[List[bytes], np.ndarray]:
     """:func:`read_rank_table` one line at a time: the reference, and the reader of errors."""
     ranks: Dict[bytes, int] = {}
     seen_ranks: Dict[int, int] = {}
+    empty = False  # an empty token read
     for number, line in enumerate(data.splitlines(keepends=True), 1):
         if not line.strip():
             continue
@@ -88,20 +94,22 @@ def _read_lines(path: PathLike, data: bytes) -> Tuple[List[bytes], np.ndarray]:
             rank = int(fields[1])
         except (binascii.Error, ValueError):
             raise ValueError(f"{os.fspath(path)}, line {number}: bad token or rank {line[:60]!r}") from None
-        if not token:
-            # (tiktoken reads "=" as a token of no bytes, which no text encodes to: Whisper's
-            # multilingual.tiktoken has one)
-            raise ValueError(f"{os.fspath(path)}, line {number}: an empty token (rank {rank}); fastbpe's tokens "
-                             "hold at least one byte: remove the line (no text encodes to it)")
         if rank < 0 or rank >= 2**31 - 1:
             raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} out of range")
-        if token in ranks:
+        if token in ranks or not token and empty:
             raise ValueError(f"{os.fspath(path)}, line {number}: token {token!r} appears twice")
         if rank in seen_ranks:
             raise ValueError(f"{os.fspath(path)}, line {number}: rank {rank} appears twice "
                              f"(also on line {seen_ranks[rank]})")
-        ranks[token] = rank
         seen_ranks[rank] = number
+        if token:
+            ranks[token] = rank
+        else:
+            # tiktoken reads "=" as a token of no bytes, which no text encodes to (Whisper's
+            # multilingual.tiktoken has one, rank 50256). fastbpe's tokens hold a byte at least:
+            # the rank is left a gap, an id that encoding never gives and decoding refuses
+            # (tiktoken decodes it as '')
+            empty = True
     if not ranks:
         raise ValueError(f"{os.fspath(path)}: no tokens (empty or truncated .tiktoken file)")
     return list(ranks), np.array(list(ranks.values()), dtype=np.int64)

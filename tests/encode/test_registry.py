@@ -115,14 +115,15 @@ def test_load_reads_gpt2_files_by_folder_or_either_file(shared_data, tmp_path, t
     for path in (folder, folder / "encoder.json", folder / "vocab.bpe"):
         assert fastbpe.load(path).encode(text) == want, path
     # the same two files as Hugging Face's save_model names them hold no split pattern (Qwen's
-    # are not GPT-2's): load refuses their folder saying how to read them, with the pattern
+    # are not GPT-2's): load refuses their folder, and either file, saying how to read them
     slow = tmp_path / "slow"
     slow.mkdir()
     shutil.copy(encoder, slow / "vocab.json")
     shutil.copy(vocab, slow / "merges.txt")
-    with pytest.raises(ValueError, match=r"vocab.json \+ merges.txt, which hold no split pattern: "
-                                         r"Tokenizer.from_gpt2\(vocab_json, merges_txt, pattern=...\)"):
-        fastbpe.load(slow)
+    for path in (slow, slow / "vocab.json", slow / "merges.txt"):
+        with pytest.raises(ValueError, match=r"vocab.json \+ merges.txt hold no split pattern: "
+                                             r"Tokenizer.from_gpt2\(vocab_json, merges_txt, pattern=...\) reads them"):
+            fastbpe.load(path)
     assert fastbpe.Tokenizer.from_gpt2(slow / "vocab.json", slow / "merges.txt").encode(text) == want
     qwen_split = fastbpe.Tokenizer.from_gpt2(slow / "vocab.json", slow / "merges.txt", pattern="qwen")
     assert qwen_split.encode("2024") == [tiktoken_encoding("r50k_base").encode_single_token(d) for d in "2024"]

@@ -297,14 +297,45 @@ def test_a_ranks_file_is_named_as_fastbpe_load_knows_it(tmp_path):
     assert fastbpe.load(tmp_path / "T.TIKTOKEN").encode("the cat") == tok.encode("the cat")
 
 
-def test_two_tokens_of_one_rank_and_an_empty_token_are_refused_by_name(tmp_path):
+def test_two_tokens_of_one_rank_are_refused_by_name():
     """``tiktoken.Encoding`` refuses two tokens of one rank (fastbpe's took them, and the first
-    was lost: "ab" encoded as two bytes); a rank file's empty token (``=``, as Whisper's
-    multilingual file has one) is named as such, not as a bad line."""
+    was lost: "ab" encoded as two bytes)."""
     base = {bytes([b]): b for b in range(256)}
     with pytest.raises(ValueError, match=r"rank 256 is given to two tokens, b'ab' and b'cd'"):
         fastbpe.Encoding("x", pat_str=r"\S+|\s+", mergeable_ranks={**base, b"ab": 256, b"cd": 256}, special_tokens={})
-    path = tmp_path / "empty.tiktoken"
-    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in base.items()) + b"= 256\n")
-    with pytest.raises(ValueError, match=r"line 257: an empty token \(rank 256\)"):
-        fastbpe.Tokenizer.from_tiktoken(path, "gpt2")
+
+
+def test_an_empty_token_of_a_rank_file_is_an_id_no_text_encodes_to(tmp_path):
+    """A rank file's empty token (``=``, which tiktoken reads as a token of no bytes; Whisper's
+    multilingual file has one, rank 50256) leaves its rank a gap: the ids are tiktoken's, as is
+    the decoding of every other id, and decoding the gap is refused (tiktoken gives ''). The
+    compiled reader and the line reader read it alike; two empty tokens are refused."""
+    import tiktoken.load
+
+    from fastbpe.formats.tiktoken import _read_lines, read_rank_table
+
+    pattern = fastbpe.formats.tiktoken.OPENAI_ENCODINGS["r50k_base"][0]
+    ranks = {bytes([b]): b for b in range(256)}
+    for token in (b"th", b" th", b"the", b" the", b"at", b" c", b" cat"):
+        ranks[token] = len(ranks) + 1  # (rank 256 is the empty token's)
+    lines = [base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items()]
+    path = tmp_path / "gap.tiktoken"
+    path.write_bytes(b"".join(lines[:256] + [b"= 256\n"] + lines[256:]))
+    theirs = tiktoken.load.load_tiktoken_bpe(str(path))
+    assert theirs[b""] == 256  # (what tiktoken makes of the line)
+    enc = tiktoken.Encoding("gap", pat_str=pattern, mergeable_ranks=theirs, special_tokens={"<|end|>": 264})
+    tok = fastbpe.Tokenizer.from_tiktoken(path, pattern, {"<|end|>": 264})
+    tokens, got = read_rank_table(path)
+    assert (tokens, got.tolist()) == (list(ranks), list(ranks.values()))
+    assert tuple(x.tolist() if hasattr(x, "tolist") else x for x in _read_lines(path, path.read_bytes())) \
+        == (tokens, got.tolist())
+    for text in ["the cat", " the cat sat thatch", "", "ñ 😀 the\n\n  at", "<|end|>th"]:
+        ids = enc.encode(text, allowed_special="all")
+        assert tok.encode(text, allowed_special="all") == ids
+        assert tok.decode_bytes(ids) == enc.decode_bytes(ids)
+    assert [tok.decode_single_token_bytes(i) for i in range(256)] == [bytes([b]) for b in range(256)]
+    with pytest.raises(KeyError, match="256"):
+        tok.decode([256])
+    path.write_bytes(b"".join(lines[:256] + [b"= 256\n"] + lines[256:] + [b"= 300\n"]))
+    with pytest.raises(ValueError, match=r"line 265: token b'' appears twice"):
+        fastbpe.Tokenizer.from_tiktoken(path, pattern)
