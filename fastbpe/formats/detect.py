@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Mapping, Union
 
 from ..fileio import read_json
-from . import gpt2, huggingface, native, sentencepiece, tiktoken
+from . import gpt2, huggingface, native, sentencepiece, tekken, tiktoken
 
 __all__ = ["read_any"]
 
@@ -69,8 +69,8 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
     ``vocab.bpe`` (their folder or either file; the other must sit beside it), a
     ``NAME.tiktoken`` file with the ``NAME.tiktoken.json`` written beside it (its ``pat_str``
     and ``special_tokens``), an OpenAI ``{name}.tiktoken`` file (its name picks the published
-    pattern and special tokens), or a SentencePiece BPE model (a ``.model`` file, or one its
-    content says is one)."""
+    pattern and special tokens), Mistral's ``tekken.json``, or a SentencePiece BPE model (a
+    ``.model`` file, or one its content says is one)."""
     path = Path(path)
     if not path.exists():  # said first, before what its name says should sit beside it
         if os.fspath(path) in tiktoken.OPENAI_ENCODINGS:  # (a name, as tiktoken.get_encoding takes it)
@@ -119,10 +119,12 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
         return native.read_dict(data, os.fspath(path))
     if isinstance(data, Mapping) and isinstance(data.get("model"), Mapping):
         return huggingface.read(path, data)
+    if tekken.is_tekken(data):
+        return tekken.read_dict(data, os.fspath(path))
     if isinstance(data, Mapping) and data and all(isinstance(v, int) for v in data.values()):
         return _gpt2_pair(path)  # a flat token -> id table: GPT-2's encoder.json
     raise ValueError(f"{path}: neither a fastbpe tokenizer file nor a Hugging Face tokenizer.json nor "
-                     "GPT-2's encoder.json: fastbpe's own JSON has "
+                     "GPT-2's encoder.json nor Mistral's tekken.json: fastbpe's own JSON has "
                      f"\"format\": \"{native.FORMAT_NAME}\", a Hugging Face tokenizer.json a \"model\", "
                      "GPT-2's encoder.json maps tokens to ids (with vocab.bpe beside it); "
                      ".tiktoken files are recognised by their name")

@@ -20,7 +20,7 @@ from .bytelevel import check_byte_level, check_plain_steps
 from .ids import check_special_ids, table_size
 
 __all__ = ["read_tiktoken_ranks", "read", "read_openai", "read_with_sidecar", "write", "to_tiktoken_encoding",
-           "check_special_tokens", "OPENAI_ENCODINGS"]
+           "check_special_tokens", "spec_from_table", "OPENAI_ENCODINGS"]
 
 PathLike = Union[str, os.PathLike]
 
@@ -121,12 +121,14 @@ def spec_from_ranks(ranks: Mapping[bytes, int], pattern: str, special_tokens: Ma
     check_user_pattern(pattern)
     if not ranks:
         raise ValueError(f"{source}: no ranks (the 256 bytes at least)")
-    return _spec_from_table(list(ranks), np.array(list(ranks.values()), dtype=np.int64), pattern,
-                            special_tokens, source)
+    return spec_from_table(list(ranks), np.array(list(ranks.values()), dtype=np.int64), pattern,
+                           special_tokens, source)
 
 
-def _spec_from_table(tokens: List[bytes], ranks: np.ndarray, pattern: str, special_tokens: Mapping[str, int],
-                     source: str) -> dict:
+def spec_from_table(tokens: List[bytes], ranks: np.ndarray, pattern: str, special_tokens: Mapping[str, int],
+                    source: str) -> dict:
+    """The tokenizer that encodes as tiktoken with the token ``tokens[k]`` of rank ``ranks[k]``
+    (int64, a few gaps at most), the split ``pattern`` and ``special_tokens``; checked."""
     special_tokens = check_special_ids(special_tokens, source)
     if len(np.unique(ranks)) != len(ranks):  # (tiktoken refuses them too: two tokens, one id)
         seen: Dict[int, bytes] = {}
@@ -163,7 +165,7 @@ def read(path: PathLike, pattern: str, special_tokens: Optional[Mapping[str, int
     far beyond its number of lines is refused before anything is allocated for it."""
     check_user_pattern(pattern)
     tokens, ranks = read_rank_table(path)
-    return _spec_from_table(tokens, ranks, pattern, special_tokens or {}, os.fspath(path))
+    return spec_from_table(tokens, ranks, pattern, special_tokens or {}, os.fspath(path))
 
 
 def read_openai(name: str, path: PathLike) -> dict:
@@ -184,7 +186,7 @@ def read_openai(name: str, path: PathLike) -> dict:
         raise ValueError(f"{os.fspath(path)} holds {len(tokens)} ranks, {name} has {OPENAI_RANK_COUNTS[name]}"
                          + (f": it looks like {fits[0]}.tiktoken" if fits else
                             ": use Tokenizer.from_tiktoken with its own pattern for other rank files"))
-    return {**_spec_from_table(tokens, ranks, pattern, specials, os.fspath(path)), "name": name}
+    return {**spec_from_table(tokens, ranks, pattern, specials, os.fspath(path)), "name": name}
 
 
 def read_with_sidecar(path: PathLike, sidecar: Optional[PathLike] = None) -> dict:
