@@ -62,7 +62,7 @@ class CountPatterns:
     """Seconds per megabyte counted with each compiled scanner (each pattern has its own ASCII
     fast path and shares the chunk table), on real English and code."""
 
-    params = (PATTERNS + ["llama3"], ["english", "code"])
+    params = (PATTERNS + ["llama3", "qwen", "tekken"], ["english", "code"])
     param_names = ["pattern", "corpus"]
     size = "2MB"
 

@@ -854,6 +854,7 @@ class BpeEncoder {
             case PAT_LLAMA3: return encode_tiled<PAT_LLAMA3, MANY>(in, st, chunks, misses, op, done);
             case PAT_QWEN: return encode_tiled<PAT_QWEN, MANY>(in, st, chunks, misses, op, done);
             case PAT_O200K: return encode_tiled<PAT_O200K, MANY>(in, st, chunks, misses, op, done);
+            case PAT_TEKKEN: return encode_tiled<PAT_TEKKEN, MANY>(in, st, chunks, misses, op, done);
             default: return 0;  // (callers pass a tiling pattern: pattern_tiles)
         }
     }

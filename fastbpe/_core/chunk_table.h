@@ -133,6 +133,7 @@ class ChunkTable {
             case PAT_LLAMA3: return count_tiled<PAT_LLAMA3>(s, n, limit);
             case PAT_QWEN: return count_tiled<PAT_QWEN>(s, n, limit);
             case PAT_O200K: return count_tiled<PAT_O200K>(s, n, limit);
+            case PAT_TEKKEN: return count_tiled<PAT_TEKKEN>(s, n, limit);
             default: return scan_chunks(s, n, limit, pattern, *this);
         }
     }

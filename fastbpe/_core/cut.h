@@ -30,18 +30,18 @@ static const int RULE_CUSTOM = PAT_COUNT;
 //   R2 (all patterns): y is '\n' or '\r' and x is a letter or digit (\p{L} / \p{N}). Letter
 //      and digit runs stop at a newline as at the end; a newline only ever joins a chunk that
 //      ends in punctuation (cl100k/o200k [\r\n]*) or whitespace, which x is not.
-//   R3 (cl100k, o200k, llama3): x is '\n' and y is not whitespace and not '/'. Let W be the
-//      whitespace run that ends at i (it ends with the newline). In T the next character y is
-//      not whitespace; at the end of A there is none. cl100k: a punctuation chunk before W takes
+//   R3 (cl100k, o200k, llama3, qwen, tekken): x is '\n' and y is not whitespace and not '/'.
+//      Let W be the whitespace run that ends at i (it ends with the newline). In T the next
+//      character y is not whitespace; at the end of A there is none. cl100k: a punctuation chunk before W takes
 //      W's leading newlines in both; the rest of W is taken whole by \s*[\r\n] in T (it ends at
-//      W's last newline = i) and by \s++$ in A. o200k/llama3: \s*[\r\n]+ takes the rest of W
+//      W's last newline = i) and by \s++$ in A. The others: \s*[\r\n]+ takes the rest of W
 //      up to its last newline = i in both. '/' is excluded: o200k's [\r\n/]* would join it.
 //      NOT safe for gpt2: T = "a\n\nb" chunks the run as "\n", "\n" while A = "a\n\n" ends
 //      in the single chunk "\n\n".
 //   R4 (gpt2): R1 and R2 widened: y is any of ' \t\n\r' and x is not whitespace (gpt2's
 //      non-space chunks never take trailing whitespace).
 //   R5 (whitespace, \S+): y is any ASCII whitespace character.
-//   R6 (gpt2, cl100k, o200k, llama3): x is a letter or digit and y is none of letter, digit,
+//   R6 (all but whitespace): x is a letter or digit and y is none of letter, digit,
 //      whitespace, mark (\p{M}) or '\''. Letter and digit runs end at y as at the end of the
 //      text; no alternative puts a letter or digit and a following punctuation character in one
 //      chunk (contractions, the one exception, start with '\''; marks are excluded because
@@ -53,8 +53,9 @@ static const int RULE_CUSTOM = PAT_COUNT;
 //      read each text whole (count_words(block_size=None)). It is also the rule of whitespace
 //      (\S+) when the text between matches is kept as chunks (a tokenizer's split_gaps): R5 would
 //      cut inside a whitespace run, one chunk then; R1 and R2 cut where a \S+ match ends.
-//      split/patterns.py cut_rule picks the rule, and gives Qwen's pattern (llama3's with \p{N}
-//      for \p{N}{1,3}, no scanner) llama3's rule: no argument above counts digits.
+//      split/patterns.py cut_rule picks the rule. qwen (llama3's with one digit a chunk) and
+//      tekken (o200k's without contractions, one digit a chunk) take their parents' rules: no
+//      argument above counts digits or needs a contraction.
 // tests/corpus/test_count.py checks the whole claim by counting with block sizes of 1, 2, 3, 5 and
 // 7 bytes (a cut at nearly every safe place) against the reference on the whole text, over
 // generated text (hypothesis) and real text in nine scripts.
@@ -113,7 +114,8 @@ static inline size_t find_cut(const uint8_t* s, size_t n, size_t from, int rule)
             case PAT_CL100K:
             case PAT_O200K:
             case PAT_LLAMA3:
-            case PAT_QWEN: {  // (no argument of this rule depends on how many digits a chunk takes)
+            case PAT_QWEN:
+            case PAT_TEKKEN: {  // (no argument of this rule counts digits or needs a contraction)
                 if (space_tab && !(flags_before_or_other(s, i) & FB_WS)) return i;
                 if (newline && (flags_before_or_other(s, i) & (FB_L | FB_N))) return i;
                 if (letter_then_punct(s, n, i)) return i;

@@ -7,6 +7,7 @@ cdef extern from "patterns.h" namespace "fbpt" nogil:
         PAT_O200K
         PAT_LLAMA3
         PAT_QWEN
+        PAT_TEKKEN
         PAT_COUNT
     cdef enum Errors:
         ERR_STRICT

@@ -369,9 +369,10 @@ class Scanner {
     // takes the maximal LOWERISH run from there. Otherwise * gives back characters one at a time
     // until the next one is LOWERISH, i.e. the + starts at the last LOWERISH character inside U
     // (an Lm/Lo/M); the characters after it in U are Lu/Lt, so the + takes just that one.
-    inline size_t o200k_a1(size_t q) const { return o200k_a1(q, at(q)); }
+    // (contractions: false for tekken's words, which take none)
+    inline size_t o200k_a1(size_t q, bool contractions = true) const { return o200k_a1(q, at(q), contractions); }
     // (d: the character at q, decoded)
-    inline size_t o200k_a1(size_t q, Ch d) const {
+    inline size_t o200k_a1(size_t q, Ch d, bool contractions = true) const {
         size_t u = q, lower_end = NPOS;  // the end of the last lower-ish character so far
         while (d.fl & FB_UPPERISH) {
             if (d.fl & FB_LOWERISH) {
@@ -396,12 +397,13 @@ class Scanner {
         if (d.fl & FB_LOWERISH) r = run_flags<FB_LOWERISH>(u);
         else if (lower_end != NPOS) r = lower_end;
         else return NPOS;
-        return o200k_suffix(r);
+        return contractions ? o200k_suffix(r) : r;
     }
-    inline size_t o200k_a2(size_t q) const {
+    inline size_t o200k_a2(size_t q, bool contractions = true) const {
         size_t u = run_flags<FB_UPPERISH>(q);
         if (u == q) return NPOS;
-        return o200k_suffix(run_flags<FB_LOWERISH>(u));
+        const size_t r = run_flags<FB_LOWERISH>(u);
+        return contractions ? o200k_suffix(r) : r;
     }
     // (?i:'s|'t|'re|'ve|'m|'ll|'d)? : greedy optional, nothing after it can fail
     inline size_t o200k_suffix(size_t r) const {
@@ -420,7 +422,10 @@ class Scanner {
     // non-digit, non-newline prefix (the A1 core, else the A2 core, from the first letter: A1
     // fails only at an upper-case letter, where A2 succeeds, and neither core can start at
     // the ASCII prefix) and an ASCII run of [^\s\p{L}\p{N}] with an optional leading space.
-    __attribute__((always_inline)) inline size_t next_o200k(size_t p) const {
+    // tekken (Mistral) = o200k's alternatives without the contractions and with \p{N} for
+    // \p{N}{1,3}: contractions false, one_digit true.
+    __attribute__((always_inline)) inline size_t next_o200k(size_t p, bool contractions = true,
+                                                            bool one_digit = false) const {
         uint8_t b = s_[p];
         if (b < 0x80 && p + 1 < n_ && s_[p + 1] < 0x80) {
             uint8_t b1 = s_[p + 1];
@@ -428,8 +433,8 @@ class Scanner {
             if (ascii_letter(b)) q = p;
             else if (ascii_letter(b1) && !ascii_digit(b) && b != '\r' && b != '\n') q = p + 1;
             if (q != NPOS) {
-                size_t r = o200k_a1(q);
-                return r != NPOS ? r : o200k_a2(q);
+                size_t r = o200k_a1(q, contractions);
+                return r != NPOS ? r : o200k_a2(q, contractions);
             }
             size_t e = NPOS;
             if (ascii_other(b)) e = run_other(p + 1);
@@ -443,7 +448,7 @@ class Scanner {
             // digit or other run can start here, only the whitespace alternatives
             if (FB_STAGE2[b] & FB_WS) return ws_chunk_o200k(p);
         }
-        return next_o200k_full(p);
+        return next_o200k_full(p, contractions, one_digit);
     }
     // The chunk at p when it is o200k's whitespace alternatives.
     inline size_t ws_chunk_o200k(size_t p) const {
@@ -453,18 +458,18 @@ class Scanner {
         if (w.last > p) return w.last;              // \s+(?!\S)
         return w.end;                               // \s+ (a single character here)
     }
-    __attribute__((noinline)) size_t next_o200k_full(size_t p) const {
+    __attribute__((noinline)) size_t next_o200k_full(size_t p, bool contractions, bool one_digit) const {
         Ch c = at(p);
         bool prefix = c.len && !(c.fl & (FB_L | FB_N)) && c.cp != '\r' && c.cp != '\n';
         size_t r;
         // (each core tried where it can start: the A2 core only at an upper-ish character; the
         // characters at p and after the prefix decoded once)
         const Ch d = prefix ? at(p + c.len) : Ch{};
-        if (prefix && (r = o200k_a1(p + c.len, d)) != NPOS) return r;
-        if ((r = o200k_a1(p, c)) != NPOS) return r;
-        if (prefix && (d.fl & FB_UPPERISH) && (r = o200k_a2(p + c.len)) != NPOS) return r;
-        if ((c.fl & FB_UPPERISH) && (r = o200k_a2(p)) != NPOS) return r;
-        if (c.fl & FB_N) return digits_upto3(p, c);
+        if (prefix && (r = o200k_a1(p + c.len, d, contractions)) != NPOS) return r;
+        if ((r = o200k_a1(p, c, contractions)) != NPOS) return r;
+        if (prefix && (d.fl & FB_UPPERISH) && (r = o200k_a2(p + c.len, contractions)) != NPOS) return r;
+        if ((c.fl & FB_UPPERISH) && (r = o200k_a2(p, contractions)) != NPOS) return r;
+        if (c.fl & FB_N) return one_digit ? p + c.len : digits_upto3(p, c);
         if ((r = other_then_newlines(p, c, true)) != NPOS) return r;
         return ws_chunk_o200k(p);
     }
@@ -474,12 +479,13 @@ class Scanner {
     template <int PATTERN>
     __attribute__((always_inline)) inline size_t next_chunk(size_t p) const {
         static_assert(PATTERN == PAT_GPT2 || PATTERN == PAT_CL100K || PATTERN == PAT_LLAMA3 || PATTERN == PAT_QWEN ||
-                          PATTERN == PAT_O200K,
+                          PATTERN == PAT_O200K || PATTERN == PAT_TEKKEN,
                       "a pattern whose chunks tile the text");
         if (PATTERN == PAT_GPT2) return next_gpt2(p);
         if (PATTERN == PAT_CL100K) return next_cl100k(p, true);
         if (PATTERN == PAT_LLAMA3) return next_cl100k(p, false);
         if (PATTERN == PAT_QWEN) return next_cl100k(p, false, true);
+        if (PATTERN == PAT_TEKKEN) return next_o200k(p, false, true);
         return next_o200k(p);
     }
 
@@ -582,7 +588,7 @@ static inline ByteClasses classify_block(const uint8_t* q) {
                 _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
             c.nl |= (uint64_t)(unsigned)_mm_movemask_epi8(nl) << at;
         }
-        if (PATTERN == PAT_O200K) {
+        if (o200k_words(PATTERN)) {
             const __m128i upper =
                 _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - 'A'))), _mm_set1_epi8((char)(-128 + 26)));
             c.up |= (uint64_t)(unsigned)_mm_movemask_epi8(upper) << at;
@@ -622,7 +628,7 @@ __attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx
     c.ws = c.sp | bytes_in_range(v, '\t', 5);  // (\t \n \v \f \r)
     c.ap = bytes_equal(v, '\'');
     if (PATTERN != PAT_GPT2) c.nl = bytes_equal(v, '\n') | bytes_equal(v, '\r');
-    if (PATTERN == PAT_O200K) {
+    if (o200k_words(PATTERN)) {
         c.up = bytes_in_range(v, 'A', 26);
         c.sl = bytes_equal(v, '/');
     }
@@ -821,7 +827,7 @@ class ChunkStarts {
             // and slashes ([\r\n/]*). A newline after an O (a seed) is taken, and so is the rest
             // of its run of those: the add carries a run's lowest seed through it (a later seed
             // in the run, o200k's newline after a taken slash, stops the carry there: or-ed in)
-            const uint64_t tail = PATTERN == PAT_O200K ? c.nl | c.sl : c.nl;
+            const uint64_t tail = o200k_words(PATTERN) ? c.nl | c.sl : c.nl;
             const uint64_t carry_absorbed = prev_absorbed >> 63;
             const uint64_t seed = (c.nl & before1(c.O, prev.O)) | (tail & carry_absorbed);
             const uint64_t absorbed = (((tail + seed) ^ tail) & tail) | seed;
@@ -836,7 +842,7 @@ class ChunkStarts {
             starts = (w & ~before1(w, prev_w)) | (h & h_before & solid_next) | (o_heads & ~space_before) |
                      (l_heads & ~h_before & ~lone_o_before) | n_heads;
             // o200k's words end where an upper-case letter follows a lower-case one
-            if (PATTERN == PAT_O200K) starts |= c.up & before1(c.L & ~c.up, prev.L & ~prev.up);
+            if (o200k_words(PATTERN)) starts |= c.up & before1(c.L & ~c.up, prev.L & ~prev.up);
             // an H run after a newline starts a chunk when a non-space follows it
             uint64_t after_nl = h & before1(c.nl & ~absorbed, prev.nl & ~prev_absorbed);
             while (after_nl) {
@@ -859,9 +865,9 @@ class ChunkStarts {
                 if (solid_follows) starts |= 1ull << j;
                 after_nl &= after_nl - 1;
             }
-            // digit groups of three from each run's head (qwen: every digit its own chunk)
+            // digit groups of three from each run's head (qwen, tekken: every digit its own chunk)
             uint64_t groups;
-            if (PATTERN == PAT_QWEN) {
+            if (PATTERN == PAT_QWEN || PATTERN == PAT_TEKKEN) {
                 groups = c.N;
             } else {
                 const uint64_t three = c.N & before1(c.N, prev.N) & before2(c.N, prev.N);
@@ -878,9 +884,11 @@ class ChunkStarts {
         }
         // contractions at apostrophes from byte b - 3 on (those before end before the block).
         // GPT-2, cl100k: at an apostrophe that starts a chunk; o200k: right after a word (a
-        // letter that is not a contraction's own), whose chunk then takes it.
+        // letter that is not a contraction's own), whose chunk then takes it; tekken has none.
         uint64_t ap_cur, ap_prev;
-        if (PATTERN == PAT_O200K) {
+        if (PATTERN == PAT_TEKKEN) {
+            ap_cur = ap_prev = 0;
+        } else if (PATTERN == PAT_O200K) {
             ap_cur = c.ap & before1(c.L, prev.L);
             ap_prev = prev.ap & (prev.L << 1);
             // an apostrophe at b - 6 .. b - 4 could be a contraction whose letter is the one
@@ -972,6 +980,7 @@ static inline size_t chunk_end(const uint8_t* s, size_t n, int pattern, size_t p
         case PAT_LLAMA3: return scanner.next_cl100k(p, false);
         case PAT_QWEN: return scanner.next_cl100k(p, false, true);
         case PAT_O200K: return scanner.next_o200k(p);
+        case PAT_TEKKEN: return scanner.next_o200k(p, false, true);
         default: return n;
     }
 }
@@ -1008,6 +1017,7 @@ void scan_chunks(const uint8_t* s, size_t n, const uint8_t* limit, int pattern, 
         case PAT_LLAMA3: return scan_tiled<PAT_LLAMA3>(s, n, os);
         case PAT_QWEN: return scan_tiled<PAT_QWEN>(s, n, os);
         case PAT_O200K: return scan_tiled<PAT_O200K>(s, n, os);
+        case PAT_TEKKEN: return scan_tiled<PAT_TEKKEN>(s, n, os);
         default: return;
     }
 }

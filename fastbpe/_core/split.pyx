@@ -22,6 +22,7 @@ import numpy as np
 from fastbpe._core.cut cimport RULE_CUSTOM, find_cut as c_find_cut
 from fastbpe._core.documents cimport document_spans as c_document_spans, find_newline_run
 from fastbpe._core.patterns cimport (PAT_WHITESPACE, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3, PAT_QWEN,
+                                     PAT_TEKKEN,
                                      PAT_COUNT, ERR_STRICT, ERR_REPLACE, ERR_BYTES, ERR_COUNT)
 from fastbpe._core.scan cimport ChunkList, scan_document_to_list
 from fastbpe._core.utf8 cimport NPOS
@@ -33,6 +34,7 @@ PATTERN_IDS = {
     "o200k": PAT_O200K,
     "llama3": PAT_LLAMA3,
     "qwen": PAT_QWEN,
+    "tekken": PAT_TEKKEN,
 }
 # find_cut's rule for user regexes (no scanner): the cuts that hold for every such pattern.
 CUSTOM_CUT_RULE = RULE_CUSTOM

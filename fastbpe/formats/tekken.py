@@ -87,7 +87,8 @@ def _special_names(listed, version, count: int, source: str) -> List[str]:
     """The texts of the special tokens, id by id: those listed (or the old names), then fillers."""
     if listed is None:
         if version not in OLD_VERSIONS:
-            raise ValueError(f"{source}: a tekken file of version {version} lists its special_tokens; this one has none")
+            raise ValueError(f"{source}: a tekken file of version {version} lists its special_tokens; "
+                             "this one has none")
         names = list(OLD_SPECIAL_TOKENS[:count])
     else:
         if not isinstance(listed, list):

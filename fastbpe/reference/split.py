@@ -37,6 +37,9 @@ LLAMA3_PATTERN = (
 # Qwen2 and Qwen3's pattern (their tokenizer.json and .tiktoken files): llama3's with one digit a
 # chunk, \p{N} for \p{N}{1,3}.
 QWEN_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+# Mistral's pattern (tekken.json, Mistral NeMo's and later models): o200k's without the
+# contractions and with one digit a chunk.
+TEKKEN_PATTERN = O200K_PATTERN.replace(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?", "").replace(r"\p{N}{1,3}", r"\p{N}")
 # GPT-2's original spelling (its encoder.py; also Hugging Face's ByteLevel pre-tokenizer with
 # use_regex): the same chunks as GPT2_PATTERN on every text (tests/split check it differentially).
 GPT2_ORIGINAL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -49,6 +52,7 @@ NAMED = {
     "o200k": O200K_PATTERN,
     "llama3": LLAMA3_PATTERN,
     "qwen": QWEN_PATTERN,
+    "tekken": TEKKEN_PATTERN,
 }
 
 

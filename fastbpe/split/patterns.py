@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Dict, NamedTuple, Optional
 
 from .._core.split import CUSTOM_CUT_RULE, PATTERN_IDS
 from ..reference.split import (CL100K_PATTERN, GPT2_ORIGINAL_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                               QWEN_PATTERN, WHITESPACE_PATTERN, compiled)
+                               QWEN_PATTERN, TEKKEN_PATTERN, WHITESPACE_PATTERN, compiled)
 
 if TYPE_CHECKING:  # (run only for a user regex: imported there)
     import regex
@@ -48,6 +48,7 @@ TABLE: Dict[str, SplitPattern] = {
     "o200k": SplitPattern("o200k", O200K_PATTERN, PATTERN_IDS["o200k"], True),
     "llama3": SplitPattern("llama3", LLAMA3_PATTERN, PATTERN_IDS["llama3"], True),
     "qwen": SplitPattern("qwen", QWEN_PATTERN, PATTERN_IDS["qwen"], True),
+    "tekken": SplitPattern("tekken", TEKKEN_PATTERN, PATTERN_IDS["tekken"], True),
 }
 
 # Every other way of naming a table entry: OpenAI's encoding names and the other exact texts.
@@ -104,7 +105,7 @@ def check_user_pattern(pattern: str) -> None:
     >>> check_user_pattern("gpt5")
     Traceback (most recent call last):
     ...
-    ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, qwen, whitespace (or an OpenAI encoding name such as cl100k_base); any other pattern is a regex
+    ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, qwen, tekken, whitespace (or an OpenAI encoding name such as cl100k_base); any other pattern is a regex
     """
     if resolve(pattern) is None:
         if not pattern:

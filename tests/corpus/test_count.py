@@ -641,7 +641,7 @@ def test_wordtable_concat_compiled_equals_dict_merge(parts):
     assert got.to_dict() == merged and list(got.to_dict()) == list(merged)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3", "qwen"])
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3", "qwen", "tekken"])
 def test_cjk_without_spaces_or_newlines_is_cut(name, multi_bytes):
     """Chinese with no space and no newline still gets block boundaries (rule R6), exactly."""
 

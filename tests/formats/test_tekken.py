@@ -56,6 +56,7 @@ def _expected(reference, text):
 
 def test_a_tekken_file_encodes_as_tekkenizer(pair, shared_data):
     tok, reference = pair
+    assert PATTERN == fastbpe.PATTERNS["tekken"]  # (the published text: split by the compiled scanner)
     texts = [cell for row in shared_data.rows("parallel_multi.tsv.gz", 150) for cell in row.split("\t")]
     for text in texts + EDGES + ["".join(texts)]:
         ids = tok.encode_ordinary(text)

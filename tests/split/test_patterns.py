@@ -43,7 +43,7 @@ def regex_path_forbidden(monkeypatch):
     monkeypatch.setattr(split_reference, "pretokenize", refuse)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3", "qwen"])
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "llama3", "qwen", "tekken"])
 def test_exact_regex_text_counts_with_the_compiled_scanner(name, tmp_path, regex_path_forbidden):
     """A Hugging Face or tiktoken user passes the regex text; it must not fall back to regex."""
     path = tmp_path / "c.txt"

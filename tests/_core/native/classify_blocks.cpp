@@ -55,7 +55,8 @@ static bool check(const uint8_t* q, bool avx512) {
 
 static bool check_all(const uint8_t* q, bool avx512) {
     return check<fbpt::PAT_GPT2>(q, avx512) && check<fbpt::PAT_CL100K>(q, avx512) &&
-           check<fbpt::PAT_LLAMA3>(q, avx512) && check<fbpt::PAT_QWEN>(q, avx512) && check<fbpt::PAT_O200K>(q, avx512);
+           check<fbpt::PAT_LLAMA3>(q, avx512) && check<fbpt::PAT_QWEN>(q, avx512) && check<fbpt::PAT_O200K>(q, avx512) &&
+           check<fbpt::PAT_TEKKEN>(q, avx512);
 }
 
 int main() {
