@@ -32,10 +32,11 @@ static const int RULE_CUSTOM = PAT_COUNT;
 //      ends in punctuation (cl100k/o200k [\r\n]*) or whitespace, which x is not.
 //   R3 (cl100k, o200k, llama3, qwen, tekken): x is '\n' and y is not whitespace and not '/'.
 //      Let W be the whitespace run that ends at i (it ends with the newline). In T the next
-//      character y is not whitespace; at the end of A there is none. cl100k: a punctuation chunk before W takes
-//      W's leading newlines in both; the rest of W is taken whole by \s*[\r\n] in T (it ends at
-//      W's last newline = i) and by \s++$ in A. The others: \s*[\r\n]+ takes the rest of W
-//      up to its last newline = i in both. '/' is excluded: o200k's [\r\n/]* would join it.
+//      character y is not whitespace; at the end of A there is none. cl100k: a punctuation
+//      chunk before W takes W's leading newlines in both; the rest of W is taken whole by
+//      \s*[\r\n] in T (it ends at W's last newline = i) and by \s++$ in A. The others:
+//      \s*[\r\n]+ takes the rest of W up to its last newline = i in both. '/' is excluded:
+//      o200k's [\r\n/]* would join it.
 //      NOT safe for gpt2: T = "a\n\nb" chunks the run as "\n", "\n" while A = "a\n\n" ends
 //      in the single chunk "\n\n".
 //   R4 (gpt2): R1 and R2 widened: y is any of ' \t\n\r' and x is not whitespace (gpt2's

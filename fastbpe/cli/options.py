@@ -296,8 +296,8 @@ def add_learning_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unit", choices=("bytes", "chars"), default="bytes",
                         help="base symbols: the 256 bytes (any text encodes) or the corpus's characters")
     parser.add_argument("--pattern", "--pretokenizer", dest="pattern", default="gpt2",
-                        help="the split pattern: a name (gpt2, cl100k, o200k, llama3, qwen, tekken, whitespace) or a regex "
-                             "(--pretokenizer is its former name)")
+                        help="the split pattern: a name (gpt2, cl100k, o200k, llama3, qwen, tekken, "
+                             "whitespace) or a regex (--pretokenizer is its former name)")
     parser.add_argument("--min-frequency", type=int_at_least(0), default=2,
                         help="stop when the most frequent pair occurs fewer times than this")
     parser.add_argument("--word-start", default=None, metavar="MARK",

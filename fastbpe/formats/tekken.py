@@ -58,8 +58,8 @@ def read_dict(data: Mapping, source: str) -> dict:
     version = config.get("version")
     vocab = data["vocab"]
     if not 0 <= specials <= size <= specials + len(vocab):
-        raise ValueError(f"{source}: default_vocab_size {size} needs 0 <= default_num_special_tokens "
-                         f"({specials}) <= it <= the special tokens and the {len(vocab)} ranked tokens")
+        raise ValueError(f"{source}: default_vocab_size {size} must lie between default_num_special_tokens "
+                         f"({specials}, at least 0) and that plus the {len(vocab)} ranked tokens the file holds")
     check_user_pattern(pattern)
     tokens = _ranked_tokens(vocab[:size - specials], source)  # (a file holds more; the model uses these)
     names = _special_names(data.get("special_tokens"), version, specials, source)

@@ -88,7 +88,8 @@ def test_the_special_tokens_a_file_lists_take_the_first_ids(ranks, tmp_path):
 @pytest.mark.parametrize("change,message", [
     (lambda d: d["vocab"][7].update(rank=8), r"vocab entry 7 is not \{\"rank\": 7"),
     (lambda d: d["vocab"][7].update(token_bytes="@@"), "vocab entry 7's token_bytes is not base64"),
-    (lambda d: d["config"].update(default_vocab_size=SPECIALS + USED + 10**6), "default_vocab_size"),
+    (lambda d: d["config"].update(default_vocab_size=SPECIALS + 301), "default_vocab_size 1301 must lie between"),
+    (lambda d: d["config"].update(default_vocab_size=SPECIALS - 1), "default_vocab_size 999 must lie between"),
     (lambda d: d["config"].update(default_num_special_tokens="1000"), "'default_num_special_tokens' must be int"),
     (lambda d: d.update(special_tokens=[{"rank": k, "token_str": f"<t{k}>"} for k in range(SPECIALS + 1)]),
      "1001 special tokens listed, default_num_special_tokens is 1000"),
