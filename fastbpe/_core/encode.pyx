@@ -376,7 +376,7 @@ cdef class BPECore:
 
     def encode_text(self, const uint8_t[::1] data, int pattern, EncodeState state):
         """int32 ids of UTF-8 ``data`` split by the compiled pattern ``pattern`` (a
-        ``PATTERN_IDS`` value whose chunks tile the text: gpt2, cl100k, o200k or llama3), in
+        ``PATTERN_IDS`` value whose chunks tile the text: any but whitespace), in
         one pass with the GIL released: the scanner hands blocks of chunk bounds straight to
         the encoder, with no offsets array and no copy of the chunks.
 

@@ -1,4 +1,5 @@
-// Compiled pre-tokenizers: the split patterns of GPT-2, cl100k, o200k (and Llama 3, whitespace),
+// Compiled pre-tokenizers: the split patterns of GPT-2, cl100k, o200k, Llama 3, Qwen, Mistral's
+// tekken and whitespace (patterns.h),
 // hand-translated into scanners over UTF-8 bytes that yield exactly the chunks the `regex` module
 // yields for the same pattern (tests/split/test_pretokenize.py checks this differentially).
 //
@@ -423,7 +424,7 @@ class Scanner {
     // fails only at an upper-case letter, where A2 succeeds, and neither core can start at
     // the ASCII prefix) and an ASCII run of [^\s\p{L}\p{N}] with an optional leading space.
     // tekken (Mistral) = o200k's alternatives without the contractions and with \p{N} for
-    // \p{N}{1,3}: contractions false, one_digit true.
+    // \p{N}{1,3}: next_tekken below.
     __attribute__((always_inline)) inline size_t next_o200k(size_t p, bool contractions = true,
                                                             bool one_digit = false) const {
         uint8_t b = s_[p];
@@ -449,6 +450,9 @@ class Scanner {
             if (FB_STAGE2[b] & FB_WS) return ws_chunk_o200k(p);
         }
         return next_o200k_full(p, contractions, one_digit);
+    }
+    __attribute__((always_inline)) inline size_t next_tekken(size_t p) const {
+        return next_o200k(p, /*contractions=*/false, /*one_digit=*/true);
     }
     // The chunk at p when it is o200k's whitespace alternatives.
     inline size_t ws_chunk_o200k(size_t p) const {
@@ -485,7 +489,7 @@ class Scanner {
         if (PATTERN == PAT_CL100K) return next_cl100k(p, true);
         if (PATTERN == PAT_LLAMA3) return next_cl100k(p, false);
         if (PATTERN == PAT_QWEN) return next_cl100k(p, false, true);
-        if (PATTERN == PAT_TEKKEN) return next_o200k(p, false, true);
+        if (PATTERN == PAT_TEKKEN) return next_tekken(p);
         return next_o200k(p);
     }
 
@@ -559,7 +563,7 @@ static inline bool any_high_byte(const uint8_t* q) {
 
 // Classes of the 64 bytes q[0:64], none of them >= 0x80 (load checks that first: hi is left
 // 0), for PATTERN's rules: nl not for GPT-2 (its rules do not tell newlines apart), up and sl
-// only for o200k. A mask left out saves its compares, movemasks, shifts and ors on every
+// only for o200k's words (o200k, tekken). A mask left out saves its compares, movemasks, shifts and ors on every
 // block (load, which this dominates, is about a fifth of the instructions of counting English).
 template <int PATTERN>
 static inline ByteClasses classify_block(const uint8_t* q) {
@@ -652,16 +656,17 @@ __attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx
 //     (\s+(?!\S) gives it back); h, unless a space precedes it (then the chunk is ` ?h...`, and
 //     that space starts it); after a contraction (at an apostrophe that starts a chunk) the next
 //     byte, its letter being no head.
-//   cl100k, Llama 3, o200k: the newlines right after an O run are its chunk's ([\r\n]*+; o200k
-//     [\r\n/]*), the rest of \s is W and the rest of O is O'. The head of a W run; the last of an
+//   cl100k, Llama 3, Qwen, o200k, tekken: the newlines right after an O run are its chunk's
+//     ([\r\n]*+; o200k, tekken [\r\n/]*), the rest of \s is W and the rest of O is O'. The head of a W run; the last of an
 //     H run of two or more before a non-space; the start of an H run after a newline when a
 //     non-space follows the run (\s*[\r\n] ends at the last newline); an O' head unless a space
 //     precedes it; an L head unless an H, or an O' alone (its run's only byte) whose own chunk
 //     starts there, precedes it (the prefix in [^\r\n\p{L}\p{N}]?+\p{L}++); a digit head and
-//     every third digit after it. cl100k, Llama 3: after a contraction (at an apostrophe that
-//     starts a chunk) the next byte if a letter. o200k: an upper-case letter after a lower-case
-//     one (its words are [A-Z]*[a-z]+ or [A-Z]+[a-z]*); a contraction right after a word is the
-//     word's (but not after another contraction), and after it the next byte if a letter.
+//     every third digit after it (Qwen, tekken: every digit). cl100k, Llama 3, Qwen: after a
+//     contraction (at an apostrophe that starts a chunk) the next byte if a letter. o200k,
+//     tekken: an upper-case letter after a lower-case one (their words are [A-Z]*[a-z]+ or
+//     [A-Z]+[a-z]*). o200k: a contraction right after a word is the word's (but not after
+//     another contraction), and after it the next byte if a letter; tekken has none.
 // The text is taken as s[0:m] followed by spaces, m the end of its last non-space, so that no
 // rule needs the end of the text; the chunks from the last start before m on come from Scanner,
 // and so do those of a block with a byte >= 0x80 in it or within 4 bytes before or 1 after.
@@ -980,7 +985,7 @@ static inline size_t chunk_end(const uint8_t* s, size_t n, int pattern, size_t p
         case PAT_LLAMA3: return scanner.next_cl100k(p, false);
         case PAT_QWEN: return scanner.next_cl100k(p, false, true);
         case PAT_O200K: return scanner.next_o200k(p);
-        case PAT_TEKKEN: return scanner.next_o200k(p, false, true);
+        case PAT_TEKKEN: return scanner.next_tekken(p);
         default: return n;
     }
 }

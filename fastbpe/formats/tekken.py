@@ -15,10 +15,10 @@ special tokens encode to their ids where allowed.
 >>> vocab = [{"rank": b, "token_bytes": base64.b64encode(bytes([b])).decode(), "token_str": None}
 ...          for b in range(256)]
 >>> data = {"config": {"pattern": r"\\S+|\\s+", "default_vocab_size": 259, "default_num_special_tokens": 3},
-...         "vocab": vocab}
+...         "vocab": vocab, "special_tokens": [{"rank": 0, "token_str": "<unk>"}, {"rank": 1, "token_str": "<s>"}]}
 >>> spec = read_dict(data, "t.json")
 >>> spec["special_tokens"], spec["tokens"][3], len(spec["tokens"])
-({'<unk>': 0, '<s>': 1, '</s>': 2}, b'\\x00', 259)
+({'<unk>': 0, '<s>': 1, '<SPECIAL_2>': 2}, b'\\x00', 259)
 """
 import base64
 import binascii
@@ -57,10 +57,14 @@ def read_dict(data: Mapping, source: str) -> dict:
     size = json_field(config, "default_vocab_size", (int,), source=source)
     version = config.get("version")
     vocab = data["vocab"]
-    if not 0 <= specials <= size <= specials + len(vocab):
-        raise ValueError(f"{source}: default_vocab_size {size} must lie between default_num_special_tokens "
-                         f"({specials}, at least 0) and that plus the {len(vocab)} ranked tokens the file holds")
-    check_user_pattern(pattern)
+    if not 0 <= specials < size <= specials + len(vocab):
+        raise ValueError(f"{source}: default_vocab_size {size} must lie above default_num_special_tokens "
+                         f"({specials}, at least 0) and at most that plus the {len(vocab)} ranked tokens the file "
+                         "holds")
+    try:
+        check_user_pattern(pattern)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
     tokens = _ranked_tokens(vocab[:size - specials], source)  # (a file holds more; the model uses these)
     names = _special_names(data.get("special_tokens"), version, specials, source)
     return spec_from_table(tokens, np.arange(specials, specials + len(tokens), dtype=np.int64), pattern,
@@ -76,10 +80,13 @@ def _ranked_tokens(entries: list, source: str) -> List[bytes]:
             raise ValueError(f"{source}: vocab entry {k} is not {{\"rank\": {k}, \"token_bytes\": base64}}: "
                              f"{entry!r:.80}")
         try:
-            tokens.append(base64.b64decode(entry["token_bytes"], validate=True))
+            token = base64.b64decode(entry["token_bytes"], validate=True)
         except (binascii.Error, ValueError):
             raise ValueError(f"{source}: vocab entry {k}'s token_bytes is not base64: {entry['token_bytes']!r:.60}") \
                 from None
+        if not token:
+            raise ValueError(f"{source}: vocab entry {k} is an empty token")
+        tokens.append(token)
     return tokens
 
 
@@ -87,9 +94,9 @@ def _special_names(listed, version, count: int, source: str) -> List[str]:
     """The texts of the special tokens, id by id: those listed (or the old names), then fillers."""
     if listed is None:
         if version not in OLD_VERSIONS:
-            raise ValueError(f"{source}: a tekken file of version {version} lists its special_tokens; "
+            raise ValueError(f"{source}: a tekken file of version {version!r} lists its special_tokens; "
                              "this one has none")
-        names = list(OLD_SPECIAL_TOKENS[:count])
+        names = list(OLD_SPECIAL_TOKENS)
     else:
         if not isinstance(listed, list):
             raise ValueError(f"{source}: special_tokens must be a list, got {listed!r:.60}")
@@ -99,11 +106,12 @@ def _special_names(listed, version, count: int, source: str) -> List[str]:
                 raise ValueError(f"{source}: special token {k} is not {{\"rank\": {k}, \"token_str\": str}}: "
                                  f"{entry!r:.80}")
             names.append(entry["token_str"])
-        if len(names) > count:
-            raise ValueError(f"{source}: {len(names)} special tokens listed, default_num_special_tokens is {count}")
+    if len(names) > count:
+        raise ValueError(f"{source}: {len(names)} special tokens, default_num_special_tokens is {count}")
     names += [FILLER.format(k) for k in range(len(names), count)]
-    if len(set(names)) != len(names):
-        seen = set()
-        twice = next(name for name in names if name in seen or seen.add(name))
-        raise ValueError(f"{source}: special token {twice!r} is listed twice")
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{source}: special token {name!r} is listed twice")
+        seen.add(name)
     return names

@@ -45,7 +45,8 @@ OPENAI_RANK_COUNTS = {"r50k_base": 50256, "p50k_base": 50280, "p50k_edit": 50280
 
 
 def read_tiktoken_ranks(path: PathLike) -> Dict[bytes, int]:
-    """``{token bytes: rank}`` of a ``.tiktoken`` file (lines ``base64(token) rank``)."""
+    """``{token bytes: rank}`` of a ``.tiktoken`` file (lines ``base64(token) rank``); an empty
+    token (``=``, which tiktoken keeps as ``b""``) is left out, its rank a gap."""
     tokens, ranks = read_rank_table(path)
     table = dict(zip(tokens, ranks.tolist()))
     if len(table) != len(tokens):

@@ -88,14 +88,18 @@ def test_the_special_tokens_a_file_lists_take_the_first_ids(ranks, tmp_path):
 @pytest.mark.parametrize("change,message", [
     (lambda d: d["vocab"][7].update(rank=8), r"vocab entry 7 is not \{\"rank\": 7"),
     (lambda d: d["vocab"][7].update(token_bytes="@@"), "vocab entry 7's token_bytes is not base64"),
-    (lambda d: d["config"].update(default_vocab_size=SPECIALS + 301), "default_vocab_size 1301 must lie between"),
-    (lambda d: d["config"].update(default_vocab_size=SPECIALS - 1), "default_vocab_size 999 must lie between"),
+    (lambda d: d["config"].update(default_vocab_size=SPECIALS + 301), "default_vocab_size 1301 must lie above"),
     (lambda d: d["config"].update(default_num_special_tokens="1000"), "'default_num_special_tokens' must be int"),
     (lambda d: d.update(special_tokens=[{"rank": k, "token_str": f"<t{k}>"} for k in range(SPECIALS + 1)]),
-     "1001 special tokens listed, default_num_special_tokens is 1000"),
+     "1001 special tokens, default_num_special_tokens is 1000"),
+    (lambda d: d["config"].update(default_num_special_tokens=10, default_vocab_size=310),
+     "20 special tokens, default_num_special_tokens is 10"),
+    (lambda d: d["config"].update(default_vocab_size=SPECIALS), "default_vocab_size 1000 must lie above"),
+    (lambda d: d["config"].update(pattern="(["), "tekken.json: invalid split pattern"),
+    (lambda d: d["vocab"][300 - 1].update(token_bytes=""), "vocab entry 299 is an empty token"),
     (lambda d: d.update(special_tokens=[{"rank": 0, "token_str": "<s>"}, {"rank": 1, "token_str": "<s>"}]),
      "special token '<s>' is listed twice"),
-    (lambda d: d["config"].update(version="v11"), "a tekken file of version v11 lists its special_tokens"),
+    (lambda d: d["config"].update(version="v11"), "a tekken file of version 'v11' lists its special_tokens"),
     (lambda d: [e.update(token_bytes=base64.b64encode(b"\xff\xfe\xfd").decode()) for e in d["vocab"]
                 if e["token_bytes"] == base64.b64encode(b"A").decode()], "byte 0x41 has no token"),
 ])
