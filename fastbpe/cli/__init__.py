@@ -108,6 +108,31 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
+def _signal_again(unraisable, previous_hook) -> None:
+    """``sys.unraisablehook`` while a command runs. A SIGTERM or Ctrl-C whose exception Python
+    raised inside code it cannot propagate from (a weakref callback, a ``__del__``, the cycle
+    collector's) would be printed as "Exception ignored" and lost, the command then running on
+    to its end: the signal is sent again, from another thread a millisecond later, to be raised
+    where the command unwinds (again, should it land in such code again). Any other exception
+    goes to ``previous_hook``."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+        # (not from here: the handler would run inside this hook, in the same code)
+        resend = threading.Timer(0.001, _signal_the_command, (signum,))
+        resend.daemon = True
+        resend.start()
+        return
+    previous_hook(unraisable)
+
+
+_COMMAND_RUNS = threading.Event()  # set while main() runs a command with its own signal handling
+
+
+def _signal_the_command(signum: int) -> None:
+    if _COMMAND_RUNS.is_set():  # (not once main() is done: its caller's handlers are back)
+        os.kill(os.getpid(), signum)
+
+
 # The commands that do no large linear algebra: numpy's BLAS thread pool is of no use to them.
 WITHOUT_BLAS = frozenset({"train", "encode", "extend", "tax", "cost", "trace", "audit"})
 BLAS_THREAD_SETTINGS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS")
@@ -134,6 +159,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
     if own_sigterm:
         signal.signal(signal.SIGTERM, _raise_terminated)
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = lambda unraisable: _signal_again(unraisable, previous_hook)
+        _COMMAND_RUNS.set()
     try:
         try:
             # (parsing loads the command's module and what it imports, numpy among them: a
@@ -145,7 +173,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 return args.run(args)
         finally:  # (inside the handlers below: a Ctrl-C that lands here is reported as any other)
             if own_sigterm:
+                _COMMAND_RUNS.clear()
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                sys.unraisablehook = previous_hook
     except SystemExit as exc:  # --help, --version (0), a usage error (2, already reported)
         return exc.code if isinstance(exc.code, int) else 2
     except BrokenPipeError:
