@@ -979,13 +979,13 @@ struct ChunkCursor {
 // tile the text (pattern_tiles); n for any other id. The encoder's one-pass split calls it.
 static inline size_t chunk_end(const uint8_t* s, size_t n, int pattern, size_t p) {
     Scanner scanner(s, n);
-    switch (pattern) {
-        case PAT_GPT2: return scanner.next_gpt2(p);
-        case PAT_CL100K: return scanner.next_cl100k(p, true);
-        case PAT_LLAMA3: return scanner.next_cl100k(p, false);
-        case PAT_QWEN: return scanner.next_cl100k(p, false, true);
-        case PAT_O200K: return scanner.next_o200k(p);
-        case PAT_TEKKEN: return scanner.next_tekken(p);
+    switch (pattern) {  // (each pattern's flags are said once, in Scanner::next_chunk)
+        case PAT_GPT2: return scanner.next_chunk<PAT_GPT2>(p);
+        case PAT_CL100K: return scanner.next_chunk<PAT_CL100K>(p);
+        case PAT_LLAMA3: return scanner.next_chunk<PAT_LLAMA3>(p);
+        case PAT_QWEN: return scanner.next_chunk<PAT_QWEN>(p);
+        case PAT_O200K: return scanner.next_chunk<PAT_O200K>(p);
+        case PAT_TEKKEN: return scanner.next_chunk<PAT_TEKKEN>(p);
         default: return n;
     }
 }

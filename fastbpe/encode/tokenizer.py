@@ -1374,9 +1374,8 @@ class Tokenizer:
         files hold no split pattern: GPT-2's unless ``pattern`` says another (the same pair as
         Hugging Face names it, ``vocab.json`` + ``merges.txt``, may be of a model that splits
         otherwise: ``pattern="qwen"`` for Qwen's)."""
-        read = gpt2_format.read(encoder_json, vocab_bpe) if pattern is None else \
-            gpt2_format.read(encoder_json, vocab_bpe, pattern)
-        return cls._from_file(read, encoder_json)
+        pattern = gpt2_format.GPT2_PATTERN if pattern is None else pattern
+        return cls._from_file(gpt2_format.read(encoder_json, vocab_bpe, pattern), encoder_json)
 
     def to_gpt2(self, directory: PathLike) -> None:
         """Write ``encoder.json`` and ``vocab.bpe`` into ``directory``."""

@@ -21,11 +21,10 @@ def _gpt2_pair(path: Path) -> dict:
         encoder = path if path.suffix.lower() == ".json" else encoder
         vocab = path if path.suffix.lower() == ".bpe" else vocab
     for part in (encoder, vocab):
-        if not part.is_file() and path.name == "vocab.json":
-            raise ValueError(f"{path}: {_HUGGING_FACE_PAIR}")
         if not part.is_file():
-            raise ValueError(f"{path}: GPT-2's files come in pairs and {part} is missing "
-                             "(Tokenizer.from_gpt2(encoder_json, vocab_bpe) takes them by name)")
+            raise ValueError(f"{path}: " + (_HUGGING_FACE_PAIR if path.name == "vocab.json" else
+                                             f"GPT-2's files come in pairs and {part} is missing "
+                                             "(Tokenizer.from_gpt2(encoder_json, vocab_bpe) takes them by name)"))
     return gpt2.read(encoder, vocab)
 
 
