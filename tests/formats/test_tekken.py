@@ -69,8 +69,10 @@ def test_a_tekken_file_encodes_as_tekkenizer(pair, shared_data):
     assert tok.decode([1, 3, 25]) == "<s>[INST]<SPECIAL_25>"
 
 
+# (characters this Python's Unicode assigns: tiktoken's regex engine knows Unicode 16, fastbpe's
+# scanners 18, and a letter assigned since, such as U+18D80, splits otherwise, as the README says)
 @settings(max_examples=100, deadline=None)
-@given(text=st.text(max_size=40))
+@given(text=st.text(st.characters(blacklist_categories=("Cs", "Cn")), max_size=40))
 def test_any_text_encodes_as_tekkenizer(pair, text):
     tok, reference = pair
     assert tok.encode_ordinary(text) == _expected(reference, text)
