@@ -402,8 +402,11 @@ def huggingface_added_ids(contents: Sequence[str], in_vocab: Mapping[str, int], 
 
 # One piece of a text cut at its added tokens: (start, end, special token or None, the piece's
 # text, whether that text is normalised already). start/end are character positions in the
-# text as given; for a piece cut out of normalised text, positions in it.
-Piece = Tuple[int, int, Optional[str], str, bool]
+# text as given. A piece cut out of a stretch the normaliser changed (its length, or its
+# characters) has no span of its own there: it is given the stretch's span when it is the
+# stretch's one piece and ordinary text (whose offsets the normaliser's alignment maps, where
+# fastbpe has one), else (None, None), and offsets are not mapped through it.
+Piece = Tuple[Optional[int], Optional[int], Optional[str], str, bool]
 
 
 class AddedTokenSplitter:
@@ -454,9 +457,14 @@ class AddedTokenSplitter:
                 pieces.append((start, end, name, text[start:end], False))
                 continue
             piece = self.normalize(text[start:end])
-            for sub_start, sub_end, sub_name in _find(piece, normalized):
+            found = _find(piece, normalized)
+            for sub_start, sub_end, sub_name in found:
                 if sub_end > sub_start or not pieces:
-                    pieces.append((start + sub_start, start + sub_end, sub_name, piece[sub_start:sub_end], True))
+                    if piece == text[start:end]:  # (positions in the piece are positions in the text)
+                        span: Tuple[Optional[int], Optional[int]] = (start + sub_start, start + sub_end)
+                    else:
+                        span = (start, end) if len(found) == 1 and sub_name is None else (None, None)
+                    pieces.append((*span, sub_name, piece[sub_start:sub_end], True))
         return pieces
 
 

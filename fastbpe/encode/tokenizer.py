@@ -957,11 +957,13 @@ class Tokenizer:
             for piece, is_special in special.split_on_specials(text, allowed):
                 yield (piece if is_special else None), piece, False
 
-    def _added_parts(self, text: str, allowed: frozenset) -> List[Tuple[np.ndarray, int, int, Optional[str]]]:
+    def _added_parts(self, text: str, allowed: frozenset) -> List[Tuple[np.ndarray, Optional[int], Optional[int],
+                                                                         Optional[str]]]:
         """``(ids, start, end, piece)`` of each piece of ``text`` cut at its allowed special
         tokens with their matching options (:class:`.special.AddedTokenSplitter`): an ordinary
         piece's text (normalised, when it was cut out of normalised text), None for a special
-        token, whose span includes the whitespace its ``lstrip``/``rstrip`` took in."""
+        token, whose span includes the whitespace its ``lstrip``/``rstrip`` took in (no span:
+        :data:`.special.Piece`)."""
         parts = []
         for start, end, name, piece, normalized in self._added_splitter.split(text, allowed):
             if name is not None:

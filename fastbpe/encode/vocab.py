@@ -630,6 +630,8 @@ def _offsets_by_piece(tok, text: str, allowed_special, disallowed_special) -> Tu
     all_ids, spans = [], []
     for ids, start, end, piece in tok._added_parts(text, allowed):
         all_ids.append(ids)
+        if start is None:  # (cut out of a stretch the normaliser changed: :data:`.special.Piece`)
+            _normaliser_changes(tok)
         if piece is None:
             spans.append(np.array([[start, end]], dtype=np.int64))
         else:

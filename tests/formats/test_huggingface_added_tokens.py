@@ -124,6 +124,44 @@ def test_generated_text_with_and_without_normalizer(base, tmp_path_factory, part
     _check(lower, hf_lower, text, offsets=False)
 
 
+SPACE_RUNS = {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}
+
+
+def _offsets_or_refused(tok, hf, text) -> bool:
+    """Offsets equal tokenizers', or the normaliser is named as the reason there are none;
+    returns whether there were offsets."""
+    expected = hf.encode(text, add_special_tokens=False)
+    try:
+        ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+    except ValueError as exc:
+        assert "changes the text" in str(exc), repr(text)
+        return False
+    assert ids == expected.ids
+    assert [tuple(s) for s in spans.tolist()] == expected.offsets, repr(text)
+    return True
+
+
+def test_offsets_through_a_normaliser_that_shortens_the_text_are_exact_or_refused(base, tmp_path):
+    """A normaliser that makes a run of spaces one: a piece of the text it leaves alone has
+    tokenizers' offsets, one it shortens is refused (its characters no longer line up with the
+    text's), including a trailing run cut out as a piece of its own beside an added token."""
+    tok, hf = _load_both(_with_added(base, SPACE_RUNS), tmp_path)
+    given = ["a b", "<mask> a", "xabc b", "a <LS>"]
+    assert all(_offsets_or_refused(tok, hf, text) for text in given)
+    shortened = ["a  ", "  ", "a  b", "<mask>a  ", "xabc  ", "  <LS>", "a  <|eot|>"]
+    assert not any(_offsets_or_refused(tok, hf, text) for text in shortened)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(NEAR_TOKENS), max_size=14))
+def test_offsets_through_normalisers_that_change_the_text_are_exact_or_refused(base, tmp_path_factory, parts):
+    text = "".join(parts)
+    tmp = tmp_path_factory.mktemp("changed")
+    for name, normalizer in [("spaces.json", SPACE_RUNS), ("lower.json", {"type": "Lowercase"})]:
+        tok, hf = _load_both(_with_added(base, normalizer), tmp, name)
+        _offsets_or_refused(tok, hf, text)
+
+
 SPECIAL_NAMES = ("<mask>", "<rs>", "<|eot|>")  # the added tokens of _with_added that are special
 
 
