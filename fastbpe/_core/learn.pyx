@@ -764,13 +764,21 @@ cdef class MergeLearner:
                 if (<int64_t>p << 32) < first:
                     first = <int64_t>p << 32
         # Long entries in order until the first with a live occurrence; those before are stale.
+        # A coarse entry's first occurrence may lie past entries sorted after it: positions in
+        # its block where a merge made the pair (a merge whose token is a base symbol: its pair
+        # with a neighbour is a base pair too), each checked while it starts before the first
+        # occurrence found (tie keys rise with store positions).
         cdef size_t listed = self.long_keys.size(), keep_from = listed
         for j in range(listed):
             found = self._first_in_entry(pair, self.long_keys[j])
             if found != NO_POSITION:
+                keep_from = j
+                j += 1
+                while j < listed and self._long_key(self.long_keys[j] >> 1) < found:
+                    found = min(found, self._first_in_entry(pair, self.long_keys[j]))
+                    j += 1
                 if found < first:
                     first = found
-                keep_from = j
                 break
         self.long_total -= <int64_t>(n - nodes)
         for j in range(keep_from, listed):

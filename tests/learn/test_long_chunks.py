@@ -5,7 +5,7 @@ merges: long chunks alone and beside normal words, with ties between them, runs 
 few hundred symbols take that path."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fastbpe
@@ -123,6 +123,35 @@ def test_symbols_with_large_ids_and_tokens_that_recur(words, num_merges):
     expected = reference.learn(words, num_merges)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(core_learn, "LONG_CHUNK_SYMBOLS", 20)
+        patch.setattr(core_learn, "COARSE_BITS", 6)
+        assert fastbpe.train_words(words, num_merges, with_counts=True) == (expected[0], expected[1])
+
+
+def test_a_merge_that_recreates_a_base_symbol_ties_by_its_first_occurrence(monkeypatch):
+    """A merge whose token is a base symbol (``a`` + ``b`` = ``ab``) makes pairs that step 0
+    lists as base pairs, per coarse block: their first occurrence is the earlier of the two
+    kinds, not the first base occurrence in the block (which chose ``(x, ab)`` over
+    ``(ab, x)`` here)."""
+    pad = tuple(chr(0x4E00 + i) for i in range(300))
+    words = {("a", "a", "b", "x", "ab", "x", "a", "b") + pad: 1}
+    monkeypatch.setattr(core_learn, "LONG_CHUNK_SYMBOLS", 100)
+    assert fastbpe.train_words(words, 2, with_counts=True) == ([("a", "b"), ("ab", "x")], [2, 2])
+    monkeypatch.setattr(core_learn, "LONG_CHUNK_SYMBOLS", 2)
+    words = {("a", "b", "a", "b", "x", "x", "x"): 1, ("ab", "x"): 1}
+    assert fastbpe.train_words(words, 3, with_counts=True) == reference.learn(words, 3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(words=st.dictionaries(st.lists(st.sampled_from(["a", "b", "ab", "x", "abx"]), min_size=1, max_size=40).map(tuple),
+                             st.integers(1, 3), min_size=1, max_size=4),
+       num_merges=st.integers(1, 12), long_chunk=st.integers(2, 30))
+@example(words={("b", "ab", "x", "a", "abx", "a", "ab", "x"): 1}, num_merges=2, long_chunk=2)  # (found so)
+def test_merges_that_recreate_base_symbols_in_the_long_store(words, num_merges, long_chunk):
+    """Few symbols, some the concatenations of others, so that merges recreate base symbols
+    and their pairs tie often, in and out of the store."""
+    expected = reference.learn(words, num_merges)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core_learn, "LONG_CHUNK_SYMBOLS", long_chunk)
         patch.setattr(core_learn, "COARSE_BITS", 6)
         assert fastbpe.train_words(words, num_merges, with_counts=True) == (expected[0], expected[1])
 
