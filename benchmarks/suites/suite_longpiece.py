@@ -146,3 +146,24 @@ class LongPieceTrain:
 
     def time_train(self, kind, size):
         self.fastbpe.train(text=self.text, vocab_size=1000, progress=False, workers=1)
+
+
+class LongRunTrainFloor:
+    """``fastbpe.train`` (40 merges) on one run of a letter broken by three others, at
+    ``min_frequency`` 5: the pairs at the run's ends fall under the floor and come back at
+    every merged occurrence (they were looked at each time, quadratic in the run)."""
+
+    params = (["1MB", "4MB"],)
+    param_names = ["size"]
+    timeout = 300
+
+    def setup(self, size):
+        self.fastbpe = fastbpe_module()
+        n = input_size(size)
+        run = bytearray(b"a" * n)
+        run[n * 37 // 100] = run[n * 56 // 100] = ord("c")
+        run[n * 52 // 100] = ord("b")
+        self.text = run.decode("ascii")
+
+    def time_train(self, size):
+        self.fastbpe.train(text=self.text, num_merges=40, min_frequency=5, progress=False, workers=1)
