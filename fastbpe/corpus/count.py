@@ -587,6 +587,10 @@ def count_words(
         parallelism = workers if client is None else worker_threads(client)
         files = _corpus_files_or_none(corpus)
         total = sum(os.path.getsize(f) for f in files) if files is not None else None
+        if files is not None and client is None:
+            # a worker past the tasks the files can make only waits, with a table of its own:
+            # workers=1_000_000 (a typo) started as many threads and ran out of memory
+            workers = parallelism = min(workers, _most_tasks(len(files), total, block_size))
         threads = client is None and workers > 1 and scanner_id(pattern) >= 0
         if threads and block_size is not None:
             # counting threads take small tasks in turn from one queue (see _count_threads)
@@ -616,6 +620,16 @@ def count_words(
     finally:
         if own_client:
             client.close()
+
+
+def _most_tasks(files: int, total: int, block_size: Optional[int]) -> int:
+    """How many tasks ``files`` files of ``total`` bytes can make at most: each holds a whole
+    file or a range of at least a block (at least 1 MiB: :func:`_thread_task_size`).
+
+    >>> _most_tasks(2, 3 << 20, None), _most_tasks(1, 0, None), _most_tasks(1, 3 << 20, 1 << 16)
+    (6, 2, 50)
+    """
+    return files + total // min(1 << 20, block_size or 1 << 20) + 1
 
 
 def _thread_task_size(total: Optional[int], workers: int) -> int:

@@ -227,6 +227,22 @@ def test_counting_threads_equal_one_worker_on_files(tmp_path, english_bytes, mul
         count_words_reference([english_bytes], "gpt2")
 
 
+def test_no_more_threads_than_the_files_can_give_tasks(tmp_path, english_bytes, monkeypatch):
+    """A worker count past the tasks of the files (at least 1 MiB of a file, or a whole file,
+    each) starts no thread for them: each had its own table (workers=1_000_000, a typo, ran
+    the machine out of memory)."""
+    import fastbpe.corpus.count as count
+
+    path = tmp_path / "corpus.txt"
+    path.write_bytes((english_bytes * (1 + (5 << 19) // max(len(english_bytes), 1)))[:5 << 19])  # 2.5 MiB
+    started = []
+    in_threads = count._in_threads
+    monkeypatch.setattr(count, "_in_threads", lambda function, calls, stop=None: (
+        started.append(len(calls)), in_threads(function, calls, stop))[1])
+    assert count_words(str(path), workers=64, progress=False) == count_words(str(path), workers=1, progress=False)
+    assert started and max(started) <= 4  # (one file + 2 MiB ranges + 1)
+
+
 @pytest.mark.parametrize("workers", [2, 3])
 def test_counting_threads_raise_the_first_error_in_corpus_order(tmp_path, workers):
     """Two invalid bytes in different tasks: the one earlier in the corpus is reported,
