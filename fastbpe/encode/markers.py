@@ -247,6 +247,10 @@ def _space_marker(decoder) -> Tuple[Optional[str], Union[bool, str]]:
     steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else None
     if not isinstance(steps, list) or not steps or not all(isinstance(x, Mapping) for x in steps):
         return None, True
+    # a Metaspace with the byte-fallback steps beside it (which fastbpe's decoding does anyway)
+    kinds = [step.get("type") for step in steps]
+    if kinds.count("Metaspace") == 1 and set(kinds) <= {"Metaspace", "ByteFallback", "Fuse"}:
+        return _space_marker(steps[kinds.index("Metaspace")])
     first, last = steps[0], steps[-1]
     if not (first.get("type") == "Replace" and first.get("content") == " "
             and isinstance(first.get("pattern"), Mapping) and isinstance(first["pattern"].get("String"), str)

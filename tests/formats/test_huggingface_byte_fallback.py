@@ -33,8 +33,10 @@ def _layout(rows, layout: str, byte_fallback: bool = True, fuse_unk: bool = True
         hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     else:
         hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always",
-                                                    split=layout == "metaspace-split")
+                                                    split=layout != "metaspace-whole")
         hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+        if layout == "metaspace-fallback":  # the byte pieces decoded by the steps after it
+            hf.decoder = decoders.Sequence([hf.decoder, decoders.ByteFallback(), decoders.Fuse()])
     trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=["<unk>", "<s>", "</s>",
                                                                   *(BYTE_TOKENS if byte_fallback else [])],
                                   limit_alphabet=120, show_progress=False)
@@ -215,6 +217,26 @@ def test_any_ids_decode_as_the_metaspace_decoder_decodes_them(metaspace_pair, da
     size = hf.get_vocab_size()
     marked = [i for i in range(size) if "▁" in hf.id_to_token(i)]
     pieces = marked[:30] + marked[-30:] + list(range(size - 20, size)) + [0, 1, 2]
+    ids = data.draw(st.lists(st.sampled_from(pieces), max_size=8))
+    assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), [hf.id_to_token(i) for i in ids]
+
+
+@pytest.fixture(scope="module")
+def metaspace_fallback_pair(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("fallback") / "tokenizer.json"
+    path.write_text(json.dumps(_layout(rows[::2], "metaspace-fallback"), ensure_ascii=False), encoding="utf-8")
+    return tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_huggingface(path)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_a_metaspace_decoder_followed_by_byte_fallback_decodes_as_tokenizers(metaspace_fallback_pair, data):
+    """Sequence[Metaspace, ByteFallback, Fuse]: the Metaspace's spaces and first-token rule,
+    the byte pieces joined into their characters (read before as no space marker at all)."""
+    hf, tok = metaspace_fallback_pair
+    size = hf.get_vocab_size()
+    marked = [i for i in range(size) if "▁" in hf.id_to_token(i)]
+    pieces = marked[:30] + marked[-30:] + [hf.token_to_id(f"<0x{b:02X}>") for b in ODD_BYTES] + [0, 1, 2]
     ids = data.draw(st.lists(st.sampled_from(pieces), max_size=8))
     assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), [hf.id_to_token(i) for i in ids]
 
