@@ -5,7 +5,9 @@ recursively in sorted order, hidden files and folders (names starting with ``.``
 so are pipes, sockets and devices (opening a pipe waits for a writer: a folder holding one would
 hang the run); a linked folder is read as a folder is, once (a link back to a folder above it
 adds nothing), and a folder that cannot be read is an error (PermissionError), not a silent
-gap in the corpus; a glob (``**`` allowed) its matches in sorted order; a file itself, hidden or not,
+gap in the corpus; a glob (``**`` allowed) its matches in sorted order; a folder or a glob gives
+each file once, by the first path that leads to it (a link to a file beside it adds nothing);
+a file itself, hidden or not,
 which must be a regular file (a pipe or a device named directly is refused: corpora are read in
 ranges, at offsets). Compressed files
 (``.gz``, ``.xz``/``.lzma``, ``.bz2``, ``.zst`` with ``zstandard``) are recognised by their first
@@ -18,7 +20,7 @@ import lzma
 import os
 import warnings
 from collections import Counter
-from typing import BinaryIO, Iterator, List, Sequence, Tuple, Union
+from typing import BinaryIO, Dict, Iterator, List, Sequence, Tuple, Union
 
 from ..stacklevel import caller_stacklevel
 
@@ -88,7 +90,7 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
     for entry in paths:
         path = os.fspath(entry)
         if os.path.isdir(path):
-            files.extend(_folder_files(path))
+            files.extend(_once_each(_folder_files(path)))
         elif os.path.exists(path):
             if not os.path.isfile(path):
                 raise ValueError(f"{path[:200]}: not a regular file (a pipe, socket or device); save the stream to a "
@@ -99,16 +101,41 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
             if not matched:
                 # (a text given where paths go: its start)
                 raise FileNotFoundError(f"no file matches the glob {path[:200]!r}")
-            files.extend(expand_paths(matched))
+            # (``**`` follows a link back to a folder above it until the path is too long to
+            # open: such paths are left out, and each file is read once, by its first path)
+            files.extend(_once_each(expand_paths([m for m in matched if os.path.exists(m)])))
         else:
             raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")
     return [os.path.abspath(f) for f in files]
 
 
+def _identity(path: str):
+    """What tells two paths of one file apart from two files: its device and inode."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return path
+    return status.st_dev, status.st_ino
+
+
+def _once_each(files: List[str]) -> List[str]:
+    """The files, each once, by the first path that names it (a folder's or a glob's files
+    reached again through a link)."""
+    first: Dict[object, str] = {}
+    for path in files:
+        first.setdefault(_identity(path), path)
+    return list(first.values())
+
+
 def warn_of_repeats(files: Sequence[str]) -> None:
     """Warn of a file the expanded inputs name more than once (``corpus/ corpus/a.txt``, a glob
-    and a file it matches): it is read, counted or encoded, each time, which is seldom meant."""
-    repeated = [(path, times) for path, times in Counter(files).items() if times > 1]
+    and a file it matches, a path through a link): it is read, counted or encoded, each time,
+    which is seldom meant."""
+    first: Dict[object, str] = {}
+    times: Counter = Counter()
+    for path in files:
+        times[first.setdefault(_identity(path), path)] += 1
+    repeated = [(path, n) for path, n in times.items() if n > 1]
     if repeated:
         shown = ", ".join(f"{path} ({times} times)" for path, times in repeated[:3])
         more = f" and {len(repeated) - 3} more" if len(repeated) > 3 else ""
