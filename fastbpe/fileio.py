@@ -355,6 +355,15 @@ def file_above(path: PathLike) -> Optional[str]:
     return above if above and not os.path.isdir(above) else None
 
 
+def check_regular_file(path: PathLike) -> None:
+    """Refuse a path that exists and is no regular file or folder: a pipe (``<(...)``), a socket
+    or a device is read once, from its start, where fastbpe reads a file again or at offsets."""
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        raise ValueError(f"{path[:200]}: not a regular file (a pipe, socket or device); save the stream to a "
+                         "file first")
+
+
 def read_json(path: PathLike, what: str) -> Any:
     """The parsed JSON of a file; ValueError naming the file and ``what`` it should have been
     (arrays nested deeper than the JSON reader's stack included)."""

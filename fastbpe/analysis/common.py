@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from ..corpus.files import decode_error, input_files, open_bytes, read_pieces
 from ..encode.registry import NAME_ALIASES, resolve_tokenizer
 from ..encode.tokenizer import Tokenizer
-from ..fileio import write_atomic
+from ..fileio import check_regular_file, write_atomic
 
 __all__ = ["resolve_tokenizer", "tokenizer_label", "tokenizer_labels", "check_labels", "format_table", "pyplot",
            "save_figure", "json_text", "text_lines", "read_texts", "cut_texts", "utf8_cut", "utf8_prefix",
@@ -109,6 +109,7 @@ def text_lines(path: PathLike) -> Iterator[str]:
     first bytes), each with its ``\\n``; read a megabyte at a time."""
     if os.path.isdir(path):
         raise ValueError(f"{os.fspath(path)} is a folder; give a file")
+    check_regular_file(path)
     reader, raw = open_bytes(os.fspath(path))
     decoder = codecs.getincrementaldecoder("utf-8")()
     read = 0  # bytes handed to the decoder so far, for the offset of invalid UTF-8

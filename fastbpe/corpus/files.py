@@ -22,6 +22,7 @@ import warnings
 from collections import Counter
 from typing import BinaryIO, Dict, Iterator, List, Sequence, Tuple, Union
 
+from ..fileio import check_regular_file
 from ..stacklevel import caller_stacklevel
 
 __all__ = ["CorpusDecodeError", "decode_error", "expand_paths", "warn_of_repeats", "input_files", "open_bytes",
@@ -92,9 +93,7 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
         if os.path.isdir(path):
             files.extend(_once_each(_folder_files(path)))
         elif os.path.exists(path):
-            if not os.path.isfile(path):
-                raise ValueError(f"{path[:200]}: not a regular file (a pipe, socket or device); save the stream to a "
-                                 "file first")
+            check_regular_file(path)
             files.append(path)
         elif glob.has_magic(path):
             matched = sorted(_glob(path))

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Mapping, Union
 
-from ..fileio import read_json
+from ..fileio import check_regular_file, read_json
 from . import gpt2, huggingface, native, sentencepiece, tekken, tiktoken
 
 __all__ = ["read_any"]
@@ -76,6 +76,7 @@ def read_any(path: Union[str, os.PathLike]) -> dict:
             raise FileNotFoundError(errno.ENOENT, f"No such file or directory (an OpenAI encoding by its name: "
                                     f"fastbpe.get_encoding({os.fspath(path)!r}))", os.fspath(path))
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", os.fspath(path))
+    check_regular_file(path)  # (a file is read more than once: its first bytes, then as its format)
     if path.is_dir():
         if not (path / "tokenizer.json").exists() and all((path / name).exists() for name in GPT2_FILES):
             return _gpt2_pair(path)

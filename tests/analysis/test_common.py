@@ -1,8 +1,10 @@
 """Naming a tokenizer on the command line, and the text table every analysis prints."""
+import os
+
 import pytest
 
 import fastbpe
-from fastbpe.analysis.common import (format_table, read_texts, resolve_tokenizer,
+from fastbpe.analysis.common import (format_table, read_texts, resolve_tokenizer, text_lines,
                                      tokenizer_label)
 
 
@@ -79,3 +81,12 @@ def test_labels_that_coincide_take_the_folders_above():
     assert tokenizer_labels(["r50k_base", "r50k_base"]) == ["r50k_base", "r50k_base"]  # (refused by check_labels)
     assert tokenizer_labels(["a/e1/t.json", "b/e1/t.json", "a/e1/t.json"]) == ["a/e1/t", "b/e1/t", "a/e1/t"]
     assert tokenizer_labels(["/data/e1/t.json", "/data/e1/t.json"]) == ["t", "t"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need POSIX")
+def test_a_pipe_is_refused_as_a_text_file(tmp_path):
+    """A pipe given as a table (``--corpus <(zcat t.tsv.gz | head)``) is refused for what it is, not
+    with 'File or stream is not seekable'."""
+    os.mkfifo(tmp_path / "rows.tsv")
+    with pytest.raises(ValueError, match="rows.tsv: not a regular file"):
+        list(text_lines(tmp_path / "rows.tsv"))

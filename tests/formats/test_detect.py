@@ -1,4 +1,6 @@
 """Loading any tokenizer file: damaged files of every format give ValueError, never anything else."""
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -133,6 +135,16 @@ def test_a_missing_file_is_said_to_be_missing(tmp_path, name):
     with pytest.raises(FileNotFoundError) as raised:
         fastbpe.load(tmp_path / name)
     assert raised.value.filename == str(tmp_path / name)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need POSIX")
+@pytest.mark.parametrize("name", ["t.json", "t.tiktoken", "m.model", "fifo"])
+def test_a_pipe_is_refused_for_what_it_is(tmp_path, name):
+    """A tokenizer given as a pipe (``-t <(cat t.json)``) is refused as one: its first bytes,
+    read to tell its format, were gone when the file was read, and valid JSON was 'bad JSON'."""
+    os.mkfifo(tmp_path / name)
+    with pytest.raises(ValueError, match="not a regular file .*save the stream to a file first"):
+        fastbpe.load(tmp_path / name)
 
 
 def test_an_encoding_name_given_to_load_points_to_get_encoding(tmp_path, monkeypatch):
