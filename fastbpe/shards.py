@@ -1179,7 +1179,8 @@ def output_folder(out_dir: PathLike, inputs: Union[PathLike, Sequence[PathLike]]
     if not os.fspath(out_dir):
         raise ValueError(f"{name} is empty; give the folder to write the shards in")
     out_dir = Path(out_dir)
-    in_the_way = os.fspath(out_dir) if out_dir.is_file() else file_above(out_dir)
+    # (a device such as /dev/null is in the way too: a folder cannot be made there)
+    in_the_way = os.fspath(out_dir) if out_dir.exists() and not out_dir.is_dir() else file_above(out_dir)
     if in_the_way is not None:
         raise ValueError(f"{name} {os.fspath(out_dir)!r}: {in_the_way!r} is a file, not a folder")
     inside = out_dir.resolve()

@@ -10,7 +10,7 @@ import time
 
 from ..corpus.files import input_files
 from ..learn.extend import check_extendable, extend
-from .options import (add_tokenizer_option, check_out_file, int_at_least, report_stream, size_arg,
+from .options import (add_tokenizer_option, check_out_file, count_of, int_at_least, report_stream, size_arg,
                       tokenizer_specs)
 from ..encode.registry import resolve_tokenizer
 from ..formats.tiktoken import check_special_tokens
@@ -66,7 +66,7 @@ def _cmd_extend(args: argparse.Namespace) -> int:
         print(json.dumps(summary), file=report_stream(args.out))
         return 0
     rows = [
-        ("input", f"{stats['input_bytes'] / 1e6:,.2f} MB in {len(files)} files, "
+        ("input", f"{stats['input_bytes'] / 1e6:,.2f} MB in {count_of(len(files), 'file')}, "
                   f"{stats['unique_chunks']:,} unique chunks"),
         ("base", f"{args.tokenizer}: vocab size {summary['base_vocab_size']:,}, {stats['base_merges']:,} merges"),
         ("new merges", f"{stats['merges']:,} ("

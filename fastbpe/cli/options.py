@@ -100,6 +100,15 @@ def positive_float(text: str) -> float:
     return value
 
 
+def count_of(n: int, noun: str) -> str:
+    """``n`` of a ``noun`` in words.
+
+    >>> count_of(1, "file"), count_of(12000, "file")
+    ('1 file', '12,000 files')
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def shown_label(label: str) -> str:
     r"""A token's label (its text, with ``\xNN`` for each byte that is no UTF-8: ``decode(...,
     "backslashreplace")``, as the JSON results hold it) quoted for a table, each character as
@@ -133,8 +142,9 @@ _BYTE_ESCAPE = re.compile(r"\\x[0-9a-f]{2}")
 def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer file") -> None:
     """Refuse an ``--out`` (or another ``option`` naming a file to write, ``what``) that could
     only fail once the work is done: empty, a folder, in a folder that does not exist (or is a
-    file), or where this user may not write (the folder of a new file or of the file a link
-    names; a device such as ``/dev/null`` itself, which is written into)."""
+    file), where this user may not write (the folder of a new file or of the file a link
+    names; a device such as ``/dev/null`` itself, which is written into), or with a name longer
+    than the file system takes."""
     if not out:
         raise ValueError(f"{option} is empty; give {what} to write")
     if os.path.isdir(out):
@@ -151,6 +161,10 @@ def check_out_file(out: str, option: str = "--out", what: str = "the tokenizer f
     folder = os.path.dirname(os.path.realpath(out))
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {out!r}: its folder {folder!r} is not writable")
+    name_max = os.pathconf(folder, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+    if len(os.fsencode(os.path.basename(out))) > name_max:
+        raise ValueError(f"{option} {out[:60]!r}...: its name is longer than a file's name can be here "
+                         f"({name_max} bytes)")
 
 
 def report_stream(out: str):

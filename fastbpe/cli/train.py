@@ -25,7 +25,7 @@ from ..formats.bytelevel import bytes_to_unicode, check_specials_apart
 from ..formats.tiktoken import check_special_tokens
 from ..learn.train import train
 from ..split.splitter import Splitter
-from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, flatten,
+from .options import (add_learning_options, add_scheduler_option, check_not_an_input, check_out_file, count_of, flatten,
                       int_at_least, report_stream, say_warning, shown_label, size_arg, special_token_list)
 
 __all__ = ["default_corpus", "add_train_subcommand", "OUT_FORMATS", "out_format", "written_files",
@@ -173,8 +173,10 @@ def _short_of_asked(args: argparse.Namespace, tokenizer) -> List[str]:
         asked = f"--vocab-size {args.vocab_size:,}"
     else:
         return []
-    return [f"training stopped at {merges:,} merges (vocab size {tokenizer.vocab_size:,}), short of {asked}: no "
-            f"pair of the corpus occurs {args.min_frequency} times or more any longer (--min-frequency)"]
+    why = ("every chunk of the corpus is one token" if args.min_frequency <= 1 else
+           f"no pair of the corpus occurs {args.min_frequency:,} times or more any longer (--min-frequency)")
+    return [f"training stopped at {count_of(merges, 'merge')} (vocab size {tokenizer.vocab_size:,}), short of "
+            f"{asked}: {why}"]
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -184,15 +186,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.files:
         files = input_files(args.files)
         check_not_written_over(args.out, fmt, files)  # (a file of an input folder, too)
-        source = f"{len(files)} files"
+        source = count_of(len(files), "file")
     else:
         files = default_corpus()
         source = "the standard library"
         # The first line says what is trained on, whatever else follows.
         print(f"fastbpe train: no input files given, so training on the Python standard library's "
-              f"sources ({len(files)} files in {sysconfig.get_paths()['stdlib']})", file=sys.stderr)
+              f"sources ({count_of(len(files), 'file')} in {sysconfig.get_paths()['stdlib']})", file=sys.stderr)
     if not args.json:
-        print(f"fastbpe train: {len(files)} files, vocab size {args.vocab_size}, pattern {args.pattern}"
+        print(f"fastbpe train: {count_of(len(files), 'file')}, vocab size {args.vocab_size}, pattern {args.pattern}"
               + (f", {args.num_merges} merges at most" if args.num_merges is not None else ""), file=sys.stderr)
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:  # (said as the command's own, below)
@@ -232,7 +234,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(json.dumps(summary), file=report_stream(args.out))
         return 0
     lines = [
-        f"input           {mb:,.1f} MB of text ({file_bytes / 1e6:,.1f} MB of files) in {len(files)} files"
+        f"input           {mb:,.1f} MB of text ({file_bytes / 1e6:,.1f} MB of files) in {count_of(len(files), 'file')}"
         f"{'' if args.files else ' (' + source + ')'}, {stats['input_chunks']:,} chunks",
         f"unique chunks   {stats['unique_chunks']:,}",
         f"merges          {stats['merges']:,} (vocab size {tokenizer.vocab_size:,})",

@@ -104,6 +104,12 @@ def expand_paths(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
             # open: such paths are left out, and each file is read once, by its first path)
             files.extend(_once_each(expand_paths([m for m in matched if os.path.exists(m)])))
         else:
+            try:
+                os.stat(path)  # (exists() is False for a file under a folder this user cannot enter too)
+            except PermissionError:
+                raise
+            except OSError:
+                pass
             raise FileNotFoundError(f"no such file or directory: {path[:200]!r}")
     return [os.path.abspath(f) for f in files]
 

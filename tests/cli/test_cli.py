@@ -348,6 +348,8 @@ def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
     (["train", "--out", "no/such/folder/t.json"], "does not exist"),
     (["train", "--out", "."], "is a folder"),
     (["train", "--out", ""], "--out is empty"),
+    (["train", "--out", "x" * 300 + ".json"], "its name is longer than a file's name can be"),  # (before training)
+    (["encode", "x.txt", "-t", "t.json", "-o", os.devnull], f"{os.devnull!r} is a file, not a folder"),
     (["train", "--special-token", "a", "--out", "t.json"], "'a' has the text of token 97 in tokenizer.json"),
     (["extend", "x.txt", "-t", "t.json", "--num-merges", "2", "--out", "."], "is a folder"),
     (["train", "--pattern", "gpt5"], "gpt5"),
@@ -685,6 +687,10 @@ def test_training_that_stops_short_of_the_size_asked_says_so(tmp_path, capsys):
                                  "(--min-frequency)"]
     assert "short of --num-merges 500" in _run_json(["train", str(corpus), "--num-merges", "500", "--out",
                                                      str(tmp_path / "t.json")], capsys)["warnings"][0]
+    for floor in ("0", "1"):  # (0 is 1, as Hugging Face's BpeTrainer reads it: every pair occurs)
+        assert _run_json(["train", str(corpus), "--vocab-size", "1000", "--min-frequency", floor, "--out",
+                          str(tmp_path / "t.json")], capsys)["warnings"][0].endswith(
+            "short of --vocab-size 1,000: every chunk of the corpus is one token")
     assert _run_json(["train", str(corpus), "--vocab-size", "260", "--out", str(tmp_path / "t.json")],
                      capsys)["warnings"] == []
 
@@ -715,7 +721,7 @@ def test_the_summary_tells_text_from_file_bytes(tmp_path, capsys):
     summary = _run_json(["train", str(corpus), "--vocab-size", "270", "--errors", "replace", "--out", out], capsys)
     assert summary["input"]["file_bytes"] == 1_000_000 and summary["input"]["bytes"] == 1_500_000
     assert main(["train", str(corpus), "--vocab-size", "270", "--errors", "replace", "--out", out]) == 0
-    assert "input           1.5 MB of text (1.0 MB of files) in 1 files" in capsys.readouterr().out
+    assert "input           1.5 MB of text (1.0 MB of files) in 1 file," in capsys.readouterr().out
 
 
 def test_the_summary_shows_bytes_of_a_character_once_escaped(tmp_path, capsys):

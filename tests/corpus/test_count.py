@@ -121,6 +121,25 @@ def test_a_pipe_in_a_folder_is_skipped_and_one_named_is_refused(tmp_path):
         count_words(tmp_path / "pipe", "gpt2", progress=False)
 
 
+def test_a_file_in_a_folder_that_cannot_be_entered_is_no_missing_file(tmp_path, monkeypatch):
+    """A file under a folder without search permission exists: its PermissionError is said,
+    not 'no such file or directory' (os.path.exists is False for it)."""
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "x.txt").write_text("text\n", encoding="utf-8")
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if "locked" + os.sep in os.fspath(path):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)  # (as a folder without search permission; tests may run as root)
+    with pytest.raises(PermissionError, match="Permission denied"):
+        iter_corpus_files(str(tmp_path / "locked" / "x.txt"))
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        iter_corpus_files(str(tmp_path / "missing.txt"))
+
+
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="folder links need symlink")
 def test_linked_folders_are_read_once_and_an_unreadable_folder_is_an_error(tmp_path, monkeypatch):
     """A linked folder is read as a folder is (a linked file was, a linked folder was skipped),
