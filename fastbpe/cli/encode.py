@@ -95,10 +95,11 @@ def add_encode_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--documents", choices=DOCUMENTS, default="file",
                    help="what one document is: a whole file, a blank-line-separated block, or a line "
                         "(lines end at \\n or \\r\\n)")
-    p.add_argument("--separator", default=None,
-                   help=f"special token put between documents (default {DEFAULT_SEPARATOR}; a job of one "
-                        "document, one file with --documents file, needs none)")
-    p.add_argument("--no-separator", action="store_true", help="put nothing between documents")
+    between = p.add_mutually_exclusive_group()
+    between.add_argument("--separator", default=None,
+                         help=f"special token put between documents (default {DEFAULT_SEPARATOR}; a job of one "
+                              "document, one file with --documents file, needs none)")
+    between.add_argument("--no-separator", action="store_true", help="put nothing between documents")
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE,
                    help="bytes of text per block, the unit of resuming (4MiB, 1e6, ...); the workers take tasks of "
                         "about 1 MiB: pieces of a block, or many short documents")

@@ -66,6 +66,13 @@ def size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def nonempty(text: str) -> str:
+    """An argparse type: text of at least one character (``--word ''`` traced nothing)."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty")
+    return text
+
+
 def int_at_least(minimum: int):
     """An argparse type: a whole number >= ``minimum``, refused while the command line is read
     (before any file is opened), so ``--workers 0`` never starts a run that fails later.

@@ -5,7 +5,7 @@ from ..analysis.common import format_table, json_text
 from ..analysis.trace import plot_curve, segmentation_text, trace, trace_word
 from ..corpus.files import input_files
 from .options import (add_learning_options, add_report_options, add_tokenizer_option, check_plot_file, int_at_least,
-                      shown_label, size_arg, tokenizer_specs)
+                      nonempty, shown_label, size_arg, tokenizer_specs)
 
 __all__ = ["add_trace_subcommand"]
 
@@ -90,7 +90,7 @@ def add_trace_subcommand(subparsers) -> argparse.ArgumentParser:
     add_learning_options(t)
     t.add_argument("--words", type=int_at_least(0), default=5,
                    help="how many of the most frequent chunks to show segmented")
-    t.add_argument("--word", action="append", default=None, metavar="WORD",
+    t.add_argument("--word", action="append", default=None, metavar="WORD", type=nonempty,
                    help="trace the merges that fire while WORD is encoded (repeatable) (default: none)")
     add_tokenizer_option(t, repeatable=False, required=False)
     t.add_argument("--workers", type=int_at_least(1), default=None, help="counting workers (default: all cores)")

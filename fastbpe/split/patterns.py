@@ -105,7 +105,7 @@ def check_user_pattern(pattern: str) -> None:
     >>> check_user_pattern("gpt5")
     Traceback (most recent call last):
     ...
-    ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, qwen, tekken, whitespace (or an OpenAI encoding name such as cl100k_base); any other pattern is a regex
+    ValueError: unknown split pattern 'gpt5': the names are cl100k, gpt2, llama3, o200k, qwen, tekken, whitespace (or an OpenAI encoding name such as cl100k_base); a regex that reads as a name is taken for a misspelt one: write it as a group, '(?:gpt5)'
     """
     if resolve(pattern) is None:
         if not pattern:
@@ -113,7 +113,8 @@ def check_user_pattern(pattern: str) -> None:
                              "or a regex whose matches are the chunks")
         if NAME_LIKE.fullmatch(pattern):
             raise ValueError(f"unknown split pattern {pattern!r}: the names are {', '.join(sorted(TABLE))} "
-                             "(or an OpenAI encoding name such as cl100k_base); any other pattern is a regex")
+                             "(or an OpenAI encoding name such as cl100k_base); a regex that reads as a name is "
+                             f"taken for a misspelt one: write it as a group, '(?:{pattern})'")
         compiled_regex(pattern)
 
 

@@ -350,6 +350,8 @@ def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
     (["train", "--out", ""], "--out is empty"),
     (["train", "--out", "x" * 300 + ".json"], "its name is longer than a file's name can be"),  # (before training)
     (["encode", "x.txt", "-t", "t.json", "-o", os.devnull], f"{os.devnull!r} is a file, not a folder"),
+    (["encode", "x.txt", "-t", "t.json", "-o", "out", "--separator", "<|endoftext|>", "--no-separator"],
+     "not allowed with argument --separator"),
     (["train", "--special-token", "a", "--out", "t.json"], "'a' has the text of token 97 in tokenizer.json"),
     (["extend", "x.txt", "-t", "t.json", "--num-merges", "2", "--out", "."], "is a folder"),
     (["train", "--pattern", "gpt5"], "gpt5"),
@@ -361,6 +363,7 @@ def test_invalid_utf8_fails_by_default_as_in_the_api(tmp_path, capsys):
     (["skipgram", "x.txt", "-t", "t.json", "--lr", "nan"], "finite number above 0"),
     (["skipgram", "x.txt", "-t", "t.json", "-k", "-2"], "must be at least 1"),
     (["trace", "--words", "two"], "is not a whole number"),
+    (["trace", "-t", "t.json", "--word", ""], "argument --word: is empty"),
     (["frobnicate"], "invalid choice"),
     ([], "required"),
 ])
