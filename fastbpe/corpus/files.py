@@ -6,12 +6,11 @@ so are pipes, sockets and devices (opening a pipe waits for a writer: a folder h
 hang the run); a linked folder is read as a folder is, once (a link back to a folder above it
 adds nothing), and a folder that cannot be read is an error (PermissionError), not a silent
 gap in the corpus; a glob (``**`` allowed) its matches in sorted order; a folder or a glob gives
-each file once, by the first path that leads to it (a link to a file beside it adds nothing);
-a file itself, hidden or not,
-which must be a regular file (a pipe or a device named directly is refused: corpora are read in
-ranges, at offsets). Compressed files
-(``.gz``, ``.xz``/``.lzma``, ``.bz2``, ``.zst`` with ``zstandard``) are recognised by their first
-bytes, whatever their name, and read decompressed.
+each file once, by the first path that leads to it (a link to a file beside it adds nothing); a
+file itself, hidden or not, which must be a regular file (a pipe or a device named directly is
+refused: corpora are read in ranges, at offsets). Compressed files (``.gz``, ``.xz``/``.lzma``,
+``.bz2``, ``.zst`` with ``zstandard``) are recognised by their first bytes, whatever their name,
+and read decompressed.
 """
 import bz2
 import glob
