@@ -50,14 +50,35 @@ def _pair_terms(h: np.ndarray, u: np.ndarray):
     return softplus.sum(axis=1), d_h.astype(h.dtype, copy=False), d_u.astype(h.dtype, copy=False)
 
 
+def _softplus(z: float) -> float:
+    """``log(1 + e**z)``, for any finite z (``math.exp`` alone overflows past z = 709).
+
+    >>> _softplus(0.0) == math.log(2), _softplus(1000.0), _softplus(-1000.0)
+    (True, 1000.0, 0.0)
+    """
+    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+
+
+def _sigmoid(z: float) -> float:
+    """``1 / (1 + e**-z)``, for any finite z.
+
+    >>> _sigmoid(0.0), _sigmoid(1000.0), _sigmoid(-1000.0)
+    (0.5, 1.0, 0.0)
+    """
+    if z >= 0:
+        return 1 / (1 + math.exp(-z))
+    return math.exp(z) / (1 + math.exp(z))
+
+
 def sgns_loss_reference(W_in: np.ndarray, W_out: np.ndarray, centers, contexts, negatives) -> float:
     """Total skip-gram negative-sampling loss of the pairs, in plain NumPy (the specification;
-    ``negatives`` has shape ``(P, K)``)."""
+    ``negatives`` has shape ``(P, K)``): ``-log s(score)`` of each context, ``-log s(-score)`` of
+    each negative (``s`` the logistic sigmoid)."""
     total = 0.0
     for c, o, negs in zip(np.asarray(centers).tolist(), np.asarray(contexts).tolist(), np.asarray(negatives).tolist()):
-        total += -math.log(1 / (1 + math.exp(-float(W_in[c] @ W_out[o]))))
+        total += _softplus(-float(W_in[c] @ W_out[o]))
         for n in negs:
-            total += -math.log(1 / (1 + math.exp(float(W_in[c] @ W_out[n]))))
+            total += _softplus(float(W_in[c] @ W_out[n]))
     return total
 
 
@@ -76,11 +97,11 @@ def sgns_gradients_reference(W_in, W_out, centers, contexts, negatives):
     """Dense gradients ``(d W_in, d W_out)`` of the total loss, pair by pair in plain NumPy."""
     d_in, d_out = np.zeros_like(W_in), np.zeros_like(W_out)
     for c, o, negs in zip(np.asarray(centers).tolist(), np.asarray(contexts).tolist(), np.asarray(negatives).tolist()):
-        g = 1 / (1 + math.exp(-float(W_in[c] @ W_out[o]))) - 1
+        g = _sigmoid(float(W_in[c] @ W_out[o])) - 1
         d_in[c] += g * W_out[o]
         d_out[o] += g * W_in[c]
         for n in negs:
-            g = 1 / (1 + math.exp(-float(W_in[c] @ W_out[n])))
+            g = _sigmoid(float(W_in[c] @ W_out[n]))
             d_in[c] += g * W_out[n]
             d_out[n] += g * W_in[c]
     return d_in, d_out

@@ -45,7 +45,11 @@ class Embedding:
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         if optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+        if len(betas) != 2:
+            raise ValueError(f"betas must be two numbers (Adam's beta1, beta2), got {betas!r}")
         if weight is None:
+            if not (np.isfinite(init_std) and init_std >= 0):
+                raise ValueError(f"init_std must be finite and >= 0, got {init_std}")
             dtype = np.dtype(dtype)
             if dtype not in kernels.FLOAT_DTYPES:
                 raise TypeError(f"dtype must be float32 or float64, got {dtype}")
@@ -147,8 +151,11 @@ class Embedding:
             raise ValueError(f"expected h (..., {self.dim}) and grad_logits (..., "
                              f"{self.num_embeddings}) with the same leading shape, got "
                              f"{h.shape} and {grad_logits.shape}")
-        g2 = grad_logits.reshape(-1, self.num_embeddings)
-        h2 = h.reshape(-1, self.dim)
+        # (the leading axes as one, counted: reshape(-1, 0) cannot tell how many rows a
+        # zero-sized table's arrays hold)
+        leading = int(np.prod(h.shape[:-1], dtype=np.int64))
+        g2 = grad_logits.reshape(leading, self.num_embeddings)
+        h2 = h.reshape(leading, self.dim)
         if self._dense is None:
             self._dense = np.zeros_like(self.weight)
         self._dense += g2.T @ h2
@@ -202,9 +209,9 @@ class Embedding:
     def _check_settings(self) -> None:
         """The optimiser's settings (Adam's betas and eps only for Adam, which reads them)."""
         if self._optimizer == "adam":
-            kernels._check_optimizer_settings(self.lr, *self.betas, self.eps)
+            kernels._check_optimizer_settings(self.lr, *self.betas, self.eps, dtype=self.weight.dtype)
         else:
-            kernels._check_optimizer_settings(self.lr)
+            kernels._check_optimizer_settings(self.lr, dtype=self.weight.dtype)
 
     def _check_step(self, touched: np.ndarray, rows: np.ndarray) -> None:
         """Refuse a step whose gradient was computed for another table than ``weight``."""

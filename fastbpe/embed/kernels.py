@@ -109,7 +109,7 @@ def _id_array(ids, name: str = "ids") -> np.ndarray:
     arr = np.asarray(ids)
     if arr.size == 0 and not isinstance(ids, np.ndarray):
         arr = arr.astype(np.int64)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+    if arr.dtype.kind not in "iu":  # (not np.integer: NumPy counts timedelta64 as one, and its NaT passed every bound)
         if not isinstance(ids, np.ndarray) and arr.dtype.kind in "fO" and all(
                 isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in np.asarray(ids, object).ravel()):
             # (Python ints no one integer dtype holds: NumPy made floats or objects of them)
@@ -636,16 +636,19 @@ def _checked_row_update(table, ids, rows, moments=()) -> Tuple[np.ndarray, np.nd
     return ids, rows
 
 
-def _check_optimizer_settings(lr, beta1=0.0, beta2=0.0, eps=1.0, step=1) -> None:
+def _check_optimizer_settings(lr, beta1=0.0, beta2=0.0, eps=1.0, step=1, dtype=np.float64) -> None:
     """Settings an update can run with: a finite learning rate; Adam's betas in [0, 1), eps
     above 0 and a step from 1 (else its bias corrections or its denominator are 0, and a row
-    of zeros, a NaN table). Checked before anything is written."""
-    if not np.isfinite(lr):
-        raise ValueError(f"lr must be finite, got {lr}")
-    if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-        raise ValueError(f"Adam's betas must be in [0, 1), got ({beta1}, {beta2})")
-    if not eps > 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
+    of zeros, a NaN table). ``lr`` and ``eps`` as the kernels take them, in the table's
+    ``dtype`` (1e39 is inf in float32, 1e-50 is 0). Checked before anything is written."""
+    t = np.dtype(dtype).type
+    with np.errstate(over="ignore", under="ignore"):
+        if not np.isfinite(lr) or not np.isfinite(t(lr)):
+            raise ValueError(f"lr must be finite (in {np.dtype(dtype)}), got {lr}")
+        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+            raise ValueError(f"Adam's betas must be in [0, 1), got ({beta1}, {beta2})")
+        if not eps > 0 or not t(eps) > 0:
+            raise ValueError(f"eps must be > 0 (in {np.dtype(dtype)}), got {eps}")
     if isinstance(step, (bool, np.bool_)) or operator.index(step) < 1:
         raise ValueError(f"step must be an integer >= 1, got {step!r}")
 
@@ -658,7 +661,7 @@ def sgd_rows(table: np.ndarray, ids, rows, lr: float, *,
     :func:`_checked_row_update`).
     """
     ids, rows = _checked_row_update(table, ids, rows)
-    _check_optimizer_settings(lr)
+    _check_optimizer_settings(lr, dtype=table.dtype)
     if ids.size and table.shape[1]:
         _nb.sgd_rows(table, ids, rows, table.dtype.type(lr),
                      parallel=_use_parallel(parallel, rows.size))
@@ -678,7 +681,7 @@ def adam_rows(table, m, v, ids, rows, lr, beta1, beta2, eps, step, *,
     against the arrays written before anything is written.
     """
     ids, rows = _checked_row_update(table, ids, rows, (("m", m), ("v", v)))
-    _check_optimizer_settings(lr, beta1, beta2, eps, step)
+    _check_optimizer_settings(lr, beta1, beta2, eps, step, table.dtype)
     t = table.dtype.type
     bias1 = t(1.0 - beta1 ** step)
     bias2 = t(1.0 - beta2 ** step)

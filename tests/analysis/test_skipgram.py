@@ -36,6 +36,19 @@ def test_gradients_equal_reference(seed, V, P, K):
     np.testing.assert_allclose(dense(g_out, W_out), ref_out, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("scale", [1.0, 30.0, 1e3])
+def test_gradients_equal_reference_at_scores_past_what_exp_holds(scale):
+    """Scores of +-900 and +-1e6 (math.exp overflows past 709): the reference's loss and
+    gradients are the training's, not OverflowError."""
+    W_in, W_out = np.array([[scale], [-scale]]), np.array([[-scale], [scale]])
+    c, o, n = np.array([0, 1]), np.array([0, 0]), np.array([[1], [0]])
+    loss, g_in, g_out = sgns_gradients(W_in, W_out, c, o, n)
+    ref_in, ref_out = sgns_gradients_reference(W_in, W_out, c, o, n)
+    assert loss == pytest.approx(sgns_loss_reference(W_in, W_out, c, o, n), rel=1e-12)
+    np.testing.assert_allclose(dense(g_in, W_in), ref_in, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dense(g_out, W_out), ref_out, rtol=1e-10, atol=1e-12)
+
+
 def test_numeric_gradient():
     rng = np.random.default_rng(3)
     V, d = 5, 4

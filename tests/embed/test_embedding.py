@@ -198,6 +198,11 @@ def test_weight_is_copied_and_zero_sized_tables_work():
     empty = Embedding(0, 3)
     assert empty.forward(np.zeros(0, dtype=np.int64)).shape == (0, 3)
     assert empty.step().size == 0
+    for rows, dim in ((4, 0), (0, 3), (0, 0)):  # (the backward of tied logits too)
+        table = Embedding(rows, dim)
+        h = np.ones((3, dim), dtype=np.float32)
+        assert table.logits_backward(h, np.ones((3, rows), dtype=np.float32)).shape == (3, dim)
+        assert table.pending_gradient()[1].shape == (rows, dim)
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
@@ -247,10 +252,33 @@ def test_adam_step_refuses_a_weight_of_another_shape_than_its_moments():
     (dict(optimizer="adam", betas=(1.0, 0.999)), "betas"),
     (dict(optimizer="adam", betas=(0.9, -1.0)), "betas"),
     (dict(optimizer="sgd", lr=float("nan")), "lr"),
+    # finite as Python floats, not in the table's float32: inf, and 0 (0 / 0 in the update)
+    (dict(optimizer="sgd", lr=1e39), r"lr must be finite \(in float32\)"),
+    (dict(optimizer="adam", eps=1e-50), r"eps must be > 0 \(in float32\)"),
+    (dict(init_std=float("nan")), "init_std"),
+    (dict(init_std=-1.0), "init_std"),
+    (dict(optimizer="adam", betas=(0.9,)), "betas must be two numbers"),
 ])
 def test_settings_that_make_nan_weights_are_refused(settings, message):
     with pytest.raises(ValueError, match=message):
         Embedding(20000, 4, **settings)
+
+
+def test_float32_rounding_of_the_settings_is_checked_before_anything_is_written():
+    """lr=1e39 wrote inf and NaN into a float32 table; eps=1e-50 raised ZeroDivisionError half
+    way through a row (serial) or wrote NaN (parallel). Refused, nothing written; float64
+    tables take them."""
+    for parallel in (False, True):
+        T, m, v = (np.ones((2, 2), dtype=np.float32) for _ in range(3))
+        rows = np.array([[1.0, 0.0]], dtype=np.float32)
+        with pytest.raises(ValueError, match="lr"):
+            K.sgd_rows(T, [0], rows, 1e39, parallel=parallel)
+        with pytest.raises(ValueError, match="eps"):
+            K.adam_rows(T, m, v, [0], rows, 0.01, 0.9, 0.999, 1e-50, 1, parallel=parallel)
+        assert (T == 1).all() and (m == 1).all() and (v == 1).all()
+    T = np.ones((2, 2))
+    K.sgd_rows(T, [0], np.array([[1e-300, 0.0]]), 1e39)
+    assert np.isfinite(T).all()
 
 
 def test_settings_changed_after_init_are_checked_before_a_step():
