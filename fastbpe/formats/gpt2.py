@@ -7,6 +7,7 @@ other entry of ``encoder.json`` (``<|endoftext|>``) is a special token.
 import itertools
 import operator
 import os
+import warnings
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..fileio import file_bytes, folder_made_for, json_bytes, read_json, write_atomic_files
 from ..split.patterns import GPT2_PATTERN, TABLE, resolve
+from ..stacklevel import caller_stacklevel
 from .._core.encode import scan_gpt2_files
 from .bytelevel import (check_byte_level, check_plain_steps, check_specials_apart, code_point_bytes, scanned_tables,
                         text_to_token, texts_to_tokens, token_to_text)
@@ -199,6 +201,14 @@ def write(tok, directory: PathLike) -> None:
     directory = Path(directory)
     encoder = {token_to_text(t): i for i, t in enumerate(tok.token_bytes) if t}
     check_specials_apart(tok.special_tokens, encoder, "encoder.json")
+    unlisted = [name for name in tok.special_tokens if name != "<|endoftext|>"]
+    if unlisted:
+        # (fastbpe reads an entry no merge makes as a special token; transformers' GPT2Tokenizer
+        # knows <|endoftext|> alone and reads the others' text as ordinary text)
+        warnings.warn(f"GPT-2's files list no special tokens: {', '.join(map(repr, unlisted[:3]))}"
+                      f"{' and more' if len(unlisted) > 3 else ''} go into encoder.json as entries, which fastbpe "
+                      "reads back as special tokens and GPT-2's own readers (transformers' GPT2Tokenizer) as "
+                      "text; a tokenizer.json or a .tiktoken file lists them", stacklevel=caller_stacklevel())
     encoder.update(tok.special_tokens)
     lines = ["#version: 0.2"] + [f"{token_to_text(tok.token_bytes[a])} {token_to_text(tok.token_bytes[b])}"
                                  for a, b in tok.merge_ids.tolist()]

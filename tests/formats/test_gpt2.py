@@ -1,5 +1,6 @@
 """GPT-2's encoder.json + vocab.bpe, verified by tiktoken's reading of the same files."""
 import json
+import warnings
 
 import pytest
 
@@ -39,6 +40,21 @@ def test_gpt2_export_round_trip(tmp_path, samples, shared_data):
     gpt2.to_gpt2(tmp_path / "gpt2")
     ranks = data_gym_to_mergeable_bpe_ranks(str(tmp_path / "gpt2" / "vocab.bpe"), str(tmp_path / "gpt2" / "encoder.json"))
     assert ranks == {t: i for i, t in enumerate(gpt2.token_bytes) if t}
+
+
+def test_special_tokens_besides_endoftext_are_written_with_a_warning(tmp_path, samples):
+    """GPT-2's files list no special tokens: another one goes into encoder.json as an entry,
+    which fastbpe reads back as one and transformers' GPT2Tokenizer as text; said, not silent."""
+    text = samples["english"][:50_000]
+    plain = fastbpe.train(text, vocab_size=300, progress=False, special_tokens=["<|endoftext|>"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain.to_gpt2(tmp_path / "plain")
+    padded = fastbpe.train(text, vocab_size=300, progress=False, special_tokens=["<|endoftext|>", "<|pad|>"])
+    with pytest.warns(UserWarning, match=r"GPT-2's files list no special tokens: '<\|pad\|>' go") as caught:
+        padded.to_gpt2(tmp_path / "padded")
+    assert caught[0].filename == __file__
+    assert fastbpe.load(tmp_path / "padded").special_tokens == padded.special_tokens
 
 
 def test_steps_a_rank_or_merge_file_cannot_hold_are_refused_before_writing(tmp_path, shared_data):

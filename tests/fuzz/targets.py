@@ -27,6 +27,7 @@ import re
 import shutil
 import tempfile
 import unicodedata
+import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -799,7 +800,9 @@ class LoaderGpt2(LoaderTarget):
     ext = ".gpt2"
 
     def make_seeds(self) -> List[bytes]:
-        self.tok.to_gpt2(self.folder / "seed")
+        with warnings.catch_warnings():  # (<pad> goes in as an entry, as the warning says: meant here)
+            warnings.simplefilter("ignore", UserWarning)
+            self.tok.to_gpt2(self.folder / "seed")
         return [(self.folder / "seed" / "encoder.json").read_bytes() + GPT2_SEPARATOR +
                 (self.folder / "seed" / "vocab.bpe").read_bytes()]
 
