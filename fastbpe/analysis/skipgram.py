@@ -163,7 +163,10 @@ class SkipGram:
         check_count(k, "k", 0)  # (a negative k sliced all but the last ids)
         ids = np.flatnonzero(self.frequency <= max_frequency)
         if rank is not None:
-            order = np.lexsort((ids, -np.asarray(rank)[ids]))
+            rank = np.asarray(rank)
+            if rank.shape != self.frequency.shape:
+                raise ValueError(f"rank must hold one value per token ({len(self.frequency)}), got shape {rank.shape}")
+            order = np.lexsort((ids, -rank[ids]))
         else:
             order = np.lexsort((ids, self.drift[ids]))
         return ids[order][:k]

@@ -145,7 +145,8 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
         for (a, b), count in zip(made, tokenizer.merge_counts):
             new = tokenizer._ids[tokenizer.token_bytes[a] + tokenizer.token_bytes[b]]
             rank[new] = max(rank[new], count)
-    candidates = emb.candidates(args.candidates, max_frequency=args.rare, rank=rank)
+    # (no more than there are tokens: a number past 2**63, which --candidates takes, is no k the API takes)
+    candidates = emb.candidates(min(args.candidates, emb.input.shape[0]), max_frequency=args.rare, rank=rank)
     drift, norm = emb.drift, emb.norm
     result = {
         "command": "skipgram",

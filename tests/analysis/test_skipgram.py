@@ -107,6 +107,8 @@ def test_neighbours_check_ids_and_k():
     with pytest.raises(ValueError, match="k must be >= 0"):
         emb.candidates(-1)  # (sliced all but the last ids)
     assert emb.candidates(0).tolist() == []
+    with pytest.raises(ValueError, match="rank must hold one value per token"):
+        emb.candidates(3, rank=[1, 2])  # (a bare NumPy IndexError)
 
 
 def test_deterministic():

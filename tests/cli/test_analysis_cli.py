@@ -85,8 +85,9 @@ def test_skipgram_table_json_and_plot(mixed, prose, tmp_path, capsys):
     assert main(args + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["candidates"] == result["candidates"]  # seeded
     # -k past the rows there are: every other row (it was the kernel's "k must be in 0..N")
-    assert main(args[:-1] + ["1000000", "--json"]) == 0
+    assert main(args[:-1] + ["1000000", "--candidates", str(10**20), "--json"]) == 0  # (--candidates said 'k must')
     many = json.loads(capsys.readouterr().out)
+    assert len(many["candidates"]) == result["never_seen"]
     rows = fastbpe.load(path).n_vocab
     assert len(many["neighbours"][" cat"]) == rows - 1 and len(many["analogies"][0]["answers"]) == rows - 3
     assert main(args) == 0
