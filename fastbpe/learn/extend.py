@@ -205,12 +205,15 @@ def _reference_encoder(tokenizer):
         ranks = {t: i for i, t in enumerate(token_bytes) if t}
         return lambda chunk: tuple(reference_encode.encode_by_token_rank(chunk, ranks, tokenizer.whole_token_lookup))
     if tokenizer.merge_rule == "pair":
-        ids = {t: i for i, t in enumerate(token_bytes) if t}
-        if tokenizer.whole_token_lookup:
-            return lambda chunk: ((chunk,) if chunk in ids
-                                  else tuple(reference_encode.encode_by_pair_rank(chunk, merges)))
-        return lambda chunk: tuple(reference_encode.encode_by_pair_rank(chunk, merges))
-    return lambda chunk: reference_encode.encode_word(tuple(bytes([b]) for b in chunk), merges)
+        def plain(chunk: bytes) -> Tuple[bytes, ...]:
+            return tuple(reference_encode.encode_by_pair_rank(chunk, merges))
+    else:
+        def plain(chunk: bytes) -> Tuple[bytes, ...]:
+            return reference_encode.encode_word(tuple(bytes([b]) for b in chunk), merges)
+    if not tokenizer.whole_token_lookup:
+        return plain
+    tokens = {t for t in token_bytes if t}  # (a chunk that is a token is that token, by either rule)
+    return lambda chunk: (chunk,) if chunk in tokens else plain(chunk)
 
 
 def extend_reference(tokenizer, texts: Sequence[Union[str, bytes]], num_merges: int,
