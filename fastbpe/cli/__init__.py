@@ -7,9 +7,11 @@ the same way: what it was writing is removed (files are written whole or not at 
 says so, and the exit code is 130 or 143 (128 + the signal's number, as shells report).
 """
 import os
+import queue
 import signal
 import sys
 import threading
+import time
 import warnings
 from importlib import import_module
 from typing import Optional, Sequence
@@ -112,25 +114,39 @@ def _signal_again(unraisable, previous_hook) -> None:
     """``sys.unraisablehook`` while a command runs. A SIGTERM or Ctrl-C whose exception Python
     raised inside code it cannot propagate from (a weakref callback, a ``__del__``, the cycle
     collector's) would be printed as "Exception ignored" and lost, the command then running on
-    to its end: the signal is sent again, from another thread a millisecond later, to be raised
-    where the command unwinds (again, should it land in such code again). Any other exception
-    goes to ``previous_hook``."""
+    to its end: the signal is sent again, by the resender thread (:func:`_resend_signals`), to
+    be raised where the command unwinds (again, should it land in such code again). Any other
+    exception goes to ``previous_hook``."""
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
-        # (not from here: the handler would run inside this hook, in the same code)
-        resend = threading.Timer(0.001, _signal_the_command, (signum,))
-        resend.daemon = True
-        resend.start()
+        # Only a put, in C: nothing here waits, where a signal would be raised inside this hook
+        # and lost (a Timer started here waited for its thread, and on a loaded machine the
+        # signal it sent a millisecond later landed in that wait: exit code 0).
+        _RESEND.put(signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT)
         return
     previous_hook(unraisable)
 
 
 _COMMAND_RUNS = threading.Event()  # set while main() runs a command with its own signal handling
+_RESEND: "queue.SimpleQueue[int]" = queue.SimpleQueue()  # signals to send again (_signal_again)
+RESEND_DELAY = 0.05  # seconds: time for the main thread to leave the hook before the signal comes
+_resender: Optional[threading.Thread] = None
 
 
-def _signal_the_command(signum: int) -> None:
-    if _COMMAND_RUNS.is_set():  # (not once main() is done: its caller's handlers are back)
-        os.kill(os.getpid(), signum)
+def _resend_signals() -> None:
+    """The resender thread: each signal queued, sent again after RESEND_DELAY, while a command
+    runs (not once main() is done: its caller's handlers are back)."""
+    while True:
+        signum = _RESEND.get()
+        time.sleep(RESEND_DELAY)
+        if _COMMAND_RUNS.is_set():
+            os.kill(os.getpid(), signum)
+
+
+def _start_resender() -> None:
+    global _resender
+    if _resender is None:
+        _resender = threading.Thread(target=_resend_signals, name="fastbpe-resend-signal", daemon=True)
+        _resender.start()
 
 
 # The commands that do no large linear algebra: numpy's BLAS thread pool is of no use to them.
@@ -161,6 +177,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(signal.SIGTERM, _raise_terminated)
         previous_hook = sys.unraisablehook
         sys.unraisablehook = lambda unraisable: _signal_again(unraisable, previous_hook)
+        _start_resender()
         _COMMAND_RUNS.set()
     try:
         try:
