@@ -177,13 +177,17 @@ class Markers:
         """The ``decoder`` object: GPT-2's byte-level decoder, or for a character-level
         vocabulary ``Fuse`` (after ``ByteFallback`` with ``byte_fallback``) inside the space
         marker's ``Replace`` and ``Strip``; for ``dummy_prefix="token"``, the ``Metaspace``
-        decoder it was read from. Word markers have no place in the file: ValueError."""
+        decoder it was read from (before ``ByteFallback`` and ``Fuse`` with ``byte_fallback``).
+        Word markers have no place in the file: ValueError."""
         if self.has_word_markers():
             raise ValueError("only byte-level tokenizers without word markers can be exported to this format")
         if not character_level:
             return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
-        if self.dummy_prefix == "token":  # (tokenizers' Metaspace decoder: no byte tokens decoded, as read)
-            return {"type": "Metaspace", "replacement": self.space_marker, "prepend_scheme": "always", "split": True}
+        if self.dummy_prefix == "token":  # (the Metaspace decoder it was read from; alone, it leaves byte tokens)
+            metaspace = {"type": "Metaspace", "replacement": self.space_marker, "prepend_scheme": "always", "split": True}
+            if not byte_fallback:
+                return metaspace
+            return {"type": "Sequence", "decoders": [metaspace, {"type": "ByteFallback"}, {"type": "Fuse"}]}
         steps = [*([{"type": "ByteFallback"}] if byte_fallback else []), {"type": "Fuse"}]
         if self.space_marker:
             steps = [{"type": "Replace", "pattern": {"String": self.space_marker}, "content": " "}, *steps,
@@ -232,6 +236,48 @@ def _model_markers(model: Mapping, source: str) -> dict:
         except (AttributeError, UnicodeDecodeError):
             raise ValueError(f"{source}: model {key} {marker!r:.20} is not byte-level text of UTF-8") from None
     return markers
+
+
+def decoder_difference(decoder, character_level: bool, byte_fallback: bool) -> Optional[str]:
+    """None when ``tokenizers`` decodes by this ``decoder`` as fastbpe decodes the file's tokens;
+    else the decoder's steps, for a warning. fastbpe decodes a token's bytes as text (a byte
+    piece ``<0xNN>`` as its byte), its space marker as a space (:func:`_space_marker`). The
+    decoders that do the same: ``ByteLevel`` for a byte-level file; for a character-level one
+    Llama's ``Replace(marker, " ")``, ``ByteFallback``, ``Fuse`` and ``Strip(" ", 1, 0)`` (or without
+    the first or the last; ``ByteFallback`` may be missing in a file without byte pieces), a
+    ``Metaspace`` before ``ByteFallback`` and ``Fuse``, or a ``Metaspace`` alone without byte
+    pieces to decode. A file without a decoder says nothing
+    of decoding (``tokenizers`` then joins the tokens' vocabulary text with spaces): None.
+
+    >>> decoder_difference({"type": "ByteLevel"}, False, False) is None
+    True
+    >>> decoder_difference({"type": "Sequence", "decoders": [{"type": "ByteLevel"}, {"type": "Strip"}]}, False, False)
+    'Sequence[ByteLevel, Strip]'
+    """
+    if decoder is None:
+        return None
+    steps = decoder.get("decoders") if isinstance(decoder, Mapping) and decoder.get("type") == "Sequence" else [decoder]
+    if not isinstance(steps, list) or not all(isinstance(step, Mapping) for step in steps):
+        return repr(decoder)[:60]
+    kinds = tuple(step.get("type") for step in steps)
+    if not character_level:
+        same = kinds == ("ByteLevel",)
+    elif kinds == ("Metaspace",):
+        same = not byte_fallback
+    else:
+        marker, strip = _space_marker(decoder)
+        head = kinds[:1] if kinds[:1] in (("Replace",), ("Metaspace",)) and marker is not None else ()
+        tail = ("Strip",) if strip is True and head == ("Replace",) else ()
+        # (Strip acts on each piece: after Fuse, on the text's first; ByteFallback does nothing
+        # in a file without byte pieces)
+        middles = {("ByteFallback", "Fuse")} if tail else {("ByteFallback", "Fuse"), ("ByteFallback",)}
+        if not byte_fallback:
+            middles |= {("Fuse",)} if tail else {("Fuse",), ()}
+        same = kinds[len(head):len(kinds) - len(tail)] in middles
+    if same:
+        return None
+    shown = ", ".join(str(kind) for kind in kinds)
+    return f"Sequence[{shown}]" if isinstance(decoder, Mapping) and decoder.get("type") == "Sequence" else shown
 
 
 def _space_marker(decoder) -> Tuple[Optional[str], Union[bool, str]]:

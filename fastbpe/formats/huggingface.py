@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 import numpy as np
 
-from ..encode.markers import Markers
+from ..encode.markers import Markers, decoder_difference
 from ..encode.normalizers import check_huggingface_steps
 from ..encode.special import SpecialTokens
 from ..encode.vocab import lengths_and_first_bytes
@@ -347,7 +347,24 @@ def _read_data(path: Path, data: Any, scanned: Optional[tuple], characters: bool
     if post_processor is not None and not isinstance(post_processor, Mapping):
         raise ValueError(f"{source}: the post_processor must be an object or null")
     found = _read_steps(path, data, scanned, characters)
-    return found if found is None or post_processor is None else {**found, "post_processor": post_processor}
+    if found is None:
+        return None
+    _warn_of_decoder(data.get("decoder"), found, source)
+    return found if post_processor is None else {**found, "post_processor": post_processor}
+
+
+def _warn_of_decoder(decoder, found: Mapping, source: str) -> None:
+    """Say so when ``tokenizers`` decodes this file's ids otherwise than fastbpe does (ids are
+    not concerned; :func:`.markers.decoder_difference`). A file with subword markers is decoded
+    by its model's markers (its ``BPEDecoder`` or ``WordPiece`` decoder says the same)."""
+    if found.get("end_of_word_suffix") or found.get("continuing_subword_prefix"):
+        return
+    steps = decoder_difference(decoder, found.get("unit") == "chars", bool(found.get("byte_fallback")))
+    if steps is not None:
+        warnings.warn(f"{source}: its decoder ({steps}) is not one fastbpe decodes by: decode gives the text of "
+                      "the tokens' bytes (a byte piece as its byte, the space marker as a space), which "
+                      "tokenizers' decode of this file may not; encoding is the same",
+                      stacklevel=caller_stacklevel())
 
 
 def _read_steps(path: Path, data: Mapping, scanned: Optional[tuple], characters: bool) -> Optional[dict]:

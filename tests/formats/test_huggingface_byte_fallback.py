@@ -1,6 +1,7 @@
 """SentencePiece-style Hugging Face files (character-level BPE with byte fallback, or with an
 unknown token), built by the tokenizers library itself and compared with it."""
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -33,9 +34,9 @@ def _layout(rows, layout: str, byte_fallback: bool = True, fuse_unk: bool = True
         hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     else:
         hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always",
-                                                    split=layout != "metaspace-whole")
+                                                    split=layout == "metaspace-split")
         hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-        if layout == "metaspace-fallback":  # the byte pieces decoded by the steps after it
+        if byte_fallback:  # the byte pieces decoded by the steps after it (alone, it leaves them as they are)
             hf.decoder = decoders.Sequence([hf.decoder, decoders.ByteFallback(), decoders.Fuse()])
     trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=["<unk>", "<s>", "</s>",
                                                                   *(BYTE_TOKENS if byte_fallback else [])],
@@ -224,7 +225,7 @@ def test_any_ids_decode_as_the_metaspace_decoder_decodes_them(metaspace_pair, da
 @pytest.fixture(scope="module")
 def metaspace_fallback_pair(tmp_path_factory, rows):
     path = tmp_path_factory.mktemp("fallback") / "tokenizer.json"
-    path.write_text(json.dumps(_layout(rows[::2], "metaspace-fallback"), ensure_ascii=False), encoding="utf-8")
+    path.write_text(json.dumps(_layout(rows[::2], "metaspace-split"), ensure_ascii=False), encoding="utf-8")
     return tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_huggingface(path)
 
 
@@ -402,3 +403,51 @@ def test_added_tokens_far_above_the_vocabulary_load_as_tokenizers_loads_them(tmp
         assert tok.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, text
     tok.to_huggingface(tmp_path / "back.json")
     assert Tokenizer.from_huggingface(tmp_path / "back.json").encode(names[1], allowed_special="all") == [far + 1]
+
+
+def test_a_decoder_fastbpe_does_not_decode_by_is_said_at_load(tmp_path, rows):
+    """A file whose decoder tokenizers applies otherwise than fastbpe decodes (a Strip after
+    ByteLevel, a Metaspace alone that leaves byte pieces as '<0xE7>', two spaces for a marker)
+    loads with a warning naming its steps, ids unchanged; the decoders fastbpe follows (Llama's,
+    Metaspace before ByteFallback, ByteLevel) and a file without one load silently."""
+    import warnings
+
+    from tests.formats.hf_files import trained_by_tokenizers
+
+    def load(data, name):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        return Tokenizer.from_huggingface(path)
+
+    byte_level = trained_by_tokenizers(rows[:300], 400)
+    characters = _layout(rows[::4], "metaspace-split")
+    metaspace = characters["decoder"]["decoders"][0]
+    replace = {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}
+    strip = {"type": "Strip", "content": " ", "start": 1, "stop": 0}
+    said = [(byte_level, {"type": "Sequence", "decoders": [{"type": "ByteLevel"}, strip]}, "Sequence[ByteLevel, Strip]"),
+            (characters, metaspace, "(Metaspace)"),
+            (characters, {"type": "Sequence", "decoders": [{**replace, "content": "  "}, {"type": "ByteFallback"},
+                                                           {"type": "Fuse"}]}, "Sequence[Replace, ByteFallback, Fuse]")]
+    for k, (data, decoder, steps) in enumerate(said):
+        with pytest.warns(UserWarning, match=re.escape(steps) + ".* is not one fastbpe decodes by"):
+            tok = load({**data, "decoder": decoder}, f"said{k}")
+        assert tok.encode("hello world") == load({**data, "decoder": None}, f"plain{k}").encode("hello world")
+    silent = [(byte_level, {"type": "ByteLevel"}), (byte_level, None), (characters, characters["decoder"]),
+              (characters, {"type": "Sequence", "decoders": [replace, {"type": "ByteFallback"}, {"type": "Fuse"},
+                                                             strip]})]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k, (data, decoder) in enumerate(silent):
+            load({**data, "decoder": decoder}, f"silent{k}")
+
+
+def test_a_metaspace_file_with_byte_pieces_is_written_with_a_decoder_that_decodes_them(metaspace_fallback_pair,
+                                                                                    tmp_path):
+    """Written back, a Metaspace file with byte fallback decodes in tokenizers as in fastbpe:
+    its Metaspace decoder is followed by ByteFallback and Fuse (alone, it left '<0xE7>')."""
+    hf, tok = metaspace_fallback_pair
+    tok.to_huggingface(tmp_path / "back.json")
+    back = tokenizers.Tokenizer.from_file(str(tmp_path / "back.json"))
+    for text in EDGE_CASES + ["hello 知 world", "ǅ ꙮ"]:
+        ids = tok.encode_ordinary(text)
+        assert back.decode(ids, skip_special_tokens=False) == tok.decode(ids) == hf.decode(ids, skip_special_tokens=False)

@@ -76,7 +76,8 @@ def _byte_fallback(rows, tmp_path):
 
     hf = tokenizers.Tokenizer(models.BPE(byte_fallback=True))
     hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-    hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    hf.decoder = decoders.Sequence([decoders.Metaspace(replacement="▁", prepend_scheme="always"),
+                                    decoders.ByteFallback(), decoders.Fuse()])  # (the byte pieces decoded too)
     hf.train_from_iterator(rows, trainers.BpeTrainer(vocab_size=700, special_tokens=["<s>", "</s>", *BYTE_TOKENS],
                                                      limit_alphabet=100, show_progress=False))
     data = json.loads(hf.to_str())
