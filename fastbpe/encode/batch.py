@@ -13,6 +13,7 @@ over each group, on its worker.
 """
 import functools
 import gc
+import os
 import re
 import threading
 from contextlib import contextmanager
@@ -96,6 +97,23 @@ def _cycle_collector_paused():
             _collector_pauses -= 1
             if _collector_pauses == 0 and _collector_was_enabled:
                 gc.enable()
+
+
+def _collector_after_fork_in_child() -> None:
+    """A forked child runs no batch of its parent's (their threads are not there): the
+    collector as it was before the parent's first pause (a child forked during a batch had it
+    off for good, its own batches counting down to the parent's count, never to 0), and a
+    fresh lock (one a parent thread held at the fork would stay held)."""
+    global _collector_lock, _collector_pauses
+    _collector_lock = threading.Lock()
+    if _collector_pauses:
+        _collector_pauses = 0
+        if _collector_was_enabled:
+            gc.enable()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_collector_after_fork_in_child)
 
 
 def _fused_pattern(tok) -> Optional[int]:

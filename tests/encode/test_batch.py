@@ -1,8 +1,10 @@
 """encode_batch gives every text exactly encode's ids (or error), whatever the worker count,
 through the calling thread's loop for a small batch or the general path's groups and threads."""
+import os
 from contextlib import contextmanager, nullcontext
 
 import numpy as np
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -195,6 +197,25 @@ def test_the_cycle_collector_is_left_as_it_was(byte_level, char_level):
         gc.enable()
     with pytest.raises(ValueError, match="not in the vocabulary"):  # raised while paused
         char_level.encode_batch(["the cat", "Ω"], workers=2)
+    assert gc.isenabled()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_child_forked_during_a_batch_has_the_collector_back(byte_level):
+    """The pause is the process's: a child forked while a batch ran (another thread's) had the
+    collector off for good, its own batches counting down to the parent's count, never to 0."""
+    import gc
+
+    with batch._cycle_collector_paused():  # (as a batch running in another thread at the fork)
+        pid = os.fork()
+        if pid == 0:  # the child: its own batch, then the collector as before the parent's pause
+            try:
+                byte_level.encode_batch(["the cat"] * 10, workers=2)
+                os._exit(0 if gc.isenabled() and batch._collector_pauses == 0 else 1)
+            except BaseException:
+                os._exit(2)
+        assert not gc.isenabled()  # (the parent's pause goes on)
+    assert os.waitpid(pid, 0)[1] == 0
     assert gc.isenabled()
 
 
