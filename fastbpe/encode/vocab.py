@@ -592,7 +592,8 @@ def char_offsets(text: str, byte_lengths: np.ndarray) -> np.ndarray:
     data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
     ends = np.cumsum(byte_lengths, dtype=np.int64)
     if len(ends) and ends[-1] != len(data):
-        raise ValueError("the tokens' bytes are not the text's (a normaliser changed it?)")
+        raise ValueError("the tokens' bytes are not the text's: a normaliser changed it, or the split pattern "
+                         "leaves some of it out (text no match covers)")
     # character of every byte: the number of character starts (non-continuation bytes) so far - 1
     char_of_byte = np.cumsum((data & 0xC0) != 0x80, dtype=np.int64) - 1
     out = np.empty((len(ends), 2), dtype=np.int64)
@@ -613,6 +614,9 @@ def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarra
     if tok.unit != "bytes" or tok.word_start or tok.word_end or tok.markers.has_subword_markers():
         raise ValueError("encode_with_offsets needs a byte-level tokenizer without word markers, "
                          "end_of_word_suffix or continuing_subword_prefix")
+    if tok.prefix_space:
+        raise ValueError("encode_with_offsets: this tokenizer puts a space before the text (ByteLevel's "
+                         "add_prefix_space), which spans no character of it; offsets are not mapped for it")
     if tok._added_splitter is not None and tok._special_sets(*_special_args(special))[0]:
         return _offsets_by_piece(tok, text, *_special_args(special))
     ids = tok._encode_array(text, *_special_args(special))

@@ -107,6 +107,19 @@ def test_offsets_through_every_unicode_form(tmp_path):
         steps.encode_with_offsets("Cafe\u0301")  # (a normaliser of other steps is not mapped back)
 
 
+def test_offsets_of_text_the_tokens_do_not_spell_are_refused_saying_why(small):
+    """A space put before the text, or text no match of the split pattern covers (dropped):
+    no character spans those tokens, said as such (it was 'a normaliser changed it?')."""
+    data = small.to_dict()
+    with pytest.raises(ValueError, match="add_prefix_space"):
+        fastbpe.Tokenizer.from_dict({**data, "prefix_space": True}).encode_with_offsets("hello world")
+    letters = fastbpe.Tokenizer.from_dict({**data, "pattern": "[a-z]+"})
+    spans = letters.encode_with_offsets("hello")[1]  # (all of it matched: spanned)
+    assert spans[0, 0] == 0 and spans[-1, 1] == 5
+    with pytest.raises(ValueError, match="leaves some of it out"):
+        letters.encode_with_offsets("hello world")
+
+
 @given(st.text(max_size=60))
 def test_offsets_cover_the_text_in_order(small, text):
     # ordinary text: a generated text that spells a special token is not an error here
