@@ -545,7 +545,8 @@ class Tokenizer:
         state = dict(self.__dict__)
         for key in ("_local", "_pools", "_ids_cache", "_decode_table", "_text_table", "_byte_ids_cache",
                     "_added_splitter", "_marked_ids_cache", "_plain_cache", "_char_ids_cache", "_whole_text_chunk",
-                    "_default_sets", "_in_normalized_cache", "_sorted_tokens_cache", "_named_with_markers"):
+                    "_default_sets", "_in_normalized_cache", "_sorted_tokens_cache", "_named_with_markers",
+                    "_space_runs"):
             state.pop(key, None)
         return state
 

@@ -618,9 +618,69 @@ def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarra
         raise ValueError("encode_with_offsets: this tokenizer puts a space before the text (ByteLevel's "
                          "add_prefix_space), which spans no character of it; offsets are not mapped for it")
     if tok._added_splitter is not None and tok._special_sets(*_special_args(special))[0]:
-        return _offsets_by_piece(tok, text, *_special_args(special))
-    ids = tok._encode_array(text, *_special_args(special))
-    return tok._id_list(ids), _plain_offsets(tok, surrogates.as_tiktoken(text), ids)
+        ids, offsets = _offsets_by_piece(tok, text, *_special_args(special))
+    else:
+        array = tok._encode_array(text, *_special_args(special))
+        ids, offsets = tok._id_list(array), _plain_offsets(tok, surrogates.as_tiktoken(text), array)
+    trimmed = offsets_trimmed_by(tok.post_processor)
+    if trimmed is not None and len(ids):
+        offsets = _trimmed_offsets(tok, surrogates.as_tiktoken(text), np.asarray(ids, dtype=np.int64), offsets,
+                                   trimmed)
+    return ids, offsets
+
+
+def offsets_trimmed_by(post_processor) -> Optional[bool]:
+    """Whether a ``tokenizer.json``'s post-processor trims offsets (``ByteLevel`` or
+    ``RobertaProcessing`` with ``trim_offsets``, their default; in a ``Sequence`` too), which
+    ``tokenizers`` does to every encoding, special tokens added or not: the ``add_prefix_space``
+    it says, or None when it does not trim.
+
+    >>> offsets_trimmed_by({"type": "RobertaProcessing", "add_prefix_space": False}), offsets_trimmed_by(None)
+    (False, None)
+    """
+    if not isinstance(post_processor, dict):
+        return None
+    if post_processor.get("type") == "Sequence":
+        steps = post_processor.get("processors")
+        found = [offsets_trimmed_by(step) for step in steps] if isinstance(steps, list) else []
+        return next((one for one in found if one is not None), None)
+    if post_processor.get("type") in ("ByteLevel", "RobertaProcessing") and post_processor.get("trim_offsets", True):
+        return bool(post_processor.get("add_prefix_space", True))
+    return None
+
+
+def _trimmed_offsets(tok, text: str, ids: np.ndarray, offsets: np.ndarray, add_prefix_space: bool) -> np.ndarray:
+    """``tokenizers``' offset trimming (its ByteLevel processor): a token's span leaves out the
+    spaces its text begins and ends with (a byte-level token's space bytes; for a special
+    token, the whitespace characters of the text it spans, which its ``lstrip``/``rstrip`` took
+    in), never past its other end; the one leading space of the first token is kept when the
+    processor says ``add_prefix_space`` (it counts it as the one it put there)."""
+    leading, trailing = _space_runs(tok)
+    lead, trail = leading[ids], trailing[ids]
+    for k in np.flatnonzero(np.isin(ids, list(tok.special_tokens.values()))).tolist():
+        spanned = text[offsets[k, 0]:offsets[k, 1]]
+        lead[k], trail[k] = len(spanned) - len(spanned.lstrip()), len(spanned) - len(spanned.rstrip())
+    first = (np.arange(len(ids)) == 0) | (offsets[:, 0] == 0)
+    lead = np.where(first & add_prefix_space & (lead == 1), 0, lead)
+    starts = np.minimum(offsets[:, 0] + lead, offsets[:, 1])
+    ends = np.where((trail > 0) & (offsets[:, 1] >= trail), np.maximum(offsets[:, 1] - trail, starts), offsets[:, 1])
+    return np.stack([starts, ends], axis=1)
+
+
+def _space_runs(tok) -> Tuple[np.ndarray, np.ndarray]:
+    """By id: how many space bytes begin and end its token (counted once a tokenizer, kept;
+    0 for a special token's id, whose spans :func:`_trimmed_offsets` reads)."""
+    runs = tok.__dict__.get("_space_runs")
+    if runs is None:
+        tokens = tok.token_bytes
+        size = max(len(tokens), max(tok.special_tokens.values(), default=-1) + 1)
+        leading, trailing = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+        for i, token in enumerate(tokens):
+            if token[:1] == b" " or token[-1:] == b" ":
+                leading[i] = len(token) - len(token.lstrip(b" "))
+                trailing[i] = len(token) - len(token.rstrip(b" "))
+        runs = tok.__dict__["_space_runs"] = (leading, trailing)
+    return runs
 
 
 def _offsets_by_piece(tok, text: str, allowed_special, disallowed_special) -> Tuple[List[int], np.ndarray]:

@@ -124,6 +124,32 @@ def test_generated_text_with_and_without_normalizer(base, tmp_path_factory, part
     _check(lower, hf_lower, text, offsets=False)
 
 
+TRIMMING = {  # post-processors that trim offsets in tokenizers, special tokens added or not
+    "byte-level": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+    "byte-level-prefix": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    "roberta": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True,
+                "add_prefix_space": True},
+    "sequence": {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}],
+         "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+         "special_tokens": {}}]},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TRIMMING))
+def test_offsets_trimmed_by_the_post_processor_as_tokenizers_trims_them(base, rows, tmp_path, kind):
+    """ByteLevel's and RoBERTa's trim_offsets: a token's span leaves out the spaces its text
+    begins and ends with (fastbpe's spanned them: [(0, 5), (5, 11)] for 'hello world', where
+    tokenizers gives (6, 11)), with added tokens beside words and in whitespace runs."""
+    data = _with_added(base)
+    data["post_processor"] = TRIMMING[kind]
+    tok, hf = _load_both(data, tmp_path)
+    for text in [*rows[:60], *_spliced(rows[:60]), "hello world", "  two  spaces ", " ", "   ", "a  <mask>  b",
+                 "\n x \n", "x ", " x", " <LS> <rs>  x"]:
+        _check(tok, hf, text)
+
+
 SPACE_RUNS = {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}
 
 
