@@ -6,6 +6,10 @@ text otherwise than the ``regex`` module does:
 * ``X{n,m}+`` is one or more runs of ``X{n,m}``; the ``regex`` module reads a possessive interval;
 * ``\\h`` is a hexadecimal digit (``[0-9a-fA-F]``) and ``\\H`` any other character; the
   ``regex`` module reads horizontal whitespace (``[\\t\\p{Zs}]``);
+* ``\\w`` is ``[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}]`` and, outside a class, ``¹²³¼½¾`` too (so
+  for ``\\b``), where the ``regex`` module follows Unicode's UTS #18 and takes the zero-width
+  joiners in (``\\p{Join_Control}``); ``\\W``, ``\\b`` and ``\\B`` with it (measured against
+  ``tokenizers`` on every assigned character);
 * a character class may hold classes (``[[a-c]x]``, their union) and intersections
   (``[a-z&&[^aeiou]]``, the consonants), which the ``regex`` module reads only in its version 1
   mode (``(?V1)`` in front); in its default mode ``[`` and ``&&`` in a class are characters.
@@ -30,6 +34,29 @@ _POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")  # [:alpha:] inside a class: bo
 # \h of each dialect, as the other spells it (inside a class: its members)
 _HEX_DIGITS = "0-9a-fA-F"
 _HORIZONTAL_SPACE = "\\t\\p{Zs}"
+# \w of each dialect, as the other spells it (members of a class): Oniguruma's outside a class
+# and inside one, the regex module's (UTS #18)
+_ONIGURUMA_WORD = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}¹²³¼½¾"
+_ONIGURUMA_CLASS_WORD = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}"
+_UTS18_WORD = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}"
+
+
+def _word_escape(escape: str, depth: int, word: str, class_word: str) -> str:
+    """``\\w``, ``\\W``, ``\\b`` or ``\\B`` (outside a class) spelled with the other dialect's word
+    characters: ``word`` outside a class, ``class_word`` inside one; any other escape as it is."""
+    if escape == "\\w":
+        return class_word if depth else f"[{word}]"
+    if escape == "\\W":
+        return f"[^{class_word if depth else word}]"
+    if escape in ("\\b", "\\B") and not depth:  # (in a class: a backspace in both)
+        inside, outside = f"(?<=[{word}])", f"(?<![{word}])"
+        ahead, not_ahead = f"(?=[{word}])", f"(?![{word}])"
+        if escape == "\\b":
+            return f"(?:{inside}{not_ahead}|{outside}{ahead})"
+        return f"(?:{inside}{ahead}|{outside}{not_ahead})"
+    return escape
+
+
 # What from_oniguruma_pattern puts in front of a pattern with nested classes or intersections.
 _VERSION1 = "(?V1)"
 
@@ -101,6 +128,11 @@ def oniguruma_pattern(pattern: str) -> str:
                              "clusters otherwise than the regex module; spell the pattern without it")
         if kind == "escape" and text == "\\h":  # (the regex module has no \H)
             text = _HORIZONTAL_SPACE if depth else f"[{_HORIZONTAL_SPACE}]"
+        elif kind == "escape" and text == "\\W" and depth:
+            raise ValueError(f"\\W inside a class in {pattern!r:.60}: Hugging Face's regex engine reads \\W "
+                             "otherwise; spell the class without it")
+        elif kind == "escape":
+            text = _word_escape(text, depth, _UTS18_WORD, _UTS18_WORD)
         elif not version1 and depth and (kind == "and" or text == "["):
             text = "\\" + text if text == "[" else "\\&\\&"  # (characters to the regex module)
         out.append(text)
@@ -152,9 +184,12 @@ def from_oniguruma_pattern(pattern: str) -> str:
                              "module, so fastbpe cannot split as tokenizers does")
         if kind == "escape" and part == "\\h":
             part = _HEX_DIGITS if depth else f"[{_HEX_DIGITS}]"
-        elif kind == "escape" and part == "\\H":
-            part = f"[^{_HEX_DIGITS}]"
+        elif kind == "escape" and part in ("\\H", "\\W"):
+            part = f"[^{_HEX_DIGITS}]" if part == "\\H" else _word_escape(part, depth, _ONIGURUMA_WORD,
+                                                                          _ONIGURUMA_CLASS_WORD)
             version1 |= depth > 0  # (a class in a class)
+        elif kind == "escape":
+            part = _word_escape(part, depth, _ONIGURUMA_WORD, _ONIGURUMA_CLASS_WORD)
         elif kind == "and" or (kind == "open" and depth):
             version1 = True
         out.append(part)

@@ -281,6 +281,24 @@ REPLACE_PATTERNS = ["^\\s+", "\\s+$", "^[^\\n]", "[^\\n]$", "^\\p{L}+", "\\n$", 
                     "(?m:\\t.)", "[\\^^a]", "\\A\\s"]
 
 
+# Oniguruma's word characters: UTS #18's but the zero-width joiners, and outside a class ¹²³¼½¾
+# (a Replace of an empty match, \b alone, is a tokenizers bug of its own: not tried)
+WORD_PATTERNS = ["\\w+", "\\W", "[\\w-]+", "[a\\W]", "x\\b", "\\B.", "\\bx\\b", "\\w\\B\\w"]
+
+
+@pytest.mark.parametrize("pattern", WORD_PATTERNS)
+def test_replace_regex_word_classes_as_tokenizers(base, rows, tmp_path, pattern):
+    data = json.loads(json.dumps(base))
+    data["normalizer"] = {"type": "Replace", "pattern": {"Regex": pattern}, "content": "#"}
+    tok, hf = _load_both(data, tmp_path)
+    for text in [*rows[:40], "a\u200db x² ½ Ⅻ _ x", "x\u0301y ٣ -x- \u200c", "²x ½ x xⒶ x৴ x\u200d"]:
+        assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids, repr(text)
+    tok.to_huggingface(tmp_path / "back.json")  # (written as the regex module reads it, read back the same)
+    back = tokenizers.Tokenizer.from_file(str(tmp_path / "back.json"))
+    for text in ["a\u200db x² ½ Ⅻ _ x", rows[0]]:
+        assert back.encode(text, add_special_tokens=False).ids == tok.encode(text), repr(text)
+
+
 @pytest.mark.parametrize("pattern", REPLACE_PATTERNS)
 def test_replace_regex_anchors_as_tokenizers(base, rows, tmp_path, pattern):
     """Replace regexes mean what Oniguruma (Ruby syntax) makes of them: ^ and $ at every line,
