@@ -184,7 +184,8 @@ class Markers:
         if not character_level:
             return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
         if self.dummy_prefix == "token":  # (the Metaspace decoder it was read from; alone, it leaves byte tokens)
-            metaspace = {"type": "Metaspace", "replacement": self.space_marker, "prepend_scheme": "always", "split": True}
+            metaspace = {"type": "Metaspace", "replacement": self.space_marker, "prepend_scheme": "always",
+                         "split": True}
             if not byte_fallback:
                 return metaspace
             return {"type": "Sequence", "decoders": [metaspace, {"type": "ByteFallback"}, {"type": "Fuse"}]}

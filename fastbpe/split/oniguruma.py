@@ -117,6 +117,8 @@ def oniguruma_pattern(pattern: str) -> str:
     (?>\p{N}{1,3})|(?>[ab]{2})|x
     >>> print(oniguruma_pattern(r"\h+|[a&&b]"))
     [\t\p{Zs}]+|[a\&\&b]
+    >>> print(oniguruma_pattern(r"\w|[a\W]"))
+    [\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]|[a[^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]]
     """
     version1 = pattern.startswith(_VERSION1)
     if version1:
@@ -128,10 +130,7 @@ def oniguruma_pattern(pattern: str) -> str:
                              "clusters otherwise than the regex module; spell the pattern without it")
         if kind == "escape" and text == "\\h":  # (the regex module has no \H)
             text = _HORIZONTAL_SPACE if depth else f"[{_HORIZONTAL_SPACE}]"
-        elif kind == "escape" and text == "\\W" and depth:
-            raise ValueError(f"\\W inside a class in {pattern!r:.60}: Hugging Face's regex engine reads \\W "
-                             "otherwise; spell the class without it")
-        elif kind == "escape":
+        elif kind == "escape":  # (\W in a class: a class inside it, which Oniguruma reads)
             text = _word_escape(text, depth, _UTS18_WORD, _UTS18_WORD)
         elif not version1 and depth and (kind == "and" or text == "["):
             text = "\\" + text if text == "[" else "\\&\\&"  # (characters to the regex module)
