@@ -617,15 +617,15 @@ def encode_with_offsets(tok, text: str, **special) -> Tuple[List[int], np.ndarra
     if tok.prefix_space:
         raise ValueError("encode_with_offsets: this tokenizer puts a space before the text (ByteLevel's "
                          "add_prefix_space), which spans no character of it; offsets are not mapped for it")
+    spanned = surrogates.as_tiktoken(text)  # (the text the offsets count in)
     if tok._added_splitter is not None and tok._special_sets(*_special_args(special))[0]:
         ids, offsets = _offsets_by_piece(tok, text, *_special_args(special))
     else:
         array = tok._encode_array(text, *_special_args(special))
-        ids, offsets = tok._id_list(array), _plain_offsets(tok, surrogates.as_tiktoken(text), array)
+        ids, offsets = tok._id_list(array), _plain_offsets(tok, spanned, array)
     trimmed = offsets_trimmed_by(tok.post_processor)
     if trimmed is not None and len(ids):
-        offsets = _trimmed_offsets(tok, surrogates.as_tiktoken(text), np.asarray(ids, dtype=np.int64), offsets,
-                                   trimmed)
+        offsets = _trimmed_offsets(tok, spanned, np.asarray(ids, dtype=np.int64), offsets, trimmed)
     return ids, offsets
 
 
