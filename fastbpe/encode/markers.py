@@ -239,6 +239,21 @@ def _model_markers(model: Mapping, source: str) -> dict:
     return markers
 
 
+def _decoder_steps(decoder) -> Optional[List[Mapping]]:
+    """A decoder's steps: a ``Sequence``'s decoders, or the decoder alone; None when it is not
+    an object, or is a ``Sequence`` whose decoders are not a list of objects.
+
+    >>> _decoder_steps({"type": "Sequence", "decoders": [{"type": "Fuse"}]}), _decoder_steps({"type": "Fuse"})
+    ([{'type': 'Fuse'}], [{'type': 'Fuse'}])
+    """
+    if not isinstance(decoder, Mapping):
+        return None
+    steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else [decoder]
+    if not isinstance(steps, list) or not all(isinstance(step, Mapping) for step in steps):
+        return None
+    return steps
+
+
 def decoder_difference(decoder, character_level: bool, byte_fallback: bool) -> Optional[str]:
     """None when ``tokenizers`` decodes by this ``decoder`` as fastbpe decodes the file's tokens;
     else the decoder's steps, for a warning. fastbpe decodes a token's bytes as text (a byte
@@ -257,8 +272,8 @@ def decoder_difference(decoder, character_level: bool, byte_fallback: bool) -> O
     """
     if decoder is None:
         return None
-    steps = decoder.get("decoders") if isinstance(decoder, Mapping) and decoder.get("type") == "Sequence" else [decoder]
-    if not isinstance(steps, list) or not all(isinstance(step, Mapping) for step in steps):
+    steps = _decoder_steps(decoder)
+    if steps is None:
         return repr(decoder)[:60]
     kinds = tuple(step.get("type") for step in steps)
     if not character_level:
@@ -286,18 +301,17 @@ def _space_marker(decoder) -> Tuple[Optional[str], Union[bool, str]]:
     (None for none), and whether it drops the first (``Strip(" ", 1, 0)`` last), or
     ``"token"`` for a ``Metaspace`` whose ``prepend_scheme`` is not ``"never"`` (older files:
     ``add_prefix_space``), which drops every marker of the first token."""
-    if not isinstance(decoder, Mapping):
+    steps = _decoder_steps(decoder)
+    if not steps:
         return None, True
-    if decoder.get("type") == "Metaspace" and isinstance(decoder.get("replacement"), str):
-        scheme = decoder.get("prepend_scheme", "always" if decoder.get("add_prefix_space", True) else "never")
-        return decoder["replacement"], "token" if scheme != "never" else False
-    steps = decoder.get("decoders") if decoder.get("type") == "Sequence" else None
-    if not isinstance(steps, list) or not steps or not all(isinstance(x, Mapping) for x in steps):
-        return None, True
-    # a Metaspace with the byte-fallback steps beside it (which fastbpe's decoding does anyway)
+    # a Metaspace, alone or with the byte-fallback steps beside it (which fastbpe's decoding does anyway)
     kinds = [step.get("type") for step in steps]
     if kinds.count("Metaspace") == 1 and set(kinds) <= {"Metaspace", "ByteFallback", "Fuse"}:
-        return _space_marker(steps[kinds.index("Metaspace")])
+        metaspace = steps[kinds.index("Metaspace")]
+        if not isinstance(metaspace.get("replacement"), str):
+            return None, True
+        scheme = metaspace.get("prepend_scheme", "always" if metaspace.get("add_prefix_space", True) else "never")
+        return metaspace["replacement"], "token" if scheme != "never" else False
     first, last = steps[0], steps[-1]
     if not (first.get("type") == "Replace" and first.get("content") == " "
             and isinstance(first.get("pattern"), Mapping) and isinstance(first["pattern"].get("String"), str)

@@ -451,3 +451,24 @@ def test_a_metaspace_file_with_byte_pieces_is_written_with_a_decoder_that_decode
     for text in EDGE_CASES + ["hello 知 world", "ǅ ꙮ"]:
         ids = tok.encode_ordinary(text)
         assert back.decode(ids, skip_special_tokens=False) == tok.decode(ids) == hf.decode(ids, skip_special_tokens=False)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_replace_decoder_alone_decodes_its_marker_as_a_space(tmp_path, rows, wrapped):
+    """A file without byte pieces whose decoder is one ``Replace(▁, " ")``, bare or as a
+    one-step Sequence, decodes every ▁ as a space, as tokenizers does, and loads silently."""
+    import warnings
+
+    data = _layout(rows[::4], "no-prefix", byte_fallback=False)
+    replace = {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}
+    data["decoder"] = {"type": "Sequence", "decoders": [replace]} if wrapped else replace
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tok = Tokenizer.from_huggingface(path)
+    for text in rows[:200] + [" two  spaces ", "▁", ""]:
+        ids = tok.encode_ordinary(text)
+        assert ids == hf.encode(text, add_special_tokens=False).ids, text
+        assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), text
