@@ -748,6 +748,8 @@ class LoaderHuggingface(LoaderTarget):
             # a mutated file often lists an added token under an id tokenizers would not give
             # it: the loader's warning saying so is an expected outcome here
             warnings.filterwarnings("ignore", message=".*tokenizers gives it")
+            # and a mutated decoder, one fastbpe does not decode by, is warned of (encoding is the same)
+            warnings.filterwarnings("ignore", message=".*is not one fastbpe decodes by")
             return [fastbpe.Tokenizer.from_huggingface(path), fastbpe.load(path), fastbpe.load(self.folder)]
 
 
