@@ -19,6 +19,19 @@ def check_count(value, name: str, minimum: int, maximum: int = 2**63 - 1) -> Non
                          f"{name} must be at most {maximum:,}, got {value:,}")
 
 
+def check_seed(seed) -> None:
+    """A random seed a caller gives: None or an int >= 0 (NumPy's generators refuse a negative
+    one in words that name no argument); other seeds NumPy takes, a ``SeedSequence`` say, pass.
+
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: seed must be None or an int >= 0, got -1
+    """
+    if isinstance(seed, (int, np.integer)) and seed < 0:
+        raise ValueError(f"seed must be None or an int >= 0, got {seed}")
+
+
 # A block is read into memory whole (one per worker, and its chunks beside it); past a few MB a
 # larger one is no faster, and one of terabytes could only end in a MemoryError
 MAX_BLOCK_SIZE = 1 << 31

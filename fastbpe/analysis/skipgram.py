@@ -27,12 +27,16 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numba
 import numpy as np
 
-from ..arguments import check_count
+from ..arguments import check_count, check_seed
 from ..embed import kernels
 from ..embed.embedding import Embedding
 
 __all__ = ["skipgram", "skipgram_ids", "SkipGram", "sgns_loss_reference", "sgns_gradients",
            "sgns_gradients_reference"]
+
+# Candidate contexts a training step lays out at most (batch_size * 2 * window): each takes a few
+# int64 and bool arrays of that size, about 3 GB at this bound.
+MAX_STEP_CONTEXTS = 1 << 27
 
 
 def _pair_terms(h: np.ndarray, u: np.ndarray):
@@ -252,12 +256,19 @@ def skipgram_ids(
                         ("log_every", log_every)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if batch_size * 2 * window > MAX_STEP_CONTEXTS:
+        # (a step lays out every center's 2 * window candidate positions at once)
+        raise ValueError(f"window {window:,} with batch_size {batch_size:,} lays out {batch_size * 2 * window:,} "
+                         f"candidate contexts a step; at most {MAX_STEP_CONTEXTS:,} (lower either)")
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    check_seed(seed)
     documents = [np.asarray(d) for d in documents]
-    for d in documents:
+    for k, d in enumerate(documents):
         if d.ndim != 1 or not (np.issubdtype(d.dtype, np.integer) or d.size == 0):
             raise TypeError("every document must be a 1-D array of integer token ids")
+        if d.dtype == np.uint64 and d.size and d.max() > np.iinfo(np.int64).max:  # (the int64 copy would wrap it)
+            kernels._check_id_range(d, num_embeddings, f"documents[{k}]")
     ids = np.concatenate(documents).astype(np.int64) if documents else np.zeros(0, dtype=np.int64)
     kernels._check_id_range(ids, num_embeddings)
     doc = np.repeat(np.arange(len(documents)), [len(d) for d in documents])

@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
-from ..arguments import check_count
+from ..arguments import check_count, check_seed
 from . import kernels
 
 __all__ = ["Embedding"]
@@ -55,6 +55,7 @@ class Embedding:
                 raise TypeError(f"dtype must be float32 or float64, got {dtype}")
             check_count(num_embeddings, "num_embeddings", 0)
             check_count(dim, "dim", 0)
+            check_seed(seed)
             rng = np.random.default_rng(seed)
             weight = (rng.standard_normal((num_embeddings, dim)) * init_std).astype(dtype)
         else:

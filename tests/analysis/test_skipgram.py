@@ -200,3 +200,10 @@ def test_bad_input():
         skipgram_ids([np.array([0, 1])], 3, log_every=0)
     with pytest.raises(TypeError):
         skipgram_ids([np.array([0.5, 1.0])], 3)
+    with pytest.raises(ValueError, match="seed must be None or an int >= 0"):
+        skipgram_ids([np.array([0, 1])], 3, seed=-1)
+    with pytest.raises(ValueError, match="window 1,000,000,000 with batch_size 1,024 lays out"):
+        skipgram_ids([np.array([0, 1])], 3, window=10**9)  # (it was NumPy's MemoryError)
+    # an id of 2**63 or more, unsigned, is shown as it is, not wrapped by the int64 copy
+    with pytest.raises(IndexError, match=r"documents\[1\] contains 9223372036854775815 at flat position 1"):
+        skipgram_ids([np.array([0, 1]), np.array([1, 2**63 + 7], dtype=np.uint64)], 3)

@@ -166,6 +166,8 @@ def test_errors():
         Embedding("3", 2)
     with pytest.raises(ValueError, match="dim must be >= 0"):
         Embedding(3, -2)
+    with pytest.raises(ValueError, match="seed must be None or an int >= 0, got -1"):
+        Embedding(3, 2, seed=-1)
     with pytest.raises(AttributeError):  # chosen with the table: Adam's moments are made then
         Embedding(3, 2).optimizer = "adam"
     with pytest.raises(ValueError, match="shape"):
