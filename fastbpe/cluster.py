@@ -10,6 +10,7 @@ Partial results are combined where they are, on the workers: :class:`OrderedRedu
 neighbouring results in a binary tree in input order, so the client holds futures only, and the
 workers hold about log2(partitions) partial results at a time.
 """
+import socket
 from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = ["connect", "check_worker_versions", "WorkerVersionError", "OrderedReduction", "worker_threads"]
@@ -45,6 +46,33 @@ def check_worker_versions(client) -> None:
                                  "install the same fastbpe version on every worker")
 
 
+# How long the client tries to reach a scheduler that does not answer (a host that drops the
+# connection, or is down); a machine that refuses it is said at once (_refused).
+CONNECT_TIMEOUT = 30
+
+
+def _refused(address: str) -> Optional[str]:
+    """Why no scheduler listens at a TCP address, when its machine refuses the connection (no
+    process on the port); None otherwise, and for what is no TCP address. (Dask's client retries
+    a refused connection until its timeout: 30 s of silence for a mistyped port.)"""
+    from distributed.comm import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location)
+    except (TypeError, ValueError):  # (the client says what is wrong with it)
+        return None
+    if scheme not in ("tcp", "tls") or not port:
+        return None
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except ConnectionRefusedError:
+        return f"the connection to {host}:{port} was refused (is the scheduler running, on that port?)"
+    except OSError:
+        return None  # (unresolved or silent: the client's timeout decides)
+    return None
+
+
 def connect(cluster) -> Tuple[Any, bool]:
     """``(client, whether it was opened here)`` for a Client or a scheduler address, with the
     workers' fastbpe versions checked. A client opened here is closed again on an error."""
@@ -55,8 +83,11 @@ def connect(cluster) -> Tuple[Any, bool]:
     if isinstance(cluster, Client):
         client, own = cluster, False
     else:
+        refused = _refused(cluster) if isinstance(cluster, str) else None
+        if refused:
+            raise OSError(f"cannot reach the Dask scheduler at {cluster!r}: {refused}")
         try:
-            client, own = Client(cluster, timeout="30s"), True
+            client, own = Client(cluster, timeout=f"{CONNECT_TIMEOUT}s"), True
         except OSError as exc:
             raise OSError(f"cannot reach the Dask scheduler at {cluster!r}: {exc}") from None
     try:

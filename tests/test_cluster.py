@@ -233,3 +233,19 @@ def test_a_worker_with_another_fastbpe_version_is_refused(client, corpus, tok, t
         assert "fastbpe: error: fastbpe version mismatch" in capsys.readouterr().err
     finally:
         client.run(pretend, fastbpe.__version__)
+
+
+def test_a_scheduler_address_nothing_listens_at_is_said_at_once():
+    """A refused connection (a port no process listens on) is said as such, not after the
+    client's timeout as "Timed out"; an address of another kind is left to the client."""
+    import socket
+
+    from fastbpe.cluster import _refused, connect
+
+    with socket.socket() as bound:  # (bound, never listening: the port refuses connections)
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        for address in (f"tcp://127.0.0.1:{port}", f"127.0.0.1:{port}"):
+            with pytest.raises(OSError, match=f"scheduler at '{address}': the connection to 127.0.0.1:{port} was refused"):
+                connect(address)
+    assert _refused("inproc://nowhere") is None and _refused("not an address") is None
