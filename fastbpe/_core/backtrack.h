@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "pair_table.h"
+#include "poll.h"
 
 namespace fbpt {
 
@@ -380,9 +381,10 @@ class Backtracker {
     // finds nothing (impossible for a usable model; the caller then takes its other path).
     // Id: int32_t, or uint16_t when every id is below 2^16 (the caller's promise): the ids are
     // the search's stack, so a huge piece's ids are held once, at the width they are kept.
+    // `poll` is ticked once a token (poll.h: it may throw Interrupted; memo stays valid).
     template <class Id>
     int64_t encode(const uint8_t* p, int64_t n, std::vector<uint64_t>& dead_bits, std::vector<uint64_t>& memo,
-                   Id* out, int64_t cap) const {
+                   Id* out, int64_t cap, Poll& poll) const {
         // A huge piece's bits come from calloc, whose fresh pages are zero without being
         // written: only the pages where a dead end is marked (few: backtracking is rare) are
         // ever taken, instead of one bit per byte of the piece.
@@ -400,7 +402,12 @@ class Backtracker {
         if (memo.size() != MEMO_SLOTS) memo.assign(MEMO_SLOTS, ~0ULL);
         int64_t count = 0, pos = 0, length;  // (length: the bytes of `token`, known from the walk)
         int32_t token = trie_.longest(p, (size_t)n, &length);
+        int64_t budget = POLL_UNITS;  // tokens until the next tick (a local: no store a token)
         while (pos < n) {
+            if (--budget == 0) {
+                poll.tick(POLL_UNITS);
+                budget = POLL_UNITS;
+            }
             int32_t last = count ? (int32_t)out[count - 1] : -1;
             for (;;) {
                 if (token < 0) {  // nothing fits after `last`: pos is a dead end

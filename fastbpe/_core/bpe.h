@@ -58,6 +58,7 @@
 #include "bytes_map.h"
 #include "heap.h"
 #include "pair_table.h"
+#include "poll.h"
 #include "scan.h"
 #include "shared_cache.h"
 
@@ -250,6 +251,9 @@ struct EncodeScratch {
     size_t used_buckets = 0;
     PairTable<int32_t> bucket_of;
     Heap<uint64_t, LowestFirst> ranks;
+    // The caller's look at Ctrl-C, ticked by the loops that can run for seconds on one call: a
+    // huge text's blocks of chunks, a huge chunk's merges and backtracking (poll.h)
+    Poll poll;
 
     void clear_cache() {
         cache.clear();
@@ -724,6 +728,7 @@ class BpeEncoder {
                                        op + count, misses);
             if (got < 0) return got;
             count += got;
+            st.poll.tick(std::min<int64_t>(FUSED_BLOCK, m - b));  // (a block's ids are out, its puts done)
         }
         return count;
     }
@@ -1038,6 +1043,7 @@ class BpeEncoder {
             if (MANY)
                 for (int64_t j = 0; j < ended; ++j)
                     in.ends[first_text + j] = text_end[j] < m ? out_at[text_end[j]] : count;
+            st.poll.tick(m);  // (between blocks: the block's ids are out and its puts done)
         }
         *done = MANY ? in.count : 1;
         return count;
@@ -1078,6 +1084,7 @@ class BpeEncoder {
             count += got;
             ++*chunks;
             p = e;
+            st.poll.tick();
         }
         return count;
     }
@@ -1109,6 +1116,7 @@ class BpeEncoder {
             p = chunk_end(dp, n, pattern, p);
             int64_t len = (int64_t)(p - s);
             ++*chunks;
+            st.poll.tick();
             if (m == FUSED_BLOCK || run_bytes + len > U16_DIRECT_MIN) {
                 int64_t bad = flush();
                 if (bad < 0) return bad;
@@ -1120,7 +1128,7 @@ class BpeEncoder {
                 if (bt != nullptr) {
                     for (size_t i = s; i < p; ++i)
                         if (byte_id[dp[i]] < 0) return -1 - (int64_t)dp[i];
-                    int64_t got = bt->encode(dp + s, len, st.dead, st.memo, out + count, len);
+                    int64_t got = bt->encode(dp + s, len, st.dead, st.memo, out + count, len, st.poll);
                     ++*misses;
                     if (got >= 0) {
                         count += got;
@@ -1158,6 +1166,7 @@ class BpeEncoder {
                 start = ends[w];
             }
             if (out_ends != nullptr) out_ends[w] = total;
+            st.poll.tick();
         }
         return total;
     }
@@ -1516,7 +1525,7 @@ class BpeEncoder {
         if (bt == nullptr) return BACKTRACK_UNUSABLE;
         for (int64_t i = 0; i < n; ++i)
             if (byte_id[data[i]] < 0) return -1 - (int64_t)data[i];
-        int64_t got = bt->encode(data, n, st.dead, st.memo, out, cap);
+        int64_t got = bt->encode(data, n, st.dead, st.memo, out, cap, st.poll);
         if (got >= 0) return got;
         backtrack_fallbacks_.fetch_add(1, std::memory_order_relaxed);  // (never, for a usable model)
         return BACKTRACK_UNUSABLE;
@@ -1642,11 +1651,18 @@ class BpeEncoder {
             if (rank <= current) interrupt = true;
             ++pushes;
         };
-        for (int64_t i = 0; i + 1 < n; ++i) prefetch_pair(sid[i], sid[i + 1]);
-        for (int64_t i = 0; i + 1 < n; ++i) {
-            uint64_t v = lookup(sid[i], sid[i + 1]);
-            if (v != NO_MERGE) push((uint32_t)(v >> 32), i);
+        // (in strips of POLL_UNITS pairs, each strip's lookups prefetched first: a chunk of
+        // 100 MB takes seconds here)
+        for (int64_t from = 0; from + 1 < n; from += POLL_UNITS) {
+            int64_t to = std::min(from + POLL_UNITS, n - 1);
+            for (int64_t i = from; i < to; ++i) prefetch_pair(sid[i], sid[i + 1]);
+            for (int64_t i = from; i < to; ++i) {
+                uint64_t v = lookup(sid[i], sid[i + 1]);
+                if (v != NO_MERGE) push((uint32_t)(v >> 32), i);
+            }
+            st.poll.tick(to - from);
         }
+        int64_t budget = POLL_UNITS;  // positions popped until the next tick (a local: no store a pop)
         uint32_t floor = 0;
         int64_t sorted = 0;
         while (!st.ranks.empty()) {
@@ -1688,6 +1704,10 @@ class BpeEncoder {
                 return m.v;
             };
             while (!interrupt && cursor < size) {
+                if (--budget == 0) {  // (between two positions: the list is whole, out not written yet)
+                    st.poll.tick(POLL_UNITS);
+                    budget = POLL_UNITS;
+                }
                 int64_t i = pos[cursor++];
                 int64_t k = i == known ? list.merge(i, list.next(i), known_v) : merge_if_current(list, i, rank, floor);
                 if (k == STALE) continue;
@@ -1801,7 +1821,12 @@ class BpeEncoder {
             }
             st.heap.make();  // O(n), at once
         }
+        int64_t budget = POLL_UNITS;  // pops until the next tick (a local: no store a pop)
         while (!st.heap.empty()) {
+            if (--budget == 0) {  // (between two pops: the list is whole, out not written yet)
+                st.poll.tick(POLL_UNITS);
+                budget = POLL_UNITS;
+            }
             uint64_t top = st.heap.pop();
             uint32_t rank = (uint32_t)(top >> 32);
             int64_t i = (int64_t)(top & LOW_BITS);

@@ -40,7 +40,13 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void shrink_to_fit()
         void swap(IdBuffer& other)
 
+    # poll.h: a long loop calls check(context) every so often, and stops (throws) on nonzero
+    cdef cppclass Poll:
+        int (*check)(void*) noexcept nogil
+        void* context
+
     cdef cppclass EncodeScratch:
+        Poll poll
         size_t max_ids
         SharedChunkCache* shared
         int arena

@@ -23,6 +23,7 @@ from libcpp.vector cimport vector
 import numpy as np
 cimport numpy as cnp
 
+from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges, two_piece_splits as c_two_piece_splits
@@ -68,6 +69,8 @@ MERGE_RULES = tuple(sorted(MERGE_RULE_IDS, key=MERGE_RULE_IDS.get))
 WHOLE_TOKEN_LOOKUPS = ("all", "consistent", "none")
 # Buffers bigger than this are freed after a call instead of kept for the next one.
 cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
+# A list of ids looks at Ctrl-C every LIST_POLL_MASK + 1 items (a few ms).
+cdef Py_ssize_t LIST_POLL_MASK = (1 << 18) - 1
 # encode_text_many checks the UTF-8 of this many bytes of texts at most, then encodes them
 cdef int64_t RUN_BYTES = 1 << 20
 # A text of this many bytes or more is encoded alone, not in a run of texts (_encode_run)
@@ -135,6 +138,35 @@ cdef class SharedCache:
         self.cache.clear()
 
 
+cdef extern from "Python.h":
+    # (not cpython.exc's declaration, which raises: the check below returns the -1 to C++ and
+    # leaves KeyboardInterrupt set for the binding's `except +` to raise)
+    int check_signals_with_gil "PyErr_CheckSignals"() noexcept
+    unsigned long PyThread_get_thread_ident() noexcept nogil
+import os as _os
+
+# Only the main thread runs Python's signal handlers: another thread's long loops never take
+# the GIL to look (a thread of a pool would wait for it while the others run).
+cdef unsigned long _main_thread = PyThread_get_thread_ident()
+
+
+def _forked():
+    global _main_thread
+    _main_thread = PyThread_get_thread_ident()  # (the forking thread is the child's main one)
+
+
+_os.register_at_fork(after_in_child=_forked)
+
+
+cdef int _check_signals(void* unused) noexcept nogil:
+    """The poll of a state's long loops (poll.h): nonzero, KeyboardInterrupt (or what a signal
+    handler raised) set, when the call should stop."""
+    if PyThread_get_thread_ident() != _main_thread:
+        return 0
+    with gil:
+        return check_signals_with_gil()
+
+
 cdef class EncodeState:
     """Per-thread scratch space and chunk cache. Never share one between threads.
 
@@ -168,6 +200,7 @@ cdef class EncodeState:
             raise ValueError(f"short_cache_max_bits must be between short_cache_bits ({short_cache_bits}) and 24, "
                              f"got {short_cache_max_bits}")
         self.scratch.max_ids = max_ids
+        self.scratch.poll.check = _check_signals  # (Ctrl-C stops a call of seconds within ~50 ms)
         self.scratch.short_cache.set_bits(short_cache_bits, short_cache_max_bits)
         self.hits = 0
         self.misses = 0
@@ -781,6 +814,10 @@ cdef class BPECore:
             else:
                 item = <PyObject*>PyLong_FromLong(v)   # a new reference, which the list takes
             PyList_SET_ITEM(out, i, item)
+            if i & LIST_POLL_MASK == LIST_POLL_MASK:
+                # (100 MB of English is 25M ids, seconds of this loop; an interrupted list is
+                # dropped, its unset items NULL, which list_dealloc skips)
+                PyErr_CheckSignals()
         return out
 
     def encode_offsets(self, const uint8_t[::1] data, const int64_t[::1] offsets, EncodeState state):

@@ -1,0 +1,89 @@
+"""Ctrl-C during one long encode call: the call stops where it is and raises what the SIGINT
+handler raised, from inside the compiled call (it used to come only once the call returned:
+seconds to tens of seconds later), and the tokenizer encodes as before afterwards.
+
+Each workload would take seconds uninterrupted; the signal comes well after the Python work
+before the compiled call. The tests assert where the exception came from, not how soon."""
+import gzip
+import random
+
+import pytest
+
+import fastbpe
+from tests.interrupts import Interrupted, raised_in, sigint_soon
+
+SIGNAL_AFTER = 1.0  # seconds: past the Python work before the compiled call, long before its end
+SAMPLE = "Ctrl-C stops a call; the next one encodes as a fresh tokenizer does. 12345 lëtters, 中文 too."
+
+
+def one_word(megabytes: int) -> str:
+    """A text with no split point: random lowercase letters (a 64 KB block, repeated)."""
+    rng = random.Random(0)
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1 << 16)) * (megabytes << 4)
+
+
+@pytest.fixture(scope="module")
+def cl100k_path(shared_data):
+    return shared_data.path("tokenizers", "tiktoken", "cl100k_base.tiktoken")
+
+
+@pytest.fixture(scope="module")
+def cl100k(cl100k_path):
+    return fastbpe.load(cl100k_path)
+
+
+def _interrupted(call) -> bool:
+    with pytest.raises(Interrupted) as info:
+        with sigint_soon(SIGNAL_AFTER):
+            call()
+    return raised_in(info, "encode.pyx")
+
+
+def test_a_huge_text_of_many_chunks(cl100k, cl100k_path, shared_data):
+    """96 MB of English (about 20M chunks, 25M ids): the loop over blocks of chunks, and the
+    list of ids, look at Ctrl-C as they go. The caches left behind give the same ids as a
+    fresh tokenizer's."""
+    with gzip.open(shared_data.path("english.txt.gz"), "rb") as f:
+        english = f.read(96 << 20).decode("ascii", "replace")
+    assert _interrupted(lambda: cl100k.encode_ordinary(english))
+    assert cl100k.encode_ordinary(SAMPLE) == fastbpe.load(cl100k_path).encode_ordinary(SAMPLE)
+    assert cl100k.encode_ordinary(english[:100_000]) == fastbpe.load(cl100k_path).encode_ordinary(english[:100_000])
+
+
+def test_one_huge_chunk_backtracked(cl100k, cl100k_path):
+    """A 48 MB chunk (no split point) goes to the backtracking search, which looks at Ctrl-C
+    every so many tokens."""
+    word = one_word(48)
+    assert _interrupted(lambda: cl100k.encode_ordinary(word))
+    assert cl100k.encode_ordinary(SAMPLE + word[:5000]) == fastbpe.load(cl100k_path).encode_ordinary(SAMPLE + word[:5000])
+
+
+def test_one_huge_chunk_merged_by_rank():
+    """A SentencePiece model keeps the text one chunk: 32 MB go to the merge loop by rank,
+    which looks at Ctrl-C while it lists the pairs and every so many merges."""
+    from pathlib import Path
+
+    mistral = pytest.importorskip("mistral_common", reason="its SentencePiece models are the test's model")
+    model = Path(mistral.__file__).parent / "data" / "tokenizer.model.v1"
+    if not model.exists():
+        pytest.skip(f"{model} is missing")
+    tok = fastbpe.load(str(model))
+    word = one_word(32)
+    assert _interrupted(lambda: tok.encode_ordinary(word))
+    assert tok.encode_ordinary(SAMPLE + word[:5000]) == fastbpe.load(str(model)).encode_ordinary(SAMPLE + word[:5000])
+
+
+def test_a_thread_that_is_not_the_main_one_is_not_stopped(cl100k, cl100k_path):
+    """Only the main thread runs signal handlers: another thread's encode runs to its end,
+    with the ids an uninterrupted call gives."""
+    import threading
+
+    word = one_word(16)
+    out = []
+    thread = threading.Thread(target=lambda: out.append(cl100k.encode_ordinary(word)))
+    thread.start()
+    with pytest.raises(Interrupted):
+        with sigint_soon(0.2):
+            thread.join()  # (interrupted: the handler runs in the main thread, here)
+    thread.join()
+    assert out == [fastbpe.load(cl100k_path).encode_ordinary(word)]
