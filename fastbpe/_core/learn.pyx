@@ -94,6 +94,9 @@ cdef size_t PREFETCH_AHEAD = 16
 # ... and the pair-table slots of its neighbours' pairs, once its node is (likely) in cache.
 cdef size_t PREFETCH_PAIRS_AHEAD = 6
 
+# Step 0 looks at Ctrl-C every POLL_MASK + 1 pairs of a long chunk (about 50 ms): one chunk of
+# 100 MB took 5 s there.
+cdef Py_ssize_t POLL_MASK = (1 << 20) - 1
 cdef int32_t DEAD = -1
 cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
@@ -344,6 +347,11 @@ cdef class MergeLearner:
                         with gil:
                             raise OverflowError("the long chunks hold more than 2**30 symbols")
                     for i in range(end - start - 1):
+                        if i & POLL_MASK == POLL_MASK:
+                            with gil:
+                                # (the learner is dropped with its __init__'s exception: a
+                                # half-built one is never used)
+                                PyErr_CheckSignals()
                         if bytes_only:
                             self._add_long(ids8[start + i], ids8[start + i + 1], word_counts[w],
                                            lstart + i, key_base, True)
