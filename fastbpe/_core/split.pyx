@@ -16,8 +16,13 @@ from libcpp.vector cimport vector
 from libcpp.string cimport string
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.exc cimport PyErr_CheckSignals
 
 import numpy as np
+
+# A list of chunks of a huge text takes seconds to build (160 MB of English: 10 s): Ctrl-C is
+# looked at every POLL_MASK + 1 chunks (a few ms).
+cdef Py_ssize_t POLL_MASK = (1 << 16) - 1
 
 from fastbpe._core.cut cimport RULE_CUSTOM, find_cut as c_find_cut
 from fastbpe._core.documents cimport document_spans as c_document_spans, find_newline_run
@@ -82,6 +87,8 @@ def split_bytes(const uint8_t[::1] data, int pattern, int errors=ERR_STRICT):
     for end in out.ends:
         result.append(PyBytes_FromStringAndSize(base + start, end - start))
         start = end
+        if (len(result) & POLL_MASK) == 0:
+            PyErr_CheckSignals()
     return result
 
 
@@ -117,6 +124,8 @@ def split_text(str text, int pattern):
     for end in out.ends:
         result.append(PyUnicode_DecodeUTF8(base + start, end - start, NULL))
         start = end
+        if (len(result) & POLL_MASK) == 0:
+            PyErr_CheckSignals()
     return result
 
 
