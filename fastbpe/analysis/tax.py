@@ -193,10 +193,25 @@ def plot_premiums(result: Dict[str, Any], path: PathLike) -> None:
     save_figure(figure, path)
 
 
+def _is_text(source) -> bool:
+    """Whether ``source`` is a text rather than a file's path: a str that names no file and
+    cannot be a path (it holds whitespace, and is no path into an existing folder). A str that
+    could be a path to nothing is a FileNotFoundError: a misspelt name, never read as text.
+
+    >>> _is_text("Saya suka makan nasi."), _is_text(os.devnull)
+    (True, False)
+    """
+    if not isinstance(source, str) or os.path.exists(source):
+        return False
+    folder = os.path.dirname(source) if "\n" not in source else ""
+    if any(c.isspace() for c in source) and not (folder and os.path.isdir(folder)):
+        return True
+    raise FileNotFoundError(f"no such file: {source[:200]!r} (a text given in its place holds whitespace)")
+
+
 def _read_prefix(source, size: int) -> str:
-    """The first ``size`` bytes of a file (plain or compressed) or of a text (a str that names
-    no file)."""
-    if isinstance(source, str) and ("\n" in source or not os.path.exists(source)):
+    """The first ``size`` bytes of a file (plain or compressed) or of a text (:func:`_is_text`)."""
+    if _is_text(source):
         text = source
     else:
         text = "".join(read_texts([source], size))
@@ -206,8 +221,7 @@ def _read_prefix(source, size: int) -> str:
 def _lines_not_in(source, held_out: set, size: int) -> Tuple[List[str], int]:
     """Lines of a file or text, those in ``held_out`` skipped, until ``size`` bytes are kept (or
     the source ends); and how many lines were skipped."""
-    lines = source.splitlines(keepends=True) if isinstance(source, str) and (
-        "\n" in source or not os.path.exists(source)) else text_lines(source)
+    lines = source.splitlines(keepends=True) if _is_text(source) else text_lines(source)
     kept, skipped, total = [], 0, 0
     for line in lines:
         if total >= size:
@@ -229,7 +243,8 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
     from ``other`` (the ``language``) and the rest from ``english``, and measure the premium of
     ``language`` against ``reference`` on the parallel ``corpus``.
 
-    ``english`` and ``other``: paths (read from the start) or texts. Lines of ``other`` that are
+    ``english`` and ``other``: paths (read from the start) or texts (:func:`_is_text`: a
+    misspelt path is a FileNotFoundError, not a text). Lines of ``other`` that are
     cells of the ``language`` column of the evaluated rows are left out of training, so that the
     premium is measured on text the tokenizer never saw. Returns ``{"points": [...]}``, each with
     the share asked, the bytes actually trained on from each side, and, on the rows where both
@@ -241,6 +256,11 @@ def tax_sweep(english, other, corpus, *, language: str = "ms", reference: str = 
         raise ValueError("give at least one share")
     if any(not 0.0 <= s < 1.0 for s in shares):
         raise ValueError(f"shares are fractions in [0, 1), got {list(shares)}")
+    for name, source in (("english", english), ("other", other)):
+        try:
+            _is_text(source)  # (before the corpus is read)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{name}: {exc}") from None
     header, table = _parallel_table(corpus, rows)
     _languages(header, reference, [language])
     held_out = {row[header.index(language)] for row in table}

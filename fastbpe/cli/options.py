@@ -188,6 +188,13 @@ def report_stream(out: str):
 PLOT_FORMATS = (".png", ".pdf", ".svg")
 
 
+def check_input_file(path: str, option: str) -> None:
+    """The file an option names exists: said before any work, not once a command's first
+    steps are done (nor is the name read as a text)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{option} {path[:200]!r}: no such file")
+
+
 def check_plot_file(plot: Optional[str]) -> None:
     """:func:`check_out_file` for ``--plot`` (when given), whose name says the format
     (``PLOT_FORMATS``): drawing comes last, after the work."""

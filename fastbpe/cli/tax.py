@@ -3,7 +3,8 @@ import argparse
 
 from ..analysis.common import format_table, json_text
 from ..analysis.tax import DEFAULT_SHARES, plot_premiums, plot_sweep, premium_table, tax, tax_sweep
-from .options import add_report_options, add_tokenizer_option, check_plot_file, int_at_least, size_arg, tokenizer_specs
+from .options import (add_report_options, add_tokenizer_option, check_input_file, check_plot_file, int_at_least, size_arg,
+                      tokenizer_specs)
 
 __all__ = ["add_tax_subcommand"]
 
@@ -27,6 +28,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise ValueError("--sweep trains its own tokenizers on --english and --other: drop --tokenizer")
     if not args.english or not args.other:
         raise ValueError("--sweep needs --english FILE and --other FILE (the training texts)")
+    for path, option in ((args.english, "--english"), (args.other, "--other"), (args.corpus, "--corpus")):
+        check_input_file(path, option)
     result = tax_sweep(args.english, args.other, args.corpus, language=args.language, reference=args.reference,
                        vocab_size=args.vocab_size, train_bytes=args.train_bytes, shares=args.shares,
                        rows=args.rows, pattern=args.pattern, workers=args.workers)
@@ -59,6 +62,7 @@ def _cmd_tax(args: argparse.Namespace) -> int:
     specs = tokenizer_specs(args.tokenizer)
     if not specs:
         raise ValueError("give at least one --tokenizer (or --sweep)")
+    check_input_file(args.corpus, "--corpus")
     languages = [lang for lang in args.languages.split(",") if lang] if args.languages else None
     result = tax([spec for _, spec in specs], args.corpus, reference=args.reference, languages=languages,
                  rows=args.rows, labels=[label for label, _ in specs], complete=args.complete_rows,

@@ -109,6 +109,20 @@ def test_sweep_mixing_a_language_in_lowers_its_premium(tmp_path):
     assert none["english_bytes"] + none["other_bytes"] <= 12_000
 
 
+def test_sweep_refuses_a_misspelt_path_and_reads_a_text(tmp_path):
+    """A str that could be a path to nothing is a FileNotFoundError naming its argument, before
+    any work (it was trained on as a text of its own letters); a str with whitespace is a text."""
+    corpus = write_tsv(tmp_path / "p.tsv", [("the lazy dog", "zyxq vwut")] * 20, header=("en", "zz"))
+    english = " ".join(["the quick brown fox jumps over the lazy dog"] * 100)
+    with pytest.raises(FileNotFoundError, match="english: no such file: 'englsh.txt.gz'"):
+        tax_sweep("englsh.txt.gz", "zyxq onml\n" * 50, corpus, language="zz", vocab_size=300, shares=(0.0,))
+    with pytest.raises(FileNotFoundError, match="other: no such file"):
+        tax_sweep(english, str(tmp_path / "mallay.txt"), corpus, language="zz", vocab_size=300, shares=(0.0,))
+    (point,) = tax_sweep(english, "zyxq onml\n" * 50, corpus, language="zz", vocab_size=300, train_bytes=4000,
+                         shares=(0.5,))["points"]
+    assert point["other_bytes"] > 0 and point["english_bytes"] > 0
+
+
 def test_plot_is_a_png(tmp_path, small_tokenizer):
     pytest.importorskip("matplotlib", reason="plots need matplotlib (an optional dependency)")
     from fastbpe.analysis.tax import plot_premiums

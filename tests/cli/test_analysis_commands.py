@@ -156,6 +156,11 @@ def test_tokenizer_by_encoding_name(shared_data, tmp_path):
     (["tax", "-t", "nope/tok.json", "--corpus", "p.tsv"], "does not exist"),
     (["tax", "--sweep", "--corpus", "p.tsv"], "--english"),
     (["tax", "--sweep", "--shares", "0,150", "--corpus", "p.tsv"], "percentages"),
+    (["tax", "--sweep", "--english", "toy.txtt", "--other", "toy.txt", "--corpus", "p.tsv"],
+     "--english 'toy.txtt': no such file"),  # (a misspelt name was trained on as a text)
+    (["tax", "--sweep", "--english", "toy.txt", "--other", "toy.txtt", "--corpus", "p.tsv"],
+     "--other 'toy.txtt': no such file"),
+    (["tax", "-t", "tok.fastbpe.json", "--corpus", "q.tsv"], "--corpus 'q.tsv': no such file"),
     (["trace"], "give the corpus"),
     (["trace", "toy.txt"], "--num-merges"),
     (["audit", "-t", "cl100k_base"], "FASTBPE_ENCODINGS"),
