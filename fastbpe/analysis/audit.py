@@ -36,15 +36,42 @@ def _ordinary_ids(tokenizer: Tokenizer) -> np.ndarray:
 
 
 def _utf8_texts(tokenizer: Tokenizer, ids: np.ndarray):
-    """The text of each token that is valid UTF-8, and the ids of those that are not."""
+    """The text of each token that is valid UTF-8, and the ids of those that are not (by what
+    a token decodes to: a byte piece ``<0x80>`` of a ``byte_fallback`` vocabulary is the byte
+    0x80, no text alone)."""
+    decoded = tokenizer._decoded_token_bytes()
     texts, valid, invalid = [], [], []
     for i in ids.tolist():
         try:
-            texts.append(tokenizer.token_bytes[i].decode("utf-8"))
+            texts.append(decoded[i].decode("utf-8"))
             valid.append(i)
         except UnicodeDecodeError:
             invalid.append(i)
     return texts, np.array(valid, dtype=np.int64), np.array(invalid, dtype=np.int64)
+
+
+def _base_ids(tokenizer: Tokenizer) -> set:
+    """Ids of the base symbols, which no merge makes: one byte (byte-level) or one character
+    (character-level), with its continuing-subword prefix or end-of-word suffix if it has one,
+    and the ``<0xNN>`` pieces of a ``byte_fallback`` vocabulary."""
+    base = set(tokenizer._byte_token_ids().tolist()) if tokenizer.byte_fallback else set()
+    prefix = tokenizer.markers.continuing_subword_prefix.encode("utf-8")
+    suffix = tokenizer.markers.end_of_word_suffix.encode("utf-8")
+    for i, token in enumerate(tokenizer.token_bytes):
+        if prefix and token.startswith(prefix) and len(token) > len(prefix):
+            token = token[len(prefix):]
+        if suffix and token.endswith(suffix) and len(token) > len(suffix):
+            token = token[:-len(suffix)]
+        if tokenizer.unit == "bytes":
+            one = len(token) == 1
+        else:
+            try:
+                one = len(token.decode("utf-8")) == 1
+            except UnicodeDecodeError:
+                one = False
+        if one:
+            base.add(i)
+    return base
 
 
 def _flat(lists: List[List[int]]):
@@ -252,9 +279,9 @@ def audit(tokenizer, *, corpus=None, texts: Optional[Sequence[str]] = None, corp
         })
     if corpus is not None or texts is not None:
         seen = never_produced(tokenizer, corpus, texts=texts, limit=corpus_limit, workers=workers)
-        # under-trained candidates: merged tokens (not base bytes) that text can produce
-        unreachable = set(reach["unreachable"]) | set(reach["not_utf8"])
-        candidates = [i for i in seen["never"] if i not in unreachable and len(tokenizer.token_bytes[i]) > 1]
+        # under-trained candidates: merged tokens (no base symbol) that text can produce
+        left_out = set(reach["unreachable"]) | set(reach["not_utf8"]) | _base_ids(tokenizer)
+        candidates = [i for i in seen["never"] if i not in left_out]
         result.update({
             "corpus_bytes": seen["corpus_bytes"],
             "corpus_tokens": seen["corpus_tokens"],

@@ -182,3 +182,29 @@ def test_tokens_that_carry_markers_are_not_checked_for_reachability(tmp_path):
     audited = audit(sp, digits_up_to=100)
     assert "digits" not in audited and "newline" in audited["digits_not_measured"]
     assert "tokens_2_digits" not in summary_row(audited)
+
+
+def test_base_symbols_and_byte_pieces_are_no_candidates_and_high_byte_pieces_not_utf8(tmp_path):
+    """The under-trained candidates are merged tokens: not a SentencePiece model's byte pieces
+    (``<0x41>``) or one-character pieces, nor CLIP's characters with ``</w>``; and a byte piece
+    of 0x80 and up, a byte that is no text alone, counts as not UTF-8 (its spelling is)."""
+    import sentencepiece as spm
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat, the dog sat on the log\n" * 40 + "ÅÉÎ\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=300,
+                                   model_type="bpe", byte_fallback=True, minloglevel=2, num_threads=1)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    tok = fastbpe.load(tmp_path / "sp.model")
+    audited = audit(tok, texts=["the cat sat"], digits_up_to=100)
+    high_bytes = [i for i in range(sp.get_piece_size()) if sp.is_byte(i) and int(sp.id_to_piece(i)[3:5], 16) >= 0x80]
+    assert audited["not_utf8_ids"] == high_bytes and len(high_bytes) == 128
+    merged = {i for i in range(sp.get_piece_size()) if sp.is_unknown(i) is False and not sp.is_byte(i)
+              and not sp.is_control(i) and len(sp.id_to_piece(i)) > 1}
+    never = set(audited["never_produced_ids"])
+    assert audited["never_produced_candidates"] == len(never & merged) > 0
+    tokens = [bytes([b]) for b in range(256)] + [bytes([b]) + b"</w>" for b in range(256)] + [b"th", b"the</w>"]
+    clip = fastbpe.Tokenizer(tokens, [(ord("t"), ord("h")), (512, 256 + ord("e"))], pattern="whitespace",
+                             merge_rule="pair", end_of_word_suffix="</w>")
+    audited = audit(clip, texts=["a cat"], digits_up_to=None)
+    assert [e["token"] for e in audited["never_produced_examples"]] == ["th", "the</w>"]
