@@ -4,8 +4,8 @@ import argparse
 
 from ..analysis.audit import DIGITS_UP_TO, MAX_DIGITS_UP_TO, audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
-from .options import (add_report_options, add_tokenizer_option, check_plot_file, int_at_least, shown_label,
-                      say_warning, size_arg, tokenizer_specs)
+from .options import (add_report_options, add_tokenizer_option, check_plot_file, int_at_least, loaded_tokenizers,
+                      shown_label, say_warning, size_arg)
 
 __all__ = ["add_audit_subcommand"]
 
@@ -38,9 +38,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     check_plot_file(args.plot)
     if args.plot and digits is None:  # (refused before the work, not after it)
         raise ValueError("--plot draws the digit splits: drop --no-digits")
-    results = [audit(spec, corpus=args.corpus, corpus_limit=args.corpus_bytes, digits_up_to=digits, label=label,
+    results = [audit(tokenizer, corpus=args.corpus, corpus_limit=args.corpus_bytes, digits_up_to=digits, label=label,
                      examples=args.examples, workers=args.workers)
-               for label, spec in tokenizer_specs(args.tokenizer)]
+               for label, tokenizer in loaded_tokenizers(args.tokenizer)]
     if any(r.get("corpus_tokens") == 0 for r in results):
         say_warning("--corpus holds no text: every token counts as never produced")
     if args.plot:

@@ -3,7 +3,7 @@ import argparse
 
 from ..analysis.common import format_table, json_text, read_texts
 from ..analysis.cost import DTYPE_BYTES, PRESETS, cost, cost_lines, shape_dict, text_cost
-from .options import add_report_options, add_tokenizer_option, size_arg, tokenizer_specs
+from .options import add_report_options, add_tokenizer_option, loaded_tokenizers, size_arg
 
 __all__ = ["add_cost_subcommand"]
 
@@ -24,7 +24,7 @@ def _cmd_cost(args: argparse.Namespace) -> int:
         else:
             print(_presets_table())
         return 0
-    specs = tokenizer_specs(args.tokenizer)
+    specs = loaded_tokenizers(args.tokenizer)
     if args.text is not None:
         if not specs:
             raise ValueError("--text needs at least one --tokenizer (whose tokens are counted)")

@@ -387,6 +387,15 @@ def tokenizer_specs(values) -> List:
     return specs
 
 
+def loaded_tokenizers(values) -> List:
+    """``(label, Tokenizer)`` of each ``--tokenizer`` value (:func:`tokenizer_specs`), every one
+    loaded before a command works with any: a missing file or an unknown name is said at once,
+    not after the tokenizers before it were audited or measured."""
+    from ..encode.registry import resolve_tokenizer
+
+    return [(label, resolve_tokenizer(spec)) for label, spec in tokenizer_specs(values)]
+
+
 def add_report_options(parser: argparse.ArgumentParser, *, plot: Optional[str] = None) -> None:
     """``--json`` (the result as one JSON object instead of the table) and, where a picture
     helps, ``--plot FILE.png`` (``plot`` says what it draws; it needs matplotlib)."""

@@ -3,8 +3,8 @@ import argparse
 
 from ..analysis.common import format_table, json_text
 from ..analysis.tax import DEFAULT_SHARES, plot_premiums, plot_sweep, premium_table, tax, tax_sweep
-from .options import (add_report_options, add_tokenizer_option, check_input_file, check_plot_file, int_at_least, size_arg,
-                      tokenizer_specs)
+from .options import (add_report_options, add_tokenizer_option, check_input_file, check_plot_file, int_at_least,
+                      loaded_tokenizers, size_arg)
 
 __all__ = ["add_tax_subcommand"]
 
@@ -59,10 +59,10 @@ def _cmd_tax(args: argparse.Namespace) -> int:
     check_plot_file(args.plot)
     if args.sweep:
         return _cmd_sweep(args)
-    specs = tokenizer_specs(args.tokenizer)
-    if not specs:
+    if not args.tokenizer:
         raise ValueError("give at least one --tokenizer (or --sweep)")
     check_input_file(args.corpus, "--corpus")
+    specs = loaded_tokenizers(args.tokenizer)
     languages = [lang for lang in args.languages.split(",") if lang] if args.languages else None
     result = tax([spec for _, spec in specs], args.corpus, reference=args.reference, languages=languages,
                  rows=args.rows, labels=[label for label, _ in specs], complete=args.complete_rows,

@@ -356,3 +356,19 @@ def test_tax_reads_a_row_count_past_every_row_as_all_and_refuses_a_folder(tmp_pa
     assert run_json(capsys, ["tax", "-t", str(path), "--corpus", str(parallel), "--rows", "1e30"]) == every
     assert main(["tax", "-t", str(path), "--corpus", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"fastbpe: error: {tmp_path} is a folder; give a file\n"
+
+
+@pytest.mark.parametrize("command", [["audit", "--no-digits"], ["tax", "--corpus", "p.tsv"]])
+def test_a_tokenizer_that_is_not_there_is_said_before_any_is_worked_on(command, capsys, monkeypatch, tmp_path):
+    """The second --tokenizer names no file: the command stops before the first one's work (it
+    audited or measured the ones before it first: 41 s for the README's audit)."""
+    from fastbpe.cli import audit as audit_command, tax as tax_command
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.tsv").write_text("en\tms\na\tb\n", encoding="utf-8")
+    fastbpe.train(text=SENNRICH, vocab_size=270, progress=False).save(tmp_path / "tok.fastbpe.json")
+    worked = []
+    monkeypatch.setattr(audit_command, "audit", lambda *a, **k: worked.append(a))
+    monkeypatch.setattr(tax_command, "tax", lambda *a, **k: worked.append(a))
+    assert main(command + ["-t", "tok.fastbpe.json", "-t", "nope/t.json"]) == 2
+    assert "tokenizer file 'nope/t.json' does not exist" in capsys.readouterr().err and worked == []
