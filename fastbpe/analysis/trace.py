@@ -275,16 +275,27 @@ _VISIBLE = str.maketrans({**{chr(c): chr(0x2400 + c) for c in range(0x20)}, "\x7
                           " ": "\u2423", "\n": "\u21b5", "\t": "\u21e5", "\r": "\u240d"})
 
 
+# Pieces of one chunk a segmentation shows at most (a line of megabytes with no split point is
+# one chunk: shown whole, each merge's row was megabytes long)
+SHOWN_PIECES = 40
+
+
 def segmentation_text(shown: Sequence[Dict[str, Any]], pieces: Sequence[Sequence[str]]) -> str:
     """``low_ x5 | l o w e r _ x2``: the shown chunks' pieces, space-separated, with counts
     (a space inside a piece shown as ``␣``, a newline as ``↵``, other control characters as
-    their control pictures: NUL as ``␀``).
+    their control pictures: NUL as ``␀``); a chunk of more than ``SHOWN_PIECES`` pieces is
+    shown by its first ones and how many more it has.
 
     >>> segmentation_text([{"count": 2}, {"count": 1}], [["low", "er_"], [" the\\x00"]])
     'low er_ x2 | ␣the␀ x1'
+    >>> segmentation_text([{"count": 1}], [["ab"] * 1000]).endswith("ab ab ... (+960 pieces) x1")
+    True
     """
-    return " | ".join(f"{' '.join(piece.translate(_VISIBLE) for piece in p)} x{w['count']}"
-                      for w, p in zip(shown, pieces))
+    def spelled(p: Sequence[str]) -> str:
+        text = " ".join(piece.translate(_VISIBLE) for piece in p[:SHOWN_PIECES])
+        return text + (f" ... (+{len(p) - SHOWN_PIECES:,} pieces)" if len(p) > SHOWN_PIECES else "")
+
+    return " | ".join(f"{spelled(p)} x{w['count']}" for w, p in zip(shown, pieces))
 
 
 def plot_curve(result: Dict[str, Any], path) -> None:
