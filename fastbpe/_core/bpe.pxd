@@ -44,6 +44,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
     cdef cppclass Poll:
         int (*check)(void*) noexcept nogil
         void* context
+        bint checking
 
     cdef cppclass EncodeScratch:
         Poll poll

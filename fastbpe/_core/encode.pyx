@@ -20,10 +20,12 @@ from libc.string cimport memchr, memcmp, memcpy, memmove
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
+import os
+import threading
+
 import numpy as np
 cimport numpy as cnp
 
-from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges, two_piece_splits as c_two_piece_splits
@@ -69,8 +71,6 @@ MERGE_RULES = tuple(sorted(MERGE_RULE_IDS, key=MERGE_RULE_IDS.get))
 WHOLE_TOKEN_LOOKUPS = ("all", "consistent", "none")
 # Buffers bigger than this are freed after a call instead of kept for the next one.
 cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
-# A list of ids looks at Ctrl-C every LIST_POLL_MASK + 1 items (a few ms).
-cdef Py_ssize_t LIST_POLL_MASK = (1 << 18) - 1
 # encode_text_many checks the UTF-8 of this many bytes of texts at most, then encodes them
 cdef int64_t RUN_BYTES = 1 << 20
 # A text of this many bytes or more is encoded alone, not in a run of texts (_encode_run)
@@ -143,11 +143,11 @@ cdef extern from "Python.h":
     # leaves KeyboardInterrupt set for the binding's `except +` to raise)
     int check_signals_with_gil "PyErr_CheckSignals"() noexcept
     unsigned long PyThread_get_thread_ident() noexcept nogil
-import os as _os
 
 # Only the main thread runs Python's signal handlers: another thread's long loops never take
-# the GIL to look (a thread of a pool would wait for it while the others run).
-cdef unsigned long _main_thread = PyThread_get_thread_ident()
+# the GIL to look (a thread of a pool would wait for it while the others run). (The main
+# thread's, not the importing thread's: the module may be imported first in another.)
+cdef unsigned long _main_thread = threading.main_thread().ident
 
 
 def _forked():
@@ -155,12 +155,13 @@ def _forked():
     _main_thread = PyThread_get_thread_ident()  # (the forking thread is the child's main one)
 
 
-_os.register_at_fork(after_in_child=_forked)
+os.register_at_fork(after_in_child=_forked)
 
 
 cdef int _check_signals(void* unused) noexcept nogil:
     """The poll of a state's long loops (poll.h): nonzero, KeyboardInterrupt (or what a signal
-    handler raised) set, when the call should stop."""
+    handler raised) set, when the call should stop. (Cython's ``except +`` raises an exception
+    already set in place of the C++ one that carries the call out.)"""
     if PyThread_get_thread_ident() != _main_thread:
         return 0
     with gil:
@@ -748,6 +749,10 @@ cdef class BPECore:
         cache that holds another core's ids is refused (other threads may be reading it)."""
         if state is None:
             raise TypeError("state must be an EncodeState")
+        if state.scratch.poll.checking:
+            raise RuntimeError("a signal handler encoded on the thread whose encode call it interrupted, with the "
+                               "same tokenizer, whose buffers that call is using: encode in a handler with another "
+                               "Tokenizer object, or leave the work to the code the handler returns to")
         if state.shared is not None and state.shared.core != self.number:
             if state.shared.core != 0:
                 raise ValueError("this state's SharedCache holds another BPECore's ids: a shared cache "
@@ -814,10 +819,6 @@ cdef class BPECore:
             else:
                 item = <PyObject*>PyLong_FromLong(v)   # a new reference, which the list takes
             PyList_SET_ITEM(out, i, item)
-            if i & LIST_POLL_MASK == LIST_POLL_MASK:
-                # (100 MB of English is 25M ids, seconds of this loop; an interrupted list is
-                # dropped, its unset items NULL, which list_dealloc skips)
-                PyErr_CheckSignals()
         return out
 
     def encode_offsets(self, const uint8_t[::1] data, const int64_t[::1] offsets, EncodeState state):

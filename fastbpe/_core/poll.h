@@ -25,6 +25,10 @@ struct Poll {
     int (*check)(void*) = nullptr;  // nonzero: stop; nullptr: never stop
     void* context = nullptr;
     int64_t left = POLL_UNITS;      // units until the next check
+    // True while the check runs: the call that ticked is paused mid-way, its scratch in use.
+    // (The check runs Python's signal handlers, any code: one that encodes on this thread with
+    // the same state must be refused, not let overwrite the paused call's buffers.)
+    bool checking = false;
 
     // `units` of work done. A subtraction and a branch taken once in POLL_UNITS units.
     inline void tick(int64_t units = 1) {
@@ -33,7 +37,11 @@ struct Poll {
     // The check, now (and the count started again).
     __attribute__((noinline, cold)) void due() {
         left = POLL_UNITS;
-        if (check != nullptr && check(context) != 0) throw Interrupted();
+        if (check == nullptr) return;
+        checking = true;
+        int stop = check(context);
+        checking = false;
+        if (stop != 0) throw Interrupted();
     }
 };
 

@@ -2,15 +2,15 @@
 handler raised, from inside the compiled call (it used to come only once the call returned:
 seconds to tens of seconds later), and the tokenizer encodes as before afterwards.
 
-Each workload would take seconds uninterrupted; the signal comes well after the Python work
-before the compiled call. The tests assert where the exception came from, not how soon."""
+Each workload takes seconds uninterrupted; the signal comes well after the Python work before
+the compiled call. The tests assert where the exception came from, not how soon."""
 import gzip
 import random
 
 import pytest
 
 import fastbpe
-from tests.interrupts import Interrupted, raised_in, sigint_soon
+from tests.interrupts import Interrupted, sigint_soon, stopped_inside
 
 SIGNAL_AFTER = 1.0  # seconds: past the Python work before the compiled call, long before its end
 SAMPLE = "Ctrl-C stops a call; the next one encodes as a fresh tokenizer does. 12345 lëtters, 中文 too."
@@ -32,20 +32,16 @@ def cl100k(cl100k_path):
     return fastbpe.load(cl100k_path)
 
 
-def _interrupted(call) -> bool:
-    with pytest.raises(Interrupted) as info:
-        with sigint_soon(SIGNAL_AFTER):
-            call()
-    return raised_in(info, "encode.pyx")
+def _interrupted(call, after: float = SIGNAL_AFTER) -> bool:
+    return stopped_inside(call, "encode.pyx", after)
 
 
 def test_a_huge_text_of_many_chunks(cl100k, cl100k_path, shared_data):
-    """96 MB of English (about 20M chunks, 25M ids): the loop over blocks of chunks, and the
-    list of ids, look at Ctrl-C as they go. The caches left behind give the same ids as a
-    fresh tokenizer's."""
+    """96 MB of English (about 20M chunks, 25M ids): the loop over blocks of chunks looks at
+    Ctrl-C as it goes. The caches left behind give the same ids as a fresh tokenizer's."""
     with gzip.open(shared_data.path("english.txt.gz"), "rb") as f:
         english = f.read(96 << 20).decode("ascii", "replace")
-    assert _interrupted(lambda: cl100k.encode_ordinary(english))
+    assert _interrupted(lambda: cl100k.encode_ordinary(english), 0.3)  # (about 1 s here)
     assert cl100k.encode_ordinary(SAMPLE) == fastbpe.load(cl100k_path).encode_ordinary(SAMPLE)
     assert cl100k.encode_ordinary(english[:100_000]) == fastbpe.load(cl100k_path).encode_ordinary(english[:100_000])
 
@@ -87,3 +83,18 @@ def test_a_thread_that_is_not_the_main_one_is_not_stopped(cl100k, cl100k_path):
             thread.join()  # (interrupted: the handler runs in the main thread, here)
     thread.join()
     assert out == [fastbpe.load(cl100k_path).encode_ordinary(word)]
+
+
+def test_a_handler_that_encodes_with_the_interrupted_tokenizer_is_refused(cl100k, cl100k_path):
+    """A signal handler runs inside the paused call: encoding there with the same tokenizer
+    (the same thread's buffers) is a RuntimeError saying so, which stops the call; with
+    another Tokenizer object it works, and the call stops with the handler's exception."""
+    word = one_word(48)
+    with pytest.raises(RuntimeError, match="a signal handler encoded on the thread whose encode call it interrupted"):
+        with sigint_soon(SIGNAL_AFTER, first=lambda: cl100k.encode_ordinary(SAMPLE)):
+            cl100k.encode_ordinary(word)
+    other, got = fastbpe.load(cl100k_path), []
+    with pytest.raises(Interrupted):
+        with sigint_soon(SIGNAL_AFTER, first=lambda: got.append(other.encode_ordinary(SAMPLE))):
+            cl100k.encode_ordinary(word)
+    assert got == [cl100k.encode_ordinary(SAMPLE)]
