@@ -4,8 +4,8 @@ import argparse
 
 from ..analysis.audit import DIGITS_UP_TO, MAX_DIGITS_UP_TO, audit, summary_row
 from ..analysis.common import format_table, json_text, pyplot, save_figure
-from .options import (add_report_options, add_tokenizer_option, check_plot_file, int_at_least, loaded_tokenizers,
-                      shown_label, say_warning, size_arg)
+from .options import (add_report_options, add_tokenizer_option, check_plot_file, count_of, int_at_least,
+                      loaded_tokenizers, shown_label, say_warning, size_arg)
 
 __all__ = ["add_audit_subcommand"]
 
@@ -58,7 +58,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             # (where tokens carry markers reachability is not checked: the list holds every merged token)
             kind = "merged and reachable" if "unreachable" in r else \
                 "merged (reachability not checked: the tokens carry markers)"
-            print(f"{r['tokenizer']}: never produced on the corpus ({r['corpus_tokens']:,} tokens), "
+            print(f"{r['tokenizer']}: never produced on the corpus ({count_of(r['corpus_tokens'], 'token')}), "
                   f"{kind}: {_examples(r['never_produced_examples'])}")
         if "digits" in r:
             print(format_table(r["digits"]))

@@ -3,7 +3,7 @@ import argparse
 
 from ..analysis.common import format_table, json_text, read_texts
 from ..analysis.cost import DTYPE_BYTES, PRESETS, cost, cost_lines, shape_dict, text_cost
-from .options import add_report_options, add_tokenizer_option, loaded_tokenizers, size_arg
+from .options import add_report_options, add_tokenizer_option, count_of, loaded_tokenizers, size_arg
 
 __all__ = ["add_cost_subcommand"]
 
@@ -39,7 +39,8 @@ def _cmd_cost(args: argparse.Namespace) -> int:
             print(json_text({"command": "cost", "d_model": d_model, "tied": tied, "dtype": args.dtype,
                              "text_chars": len(text), "rows": rows}))
         else:
-            print(f"{len(text):,} characters, d_model {d_model:,}, {'tied' if tied else 'untied'}, {args.dtype}")
+            print(f"{count_of(len(text), 'character')}, d_model {d_model:,}, {'tied' if tied else 'untied'}, "
+                  f"{args.dtype}")
             print(format_table(rows))
         return 0
     vocab = args.vocab

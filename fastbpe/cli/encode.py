@@ -10,7 +10,7 @@ import sys
 from ..corpus.files import input_files
 from ..encode.registry import resolve_tokenizer
 from ..shards import DEFAULT_BLOCK_SIZE, DOCUMENTS, FORMATS, encode_files, output_folder, separator_id
-from .options import add_scheduler_option, int_at_least, size_arg
+from .options import add_scheduler_option, count_of, int_at_least, size_arg
 
 DEFAULT_SEPARATOR = "<|endoftext|>"
 
@@ -64,8 +64,8 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     run = summary["run"]
     if "run" not in manifest:
         print(f"fastbpe encode: {args.out} already holds this job, complete; nothing to do", file=sys.stderr)
-    print(f"fastbpe encode: {manifest['tokens']:,} tokens ({summary['dtype']}) in {summary['shards']} "
-          f"{summary['format']} shards in {args.out}", file=sys.stderr)
+    print(f"fastbpe encode: {count_of(manifest['tokens'], 'token')} ({summary['dtype']}) in "
+          f"{count_of(summary['shards'], summary['format'] + ' shard')} in {args.out}", file=sys.stderr)
     if "run" in manifest:
         print(f"fastbpe encode: {run['text_bytes'] / 1e6:,.1f} MB of text ({run['file_bytes'] / 1e6:,.1f} MB "
               f"of files) in {run['seconds']:.2f} s: {run['mb_per_second']:,.1f} MB/s, "

@@ -352,8 +352,19 @@ def add_tokenizer_option(parser: argparse.ArgumentParser, *, repeatable: bool, r
         parser.add_argument("--tokenizer", "-t", action="append", required=required, default=None,
                             metavar="[LABEL=]NAME_OR_PATH", help=help_text)
     else:
-        parser.add_argument("--tokenizer", "-t", required=required, default=None,
+        parser.add_argument("--tokenizer", "-t", action=_GivenOnce, required=required, default=None,
                             metavar="[LABEL=]NAME_OR_PATH", help=help_text)
+
+
+class _GivenOnce(argparse.Action):
+    """An option of one value that refuses a second (argparse keeps the last, silently: ``-t a
+    -t b`` ran on b alone where other commands take both)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest) is not None:
+            parser.error(f"{option_string} is given twice ({getattr(namespace, self.dest)!r} and {values!r}): "
+                         "this command takes one")
+        setattr(namespace, self.dest, values)
 
 
 def tokenizer_specs(values) -> List:

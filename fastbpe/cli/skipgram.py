@@ -11,7 +11,7 @@ from typing import List
 import numpy as np
 
 from ..corpus.files import decode_error, input_files, open_bytes
-from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_out_file,
+from .options import (add_report_options, add_tokenizer_option, check_not_an_input, check_out_file, count_of,
                       check_plot_format, flatten, int_at_least, positive_float, shown_label, size_arg, token_list,
                       tokenizer_specs)
 from ..analysis.common import utf8_cut
@@ -188,8 +188,8 @@ def _cmd_skipgram(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"tokens          {emb.tokens:,} ({len(texts):,} documents, {emb.options['epochs']} epochs), "
-          f"{emb.pairs:,} pairs")
+    print(f"tokens          {emb.tokens:,} ({count_of(len(texts), 'document')}, "
+          f"{count_of(emb.options['epochs'], 'epoch')}), {emb.pairs:,} pairs")
     print(f"speed           {emb.tokens_per_second:,.0f} tokens/s ({emb.seconds:.2f} s CPU)")
     print(f"loss per pair   {loss_text(emb.losses)}")
     print(f"never seen      {result['never_seen']:,} of {emb.input.shape[0]:,} rows (exactly at their initial values)")

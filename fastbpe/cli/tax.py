@@ -3,8 +3,8 @@ import argparse
 
 from ..analysis.common import format_table, json_text
 from ..analysis.tax import DEFAULT_SHARES, plot_premiums, plot_sweep, premium_table, tax, tax_sweep
-from .options import (add_report_options, add_tokenizer_option, check_input_file, check_plot_file, int_at_least,
-                      loaded_tokenizers, size_arg)
+from .options import (add_report_options, add_tokenizer_option, check_input_file, check_plot_file, count_of,
+                      int_at_least, loaded_tokenizers, size_arg)
 
 __all__ = ["add_tax_subcommand"]
 
@@ -73,7 +73,7 @@ def _cmd_tax(args: argparse.Namespace) -> int:
         print(json_text({"command": "tax", **result}))
         return 0
     print(f"premium: tokens of each language / tokens of {args.reference} on the same rows "
-          f"({result['rows']:,} rows{', each with every language' if args.complete_rows else ' read'})")
+          f"({count_of(result['rows'], 'row')}{', each with every language' if args.complete_rows else ' read'})")
     print(format_table(premium_table(result)))
     print()
     print(format_table(result["results"], DETAIL_COLUMNS))

@@ -33,6 +33,9 @@ def _cmd_trace(args: argparse.Namespace) -> int:
                              "not both")
         if not args.word:
             raise ValueError("--tokenizer traces words: give --word WORD")
+        if args.num_merges is not None:
+            raise ValueError("--num-merges is the length of a training run on a corpus: with --tokenizer, trace "
+                             "follows --word through its merges; drop --num-merges")
         if args.plot:
             raise ValueError("--plot draws the compression curve of a training run: give a corpus, not --tokenizer")
         (label, spec), = tokenizer_specs(args.tokenizer)

@@ -245,7 +245,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"save            {saved - trained:8.2f} s",
         f"total           {total:8.2f} s   {mb / max(total, 1e-9):8.1f} MB/s end to end",
         f"compression     {stats['input_bytes'] / max(stats['corpus_tokens'], 1):.3f} bytes/token "
-        f"({stats['corpus_tokens']:,} tokens on the training corpus)",
+        f"({count_of(stats['corpus_tokens'], 'token')} on the training corpus)",
         "first merges    " + ", ".join(
             f"{_printable(a)}+{_printable(b)}" for a, b in tokenizer.merges[:10]),
         f"wrote           {' and '.join(written)} ({fmt} format)",

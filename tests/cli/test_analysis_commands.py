@@ -162,6 +162,8 @@ def test_tokenizer_by_encoding_name(shared_data, tmp_path):
      "--other 'toy.txtt': no such file"),
     (["tax", "-t", "tok.fastbpe.json", "--corpus", "q.tsv"], "--corpus 'q.tsv': no such file"),
     (["trace"], "give the corpus"),
+    (["trace", "-t", "tok.fastbpe.json", "--word", "low", "--num-merges", "5"], "drop --num-merges"),
+    (["skipgram", "toy.txt", "-t", "tok.fastbpe.json", "-t", "cl100k_base"], "-t is given twice"),
     (["trace", "toy.txt"], "--num-merges"),
     (["audit", "-t", "cl100k_base"], "FASTBPE_ENCODINGS"),
     (["audit", "-t", "tok.fastbpe.json", "--corpus", "empty", "--no-digits"], "the inputs name no files"),
