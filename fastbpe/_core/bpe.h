@@ -50,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -376,12 +377,15 @@ class BpeEncoder {
     // Index the vocabulary: tokens[i] is id i's bytes ("" for an unused id). Fills byte_id and
     // the bytes -> id map every later step looks up (no per-token allocation). Returns -1, or
     // the id of the first token that repeats an earlier one (its earlier id in *first).
-    int64_t set_tokens(const std::vector<std::string>& tokens, int64_t* first) {
+    // The tokens here and in the other building steps are views of the caller's bytes (the
+    // Python bytes objects, no copy), valid only while the tables are built: what the tables
+    // keep, they copy (token_blob_, the maps' keys).
+    int64_t set_tokens(const std::vector<std::string_view>& tokens, int64_t* first) {
         ids_.clear();
         ids_.reserve(tokens.size());
         token_blob_.clear();
         token_ends_.clear();
-        for (const std::string& t : tokens) {
+        for (const std::string_view t : tokens) {
             token_blob_ += t;
             token_ends_.push_back((uint32_t)token_blob_.size());
         }
@@ -409,9 +413,9 @@ class BpeEncoder {
 
     // MERGE_TOKEN's table of the tokens of 2..SHORT_KEY_MAX bytes (merge_spans; for fewer than
     // 2^27 tokens, whose ids fit its packed ranks). After the duplicate check: one id per key.
-    void index_short_tokens(const std::vector<std::string>& tokens) {
+    void index_short_tokens(const std::vector<std::string_view>& tokens) {
         size_t count = 0;
-        for (const std::string& t : tokens) count += t.size() >= 2 && t.size() <= SHORT_KEY_MAX;
+        for (const std::string_view t : tokens) count += t.size() >= 2 && t.size() <= SHORT_KEY_MAX;
         short_tokens_.reset(count);
         two_byte_id_.assign(1 << 16, -1);
         longest3_.assign(1 << 16, 0);
@@ -464,14 +468,14 @@ class BpeEncoder {
     // whole token's id as rank and new id. After set_tokens. The lookups of one token's
     // splits are random accesses into a table bigger than the CPU caches: their slots are
     // all prefetched first, then probed, so the misses overlap.
-    void token_pairs(const std::vector<std::string>& tokens, std::vector<uint64_t>& keys,
+    void token_pairs(const std::vector<std::string_view>& tokens, std::vector<uint64_t>& keys,
                      std::vector<uint64_t>& vals) const {
         // Only splits whose two sides have lengths some token has can be two tokens: hashing
         // every split of an n-byte token costs n^2 (a 10 MB line in a rank file took minutes).
         size_t longest = 0;
-        for (const std::string& t : tokens) longest = std::max(longest, t.size());
+        for (const std::string_view t : tokens) longest = std::max(longest, t.size());
         std::vector<uint8_t> is_length(longest + 1, 0);
-        for (const std::string& t : tokens) is_length[t.size()] = 1;
+        for (const std::string_view t : tokens) is_length[t.size()] = 1;
         auto splits = [&](size_t k, size_t n) { return is_length[k] && is_length[n - k]; };
         // a batch of tokens at a time: hashes of those t[0:k] and t[k:n] of the batch, their
         // slots prefetched, then probed in order
@@ -519,7 +523,7 @@ class BpeEncoder {
     // Returns -1, or the index of the first merge naming an unknown token (*why = 1), whose
     // concatenation is not a token (*why = 2), or whose given id is not its concatenation
     // (*why = 3).
-    int64_t merge_pairs(const std::vector<std::string>& tokens, const int32_t* left, const int32_t* right,
+    int64_t merge_pairs(const std::vector<std::string_view>& tokens, const int32_t* left, const int32_t* right,
                         int64_t n, int32_t* made, std::vector<uint64_t>& keys, std::vector<uint64_t>& vals,
                         int* why, bool made_given = false) const {
         const int64_t size = (int64_t)tokens.size();
@@ -531,7 +535,7 @@ class BpeEncoder {
         }
         if (made_given) {
             for (int64_t i = 0; i < known; ++i) {
-                const std::string &a = tokens[left[i]], &b = tokens[right[i]];
+                const std::string_view a = tokens[left[i]], b = tokens[right[i]];
                 const int32_t c = made[i];
                 if (c < 0 || c >= size || tokens[c].size() != a.size() + b.size() ||
                     tokens[c].compare(0, a.size(), a) != 0 || tokens[c].compare(a.size(), b.size(), b) != 0) {
@@ -616,7 +620,7 @@ class BpeEncoder {
     // A list that names a pair twice is declined: its first rank would not count (the pair
     // rule keeps the last), and no converted list has one.
     // left[0:m], made[0:m]: each merge's left token and the token it makes (merge_pairs).
-    bool use_spans_for_pairs(const std::vector<std::string>& tokens, const int32_t* left, const int32_t* made,
+    bool use_spans_for_pairs(const std::vector<std::string_view>& tokens, const int32_t* left, const int32_t* made,
                              int64_t m) {
         // (ids below 2^27 - 1: merge_spans's packed ranks, and no id whose rank is NONE's)
         if (merge_rule != MERGE_PAIR || tokens.size() >= ((size_t)1 << 27) - 1) return false;
@@ -698,7 +702,7 @@ class BpeEncoder {
     // The whole-chunk lookup: every token, or (consistent) only the tokens BPE rebuilds from
     // their own bytes, so that the lookup is a pure shortcut. After build_pairs. "Every
     // token" is the map set_tokens made: no second copy.
-    void add_whole_tokens(const std::vector<std::string>& tokens, bool consistent) {
+    void add_whole_tokens(const std::vector<std::string_view>& tokens, bool consistent) {
         whole_all_ = !consistent;
         use_whole_ = true;
         whole_id_.clear();

@@ -2,6 +2,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from libcpp cimport bool
 from libcpp.string cimport string
+from libcpp.string_view cimport string_view
 from libcpp.vector cimport vector
 
 cdef extern from "bpe.h" namespace "fbpt" nogil:
@@ -84,17 +85,17 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         int64_t backtrack_budget_bytes()
         const Backtracker& backtrack_tables() except +
         int32_t byte_id[256]
-        int64_t set_tokens(const vector[string]& tokens, int64_t* first) except +
+        int64_t set_tokens(const vector[string_view]& tokens, int64_t* first) except +
         int32_t token_id(const uint8_t* p, size_t n)
         void token_ids(const uint8_t* p, const int64_t* offsets, int64_t m, int32_t* out)
-        void token_pairs(const vector[string]& tokens, vector[uint64_t]& keys,
+        void token_pairs(const vector[string_view]& tokens, vector[uint64_t]& keys,
                          vector[uint64_t]& vals) except +
-        int64_t merge_pairs(const vector[string]& tokens, const int32_t* left, const int32_t* right,
+        int64_t merge_pairs(const vector[string_view]& tokens, const int32_t* left, const int32_t* right,
                             int64_t n, int32_t* made, vector[uint64_t]& keys, vector[uint64_t]& vals,
                             int* why, bint made_given) except +
         void build_pairs(const vector[uint64_t]& keys, const vector[uint64_t]& vals) except +
-        void add_whole_tokens(const vector[string]& tokens, bool consistent) except +
-        bool use_spans_for_pairs(const vector[string]& tokens, const int32_t* left, const int32_t* made,
+        void add_whole_tokens(const vector[string_view]& tokens, bool consistent) except +
+        bool use_spans_for_pairs(const vector[string_view]& tokens, const int32_t* left, const int32_t* made,
                                  int64_t m) except +
         bool spans_for_pairs()
         size_t whole_lookup_size()

@@ -18,6 +18,7 @@ described in bpe.h; pattern ids are those of ``fastbpe._core.split`` (patterns.h
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove
 from libcpp.string cimport string
+from libcpp.string_view cimport string_view
 from libcpp.vector cimport vector
 
 import os
@@ -28,7 +29,8 @@ cimport numpy as cnp
 
 from cpython.ref cimport PyObject, Py_INCREF
 
-from fastbpe._core.derive_merges cimport derive_merges as c_derive_merges, two_piece_splits as c_two_piece_splits
+from fastbpe._core.derive_merges cimport (derive_merges as c_derive_merges, first_repeat as c_first_repeat,
+                                          two_piece_splits as c_two_piece_splits)
 from fastbpe._core.buffers cimport lend_vector
 
 from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BLOCK, IdBuffer, MERGE_REPLAY,
@@ -64,6 +66,21 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     void __builtin_prefetch(const void* p) nogil
+
+
+cdef tuple _byte_views(list items, vector[string_view]& views):
+    """Views of the bytes of ``items`` (each a bytes object), no copy: the returned tuple holds
+    them, so they stay valid as long as the caller keeps it, whatever happens to the list
+    while the GIL is released. (A std::string copy of each, SSO or malloc, took a 32k
+    vocabulary 1-2 ms, twice a SentencePiece load.)"""
+    cdef tuple held = tuple(items)
+    cdef bytes item
+    views.reserve(len(held))
+    for item in held:
+        if item is None:
+            raise TypeError("expected bytes, NoneType found")  # (what the std::string conversion said)
+        views.push_back(string_view(PyBytes_AS_STRING(item), len(item)))
+    return held
 
 MERGE_RULE_IDS = {"replay": MERGE_REPLAY, "pair": MERGE_PAIR, "token": MERGE_TOKEN}
 # the names in id order: what Tokenizer(merge_rule=...) accepts
@@ -271,12 +288,11 @@ cdef class BPECore:
 
     def __init__(self, list token_bytes, const int32_t[::1] left, const int32_t[::1] right,
                  str merge_rule="replay", str whole_token_lookup="consistent", const int32_t[::1] made=None):
-        cdef vector[string] tokens
+        cdef vector[string_view] tokens
         cdef vector[uint64_t] keys, vals
         cdef Py_ssize_t i, n = len(token_bytes), m = left.shape[0]
         cdef int64_t bad = -1, first = -1
         cdef int why = 0
-        cdef bytes tb
         cdef bint consistent = whole_token_lookup == "consistent"
         if self.built:
             raise RuntimeError("a BPECore is built once: make a new one for other tables")
@@ -291,9 +307,7 @@ cdef class BPECore:
             raise OverflowError("too many tokens or merges")
         self.enc.merge_rule = MERGE_RULE_IDS[merge_rule]
         self.num_tokens = n
-        tokens.reserve(n)
-        for tb in token_bytes:
-            tokens.push_back(<string>tb)
+        held = _byte_views(token_bytes, tokens)  # (read during this call only: set_tokens copies them)
         # (MERGE_TOKEN's merges are checked too, though its ranks decide: a vocabulary cut
         # short under them would load as a smaller one, quietly; the made ids are dropped)
         if made is not None and made.shape[0] != m:
@@ -1106,9 +1120,8 @@ def two_piece_splits(list pieces, joinable):
     >>> [a.tolist() for a in two_piece_splits([b"a", b"b", b"ab", b"abb"], [1, 1, 1, 1])]
     [[2, 3], [0, 2], [1, 1]]
     """
-    cdef vector[string] texts
+    cdef vector[string_view] texts
     cdef vector[int32_t] made, left, right
-    cdef bytes piece
     cdef int64_t repeated
     # (as one array: a loop over a NumPy array's items cost a 32k-piece model 1 ms)
     cdef const uint8_t[::1] flags = np.asarray(joinable, dtype=bool).view(np.uint8).reshape(-1)
@@ -1117,14 +1130,30 @@ def two_piece_splits(list pieces, joinable):
     cdef vector[uint8_t] can_join = vector[uint8_t](flags.shape[0])
     if flags.shape[0]:
         memcpy(can_join.data(), &flags[0], flags.shape[0])
-    texts.reserve(len(pieces))
-    for piece in pieces:
-        texts.push_back(<string>piece)
+    held = _byte_views(pieces, texts)
     with nogil:
         repeated = c_two_piece_splits(texts, can_join, made, left, right)
     if repeated >= 0:
-        raise ValueError(f"piece {repeated} ({pieces[repeated]!r}) repeats an earlier piece")
+        raise ValueError(f"piece {repeated} ({held[repeated]!r}) repeats an earlier piece")
     return _int32_array(made), _int32_array(left), _int32_array(right)
+
+
+def first_repeat(list texts):
+    """``(i, j)``: ``texts[i]`` (bytes) is the first that repeats an earlier one, ``texts[j]``
+    the first of those; ``(-1, -1)`` when none does. One hash of each text (see derive_merges.h;
+    :func:`fastbpe.reference.encode.first_repeat` specifies it).
+
+    >>> first_repeat([b"a", b"b", b"a", b"b"]), first_repeat([b"a", b""])
+    ((2, 0), (-1, -1))
+    """
+    cdef vector[string_view] views
+    cdef int64_t repeated, first = -1
+    held = _byte_views(texts, views)
+    with nogil:
+        repeated = c_first_repeat(views, &first)
+    if repeated < 0:
+        return -1, -1
+    return repeated, first
 
 
 cdef _int32_array(const vector[int32_t]& v):
@@ -1441,16 +1470,13 @@ def lookup_tokens(list token_bytes, const uint8_t[::1] blob, const int64_t[::1] 
     [0, -1, 2]
     """
     cdef BpeEncoder enc
-    cdef vector[string] tokens
-    cdef bytes tb
+    cdef vector[string_view] tokens
     cdef int64_t first = -1, bad = -1
     cdef Py_ssize_t i, m = offsets.shape[0] - 1 if offsets.shape[0] else 0
     for i in range(m):
         if offsets[i] > offsets[i + 1] or offsets[i] < 0 or offsets[i + 1] > blob.shape[0]:
             raise ValueError("offsets must ascend inside the blob")
-    tokens.reserve(len(token_bytes))
-    for tb in token_bytes:
-        tokens.push_back(<string>tb)
+    held = _byte_views(token_bytes, tokens)
     out = np.empty(m, dtype=np.int32)
     cdef int32_t[::1] ov = out
     cdef const uint8_t* base = &blob[0] if blob.shape[0] else NULL

@@ -45,7 +45,7 @@ from typing import Dict, Iterator, List, NamedTuple, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import read_model_pieces, two_piece_splits
+from .._core.encode import first_repeat, read_model_pieces, two_piece_splits
 from ..encode.markers import Markers
 from ..encode.normalizers import Normalizer
 from ..encode.special import ALWAYS, USER_DEFINED as USER_DEFINED_OPTION
@@ -238,11 +238,9 @@ def read(path: PathLike) -> dict:
     unused = of_kind(UNUSED)
     if unused:
         raise ValueError(f"{source}: unused pieces (such as {texts[unused[0]].decode()!r}) are not supported")
-    if len(set(texts)) != len(texts):
-        seen: Dict[bytes, int] = {}
-        repeated = next(i for i, text in enumerate(texts) if seen.setdefault(text, i) != i)
-        raise ValueError(f"{source}: piece {texts[repeated].decode()!r} is there twice (ids "
-                         f"{seen[texts[repeated]]} and {repeated})")
+    repeated, first = first_repeat(texts)  # (fastbpe.reference.encode.first_repeat specifies it)
+    if repeated >= 0:
+        raise ValueError(f"{source}: piece {texts[repeated].decode()!r} is there twice (ids {first} and {repeated})")
     # SentencePiece's normaliser, compiled (normalizer.cc, read as fastbpe.reference.normalize
     # specifies it): the character map (none: the identity), spaces as ▁, its two options, and the
     # user-defined pieces, each copied as it is where one begins

@@ -143,6 +143,20 @@ def two_piece_splits(pieces: Sequence[bytes], joinable: Sequence[bool]) -> List[
     return found
 
 
+def first_repeat(texts: Sequence[bytes]) -> Tuple[int, int]:
+    """``(i, j)``: ``texts[i]`` is the first text that repeats an earlier one, ``texts[j]`` the
+    first of those; ``(-1, -1)`` when none does (a SentencePiece model's pieces: no text twice).
+
+    >>> first_repeat([b"a", b"b", b"a", b"b"]), first_repeat([b"a", b""])
+    ((2, 0), (-1, -1))
+    """
+    seen: Dict[bytes, int] = {}
+    for i, text in enumerate(texts):
+        if seen.setdefault(text, i) != i:
+            return i, seen[text]
+    return -1, -1
+
+
 def decode_bytes(token_of: Mapping[int, bytes], ids: Iterable[int]) -> bytes:
     """The bytes of ``ids``: each id's bytes (``token_of``: tokens and special tokens' UTF-8),
     concatenated. The spec of ``Tokenizer.decode_bytes`` (compiled: ``gather_bytes``)."""

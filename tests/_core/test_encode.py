@@ -1394,6 +1394,16 @@ def test_two_piece_splits_equal_the_reference(texts, joinable):
                 splits(pieces + pieces[:1], [True] * (len(pieces) + 1))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["", "a", "b", "é", "😀", "ab"]), max_size=4).map("".join), max_size=30))
+def test_first_repeat_equals_the_reference(texts):
+    """The first text that repeats an earlier one (the empty text too), and that earlier one."""
+    from fastbpe._core.encode import first_repeat
+
+    items = [text.encode() for text in texts]
+    assert first_repeat(items) == reference.encode.first_repeat(items)
+
+
 def test_a_huge_token_gets_its_merge():
     """Tokens of 1, 2, 4, ... 2**17 letters, then one of 2**18: its rule joins 2**18 parts, in
     O(n log n) steps (rescanning every pair after each join took hours; the time is measured by
