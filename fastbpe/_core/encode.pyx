@@ -1156,6 +1156,27 @@ def first_repeat(list texts):
     return repeated, first
 
 
+def byte_lengths(list items):
+    """int64 length of each item of ``items`` when every one is a bytes object (not a
+    subclass), else None: in one C pass, where ``np.fromiter(map(len, ...))`` took 1.5 ms of
+    a 32k vocabulary (numpy packs each Python int on its own), and it checks the types that a
+    set of them took 1 ms to.
+
+    >>> byte_lengths([b"ab", b"", b"c"]).tolist(), byte_lengths([b"a", bytearray(b"b")])
+    ([2, 0, 1], None)
+    """
+    cdef Py_ssize_t k, count = len(items)
+    cdef PyObject* item
+    out = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    for k in range(count):
+        item = PyList_GET_ITEM(items, k)
+        if type(<object>item) is not bytes:
+            return None
+        ov[k] = len(<object>item)
+    return out
+
+
 cdef _int32_array(const vector[int32_t]& v):
     out = np.empty(v.size(), dtype=np.int32)
     cdef int32_t[::1] ov = out

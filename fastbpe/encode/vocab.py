@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import LEADING_RULES, SLOT_KINDS, ByteTable
+from .._core.encode import LEADING_RULES, SLOT_KINDS, ByteTable, byte_lengths
 from ..formats.bytelevel import as_token_text, text_to_token
 from . import surrogates
 from .normalizers import UNICODE_FORMS
@@ -64,7 +64,9 @@ def lengths_and_first_bytes(tokens) -> Tuple[np.ndarray, np.ndarray]:
     >>> [a.tolist() for a in lengths_and_first_bytes([b"ab", b"", b"c"])]
     [[2, 0, 1], [97, 0, 99]]
     """
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    lengths = byte_lengths(tokens) if type(tokens) is list else None  # (compiled: a list of bytes)
+    if lengths is None:
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
     blob = np.frombuffer(b"".join(tokens) + b"\0", dtype=np.uint8)  # (an empty last token's start: the 0)
     return lengths, np.where(lengths > 0, blob[np.cumsum(lengths) - lengths], 0).astype(np.uint8)
 

@@ -157,6 +157,17 @@ def first_repeat(texts: Sequence[bytes]) -> Tuple[int, int]:
     return -1, -1
 
 
+def byte_lengths(items: Sequence[object]) -> Optional[List[int]]:
+    """The length of each item when every one is a bytes object (not a subclass), else None.
+
+    >>> byte_lengths([b"ab", b"", b"c"]), byte_lengths([b"a", bytearray(b"b")])
+    ([2, 0, 1], None)
+    """
+    if any(type(item) is not bytes for item in items):
+        return None
+    return [len(item) for item in items]
+
+
 def decode_bytes(token_of: Mapping[int, bytes], ids: Iterable[int]) -> bytes:
     """The bytes of ``ids``: each id's bytes (``token_of``: tokens and special tokens' UTF-8),
     concatenated. The spec of ``Tokenizer.decode_bytes`` (compiled: ``gather_bytes``)."""

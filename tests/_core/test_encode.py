@@ -1404,6 +1404,17 @@ def test_first_repeat_equals_the_reference(texts):
     assert first_repeat(items) == reference.encode.first_repeat(items)
 
 
+@pytest.mark.parametrize("items", [[], [b"ab", b"", b"c"], [b"a", bytearray(b"b")], [b"a", memoryview(b"b")],
+                                   [b"a", "b"], [None], [type("B", (bytes,), {})(b"x")]])
+def test_byte_lengths_equal_the_reference(items):
+    """Lengths when every item is a bytes object, None for anything else (a subclass too)."""
+    from fastbpe._core.encode import byte_lengths
+
+    fast = byte_lengths(items)
+    expected = reference.encode.byte_lengths(items)
+    assert (fast is None and expected is None) or fast.tolist() == expected
+
+
 def test_a_huge_token_gets_its_merge():
     """Tokens of 1, 2, 4, ... 2**17 letters, then one of 2**18: its rule joins 2**18 parts, in
     O(n log n) steps (rescanning every pair after each join took hours; the time is measured by
