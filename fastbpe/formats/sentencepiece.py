@@ -200,11 +200,14 @@ def _merges(pieces: Pieces) -> np.ndarray:
     made, left, right = two_piece_splits(pieces.texts, pieces.kinds == NORMAL)
     # ranked by (score, highest first; made; left): one sort of one int64 key, the piece's place
     # in score order above the left id (a piece's ways have distinct left pieces, so the key is
-    # unique; a lexsort of the four columns took 15 ms of a 32k model's load)
+    # unique; a lexsort of the four columns took 15 ms of a 32k model's load). The key comes in
+    # runs already in order (the splits come in id order, and a model's ids mostly follow its
+    # scores), which the stable sort (a merge of runs) takes as they are: half the time of the
+    # default one; with unique keys the two give the same order.
     by_score = np.argsort(-pieces.scores, kind="stable")
     place = np.empty(len(by_score), dtype=np.int64)
     place[by_score] = np.arange(len(by_score))
-    order = np.argsort(place[made] << 32 | left.astype(np.int64))
+    order = np.argsort(place[made] << 32 | left.astype(np.int64), kind="stable")
     return np.stack([left[order], right[order], made[order]], axis=1).astype(np.int64).reshape(-1, 3)
 
 
