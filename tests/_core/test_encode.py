@@ -874,6 +874,19 @@ def test_id_list_equals_tolist(ids):
         assert first.id_list(array, state) == second.id_list(array, state) == array.tolist()
 
 
+def test_id_lists_before_and_after_the_shared_ints():
+    """The first lists make their own ints; once they add up to the vocabulary's size the
+    state's shared ones are made: the lists are the same either way."""
+    tokens = [bytes([b]) for b in range(256)] + [bytes([1, b]) for b in range(100)]  # (356 ids)
+    core = BPECore(tokens, np.array([1], np.int32), np.array([2], np.int32))
+    array = np.array([256, 0, 255, 300, 400, -5] * 20, dtype=np.int32)
+    state = EncodeState()
+    lists = [core.id_list(array, state) for _ in range(5)]  # (120 ids each: shared from the third)
+    assert all(ids == array.tolist() for ids in lists)
+    # (300: an int above CPython's cached ones, made fresh, then once for the state)
+    assert lists[3][3] is lists[4][3] and lists[0][3] is not lists[4][3]
+
+
 def test_id_list_outlives_its_core():
     core = BPECore([bytes([b]) for b in range(256)] + [b"\x01\x02"], np.array([1], np.int32), np.array([2], np.int32))
     state = EncodeState()
