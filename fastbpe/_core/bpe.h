@@ -534,11 +534,13 @@ class BpeEncoder {
             ++known;
         }
         if (made_given) {
+            // (bytes_equal: inline word compares, where compare() called memcmp twice a merge)
             for (int64_t i = 0; i < known; ++i) {
                 const std::string_view a = tokens[left[i]], b = tokens[right[i]];
                 const int32_t c = made[i];
                 if (c < 0 || c >= size || tokens[c].size() != a.size() + b.size() ||
-                    tokens[c].compare(0, a.size(), a) != 0 || tokens[c].compare(a.size(), b.size(), b) != 0) {
+                    !bytes_equal((const uint8_t*)tokens[c].data(), (const uint8_t*)a.data(), a.size()) ||
+                    !bytes_equal((const uint8_t*)tokens[c].data() + a.size(), (const uint8_t*)b.data(), b.size())) {
                     *why = 3;
                     return i;
                 }
