@@ -206,16 +206,19 @@ static inline int64_t two_piece_splits(const std::vector<std::string_view>& piec
 // The first of texts that an earlier one repeats: its index, and the earlier one's in *first;
 // or -1 (specified by first_repeat in fastbpe/reference/encode.py). A SentencePiece model's
 // check that no piece is there twice: a Python set of a 32k model's texts took 1.5-2 ms of its
-// load, hashing each bytes object with SipHash; this hashes each text once, with the hash
-// every table here uses.
+// load, hashing each bytes object with SipHash. Here each text is hashed once into a table of
+// (hash, index) in plain vectors, the texts compared only where hashes match. (A BytesMap,
+// which copies its keys into fresh zeroed pages, faulted them in on every load: 2.5 ms.)
 static inline int64_t first_repeat(const std::vector<std::string_view>& texts, int64_t* first) {
-    BytesMap seen;
-    seen.reserve(texts.size());
-    int64_t empty = -1;  // (the map holds keys of one byte or more: the first empty text's index)
+    int shift = 64 - 4;
+    size_t slots = 16;
+    while (slots < 2 * texts.size() + 2) slots *= 2, --shift;  // (at most half full)
+    std::vector<uint64_t> hashes(slots, 0);  // 0: an empty slot (bytes_map_hash is never 0)
+    std::vector<int32_t> index(slots, -1);
+    int64_t empty = -1;  // (the first empty text's index: the table holds the others)
     for (size_t i = 0; i < texts.size(); ++i) {
-        const uint8_t* p = (const uint8_t*)texts[i].data();
-        const size_t n = texts[i].size();
-        if (n == 0) {
+        const std::string_view t = texts[i];
+        if (t.empty()) {
             if (empty >= 0) {
                 *first = empty;
                 return (int64_t)i;
@@ -223,15 +226,16 @@ static inline int64_t first_repeat(const std::vector<std::string_view>& texts, i
             empty = (int64_t)i;
             continue;
         }
-        const uint64_t h = bytes_map_hash(p, n);
-        int64_t count = 0;
-        const int32_t* earlier = seen.find(p, n, h, &count);
-        if (earlier != nullptr) {
-            *first = earlier[0];
-            return (int64_t)i;
+        const uint64_t h = bytes_map_hash((const uint8_t*)t.data(), t.size());
+        size_t j = (size_t)(h >> shift);  // (the top bits: the low bit is always set)
+        for (; hashes[j] != 0; j = (j + 1) & (slots - 1)) {
+            if (hashes[j] == h && texts[(size_t)index[j]] == t) {
+                *first = index[j];
+                return (int64_t)i;
+            }
         }
-        const int32_t id = (int32_t)i;
-        seen.insert(p, n, h, &id, 1);
+        hashes[j] = h;
+        index[j] = (int32_t)i;
     }
     return -1;
 }
