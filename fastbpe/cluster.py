@@ -47,8 +47,10 @@ def check_worker_versions(client) -> None:
 
 
 # How long the client tries to reach a scheduler that does not answer (a host that drops the
-# connection, or is down); a machine that refuses it is said at once (_refused).
+# connection, or is down), in seconds; a machine that refuses it is said after the first try
+# (_refused), not after the whole wait.
 CONNECT_TIMEOUT = 30
+FIRST_TRY = 2
 
 
 def _refused(address: str) -> Optional[str]:
@@ -83,13 +85,17 @@ def connect(cluster) -> Tuple[Any, bool]:
     if isinstance(cluster, Client):
         client, own = cluster, False
     else:
-        refused = _refused(cluster) if isinstance(cluster, str) else None
-        if refused:
-            raise OSError(f"cannot reach the Dask scheduler at {cluster!r}: {refused}")
         try:
-            client, own = Client(cluster, timeout=f"{CONNECT_TIMEOUT}s"), True
+            client, own = Client(cluster, timeout=f"{FIRST_TRY}s"), True
         except OSError as exc:
-            raise OSError(f"cannot reach the Dask scheduler at {cluster!r}: {exc}") from None
+            # (a scheduler that answers is never probed: a bare connection shows in its log)
+            refused = _refused(cluster) if isinstance(cluster, str) else None
+            if refused:
+                raise OSError(f"cannot reach the Dask scheduler at {cluster!r}: {refused}") from None
+            try:
+                client, own = Client(cluster, timeout=f"{CONNECT_TIMEOUT - FIRST_TRY}s"), True
+            except OSError as exc:
+                raise OSError(f"cannot reach the Dask scheduler at {cluster!r}: {exc}") from None
     try:
         check_worker_versions(client)
     except BaseException:

@@ -235,12 +235,16 @@ def test_a_worker_with_another_fastbpe_version_is_refused(client, corpus, tok, t
         client.run(pretend, fastbpe.__version__)
 
 
-def test_a_scheduler_address_nothing_listens_at_is_said_at_once():
-    """A refused connection (a port no process listens on) is said as such, not after the
-    client's timeout as "Timed out"; an address of another kind is left to the client."""
+def test_a_scheduler_address_nothing_listens_at_is_said_at_once(monkeypatch):
+    """A refused connection (a port no process listens on) is said as such after the client's
+    first try, not after its whole timeout as "Timed out"; an address of another kind is left
+    to the client."""
     import socket
 
+    from fastbpe import cluster
     from fastbpe.cluster import _refused, connect
+
+    monkeypatch.setattr(cluster, "FIRST_TRY", 0.2)
 
     with socket.socket() as bound:  # (bound, never listening: the port refuses connections)
         bound.bind(("127.0.0.1", 0))

@@ -211,6 +211,9 @@ cdef class EncodeState:
 
     def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16, short_cache_max_bits=None,
                  SharedCache shared=None):
+        if self.scratch.poll.checking:
+            raise RuntimeError("this state's encode call is paused in a signal handler: it cannot be made anew "
+                               "from there")
         if not 1 <= short_cache_bits <= 24:
             raise ValueError(f"short_cache_bits must be between 1 and 24, got {short_cache_bits}")
         if short_cache_max_bits is None:
@@ -238,6 +241,9 @@ cdef class EncodeState:
         return self.scratch.short_cache.bits()
 
     def clear(self):
+        if self.scratch.poll.checking:  # (the paused call reads the cache: see BPECore._take)
+            raise RuntimeError("this state's encode call is paused in a signal handler: its cache cannot be "
+                               "cleared from there")
         self.scratch.clear_cache()
 
     @property
@@ -319,7 +325,7 @@ cdef class BPECore:
         with nogil:
             bad = self.enc.set_tokens(tokens, &first)
         if bad >= 0:
-            raise ValueError(f"token {bad} ({token_bytes[bad]!r}) duplicates token {first}")
+            raise ValueError(f"token {bad} ({held[bad]!r}) duplicates token {first}")
         if m > 0:
             # rank = merge index; checked here, where a bad merge can name itself
             with nogil:
@@ -327,7 +333,7 @@ cdef class BPECore:
             if bad >= 0 and why == 1:
                 raise ValueError(f"merge {bad} refers to an unknown token id")
             if bad >= 0 and why == 3:
-                joined = token_bytes[left[bad]] + token_bytes[right[bad]]
+                joined = held[left[bad]] + held[right[bad]]
                 actual = self.enc.token_id(<const uint8_t*><const char*>joined, len(joined))
                 raise ValueError(f"merge {bad} says it makes token {mv[bad]}, but its concatenation is "
                                  + (f"token {actual}" if actual >= 0 else "not a token"))
@@ -818,9 +824,9 @@ cdef class BPECore:
         """The state's int of every id, for a list of ``n`` ids; None (the list makes its ints
         fresh) until the lists made so far and this one add up to as many ints as the
         vocabulary has ids. The tuple costs an int an id (0.5 ms for 32k ids, 2 ms for 128k),
-        which a tokenizer's first encode of a short text paid in full; so no list pays more
-        than twice what either way alone would cost, and a busy thread shares its ints as
-        before."""
+        which a tokenizer's first encode of a short text paid in full; this way the lists a
+        thread makes before the tuple, all together, make at most as many ints as it holds,
+        and a busy thread shares its ints as before."""
         if state is None:
             raise TypeError("state must be an EncodeState")
         if state.ints is None or len(state.ints) < self.num_tokens:
@@ -1517,7 +1523,7 @@ def lookup_tokens(list token_bytes, const uint8_t[::1] blob, const int64_t[::1] 
         if bad < 0 and m > 0:
             enc.token_ids(base, &offsets[0], m, &ov[0])
     if bad >= 0:
-        raise ValueError(f"token {bad} ({token_bytes[bad]!r}) duplicates token {first}")
+        raise ValueError(f"token {bad} ({held[bad]!r}) duplicates token {first}")
     return out
 
 

@@ -293,7 +293,8 @@ def segmentation_text(shown: Sequence[Dict[str, Any]], pieces: Sequence[Sequence
     """
     def spelled(p: Sequence[str]) -> str:
         text = " ".join(piece.translate(_VISIBLE) for piece in p[:SHOWN_PIECES])
-        return text + (f" ... (+{len(p) - SHOWN_PIECES:,} pieces)" if len(p) > SHOWN_PIECES else "")
+        more = len(p) - SHOWN_PIECES
+        return text + (f" ... (+{more:,} piece{'' if more == 1 else 's'})" if more > 0 else "")
 
     return " | ".join(f"{spelled(p)} x{w['count']}" for w, p in zip(shown, pieces))
 

@@ -47,9 +47,7 @@ def _cmd_cost(args: argparse.Namespace) -> int:
     if vocab is None and specs:
         if len(specs) > 1:
             raise ValueError("without --text, give one --tokenizer (its vocabulary size is used)")
-        from ..encode.registry import resolve_tokenizer
-
-        vocab = resolve_tokenizer(specs[0][1]).n_vocab  # (the rows a table needs for every id)
+        vocab = specs[0][1].n_vocab  # (the rows a table needs for every id)
     result = cost(vocab, args.d_model, tied=args.tied, params=args.params, dtype=args.dtype, preset=args.preset,
                   tokens=args.tokens)
     if args.json:
