@@ -833,26 +833,34 @@ def _in_threads(function, calls: List[tuple], stop=None) -> list:
     """
     results: list = [None] * len(calls)
     failures: list = [None] * len(calls)
+    # (each thread's end is an event: Python 3.11's Thread.join, interrupted, takes the thread it
+    # waited for as ended, and is_alive() then says False while it runs)
+    ended = [threading.Event() for _ in calls]
 
     def run(k: int) -> None:
         try:
             results[k] = function(*calls[k])
         except BaseException as exc:
             failures[k] = exc
+        finally:
+            ended[k].set()
 
     threads = [threading.Thread(target=run, args=(k,), name=f"fastbpe-count-{k}") for k in range(len(calls))]
+    started = 0
+    finished = False
     try:
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+            started += 1
+        for event in ended:
+            event.wait()
+        finished = True
     finally:
-        if any(thread.is_alive() for thread in threads):  # interrupted (or a thread failed to start)
+        if not finished:  # interrupted (or a thread failed to start)
             if stop is not None:
                 stop()
-            for thread in threads:
-                if thread.ident is not None:
-                    thread.join()
+            for event in ended[:started]:
+                event.wait()
     for failure in failures:
         if failure is not None:
             raise failure
