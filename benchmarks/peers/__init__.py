@@ -1,7 +1,7 @@
 """fastbpe side by side with the other BPE libraries, on your machine.
 
     python -m benchmarks.peers                       # 10 MB of english.txt.gz, 3 repeats
-    python -m benchmarks.peers --quick               # 1 MB, 1 repeat: a minute or so
+    python -m benchmarks.peers --quick               # 1 MB, 1 repeat: a minute and a half or so
     python -m benchmarks.peers --sizes 1MB,10MB,100MB --repeats 3 --threads 1
     python -m benchmarks.peers --corpus my.txt --vocab 50000
 
