@@ -1034,7 +1034,10 @@ class _ShardWriter:
         self.filled = 0  # ids in the shard so far
         self.unsynced = 0  # bytes of it written since the last sync
         self.total = total  # ids in finished shards
-        self._syncing: Optional[threading.Thread] = None  # the hand-over to the disk running, if any
+        # set while no hand-over to the disk runs (an event, not the thread's join: Python 3.11's
+        # Thread.join, interrupted by Ctrl-C, takes a running thread for ended)
+        self._synced = threading.Event()
+        self._synced.set()
         self._sync_error: Optional[BaseException] = None  # what the last one raised
 
     def add(self, ids: Union[np.ndarray, list], segment: int, skip: int) -> None:
@@ -1080,11 +1083,10 @@ class _ShardWriter:
         self.filled += len(ids)
         self.unsynced += data.nbytes
         if self.unsynced >= self.SYNC_BYTES:
-            if self._syncing is None or not self._syncing.is_alive():  # (else the next one follows it)
+            if self._synced.is_set():  # (else the next one follows it)
                 self._wait_for_sync()
-                self._syncing = threading.Thread(target=self._sync, args=(self.file,), daemon=True,
-                                                 name="fastbpe-shard-sync")
-                self._syncing.start()
+                self._synced.clear()
+                threading.Thread(target=self._sync, args=(self.file,), daemon=True, name="fastbpe-shard-sync").start()
             self.unsynced = 0
 
     def _sync(self, file: AtomicWriter) -> None:
@@ -1092,12 +1094,12 @@ class _ShardWriter:
             file.sync()
         except BaseException as exc:  # (raised in the writing thread by _wait_for_sync)
             self._sync_error = exc
+        finally:
+            self._synced.set()
 
     def _wait_for_sync(self) -> None:
         """Wait for the hand-over running, if any; raise its error."""
-        if self._syncing is not None:
-            self._syncing.join()
-            self._syncing = None
+        self._synced.wait()
         error, self._sync_error = self._sync_error, None
         if error is not None:
             raise error

@@ -1381,3 +1381,31 @@ def test_two_runs_never_write_one_folder_at_once(tok, tmp_path, monkeypatch):
     assert refused and manifest["complete"] and manifest["job"]["documents"] == "file"
     monkeypatch.undo()
     assert encode_files(tok, [path], tmp_path / "out", workers=1, progress=False)["complete"]  # (released)
+
+
+def test_a_shard_is_removed_only_after_its_hand_over_to_the_disk_ends_even_after_ctrl_c(tmp_path, monkeypatch):
+    """Ctrl-C while the end of a shard waits for the disk, then the removal of that shard: the
+    removal still waits for the hand-over (Python 3.11's Thread.join, interrupted, took the
+    running thread for ended, and the file was closed under it)."""
+    import threading
+
+    from fastbpe import fileio
+    from fastbpe.shards import _ShardWriter
+    from tests.interrupts import Interrupted, sigint_soon
+
+    release, synced = threading.Event(), []
+
+    def slow_sync(self):
+        release.wait(10)
+        synced.append(True)
+
+    monkeypatch.setattr(fileio.AtomicWriter, "sync", slow_sync)
+    monkeypatch.setattr(_ShardWriter, "SYNC_BYTES", 2)
+    writer = _ShardWriter(tmp_path / "out", [], 1000, "raw", np.uint16, "t")
+    writer.add(np.arange(4, dtype=np.uint16), 0, 0)  # (a hand-over starts, and waits)
+    with pytest.raises(Interrupted):
+        with sigint_soon(0.2):
+            writer.flush((1, 0), final=True)  # (waits for the hand-over: interrupted)
+    threading.Timer(0.3, release.set).start()
+    writer.abort()
+    assert synced == [True]
