@@ -87,7 +87,7 @@ def connect(cluster) -> Tuple[Any, bool]:
     else:
         try:
             client, own = Client(cluster, timeout=f"{FIRST_TRY}s"), True
-        except OSError as exc:
+        except OSError:
             # (a scheduler that answers is never probed: a bare connection shows in its log)
             refused = _refused(cluster) if isinstance(cluster, str) else None
             if refused:
