@@ -14,6 +14,13 @@ static inline bool cpu_has_avx2() {
     static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
     return has;
 }
+// AVX2 with BMI1 and BMI2 (every CPU with AVX2 has them, but the check is cheap): the
+// scanner's AVX2 block loader uses all three.
+static inline bool cpu_has_avx2_bmi2() {
+    static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+                             __builtin_cpu_supports("bmi2"));
+    return has;
+}
 static inline bool cpu_has_avx512bw() {
     static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bw"));
     return has;

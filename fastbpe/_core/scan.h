@@ -641,6 +641,50 @@ __attribute__((target("avx512bw"))) static inline ByteClasses classify_block_avx
 }
 #endif
 
+#ifdef FBPT_X86_TARGETS
+// The 64-bit mask of a test on the block's two 32-byte halves.
+__attribute__((target("avx2"), always_inline)) static inline uint64_t avx2_mask(__m256i lo, __m256i hi) {
+    return (uint64_t)(uint32_t)_mm256_movemask_epi8(lo) | ((uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32);
+}
+
+// The bytes of x in lo .. lo + count - 1, as classify_block tests them:
+// x + (0x80 - lo) < -128 + count (signed).
+__attribute__((target("avx2"), always_inline)) static inline __m256i avx2_in_range(__m256i x, char lo, char count) {
+    return _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(-128 + count)),
+                             _mm256_add_epi8(x, _mm256_set1_epi8((char)(0x80 - lo))));
+}
+__attribute__((target("avx2"), always_inline)) static inline __m256i avx2_equal(__m256i x, char v) {
+    return _mm256_cmpeq_epi8(x, _mm256_set1_epi8(v));
+}
+
+// classify_block under AVX2, for a CPU without AVX-512BW: each class's compares on two 32-byte
+// halves and two movemasks, where SSE2 takes four of each and their shifts and ors. Also tells
+// whether a byte is >= 0x80 (*high; then the classes are not to be used), as
+// classify_block_avx512 does. Chosen at run time (cpu_has_avx2_bmi2).
+template <int PATTERN>
+__attribute__((target("avx2"))) static inline ByteClasses classify_block_avx2(const uint8_t* q, bool* high) {
+    ByteClasses c{};
+    const __m256i a = _mm256_loadu_si256((const __m256i*)q), b = _mm256_loadu_si256((const __m256i*)(q + 32));
+    *high = _mm256_movemask_epi8(_mm256_or_si256(a, b)) != 0;
+    if (*high) return c;
+    const __m256i fold = _mm256_set1_epi8(0x20);
+    c.L = avx2_mask(avx2_in_range(_mm256_or_si256(a, fold), 'a', 26), avx2_in_range(_mm256_or_si256(b, fold), 'a', 26));
+    c.N = avx2_mask(avx2_in_range(a, '0', 10), avx2_in_range(b, '0', 10));
+    c.sp = avx2_mask(avx2_equal(a, ' '), avx2_equal(b, ' '));
+    c.ws = c.sp | avx2_mask(avx2_in_range(a, '\t', 5), avx2_in_range(b, '\t', 5));  // (\t \n \v \f \r)
+    c.ap = avx2_mask(avx2_equal(a, '\''), avx2_equal(b, '\''));
+    if (PATTERN != PAT_GPT2)
+        c.nl = avx2_mask(_mm256_or_si256(avx2_equal(a, '\n'), avx2_equal(a, '\r')),
+                         _mm256_or_si256(avx2_equal(b, '\n'), avx2_equal(b, '\r')));
+    if (o200k_words(PATTERN)) {
+        c.up = avx2_mask(avx2_in_range(a, 'A', 26), avx2_in_range(b, 'A', 26));
+        c.sl = avx2_mask(avx2_equal(a, '/'), avx2_equal(b, '/'));
+    }
+    c.O = ~(c.L | c.N | c.ws);
+    return c;
+}
+#endif
+
 // The chunks of a tiling pattern, found from their starts, which are computed a 64-byte block
 // at a time. next_chunk(p) gives the end of the chunk at p, as Scanner::next_chunk does, for
 // the p of consecutive chunks from 0.
@@ -749,22 +793,30 @@ class ChunkStarts {
     __attribute__((always_inline)) inline void load(size_t b, bool sequential, size_t p) {
 #ifdef FBPT_X86_TARGETS
         if (cpu_has_avx512bw()) return load_avx512(b, sequential, p);
+        if (cpu_has_avx2_bmi2()) return load_avx2(b, sequential, p);
 #endif
         load_sse2(b, sequential, p);
     }
     __attribute__((noinline)) void load_sse2(size_t b, bool sequential, size_t p) {
-        load_block<false>(b, sequential, p);
+        load_block<ISA_SSE2>(b, sequential, p);
     }
 #ifdef FBPT_X86_TARGETS
     // load compiled for AVX-512BW (and the bit instructions of the CPUs that have it): its
     // classes from classify_block_avx512, inlined
     __attribute__((target("avx512bw,bmi,bmi2,lzcnt"), noinline)) void load_avx512(size_t b, bool sequential,
                                                                                 size_t p) {
-        load_block<true>(b, sequential, p);
+        load_block<ISA_AVX512>(b, sequential, p);
+    }
+    // load compiled for AVX2 and the bit instructions of BMI1/2 (andn, blsr, tzcnt, shlx: the
+    // rules' shifts and masks take fewer instructions): its classes from classify_block_avx2,
+    // inlined
+    __attribute__((target("avx2,bmi,bmi2"), noinline)) void load_avx2(size_t b, bool sequential, size_t p) {
+        load_block<ISA_AVX2>(b, sequential, p);
     }
 #endif
 
-    template <bool AVX512>
+    enum { ISA_SSE2, ISA_AVX2, ISA_AVX512 };
+    template <int ISA>
     __attribute__((always_inline)) inline void load_block(size_t b, bool sequential, size_t p) {
         base_ = b;
         if (!sequential) from_ = p;
@@ -788,8 +840,10 @@ class ChunkStarts {
         ByteClasses classes;  // (only read when the block is valid)
         bool high;
 #ifdef FBPT_X86_TARGETS
-        if constexpr (AVX512) {
+        if constexpr (ISA == ISA_AVX512) {
             classes = classify_block_avx512<PATTERN>(q, &high);
+        } else if constexpr (ISA == ISA_AVX2) {
+            classes = classify_block_avx2<PATTERN>(q, &high);
         } else
 #endif
         {

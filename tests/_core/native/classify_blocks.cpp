@@ -1,7 +1,8 @@
 // The scanner's block classifiers against classify_bytes, one byte at a time: classify_block
-// (SSE2) and, where the CPU has AVX-512BW, classify_block_avx512 give the same masks of every
-// class for each pattern's rules, on blocks of every byte value at every position and on
-// random blocks drawn from ASCII's classes' edges; the AVX-512 one also tells a byte >= 0x80.
+// (SSE2) and, where the CPU has them, classify_block_avx2 and classify_block_avx512 give the
+// same masks of every class for each pattern's rules, on blocks of every byte value at every
+// position and on random blocks drawn from ASCII's classes' edges; the AVX2 and AVX-512 ones
+// also tell a byte >= 0x80.
 // Built and run by test_scan_blocks.py; prints what it checked and exits 1 on the first
 // difference.
 #include <cstdio>
@@ -28,6 +29,8 @@ static bool same_masks(const char* what, int pattern, const uint8_t* q, const By
     return false;
 }
 
+static bool avx2 = false;
+
 template <int PATTERN>
 static bool check(const uint8_t* q, bool avx512) {
     ByteClasses want{};
@@ -39,6 +42,16 @@ static bool check(const uint8_t* q, bool avx512) {
     if (!high && !same_masks("classify_block", PATTERN, q, fbpt::classify_block<PATTERN>(q), want, nl, o200k))
         return false;
 #ifdef FBPT_X86_TARGETS
+    if (avx2) {
+        bool got_high = !high;
+        const ByteClasses got = fbpt::classify_block_avx2<PATTERN>(q, &got_high);
+        ++checks;
+        if (got_high != high) {
+            std::printf("classify_block_avx2 says high %d, want %d\n", (int)got_high, (int)high);
+            return false;
+        }
+        if (!high && !same_masks("classify_block_avx2", PATTERN, q, got, want, nl, o200k)) return false;
+    }
     if (avx512) {
         bool got_high = !high;
         const ByteClasses got = fbpt::classify_block_avx512<PATTERN>(q, &got_high);
@@ -62,10 +75,11 @@ static bool check_all(const uint8_t* q, bool avx512) {
 int main() {
 #ifdef FBPT_X86_TARGETS
     const bool avx512 = fbpt::cpu_has_avx512bw();
+    avx2 = fbpt::cpu_has_avx2_bmi2();
 #else
     const bool avx512 = false;
 #endif
-    std::printf("avx512bw %d\n", (int)avx512);
+    std::printf("avx2 %d avx512bw %d\n", (int)avx2, (int)avx512);
     uint8_t q[64];
     // every byte value at every position of a block of letters, and of a block of spaces
     for (uint8_t fill : {(uint8_t)'a', (uint8_t)' '})
