@@ -196,7 +196,13 @@ cdef class MergeLearner:
     # live pairs of the long chunks made of two one-symbol (base) tokens: step 0 lists them
     # coarse, and no merge creates one, so they never have a position entry
     cdef int64_t base_long
-    cdef int64_t coarse_listed              # step 0's entries (all coarse; their number only falls)
+    # coarse entries in the lists: step 0's, then as many as the last compaction kept (no merge
+    # makes one, so their number only falls: a bound from above between compactions). Left at
+    # step 0's number, the bound (_merge's compaction trigger) counted 1.09M entries where 0.42M
+    # were left late in the run on one 50 MB word of English letters, and no compaction came
+    # in the second half of the merges.
+    cdef int64_t coarse_listed
+    cdef int64_t coarse_kept                # coarse entries _drop_stale kept (counted by _compact_where)
     # Entries in pair_where and live symbols: stale entries are dropped from every list once
     # they outnumber the live ones (_compact_where), which bounds the lists' memory.
     cdef int64_t where_total, live_symbols
@@ -829,11 +835,13 @@ cdef class MergeLearner:
         self.where_total = 0
         self.long_total = 0
         self.long_dropped = 0
+        self.coarse_kept = 0
         self.compactions += 1
         for pair in range(self.pair_where.lists()):
             self.long_total += self._drop_stale(<int32_t>pair, &long_listed)
             self.where_total += <int64_t>self.pair_where.size(pair)
         self.long_kept = self.long_total
+        self.coarse_listed = self.coarse_kept
         self._release_scratch(0)
         self.pair_where.compact()
         return 0
@@ -864,6 +872,7 @@ cdef class MergeLearner:
             if ~x & COARSE:
                 if x != last_coarse:
                     last_coarse = x
+                    self.coarse_kept += 1
                     where[kept] = x
                     kept += 1
                     long_kept += 1
