@@ -4,7 +4,10 @@
 Inputs: the whole English corpus (``english.txt.gz``, 167 MB of text; skipped without the
 shared data) and one word without whitespace (lower-case letters, 5 MB and 50 MB; generated),
 which every split pattern keeps as a single chunk: the input where a chunk table or an encoder
-that holds a chunk at once holds the whole file.
+that holds a chunk at once holds the whole file. ``english_letters_50MB`` is such a word cut
+from the English corpus (its letters only, mixed case): far more distinct pairs than the
+generated word, the case where the learner's pair tables, not the long-chunk store, make the
+training's peak.
 
 asv's ``peakmem_`` is the peak resident set size of the benchmark's process, setup included: the
 inputs are made on disk by ``setup_cache`` (run in a process of its own), the benchmark gets
@@ -15,9 +18,9 @@ Encoding uses GPT-2's ranks (``r50k_base.tiktoken`` of the shared data; skipped 
 import shutil
 import tempfile
 
-from .common import corpus_file, data_file, fastbpe_module, long_word_file, require, skip
+from .common import corpus_file, data_file, fastbpe_module, letters_word_file, long_word_file, require, skip
 
-INPUTS = ["english", "long_word_5MB", "long_word_50MB"]
+INPUTS = ["english", "long_word_5MB", "long_word_50MB", "english_letters_50MB"]
 VOCAB_SIZE = 32768
 ENCODER = "tokenizers/tiktoken/r50k_base.tiktoken"
 
@@ -29,6 +32,8 @@ def _input_paths():
         try:
             if name.startswith("long_word_"):
                 paths[name] = str(long_word_file(name[len("long_word_"):]))
+            elif name.startswith("english_letters_"):
+                paths[name] = str(letters_word_file(name[len("english_letters_"):]))
             else:
                 paths[name] = str(corpus_file(name))
         except NotImplementedError as exc:  # common.skip: the corpus is absent
