@@ -5,6 +5,8 @@ from libcpp.string cimport string
 from libcpp.string_view cimport string_view
 from libcpp.vector cimport vector
 
+from fastbpe._core.poll cimport Poll
+
 cdef extern from "bpe.h" namespace "fbpt" nogil:
     cdef enum MergeRule:
         MERGE_REPLAY
@@ -40,12 +42,6 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         void clear()
         void shrink_to_fit()
         void swap(IdBuffer& other)
-
-    # poll.h: a long loop calls check(context) every so often, and stops (throws) on nonzero
-    cdef cppclass Poll:
-        int (*check)(void*) noexcept nogil
-        void* context
-        bint checking
 
     cdef cppclass EncodeScratch:
         Poll poll

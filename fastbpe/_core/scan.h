@@ -21,6 +21,7 @@
 
 #include "cpu.h"
 #include "patterns.h"
+#include "poll.h"
 #include "utf8.h"
 
 namespace fbpt {
@@ -1081,13 +1082,17 @@ void scan_chunks(const uint8_t* s, size_t n, const uint8_t* limit, int pattern, 
     }
 }
 
-// A sink for scan_document that collects the chunks in order (split.pyx's entry points).
+// A sink for scan_document that collects the chunks in order (split.pyx's entry points). A
+// chunk ticks `poll` once (a huge text's scan takes seconds: 160 MB of English, 2.7 s); what
+// it collected is freed with it, so an interrupted scan leaves nothing behind.
 struct ChunkList {
     std::vector<uint8_t> data;
     std::vector<int64_t> ends;
+    Poll poll;
     inline void operator()(const uint8_t* p, size_t len, const uint8_t*) {
         data.insert(data.end(), p, p + len);
         ends.push_back((int64_t)data.size());
+        poll.tick();
     }
     void text(const uint8_t* s, size_t n, const uint8_t* limit, int pattern) {
         scan_chunks(s, n, limit, pattern, *this);

@@ -18,14 +18,20 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.exc cimport PyErr_CheckSignals
 
+import threading
+
 import numpy as np
 
 # A list of chunks of a huge text takes seconds to build (160 MB of English: 10 s): Ctrl-C is
 # looked at every POLL_MASK + 1 chunks (a few ms).
 cdef Py_ssize_t POLL_MASK = (1 << 16) - 1
+# The scan before it looks every POLL_UNITS chunks (poll.h), in a text of this many bytes or
+# more on the main thread (a shorter one's scan ends within milliseconds: no look needed).
+cdef size_t POLL_FROM_BYTES = 1 << 20
 
 from fastbpe._core.cut cimport RULE_CUSTOM, find_cut as c_find_cut
 from fastbpe._core.documents cimport document_spans as c_document_spans, find_newline_run
+from fastbpe._core.poll cimport check_signals
 from fastbpe._core.patterns cimport (PAT_WHITESPACE, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3, PAT_QWEN,
                                      PAT_TEKKEN,
                                      PAT_COUNT, ERR_STRICT, ERR_REPLACE, ERR_BYTES, ERR_COUNT)
@@ -67,6 +73,8 @@ cdef _split(const uint8_t[::1] data, int pattern, int errors, ChunkList* out):
     check_ids(pattern, errors)
     if n == 0:
         return
+    if n >= POLL_FROM_BYTES and threading.current_thread() is threading.main_thread():
+        out.poll.check = check_signals  # (Ctrl-C stops the scan: out is freed by the caller)
     with nogil:
         bad = scan_document_to_list(&data[0], n, pattern, errors, out[0], scratch)
     if bad >= 0:
