@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "poll.h"
+
 namespace fbpt {
 
 struct CharsMap {
@@ -121,9 +123,11 @@ static inline size_t normalize_prefix(const CharsMap& m, const KeptPieces& kept,
 // so are the ▁s at the end (the text's own too); with add_dummy_prefix, a ▁ before the rest
 // of a text that was not empty; a kept piece is copied as it is (its spaces escaped, those it
 // begins with dropped after a space, as any prefix's). Appends to out; false for a damaged map
-// (charsmap_prefix).
+// (charsmap_prefix). A prefix ticks `poll` once (a huge text's pass takes seconds): stopped, it
+// throws Interrupted with out half made (the caller's to drop).
 static inline bool sentencepiece_normalize(const CharsMap& m, const KeptPieces& kept, const uint8_t* s, size_t n,
-                                           bool add_dummy_prefix, bool remove_extra_whitespaces, std::string& out) {
+                                           bool add_dummy_prefix, bool remove_extra_whitespaces, std::string& out,
+                                           Poll& poll) {
     static const char SPACE_SYMBOL[] = "\xE2\x96\x81";
     const size_t start = out.size();
     const uint8_t* text;
@@ -135,6 +139,7 @@ static inline bool sentencepiece_normalize(const CharsMap& m, const KeptPieces& 
             if (taken == 0) return false;
             if (length != 1 || text[0] != ' ') break;
             at += taken;
+            poll.tick();
         }
         if (at == n) return true;  // (only spaces)
     }
@@ -157,6 +162,7 @@ static inline bool sentencepiece_normalize(const CharsMap& m, const KeptPieces& 
         }
         if (!remove_extra_whitespaces) after_space = false;
         at += taken;
+        poll.tick();
     }
     if (remove_extra_whitespaces)
         while (out.size() >= start + 3 && out.compare(out.size() - 3, 3, SPACE_SYMBOL) == 0) out.resize(out.size() - 3);

@@ -55,17 +55,24 @@ def test_one_huge_chunk_backtracked(cl100k, cl100k_path):
     assert cl100k.encode_ordinary(SAMPLE + word[:5000]) == fastbpe.load(cl100k_path).encode_ordinary(SAMPLE + word[:5000])
 
 
-def test_one_huge_chunk_merged_by_rank(tmp_path):
-    """A SentencePiece model keeps the text one chunk: 32 MB go to the merge loop by rank,
-    which looks at Ctrl-C while it lists the pairs and every so many merges."""
+@pytest.fixture(scope="module")
+def sentencepiece_model(tmp_path_factory):
+    """A SentencePiece BPE model of lowercase letters (its normaliser: nmt_nfkc's map)."""
     import sentencepiece as spm
 
+    where = tmp_path_factory.mktemp("sp")
     block = one_word(1)[:1 << 16]
-    (tmp_path / "letters.txt").write_text("\n".join(block[k:k + 1000] for k in range(0, len(block), 1000)))
-    spm.SentencePieceTrainer.train(input=str(tmp_path / "letters.txt"), model_prefix=str(tmp_path / "sp"),
+    (where / "letters.txt").write_text("\n".join(block[k:k + 1000] for k in range(0, len(block), 1000)))
+    spm.SentencePieceTrainer.train(input=str(where / "letters.txt"), model_prefix=str(where / "sp"),
                                    vocab_size=600, model_type="bpe", byte_fallback=True, minloglevel=2,
                                    num_threads=1)
-    model = str(tmp_path / "sp.model")
+    return str(where / "sp.model")
+
+
+def test_one_huge_chunk_merged_by_rank(sentencepiece_model):
+    """A SentencePiece model keeps the text one chunk: 32 MB go to the merge loop by rank,
+    which looks at Ctrl-C while it lists the pairs and every so many merges."""
+    model = sentencepiece_model
     tok = fastbpe.load(model)
     word = one_word(32)
     # the signal after the normaliser's pass over the text, which comes first and looks at no
@@ -75,6 +82,15 @@ def test_one_huge_chunk_merged_by_rank(tmp_path):
     after = max(SIGNAL_AFTER, 32 * 1.5 * (time.monotonic() - started) + 0.5)
     assert _interrupted(lambda: tok.encode_ordinary(word), after)
     assert tok.encode_ordinary(SAMPLE + word[:5000]) == fastbpe.load(model).encode_ordinary(SAMPLE + word[:5000])
+
+
+def test_the_normaliser_of_a_huge_text(sentencepiece_model):
+    """SentencePiece's normaliser, which runs before the encoder's loops, looks at Ctrl-C as it
+    goes through a huge text (64 MB: seconds), and normalises as before afterwards."""
+    tok = fastbpe.load(sentencepiece_model)
+    word = one_word(64)
+    assert stopped_inside(lambda: tok.normalize(word), "normalize.pyx", 0.3)
+    assert tok.normalize(SAMPLE) == fastbpe.load(sentencepiece_model).normalize(SAMPLE)
 
 
 def test_a_thread_that_is_not_the_main_one_is_not_stopped(cl100k, cl100k_path):
