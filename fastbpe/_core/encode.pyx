@@ -19,6 +19,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
 from libc.string cimport memchr, memcmp, memcpy, memmove
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
+from libcpp.atomic cimport atomic
 from libcpp.vector cimport vector
 
 import os
@@ -27,6 +28,7 @@ import threading
 import numpy as np
 cimport numpy as cnp
 
+from cpython.exc cimport PyErr_SetString
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fastbpe._core.derive_merges cimport (derive_merges as c_derive_merges, first_repeat as c_first_repeat,
@@ -175,14 +177,33 @@ def _forked():
 os.register_at_fork(after_in_child=_forked)
 
 
-cdef int _check_signals(void* unused) noexcept nogil:
+cdef int _check_signals(void* stop) noexcept nogil:
     """The poll of a state's long loops (poll.h): nonzero, KeyboardInterrupt (or what a signal
     handler raised) set, when the call should stop. (Cython's ``except +`` raises an exception
-    already set in place of the C++ one that carries the call out.)"""
+    already set in place of the C++ one that carries the call out.) Another thread stops when
+    the :class:`StopFlag` its state watches (``stop``: its flag, or NULL) is set."""
     if PyThread_get_thread_ident() != _main_thread:
-        return 0
+        if stop == NULL or not (<atomic[int]*>stop).load():
+            return 0
+        with gil:
+            PyErr_SetString(KeyboardInterrupt, "the call that handed this encode to a worker thread stopped")
+        return 1
     with gil:
         return check_signals_with_gil()
+
+
+cdef class StopFlag:
+    """Set once by a call that hands its work to other threads when it stops early (Ctrl-C):
+    their encode calls with a state that watches it (``EncodeState.watch``) stop at their next
+    poll, as the calling thread's would at a signal, and raise KeyboardInterrupt."""
+    cdef atomic[int] flag
+
+    def set(self):
+        self.flag.store(1)
+
+    @property
+    def is_set(self):
+        return self.flag.load() != 0
 
 
 cdef class EncodeState:
@@ -208,6 +229,7 @@ cdef class EncodeState:
                                 # threads never write to the same refcount (cache-line ping-pong)
     cdef public int64_t hits, misses
     cdef uint64_t core          # the BPECore whose ids its caches hold (0: none yet)
+    cdef StopFlag watched       # (held: the poll's context points into it)
 
     def __init__(self, size_t max_ids=4_000_000, int short_cache_bits=16, short_cache_max_bits=None,
                  SharedCache shared=None):
@@ -234,6 +256,12 @@ cdef class EncodeState:
     def __dealloc__(self):
         if self.shared is not None:
             self.shared.cache.give_back(self.scratch.arena)
+
+    def watch(self, StopFlag stop):
+        """Stop this state's encode calls on another thread than the main one once ``stop`` is
+        set (None: never, as made). The thread that encodes with it calls this, between calls."""
+        self.watched = stop
+        self.scratch.poll.context = <void*>&stop.flag if stop is not None else NULL
 
     @property
     def short_cache_bits(self):

@@ -21,7 +21,7 @@ from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._core.encode import array_views, str_sizes
+from .._core.encode import StopFlag, array_views, str_sizes
 from . import special
 
 __all__ = ["encode_batch", "byte_balanced_groups", "texts_with_specials", "utf8_encoder", "utf8_batch_encoder"]
@@ -462,13 +462,28 @@ def encode_batch(tok, texts, workers: int, allowed_special, disallowed_special, 
         # worker: fewer, longer lists, and a third busy thread beside two workers shared two
         # cores three ways (texts of 4,096 characters, lists: 42-44 ms there, 48-61 here).
         here = chars < len(texts) * SHORT_TEXT_CHARS
+        # Set when this thread stops early (Ctrl-C, a group's error): the groups running on the
+        # workers then stop at their encoders' next poll, rather than encode to their end.
+        stop = StopFlag()
+
+        def watched(step: Callable, part: slice):
+            state = tok._state()
+            state.watch(stop)
+            try:
+                return step(part)
+            finally:
+                state.watch(None)
+
         with tok._pools.borrow(min(workers, len(parts))) as pool:
-            futures = [pool.submit(encoded if here else place, part) for part in parts]
+            futures = [pool.submit(watched, encoded if here else place, part) for part in parts]
             try:
                 for part, future in zip(parts, futures):
                     got = future.result()  # (the first group that failed raises, in text order)
                     if here:
                         results[part] = result(part, got)
+            except BaseException:
+                stop.set()
+                raise
             finally:
                 for future in futures:
                     future.cancel()

@@ -127,6 +127,50 @@ def test_a_thread_that_is_not_the_main_one_is_not_stopped(cl100k, cl100k_path):
     assert out[0] == expected
 
 
+def test_the_workers_of_an_interrupted_batch_stop_too(cl100k_path, shared_data, monkeypatch):
+    """Ctrl-C while ``encode_batch`` waits for its workers: the groups they are encoding stop
+    at their encoders' next poll (KeyboardInterrupt from inside the compiled call, left in
+    their futures) instead of running to their end; the pool's states encode as before
+    afterwards."""
+    from fastbpe.encode import pools
+
+    with gzip.open(shared_data.path("english.txt.gz"), "rb") as f:
+        english = f.read(64 << 20).decode("ascii", "replace")
+    texts = [english[:32 << 20], english[32 << 20:]]  # (two groups: one a worker, seconds each)
+    tok = fastbpe.load(cl100k_path)
+    futures, submit = [], pools.Lane.submit
+
+    def recorded(lane, fn, *args):
+        futures.append(submit(lane, fn, *args))
+        return futures[-1]
+
+    monkeypatch.setattr(pools.Lane, "submit", recorded)
+    interrupted, ended = False, None
+    try:
+        with sigint_soon(0.3):
+            started = time.monotonic()
+            tok.encode_batch(texts, workers=2)
+            ended = time.monotonic() - started
+    except Interrupted:
+        interrupted = True
+    if not interrupted:
+        pytest.skip(f"the batch ended {ended:.2f} s in, before the signal at 0.3 s: nothing to interrupt")
+    assert len(futures) == 2 and all(future.done() for future in futures)  # (waited for)
+    stopped = [future.exception() for future in futures if not future.cancelled()]
+    assert stopped and all(isinstance(exc, KeyboardInterrupt) for exc in stopped), stopped
+    for exc in stopped:
+        tb = exc.__traceback__
+        while tb is not None and not tb.tb_frame.f_code.co_filename.endswith("encode.pyx"):
+            tb = tb.tb_next
+        assert tb is not None, "the worker's exception came from outside the compiled call"
+    monkeypatch.undo()
+    lines = english[:1 << 20].splitlines()[:2000]
+    fresh = fastbpe.load(cl100k_path)
+    assert tok.encode_batch(lines, workers=2) == [fresh.encode_ordinary(line) for line in lines]
+    assert tok.encode_batch(texts[0][:4 << 20].split("\n\n"), workers=2) == \
+        fresh.encode_batch(texts[0][:4 << 20].split("\n\n"), workers=1)
+
+
 def test_a_handler_that_encodes_with_the_interrupted_tokenizer_is_refused(cl100k, cl100k_path):
     """A signal handler runs inside the paused call: encoding there with the same tokenizer
     (the same thread's buffers), or clearing its cache, is a RuntimeError saying so, which stops
