@@ -60,6 +60,8 @@ from libcpp.vector cimport vector
 from libcpp.algorithm cimport sort, unique
 from cpython.exc cimport PyErr_CheckSignals
 
+from fastbpe._core.poll cimport POLL_UNITS
+
 import numpy as np
 
 from fastbpe._core.long_chunks cimport LongChunks
@@ -97,6 +99,9 @@ cdef size_t PREFETCH_PAIRS_AHEAD = 6
 # Step 0 looks at Ctrl-C every POLL_MASK + 1 pairs of a long chunk (about 50 ms): one chunk of
 # 100 MB took 5 s there.
 cdef Py_ssize_t POLL_MASK = (1 << 20) - 1
+# A merge step looks every POLL_UNITS units of its work (poll.h's count: positions merged or
+# checked, list entries filtered, 16 bytes of a coarse block searched; a few ms): one step of
+# one 48 MB chunk took up to 3.5 s (the coarse blocks' searches, a compaction).
 cdef int32_t DEAD = -1
 cdef int64_t NO_POSITION = 0x7FFFFFFFFFFFFFFF
 cdef int32_t COARSE = 1 << 30   # marks a coarse block number in a pair's list (learner field coarse_bits)
@@ -237,6 +242,9 @@ cdef class MergeLearner:
     cdef vector[int32_t] out_left, out_right, out_new
     cdef vector[int64_t] out_count
     cdef bint initialised                     # __init__ ran (its state is built once)
+    cdef int64_t poll_left                    # units of a merge step's work until its next look (_tick)
+    # a Ctrl-C stopped a merge step half-way: the tables are torn and the learner refuses to run
+    cdef bint torn
 
     def __init__(self, symbols, const int64_t[::1] word_starts,
                  const int64_t[::1] word_counts, list token_bytes, tie_ranks=None,
@@ -882,6 +890,7 @@ cdef class MergeLearner:
                 long_kept += 1
         self.pair_where.truncate(pair, kept)
         long_listed[0] = listed
+        self._tick(n)
         return long_kept
 
     cdef int _drop_stale_halved(self) except -1 nogil:
@@ -1033,6 +1042,23 @@ cdef class MergeLearner:
         if q >= 0 and self.node[q].nxt >= 0:
             self.pair_index.prefetch(b, self.node[self.node[q].nxt].sym)
 
+    cdef inline int _tick(self, int64_t units) except -1 nogil:
+        """``units`` of a merge step's work done: every POLL_UNITS, a look at Ctrl-C (_look)."""
+        self.poll_left -= units
+        if self.poll_left <= 0:
+            self._look()
+        return 0
+
+    cdef int _look(self) except -1 nogil:
+        """Raise what a pending signal's handler raises (KeyboardInterrupt), half-way through a
+        merge step: the learner is then torn (run refuses), as the step's tables are."""
+        self.poll_left = POLL_UNITS
+        with gil:
+            self.torn = True
+            PyErr_CheckSignals()
+            self.torn = False
+        return 0
+
     cdef int _merge(self, Layout* layout, int32_t pair, int32_t new_id) except -1 nogil:
         """Replace every occurrence of pair ``pair`` by ``new_id``, left to right within each
         word, never overlapping, adjusting the counts of the neighbouring pairs. ``layout``:
@@ -1093,6 +1119,7 @@ cdef class MergeLearner:
         self.live_symbols -= merged
         self.merged_occurrences += merged
         self.where_total += added
+        self._tick(n)  # (after the loop: it takes a few ms even in a large corpus's first steps)
         if Layout is WithLongChunks:
             if not self.merging_long.empty():
                 self._merge_long(pair, new_id)
@@ -1161,6 +1188,7 @@ cdef class MergeLearner:
         while begin < stop:  # one chunk (or its padding) at a time
             chunk = &self.longs.chunk_of_block(self.longs.block_of(begin))
             self.longs.find_base_pair(begin, min(stop, chunk.end), chunk.end, a, b, self.merging_long)
+            self._tick((min(stop, chunk.end) - begin) >> 4)
             begin = self.longs.block_begin(self.longs.block_of(chunk.end + 63))
             if begin <= chunk.begin:
                 break
@@ -1198,6 +1226,7 @@ cdef class MergeLearner:
         for j in range(n):
             if j + PREFETCH_AHEAD < n:
                 self.longs.prefetch(self.merging_long[j + PREFETCH_AHEAD])
+            self._tick(1)  # (before the position: a look between two leaves both whole)
             p = self.merging_long[j]
             if not self.longs.starts(p):
                 continue
@@ -1290,6 +1319,10 @@ cdef class MergeLearner:
         cdef WithLongChunks* with_long = NULL
         if progress_every < 1:
             raise ValueError("progress_every must be at least 1")
+        if self.torn:
+            raise RuntimeError("a merge step of this learner was interrupted half-way: its tables are torn; "
+                               "make a new learner")
+        self.poll_left = POLL_UNITS
         with nogil:  # the heap from the first cut over this run's floor (_refill_heap)
             self._set_heap_floor(max(min_frequency, 1))
         while done < num_merges and not exhausted:
