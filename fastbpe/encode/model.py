@@ -16,7 +16,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from .._core.encode import MERGE_RULES, BPECore, byte_lengths, derive_merges
+from .._core.encode import MERGE_RULES, BPECore, derive_merges
+from .vocab import item_lengths
 
 __all__ = ["BPEModel", "MERGE_RULES", "checked_merge_array"]
 
@@ -98,10 +99,7 @@ class BPEModel:
             return
         inside = (pairs >= 0) & (pairs < n)
         if inside.all():
-            lengths = byte_lengths(self.token_bytes) if type(self.token_bytes) is list else None  # (compiled)
-            if lengths is None:
-                lengths = np.fromiter(map(len, self.token_bytes), dtype=np.int64, count=n)
-            empty = lengths == 0
+            empty = item_lengths(self.token_bytes) == 0
             inside = ~empty[pairs]
         if not inside.all():
             rank, side = np.argwhere(~inside)[0]

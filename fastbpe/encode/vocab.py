@@ -57,6 +57,19 @@ class UnknownTokenIdError(ValueError, KeyError):
     __str__ = Exception.__str__  # (KeyError's would show the message in quotes)
 
 
+def item_lengths(tokens) -> np.ndarray:
+    """The int64 length of each token (bytes, or any sized item): compiled for a list of
+    bytes, a Python step an item otherwise.
+
+    >>> item_lengths([b"ab", b"", b"c"]).tolist(), item_lengths((b"ab", bytearray(b"c"))).tolist()
+    ([2, 0, 1], [2, 1])
+    """
+    lengths = byte_lengths(tokens) if type(tokens) is list else None
+    if lengths is None:
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    return lengths
+
+
 def lengths_and_first_bytes(tokens) -> Tuple[np.ndarray, np.ndarray]:
     """The int64 length and the first byte (0 for an empty token) of each token, in bulk: one
     join, no Python step a token.
@@ -64,9 +77,7 @@ def lengths_and_first_bytes(tokens) -> Tuple[np.ndarray, np.ndarray]:
     >>> [a.tolist() for a in lengths_and_first_bytes([b"ab", b"", b"c"])]
     [[2, 0, 1], [97, 0, 99]]
     """
-    lengths = byte_lengths(tokens) if type(tokens) is list else None  # (compiled: a list of bytes)
-    if lengths is None:
-        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    lengths = item_lengths(tokens)
     blob = np.frombuffer(b"".join(tokens) + b"\0", dtype=np.uint8)  # (an empty last token's start: the 0)
     return lengths, np.where(lengths > 0, blob[np.cumsum(lengths) - lengths], 0).astype(np.uint8)
 
