@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <type_traits>
 #include <memory>
@@ -326,12 +327,33 @@ struct EncodeScratch {
         out.resize(room);
     }
 
-    // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
-    void trim(size_t keep) {
+    // After a call: free the UTF-8 and id buffers, and the merge buffers, that a huge call grew
+    // past `keep` bytes (the caller's settling, and a call's that ends by an exception).
+    void settle(size_t keep) {
+        if (utf8.size() > keep) {
+            utf8.clear();
+            utf8.shrink_to_fit();
+        }
+        if (out.size() * sizeof(int32_t) > keep) {
+            out.clear();
+            out.shrink_to_fit();
+        }
+        trim(keep);
+    }
+
+    // Bytes the merge buffers hold (their capacities).
+    size_t merge_buffer_bytes() const {
         size_t held = (sid.capacity() + span.capacity()) * sizeof(int32_t) +
                       (heap.capacity() + ranks.capacity() + dead.capacity()) * sizeof(uint64_t);
         for (const RankBucket& b : buckets) held += b.cap * sizeof(int32_t);
-        if (held <= keep) return;
+        return held;
+    }
+    // ... and every buffer settle bounds.
+    size_t buffer_bytes() const { return utf8.capacity() + out.capacity() * sizeof(int32_t) + merge_buffer_bytes(); }
+
+    // Free the merge buffers when they hold more than `keep` bytes (after a huge chunk).
+    void trim(size_t keep) {
+        if (merge_buffer_bytes() <= keep) return;
         IdBuffer().swap(sid);
         IdBuffer().swap(span);
         std::vector<uint64_t>().swap(dead);
@@ -353,6 +375,22 @@ struct EncodeScratch {
 
 // The encoding tables. Built once, then read-only: many threads may encode at once, each with
 // its own EncodeScratch.
+
+// Buffers of a state bigger than this are freed after a call instead of kept for the next one.
+static const size_t KEEP_BUFFER_BYTES = (size_t)64 << 20;
+
+// Settles a state's scratch (settle(KEEP_BUFFER_BYTES)) when the call it guards ends by an
+// exception (Ctrl-C: poll.h's Interrupted; bad_alloc), as the caller does after a call that
+// returns: an interrupted call leaves held what a finished one would, not a huge call's
+// buffers until the next call.
+struct SettleOnThrow {
+    EncodeScratch& st;
+    const int pending = std::uncaught_exceptions();
+    ~SettleOnThrow() {
+        if (std::uncaught_exceptions() > pending) st.settle(KEEP_BUFFER_BYTES);
+    }
+};
+
 class BpeEncoder {
   public:
     int merge_rule = MERGE_REPLAY;
@@ -728,6 +766,7 @@ class BpeEncoder {
     // chunks lie inside dp[0:len]. Counts chunks that missed the cache in *misses.
     int64_t encode_run(const uint8_t* dp, size_t len, const int64_t* starts, const int64_t* ends, int64_t m,
                        EncodeScratch& st, int32_t* op, int64_t* misses) const {
+        SettleOnThrow settle_on_throw{st};
         int64_t count = 0;
         for (int64_t b = 0; b < m; b += FUSED_BLOCK) {
             int64_t got = encode_block(dp, len, starts + b, ends + b, std::min<int64_t>(FUSED_BLOCK, m - b), st,
@@ -821,6 +860,7 @@ class BpeEncoder {
     // misses in *misses.
     int64_t encode_utf8(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
                         int64_t* misses, int32_t* op = nullptr) const {
+        SettleOnThrow settle_on_throw{st};
         if (op == nullptr) op = st.out.data();
         if (n > UINT32_MAX) return encode_utf8_wide(dp, n, pattern, st, chunks, misses, op);
         size_t done;
@@ -849,6 +889,7 @@ class BpeEncoder {
     int64_t encode_utf8_many(const uint8_t* const* texts, const size_t* lengths, size_t count, int pattern,
                              EncodeScratch& st, int64_t* chunks, int64_t* misses, int32_t* op, int64_t* ends,
                              size_t* done) const {
+        SettleOnThrow settle_on_throw{st};
         *done = 0;
         if (count == 0) return 0;
         return encode_tiled_by<true>(TextList{texts, lengths, count, ends}, pattern, st, chunks, misses, op, done);
@@ -1103,6 +1144,7 @@ class BpeEncoder {
     // backtracker does not take goes through st.out alone, at 4 bytes per id.)
     int64_t encode_utf8_u16(const uint8_t* dp, size_t n, int pattern, EncodeScratch& st, int64_t* chunks,
                             int64_t* misses, uint16_t* out) const {
+        SettleOnThrow settle_on_throw{st};
         int64_t starts[FUSED_BLOCK];
         int64_t ends[FUSED_BLOCK];
         int64_t m = 0, run_bytes = 0, count = 0;
@@ -1158,6 +1200,7 @@ class BpeEncoder {
     // out_ends (may be null): out_ends[k] = the ids of words 0..k.
     int64_t encode_symbols(const int32_t* symbols, const int64_t* ends, int64_t words, EncodeScratch& st,
                            int32_t* out, int64_t* out_ends = nullptr) const {
+        SettleOnThrow settle_on_throw{st};
         int64_t start = 0, total = 0;
         for (int64_t w = 0; w < words; ++w) {
             int64_t length = ends[w] - start;

@@ -19,6 +19,7 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
     const int SHORT_IDS_MAX
     const int64_t RANK_QUEUE_MIN
     const int64_t TOO_MANY_IDS
+    const size_t KEEP_BUFFER_BYTES
 
     cdef cppclass ShortChunkCache:
         void set_bits(int bits, int max_bits)
@@ -54,6 +55,8 @@ cdef extern from "bpe.h" namespace "fbpt" nogil:
         vector[uint8_t] utf8
         void clear_cache()
         void trim(size_t keep)
+        void settle(size_t keep)
+        size_t buffer_bytes()
         size_t cache_size()
         void expect_text(size_t bytes) except +
         void give_back_out(IdBuffer& ids, size_t used_bytes, size_t keep_bytes)

@@ -37,7 +37,7 @@ from fastbpe._core.buffers cimport lend_vector
 
 from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BLOCK, IdBuffer, MERGE_REPLAY,
                                 MERGE_PAIR, MERGE_TOKEN, SCAN_MAX_CHUNK, SHORT_IDS_MAX, SharedChunkCache,
-                                TEXTS_AHEAD)
+                                KEEP_BUFFER_BYTES, TEXTS_AHEAD)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
 from fastbpe._core.utf8 cimport utf8_valid, utf8_valid_in_order, utf8_from_str_data, utf8_max_per_unit
@@ -88,8 +88,9 @@ MERGE_RULE_IDS = {"replay": MERGE_REPLAY, "pair": MERGE_PAIR, "token": MERGE_TOK
 # the names in id order: what Tokenizer(merge_rule=...) accepts
 MERGE_RULES = tuple(sorted(MERGE_RULE_IDS, key=MERGE_RULE_IDS.get))
 WHOLE_TOKEN_LOOKUPS = ("all", "consistent", "none")
-# Buffers bigger than this are freed after a call instead of kept for the next one.
-cdef size_t KEEP_BUFFER = 64 * 1024 * 1024
+# Buffers bigger than this are freed after a call instead of kept for the next one (bpe.h's
+# bound, which a call that ends by an exception settles by itself).
+cdef size_t KEEP_BUFFER = KEEP_BUFFER_BYTES
 # encode_text_many checks the UTF-8 of this many bytes of texts at most, then encodes them
 cdef int64_t RUN_BYTES = 1 << 20
 # A text of this many bytes or more is encoded alone, not in a run of texts (_encode_run)
@@ -264,6 +265,12 @@ cdef class EncodeState:
         self.scratch.poll.context = <void*>&stop.flag if stop is not None else NULL
 
     @property
+    def buffer_bytes(self):
+        """Bytes its call buffers hold between calls (UTF-8, ids, a huge chunk's merges): at most
+        64 MB once a call has ended, whether it returned or raised."""
+        return self.scratch.buffer_bytes()
+
+    @property
     def short_cache_bits(self):
         """The short-chunk cache's size now: ``2**short_cache_bits`` entries."""
         return self.scratch.short_cache.bits()
@@ -283,16 +290,9 @@ cdef class EncodeState:
 cdef void _settle(EncodeState state, int64_t chunks, int64_t misses):
     """After a call: count its cache hits and misses, and let go of the scratch buffers a huge
     call grew past KEEP_BUFFER (the merge buffers of a huge chunk too)."""
-    cdef EncodeScratch* st = &state.scratch
     state.misses += misses
     state.hits += chunks - misses
-    if st.utf8.size() > KEEP_BUFFER:
-        st.utf8.clear()
-        st.utf8.shrink_to_fit()
-    if st.out.size() * sizeof(int32_t) > KEEP_BUFFER:
-        st.out.clear()
-        st.out.shrink_to_fit()
-    st.trim(KEEP_BUFFER)
+    state.scratch.settle(KEEP_BUFFER)
 
 
 cdef class BPECore:

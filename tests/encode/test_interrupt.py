@@ -93,6 +93,18 @@ def test_the_normaliser_of_a_huge_text(sentencepiece_model):
     assert tok.normalize(SAMPLE) == fastbpe.load(sentencepiece_model).normalize(SAMPLE)
 
 
+def test_an_interrupted_call_leaves_its_buffers_as_a_finished_one(cl100k_path, shared_data):
+    """A huge call's buffers (here a 32 MB text's UTF-8, 96 MB: 'ε' is up to 3 bytes) are let
+    go as the call ends, by Ctrl-C too, as when it returns: not kept until the next call."""
+    with gzip.open(shared_data.path("english.txt.gz"), "rb") as f:
+        text = f.read(32 << 20).decode("ascii", "replace").replace("e", "ε")
+    tok = fastbpe.load(cl100k_path)
+    state = tok._state()
+    assert _interrupted(lambda: tok.encode_ordinary(text), 0.3)
+    assert state.buffer_bytes <= 64 << 20  # (what a state keeps between calls)
+    assert tok.encode_ordinary(SAMPLE) == fastbpe.load(cl100k_path).encode_ordinary(SAMPLE)
+
+
 def test_a_thread_that_is_not_the_main_one_is_not_stopped(cl100k, cl100k_path):
     """Only the main thread runs signal handlers (elsewhere CPython's check does nothing, and
     the compiled loops do not even take the GIL to call it): another thread's encode runs to
