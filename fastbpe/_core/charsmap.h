@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "poll.h"
-
 namespace fbpt {
 
 struct CharsMap {
@@ -123,11 +121,9 @@ static inline size_t normalize_prefix(const CharsMap& m, const KeptPieces& kept,
 // so are the ▁s at the end (the text's own too); with add_dummy_prefix, a ▁ before the rest
 // of a text that was not empty; a kept piece is copied as it is (its spaces escaped, those it
 // begins with dropped after a space, as any prefix's). Appends to out; false for a damaged map
-// (charsmap_prefix). A byte ticks `poll` once (a huge text's pass takes seconds): stopped, it
-// throws Interrupted with out half made (the caller's to drop).
+// (charsmap_prefix).
 static inline bool sentencepiece_normalize(const CharsMap& m, const KeptPieces& kept, const uint8_t* s, size_t n,
-                                           bool add_dummy_prefix, bool remove_extra_whitespaces, std::string& out,
-                                           Poll& poll) {
+                                           bool add_dummy_prefix, bool remove_extra_whitespaces, std::string& out) {
     static const char SPACE_SYMBOL[] = "\xE2\x96\x81";
     const size_t start = out.size();
     const uint8_t* text;
@@ -139,7 +135,6 @@ static inline bool sentencepiece_normalize(const CharsMap& m, const KeptPieces& 
             if (taken == 0) return false;
             if (length != 1 || text[0] != ' ') break;
             at += taken;
-            poll.tick((int64_t)taken);  // (only while the text's leading spaces are dropped)
         }
         if (at == n) return true;  // (only spaces)
     }
@@ -147,27 +142,21 @@ static inline bool sentencepiece_normalize(const CharsMap& m, const KeptPieces& 
     if (add_dummy_prefix) out.append(SPACE_SYMBOL, 3);
     bool after_space = remove_extra_whitespaces;
     while (at < n) {
-        // pieces of about POLL_UNITS bytes, a tick after each (a prefix may end past a piece's
-        // end): a tick a prefix cost 7 instructions of its 120
-        const size_t piece_from = at, piece_end = n - at > (size_t)POLL_UNITS ? at + POLL_UNITS : n;
-        while (at < piece_end) {
-            const size_t taken = normalize_prefix(m, kept, s + at, n - at, &text, &length);
-            if (taken == 0) return false;
-            if (after_space)
-                while (length && text[0] == ' ') ++text, --length;
-            if (length) {
-                for (size_t i = 0; i < length; ++i) {
-                    if (text[i] == ' ')
-                        out.append(SPACE_SYMBOL, 3);
-                    else
-                        out.push_back((char)text[i]);
-                }
-                after_space = text[length - 1] == ' ';
+        const size_t taken = normalize_prefix(m, kept, s + at, n - at, &text, &length);
+        if (taken == 0) return false;
+        if (after_space)
+            while (length && text[0] == ' ') ++text, --length;
+        if (length) {
+            for (size_t i = 0; i < length; ++i) {
+                if (text[i] == ' ')
+                    out.append(SPACE_SYMBOL, 3);
+                else
+                    out.push_back((char)text[i]);
             }
-            if (!remove_extra_whitespaces) after_space = false;
-            at += taken;
+            after_space = text[length - 1] == ' ';
         }
-        poll.tick((int64_t)(at - piece_from));
+        if (!remove_extra_whitespaces) after_space = false;
+        at += taken;
     }
     if (remove_extra_whitespaces)
         while (out.size() >= start + 3 && out.compare(out.size() - 3, 3, SPACE_SYMBOL) == 0) out.resize(out.size() - 3);

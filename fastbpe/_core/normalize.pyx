@@ -7,20 +7,12 @@ from libc.stdint cimport uint8_t, uint32_t
 from libcpp.string cimport string
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-from fastbpe._core.poll cimport Poll, check_signals
-
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
-import threading
-
 import numpy as np
-
-# A text of this many bytes or more, normalised on the main thread, looks at Ctrl-C as it goes
-# (poll.h; 32 MB take about a second); a shorter one's pass ends within milliseconds.
-cdef size_t POLL_FROM_BYTES = 1 << 20
 
 cdef extern from "charsmap.h" namespace "fbpt" nogil:
     struct CharsMapView "fbpt::CharsMap":
@@ -31,8 +23,7 @@ cdef extern from "charsmap.h" namespace "fbpt" nogil:
     cppclass KeptPieces "fbpt::KeptPieces":
         void add(const string& piece)
     bint sentencepiece_normalize(const CharsMapView& m, const KeptPieces& kept, const uint8_t* s, size_t n,
-                                 bint add_dummy_prefix, bint remove_extra_whitespaces, string& out,
-                                 Poll& poll) except +
+                                 bint add_dummy_prefix, bint remove_extra_whitespaces, string& out)
 
 
 cdef class SentencePieceNormalizer:
@@ -84,12 +75,9 @@ cdef class SentencePieceNormalizer:
             s, n = <const uint8_t*><const char*>data, len(data)
         cdef string out
         cdef bint ok
-        cdef Poll poll
-        if n >= POLL_FROM_BYTES and threading.current_thread() is threading.main_thread():
-            poll.check = check_signals
         with nogil:
             ok = sentencepiece_normalize(self.view, self.kept, s, n, self.add_dummy_prefix,
-                                         self.remove_extra_whitespaces, out, poll)
+                                         self.remove_extra_whitespaces, out)
         if not ok:
             raise ValueError("the precompiled charsmap is damaged: a rule names no replacement")
         try:

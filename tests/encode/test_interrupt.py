@@ -84,15 +84,6 @@ def test_one_huge_chunk_merged_by_rank(sentencepiece_model):
     assert tok.encode_ordinary(SAMPLE + word[:5000]) == fastbpe.load(model).encode_ordinary(SAMPLE + word[:5000])
 
 
-def test_the_normaliser_of_a_huge_text(sentencepiece_model):
-    """SentencePiece's normaliser, which runs before the encoder's loops, looks at Ctrl-C as it
-    goes through a huge text (64 MB: seconds), and normalises as before afterwards."""
-    tok = fastbpe.load(sentencepiece_model)
-    word = one_word(64)
-    assert stopped_inside(lambda: tok.normalize(word), "normalize.pyx", 0.3)
-    assert tok.normalize(SAMPLE) == fastbpe.load(sentencepiece_model).normalize(SAMPLE)
-
-
 def test_an_interrupted_call_leaves_its_buffers_as_a_finished_one(cl100k_path, shared_data):
     """A huge call's buffers (here a 32 MB text's UTF-8, 96 MB: 'ε' is up to 3 bytes) are let
     go as the call ends, by Ctrl-C too, as when it returns: not kept until the next call."""
