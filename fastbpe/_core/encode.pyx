@@ -40,6 +40,7 @@ from fastbpe._core.bpe cimport (Backtracker, BpeEncoder, EncodeScratch, FUSED_BL
                                 KEEP_BUFFER_BYTES, TEXTS_AHEAD)
 from fastbpe._core.pair_table cimport pair_key
 from fastbpe._core.patterns cimport pattern_tiles
+from fastbpe._core.poll cimport check_signals_with_gil
 from fastbpe._core.utf8 cimport utf8_valid, utf8_valid_in_order, utf8_from_str_data, utf8_max_per_unit
 from fastbpe._core.str_utf8 cimport str_utf8, str_utf8_filled_here
 
@@ -159,9 +160,6 @@ cdef class SharedCache:
 
 
 cdef extern from "Python.h":
-    # (not cpython.exc's declaration, which raises: the check below returns the -1 to C++ and
-    # leaves KeyboardInterrupt set for the binding's `except +` to raise)
-    int check_signals_with_gil "PyErr_CheckSignals"() noexcept
     unsigned long PyThread_get_thread_ident() noexcept nogil
 
 # Only the main thread runs Python's signal handlers: another thread's long loops never take

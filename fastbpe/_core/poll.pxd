@@ -12,9 +12,9 @@ cdef extern from "poll.h" namespace "fbpt" nogil:
         bint checking
 
 cdef extern from "Python.h":
-    # (not cpython.exc's declaration, which raises: the check returns the -1 to C++ and leaves
-    # KeyboardInterrupt set for the binding's `except +` to raise)
-    int _check_signals_with_gil "PyErr_CheckSignals"() noexcept
+    # (not cpython.exc's declaration, which raises: a poll's check returns the -1 to C++ and
+    # leaves KeyboardInterrupt set for the binding's `except +` to raise); with the GIL held
+    int check_signals_with_gil "PyErr_CheckSignals"() noexcept
 
 
 cdef inline int check_signals(void* unused) noexcept nogil:
@@ -22,4 +22,4 @@ cdef inline int check_signals(void* unused) noexcept nogil:
     other, whose loops would take the GIL for nothing): nonzero, KeyboardInterrupt (or what a
     signal handler raised) set, when the call should stop."""
     with gil:
-        return _check_signals_with_gil()
+        return check_signals_with_gil()

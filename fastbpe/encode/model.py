@@ -17,7 +17,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import numpy as np
 
 from .._core.encode import MERGE_RULES, BPECore, derive_merges
-from .vocab import item_lengths
+from .vocab import token_list_lengths
 
 __all__ = ["BPEModel", "MERGE_RULES", "checked_merge_array"]
 
@@ -99,7 +99,7 @@ class BPEModel:
             return
         inside = (pairs >= 0) & (pairs < n)
         if inside.all():
-            empty = item_lengths(self.token_bytes) == 0
+            empty = token_list_lengths(self.token_bytes) == 0
             inside = ~empty[pairs]
         if not inside.all():
             rank, side = np.argwhere(~inside)[0]

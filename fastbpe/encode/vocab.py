@@ -57,12 +57,14 @@ class UnknownTokenIdError(ValueError, KeyError):
     __str__ = Exception.__str__  # (KeyError's would show the message in quotes)
 
 
-def item_lengths(tokens) -> np.ndarray:
+def token_list_lengths(tokens) -> np.ndarray:
     """The int64 length of each token (bytes, or any sized item): compiled for a list of
     bytes, a Python step an item otherwise.
 
-    >>> item_lengths([b"ab", b"", b"c"]).tolist(), item_lengths((b"ab", bytearray(b"c"))).tolist()
-    ([2, 0, 1], [2, 1])
+    >>> token_list_lengths([b"ab", b"", b"c"]).tolist()
+    [2, 0, 1]
+    >>> token_list_lengths((b"ab", bytearray(b"c"))).tolist()
+    [2, 1]
     """
     lengths = byte_lengths(tokens) if type(tokens) is list else None
     if lengths is None:
@@ -77,7 +79,7 @@ def lengths_and_first_bytes(tokens) -> Tuple[np.ndarray, np.ndarray]:
     >>> [a.tolist() for a in lengths_and_first_bytes([b"ab", b"", b"c"])]
     [[2, 0, 1], [97, 0, 99]]
     """
-    lengths = item_lengths(tokens)
+    lengths = token_list_lengths(tokens)
     blob = np.frombuffer(b"".join(tokens) + b"\0", dtype=np.uint8)  # (an empty last token's start: the 0)
     return lengths, np.where(lengths > 0, blob[np.cumsum(lengths) - lengths], 0).astype(np.uint8)
 
@@ -443,7 +445,8 @@ def with_leading_rule(tok, table: TextTable, ids, text: str) -> str:
 
 
 def token_lengths(tok, ids: np.ndarray) -> np.ndarray:
-    """Byte length of every id's token (int64)."""
+    """Byte length of every id's token (int64); of a token list's items, see
+    :func:`token_list_lengths`."""
     table = _table(tok)
     inside = (ids >= 0) & (ids < len(table.lengths))
     lengths = np.zeros(len(ids), dtype=np.int64)

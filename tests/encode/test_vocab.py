@@ -451,16 +451,16 @@ def test_decode_with_offsets_needs_the_bytes_text():
         marked.decode_with_offsets(marked.encode("the cat"))
 
 
-def test_item_lengths_serves_every_kind_of_token_list():
+def test_token_list_lengths_serves_every_kind_of_token_list():
     """One helper gives the lengths of a vocabulary's tokens: compiled for a list of bytes,
     item by item for a tuple or a list holding other sized items; the merge check of a model
     reads it, so an empty (unused) id named by a merge is refused for any of them."""
     from fastbpe.encode.model import BPEModel
-    from fastbpe.encode.vocab import item_lengths, lengths_and_first_bytes
+    from fastbpe.encode.vocab import token_list_lengths, lengths_and_first_bytes
 
     tokens = [bytes([b]) for b in range(256)] + [b"", b"ab"]
     for given in (tokens, tuple(tokens), tokens[:-1] + [bytearray(b"ab")]):
-        assert item_lengths(given).tolist() == [1] * 256 + [0, 2]
+        assert token_list_lengths(given).tolist() == [1] * 256 + [0, 2]
         assert lengths_and_first_bytes(given)[1].tolist()[-2:] == [0, 97]
         with pytest.raises(ValueError, match="merge 1 refers to unknown token id 256"):
             BPEModel(given, [(97, 98), (256, 97)])
