@@ -3,6 +3,7 @@
 Tests that need the real corpora and tokenizer files ask for ``shared_data`` and skip, saying
 what is missing, where ``FASTBPE_DATA`` (default ``../shared/data``) does not hold them.
 """
+import math
 import os
 
 import pytest
@@ -14,6 +15,30 @@ from benchmarks import data as _data
 settings.register_profile("ci", max_examples=200, deadline=None)
 settings.register_profile("thorough", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """``FASTBPE_EXAMPLES_SCALE`` (a fraction) scales every generated-input test's number of
+    cases, those its own ``@settings`` set too (which a profile cannot): the sanitizer lane,
+    where a case costs about three times as much and the aim is memory errors rather than rare
+    inputs, runs a quarter (``.ci/sanitize``). At least 10 cases a test (or its own fewer)."""
+    scale = os.environ.get("FASTBPE_EXAMPLES_SCALE")
+    if not scale:
+        return
+    scale = float(scale)
+    scaled = set()
+    for item in items:
+        test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+        if not getattr(test, "is_hypothesis_test", False) or id(test) in scaled:
+            continue  # (the cases of a parametrised test are scaled once)
+        # (where hypothesis reads a test's settings when it runs, its @settings or the profile's)
+        given = getattr(test, "_hypothesis_internal_use_settings", None)
+        if given is None:
+            raise RuntimeError("FASTBPE_EXAMPLES_SCALE: this hypothesis keeps a test's settings elsewhere")
+        test._hypothesis_internal_use_settings = settings(
+            given, max_examples=min(given.max_examples, max(10, math.ceil(given.max_examples * scale)))
+        )
+        scaled.add(id(test))
 
 
 class SharedData:
