@@ -18,6 +18,7 @@ flags do not change the sources, so switching a checkout's own build between the
 ``build_ext --force``.
 """
 import glob
+import multiprocessing
 import os
 
 import numpy as np
@@ -61,10 +62,12 @@ extensions = [
     for path in sorted(glob.glob(os.path.join(CORE, "*.pyx")))
 ]
 
-# The modules are translated and compiled side by side, one a core (a plain `pip install` passes
-# no -j; an explicit one still wins).
+# The modules are compiled side by side, one a core (a plain `pip install` passes no -j; an
+# explicit one still wins), and translated so where processes fork (Cython's pool of processes
+# would run this file again in each one that a spawning platform starts).
 jobs = os.cpu_count() or 1
+translators = jobs if multiprocessing.get_start_method() == "fork" else 0
 setup(
-    ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False, nthreads=jobs),
+    ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False, nthreads=translators),
     options={"build_ext": {"parallel": jobs}},
 )

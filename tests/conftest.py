@@ -28,7 +28,8 @@ def pytest_collection_modifyitems(config, items):
     scale = float(scale)
     scaled = set()
     for item in items:
-        test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+        obj = getattr(item, "obj", None)  # (a function, or a bound method of a test class)
+        test = getattr(obj, "__func__", obj)
         if not getattr(test, "is_hypothesis_test", False) or id(test) in scaled:
             continue  # (the cases of a parametrised test are scaled once)
         # (where hypothesis reads a test's settings when it runs, its @settings or the profile's)
