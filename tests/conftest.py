@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         obj = getattr(item, "obj", None)  # (a function, or a bound method of a test class)
         test = getattr(obj, "__func__", obj)
-        if not getattr(test, "is_hypothesis_test", False) or id(test) in scaled:
+        if not getattr(test, "is_hypothesis_test", False) or test in scaled:
             continue  # (the cases of a parametrised test are scaled once)
         # (where hypothesis reads a test's settings when it runs, its @settings or the profile's)
         given = getattr(test, "_hypothesis_internal_use_settings", None)
@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(config, items):
         test._hypothesis_internal_use_settings = settings(
             given, max_examples=min(given.max_examples, max(10, math.ceil(given.max_examples * scale)))
         )
-        scaled.add(id(test))
+        scaled.add(test)
 
 
 class SharedData:

@@ -1,5 +1,6 @@
 """The C++ test programs of ``tests/_core/native``: built from one source file against the
-compiled core's headers, and run, outside the sanitizer lane's preloaded runtime."""
+compiled core's headers, and run without any preloaded sanitizer runtime; in the sanitizer lane
+they skip (the normal run has built and run the same ones)."""
 import os
 import shutil
 import subprocess

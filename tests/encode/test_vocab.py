@@ -456,7 +456,7 @@ def test_token_list_lengths_serves_every_kind_of_token_list():
     item by item for a tuple or a list holding other sized items; the merge check of a model
     reads it, so an empty (unused) id named by a merge is refused for any of them."""
     from fastbpe.encode.model import BPEModel
-    from fastbpe.encode.vocab import token_list_lengths, lengths_and_first_bytes
+    from fastbpe.encode.vocab import lengths_and_first_bytes, token_list_lengths
 
     tokens = [bytes([b]) for b in range(256)] + [b"", b"ab"]
     for given in (tokens, tuple(tokens), tokens[:-1] + [bytearray(b"ab")]):
